@@ -1,0 +1,133 @@
+"""The ``fakefs`` command: mount, umount, selftest and friends."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+
+from .kernel.config import PERSONAS, DEFAULT_PERSONA, parse_value
+
+
+def _split_opts(values: list[str]) -> tuple[list[str], dict]:
+    """``-o a,b=c`` FUSE options; ``CONFIG_X=y`` items are Kconfig overrides."""
+    fuse, config = [], {}
+    for v in values or []:
+        for o in v.split(","):
+            o = o.strip()
+            if not o:
+                continue
+            if o.startswith("CONFIG_"):
+                k, _, val = o.partition("=")
+                config[k] = parse_value(val)
+            else:
+                fuse.append(o)
+    return fuse, config
+
+
+def cmd_mount(args) -> int:
+    from . import daemon
+    if args.persona == "help":
+        for name, p in PERSONAS.items():
+            mark = " (default)" if name == DEFAULT_PERSONA else ""
+            print(f"{name}{mark}: {p.get('description', '')}")
+        return 0
+    if args.persona not in PERSONAS:
+        print(f"fakefs: unknown persona '{args.persona}' (try --persona help)", file=sys.stderr)
+        return 2
+    fuse_opts, args.config = _split_opts(args.o)
+    mnt = os.path.abspath(args.mountpoint)
+    if not os.path.isdir(mnt):
+        print(f"fakefs: {mnt}: not a directory", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="fakefs: %(levelname)s %(name)s: %(message)s")
+    if args.foreground:
+        kernel = daemon.boot_kernel(args)
+        print(f"fakefs: {kernel.config.release} mounted at {mnt} "
+              f"(tracefs at {mnt}/sys/kernel/tracing); Ctrl-C to unmount", flush=True)
+        return daemon.serve(kernel, mnt, fuse_opts)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(w)
+        msg = b""
+        while True:
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            msg += chunk
+        os.close(r)
+        if msg.startswith(b"OK"):
+            return 0
+        sys.stderr.write(msg.decode(errors="replace") or "fakefs: daemon failed to start\n")
+        return 1
+    # child: become a daemon
+    os.close(r)
+    os.setsid()
+    try:
+        kernel = daemon.boot_kernel(args)
+    except Exception as e:   # report boot failures to the waiting parent
+        os.write(w, f"fakefs: boot failed: {e}\n".encode())
+        os._exit(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    if not args.debug:
+        logfile = args.log or os.devnull
+        fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w)
+    os._exit(rc)
+
+
+def cmd_umount(args) -> int:
+    mnt = os.path.abspath(args.mountpoint)
+    rc = subprocess.call(["fusermount3", "-u"] + (["-z"] if args.lazy else []) + [mnt])
+    return rc
+
+
+def cmd_selftest(args) -> int:
+    from . import selftest
+    return selftest.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fakefs", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("mount", help="boot a simulated kernel and mount its tree")
+    m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
+    m.add_argument("-d", "--debug", action="store_true", help="log debugging output")
+    m.add_argument("-o", action="append", default=[], metavar="OPT[,OPT...]",
+                   help="FUSE mount options (fsname=, allow_other, ...) and CONFIG_X=y overrides")
+    m.add_argument("--cmdline", default="", help="kernel command line (boot parameters)")
+    m.add_argument("--seed", type=int, default=1, help="seed of the simulated workload")
+    m.add_argument("--persona", default=DEFAULT_PERSONA,
+                   help="kernel build to simulate ('help' lists them)")
+    m.add_argument("--log", help="daemon log file")
+    m.add_argument("mountpoint")
+    m.set_defaults(func=cmd_mount)
+    u = sub.add_parser("umount", help="unmount a fakefs mount")
+    u.add_argument("-z", "--lazy", action="store_true")
+    u.add_argument("mountpoint")
+    u.set_defaults(func=cmd_umount)
+    try:
+        from . import selftest
+    except ImportError:
+        selftest = None
+    if selftest is not None:
+        s = sub.add_parser("selftest", help="run the upstream ftracetest against a fakefs mount")
+        selftest.add_arguments(s)
+        s.set_defaults(func=cmd_selftest)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""Run the simulated kernel behind a FUSE mount (one daemon, one mount)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+import pyfuse3
+import trio
+
+from .fuse.adapter import FakeFS
+from .kernel.init import Kernel
+
+log = logging.getLogger("fakefs")
+
+MAX_TASKS = 2000
+
+
+def fuse_options(opts: list[str]) -> set[str]:
+    options = set(pyfuse3.default_options)      # default_permissions
+    options.discard("default_permissions")
+    options.add("default_permissions")
+    names = {o.split("=", 1)[0] for o in opts}
+    if "fsname" not in names:
+        options.add("fsname=fakefs")
+    if "subtype" not in names:
+        options.add("subtype=fakefs")
+    for o in opts:
+        if o in ("rw", "defaults", "auto", "noauto", "user", "_netdev", "nofail", "dev", "suid",
+                 "exec"):
+            continue
+        options.add(o)
+    return options
+
+
+def boot_kernel(args) -> Kernel:
+    kernel = Kernel(persona=args.persona, cmdline=args.cmdline or "", seed=args.seed,
+                    config_overrides=args.config or None)
+    kernel.boot()
+    return kernel
+
+
+async def _serve(ops: FakeFS) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ops.poll_watcher)
+        await pyfuse3.main(max_tasks=MAX_TASKS)
+        nursery.cancel_scope.cancel()
+
+
+def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None) -> int:
+    ops = FakeFS(kernel)
+    try:
+        pyfuse3.init(ops, mountpoint, fuse_options(opts))
+    except Exception as e:
+        msg = f"fakefs: cannot mount {mountpoint}: {e}\n"
+        if ready_fd is not None:
+            os.write(ready_fd, msg.encode())
+            os.close(ready_fd)
+        else:
+            sys.stderr.write(msg)
+        return 1
+    ops.mounted = True
+
+    def stop(signum, frame):
+        pyfuse3.terminate()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, stop)
+    if ready_fd is not None:
+        os.write(ready_fd, b"OK\n")
+        os.close(ready_fd)
+    try:
+        trio.run(_serve, ops)
+    finally:
+        pyfuse3.close(unmount=True)
+    return 0

@@ -1,0 +1,316 @@
+"""The one thin pyfuse3 adapter: the simulated kernel's pseudo-file tree as FUSE operations.
+
+Rules this layer keeps (see shared/research/anchors.md §0):
+
+* every file is opened with ``direct_io`` and no page cache, reported with
+  ``st_size`` 0 (tracefs does the same) unless its operations give a size;
+* truncate/append are decided from the open flags (handled by the kernel
+  model through ``File.trunc`` / ``File.append``), never from write offsets;
+* blocking reads wait on the trio loop in short sleeps, and give up with
+  EINTR when the opener has a pending signal (pyfuse3 never sees
+  FUSE_INTERRUPT);
+* before any request touches kernel state the kernel catches up with the
+  wall clock in small steps, yielding to other requests between steps;
+* a handler never lets a Python exception escape: KernelError becomes its
+  errno, anything else is logged and becomes EIO.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import stat
+
+import pyfuse3
+import trio
+
+from ..kernel.fs.pseudo import DirNode, File, FileNode, KernelError, WouldBlock
+from .signals import signal_pending
+
+log = logging.getLogger("fakefs.fuse")
+
+ENTRY_TIMEOUT = 1.0
+ATTR_TIMEOUT = 1.0
+BLOCK_POLL_INTERVAL = 0.05
+
+
+def handler(fn):
+    """Map kernel errors to errno and contain every other exception."""
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args, **kwargs):
+        try:
+            return await fn(self, *args, **kwargs)
+        except pyfuse3.FUSEError:
+            raise
+        except KernelError as e:
+            raise pyfuse3.FUSEError(e.errno)
+        except (trio.Cancelled, KeyboardInterrupt):
+            raise
+        except Exception:
+            log.exception("%s failed", fn.__name__)
+            raise pyfuse3.FUSEError(errno.EIO)
+
+    return wrapper
+
+
+class FakeFS(pyfuse3.Operations):
+    supports_dot_lookup = True
+    enable_writeback_cache = False
+    enable_acl = False
+
+    def __init__(self, kernel):
+        super().__init__()
+        self.kernel = kernel
+        self.tree = kernel.tree
+        self.files: dict[int, File] = {}
+        self.next_fh = 1
+        self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
+        self.mounted = False
+        self.tree.listeners.append(self._tree_changed)
+
+    # --- helpers -----------------------------------------------------------
+    async def observe(self) -> None:
+        """Let the simulated kernel catch up with the wall clock, in slices."""
+        while self.kernel.catch_up():
+            await trio.sleep(0)
+
+    def node(self, inode: int):
+        n = self.tree.nodes.get(inode)
+        if n is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return n
+
+    def attrs(self, n) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = n.ino
+        a.generation = 0
+        a.entry_timeout = ENTRY_TIMEOUT
+        a.attr_timeout = ATTR_TIMEOUT
+        a.st_mode = n.mode
+        a.st_nlink = 2 + sum(1 for c in n.children.values() if c.is_dir) if isinstance(n, DirNode) else 1
+        a.st_uid = n.uid
+        a.st_gid = n.gid
+        a.st_rdev = 0
+        size = 0
+        if isinstance(n, FileNode):
+            sizer = getattr(n.fops, "size", None)
+            if sizer is not None:
+                size = sizer(n)
+        a.st_size = size
+        a.st_blksize = 4096
+        a.st_blocks = 0
+        ns = int(n.mtime * 1e9)
+        a.st_atime_ns = a.st_mtime_ns = a.st_ctime_ns = ns
+        return a
+
+    def _tree_changed(self, parent, name, node, added) -> None:
+        if not self.mounted or added or parent is None:
+            return
+        try:
+            pyfuse3.invalidate_entry_async(parent.ino, name.encode(), deleted=node.ino,
+                                           ignore_enoent=True)
+        except Exception:   # never let a notification failure reach the kernel model
+            log.debug("invalidate %s failed", name, exc_info=True)
+
+    def file(self, fh: int) -> File:
+        f = self.files.get(fh)
+        if f is None:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        return f
+
+    # --- attributes and lookup ---------------------------------------------
+    @handler
+    async def getattr(self, inode, ctx=None):
+        return self.attrs(self.node(inode))
+
+    @handler
+    async def lookup(self, parent_inode, name, ctx=None):
+        parent = self.node(parent_inode)
+        if not isinstance(parent, DirNode):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        name = os.fsdecode(name)
+        if name == ".":
+            return self.attrs(parent)
+        if name == "..":
+            return self.attrs(parent.parent or parent)
+        child = parent.lookup(name)
+        if child is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return self.attrs(child)
+
+    @handler
+    async def setattr(self, inode, attr, fields, fh, ctx):
+        n = self.node(inode)
+        if fields.update_mode:
+            n.mode = stat.S_IFMT(n.mode) | (attr.st_mode & 0o7777)
+        if fields.update_uid:
+            n.uid = attr.st_uid
+        if fields.update_gid:
+            n.gid = attr.st_gid
+        # size changes (truncate -s) are accepted and ignored, as tracefs does
+        return self.attrs(n)
+
+    @handler
+    async def forget(self, inode_list):
+        return None
+
+    @handler
+    async def statfs(self, ctx):
+        s = pyfuse3.StatvfsData()
+        s.f_bsize = s.f_frsize = 4096
+        s.f_namemax = 255
+        return s
+
+    # --- directories -----------------------------------------------------
+    @handler
+    async def opendir(self, inode, ctx):
+        n = self.node(inode)
+        if not isinstance(n, DirNode):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        return inode
+
+    @handler
+    async def readdir(self, fh, start_id, token):
+        n = self.node(fh)
+        entries = list(n.children.values())
+        for i in range(start_id, len(entries)):
+            child = entries[i]
+            if not pyfuse3.readdir_reply(token, child.name.encode(), self.attrs(child), i + 1):
+                break
+
+    @handler
+    async def releasedir(self, fh):
+        return None
+
+    @handler
+    async def mkdir(self, parent_inode, name, mode, ctx):
+        parent = self.node(parent_inode)
+        if not isinstance(parent, DirNode):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        name = os.fsdecode(name)
+        if name in parent.children:
+            raise pyfuse3.FUSEError(errno.EEXIST)
+        await self.observe()
+        parent.dops.mkdir(parent, name)
+        child = parent.lookup(name)
+        if child is None:
+            raise pyfuse3.FUSEError(errno.EIO)
+        return self.attrs(child)
+
+    @handler
+    async def rmdir(self, parent_inode, name, ctx):
+        parent = self.node(parent_inode)
+        name = os.fsdecode(name)
+        child = parent.lookup(name) if isinstance(parent, DirNode) else None
+        if child is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        if not isinstance(child, DirNode):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        await self.observe()
+        parent.dops.rmdir(parent, name)
+
+    @handler
+    async def create(self, parent_inode, name, mode, flags, ctx):
+        raise pyfuse3.FUSEError(errno.EACCES)
+
+    @handler
+    async def mknod(self, parent_inode, name, mode, rdev, ctx):
+        raise pyfuse3.FUSEError(errno.EACCES)
+
+    @handler
+    async def unlink(self, parent_inode, name, ctx):
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    @handler
+    async def rename(self, parent_inode_old, name_old, parent_inode_new, name_new, flags, ctx):
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    @handler
+    async def symlink(self, parent_inode, name, target, ctx):
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    @handler
+    async def link(self, inode, new_parent_inode, new_name, ctx):
+        raise pyfuse3.FUSEError(errno.EPERM)
+
+    # --- files -------------------------------------------------------------
+    @handler
+    async def open(self, inode, flags, ctx):
+        n = self.node(inode)
+        if isinstance(n, DirNode):
+            raise pyfuse3.FUSEError(errno.EISDIR)
+        await self.observe()
+        f = File(n, flags, ctx.pid)
+        n.fops.open(f)
+        fh = self.next_fh
+        self.next_fh += 1
+        self.files[fh] = f
+        return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False,
+                                nonseekable=n.fops.nonseekable)
+
+    @handler
+    async def read(self, fh, off, size):
+        f = self.file(fh)
+        while True:
+            await self.observe()
+            try:
+                return f.node.fops.read(f, off, size)
+            except WouldBlock:
+                if f.nonblock:
+                    raise pyfuse3.FUSEError(errno.EAGAIN)
+            if f.pid and signal_pending(f.pid):
+                raise pyfuse3.FUSEError(errno.EINTR)
+            await trio.sleep(BLOCK_POLL_INTERVAL)
+
+    @handler
+    async def write(self, fh, off, buf):
+        f = self.file(fh)
+        await self.observe()
+        return f.node.fops.write(f, bytes(buf))
+
+    @handler
+    async def flush(self, fh):
+        return None
+
+    @handler
+    async def fsync(self, fh, datasync):
+        return None
+
+    @handler
+    async def release(self, fh):
+        f = self.files.pop(fh, None)
+        self.poll_waiters.pop(fh, None)
+        if f is not None:
+            f.node.fops.release(f)
+
+    @handler
+    async def poll(self, inode, fh, poll_handle, ctx):
+        f = self.file(fh)
+        await self.observe()
+        mask = f.node.fops.poll(f)
+        if not mask and poll_handle is not None:
+            self.poll_waiters[fh] = poll_handle
+        return mask
+
+    async def poll_watcher(self) -> None:
+        """Wake pollers whose file became ready (checked every 100 ms)."""
+        while True:
+            await trio.sleep(0.1)
+            if not self.poll_waiters:
+                continue
+            await self.observe()
+            for fh, ph in list(self.poll_waiters.items()):
+                f = self.files.get(fh)
+                try:
+                    ready = f is None or f.node.fops.poll(f)
+                except Exception:
+                    ready = True
+                if ready:
+                    del self.poll_waiters[fh]
+                    try:
+                        ph.notify()
+                    except Exception:
+                        log.debug("poll notify failed", exc_info=True)

@@ -1,0 +1,74 @@
+"""Kconfig-style build configuration and the kernel personas.
+
+A persona is a kernel build: a version string plus the CONFIG_ options it was
+built with.  ``Kconfig.from_persona(name, overrides)`` gives the config a
+simulated kernel boots with; ``-o CONFIG_X=y`` style overrides change single
+options the way a ``.config`` edit would.
+"""
+
+from __future__ import annotations
+
+DEFAULT_PERSONA = "6.12-stackmap"
+
+PERSONAS: dict[str, dict] = {
+    "6.12-stackmap": {
+        "description": "Linux 6.12 with the ftrace stackmap RFC v3 series applied",
+        "version": (6, 12, 0),
+        "release": "6.12.0-stackmap",
+        "config": {
+            "CONFIG_TRACING": True,
+            "CONFIG_FTRACE": True,
+            "CONFIG_FUNCTION_TRACER": True,
+            "CONFIG_STACKTRACE": True,
+            "CONFIG_KALLSYMS": True,
+            "CONFIG_FTRACE_STACKMAP": True,
+            "CONFIG_TRACER_SNAPSHOT": False,
+            "CONFIG_MEM_ALLOC_PROFILING": True,
+            "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT": True,
+            "CONFIG_MEM_ALLOC_PROFILING_DEBUG": False,
+            "CONFIG_PROFILING": True,
+            "CONFIG_MODULES": True,
+            "CONFIG_NR_CPUS": 8192,
+        },
+    },
+}
+
+
+def parse_value(text: str):
+    if text in ("y", "Y"):
+        return True
+    if text in ("n", "N", ""):
+        return False
+    if text == "m":
+        return "m"
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text.strip('"')
+
+
+class Kconfig:
+    def __init__(self, persona: str, options: dict):
+        self.persona = persona
+        self.options = dict(options)
+        p = PERSONAS[persona]
+        self.version = p["version"]
+        self.release = p["release"]
+
+    @classmethod
+    def from_persona(cls, persona: str = DEFAULT_PERSONA, overrides: dict | None = None) -> "Kconfig":
+        if persona not in PERSONAS:
+            raise KeyError(persona)
+        opts = dict(PERSONAS[persona]["config"])
+        for k, v in (overrides or {}).items():
+            opts[k if k.startswith("CONFIG_") else "CONFIG_" + k] = v
+        return cls(persona, opts)
+
+    def __getitem__(self, name: str):
+        return self.options.get(name if name.startswith("CONFIG_") else "CONFIG_" + name, False)
+
+    def enabled(self, name: str) -> bool:
+        return bool(self[name])
+
+    def version_at_least(self, major: int, minor: int = 0) -> bool:
+        return self.version[:2] >= (major, minor)

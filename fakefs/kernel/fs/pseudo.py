@@ -1,0 +1,277 @@
+"""Pseudo-file nodes, declared the way tracefs/debugfs/procfs declare them.
+
+A node has a name, a mode, a parent, an opaque ``data`` pointer (the
+kernel's ``inode->i_private``) and, for regular files, an operations object
+modelled on ``struct file_operations``: ``open``, ``show`` (seq_file),
+``read``, ``write``, ``poll`` and ``release``.  Errors are raised as
+:class:`KernelError` carrying an errno value, exactly like a handler
+returning ``-EINVAL``.
+
+Nothing here knows about FUSE; ``fakefs.fuse`` adapts this tree.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+
+POLLIN = 0x001
+POLLOUT = 0x004
+POLLRDNORM = 0x040
+POLLWRNORM = 0x100
+DEFAULT_POLLMASK = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM
+
+# modes used by kernel/trace/trace.h (TRACE_MODE_WRITE / TRACE_MODE_READ)
+TRACE_MODE_WRITE = 0o640
+TRACE_MODE_READ = 0o440
+
+
+class KernelError(Exception):
+    """An errno returned by a kernel handler (``return -EINVAL``)."""
+
+    def __init__(self, err: int, msg: str | None = None):
+        super().__init__(err, msg or os.strerror(err))
+        self.errno = err
+
+
+class WouldBlock(KernelError):
+    """A read found nothing yet.  Blocking opens wait on ``waitq`` and retry."""
+
+    def __init__(self, waitq=None):
+        super().__init__(errno.EAGAIN)
+        self.waitq = waitq
+
+
+class File:
+    """An open file (``struct file``): flags seen at open, private data."""
+
+    __slots__ = ("node", "flags", "pid", "private", "seq_buf", "seq_gen")
+
+    def __init__(self, node: "FileNode", flags: int, pid: int = 0):
+        self.node = node
+        self.flags = flags
+        self.pid = pid
+        self.private = None
+        self.seq_buf: bytes | None = None
+        self.seq_gen = 0
+
+    @property
+    def data(self):
+        return self.node.data
+
+    @property
+    def readable(self) -> bool:
+        return (self.flags & os.O_ACCMODE) in (os.O_RDONLY, os.O_RDWR)
+
+    @property
+    def writable(self) -> bool:
+        return (self.flags & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
+
+    @property
+    def trunc(self) -> bool:
+        """The kernel idiom: ``(f_mode & FMODE_WRITE) && (f_flags & O_TRUNC)``."""
+        return self.writable and bool(self.flags & os.O_TRUNC)
+
+    @property
+    def append(self) -> bool:
+        return bool(self.flags & os.O_APPEND)
+
+    @property
+    def nonblock(self) -> bool:
+        return bool(self.flags & os.O_NONBLOCK)
+
+
+class FileOperations:
+    """Base of every pseudo-file's operations (``struct file_operations``).
+
+    The default read is ``seq_read``: the text returned by :meth:`show` is
+    generated when a read starts at offset 0 and served from that snapshot
+    until the next read at offset 0 (seq_file + ``lseek(0)`` semantics).
+    Files without a write handler return EINVAL, as tracefs does.
+    """
+
+    nonseekable = False
+
+    def open(self, f: File) -> None:
+        pass
+
+    def show(self, f: File):
+        """Return the whole content (str or bytes) for seq_file reads."""
+        return b""
+
+    def read(self, f: File, off: int, size: int) -> bytes:
+        return seq_read(self, f, off, size)
+
+    def write(self, f: File, data: bytes) -> int:
+        raise KernelError(errno.EINVAL)
+
+    def poll(self, f: File) -> int:
+        return DEFAULT_POLLMASK
+
+    def release(self, f: File) -> None:
+        pass
+
+
+def seq_read(fops: FileOperations, f: File, off: int, size: int) -> bytes:
+    if off == 0 or f.seq_buf is None:
+        content = fops.show(f)
+        f.seq_buf = content.encode() if isinstance(content, str) else bytes(content)
+        f.seq_gen += 1
+    return f.seq_buf[off:off + size]
+
+
+class SimpleAttribute(FileOperations):
+    """A one-value file: ``get()`` for reads, ``set(text)`` for writes
+    (``DEFINE_SIMPLE_ATTRIBUTE``-like, but with the handler's own parsing)."""
+
+    def __init__(self, get, set=None):
+        self._get = get
+        self._set = set
+
+    def show(self, f):
+        return self._get(f)
+
+    def write(self, f, data):
+        if self._set is None:
+            raise KernelError(errno.EINVAL)
+        self._set(f, data)
+        return len(data)
+
+
+class DirOperations:
+    """``inode_operations`` of a directory that allows mkdir/rmdir (instances/)."""
+
+    def mkdir(self, parent: "DirNode", name: str) -> None:
+        raise KernelError(errno.EPERM)
+
+    def rmdir(self, parent: "DirNode", name: str) -> None:
+        raise KernelError(errno.EPERM)
+
+
+class Node:
+    __slots__ = ("name", "mode", "parent", "data", "ino", "tree", "mtime",
+                 "uid", "gid", "__weakref__")
+
+    def __init__(self, name: str, mode: int, parent: "DirNode | None", data=None):
+        self.name = name
+        self.mode = mode
+        self.parent = parent
+        self.data = data
+        self.ino = 0
+        self.tree: PseudoTree | None = None
+        self.mtime = time.time()
+        self.uid = 0
+        self.gid = 0
+
+    @property
+    def is_dir(self) -> bool:
+        return stat.S_ISDIR(self.mode)
+
+    def path(self) -> str:
+        parts = []
+        n = self
+        while n is not None and n.parent is not None:
+            parts.append(n.name)
+            n = n.parent
+        return "/" + "/".join(reversed(parts))
+
+
+class FileNode(Node):
+    __slots__ = ("fops",)
+
+    def __init__(self, name, mode, parent, data, fops: FileOperations):
+        super().__init__(name, stat.S_IFREG | (mode & 0o7777), parent, data)
+        self.fops = fops
+
+
+class DirNode(Node):
+    __slots__ = ("children", "dops")
+
+    def __init__(self, name, mode, parent, data=None, dops: DirOperations | None = None):
+        super().__init__(name, stat.S_IFDIR | (mode & 0o7777), parent, data)
+        self.children: dict[str, Node] = {}
+        self.dops = dops or DirOperations()
+
+    def lookup(self, name: str) -> Node | None:
+        return self.children.get(name)
+
+    def walk(self, relpath: str) -> Node | None:
+        node: Node | None = self
+        for part in relpath.strip("/").split("/"):
+            if not part:
+                continue
+            if not isinstance(node, DirNode):
+                return None
+            node = node.children.get(part)
+            if node is None:
+                return None
+        return node
+
+
+class PseudoTree:
+    """One superblock: inode numbers, the root, and change listeners.
+
+    Listeners are told ``(parent, name, node, added)`` whenever the kernel
+    adds or removes an entry on its own, so a FUSE adapter can invalidate
+    its dentry cache.
+    """
+
+    ROOT_INO = 1
+
+    def __init__(self, root_mode: int = 0o755):
+        self._next_ino = self.ROOT_INO
+        self.nodes: dict[int, Node] = {}
+        self.listeners: list = []
+        self.root = DirNode("", root_mode, None)
+        self._attach(self.root)
+
+    def _attach(self, node: Node) -> None:
+        node.ino = self._next_ino
+        self._next_ino += 1
+        node.tree = self
+        self.nodes[node.ino] = node
+
+    def add(self, parent: DirNode, node: Node) -> Node:
+        if node.name in parent.children:
+            raise KernelError(errno.EEXIST)
+        self._attach(node)
+        parent.children[node.name] = node
+        parent.mtime = time.time()
+        for cb in self.listeners:
+            cb(parent, node.name, node, True)
+        return node
+
+    def remove(self, node: Node) -> None:
+        """Remove ``node`` and its subtree; listeners hear about ``node`` only."""
+        parent = node.parent
+        self._forget(node)
+        if parent is not None and parent.children.get(node.name) is node:
+            del parent.children[node.name]
+            parent.mtime = time.time()
+        for cb in self.listeners:
+            cb(parent, node.name, node, False)
+
+    def _forget(self, node: Node) -> None:
+        if isinstance(node, DirNode):
+            for child in node.children.values():
+                self._forget(child)
+        self.nodes.pop(node.ino, None)
+
+    def create_file(self, name: str, mode: int, parent: DirNode, data,
+                    fops: FileOperations) -> FileNode:
+        return self.add(parent, FileNode(name, mode, parent, data, fops))
+
+    def create_dir(self, name: str, parent: DirNode, mode: int = 0o755, data=None,
+                   dops: DirOperations | None = None) -> DirNode:
+        return self.add(parent, DirNode(name, mode, parent, data, dops))
+
+    def makedirs(self, path: str, mode: int = 0o755) -> DirNode:
+        node = self.root
+        for part in path.strip("/").split("/"):
+            child = node.children.get(part)
+            if child is None:
+                child = self.create_dir(part, node, mode)
+            node = child
+        return node

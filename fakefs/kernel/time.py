@@ -1,0 +1,34 @@
+"""The kernel's clock, following the wall clock lazily.
+
+``now_ns()`` is nanoseconds since the simulated boot (``local_clock()``).  The
+simulated kernel does no work on its own: whoever observes it calls
+``Kernel.catch_up()``, which runs the workload up to ``now_ns()``.  Tests may
+drive a :class:`ManualClock` instead.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class Clock:
+    def __init__(self, boot_offset_ns: int = 0):
+        self._t0 = time.monotonic_ns() - boot_offset_ns
+        self.boot_wall = time.time() - boot_offset_ns / 1e9
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._t0
+
+
+class ManualClock:
+    """A clock that moves only when told to (for deterministic tests)."""
+
+    def __init__(self, start_ns: int = 0):
+        self.t = start_ns
+        self.boot_wall = time.time()
+
+    def now_ns(self) -> int:
+        return self.t
+
+    def advance(self, ns: int) -> None:
+        self.t += ns

@@ -1,0 +1,324 @@
+"""Trace arrays (the top-level tracing directory and instances/*): kernel/trace/trace.c.
+
+A :class:`TraceArray` owns a ring buffer, its option flags, the current
+tracer and, for the top-level array, the stackmap.  ``init_tracer_tracefs``
+declares the files each array shows; the file operations live in
+``trace_files.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import DirNode, DirOperations, KernelError
+from . import trace_entries as te
+from .ring_buffer import RingBuffer, event_length
+from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
+
+TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
+
+# Core flags in the order of the kernel's trace_options[] (6.12), with the
+# stackmap series' flag after "stacktrace".  (name, default on, top-level only)
+CORE_FLAGS: list[tuple[str, bool, bool]] = [
+    ("print-parent", True, False),
+    ("sym-offset", False, False),
+    ("sym-addr", False, False),
+    ("verbose", False, False),
+    ("raw", False, False),
+    ("hex", False, False),
+    ("bin", False, False),
+    ("block", False, False),
+    ("fields", False, False),
+    ("trace_printk", True, True),
+    ("annotate", True, False),
+    ("userstacktrace", False, False),
+    ("sym-userobj", False, False),
+    ("printk-msg-only", False, True),
+    ("context-info", True, False),
+    ("latency-format", False, False),
+    ("record-cmd", True, True),
+    ("record-tgid", False, False),
+    ("overwrite", True, False),
+    ("disable_on_free", False, False),
+    ("irq-info", True, False),
+    ("markers", True, False),
+    ("event-fork", False, False),
+    ("trace_printk_dest", True, False),
+    ("pause-on-trace", False, False),
+    ("hash-ptr", True, False),
+    ("function-trace", True, False),
+    ("function-fork", False, False),
+    ("stacktrace", False, False),
+    ("stackmap", False, True),
+]
+# default zero in instances (ZEROED_TRACE_FLAGS)
+ZEROED_FLAGS = {"event-fork", "function-fork", "trace_printk_dest", "stackmap"}
+
+
+def core_flag_names(config) -> list[str]:
+    names = []
+    for name, _d, _top in CORE_FLAGS:
+        if name in ("function-trace", "function-fork") and not config.enabled("FUNCTION_TRACER"):
+            continue
+        if name == "stacktrace" and not config.enabled("STACKTRACE"):
+            continue
+        if name == "stackmap" and not config.enabled("FTRACE_STACKMAP"):
+            continue
+        names.append(name)
+    return names
+
+
+class Tracer:
+    """A tracer (``struct tracer``): name, options, instance support."""
+
+    name = "nop"
+    options: dict[str, bool] = {}
+    allow_instances = True
+
+    def __init__(self):
+        self.opts = dict(self.options)
+
+    def init(self, tr) -> None:
+        pass
+
+    def reset(self, tr) -> None:
+        pass
+
+
+class NopTracer(Tracer):
+    name = "nop"
+    options = {"test_nop_accept": False, "test_nop_refuse": False}
+
+
+class TraceArray:
+    def __init__(self, tracing: "Tracing", name: str | None):
+        self.tracing = tracing
+        self.kernel = tracing.kernel
+        self.name = name
+        self.is_top = name is None
+        k = self.kernel
+        self.flag_names = core_flag_names(k.config)
+        self.flags: dict[str, bool] = {}
+        for fname, default, _top in CORE_FLAGS:
+            if fname in self.flag_names:
+                self.flags[fname] = default
+        if not self.is_top:
+            for fname in ZEROED_FLAGS:
+                if fname in self.flags:
+                    self.flags[fname] = False
+        self.buffer = RingBuffer(k.nr_cpus, 1)          # minimum until expanded
+        self.expanded = False
+        self.buffer_size = TRACE_BUF_SIZE_DEFAULT
+        self.tracers = {t.name: t for t in (cls() for cls in tracing.tracer_classes)}
+        self.current = self.tracers["nop"]
+        self.cpumask = (1 << k.nr_cpus) - 1
+        self.clock = "local"
+        self.stackmap: FtraceStackMap | None = None
+        self.dir: DirNode | None = None
+        self.open_refs = 0
+        self.formatter = None
+
+    # --- state -------------------------------------------------------------
+    def flag(self, name: str) -> bool:
+        return self.flags.get(name, False)
+
+    def tracing_is_on(self) -> bool:
+        return not self.buffer.record_disabled
+
+    def set_tracing_on(self, on: bool) -> None:
+        self.buffer.record_disabled = 0 if on else 1
+
+    def ensure_expanded(self) -> None:
+        if not self.expanded:
+            self.buffer.resize(self.buffer_size)
+            self.expanded = True
+
+    def reset_buffer(self) -> None:
+        self.buffer.reset()
+
+    def find_cmdline(self, pid: int) -> str:
+        t = self.kernel.sched.find(pid)
+        return t.comm if t is not None else "<...>"
+
+    def find_tgid(self, pid: int) -> int:
+        t = self.kernel.sched.find(pid)
+        return t.tgid if t is not None else 0
+
+    def set_flag(self, name: str, on: bool) -> None:
+        """``set_tracer_flag()``"""
+        if self.flags.get(name) == on:
+            return
+        if name == "trace_printk_dest" and not on and self.is_top:
+            raise KernelError(errno.EINVAL)
+        self.flags[name] = on
+
+    def set_tracer(self, name: str) -> None:
+        """``tracing_set_tracer()``"""
+        t = self.tracers.get(name)
+        if t is None:
+            raise KernelError(errno.EINVAL)
+        if not self.is_top and not t.allow_instances:
+            raise KernelError(errno.EINVAL)
+        self.ensure_expanded()
+        if t is self.current:
+            return
+        self.current.reset(self)
+        self.current = t
+        self.reset_buffer()          # tracer_init() -> tracing_reset_online_cpus()
+        t.init(self)
+
+    def set_option(self, text: str) -> None:
+        """``trace_set_options()``: ``name`` or ``noname``."""
+        cmp = text.strip()
+        neg = cmp.startswith("no")
+        if neg:
+            cmp = cmp[2:]
+        if cmp in self.flags:
+            self.set_flag(cmp, not neg)
+            return
+        if cmp in self.current.opts:
+            self.current.opts[cmp] = not neg
+            return
+        raise KernelError(errno.EINVAL)
+
+    # --- recording ---------------------------------------------------------
+    def write_entry(self, cpu: int, entry, payload: int) -> bool:
+        return self.buffer.write(cpu, entry[0], entry, event_length(payload), self.flags["overwrite"])
+
+    def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
+        """``__ftrace_trace_stack()`` with the stackmap series applied."""
+        if self.flag("stackmap"):
+            smap = self.stackmap
+            if smap is not None:
+                sid = smap.get_id(stack, cpu)
+                if sid >= 0:
+                    if self.write_entry(cpu, (ts, te.TRACE_STACK_ID, pid, flags, pc, sid, None),
+                                        te.STACK_ID_PAYLOAD):
+                        return
+        self.write_entry(cpu, (ts, te.TRACE_STACK, pid, flags, pc, stack, None),
+                         te.stack_payload(len(stack)))
+
+    # --- instances -----------------------------------------------------------
+    def destroy(self) -> None:
+        self.current.reset(self)
+
+
+class InstancesDir(DirOperations):
+    def __init__(self, tracing):
+        self.tracing = tracing
+
+    def mkdir(self, parent, name):
+        self.tracing.instance_mkdir(name)
+
+    def rmdir(self, parent, name):
+        self.tracing.instance_rmdir(name)
+
+
+class Tracing:
+    """All of tracing: the global trace array, instances, tracers."""
+
+    def __init__(self, kernel):
+        from .trace_functions import FunctionTracer
+        self.kernel = kernel
+        self.tracer_classes = [NopTracer]
+        if kernel.config.enabled("FUNCTION_TRACER"):
+            self.tracer_classes.insert(0, FunctionTracer)
+        self.global_trace = TraceArray(self, None)
+        self.instances: dict[str, TraceArray] = {}
+        self.root: DirNode | None = None
+        self.stackmap_bits = BITS_DEFAULT
+        self.boot_options: list[str] = []
+
+    def arrays(self):
+        yield self.global_trace
+        yield from self.instances.values()
+
+    def instance_mkdir(self, name: str) -> None:
+        from .trace_files import init_tracer_tracefs
+        if name in self.instances:
+            raise KernelError(errno.EEXIST)
+        tr = TraceArray(self, name)
+        tr.ensure_expanded()
+        inst_dir = self.root.children["instances"]
+        tr.dir = self.kernel.tree.create_dir(name, inst_dir, 0o750)
+        self.instances[name] = tr
+        init_tracer_tracefs(tr, tr.dir)
+
+    def instance_rmdir(self, name: str) -> None:
+        tr = self.instances.get(name)
+        if tr is None:
+            raise KernelError(errno.ENODEV)
+        if tr.open_refs:
+            raise KernelError(errno.EBUSY)
+        tr.destroy()
+        del self.instances[name]
+        self.kernel.tree.remove(tr.dir)
+
+
+def register_params(kernel) -> None:
+    def stackmap_bits(val):
+        try:
+            bits = int(val, 0)
+        except (TypeError, ValueError):
+            return
+        kernel._stackmap_bits = max(10, min(18, bits))
+
+    def trace_options(val):
+        kernel._trace_boot_options = (val or "").split(",")
+
+    def trace_buf_size(val):
+        try:
+            kernel._trace_buf_size = _memparse(val)
+        except (TypeError, ValueError):
+            pass
+
+    def ftrace(val):
+        kernel._boot_tracer = val
+
+    kernel.early_param("ftrace_stackmap.bits", stackmap_bits)
+    kernel.early_param("trace_options", trace_options)
+    kernel.early_param("trace_buf_size", trace_buf_size)
+    kernel.early_param("ftrace", ftrace)
+    kernel.early_param("fakefs.fn_rate", lambda v: setattr(kernel, "_fn_rate", int(v)))
+
+
+def _memparse(text: str) -> int:
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    if t and t[-1] in mult:
+        return int(t[:-1], 0) * mult[t[-1]]
+    return int(t, 0)
+
+
+def tracer_init_tracefs(kernel) -> None:
+    """Boot-time setup: apply boot options, create the tracefs tree."""
+    from .trace_files import init_tracer_tracefs, create_top_level_files
+    from .trace_functions import register_function_tracer_hooks
+    if not kernel.config.enabled("TRACING"):
+        return
+    tracing = Tracing(kernel)
+    kernel.tracing = tracing
+    gt = tracing.global_trace
+    gt.buffer_size = getattr(kernel, "_trace_buf_size", TRACE_BUF_SIZE_DEFAULT)
+    tracing.stackmap_bits = getattr(kernel, "_stackmap_bits", BITS_DEFAULT)
+    for opt in getattr(kernel, "_trace_boot_options", []):
+        if opt:
+            try:
+                gt.set_option(opt)
+            except KernelError:
+                kernel.printk("tracing: Unknown option '%s'" % opt)
+    boot_tracer = getattr(kernel, "_boot_tracer", None)
+    if boot_tracer:
+        try:
+            gt.set_tracer(boot_tracer)
+        except KernelError:
+            kernel.printk("Tracer %s not found" % boot_tracer)
+    root = kernel.tree.makedirs("sys/kernel/tracing", 0o700)
+    tracing.root = root
+    gt.dir = root
+    if kernel.config.enabled("FTRACE_STACKMAP"):
+        gt.stackmap = FtraceStackMap(tracing.stackmap_bits, kernel.nr_cpus, gt,
+                                     rng=kernel.subsystem_rng("stackmap"))
+    init_tracer_tracefs(gt, root)
+    create_top_level_files(tracing, root)
+    register_function_tracer_hooks(kernel)

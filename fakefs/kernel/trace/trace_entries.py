@@ -1,0 +1,47 @@
+"""Ring-buffer entry types and their payload sizes (kernel/trace/trace_entries.h).
+
+An entry is a tuple ``(ts, type, pid, flags, preempt_count, a, b)``:
+
+=============  ==========================  =====================
+type           a                           b
+=============  ==========================  =====================
+TRACE_FN       ip                          parent_ip
+TRACE_STACK    tuple of return addresses   -
+TRACE_STACK_ID stack_id                    -
+TRACE_PRINT    ip                          message (str)
+=============  ==========================  =====================
+
+Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
+``struct trace_entry`` header is 8 bytes (type u16, flags u8, preempt_count
+u8, pid int).
+"""
+
+TRACE_FN = 1
+TRACE_STACK = 4
+TRACE_PRINT = 5
+TRACE_STACK_ID = 20  # appended after the 6.12 types by the stackmap series
+
+TRACE_ENTRY_HDR = 8
+
+# struct trace_entry.flags
+TRACE_FLAG_IRQS_OFF = 0x01
+TRACE_FLAG_IRQS_NOSUPPORT = 0x02
+TRACE_FLAG_NEED_RESCHED = 0x04
+TRACE_FLAG_HARDIRQ = 0x08
+TRACE_FLAG_SOFTIRQ = 0x10
+TRACE_FLAG_PREEMPT_RESCHED = 0x20
+TRACE_FLAG_NMI = 0x40
+TRACE_FLAG_BH_OFF = 0x80
+
+FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
+STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
+
+
+def stack_payload(nr: int) -> int:
+    """struct stack_entry: header, int size (padded to 8), unsigned long caller[nr]."""
+    return TRACE_ENTRY_HDR + 8 + 8 * nr
+
+
+def print_payload(msg: str) -> int:
+    """struct print_entry: header, unsigned long ip, char buf[] (NUL included)."""
+    return TRACE_ENTRY_HDR + 8 + len(msg.encode()) + 1

@@ -1,0 +1,526 @@
+"""The tracefs files of a trace array (``init_tracer_tracefs()`` and friends).
+
+Each file is declared with name, mode, parent, data and an operations
+object, as kernel/trace/trace.c does with ``trace_create_file()``.
+"""
+
+from __future__ import annotations
+
+import errno
+import heapq
+
+from ..fs.pseudo import (FileOperations, KernelError, WouldBlock, TRACE_MODE_READ,
+                         TRACE_MODE_WRITE, POLLIN, POLLRDNORM)
+from ..params import kstrtoul
+from .readme import readme_text
+from .trace_output import TraceFormatter, func_help_header
+from . import trace_entries as te
+from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
+
+TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
+                "tai", "x86-tsc"]
+
+
+def _text(data: bytes) -> str:
+    return data.decode("latin-1")
+
+
+def _ulong(data: bytes) -> int:
+    try:
+        return kstrtoul(_text(data), 10)
+    except ValueError:
+        raise KernelError(errno.EINVAL)
+
+
+def formatter(tr) -> TraceFormatter:
+    if tr.formatter is None:
+        tr.formatter = TraceFormatter(tr)
+    return tr.formatter
+
+
+def catch_up(tr) -> None:
+    tr.kernel.run_until_now()
+
+
+# --- simple control files ---------------------------------------------------
+
+class TracingOnOps(FileOperations):
+    def show(self, f):
+        return "%d\n" % (1 if f.data.tracing_is_on() else 0)
+
+    def write(self, f, data):
+        val = _ulong(data)
+        catch_up(f.data)
+        f.data.set_tracing_on(bool(val))
+        return len(data)
+
+
+class CurrentTracerOps(FileOperations):
+    def show(self, f):
+        return f.data.current.name + "\n"
+
+    def write(self, f, data):
+        if len(data) > 99:
+            raise KernelError(errno.EINVAL)
+        name = _text(data).strip()
+        catch_up(f.data)
+        f.data.set_tracer(name)
+        return len(data)
+
+
+class AvailableTracersOps(FileOperations):
+    def show(self, f):
+        tr = f.data
+        names = [t.name for t in tr.tracers.values() if tr.is_top or t.allow_instances]
+        return " ".join(names) + " \n"
+
+
+class TraceOptionsOps(FileOperations):
+    def show(self, f):
+        tr = f.data
+        out = []
+        for name in tr.flag_names:
+            out.append(("%s\n" if tr.flags[name] else "no%s\n") % name)
+        for name, on in tr.current.opts.items():
+            out.append(("%s\n" if on else "no%s\n") % name)
+        return "".join(out)
+
+    def write(self, f, data):
+        if len(data) >= 64:
+            raise KernelError(errno.EINVAL)
+        f.data.set_option(_text(data))
+        return len(data)
+
+
+class CoreOptionOps(FileOperations):
+    """options/<flag>: ``0``/``1``."""
+
+    def show(self, f):
+        tr, name = f.data
+        return "1\n" if tr.flags.get(name) else "0\n"
+
+    def write(self, f, data):
+        tr, name = f.data
+        val = _ulong(data)
+        if val not in (0, 1):
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)
+        tr.set_flag(name, bool(val))
+        return len(data)
+
+
+class TracerOptionOps(FileOperations):
+    """options/<tracer option> (func_stack_trace, ...)."""
+
+    def show(self, f):
+        tracer, name = f.data
+        return "1\n" if tracer.opts.get(name) else "0\n"
+
+    def write(self, f, data):
+        tracer, name = f.data
+        val = _ulong(data)
+        if val not in (0, 1):
+            raise KernelError(errno.EINVAL)
+        if name == "test_nop_refuse" and val:
+            raise KernelError(errno.EINVAL)
+        tracer.opts[name] = bool(val)
+        return len(data)
+
+
+class BufferSizeOps(FileOperations):
+    """buffer_size_kb (top and per_cpu)."""
+
+    def __init__(self, cpu=None):
+        self.cpu = cpu
+
+    def show(self, f):
+        tr = f.data
+        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
+        sizes = {cb.size_bytes for cb in cpus}
+        if len(sizes) != 1:
+            return "X\n"
+        kb = sizes.pop() >> 10
+        if not tr.expanded:
+            return "%d (expanded: %d)\n" % (kb, tr.buffer_size >> 10)
+        return "%d\n" % kb
+
+    def write(self, f, data):
+        tr = f.data
+        val = _ulong(data)
+        if not val:
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)
+        size = val << 10
+        tr.buffer.resize(size, self.cpu)
+        if self.cpu is None:
+            tr.buffer_size = size
+        tr.expanded = True
+        return len(data)
+
+
+class BufferTotalSizeOps(FileOperations):
+    def show(self, f):
+        tr = f.data
+        total = sum(cb.size_bytes for cb in tr.buffer.cpus) >> 10
+        if not tr.expanded:
+            return "%d (expanded: %d)\n" % (total, (tr.buffer_size >> 10) * len(tr.buffer.cpus))
+        return "%d\n" % total
+
+
+class FreeBufferOps(FileOperations):
+    def write(self, f, data):
+        return len(data)
+
+    def release(self, f):
+        tr = f.data
+        if tr.flag("disable_on_free"):
+            tr.set_tracing_on(False)
+        tr.buffer.resize(1)
+
+
+class TraceClockOps(FileOperations):
+    def show(self, f):
+        cur = f.data.clock
+        return " ".join("[%s]" % c if c == cur else c for c in TRACE_CLOCKS) + "\n"
+
+    def write(self, f, data):
+        name = _text(data).strip()
+        if name not in TRACE_CLOCKS:
+            raise KernelError(errno.EINVAL)
+        tr = f.data
+        if tr.clock != name:
+            tr.clock = name
+            tr.reset_buffer()
+        return len(data)
+
+
+class CpumaskOps(FileOperations):
+    def show(self, f):
+        return "%x\n" % f.data.cpumask
+
+    def write(self, f, data):
+        text = _text(data).strip().replace(",", "")
+        try:
+            mask = int(text, 16)
+        except ValueError:
+            raise KernelError(errno.EINVAL)
+        tr = f.data
+        tr.cpumask = mask & ((1 << tr.kernel.nr_cpus) - 1)
+        return len(data)
+
+
+class TimestampModeOps(FileOperations):
+    def show(self, f):
+        return "[delta] absolute\n"
+
+
+class ReadmeOps(FileOperations):
+    def show(self, f):
+        return readme_text(f.data.kernel.config)
+
+
+class SavedCmdlinesOps(FileOperations):
+    def show(self, f):
+        sched = f.data.kernel.sched
+        return "".join("%d %s\n" % (t.pid, t.comm) for t in sched.tasks.values())
+
+
+class SavedCmdlinesSizeOps(FileOperations):
+    def show(self, f):
+        return "%d\n" % f.data.cmdlines_size
+
+    def write(self, f, data):
+        val = _ulong(data)
+        if not val or val > 32768:
+            raise KernelError(errno.EINVAL)
+        f.data.cmdlines_size = val
+        return len(data)
+
+
+class TraceMarkerOps(FileOperations):
+    """trace_marker: every write becomes a TRACE_PRINT entry."""
+
+    def write(self, f, data):
+        tr = f.data
+        if not tr.tracing_is_on():
+            raise KernelError(errno.EBADF)
+        if not tr.flag("markers"):
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)
+        tr.ensure_expanded()
+        k = tr.kernel
+        msg = _text(data[:4096])
+        if not msg.endswith("\n"):
+            msg += "\n"
+        ip = k.kallsyms.addr_of("tracing_mark_write") or 0
+        ts = k.now_ns()
+        entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
+        tr.write_entry(0, entry, te.print_payload(msg))
+        return len(data)
+
+
+# --- trace / trace_pipe ------------------------------------------------------
+
+def merged_events(tr, cpu=None):
+    """All buffered entries in timestamp order, each as (entry, cpu)."""
+    cpus = tr.buffer.cpus if cpu is None else [tr.buffer.cpus[cpu]]
+    streams = [[(e, cb.cpu) for e in cb.events()] for cb in cpus]
+    if len(streams) == 1:
+        return streams[0]
+    return list(heapq.merge(*streams, key=lambda x: x[0][0]))
+
+
+class TraceOps(FileOperations):
+    """``trace``: a static view; opening with O_TRUNC clears the buffer.
+
+    Text is produced lazily from the snapshot of entries taken when a read
+    starts at offset 0, so a reader with any block size sees one consistent
+    snapshot and ``head`` does not pay for the whole buffer.
+    """
+
+    def __init__(self, cpu=None):
+        self.cpu = cpu
+
+    def open(self, f):
+        tr = f.data
+        if f.trunc:
+            if self.cpu is None:
+                tr.buffer.reset()
+            else:
+                tr.buffer.cpus[self.cpu].reset()
+        tr.open_refs += 1
+
+    def release(self, f):
+        f.data.open_refs -= 1
+
+    def write(self, f, data):
+        return len(data)     # writes are accepted; only O_TRUNC clears
+
+    def _generate(self, f):
+        tr = f.data
+        catch_up(tr)
+        events = merged_events(tr, self.cpu)
+        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
+        entries = sum(cb.entries for cb in cpus)
+        total = sum(cb.entries + cb.overrun for cb in cpus)
+        annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)
+
+        def gen():
+            yield "# tracer: %s\n#\n" % tr.current.name
+            if tr.flag("context-info") and not tr.flag("verbose"):
+                yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
+            fmt = formatter(tr)
+            started = set()
+            for idx, (e, cpu) in enumerate(events, 1):
+                if annotate and cpu not in started:
+                    started.add(cpu)
+                    if idx > 1:
+                        yield "##### CPU %u buffer started ####\n" % cpu
+                yield fmt.line(e, cpu)
+        return gen()
+
+    def read(self, f, off, size):
+        st = f.private
+        if off == 0 or st is None:
+            st = f.private = [self._generate(f), bytearray()]
+        gen, buf = st
+        want = off + size
+        while len(buf) < want and gen is not None:
+            chunk = []
+            n = 0
+            for s in gen:
+                chunk.append(s)
+                n += len(s)
+                if n >= 65536:
+                    break
+            else:
+                st[0] = gen = None
+            buf += "".join(chunk).encode()
+        return bytes(buf[off:want])
+
+
+class TracePipeOps(FileOperations):
+    """``trace_pipe``: consuming reads that block while the buffer is empty."""
+
+    nonseekable = True
+
+    def __init__(self, cpu=None):
+        self.cpu = cpu
+
+    def open(self, f):
+        f.private = {"pos": 0, "pending": b""}
+        f.data.open_refs += 1
+
+    def release(self, f):
+        f.data.open_refs -= 1
+
+    def _pop(self, tr):
+        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
+        best = None
+        for cb in cpus:
+            e = cb.peek()
+            if e is not None and (best is None or e[0] < best[1][0]):
+                best = (cb, e)
+        if best is None:
+            return None
+        cb = best[0]
+        cb.consume()
+        return best[1], cb.cpu
+
+    def read(self, f, off, size):
+        tr = f.data
+        st = f.private
+        catch_up(tr)
+        out = bytearray(st["pending"])
+        st["pending"] = b""
+        fmt = formatter(tr)
+        while len(out) < size:
+            ev = self._pop(tr)
+            if ev is None:
+                break
+            line = fmt.line(ev[0], ev[1]).encode()
+            if out and len(out) + len(line) > size:
+                st["pending"] = line
+                break
+            out += line
+        if not out:
+            # tracing_wait_pipe(): EOF once something was read and tracing is off
+            if not tr.tracing_is_on() and st["pos"]:
+                return b""
+            raise WouldBlock()
+        if len(out) > size:
+            st["pending"] = bytes(out[size:]) + st["pending"]
+            out = out[:size]
+        st["pos"] += len(out)
+        return bytes(out)
+
+    def poll(self, f):
+        tr = f.data
+        catch_up(tr)
+        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
+        if f.private["pending"] or any(cb.entries for cb in cpus):
+            return POLLIN | POLLRDNORM
+        return 0
+
+
+class CpuStatsOps(FileOperations):
+    def __init__(self, cpu):
+        self.cpu = cpu
+
+    def show(self, f):
+        tr = f.data
+        catch_up(tr)
+        cb = tr.buffer.cpus[self.cpu]
+        now = tr.kernel.now_ns()
+        old = cb.oldest_ts()
+
+        def t(ns):
+            us = ns // 1000
+            return "%5d.%06d" % (us // 1_000_000, us % 1_000_000)
+        return ("entries: %d\noverrun: %d\ncommit overrun: %d\nbytes: %d\n"
+                "oldest event ts: %s\nnow ts: %s\ndropped events: %d\nread events: %d\n"
+                % (cb.entries, cb.overrun, cb.commit_overrun, cb.bytes(), t(old), t(now),
+                   cb.dropped, cb.read))
+
+
+class EventsEnableOps(FileOperations):
+    """events/enable: no event is enabled in this kernel yet."""
+
+    def show(self, f):
+        return "0\n"
+
+    def write(self, f, data):
+        val = _ulong(data)
+        if val not in (0, 1):
+            raise KernelError(errno.EINVAL)
+        if val:
+            f.data.ensure_expanded()
+        return len(data)
+
+
+class ConstOps(FileOperations):
+    def __init__(self, text):
+        self.text = text
+
+    def show(self, f):
+        return self.text
+
+
+HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+               "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+               "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+               "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n")
+HEADER_EVENT = ("# compressed entry header\n"
+                "\ttype_len    :    5 bits\n"
+                "\ttime_delta  :   27 bits\n"
+                "\tarray       :   32 bits\n"
+                "\n"
+                "\tpadding     : type == 29\n"
+                "\ttime_extend : type == 30\n"
+                "\ttime_stamp : type == 31\n"
+                "\tdata max type_len  == 28\n")
+
+
+# --- tree --------------------------------------------------------------------
+
+def init_tracer_tracefs(tr, d) -> None:
+    """Files every trace array has (top-level and instances)."""
+    tree = tr.kernel.tree
+    W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
+    tr.cmdlines_size = 128
+    f = tree.create_file
+    f("available_tracers", R, d, tr, AvailableTracersOps())
+    f("current_tracer", W, d, tr, CurrentTracerOps())
+    f("tracing_cpumask", W, d, tr, CpumaskOps())
+    f("trace_options", W, d, tr, TraceOptionsOps())
+    f("trace", W, d, tr, TraceOps())
+    f("trace_pipe", R, d, tr, TracePipeOps())
+    f("buffer_size_kb", W, d, tr, BufferSizeOps())
+    f("buffer_total_size_kb", R, d, tr, BufferTotalSizeOps())
+    f("free_buffer", 0o200, d, tr, FreeBufferOps())
+    f("trace_marker", 0o220, d, tr, TraceMarkerOps())
+    f("trace_clock", W, d, tr, TraceClockOps())
+    f("tracing_on", W, d, tr, TracingOnOps())
+    f("timestamp_mode", R, d, tr, TimestampModeOps())
+    opts = tree.create_dir("options", d, 0o750)
+    for name in tr.flag_names:
+        if not tr.is_top and any(n == name and top for n, _d, top in _core_flags()):
+            continue
+        f(name, W, opts, (tr, name), CoreOptionOps())
+    for tracer in tr.tracers.values():
+        for oname in tracer.opts:
+            if oname not in opts.children:
+                f(oname, W, opts, (tracer, oname), TracerOptionOps())
+    pcpu = tree.create_dir("per_cpu", d, 0o750)
+    for cpu in range(tr.kernel.nr_cpus):
+        cd = tree.create_dir("cpu%d" % cpu, pcpu, 0o750)
+        f("buffer_size_kb", W, cd, tr, BufferSizeOps(cpu))
+        f("stats", R, cd, tr, CpuStatsOps(cpu))
+        f("trace", W, cd, tr, TraceOps(cpu))
+        f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
+    ev = tree.create_dir("events", d, 0o755)
+    f("enable", W, ev, tr, EventsEnableOps())
+    f("header_page", R, ev, tr, ConstOps(HEADER_PAGE))
+    f("header_event", R, ev, tr, ConstOps(HEADER_EVENT))
+
+
+def _core_flags():
+    from .trace import CORE_FLAGS
+    return CORE_FLAGS
+
+
+def create_top_level_files(tracing, root) -> None:
+    from .trace import InstancesDir
+    tr = tracing.global_trace
+    tree = tracing.kernel.tree
+    W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
+    f = tree.create_file
+    f("README", R, root, tr, ReadmeOps())
+    f("saved_cmdlines", R, root, tr, SavedCmdlinesOps())
+    f("saved_cmdlines_size", W, root, tr, SavedCmdlinesSizeOps())
+    tree.create_dir("instances", root, 0o750, dops=InstancesDir(tracing))
+    if tr.stackmap is not None:
+        ks = tracing.kernel.kallsyms
+        f("stack_map", W, root, tr.stackmap, StackMapOps(ks))
+        f("stack_map_stat", R, root, tr.stackmap, StackMapStatOps())
+        f("stack_map_bin", R, root, tr.stackmap, StackMapBinOps())

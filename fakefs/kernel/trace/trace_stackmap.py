@@ -1,0 +1,216 @@
+"""The ftrace stack map (RFC v3 "trace: add lock-free stackmap for stack trace
+deduplication"): kernel/trace/trace_stackmap.c of the series.
+
+Model of the series' data structure, one operation at a time:
+
+* a pool of ``2**bits`` elements handed out by a bump counter (``next_elt``);
+* a table of ``2**(bits+1)`` slots, each a 32-bit key (0 = free) and a pointer
+  to an element (None until published);
+* the key is the seeded 32-bit jhash2 of the stack's IPs, with 0 mapped to 1;
+  the first slot probed is the key's top ``bits+1`` bits, then linear probing,
+  at most ``MAX_PROBE`` slots;
+* a free slot is claimed by writing its key; if the pool is exhausted the slot
+  stays "claimed but empty" (a gravestone) and the event is a drop;
+* the stack_id is the slot index; counters are per CPU and summed for display.
+
+Reset is refused (EBUSY) while tracing is on for the owning trace array or
+while another reset is in progress.
+"""
+
+from __future__ import annotations
+
+import errno
+import random
+import struct
+
+from ..fs.pseudo import FileOperations, KernelError
+from ..lib.jhash import jhash2_ulongs
+
+MAX_DEPTH = 64
+MAX_PROBE = 64
+BITS_MIN, BITS_MAX, BITS_DEFAULT = 10, 18, 14
+
+BIN_MAGIC = 0x464D5342  # 'FSMB'
+BIN_VERSION = 2
+BIN_HEADER = struct.Struct("=IIII")
+BIN_ENTRY = struct.Struct("=IIII")
+
+
+class StackMapElt:
+    __slots__ = ("nr", "ref_count", "ips")
+
+    def __init__(self, ips: tuple):
+        self.nr = len(ips)
+        self.ref_count = 1
+        self.ips = ips
+
+
+class FtraceStackMap:
+    def __init__(self, bits: int = BITS_DEFAULT, nr_cpus: int = 1, tr=None,
+                 hash_seed: int | None = None, rng: random.Random | None = None):
+        bits = max(BITS_MIN, min(BITS_MAX, bits))
+        self.tr = tr
+        self.map_bits = bits
+        self.max_elts = 1 << bits
+        self.map_size = 1 << (bits + 1)
+        rng = rng or random.Random()
+        self.hash_seed = rng.getrandbits(32) if hash_seed is None else hash_seed & 0xFFFFFFFF
+        self.nr_cpus = nr_cpus
+        self.keys = [0] * self.map_size
+        self.vals: list[StackMapElt | None] = [None] * self.map_size
+        self.next_elt = 0
+        self.resetting = False
+        self.successes = [0] * nr_cpus
+        self.drops = [0] * nr_cpus
+        self._shift = 32 - (bits + 1)
+        self._hash_cache: dict[tuple, int] = {}
+        # Called between claiming the reset and clearing (synchronize_rcu()).
+        self.synchronize_rcu = lambda: None
+
+    # --- hashing --------------------------------------------------------
+    def key_hash(self, ips: tuple) -> int:
+        key = self._hash_cache.get(ips)
+        if key is None:
+            key = jhash2_ulongs(ips, self.hash_seed) or 1
+            if len(self._hash_cache) >= 1 << 18:
+                self._hash_cache.clear()
+            self._hash_cache[ips] = key
+        return key
+
+    # --- hot path ---------------------------------------------------------
+    def get_id(self, ips: tuple, cpu: int = 0) -> int:
+        """Return the stack_id (slot index) or a negative errno."""
+        if self.resetting or not ips:
+            return -errno.EINVAL
+        if len(ips) > MAX_DEPTH:
+            ips = ips[:MAX_DEPTH]
+        key = self.key_hash(ips)
+        keys = self.keys
+        vals = self.vals
+        mask = self.map_size - 1
+        idx = key >> self._shift
+        for _ in range(MAX_PROBE):
+            idx &= mask
+            k = keys[idx]
+            if k == key:
+                val = vals[idx]
+                if val is not None and val.ips == ips:
+                    val.ref_count = (val.ref_count + 1) & 0xFFFFFFFF
+                    self.successes[cpu] += 1
+                    return idx
+                # claimed-but-empty slot or a 32-bit collision: keep probing
+            elif k == 0:
+                keys[idx] = key
+                if self.next_elt >= self.max_elts:
+                    self.drops[cpu] += 1
+                    return -errno.ENOSPC
+                self.next_elt += 1
+                vals[idx] = StackMapElt(ips)
+                self.successes[cpu] += 1
+                return idx
+            idx += 1
+        self.drops[cpu] += 1
+        return -errno.ENOSPC
+
+    # --- control path ---------------------------------------------------
+    def reset(self) -> int:
+        if self.resetting:
+            return -errno.EBUSY
+        self.resetting = True
+        try:
+            if self.tr is not None and self.tr.tracing_is_on():
+                return -errno.EBUSY
+            self.synchronize_rcu()
+            self.keys = [0] * self.map_size
+            self.vals = [None] * self.map_size
+            self.next_elt = 0
+            self.successes = [0] * self.nr_cpus
+            self.drops = [0] * self.nr_cpus
+            return 0
+        finally:
+            self.resetting = False
+
+    # --- exports ----------------------------------------------------------
+    def populated(self):
+        """(stack_id, elt) for every published slot, in slot order."""
+        keys, vals = self.keys, self.vals
+        for i in range(self.map_size):
+            if keys[i]:
+                elt = vals[i]
+                if elt is not None:
+                    yield i, elt
+
+    def stats_text(self) -> str:
+        s = sum(self.successes)
+        d = sum(self.drops)
+        out = ["entries: %u / %u\n" % (self.next_elt, self.max_elts),
+               "table_size: %u\n" % self.map_size,
+               "successes: %u\n" % s,
+               "drops: %u\n" % d]
+        if s + d > 0:
+            out.append("success_rate: %u%%\n" % (s * 100 // (s + d)))
+        return "".join(out)
+
+    def text(self, sprint_symbol) -> str:
+        out = []
+        for idx, elt in self.populated():
+            nr = min(elt.nr, MAX_DEPTH)
+            out.append("stack_id %u [ref %u, depth %u]\n" % (idx, elt.ref_count, nr))
+            for i in range(nr):
+                out.append("    [%u] %s\n" % (i, sprint_symbol(elt.ips[i])))
+            out.append("\n")
+        return "".join(out)
+
+    def binary(self) -> bytes:
+        parts = []
+        n = 0
+        for idx, elt in self.populated():
+            nr = min(elt.nr, MAX_DEPTH)
+            parts.append(BIN_ENTRY.pack(idx, nr, elt.ref_count, 0))
+            parts.append(struct.pack("=%dQ" % nr, *elt.ips[:nr]))
+            n += 1
+        return BIN_HEADER.pack(BIN_MAGIC, BIN_VERSION, n, 0) + b"".join(parts)
+
+
+def is_reset_command(data: bytes) -> bool:
+    """What ``stack_map`` accepts: ``0`` or ``reset``, one optional newline.
+
+    Like the handler, only the first 7 bytes of a write are looked at.
+    """
+    buf = data[:7]
+    if buf.endswith(b"\n"):
+        buf = buf[:-1]
+    return buf in (b"0", b"reset")
+
+
+class StackMapOps(FileOperations):
+    """``stack_map``: text export; writing 0/reset clears the map."""
+
+    def __init__(self, kallsyms):
+        self.kallsyms = kallsyms
+
+    def show(self, f):
+        return f.data.text(self.kallsyms.sprint_symbol)
+
+    def write(self, f, data):
+        if not data or not is_reset_command(data):
+            raise KernelError(errno.EINVAL)
+        ret = f.data.reset()
+        if ret:
+            raise KernelError(-ret)
+        return len(data)
+
+
+class StackMapStatOps(FileOperations):
+    def show(self, f):
+        return f.data.stats_text()
+
+
+class StackMapBinOps(FileOperations):
+    """``stack_map_bin``: a binary snapshot taken at open."""
+
+    def open(self, f):
+        f.private = f.data.binary()
+
+    def read(self, f, off, size):
+        return f.private[off:off + size]
