@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
+from ..params import kstrtoul
 from . import trace_entries as te
 from .ring_buffer import RingBuffer, event_length
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
@@ -258,9 +259,9 @@ class Tracing:
 def register_params(kernel) -> None:
     def stackmap_bits(val):
         try:
-            bits = int(val, 0)
-        except (TypeError, ValueError):
-            return
+            bits = kstrtoul(val or "", 0)
+        except ValueError:
+            return          # -EINVAL: the default stays
         kernel._stackmap_bits = max(10, min(18, bits))
 
     def trace_options(val):
@@ -279,7 +280,13 @@ def register_params(kernel) -> None:
     kernel.early_param("trace_options", trace_options)
     kernel.early_param("trace_buf_size", trace_buf_size)
     kernel.early_param("ftrace", ftrace)
-    kernel.early_param("fakefs.fn_rate", lambda v: setattr(kernel, "_fn_rate", int(v)))
+    def fn_rate(val):
+        try:
+            kernel._fn_rate = kstrtoul(val or "", 0)
+        except ValueError:
+            pass
+
+    kernel.early_param("fakefs.fn_rate", fn_rate)
 
 
 def _memparse(text: str) -> int:

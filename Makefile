@@ -1,0 +1,46 @@
+# fakefs — see README.md.  `make run` mounts, `make test` tests.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+FAKEFS := $(VENV)/bin/fakefs
+MNT ?= /tmp/fakefs
+CMDLINE ?=
+SEED ?= 1
+UPSTREAM ?= ../shared/upstream
+SYSPKGS := fuse3 libfuse3-dev pkg-config
+
+.PHONY: install sysdeps run test unit selftests bench clean
+
+install: sysdeps $(VENV)/.installed
+
+sysdeps:
+	@missing=""; for p in $(SYSPKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+run: install
+	mkdir -p $(MNT)
+	$(FAKEFS) mount -f --seed $(SEED) --cmdline "$(CMDLINE)" $(MNT)
+
+test: install unit selftests
+
+unit: install
+	$(PY) -m pytest -q
+
+selftests: install
+	$(FAKEFS) selftest --extra selftests/stackmap $$([ -d $(UPSTREAM) ] && echo --extra $(UPSTREAM))
+
+bench: install
+	$(PY) -m fakefs.bench
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

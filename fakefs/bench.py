@@ -1,0 +1,150 @@
+"""``make bench``: speed and memory figures, each against a baseline from the same run.
+
+1. open+read+close of a small tracefs file through a real mount, vs the same on tmpfs;
+2. stackmap ``get_id`` throughput (stack events/s), vs a plain dict-based deduplication;
+3. ring-buffer retention for the same simulated workload with and without the stackmap.
+
+Medians over repeated rounds are printed; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROUNDS = 5
+
+
+def _median_per_op(fn, n: int, rounds: int = ROUNDS) -> float:
+    per = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn(n)
+        per.append((time.perf_counter() - t0) / n)
+    return statistics.median(per)
+
+
+def _orc(path):
+    def run(n):
+        for _ in range(n):
+            fd = os.open(path, os.O_RDONLY)
+            while os.read(fd, 4096):
+                pass
+            os.close(fd)
+    return run
+
+
+def bench_small_file() -> list[tuple[str, float, str]]:
+    mnt = tempfile.mkdtemp(prefix="fakefs-bench-")
+    env = dict(os.environ)
+    subprocess.run([sys.executable, "-m", "fakefs", "mount", mnt], check=True, env=env)
+    try:
+        target = os.path.join(mnt, "sys/kernel/tracing/tracing_on")
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        with tempfile.NamedTemporaryFile("w", dir=shm, delete=False) as fh:
+            fh.write("1\n")
+            tmpfile = fh.name
+        _orc(target)(200)    # warm up
+        fuse = _median_per_op(_orc(target), 2000)
+        tmpfs = _median_per_op(_orc(tmpfile), 2000)
+        os.unlink(tmpfile)
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], check=False)
+        try:
+            os.rmdir(mnt)
+        except OSError:
+            pass
+    return [("small file open+read+close, fakefs (tracing_on)", fuse * 1e6, "us"),
+            ("small file open+read+close, tmpfs baseline", tmpfs * 1e6, "us"),
+            ("  ratio fakefs/tmpfs", fuse / tmpfs, "x")]
+
+
+def _kernel(cmdline: str = "", nr_cpus: int = 2):
+    from .kernel.init import Kernel
+    from .kernel.time import ManualClock
+    clock = ManualClock()
+    k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=clock)
+    k.boot()
+    return k, clock
+
+
+def bench_get_id() -> list[tuple[str, float, str]]:
+    from .kernel.trace.trace_stackmap import FtraceStackMap
+    k, _ = _kernel()
+    rng = k.subsystem_rng("bench")
+    stacks = [k.workload.sample(rng, i % k.nr_cpus)[1] for i in range(100_000)]
+
+    def run_map(n):
+        m = FtraceStackMap(14, nr_cpus=1, hash_seed=1)
+        get = m.get_id
+        for s in stacks[:n]:
+            get(s)
+
+    def run_dict(n):
+        d = {}
+        for s in stacks[:n]:
+            e = d.get(s)
+            if e is None:
+                d[s] = [len(d), 1]
+            else:
+                e[1] += 1
+
+    per_map = _median_per_op(run_map, len(stacks))
+    per_dict = _median_per_op(run_dict, len(stacks))
+    uniq = len(set(stacks))
+    return [("stackmap get_id (bits=14, %d stacks, %d unique)" % (len(stacks), uniq),
+             1 / per_map, "events/s"),
+            ("dict dedup baseline", 1 / per_dict, "events/s"),
+            ("  ratio get_id/dict", per_dict / per_map, "x")]
+
+
+def bench_retention(seconds: float = 5.0) -> list[tuple[str, float, str]]:
+    out = []
+    res = {}
+    for label, opts in (("without stackmap", "stacktrace"), ("with stackmap", "stackmap,stacktrace")):
+        k, clock = _kernel("trace_options=%s ftrace=function" % opts)
+        clock.advance(int(seconds * 1e9))
+        t0 = time.perf_counter()
+        k.run_until_now()
+        sim_cost = time.perf_counter() - t0
+        buf = k.tracing.global_trace.buffer
+        entries = buf.entries()
+        written = buf.total_written()
+        nbytes = buf.bytes()
+        fn_events = sum(1 for cb in buf.cpus for e in cb.events() if e[1] == 1)
+        res[label] = (entries, fn_events, nbytes)
+        out += [("retention %s: entries kept / written" % label, entries, "of %d" % written),
+                ("retention %s: traced calls kept (with their stacks)" % label, fn_events, "calls"),
+                ("retention %s: bytes per traced call" % label, nbytes / max(fn_events, 1), "B"),
+                ("retention %s: simulation cost of %.0f s" % (label, seconds), sim_cost, "s")]
+    base = res["without stackmap"][1]
+    out.append(("  ratio calls kept with/without stackmap", res["with stackmap"][1] / max(base, 1), "x"))
+    return out
+
+
+def main() -> int:
+    sections = [("tracefs small-file latency", bench_small_file),
+                ("stackmap get_id throughput", bench_get_id),
+                ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU)",
+                 bench_retention)]
+    try:
+        from . import bench_alloc_tag
+        sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))
+    except ImportError:
+        pass
+    for title, fn in sections:
+        print("== %s (median of %d rounds)" % (title, ROUNDS))
+        for name, value, unit in fn():
+            if isinstance(value, float) and value < 100:
+                print("  %-62s %12.3f %s" % (name, value, unit))
+            else:
+                print("  %-62s %12.0f %s" % (name, value, unit))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

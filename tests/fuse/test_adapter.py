@@ -1,0 +1,114 @@
+"""The pyfuse3 adapter's request handling, called directly under trio (no mount)."""
+
+import errno
+import os
+
+import pyfuse3
+import pytest
+
+from fakefs.fuse.adapter import FakeFS
+from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, WouldBlock
+
+
+class Ctx:
+    pid = os.getpid()
+    uid = 0
+    gid = 0
+    umask = 0o022
+
+
+class FakeKernel:
+    def __init__(self):
+        self.tree = PseudoTree()
+        self.steps = 0
+
+    def catch_up(self, max_steps=8):
+        self.steps += 1
+        return False
+
+
+class Buggy(FileOperations):
+    def show(self, f):
+        raise RuntimeError("bug in a show handler")
+
+
+class Busy(FileOperations):
+    def write(self, f, data):
+        raise KernelError(errno.EBUSY)
+
+
+class Empty(FileOperations):
+    nonseekable = True
+
+    def read(self, f, off, size):
+        raise WouldBlock()
+
+
+@pytest.fixture
+def fs():
+    k = FakeKernel()
+    t = k.tree
+    t.create_file("buggy", 0o440, t.root, None, Buggy())
+    t.create_file("busy", 0o640, t.root, None, Busy())
+    t.create_file("pipe", 0o440, t.root, None, Empty())
+    t.create_dir("dir", t.root)
+    return FakeFS(k)
+
+
+async def lookup(fs, name):
+    return await fs.lookup(pyfuse3.ROOT_INODE, name.encode(), Ctx())
+
+
+async def test_lookup_and_attrs(fs):
+    a = await lookup(fs, "busy")
+    assert a.st_size == 0 and a.st_mode & 0o777 == 0o640
+    assert a.entry_timeout <= 1 and a.attr_timeout <= 1
+    with pytest.raises(pyfuse3.FUSEError) as e:
+        await lookup(fs, "missing")
+    assert e.value.errno == errno.ENOENT
+
+
+async def test_direct_io_and_unexpected_exception_is_eio(fs):
+    ino = (await lookup(fs, "buggy")).st_ino
+    fi = await fs.open(ino, os.O_RDONLY, Ctx())
+    assert fi.direct_io and not fi.keep_cache
+    with pytest.raises(pyfuse3.FUSEError) as e:
+        await fs.read(fi.fh, 0, 4096)
+    assert e.value.errno == errno.EIO
+    # the filesystem keeps working afterwards
+    assert (await lookup(fs, "busy")).st_ino
+
+
+async def test_kernel_errno_passes_through(fs):
+    ino = (await lookup(fs, "busy")).st_ino
+    fi = await fs.open(ino, os.O_WRONLY | os.O_TRUNC, Ctx())
+    with pytest.raises(pyfuse3.FUSEError) as e:
+        await fs.write(fi.fh, 0, b"0\n")
+    assert e.value.errno == errno.EBUSY
+    await fs.release(fi.fh)
+
+
+async def test_nonblocking_read_gets_eagain(fs):
+    ino = (await lookup(fs, "pipe")).st_ino
+    fi = await fs.open(ino, os.O_RDONLY | os.O_NONBLOCK, Ctx())
+    assert fi.nonseekable
+    with pytest.raises(pyfuse3.FUSEError) as e:
+        await fs.read(fi.fh, 0, 4096)
+    assert e.value.errno == errno.EAGAIN
+
+
+async def test_files_cannot_be_created_or_removed(fs):
+    for call, err in ((fs.create(pyfuse3.ROOT_INODE, b"x", 0o644, os.O_WRONLY, Ctx()), errno.EACCES),
+                      (fs.unlink(pyfuse3.ROOT_INODE, b"busy", Ctx()), errno.EPERM),
+                      (fs.mkdir(pyfuse3.ROOT_INODE, b"new", 0o755, Ctx()), errno.EPERM)):
+        with pytest.raises(pyfuse3.FUSEError) as e:
+            await call
+        assert e.value.errno == err
+
+
+async def test_open_catches_the_kernel_up(fs):
+    ino = (await lookup(fs, "busy")).st_ino
+    before = fs.kernel.steps
+    fi = await fs.open(ino, os.O_RDONLY, Ctx())
+    assert fs.kernel.steps > before
+    await fs.release(fi.fh)

@@ -1,0 +1,146 @@
+"""Shell-level semantics of the pseudo-file layer through a real FUSE mount."""
+
+import errno
+import os
+import select
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import requires_fuse
+
+pytestmark = requires_fuse
+
+
+def sh(cmd, cwd, check=False):
+    return subprocess.run(["sh", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, check=check)
+
+
+def read(path):
+    with open(path) as fh:
+        return fh.read()
+
+
+def test_tree_layout_and_modes(mnt, tracing):
+    assert os.path.isdir(os.path.join(mnt, "proc"))
+    st = os.stat(os.path.join(tracing, "stack_map"))
+    assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_size == 0
+    assert stat.S_IMODE(os.stat(os.path.join(tracing, "stack_map_stat")).st_mode) == 0o440
+    assert stat.S_IMODE(os.stat(os.path.join(tracing, "stack_map_bin")).st_mode) == 0o440
+    assert stat.S_IMODE(os.stat(os.path.join(tracing, "trace_marker")).st_mode) == 0o220
+
+
+def test_size_zero_files_read_with_cat(tracing):
+    out = sh("cat README | head -1; grep -c . trace_options", tracing).stdout.split("\n")
+    assert out[0] == "tracing mini-HOWTO:"
+    assert int(out[1]) > 20
+
+
+def test_errno_reaches_the_shell(tracing):
+    r = sh("echo bogus > current_tracer", tracing)
+    assert r.returncode != 0 and "Invalid argument" in r.stderr
+    r = sh("echo 2 > options/stackmap", tracing)
+    assert "Invalid argument" in r.stderr
+    r = sh("echo x > newfile", tracing)
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    r = sh("cat nonexistent", tracing)
+    assert "No such file" in r.stderr
+    with pytest.raises(OSError) as e:
+        fd = os.open(os.path.join(tracing, "stack_map"), os.O_WRONLY)
+        try:
+            os.write(fd, b"nope")
+        finally:
+            os.close(fd)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_trunc_clears_append_does_not(tracing):
+    sh("echo 0 > tracing_on; echo > trace; echo 1 > tracing_on", tracing, check=True)
+    sh("echo hello-marker > trace_marker", tracing, check=True)
+    assert "hello-marker" in read(os.path.join(tracing, "trace"))
+    sh("echo >> trace", tracing, check=True)              # O_APPEND: no clear
+    assert "hello-marker" in read(os.path.join(tracing, "trace"))
+    sh("echo > trace", tracing, check=True)               # O_TRUNC: clear
+    assert "hello-marker" not in read(os.path.join(tracing, "trace"))
+
+
+def test_snapshot_is_stable_for_an_open_file(tracing):
+    sh("echo 8 > buffer_size_kb; echo function > current_tracer; echo 1 > tracing_on", tracing,
+       check=True)
+    try:
+        time.sleep(0.3)
+        path = os.path.join(tracing, "trace")
+        fd = os.open(path, os.O_RDONLY)
+        chunks = []
+        try:
+            while True:
+                b = os.read(fd, 7)          # many small reads while tracing goes on
+                if not b:
+                    break
+                chunks.append(b)
+                if len(chunks) % 500 == 0:
+                    time.sleep(0.01)
+        finally:
+            os.close(fd)
+        text = b"".join(chunks).decode()
+        header = [l for l in text.splitlines() if l.startswith("# entries-in-buffer")][0]
+        entries = int(header.split(": ")[1].split("/")[0])
+        body = [l for l in text.splitlines() if l and not l.startswith("#")]
+        assert entries > 0 and len(body) == entries
+        # dd bs=1 sees the same kind of consistent snapshot
+        r = sh("dd if=stack_map_stat bs=1 2>/dev/null", tracing, check=True)
+        assert r.stdout.startswith("entries: ")
+    finally:
+        sh("echo nop > current_tracer; echo 1410 > buffer_size_kb", tracing)
+
+
+def test_instances_mkdir_rmdir_no_stale_entries(tracing):
+    inst = os.path.join(tracing, "instances", "t1")
+    os.mkdir(inst)
+    assert os.path.isfile(os.path.join(inst, "trace"))
+    assert "t1" in os.listdir(os.path.join(tracing, "instances"))
+    with pytest.raises(FileExistsError):
+        os.mkdir(inst)
+    os.rmdir(inst)
+    assert "t1" not in os.listdir(os.path.join(tracing, "instances"))
+    assert not os.path.exists(inst)
+    os.mkdir(inst)                       # re-create right away: a fresh instance
+    assert read(os.path.join(inst, "current_tracer")) == "nop\n"
+    os.rmdir(inst)
+    with pytest.raises(OSError) as e:
+        os.mkdir(os.path.join(tracing, "options", "x"))
+    assert e.value.errno in (errno.EPERM, errno.EACCES)
+
+
+def test_trace_pipe_nonblock_and_poll(tracing):
+    sh("echo 0 > tracing_on; echo > trace; echo 1 > tracing_on", tracing, check=True)
+    fd = os.open(os.path.join(tracing, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(BlockingIOError):
+            os.read(fd, 4096)
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        assert p.poll(200) == []
+        sh("echo poll-me > trace_marker", tracing, check=True)
+        ev = p.poll(3000)
+        assert ev and ev[0][1] & select.POLLIN
+        assert b"poll-me" in os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def test_blocking_trace_pipe_reader_is_killable(tracing):
+    sh("echo 0 > tracing_on; echo > trace; echo 1 > tracing_on", tracing, check=True)
+    p = subprocess.Popen(["cat", os.path.join(tracing, "trace_pipe")], stdout=subprocess.PIPE)
+    time.sleep(0.3)
+    assert p.poll() is None                      # blocked, no data yet
+    sh("echo wake-up > trace_marker", tracing, check=True)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=5)
+    assert b"wake-up" in out
+    assert p.returncode == -signal.SIGTERM

@@ -1,0 +1,60 @@
+from fakefs.kernel.trace.ring_buffer import (BUF_PAGE_HDR_SIZE, PAGE_SIZE, RingBuffer, CpuBuffer,
+                                             event_length)
+from fakefs.kernel.trace import trace_entries as te
+
+
+def test_event_lengths_follow_the_kernel_layout():
+    assert event_length(te.FN_PAYLOAD) == 28            # 24-byte ftrace_entry + 4-byte header
+    assert event_length(te.STACK_ID_PAYLOAD) == 16      # 12 -> 16 (never 12: time-extend size + 4)
+    assert event_length(8) == 16
+    assert event_length(112) == 116                     # largest "small" event
+    assert event_length(113) == 124                     # length word added, aligned
+    assert event_length(te.stack_payload(15)) == 16 + 120 + 8
+    assert event_length(0) == 8
+
+
+def test_buffer_size_pages_and_kb():
+    rb = RingBuffer(2, 1441792)
+    cb = rb.cpus[0]
+    assert cb.nr_pages == 354 and cb.size_bytes >> 10 == 1410
+    assert RingBuffer(1, 1).cpus[0].size_bytes >> 10 == 7     # unexpanded minimum: 2 pages
+
+
+def fill(cb, n, length, overwrite=True, dt=1000):
+    ok = 0
+    for i in range(n):
+        ok += cb.write(i * dt, (i * dt, te.TRACE_FN, 1, 0, 0, i, 0), length, overwrite)
+    return ok
+
+
+def test_overwrite_drops_oldest_pages_and_counts_overrun():
+    cb = CpuBuffer(0, 2)
+    per_page = (PAGE_SIZE - BUF_PAGE_HDR_SIZE) // 28
+    fill(cb, per_page * 5, 28)
+    assert cb.entries == per_page * 2
+    assert cb.overrun == per_page * 3
+    assert cb.events()[0][5] == per_page * 3       # oldest kept event
+    assert cb.entries + cb.overrun == per_page * 5
+
+
+def test_no_overwrite_drops_new_events():
+    cb = CpuBuffer(0, 2)
+    per_page = (PAGE_SIZE - BUF_PAGE_HDR_SIZE) // 28
+    ok = fill(cb, per_page * 3, 28, overwrite=False)
+    assert ok == per_page * 2 and cb.dropped == per_page and cb.overrun == 0
+    assert cb.events()[0][5] == 0
+
+
+def test_time_extend_costs_eight_bytes():
+    cb = CpuBuffer(0, 4)
+    cb.write(0, (0,), 28, True)
+    cb.write(1 << 28, (1 << 28,), 28, True)           # delta does not fit in 27 bits
+    assert cb.bytes() == 28 + 8 + 28
+
+
+def test_consume_and_reset():
+    cb = CpuBuffer(0, 4)
+    fill(cb, 10, 28)
+    assert cb.consume()[5] == 0 and cb.read == 1 and cb.entries == 9
+    cb.reset()
+    assert cb.entries == 0 and cb.overrun == 0 and cb.consume() is None

@@ -1,0 +1,183 @@
+"""The tracing subsystem of a booted simulated kernel, through its file operations."""
+
+import errno
+import os
+import re
+
+import pytest
+
+from fakefs.kernel.fs.pseudo import File, KernelError
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+
+
+def boot(cmdline="", nr_cpus=2, **kw):
+    clock = ManualClock()
+    k = Kernel(cmdline=cmdline, seed=7, nr_cpus=nr_cpus, clock=clock, **kw).boot()
+    return k, clock
+
+
+def node(k, path):
+    n = k.tree.root.walk("sys/kernel/tracing/" + path)
+    assert n is not None, path
+    return n
+
+
+def rd(k, path):
+    n = node(k, path)
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    out = n.fops.read(f, 0, 1 << 24).decode()
+    n.fops.release(f)
+    return out
+
+
+def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
+    n = node(k, path)
+    f = File(n, flags)
+    n.fops.open(f)
+    try:
+        return n.fops.write(f, data.encode())
+    finally:
+        n.fops.release(f)
+
+
+def errno_of(fn, *a):
+    with pytest.raises(KernelError) as e:
+        fn(*a)
+    return e.value.errno
+
+
+def test_defaults_and_header():
+    k, _ = boot()
+    assert rd(k, "tracing_on") == "1\n"
+    assert rd(k, "current_tracer") == "nop\n"
+    assert rd(k, "available_tracers") == "function nop \n"
+    assert rd(k, "buffer_size_kb") == "7 (expanded: 1408)\n"
+    assert rd(k, "buffer_total_size_kb") == "14 (expanded: 2816)\n"
+    t = rd(k, "trace")
+    assert t.startswith("# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:2\n#\n")
+    assert "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n" in t
+    opts = rd(k, "trace_options").split()
+    assert opts.index("stacktrace") + 1 == opts.index("nostackmap")
+    assert rd(k, "options/stackmap") == "0\n"
+
+
+def test_boot_options_and_bits():
+    k, _ = boot("trace_options=stackmap,stacktrace ftrace_stackmap.bits=12 bogus=1")
+    assert rd(k, "options/stackmap") == "1\n" and rd(k, "options/stacktrace") == "1\n"
+    assert rd(k, "stack_map_stat").startswith("entries: 0 / 4096\ntable_size: 8192\n")
+    assert 'Unknown kernel command line parameters "bogus=1"' in k.log.dmesg()
+    k2, _ = boot("ftrace_stackmap.bits=40")
+    assert "/ 262144\n" in rd(k2, "stack_map_stat")
+    k3, _ = boot("ftrace_stackmap.bits=junk")
+    assert "/ 16384\n" in rd(k3, "stack_map_stat")
+
+
+def test_function_tracer_with_stackmap_end_to_end():
+    k, clock = boot()
+    wr(k, "options/stackmap", "1\n")
+    wr(k, "options/stacktrace", "1\n")
+    wr(k, "current_tracer", "function\n")
+    clock.advance(1_000_000_000)
+    wr(k, "tracing_on", "0\n")
+    trace = rd(k, "trace")
+    ids = [int(m) for m in re.findall(r"<stack_id (\d+)>", trace)]
+    calls = re.findall(r"^\s+\S+-\d+\s+\[\d{3}\] \S{5}\s+\d+\.\d{6}: \S+ <-\S+$", trace, re.M)
+    assert len(ids) > 1000 and len(ids) == len(calls)
+    stat = rd(k, "stack_map_stat")
+    fields = dict(l.split(": ", 1) for l in stat.splitlines())
+    assert int(fields["successes"]) == len(ids) and fields["drops"] == "0"
+    smap = rd(k, "stack_map")
+    listed = set(int(m) for m in re.findall(r"^stack_id (\d+) \[ref \d+, depth \d+\]$", smap, re.M))
+    assert set(ids) <= listed
+    assert int(fields["entries"].split(" / ")[0]) == len(listed)
+    assert re.search(r"^    \[0\] \S+\+0x[0-9a-f]+/0x[0-9a-f]+$", smap, re.M)
+    # reset refused while tracing, accepted when stopped
+    wr(k, "tracing_on", "1\n")
+    assert errno_of(wr, k, "stack_map", "0\n") == errno.EBUSY
+    wr(k, "tracing_on", "0\n")
+    assert errno_of(wr, k, "stack_map", "2\n") == errno.EINVAL
+    wr(k, "stack_map", "reset\n")
+    assert rd(k, "stack_map_stat").startswith("entries: 0 / 16384\n")
+
+
+def test_stacktrace_without_stackmap_records_full_stacks():
+    k, clock = boot("trace_options=stacktrace ftrace=function")
+    clock.advance(100_000_000)
+    trace = rd(k, "trace")
+    assert "<stack trace>\n => " in trace and "<stack_id" not in trace
+
+
+def test_tracer_change_resets_buffer_and_o_trunc_clears():
+    k, clock = boot("ftrace=function")
+    clock.advance(50_000_000)
+    k.run_until_now()
+    assert k.tracing.global_trace.buffer.entries() > 0
+    wr(k, "current_tracer", "nop\n")
+    assert k.tracing.global_trace.buffer.entries() == 0
+    wr(k, "current_tracer", "function\n")
+    clock.advance(50_000_000)
+    k.run_until_now()
+    assert k.tracing.global_trace.buffer.entries() > 0
+    wr(k, "trace", "", os.O_WRONLY | os.O_APPEND)
+    assert k.tracing.global_trace.buffer.entries() > 0
+    wr(k, "trace", "")
+    assert k.tracing.global_trace.buffer.entries() == 0
+
+
+def test_control_file_errnos():
+    k, _ = boot()
+    assert errno_of(wr, k, "current_tracer", "blah\n") == errno.EINVAL
+    assert errno_of(wr, k, "options/stackmap", "2\n") == errno.EINVAL
+    assert errno_of(wr, k, "options/stackmap", "x\n") == errno.EINVAL
+    assert errno_of(wr, k, "trace_options", "nosuchopt\n") == errno.EINVAL
+    assert errno_of(wr, k, "buffer_size_kb", "0\n") == errno.EINVAL
+    assert errno_of(wr, k, "stack_map_stat", "0\n") == errno.EINVAL
+    wr(k, "trace_options", "stackmap\n")
+    assert rd(k, "options/stackmap") == "1\n"
+    wr(k, "trace_options", "nostackmap")
+    assert rd(k, "options/stackmap") == "0\n"
+    wr(k, "buffer_size_kb", "1000\n")
+    assert rd(k, "buffer_size_kb") == "1000\n" and rd(k, "per_cpu/cpu1/buffer_size_kb") == "1000\n"
+
+
+def test_stackmap_is_top_level_only():
+    k, _ = boot()
+    top = k.tree.root.walk("sys/kernel/tracing")
+    top.children["instances"].dops.mkdir(top.children["instances"], "foo")
+    inst = top.walk("instances/foo")
+    assert inst.walk("options/stacktrace") is not None
+    assert inst.walk("options/stackmap") is None
+    for name in ("stack_map", "stack_map_stat", "stack_map_bin", "README"):
+        assert inst.walk(name) is None
+    assert rd(k, "instances/foo/current_tracer") == "nop\n"
+
+
+def test_no_stackmap_files_without_config():
+    k, _ = boot(config_overrides={"FTRACE_STACKMAP": False})
+    top = k.tree.root.walk("sys/kernel/tracing")
+    assert top.walk("stack_map") is None and top.walk("options/stackmap") is None
+    assert "stackmap" not in rd(k, "trace_options")
+
+
+def test_trace_pipe_consumes():
+    k, clock = boot()
+    wr(k, "trace_marker", "one\n")
+    n = node(k, "trace_pipe")
+    f = File(n, os.O_RDONLY | os.O_NONBLOCK)
+    n.fops.open(f)
+    out = n.fops.read(f, 0, 4096).decode()
+    assert out.endswith("tracing_mark_write: one\n")
+    from fakefs.kernel.fs.pseudo import WouldBlock
+    with pytest.raises(WouldBlock):
+        n.fops.read(f, 0, 4096)
+    wr(k, "tracing_on", "0\n")
+    assert n.fops.read(f, 0, 4096) == b""      # EOF: read something, tracing off
+
+
+def test_idle_kernel_does_no_work():
+    k, clock = boot()                   # nop tracer
+    clock.advance(10 * 1_000_000_000)
+    k.run_until_now()
+    assert k.tracing.global_trace.buffer.entries() == 0
