@@ -16,7 +16,7 @@ pytestmark = requires_fuse
 
 
 def sh(cmd, cwd, check=False):
-    return subprocess.run(["sh", "-c", cmd], cwd=cwd, capture_output=True, text=True,
+    return subprocess.run(["bash", "-c", cmd], cwd=cwd, capture_output=True, text=True,
                           timeout=60, check=check)
 
 

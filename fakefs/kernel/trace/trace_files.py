@@ -161,7 +161,7 @@ class BufferSizeOps(FileOperations):
 class BufferTotalSizeOps(FileOperations):
     def show(self, f):
         tr = f.data
-        total = sum(cb.size_bytes for cb in tr.buffer.cpus) >> 10
+        total = sum(cb.size_bytes >> 10 for cb in tr.buffer.cpus)
         if not tr.expanded:
             return "%d (expanded: %d)\n" % (total, (tr.buffer_size >> 10) * len(tr.buffer.cpus))
         return "%d\n" % total

@@ -59,7 +59,7 @@ def test_defaults_and_header():
     assert t.startswith("# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:2\n#\n")
     assert "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n" in t
     opts = rd(k, "trace_options").split()
-    assert opts.index("stacktrace") + 1 == opts.index("nostackmap")
+    assert opts.index("nostacktrace") + 1 == opts.index("nostackmap")
     assert rd(k, "options/stackmap") == "0\n"
 
 
