@@ -15,6 +15,7 @@ from ..params import kstrtoul
 from .readme import readme_text
 from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
+from .trace_events import event_trace_add_tracer
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
@@ -423,44 +424,6 @@ class CpuStatsOps(FileOperations):
                    cb.dropped, cb.read))
 
 
-class EventsEnableOps(FileOperations):
-    """events/enable: no event is enabled in this kernel yet."""
-
-    def show(self, f):
-        return "0\n"
-
-    def write(self, f, data):
-        val = _ulong(data)
-        if val not in (0, 1):
-            raise KernelError(errno.EINVAL)
-        if val:
-            f.data.ensure_expanded()
-        return len(data)
-
-
-class ConstOps(FileOperations):
-    def __init__(self, text):
-        self.text = text
-
-    def show(self, f):
-        return self.text
-
-
-HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-               "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
-               "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-               "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n")
-HEADER_EVENT = ("# compressed entry header\n"
-                "\ttype_len    :    5 bits\n"
-                "\ttime_delta  :   27 bits\n"
-                "\tarray       :   32 bits\n"
-                "\n"
-                "\tpadding     : type == 29\n"
-                "\ttime_extend : type == 30\n"
-                "\ttime_stamp : type == 31\n"
-                "\tdata max type_len  == 28\n")
-
-
 # --- tree --------------------------------------------------------------------
 
 def init_tracer_tracefs(tr, d) -> None:
@@ -498,10 +461,7 @@ def init_tracer_tracefs(tr, d) -> None:
         f("stats", R, cd, tr, CpuStatsOps(cpu))
         f("trace", W, cd, tr, TraceOps(cpu))
         f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
-    ev = tree.create_dir("events", d, 0o755)
-    f("enable", W, ev, tr, EventsEnableOps())
-    f("header_page", R, ev, tr, ConstOps(HEADER_PAGE))
-    f("header_event", R, ev, tr, ConstOps(HEADER_EVENT))
+    event_trace_add_tracer(tr, d)
 
 
 def _core_flags():

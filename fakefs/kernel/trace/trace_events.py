@@ -1,0 +1,137 @@
+"""The events/ directory (kernel/trace/trace_events.c, trace_export.c).
+
+For now it holds the ftrace-internal events of trace_entries.h — the entry
+types the function tracer and the stackmap write — with their ``format``
+files, plus ``events/enable``, ``header_page`` and ``header_event``.  The
+ftrace system's events cannot be enabled (they have no ``enable`` file in
+the kernel either); ``print`` has a ``trigger`` file.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
+from ..params import kstrtoul
+from . import trace_entries as te
+
+COMMON_FIELDS = (
+    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+    "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+)
+
+
+def _field(decl: str, offset: int, size: int, signed: int) -> str:
+    return "\tfield:%s;\toffset:%d;\tsize:%d;\tsigned:%d;\n" % (decl, offset, size, signed)
+
+
+_STACK_FMT = ('"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" "\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" '
+              '"\\t=> %ps\\n\\t=> %ps\\n", '
+              + ", ".join("(void *)REC->caller[%d]" % i for i in range(8)))
+
+# name, id, fields, print fmt, files
+FTRACE_EVENTS = [
+    ("function", te.TRACE_FN,
+     [_field("unsigned long ip", 8, 8, 0), _field("unsigned long parent_ip", 16, 8, 0)],
+     '" %ps <-- %ps", (void *)REC->ip, (void *)REC->parent_ip', ("format", "id")),
+    ("kernel_stack", te.TRACE_STACK,
+     [_field("int size", 8, 4, 1), _field("unsigned long caller[8]", 16, 64, 0)],
+     _STACK_FMT, ("format",)),
+    ("print", te.TRACE_PRINT,
+     [_field("unsigned long ip", 8, 8, 0), _field("char buf[]", 16, 0, 0)],
+     '"%ps: %s", (void *)REC->ip, REC->buf', ("format", "id", "trigger")),
+    ("stack_id", te.TRACE_STACK_ID,
+     [_field("int stack_id", 8, 4, 1)],
+     '"<stack_id %d>", REC->stack_id', ("format",)),
+]
+
+HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+               "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+               "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+               "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n")
+HEADER_EVENT = ("# compressed entry header\n"
+                "\ttype_len    :    5 bits\n"
+                "\ttime_delta  :   27 bits\n"
+                "\tarray       :   32 bits\n"
+                "\n"
+                "\tpadding     : type == 29\n"
+                "\ttime_extend : type == 30\n"
+                "\ttime_stamp : type == 31\n"
+                "\tdata max type_len  == 28\n")
+
+TRIGGERS_HEADER = "# Available triggers:\n# traceon traceoff\n"
+
+
+class ConstOps(FileOperations):
+    def __init__(self, text: str):
+        self.text = text
+
+    def show(self, f):
+        return self.text
+
+
+class FormatOps(FileOperations):
+    def show(self, f):
+        name, eid, fields, fmt, _files = f.data
+        return ("name: %s\nID: %d\nformat:\n%s\n%s\nprint fmt: %s\n"
+                % (name, eid, COMMON_FIELDS, "".join(fields), fmt))
+
+
+class IdOps(FileOperations):
+    def show(self, f):
+        return "%d\n" % f.data[1]
+
+
+class TriggerOps(FileOperations):
+    """No trigger commands are implemented yet: the listing is empty and
+    any command is refused, as the kernel refuses an unknown command."""
+
+    def show(self, f):
+        return TRIGGERS_HEADER
+
+    def write(self, f, data):
+        text = data.decode("latin-1").strip()
+        if not text or text.startswith("#"):
+            return len(data)
+        raise KernelError(errno.EINVAL)
+
+
+class EventsEnableOps(FileOperations):
+    """events/enable: no enableable event exists yet, so it reads 0."""
+
+    def show(self, f):
+        return "0\n"
+
+    def write(self, f, data):
+        try:
+            val = kstrtoul(data.decode("latin-1"), 10)
+        except ValueError:
+            raise KernelError(errno.EINVAL)
+        if val not in (0, 1):
+            raise KernelError(errno.EINVAL)
+        return len(data)
+
+
+def event_trace_add_tracer(tr, parent) -> None:
+    """Create ``events/`` for a trace array."""
+    tree = tr.kernel.tree
+    ev = tree.create_dir("events", parent, 0o755)
+    tree.create_file("enable", TRACE_MODE_WRITE, ev, tr, EventsEnableOps())
+    tree.create_file("header_page", TRACE_MODE_READ, ev, tr, ConstOps(HEADER_PAGE))
+    tree.create_file("header_event", TRACE_MODE_READ, ev, tr, ConstOps(HEADER_EVENT))
+    ftrace = tree.create_dir("ftrace", ev, 0o755)
+    has_stackmap = tr.kernel.config.enabled("FTRACE_STACKMAP")
+    for spec in FTRACE_EVENTS:
+        name, _id, _fields, _fmt, files = spec
+        if name == "stack_id" and not has_stackmap:
+            continue
+        d = tree.create_dir(name, ftrace, 0o755)
+        for fname in files:
+            if fname == "format":
+                tree.create_file("format", TRACE_MODE_READ, d, spec, FormatOps())
+            elif fname == "id":
+                tree.create_file("id", TRACE_MODE_READ, d, spec, IdOps())
+            elif fname == "trigger":
+                tree.create_file("trigger", TRACE_MODE_WRITE, d, spec, TriggerOps())
