@@ -89,6 +89,22 @@ def cmd_umount(args) -> int:
     return rc
 
 
+def cmd_dmesg(args) -> int:
+    """Print the simulated kernel's log the way dmesg does."""
+    path = os.path.join(os.path.abspath(args.mountpoint), "dev/kmsg")
+    try:
+        with open(path) as fh:
+            records = fh.read().splitlines()
+    except OSError as e:
+        print(f"fakefs: {path}: {e.strerror}", file=sys.stderr)
+        return 1
+    for rec in records:
+        head, _, msg = rec.partition(";")
+        usec = int(head.split(",")[2])
+        print("[%5d.%06d] %s" % (usec // 1_000_000, usec % 1_000_000, msg))
+    return 0
+
+
 def cmd_selftest(args) -> int:
     from . import selftest
     return selftest.run(args)
@@ -113,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("-z", "--lazy", action="store_true")
     u.add_argument("mountpoint")
     u.set_defaults(func=cmd_umount)
+    dm = sub.add_parser("dmesg", help="print the simulated kernel's log")
+    dm.add_argument("mountpoint")
+    dm.set_defaults(func=cmd_dmesg)
     try:
         from . import selftest
     except ImportError:

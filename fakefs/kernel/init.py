@@ -26,6 +26,7 @@ from .time import Clock
 
 # (module, function) run in order at boot, like the initcall levels.
 INITCALLS: list[tuple[str, str]] = [
+    ("fakefs.kernel.printk", "devkmsg_init"),
     ("fakefs.kernel.kallsyms", "kallsyms_init"),
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.trace.trace", "tracer_init_tracefs"),

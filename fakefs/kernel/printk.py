@@ -27,3 +27,23 @@ class LogBuffer:
         for ts, _lvl, text in self.records:
             out.append("[%5d.%06d] %s\n" % (ts // 1_000_000_000, ts % 1_000_000_000 // 1000, text))
         return "".join(out)
+
+
+def kmsg_records(log: LogBuffer) -> str:
+    """Records in the /dev/kmsg format: ``prefix,seq,usec,flags;message``."""
+    out = []
+    for seq, (ts, lvl, text) in enumerate(log.records):
+        out.append("%d,%d,%d,-;%s\n" % (lvl, seq, ts // 1000, text))
+    return "".join(out)
+
+
+def devkmsg_init(kernel) -> None:
+    """``/dev/kmsg`` as a plain file: every record in the kmsg format."""
+    from .fs.pseudo import FileOperations
+
+    class DevKmsgOps(FileOperations):
+        def show(self, f):
+            return kmsg_records(f.data)
+
+    d = kernel.tree.root.children.get("dev") or kernel.tree.create_dir("dev", kernel.tree.root)
+    kernel.tree.create_file("kmsg", 0o644, d, kernel.log, DevKmsgOps())

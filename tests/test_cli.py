@@ -1,0 +1,41 @@
+import os
+import subprocess
+import sys
+
+from conftest import REPO, mounted, requires_fuse
+
+
+def fakefs(*args):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.run([sys.executable, "-m", "fakefs", *args], capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def test_persona_help_lists_default():
+    r = fakefs("mount", "--persona", "help", "/nonexistent")
+    assert r.returncode == 0
+    assert "6.12-stackmap (default)" in r.stdout
+
+
+def test_unknown_persona_is_refused():
+    r = fakefs("mount", "--persona", "9.99-nope", "/tmp")
+    assert r.returncode == 2 and "unknown persona" in r.stderr
+
+
+def test_mount_refuses_missing_dir():
+    r = fakefs("mount", "/nonexistent/dir")
+    assert r.returncode == 2
+
+
+@requires_fuse
+def test_dmesg_shows_unknown_parameters_and_umount():
+    with mounted(cmdline="quiet=1 ftrace_stackmap.bits=11 nosuchparam") as mnt:
+        r = fakefs("dmesg", mnt)
+        assert r.returncode == 0
+        assert r.stdout.startswith("[    0.0")
+        assert 'Unknown kernel command line parameters "quiet=1 nosuchparam", will be passed ' \
+               'to user space.' in r.stdout
+        with open(os.path.join(mnt, "sys/kernel/tracing/stack_map_stat")) as fh:
+            assert "/ 2048\n" in fh.read()
+        assert fakefs("umount", mnt).returncode == 0
+        assert not os.path.exists(os.path.join(mnt, "sys"))
