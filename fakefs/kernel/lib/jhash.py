@@ -23,17 +23,17 @@ def jhash2(words, initval: int) -> int:
     length = len(words)
     a = b = c = (JHASH_INITVAL + (length << 2) + initval) & M32
     i = 0
+    # rotations are written out: this runs once per distinct stack
     while length > 3:
         a = (a + words[i]) & M32
         b = (b + words[i + 1]) & M32
         c = (c + words[i + 2]) & M32
-        # mix
-        a = (a - c) & M32; a ^= _rol(c, 4); c = (c + b) & M32
-        b = (b - a) & M32; b ^= _rol(a, 6); a = (a + c) & M32
-        c = (c - b) & M32; c ^= _rol(b, 8); b = (b + a) & M32
-        a = (a - c) & M32; a ^= _rol(c, 16); c = (c + b) & M32
-        b = (b - a) & M32; b ^= _rol(a, 19); a = (a + c) & M32
-        c = (c - b) & M32; c ^= _rol(b, 4); b = (b + a) & M32
+        a = (a - c) & M32; a ^= ((c << 4) | (c >> 28)) & M32; c = (c + b) & M32
+        b = (b - a) & M32; b ^= ((a << 6) | (a >> 26)) & M32; a = (a + c) & M32
+        c = (c - b) & M32; c ^= ((b << 8) | (b >> 24)) & M32; b = (b + a) & M32
+        a = (a - c) & M32; a ^= ((c << 16) | (c >> 16)) & M32; c = (c + b) & M32
+        b = (b - a) & M32; b ^= ((a << 19) | (a >> 13)) & M32; a = (a + c) & M32
+        c = (c - b) & M32; c ^= ((b << 4) | (b >> 28)) & M32; b = (b + a) & M32
         length -= 3
         i += 3
     if length == 0:
@@ -43,7 +43,6 @@ def jhash2(words, initval: int) -> int:
     if length >= 2:
         b = (b + words[i + 1]) & M32
     a = (a + words[i]) & M32
-    # final
     c ^= b; c = (c - _rol(b, 14)) & M32
     a ^= c; a = (a - _rol(c, 11)) & M32
     b ^= a; b = (b - _rol(a, 25)) & M32

@@ -19,6 +19,14 @@ from .trace import Tracer
 
 FN_RATE_DEFAULT = 4000
 
+HARDIRQ_FUNCS = frozenset({
+    "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
+    "handle_irq_event", "__handle_irq_event_percpu", "common_interrupt", "__common_interrupt",
+    "sysvec_call_function_single", "sysvec_reschedule_ipi"})
+SOFTIRQ_FUNCS = frozenset({
+    "__do_softirq", "handle_softirqs", "net_rx_action", "rcu_core", "run_timer_softirq",
+    "irq_exit_rcu"})
+
 
 class FunctionTracer(Tracer):
     name = "function"
@@ -35,35 +43,34 @@ class FunctionEventSource:
         self.rng = kernel.subsystem_rng("function-tracer")
         self.carry = [0.0] * kernel.nr_cpus
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
-        self._irq_addrs = None
+        self._addr_ctx: dict[int, int] = {}
 
     def _consumers(self):
         tracing = self.kernel.tracing
         return [tr for tr in tracing.arrays()
                 if tr.current.name == "function" and tr.tracing_is_on() and tr.flag("function-trace")]
 
+    def _frame_context(self, ip: int) -> int:
+        """2 for a hardirq entry frame, 1 for softirq, 0 otherwise (cached per address)."""
+        c = self._addr_ctx.get(ip)
+        if c is None:
+            hit = self.kernel.kallsyms.lookup(ip)
+            name = hit[0] if hit else ""
+            c = 2 if name in HARDIRQ_FUNCS else 1 if name in SOFTIRQ_FUNCS else 0
+            self._addr_ctx[ip] = c
+        return c
+
     def context_flags(self, stack: tuple) -> tuple[int, int]:
         """irq/softirq context and preempt count implied by the frames."""
         r = self._flags_cache.get(stack)
         if r is None:
-            if self._irq_addrs is None:
-                self._irq_addrs = _context_symbols(self.kernel.kallsyms)
-            hard, soft = self._irq_addrs
-            names = set()
-            ks = self.kernel.kallsyms
-            for ip in stack:
-                hit = ks.lookup(ip)
-                if hit:
-                    names.add(hit[0])
-            flags = 0
-            pc = 0
-            if names & hard:
-                flags |= te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF
-                pc = 0x10001
-            elif names & soft:
-                flags |= te.TRACE_FLAG_SOFTIRQ
-                pc = 0x101
-            r = (flags, pc & 0xFF)
+            ctx = max(map(self._frame_context, stack), default=0)
+            if ctx == 2:
+                r = (te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF, 1)
+            elif ctx == 1:
+                r = (te.TRACE_FLAG_SOFTIRQ, 1)
+            else:
+                r = (0, 0)
             if len(self._flags_cache) > 1 << 16:
                 self._flags_cache.clear()
             self._flags_cache[stack] = r
@@ -97,15 +104,6 @@ class FunctionEventSource:
                         continue
                     if tr.current.opts.get("func_stack_trace") or tr.flag("stacktrace"):
                         tr.trace_stack(cpu, ts, pid, flags, pc, stack)
-
-
-def _context_symbols(ks):
-    hard = {"__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
-            "handle_irq_event", "__handle_irq_event_percpu", "common_interrupt",
-            "sysvec_call_function_single", "sysvec_reschedule_ipi", "__common_interrupt"}
-    soft = {"__do_softirq", "handle_softirqs", "run_ksoftirqd", "net_rx_action", "rcu_core",
-            "run_timer_softirq", "irq_exit_rcu"}
-    return hard, soft
 
 
 def register_function_tracer_hooks(kernel) -> None:

@@ -84,7 +84,9 @@ class FtraceStackMap:
             return -errno.EINVAL
         if len(ips) > MAX_DEPTH:
             ips = ips[:MAX_DEPTH]
-        key = self.key_hash(ips)
+        key = self._hash_cache.get(ips)
+        if key is None:
+            key = self.key_hash(ips)
         keys = self.keys
         vals = self.vals
         mask = self.map_size - 1
@@ -94,7 +96,7 @@ class FtraceStackMap:
             k = keys[idx]
             if k == key:
                 val = vals[idx]
-                if val is not None and val.ips == ips:
+                if val is not None and (val.ips is ips or val.ips == ips):
                     val.ref_count = (val.ref_count + 1) & 0xFFFFFFFF
                     self.successes[cpu] += 1
                     return idx
