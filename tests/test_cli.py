@@ -2,7 +2,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO, mounted, requires_fuse
+from mountlib import REPO, mounted, requires_fuse
 
 
 def fakefs(*args):

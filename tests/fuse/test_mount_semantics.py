@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import requires_fuse
+from mountlib import requires_fuse
 
 pytestmark = requires_fuse
 

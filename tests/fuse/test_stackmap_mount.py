@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import REPO, mounted, requires_fuse
+from mountlib import REPO, mounted, requires_fuse
 
 pytestmark = requires_fuse
 

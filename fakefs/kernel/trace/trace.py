@@ -13,6 +13,7 @@ import errno
 from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..params import kstrtoul
 from . import trace_entries as te
+from .events_defs import all_events
 from .ring_buffer import RingBuffer, event_length
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 
@@ -118,6 +119,7 @@ class TraceArray:
         self.dir: DirNode | None = None
         self.open_refs = 0
         self.formatter = None
+        self.enabled_events: set = set()
 
     # --- state -------------------------------------------------------------
     def flag(self, name: str) -> bool:
@@ -182,6 +184,13 @@ class TraceArray:
             return
         raise KernelError(errno.EINVAL)
 
+    def set_event_enabled(self, ev, on: bool) -> None:
+        if on:
+            self.ensure_expanded()       # tracing_update_buffers()
+            self.enabled_events.add(ev)
+        else:
+            self.enabled_events.discard(ev)
+
     # --- recording ---------------------------------------------------------
     def write_entry(self, cpu: int, entry, payload: int) -> bool:
         return self.buffer.write(cpu, entry[0], entry, event_length(payload), self.flags["overwrite"])
@@ -226,6 +235,10 @@ class Tracing:
             self.tracer_classes.insert(0, FunctionTracer)
         self.global_trace = TraceArray(self, None)
         self.instances: dict[str, TraceArray] = {}
+        self.events = all_events()
+        for i, ev in enumerate(self.events):
+            ev.id = te.TRACE_STACK_ID + 1 + i
+        self.events_by_id = {ev.id: ev for ev in self.events}
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.boot_options: list[str] = []
@@ -300,7 +313,7 @@ def _memparse(text: str) -> int:
 def tracer_init_tracefs(kernel) -> None:
     """Boot-time setup: apply boot options, create the tracefs tree."""
     from .trace_files import init_tracer_tracefs, create_top_level_files
-    from .trace_functions import register_function_tracer_hooks
+    from .trace_activity import register_trace_activity
     if not kernel.config.enabled("TRACING"):
         return
     tracing = Tracing(kernel)
@@ -328,4 +341,4 @@ def tracer_init_tracefs(kernel) -> None:
                                      rng=kernel.subsystem_rng("stackmap"))
     init_tracer_tracefs(gt, root)
     create_top_level_files(tracing, root)
-    register_function_tracer_hooks(kernel)
+    register_trace_activity(kernel)

@@ -1,10 +1,11 @@
 """The events/ directory (kernel/trace/trace_events.c, trace_export.c).
 
-For now it holds the ftrace-internal events of trace_entries.h — the entry
-types the function tracer and the stackmap write — with their ``format``
-files, plus ``events/enable``, ``header_page`` and ``header_event``.  The
-ftrace system's events cannot be enabled (they have no ``enable`` file in
-the kernel either); ``print`` has a ``trigger`` file.
+It holds the ftrace-internal events of trace_entries.h — the entry types
+the function tracer and the stackmap write — with their ``format`` files
+(they cannot be enabled; ``print`` has a ``trigger`` file), the tracepoints
+of ``events_defs.py`` with ``enable``/``format``/``id``, and the top-level
+``enable``, ``header_page`` and ``header_event``.  Filters and triggers of
+tracepoints are not modelled yet, so their files are absent.
 """
 
 from __future__ import annotations
@@ -98,30 +99,74 @@ class TriggerOps(FileOperations):
         raise KernelError(errno.EINVAL)
 
 
+def _enable_state(tr, events) -> str:
+    on = sum(1 for ev in events if ev in tr.enabled_events)
+    if on == 0:
+        return "0\n"
+    return "1\n" if on == len(events) else "X\n"
+
+
+def _parse_01(data: bytes) -> int:
+    try:
+        val = kstrtoul(data.decode("latin-1"), 10)
+    except ValueError:
+        raise KernelError(errno.EINVAL)
+    if val not in (0, 1):
+        raise KernelError(errno.EINVAL)
+    return val
+
+
 class EventsEnableOps(FileOperations):
-    """events/enable: no enableable event exists yet, so it reads 0."""
+    """events/enable and events/<system>/enable: 0, 1 or X (mixed)."""
+
+    def __init__(self, system=None):
+        self.system = system
+
+    def _events(self, tr):
+        return [ev for ev in tr.tracing.events if self.system in (None, ev.system)]
 
     def show(self, f):
-        return "0\n"
+        return _enable_state(f.data, self._events(f.data))
 
     def write(self, f, data):
-        try:
-            val = kstrtoul(data.decode("latin-1"), 10)
-        except ValueError:
-            raise KernelError(errno.EINVAL)
-        if val not in (0, 1):
-            raise KernelError(errno.EINVAL)
+        val = _parse_01(data)
+        tr = f.data
+        for ev in self._events(tr):
+            tr.set_event_enabled(ev, bool(val))
         return len(data)
+
+
+class EventEnableOps(FileOperations):
+    """events/<system>/<event>/enable"""
+
+    def show(self, f):
+        tr, ev = f.data
+        return "1\n" if ev in tr.enabled_events else "0\n"
+
+    def write(self, f, data):
+        tr, ev = f.data
+        tr.set_event_enabled(ev, bool(_parse_01(data)))
+        return len(data)
+
+
+class EventFormatOps(FileOperations):
+    def show(self, f):
+        return f.data[1].format_text()
+
+
+class EventIdOps(FileOperations):
+    def show(self, f):
+        return "%d\n" % f.data[1].id
 
 
 def event_trace_add_tracer(tr, parent) -> None:
     """Create ``events/`` for a trace array."""
     tree = tr.kernel.tree
-    ev = tree.create_dir("events", parent, 0o755)
-    tree.create_file("enable", TRACE_MODE_WRITE, ev, tr, EventsEnableOps())
-    tree.create_file("header_page", TRACE_MODE_READ, ev, tr, ConstOps(HEADER_PAGE))
-    tree.create_file("header_event", TRACE_MODE_READ, ev, tr, ConstOps(HEADER_EVENT))
-    ftrace = tree.create_dir("ftrace", ev, 0o755)
+    evdir = tree.create_dir("events", parent, 0o755)
+    tree.create_file("enable", TRACE_MODE_WRITE, evdir, tr, EventsEnableOps())
+    tree.create_file("header_page", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_PAGE))
+    tree.create_file("header_event", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_EVENT))
+    ftrace = tree.create_dir("ftrace", evdir, 0o755)
     has_stackmap = tr.kernel.config.enabled("FTRACE_STACKMAP")
     for spec in FTRACE_EVENTS:
         name, _id, _fields, _fmt, files = spec
@@ -135,3 +180,13 @@ def event_trace_add_tracer(tr, parent) -> None:
                 tree.create_file("id", TRACE_MODE_READ, d, spec, IdOps())
             elif fname == "trigger":
                 tree.create_file("trigger", TRACE_MODE_WRITE, d, spec, TriggerOps())
+    systems = {}
+    for ev in tr.tracing.events:
+        sd = systems.get(ev.system)
+        if sd is None:
+            sd = systems[ev.system] = tree.create_dir(ev.system, evdir, 0o755)
+            tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(ev.system))
+        d = tree.create_dir(ev.name, sd, 0o755)
+        tree.create_file("enable", TRACE_MODE_WRITE, d, (tr, ev), EventEnableOps())
+        tree.create_file("format", TRACE_MODE_READ, d, (tr, ev), EventFormatOps())
+        tree.create_file("id", TRACE_MODE_READ, d, (tr, ev), EventIdOps())

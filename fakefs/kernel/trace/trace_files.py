@@ -260,6 +260,47 @@ class TraceMarkerOps(FileOperations):
         return len(data)
 
 
+class SetEventOps(FileOperations):
+    """set_event: ``[!][system:]event`` tokens; O_TRUNC disables every event."""
+
+    def open(self, f):
+        if f.trunc:
+            tr = f.data
+            for ev in list(tr.enabled_events):
+                tr.set_event_enabled(ev, False)
+
+    def show(self, f):
+        tr = f.data
+        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in tr.tracing.events
+                       if ev in tr.enabled_events)
+
+    def write(self, f, data):
+        tr = f.data
+        for token in _text(data).split():
+            on = not token.startswith("!")
+            token = token.lstrip("!")
+            if ":" in token:
+                system, _, name = token.partition(":")
+                match = None
+            else:
+                system = name = None
+                match = token
+            hits = [ev for ev in tr.tracing.events
+                    if (match is not None and match in (ev.name, ev.system))
+                    or (match is None and system in ("", "*", ev.system)
+                        and name in ("", "*", ev.name))]
+            if not hits:
+                raise KernelError(errno.EINVAL)
+            for ev in hits:
+                tr.set_event_enabled(ev, on)
+        return len(data)
+
+
+class AvailableEventsOps(FileOperations):
+    def show(self, f):
+        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in f.data.tracing.events)
+
+
 # --- trace / trace_pipe ------------------------------------------------------
 
 def merged_events(tr, cpu=None):
@@ -462,6 +503,8 @@ def init_tracer_tracefs(tr, d) -> None:
         f("trace", W, cd, tr, TraceOps(cpu))
         f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
     event_trace_add_tracer(tr, d)
+    f("set_event", W, d, tr, SetEventOps())
+    f("available_events", R, d, tr, AvailableEventsOps())
 
 
 def _core_flags():

@@ -113,6 +113,9 @@ class TraceFormatter:
         if t == TRACE_PRINT:
             msg = entry[6]
             return msg if msg.endswith("\n") else msg + "\n"
+        ev = self.tr.tracing.events_by_id.get(t)
+        if ev is not None:
+            return "%s: %s\n" % (ev.name, ev.render(entry[5], self))
         return "Unknown type %d\n" % t
 
     def line(self, entry, cpu: int) -> str:

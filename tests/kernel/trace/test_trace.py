@@ -181,3 +181,33 @@ def test_idle_kernel_does_no_work():
     clock.advance(10 * 1_000_000_000)
     k.run_until_now()
     assert k.tracing.global_trace.buffer.entries() == 0
+
+
+def test_events_with_stacktrace_go_through_the_stackmap():
+    k, clock = boot("trace_options=stackmap,stacktrace")
+    wr(k, "events/kmem/kmem_cache_alloc/enable", "1\n")
+    wr(k, "set_event", "sched:sched_switch\n", os.O_WRONLY | os.O_APPEND)
+    assert rd(k, "set_event") == "sched:sched_switch\nkmem:kmem_cache_alloc\n"
+    assert rd(k, "events/sched/enable") == "X\n" and rd(k, "events/enable") == "X\n"
+    clock.advance(1_000_000_000)
+    wr(k, "tracing_on", "0\n")
+    trace = rd(k, "trace")
+    allocs = re.findall(r"kmem_cache_alloc: call_site=\S+\+0x[0-9a-f]+/0x[0-9a-f]+ ptr=[0-9a-f]{16} "
+                        r"bytes_req=\d+ bytes_alloc=\d+ gfp_flags=\S+ node=-?\d+ accounted=(?:true|false)$",
+                        trace, re.M)
+    switches = re.findall(r"sched_switch: prev_comm=.* prev_pid=\d+ prev_prio=\d+ prev_state=\S+ "
+                          r"==> next_comm=.* next_pid=\d+ next_prio=\d+$", trace, re.M)
+    ids = re.findall(r"<stack_id (\d+)>", trace)
+    assert allocs and switches
+    assert len(ids) == len(allocs) + len(switches)
+    fields = dict(l.split(": ", 1) for l in rd(k, "stack_map_stat").splitlines())
+    assert int(fields["successes"]) == len(ids)
+    # O_TRUNC on set_event disables everything
+    wr(k, "set_event", "")
+    assert rd(k, "set_event") == "" and rd(k, "events/enable") == "0\n"
+    assert errno_of(wr, k, "set_event", "nosuch:event\n") == errno.EINVAL
+    wr(k, "set_event", "kmem\n")
+    assert rd(k, "events/kmem/enable") == "1\n"
+    assert "kmem:kfree\n" in rd(k, "available_events")
+    fmt = rd(k, "events/sched/sched_switch/format")
+    assert fmt.startswith("name: sched_switch\nID: %s\nformat:\n" % rd(k, "events/sched/sched_switch/id").strip())

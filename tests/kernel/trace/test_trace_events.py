@@ -14,9 +14,14 @@ class K:
         self.config = Kconfig.from_persona(overrides={"FTRACE_STACKMAP": stackmap})
 
 
+class Tracing:
+    events = []
+
+
 class Tr:
     def __init__(self, stackmap=True):
         self.kernel = K(stackmap)
+        self.tracing = Tracing()
 
 
 def read(node):

@@ -1,0 +1,222 @@
+"""Tracepoints of the simulated kernel (include/trace/events/sched.h, kmem.h).
+
+Each :class:`EventDef` gives what tracefs shows for a TRACE_EVENT(): its
+system, name, field layout (``format``), print fmt, the text printer, the
+payload size in the ring buffer, how often it fires per CPU, and how to fill
+its fields from the simulated workload.
+
+The gfp flag table in the kmem print fmts is taken as a newer kernel prints
+it (data/show_gfp_flags.txt); 6.12 lists the same flags in another order.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .trace_events import COMMON_FIELDS, _field
+
+with open(os.path.join(os.path.dirname(__file__), "data", "show_gfp_flags.txt")) as _fh:
+    SHOW_GFP_FLAGS = _fh.read().strip()
+
+GFP_KERNEL = 0xcc0
+GFP_ATOMIC = 0x820
+GFP_NOWAIT = 0x2800
+GFP_ZERO_BIT = 0x100
+GFP_ACCOUNT_BIT = 0x400000
+GFP_NAMES = [(GFP_KERNEL | GFP_ACCOUNT_BIT, "GFP_KERNEL_ACCOUNT"), (GFP_KERNEL, "GFP_KERNEL"),
+             (GFP_ATOMIC, "GFP_ATOMIC"), (GFP_NOWAIT, "GFP_NOWAIT"), (GFP_ZERO_BIT, "__GFP_ZERO")]
+
+# (cache name, object size, request sizes)
+SLAB_CACHES = [("kmalloc-64", 64, (40, 48, 56, 64)), ("kmalloc-192", 192, (136, 160, 192)),
+               ("dentry", 192, (192,)), ("filp", 256, (256,)), ("vm_area_struct", 176, (176,)),
+               ("anon_vma_chain", 64, (64,)), ("buffer_head", 104, (104,)),
+               ("skbuff_head_cache", 232, (232,)), ("task_struct", 9664, (9664,)),
+               ("radix_tree_node", 576, (576,)), ("ext4_inode_cache", 1184, (1184,)),
+               ("kmalloc-1k", 1024, (576, 768, 1024)), ("names_cache", 4096, (4096,))]
+KMALLOC_SIZES = [(8, 8), (16, 13), (32, 24), (64, 60), (96, 72), (128, 100), (192, 168),
+                 (256, 240), (512, 384), (1024, 1000), (2048, 1536), (4096, 4096)]
+
+
+def show_gfp(flags: int) -> str:
+    if not flags:
+        return "none"
+    out = []
+    rest = flags
+    for mask, name in GFP_NAMES:
+        if rest & mask == mask:
+            out.append(name)
+            rest &= ~mask
+    if rest:
+        out.append("0x%x" % rest)
+    return "|".join(out)
+
+
+def hashed_ptr(ptr: int) -> str:
+    """``%p`` with hash-ptr on: a 32-bit hash printed as 16 hex digits."""
+    h = (ptr * 0x9E3779B97F4A7C15 >> 17) & 0xFFFFFFFF
+    return "%016x" % h
+
+
+TASK_STATES = [(0, "R"), (1, "S"), (2, "D")]
+
+
+class EventDef:
+    def __init__(self, system, name, fields, print_fmt, payload, rate, kind):
+        self.system = system
+        self.name = name
+        self.fields = fields
+        self.print_fmt = print_fmt
+        self.payload = payload
+        self.rate = rate          # events per second per CPU
+        self.kind = kind          # workload stack kind
+        self.id = 0
+
+    def format_text(self) -> str:
+        return ("name: %s\nID: %d\nformat:\n%s\n%s\nprint fmt: %s\n"
+                % (self.name, self.id, COMMON_FIELDS, "".join(self.fields), self.print_fmt))
+
+    def render(self, args, fmt) -> str:
+        raise NotImplementedError
+
+    def make(self, rng, cpu, task, stack, src):
+        raise NotImplementedError
+
+
+class SchedSwitch(EventDef):
+    def render(self, a, fmt):
+        pc, ppid, pprio, pstate, nc, npid, nprio = a
+        return ("prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s ==> next_comm=%s "
+                "next_pid=%d next_prio=%d" % (pc, ppid, pprio, pstate, nc, npid, nprio))
+
+    def make(self, rng, cpu, task, stack, src):
+        tasks = src.tasks
+        nxt = rng.choice(tasks) if tasks and rng.random() < 0.6 else src.kernel.sched.idle[cpu]
+        state = "R+" if rng.random() < 0.15 else rng.choice(("S", "S", "S", "D", "R"))
+        if task.pid == 0:
+            state = "R"
+        return (task.comm, task.pid, task.prio, state, nxt.comm, nxt.pid, nxt.prio)
+
+
+class SchedWake(EventDef):
+    def render(self, a, fmt):
+        return "comm=%s pid=%d prio=%d target_cpu=%03d" % a
+
+    def make(self, rng, cpu, task, stack, src):
+        t = rng.choice(src.tasks) if src.tasks else task
+        return (t.comm, t.pid, t.prio, rng.randrange(src.kernel.nr_cpus))
+
+
+def _call_site(stack):
+    return stack[1] if len(stack) > 1 else stack[0]
+
+
+def _slab_ptr(rng):
+    return 0xffff888100000000 + rng.randrange(1 << 30) * 64
+
+
+class KmemCacheAlloc(EventDef):
+    def render(self, a, fmt):
+        cs, ptr, req, alloc, gfp, node, acct = a
+        return ("call_site=%s ptr=%s bytes_req=%d bytes_alloc=%d gfp_flags=%s node=%d accounted=%s"
+                % (fmt.sym(cs, True, False), hashed_ptr(ptr), req, alloc, show_gfp(gfp), node,
+                   "true" if acct else "false"))
+
+    def make(self, rng, cpu, task, stack, src):
+        name, size, reqs = rng.choice(SLAB_CACHES)
+        gfp = rng.choice((GFP_KERNEL, GFP_KERNEL, GFP_KERNEL | GFP_ZERO_BIT, GFP_ATOMIC,
+                          GFP_KERNEL | GFP_ACCOUNT_BIT))
+        return (_call_site(stack), _slab_ptr(rng), rng.choice(reqs), size, gfp, -1,
+                bool(gfp & GFP_ACCOUNT_BIT))
+
+
+class Kmalloc(EventDef):
+    def render(self, a, fmt):
+        cs, ptr, req, alloc, gfp, node = a
+        return ("call_site=%s ptr=%s bytes_req=%d bytes_alloc=%d gfp_flags=%s node=%d accounted=%s"
+                % (fmt.sym(cs, True, False), hashed_ptr(ptr), req, alloc, show_gfp(gfp), node,
+                   "true" if gfp & GFP_ACCOUNT_BIT else "false"))
+
+    def make(self, rng, cpu, task, stack, src):
+        alloc, req_max = rng.choice(KMALLOC_SIZES)
+        req = rng.randrange(max(1, alloc // 2), req_max + 1)
+        gfp = rng.choice((GFP_KERNEL, GFP_KERNEL | GFP_ZERO_BIT, GFP_ATOMIC, GFP_NOWAIT))
+        return (_call_site(stack), _slab_ptr(rng), req, alloc, gfp, -1)
+
+
+class KmemCacheFree(EventDef):
+    def render(self, a, fmt):
+        cs, ptr, name = a
+        return "call_site=%s ptr=%s name=%s" % (fmt.sym(cs, True, False), hashed_ptr(ptr), name)
+
+    def make(self, rng, cpu, task, stack, src):
+        return (_call_site(stack), _slab_ptr(rng), rng.choice(SLAB_CACHES)[0])
+
+
+class Kfree(EventDef):
+    def render(self, a, fmt):
+        cs, ptr = a
+        return "call_site=%s ptr=%s" % (fmt.sym(cs, True, False), hashed_ptr(ptr))
+
+    def make(self, rng, cpu, task, stack, src):
+        return (_call_site(stack), _slab_ptr(rng))
+
+
+_F = _field
+_SCHED_WAKE_FIELDS = [_F("char comm[16]", 8, 16, 0), _F("pid_t pid", 24, 4, 1),
+                      _F("int prio", 28, 4, 1), _F("int target_cpu", 32, 4, 1)]
+_KMEM_ALLOC_FMT = ('"call_site=%%pS ptr=%%p bytes_req=%%zu bytes_alloc=%%zu gfp_flags=%%s node=%%d '
+                   'accounted=%%s", (void *)REC->call_site, REC->ptr, REC->bytes_req, '
+                   'REC->bytes_alloc, (REC->gfp_flags) ? %s : "none", REC->node, %s')
+_SWITCH_FMT = ('"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s '
+               'next_pid=%d next_prio=%d", REC->prev_comm, REC->prev_pid, REC->prev_prio, '
+               '(REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | '
+               '0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1)) ? '
+               '__print_flags(REC->prev_state & ((((0x00000000 | 0x00000001 | 0x00000002 | '
+               '0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1) - 1), '
+               '"|", { 0x00000001, "S" }, { 0x00000002, "D" }, { 0x00000004, "T" }, '
+               '{ 0x00000008, "t" }, { 0x00000010, "X" }, { 0x00000020, "Z" }, '
+               '{ 0x00000040, "P" }, { 0x00000080, "I" }) : "R", REC->prev_state & '
+               '(((0x00000000 | 0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | '
+               '0x00000020 | 0x00000040) + 1) << 1) ? "+" : "", REC->next_comm, REC->next_pid, '
+               'REC->next_prio')
+
+
+def all_events() -> list[EventDef]:
+    """Fresh definitions, in the order their IDs are assigned."""
+    gfp = SHOW_GFP_FLAGS
+    return [
+        SchedSwitch("sched", "sched_switch",
+                    [_F("char prev_comm[16]", 8, 16, 0), _F("pid_t prev_pid", 24, 4, 1),
+                     _F("int prev_prio", 28, 4, 1), _F("long prev_state", 32, 8, 1),
+                     _F("char next_comm[16]", 40, 16, 0), _F("pid_t next_pid", 56, 4, 1),
+                     _F("int next_prio", 60, 4, 1)],
+                    _SWITCH_FMT, 64, 300, "sched_switch"),
+        SchedWake("sched", "sched_waking", _SCHED_WAKE_FIELDS,
+                  '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
+                  'REC->target_cpu', 36, 250, "sched_switch"),
+        SchedWake("sched", "sched_wakeup", _SCHED_WAKE_FIELDS,
+                  '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
+                  'REC->target_cpu', 36, 250, "sched_switch"),
+        KmemCacheFree("kmem", "kmem_cache_free",
+                      [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0),
+                       _F("__data_loc char[] name", 24, 4, 0)],
+                      '"call_site=%pS ptr=%p name=%s", (void *)REC->call_site, REC->ptr, '
+                      '__get_str(name)', 48, 1450, "kmem_cache_free"),
+        Kfree("kmem", "kfree",
+              [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0)],
+              '"call_site=%pS ptr=%p", (void *)REC->call_site, REC->ptr', 24, 780, "kfree"),
+        Kmalloc("kmem", "kmalloc",
+                [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0),
+                 _F("size_t bytes_req", 24, 8, 0), _F("size_t bytes_alloc", 32, 8, 0),
+                 _F("unsigned long gfp_flags", 40, 8, 0), _F("int node", 48, 4, 1)],
+                _KMEM_ALLOC_FMT % (gfp, '(1 && (REC->gfp_flags & ( unsigned long)(( gfp_t)'
+                                        '((((1UL))) << (22))))) ? "true" : "false"'),
+                56, 800, "kmalloc"),
+        KmemCacheAlloc("kmem", "kmem_cache_alloc",
+                       [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0),
+                        _F("size_t bytes_req", 24, 8, 0), _F("size_t bytes_alloc", 32, 8, 0),
+                        _F("unsigned long gfp_flags", 40, 8, 0), _F("int node", 48, 4, 1),
+                        _F("bool accounted", 52, 1, 0)],
+                       _KMEM_ALLOC_FMT % (gfp, 'REC->accounted ? "true" : "false"'),
+                       56, 1500, "kmem_cache_alloc"),
+    ]
