@@ -1,0 +1,349 @@
+"""The kernel symbol table (kernel/kallsyms.c) and ``%pS`` printing.
+
+Only text symbols are kept (types t/T and weak w/W), as a kernel built
+without CONFIG_KALLSYMS_ALL has them.  The table is the host's
+``/proc/kallsyms`` when that is readable with real addresses, else a copy of
+one shipped in ``data/kallsyms.gz`` (see ``write_bundled``).
+
+Lookups follow the kernel: an address belongs to the last symbol at or below
+it; among symbols sharing an address the first one in table order names it;
+a symbol's size runs to the next symbol with a higher address, or to the end
+of its text section (``_etext``/``_einittext``).  Module symbols are sized
+within their module.  Addresses outside kernel and module text do not
+resolve.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from bisect import bisect_right
+
+DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
+BUNDLED_PATH = os.path.join(DATA_DIR, "kallsyms.gz")
+HOST_PATH = "/proc/kallsyms"
+
+TEXT_TYPES = frozenset("tTwW")
+PFX = "__pfx_"
+PFX_LEN = 16                      # function padding before every function
+MODULE_PAGE = 4096
+
+_CACHE: dict = {}
+
+_SUFFIX_RE = re.compile(r"\.(isra|constprop|part|llvm|lto_priv)\.\d+")
+
+
+class Kallsyms:
+    """Text symbols sorted by address, with the kernel's lookup rules."""
+
+    def __init__(self, core, modules=(), source: str = "bundled"):
+        """``core``: (addr, type, name) of vmlinux text in table order;
+        ``modules``: (addr, type, name, module) of module text."""
+        core = list(core)
+        self._setup([s[1] for s in core], [s[2] for s in core], [s[0] for s in core],
+                    list(modules), source)
+
+    def _setup(self, types, names, addrs, modules, source):
+        if addrs != sorted(addrs):
+            order = sorted(range(len(addrs)), key=addrs.__getitem__)   # stable
+            types = [types[i] for i in order]
+            names = [names[i] for i in order]
+            addrs = [addrs[i] for i in order]
+        self.source = source
+        self._addrs = addrs
+        self._types = types
+        self._names = names
+        mods = sorted(modules, key=lambda s: s[0])
+        self._maddrs = [s[0] for s in mods]
+        self._mnames = [s[2] for s in mods]
+        self._mmods = [s[3] for s in mods]
+        self._mod_order = modules
+        self._by_name: dict[str, int] | None = None
+        self._by_base: dict[str, str] | None = None
+        self._text = (self._marker("_stext"), self._marker("_etext"))
+        self._inittext = (self._marker("_sinittext"), self._marker("_einittext"))
+        if self._text[0] is None or self._text[1] is None:
+            # no section markers: everything up to the last symbol is text
+            lo = addrs[0] if addrs else 0
+            hi = addrs[-1] + PFX_LEN if addrs else 0
+            self._text = (lo, hi)
+        if self._inittext[0] is None or self._inittext[1] is None:
+            self._inittext = (0, 0)
+
+    def _marker(self, name):
+        try:
+            return self._addrs[self._names.index(name)]
+        except ValueError:
+            return None
+
+    # ------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, host: bool = True) -> "Kallsyms":
+        """The host's table if asked for and readable, else the bundled one.
+        Tables are read once per process and shared (they never change)."""
+        if host:
+            ks = _CACHE.get("host", 0)
+            if ks == 0:
+                try:
+                    with open(HOST_PATH, "r", encoding="ascii", errors="replace") as f:
+                        text = f.read()
+                except OSError:
+                    text = ""
+                ks = _CACHE["host"] = cls.from_proc_text(text, source="host") if text else None
+            if ks is not None:
+                return ks
+        ks = _CACHE.get("bundled")
+        if ks is None:
+            ks = _CACHE["bundled"] = cls.load_bundled()
+        return ks
+
+    @classmethod
+    def from_proc_text(cls, text: str, source: str = "host") -> "Kallsyms | None":
+        """Parse /proc/kallsyms text; None when addresses are hidden."""
+        lines = text.splitlines()
+        # vmlinux lines come first, fixed width: "%016x %c %s"
+        core = [ln for ln in lines if len(ln) > 19 and ln[17] in TEXT_TYPES and "\t" not in ln]
+        if not core or any(len(ln) < 20 or ln[16] != " " or ln[18] != " " for ln in (core[0], core[-1])):
+            return cls._from_proc_text_slow(lines, source)
+        addrs = [int(ln[:16], 16) for ln in core]
+        if not addrs[-1]:
+            return None
+        mods = []
+        for ln in lines:
+            if "\t" in ln:
+                m = _parse_line(ln)
+                if m is not None and m[3] is not None:
+                    mods.append(m)
+        ks = cls.__new__(cls)
+        ks._setup([ln[17] for ln in core], [ln[19:] for ln in core], addrs, mods, source)
+        return ks
+
+    @classmethod
+    def _from_proc_text_slow(cls, lines, source):
+        core, mods = [], []
+        for ln in lines:
+            m = _parse_line(ln)
+            if m is None:
+                continue
+            if m[3] is None:
+                core.append(m[:3])
+            else:
+                mods.append(m)
+        if not core or not any(s[0] for s in core):
+            return None
+        return cls(core, mods, source=source)
+
+    @classmethod
+    def load_bundled(cls, path: str = BUNDLED_PATH) -> "Kallsyms":
+        with gzip.open(path, "rt", encoding="ascii") as f:
+            data = f.read()
+        core = []
+        mods = []
+        addr = 0
+        for line in data.splitlines():
+            if not line or line[0] == "#":
+                continue
+            delta, kind, rest = line.split(" ", 2)
+            addr += int(delta, 16)
+            t = kind[0]
+            if len(kind) > 1 and kind[1] == "+":
+                # a function preceded by its __pfx_ padding symbol
+                core.append((addr, t, PFX + rest))
+                addr += PFX_LEN
+                core.append((addr, t, rest))
+                continue
+            tab = rest.find("\t")
+            if tab < 0:
+                core.append((addr, t, rest))
+            else:
+                mods.append((addr, t, rest[:tab], rest[tab + 1:]))
+        return cls(core, mods, source="bundled")
+
+    def write_bundled(self, path: str = BUNDLED_PATH) -> None:
+        """Store this table compactly (delta-coded addresses, padding
+        symbols folded into the function that follows them)."""
+        out = ["# kallsyms text symbols: <hex delta> <type>[+] <name>[\\t<module>]"]
+        prev = 0
+        a, t, n = self._addrs, self._types, self._names
+        i = 0
+        while i < len(a):
+            if (n[i].startswith(PFX) and i + 1 < len(a) and n[i + 1] == n[i][len(PFX):]
+                    and a[i + 1] - a[i] == PFX_LEN and t[i + 1] == t[i]):
+                out.append("%x %s+ %s" % (a[i] - prev, t[i], n[i + 1]))
+                prev = a[i] + PFX_LEN
+                i += 2
+                continue
+            out.append("%x %s %s" % (a[i] - prev, t[i], n[i]))
+            prev = a[i]
+            i += 1
+        for addr, typ, name, mod in self._mod_order:
+            out.append("%x %s %s\t%s" % (addr - prev, typ, name, mod))
+            prev = addr
+        blob = ("\n".join(out) + "\n").encode("ascii")
+        with open(path, "wb") as f:
+            f.write(gzip.compress(blob, 9, mtime=0))
+
+    # ------------------------------------------------------------ lookups
+    def __len__(self) -> int:
+        return len(self._addrs) + len(self._maddrs)
+
+    def _is_core_text(self, addr: int) -> bool:
+        lo, hi = self._text
+        if lo <= addr < hi:
+            return True
+        lo, hi = self._inittext
+        return lo <= addr < hi
+
+    def lookup(self, addr: int):
+        """(name, offset, size, module) of the symbol holding ``addr``."""
+        if self._is_core_text(addr):
+            a = self._addrs
+            i = bisect_right(a, addr) - 1
+            if i < 0:
+                return None
+            start = a[i]
+            while i and a[i - 1] == start:
+                i -= 1
+            j = bisect_right(a, start)
+            if j < len(a):
+                end = a[j]
+            elif self._inittext[0] <= addr < self._inittext[1]:
+                end = self._inittext[1]
+            else:
+                end = self._text[1]
+            return (self._names[i], addr - start, end - start, None)
+        m = self._maddrs
+        if not m or addr < m[0]:
+            return None
+        i = bisect_right(m, addr) - 1
+        start = m[i]
+        while i and m[i - 1] == start:
+            i -= 1
+        mod = self._mmods[i]
+        j = bisect_right(m, start)
+        if j < len(m) and self._mmods[j] == mod:
+            end = m[j]
+        else:
+            end = (start // MODULE_PAGE + 1) * MODULE_PAGE
+        if addr >= end:
+            return None
+        return (self._mnames[i], addr - start, end - start, mod)
+
+    def _name_index(self) -> dict:
+        if self._by_name is None:
+            d: dict[str, int] = {}
+            for n, a in zip(self._names, self._addrs):
+                if n not in d:
+                    d[n] = a
+            for n, a in zip(self._mnames, self._maddrs):
+                if n not in d:
+                    d[n] = a
+            self._by_name = d
+        return self._by_name
+
+    def addr_of(self, name: str) -> int | None:
+        return self._name_index().get(name)
+
+    def __contains__(self, name) -> bool:
+        return name in self._name_index()
+
+    def resolve(self, name: str) -> str | None:
+        """``name`` itself, else a compiler clone of it (``name.isra.0``,
+        ``name.constprop.0``, ``name.part.0``); None when absent."""
+        idx = self._name_index()
+        if name in idx:
+            return name
+        if self._by_base is None:
+            base: dict[str, str] = {}
+            for n in idx:
+                if "." in n:
+                    m = _SUFFIX_RE.search(n)
+                    if m and m.end() == len(n):
+                        base.setdefault(n[:m.start()], n)
+            self._by_base = base
+        return self._by_base.get(name)
+
+    def functions(self):
+        """Names of the functions (text symbols but padding), address order."""
+        for n in self._names:
+            if not n.startswith(PFX):
+                yield n
+        for n in self._mnames:
+            if not n.startswith(PFX):
+                yield n
+
+    def symbols(self):
+        """(addr, type, name, module) of every symbol, in /proc/kallsyms order."""
+        for a, t, n in zip(self._addrs, self._types, self._names):
+            yield (a, t, n, None)
+        for s in self._mod_order:
+            yield s
+
+    # ------------------------------------------------------------ printing
+    def sprint_symbol(self, addr: int) -> str:
+        """``%pS``: name+0xoff/0xsize [module], or 0x<addr> if unknown."""
+        hit = self.lookup(addr)
+        if hit is None:
+            return "0x%x" % addr
+        name, off, size, mod = hit
+        # the kernel's %#lx prints 0 as "0x0", as Python's does
+        if mod is None:
+            return "%s+%#x/%#x" % (name, off, size)
+        return "%s+%#x/%#x [%s]" % (name, off, size, mod)
+
+    def sprint_symbol_no_offset(self, addr: int) -> str:
+        """``%ps``: the name (and [module]), or 0x<addr> if unknown."""
+        hit = self.lookup(addr)
+        if hit is None:
+            return "0x%x" % addr
+        if hit[3] is None:
+            return hit[0]
+        return "%s [%s]" % (hit[0], hit[3])
+
+    def proc_text(self, show_value: bool = True) -> str:
+        """/proc/kallsyms: ``%px %c %s`` per symbol, ``\\t[mod]`` for modules.
+        Without ``show_value`` (kptr_restrict) addresses print as zeros."""
+        out = []
+        if show_value:
+            for a, t, n in zip(self._addrs, self._types, self._names):
+                out.append("%016x %s %s\n" % (a, t, n))
+            for a, t, n, m in self._mod_order:
+                out.append("%016x %s %s\t[%s]\n" % (a, t, n, m))
+        else:
+            z = "0" * 16
+            for t, n in zip(self._types, self._names):
+                out.append("%s %s %s\n" % (z, t, n))
+            for a, t, n, m in self._mod_order:
+                out.append("%s %s %s\t[%s]\n" % (z, t, n, m))
+        return "".join(out)
+
+
+def _parse_line(line: str):
+    """(addr, type, name, module-or-None) of a text symbol line, else None."""
+    parts = line.split(None, 3)
+    if len(parts) < 3 or parts[1] not in TEXT_TYPES:
+        return None
+    try:
+        addr = int(parts[0], 16)
+    except ValueError:
+        return None
+    mod = None
+    if len(parts) == 4:
+        mod = parts[3].strip()
+        if mod.startswith("[") and mod.endswith("]"):
+            mod = mod[1:-1]
+    return (addr, parts[1], parts[2], mod)
+
+
+def kallsyms_init(kernel) -> None:
+    kernel.kallsyms = Kallsyms.load(host=getattr(kernel, "host_kallsyms", True))
+
+
+if __name__ == "__main__":          # regenerate the bundled table from this host
+    import sys
+    ks = Kallsyms.load(host=True)
+    if ks.source != "host":
+        sys.exit("host /proc/kallsyms is not readable with addresses")
+    ks.write_bundled(sys.argv[1] if len(sys.argv) > 1 else BUNDLED_PATH)
+    print("wrote %d symbols" % len(ks))

@@ -1,0 +1,159 @@
+"""The symbol table (kernel/kallsyms.c) and %pS printing."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.kallsyms import BUNDLED_PATH, Kallsyms, kallsyms_init
+
+PS_RE = re.compile(r"^[A-Za-z0-9_.$]+\+0x[0-9a-f]+/0x[0-9a-f]+$")
+LINE_RE = re.compile(r"^[0-9a-f]{16} [tTwW] [^\s]+(\t\[[^\]\s]+\])?$")
+
+
+def host_readable() -> bool:
+    try:
+        with open("/proc/kallsyms") as f:
+            for line in f:
+                if line.split()[1] in "tT":
+                    return int(line.split()[0], 16) != 0
+    except OSError:
+        pass
+    return False
+
+
+@pytest.fixture(scope="module")
+def ks():
+    return Kallsyms.load(host=False)
+
+
+def small():
+    core = [
+        (0x1000, "T", "_stext"), (0x1000, "T", "_text"),
+        (0x1000, "T", "first"), (0x1040, "t", "__pfx_second"), (0x1050, "t", "second"),
+        (0x1090, "T", "third.isra.0"), (0x10f0, "W", "weak_fn"), (0x1200, "T", "_etext"),
+        (0x2000, "T", "_sinittext"), (0x2000, "T", "init_fn"), (0x2400, "T", "_einittext"),
+    ]
+    mods = [(0xffff0000, "t", "mod_a", "mymod"), (0xffff0100, "T", "mod_b", "mymod"),
+            (0xffff2000, "t", "other_fn", "other")]
+    return Kallsyms(core, mods)
+
+
+def test_bundled_table_loads_quickly(ks):
+    t = time.perf_counter()
+    Kallsyms.load_bundled()
+    assert time.perf_counter() - t < 2.0      # the target is < 0.5 s on an idle machine
+    assert Kallsyms.load(host=False) is ks    # read once per process
+    assert ks.source == "bundled"
+    assert len(ks) > 50_000
+    assert os.path.getsize(BUNDLED_PATH) < 1_000_000
+
+
+def test_lookup_offset_and_size(ks):
+    a = ks.addr_of("vfs_read")
+    assert a
+    name, off, size, mod = ks.lookup(a)
+    assert (name, off, mod) == ("vfs_read", 0, None)
+    assert ks.lookup(a + size - 1)[:2] == ("vfs_read", size - 1)
+    nxt = ks.lookup(a + size)
+    assert nxt[0] != "vfs_read" and nxt[1] == 0
+
+
+def test_aliases_take_the_first_name():
+    k = small()
+    assert k.lookup(0x1000) == ("_stext", 0, 0x40, None)
+    assert k.lookup(0x1042) == ("__pfx_second", 2, 0x10, None)
+    assert k.lookup(0x1060) == ("second", 0x10, 0x40, None)
+
+
+def test_section_ends_and_unknown_addresses():
+    k = small()
+    # the last text symbol runs to _etext, init text to _einittext
+    assert k.lookup(0x1100) == ("weak_fn", 0x10, 0x110, None)
+    assert k.lookup(0x1200) is None                     # _etext is outside text
+    assert k.lookup(0x2300) == ("_sinittext", 0x300, 0x400, None)
+    assert k.lookup(0x2400) is None
+    assert k.lookup(0x500) is None
+    assert k.sprint_symbol(0x500) == "0x500"
+    assert k.sprint_symbol_no_offset(0x1500) == "0x1500"
+
+
+def test_module_symbols():
+    k = small()
+    assert k.lookup(0xffff0010) == ("mod_a", 0x10, 0x100, "mymod")
+    # the last symbol of a module ends with its page
+    assert k.lookup(0xffff0200) == ("mod_b", 0x100, 0xf00, "mymod")
+    assert k.lookup(0xffff1000) is None
+    assert k.sprint_symbol(0xffff0104) == "mod_b+0x4/0xf00 [mymod]"
+    assert k.sprint_symbol_no_offset(0xffff0104) == "mod_b [mymod]"
+    assert k.lookup(0xffff2000) == ("other_fn", 0, 0x1000, "other")
+
+
+def test_sprint_symbol_formats(ks):
+    a = ks.addr_of("schedule")
+    assert ks.sprint_symbol(a) == "schedule+0x0/%#x" % ks.lookup(a)[2]
+    s = ks.sprint_symbol(a + 0x1f)
+    assert PS_RE.match(s) and s.startswith("schedule+0x1f/0x")
+    assert ks.sprint_symbol_no_offset(a + 0x1f) == "schedule"
+    assert ks.sprint_symbol(0x1234) == "0x1234"
+    assert ks.sprint_symbol_no_offset(0) == "0x0"
+
+
+def test_names_and_clones():
+    k = small()
+    assert "second" in k and "nothere" not in k
+    assert k.addr_of("second") == 0x1050
+    assert k.addr_of("nothere") is None
+    assert k.resolve("second") == "second"
+    assert k.resolve("third") == "third.isra.0"
+    assert k.resolve("nothere") is None
+    fns = list(k.functions())
+    assert "second" in fns and "__pfx_second" not in fns and "mod_b" in fns
+
+
+def test_proc_text_format(ks):
+    text = ks.proc_text()
+    lines = text.splitlines()
+    assert len(lines) == len(ks)
+    for line in lines[:2000] + lines[-50:]:
+        assert LINE_RE.match(line), line
+    assert text.endswith("\n")
+    again = Kallsyms.from_proc_text(text, source="host")
+    assert again.proc_text() == text
+    hidden = small().proc_text(show_value=False)
+    assert hidden.splitlines()[0] == "0000000000000000 T _stext"
+    assert hidden.splitlines()[-1] == "0000000000000000 t other_fn\t[other]"
+
+
+def test_hidden_addresses_are_not_a_table():
+    assert Kallsyms.from_proc_text("0000000000000000 T _stext\n0000000000000000 t foo\n") is None
+
+
+def test_bundled_roundtrip(tmp_path):
+    k = small()
+    path = tmp_path / "ks.gz"
+    k.write_bundled(str(path))
+    back = Kallsyms.load_bundled(str(path))
+    assert back.proc_text() == k.proc_text()
+    assert list(back.symbols()) == list(k.symbols())
+
+
+@pytest.mark.skipif(not host_readable(), reason="host /proc/kallsyms hides addresses")
+def test_host_table():
+    t = time.perf_counter()
+    host = Kallsyms.from_proc_text(open("/proc/kallsyms").read())
+    assert time.perf_counter() - t < 3.0
+    assert Kallsyms.load(host=True).proc_text() == host.proc_text()
+    assert host.source == "host"
+    a = host.addr_of("vfs_read")
+    assert host.lookup(a + 3)[:2] == ("vfs_read", 3)
+
+
+def test_kallsyms_init_honours_kernel_choice():
+    k = Kernel(seed=1, nr_cpus=1, host_kallsyms=False)
+    kallsyms_init(k)
+    assert k.kallsyms.source == "bundled"

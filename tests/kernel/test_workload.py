@@ -1,0 +1,260 @@
+"""The call-stack workload: tasks, deterministic realistic stacks, events."""
+
+from __future__ import annotations
+
+import collections
+import random
+import time
+
+import pytest
+
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.kallsyms import Kallsyms
+from fakefs.kernel.workload import (EVENT_KINDS, FENTRY_IP, FENTRY_RET, CallGraph,
+                                    Workload, load_callgraph)
+
+BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
+
+
+def boot(seed=1, nr_cpus=2, host=False):
+    return Kernel(seed=seed, nr_cpus=nr_cpus, host_kallsyms=host).boot(initcalls=BOOT)
+
+
+@pytest.fixture(scope="module")
+def k():
+    return boot(nr_cpus=4)
+
+
+def run(w, n, seed=1, ncpu=4):
+    rng = random.Random(seed)
+    return [w.sample(rng, i % ncpu) for i in range(n)]
+
+
+def graph_edges(w):
+    """Every (caller, callee) pair any task may call."""
+    edges = set()
+    for table in list(w._tables.values()) + [w._base_table]:
+        for f, e in enumerate(table):
+            if e is not None:
+                edges.update((f, g) for g in e[0] if g >= 0)
+    return edges
+
+
+def test_same_seed_same_run():
+    a, b = boot(seed=5), boot(seed=5)
+    ra = [(t.pid, s) for t, s in run(a.workload, 3000, ncpu=2)]
+    rb = [(t.pid, s) for t, s in run(b.workload, 3000, ncpu=2)]
+    assert ra == rb
+    assert [(t.pid, t.comm) for t in a.workload.tasks()] == [(t.pid, t.comm) for t in b.workload.tasks()]
+    c = boot(seed=6)
+    assert [(t.pid, s) for t, s in run(c.workload, 3000, ncpu=2)] != ra
+
+
+def test_tasks(k):
+    tasks = k.workload.tasks()
+    pids = [t.pid for t in tasks]
+    assert len(pids) == len(set(pids))
+    by = {t.pid: t for t in tasks}
+    assert by[1].comm == "systemd" and not by[1].kthread
+    assert by[2].comm == "kthreadd" and by[2].kthread
+    comms = {t.comm for t in tasks}
+    for cpu in range(4):
+        assert "ksoftirqd/%d" % cpu in comms
+        assert "migration/%d" % cpu in comms
+        assert "kworker/%d:0" % cpu in comms
+    assert {"rcu_preempt", "sshd", "bash", "systemd-journal"} <= comms
+    assert all(len(t.comm) <= 15 for t in tasks)
+    assert all(k.sched.tasks[t.pid] is t for t in tasks)
+    assert [t.comm for t in k.sched.idle] == ["swapper/%d" % c for c in range(4)]
+
+
+def test_depth_and_resolution(k):
+    w, ks = k.workload, k.kallsyms
+    edges = graph_edges(w)
+    ids = w._ids
+    depths = collections.Counter()
+    for task, stack in run(w, 6000, seed=2):
+        assert isinstance(stack, tuple)
+        depths[len(stack)] += 1
+        assert 2 <= len(stack) <= 30
+        names = []
+        for ip in stack:
+            hit = ks.lookup(ip)
+            assert hit is not None, hex(ip)
+            name, off, size, _ = hit
+            assert 0 < off < size
+            names.append(name)
+        # stack[0] is the traced function, just after its __fentry__ call
+        f0 = ids[names[0]]
+        assert w.flags[f0] & 1, names[0]
+        assert stack[0] == w.addr[f0] + FENTRY_RET
+        assert w.function_ip(stack) == w.addr[f0] + FENTRY_IP
+        # each frame called the one above it (or was interrupted there)
+        for callee, caller in zip(names, names[1:]):
+            pair = (ids[caller], ids[callee])
+            assert pair in edges or w.flags[ids[callee]] & 16, (caller, callee)
+    within = sum(n for d, n in depths.items() if 10 <= d <= 30)
+    assert within >= 0.8 * sum(depths.values())
+
+
+def test_idle_cpus_run_the_idle_task(k):
+    w, ks = k.workload, k.kallsyms
+    seen = 0
+    for task, stack in run(w, 4000, seed=3):
+        if task.pid == 0:
+            seen += 1
+            assert task.comm.startswith("swapper/")
+            assert ks.sprint_symbol_no_offset(stack[-1]) in ("common_startup_64",
+                                                             "secondary_startup_64_no_verify")
+    assert seen > 100
+
+
+def test_identical_paths_are_one_object(k):
+    first = {}
+    for _, stack in run(k.workload, 5000, seed=4):
+        prev = first.setdefault(stack, stack)
+        assert prev is stack
+
+
+def test_distinct_stacks_are_skewed():
+    k = boot(seed=1, nr_cpus=4)
+    counts = collections.Counter(s for _, s in run(k.workload, 25466, seed=1))
+    assert 300 <= len(counts) <= 9000
+    top = sorted(counts.values(), reverse=True)
+    head = top[:max(1, len(top) // 10)]
+    assert sum(head) >= 0.5 * sum(top)       # a tenth of the stacks take half the hits
+    assert k.workload.distinct_paths() > 10 * len(counts)
+
+
+@pytest.mark.parametrize("kind", EVENT_KINDS)
+def test_event_stacks_end_in_the_event_site(k, kind):
+    w, ks = k.workload, k.kallsyms
+    sites = {w.names[f] for f in w.events[kind]}
+    assert sites
+    rng = random.Random(9)
+    counts = collections.Counter()
+    for i in range(3000):
+        task, stack = w.stacks_for_event(rng, i % 4, kind)
+        counts[stack] += 1
+        assert len(stack) <= 30
+        name, off, size, _ = ks.lookup(stack[0])
+        assert name in sites and FENTRY_RET < off < size
+        assert all(ks.lookup(ip) for ip in stack)
+    assert 10 <= len(counts) <= 2500
+
+
+def test_kmem_cache_alloc_numbers_look_like_the_seed():
+    # seed 004: kmem_cache_alloc, 5 s: 1177 unique stacks of 61255
+    k = boot(seed=1, nr_cpus=4)
+    rng = random.Random(1)
+    counts = collections.Counter(k.workload.stacks_for_event(rng, i % 4, "kmem_cache_alloc")[1]
+                                 for i in range(20000))
+    assert 150 <= len(counts) <= 4000
+    assert max(counts.values()) >= 20000 * 0.01
+
+
+def test_sched_switch_switches(k):
+    w = k.workload
+    seen = []
+    w.switch_hooks.append(lambda cpu, prev, nxt, st: seen.append((cpu, prev, nxt, st)))
+    try:
+        rng = random.Random(3)
+        for i in range(300):
+            cpu = i % 4
+            before = w.current(cpu)
+            prev, stack = w.stacks_for_event(rng, cpu, "sched_switch")
+            assert prev is before
+            assert k.kallsyms.sprint_symbol_no_offset(stack[0]) == "__schedule"
+            assert k.sched.curr[cpu] is w.current(cpu)
+    finally:
+        w.switch_hooks.clear()
+    assert len(seen) > 100
+    assert all(prev is not nxt for _, prev, nxt, _ in seen)
+    assert len({nxt.pid for _, _, nxt, _ in seen}) > 5
+
+
+def test_unknown_event_kind(k):
+    with pytest.raises(ValueError):
+        k.workload.stacks_for_event(random.Random(1), 0, "no_such_event")
+
+
+def test_sample_is_cheap(k):
+    w = k.workload
+    rng = random.Random(1)
+    for i in range(20000):
+        w.sample(rng, i % 4)
+    t = time.perf_counter()
+    for i in range(50000):
+        w.sample(rng, i % 4)
+    rate = 50000 / (time.perf_counter() - t)
+    assert rate > 40_000        # ~400k/s on an idle machine; CI cores are shared
+
+
+def test_bundled_and_host_tables_both_work():
+    k = boot(seed=1, nr_cpus=2, host=True)
+    w = k.workload
+    assert not [m for m in w.missing if "kmem_cache_alloc_noprof" in m]
+    for task, stack in run(w, 2000, ncpu=2):
+        assert all(k.kallsyms.lookup(ip) for ip in stack)
+    bundled = boot(seed=1, nr_cpus=2, host=False)
+    assert bundled.kallsyms.source == "bundled"
+    for task, stack in run(bundled.workload, 2000, ncpu=2):
+        assert all(bundled.kallsyms.lookup(ip) for ip in stack)
+
+
+def test_callgraph_file_parses():
+    g = load_callgraph()
+    assert g.calls["entry_SYSCALL_64_after_hwframe"] == [("do_syscall_64", 1.0)]
+    assert set(g.events) == set(EVENT_KINDS)
+    assert "idle" in g.profiles and g.profiles["idle"]["roots"]
+
+
+def test_missing_functions_are_spliced_out():
+    core = [(0x1000 + 0x100 * i, "T", n) for i, n in
+            enumerate(["_stext", "entry", "a", "c", "d", "leaf", "idle_loop", "halt", "sw", "_etext"])]
+    text = """
+%param sharpen 1
+%notrace entry
+%loop idle_loop
+%halt halt
+%switch sw
+%irq entry
+%event kmalloc leaf
+entry: a
+a: gone*3 d
+gone: c
+c: leaf
+d: leaf sw
+idle_loop: halt sw*0.1
+%profile idle
+%root idle_loop
+%end
+%profile idle0
+%root idle_loop
+%end
+%profile user
+%root entry
+%end
+"""
+    kern = Kernel(seed=1, nr_cpus=1, host_kallsyms=False)
+    kern.kallsyms = Kallsyms(core)
+    kern.sched.spawn("init", pid=1)
+
+    class Tiny(Workload):
+        def _spawn_tasks(self):
+            from fakefs.kernel.workload import _Cpu
+            idle = self._state(kern.sched.idle[0], "idle0", 0.0, False)
+            self._cpus = [_Cpu(0, idle)]
+            self._add(kern.sched.tasks[1], "user", 1.0, True)
+
+    w = Tiny(kern, CallGraph.parse(text))
+    assert "gone" in w.missing
+    a, c = w._ids["a"], w._ids["c"]
+    callees = w._base_table[a][0]
+    assert c in callees and w._ids["d"] in callees
+    rng = random.Random(1)
+    names = {kern.kallsyms.sprint_symbol_no_offset(s[0]) for _, s in
+             (w.sample(rng, 0) for _ in range(500))}
+    assert "gone" not in names and {"a", "c", "leaf"} <= names
+    task, stack = w.stacks_for_event(rng, 0, "kmalloc")
+    assert kern.kallsyms.sprint_symbol_no_offset(stack[0]) == "leaf"
