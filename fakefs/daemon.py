@@ -35,9 +35,19 @@ def fuse_options(opts: list[str]) -> set[str]:
     return options
 
 
+def host_comm(pid: int) -> str | None:
+    """The comm of a real process talking to the mount (trace_marker writers)."""
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().rstrip("\n")
+    except OSError:
+        return None
+
+
 def boot_kernel(args) -> Kernel:
     kernel = Kernel(persona=args.persona, cmdline=args.cmdline or "", seed=args.seed,
                     config_overrides=args.config or None)
+    kernel.host_comm = host_comm
     kernel.boot()
     return kernel
 

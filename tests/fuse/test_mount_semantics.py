@@ -61,7 +61,9 @@ def test_errno_reaches_the_shell(tracing):
 def test_trunc_clears_append_does_not(tracing):
     sh("echo 0 > tracing_on; echo > trace; echo 1 > tracing_on", tracing, check=True)
     sh("echo hello-marker > trace_marker", tracing, check=True)
-    assert "hello-marker" in read(os.path.join(tracing, "trace"))
+    line = [l for l in read(os.path.join(tracing, "trace")).splitlines() if "hello-marker" in l]
+    assert line and line[0].lstrip().startswith("bash-")       # the writer's comm
+    assert line[0].endswith(": tracing_mark_write: hello-marker")
     sh("echo >> trace", tracing, check=True)              # O_APPEND: no clear
     assert "hello-marker" in read(os.path.join(tracing, "trace"))
     sh("echo > trace", tracing, check=True)               # O_TRUNC: clear
@@ -144,3 +146,13 @@ def test_blocking_trace_pipe_reader_is_killable(tracing):
     out, _ = p.communicate(timeout=5)
     assert b"wake-up" in out
     assert p.returncode == -signal.SIGTERM
+
+
+def test_long_marker_write_is_split_like_the_kernel(tracing):
+    sh("echo > trace", tracing, check=True)
+    text = "X" * 5000
+    r = sh("printf %s " + text + " > trace_marker", tracing)
+    assert r.returncode == 0, r.stderr
+    parts = [l.split("tracing_mark_write: ", 1)[1] for l in
+             read(os.path.join(tracing, "trace")).splitlines() if "tracing_mark_write: " in l]
+    assert len(parts[0]) == 4096 - 16 - 8 - 18 and "".join(parts) == text

@@ -141,7 +141,9 @@ class TraceArray:
 
     def find_cmdline(self, pid: int) -> str:
         t = self.kernel.sched.find(pid)
-        return t.comm if t is not None else "<...>"
+        if t is not None:
+            return t.comm
+        return self.tracing.saved_cmdlines.get(pid, "<...>")
 
     def find_tgid(self, pid: int) -> int:
         t = self.kernel.sched.find(pid)
@@ -241,11 +243,24 @@ class Tracing:
         self.events_by_id = {ev.id: ev for ev in self.events}
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
+        self.saved_cmdlines: dict[int, str] = {}
         self.boot_options: list[str] = []
 
     def arrays(self):
         yield self.global_trace
         yield from self.instances.values()
+
+    def save_cmdline(self, pid: int) -> None:
+        """``trace_save_cmdline()`` for a process outside the simulation (a
+        shell writing trace_marker): its comm comes from the host, if the
+        daemon provided a way to look it up."""
+        if pid and self.kernel.sched.find(pid) is None:
+            lookup = getattr(self.kernel, "host_comm", None)
+            comm = lookup(pid) if lookup else None
+            if comm:
+                if len(self.saved_cmdlines) >= 4096:
+                    self.saved_cmdlines.pop(next(iter(self.saved_cmdlines)))
+                self.saved_cmdlines[pid] = comm[:15]
 
     def instance_mkdir(self, name: str) -> None:
         from .trace_files import init_tracer_tracefs

@@ -223,7 +223,9 @@ class ReadmeOps(FileOperations):
 class SavedCmdlinesOps(FileOperations):
     def show(self, f):
         sched = f.data.kernel.sched
-        return "".join("%d %s\n" % (t.pid, t.comm) for t in sched.tasks.values())
+        saved = f.data.tracing.saved_cmdlines
+        return ("".join("%d %s\n" % (t.pid, t.comm) for t in sched.tasks.values())
+                + "".join("%d %s\n" % kv for kv in saved.items()))
 
 
 class SavedCmdlinesSizeOps(FileOperations):
@@ -238,26 +240,42 @@ class SavedCmdlinesSizeOps(FileOperations):
         return len(data)
 
 
+TRACE_MARKER_MAX_SIZE = 4096
+FAULTED_SIZE = len("<faulted>")
+
+
 class TraceMarkerOps(FileOperations):
-    """trace_marker: every write becomes a TRACE_PRINT entry."""
+    """trace_marker: every write becomes a TRACE_PRINT entry.
+
+    A write longer than the largest event the ring buffer can hold is cut to
+    fit and the shorter count returned, so the writer sends the rest as the
+    next entry (``tracing_mark_write()``).
+    """
 
     def write(self, f, data):
         tr = f.data
-        if not tr.tracing_is_on():
-            raise KernelError(errno.EBADF)
         if not tr.flag("markers"):
             raise KernelError(errno.EINVAL)
+        if not tr.tracing_is_on():
+            raise KernelError(errno.EBADF)
         catch_up(tr)
         tr.ensure_expanded()
+        cnt = min(len(data), TRACE_MARKER_MAX_SIZE)
+        meta = te.TRACE_ENTRY_HDR + 8 + 2          # print_entry + '\n' + '\0'
+        max_event = tr.buffer.subbuf_size - 8
+        if cnt + meta > max_event:
+            cnt = max_event - meta
+        size = cnt + meta + max(0, FAULTED_SIZE - cnt)
         k = tr.kernel
-        msg = _text(data[:4096])
+        msg = _text(data[:cnt])
         if not msg.endswith("\n"):
             msg += "\n"
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
-        ts = k.now_ns()
-        entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
-        tr.write_entry(0, entry, te.print_payload(msg))
-        return len(data)
+        if tr.flag("record-cmd"):
+            tr.tracing.save_cmdline(f.pid)
+        entry = (k.now_ns(), te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
+        tr.write_entry(0, entry, size)
+        return cnt
 
 
 class SetEventOps(FileOperations):
