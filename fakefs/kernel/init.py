@@ -36,7 +36,10 @@ INITCALLS: list[tuple[str, str]] = [
 # Simulated time handed to the timer hooks in one step, and the most a single
 # observation will replay; older backlog is skipped (see ``catch_up``).
 STEP_NS = 20_000_000
-MAX_BACKLOG_NS = 5_000_000_000
+MAX_BACKLOG_NS = 30_000_000_000
+# Simulated time advances in whole ticks (HZ=1000): requests arriving within
+# the same millisecond find the kernel up to date and cost no simulation.
+TICK_NS = 1_000_000
 
 
 class Kernel:
@@ -100,7 +103,8 @@ class Kernel:
         return self.clock.now_ns()
 
     def behind(self) -> bool:
-        return self.sim_time < self.clock.now_ns()
+        now = self.clock.now_ns()
+        return self.sim_time < now - now % TICK_NS
 
     def catch_up(self, max_steps: int = 8) -> bool:
         """Simulate up to ``max_steps`` steps towards now.
@@ -111,6 +115,9 @@ class Kernel:
         hooks account for it the way a lost-events counter would.
         """
         now = self.clock.now_ns()
+        now -= now % TICK_NS
+        if now <= self.sim_time:
+            return False
         if now - self.sim_time > MAX_BACKLOG_NS:
             t_skip = now - MAX_BACKLOG_NS
             for fn in self._skip_hooks:

@@ -43,7 +43,9 @@ RET = "_"          # callee token: return without calling anything
 ENTER = 0          # the frame's function was just called
 RESUME = 1         # a callee (or interrupt) just returned into it
 
-_TRACE, _LOOP, _HALT, _SWITCH, _ENTRY, _UMODE, _KMODE = 1, 2, 4, 8, 16, 32, 64
+_TRACE, _LOOP, _HALT, _SWITCH, _ENTRY, _UMODE, _KMODE, _NOIDLE = 1, 2, 4, 8, 16, 32, 64, 128
+# what a chain of frames runs for: a kernel thread, a user task, the idle task
+KMODE, UMODE, IDLE = 0, 1, 2
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc")
 
@@ -64,6 +66,7 @@ class CallGraph:
         self.entry: set[str] = set()
         self.usermode: set[str] = set()
         self.kernelmode: set[str] = set()
+        self.notidle: set[str] = set()
         self.again: dict[str, float] = {}
         self.irq: list[tuple[str, float]] = []
         self.helpers: list[tuple[str, float]] = []
@@ -98,6 +101,8 @@ class CallGraph:
                     g.usermode.update(args)
                 elif word == "%kernelmode":
                     g.kernelmode.update(args)
+                elif word == "%notidle":
+                    g.notidle.update(args)
                 elif word == "%again":
                     for name in args[1:]:
                         g.again[name] = float(args[0])
@@ -140,7 +145,7 @@ class CallGraph:
     def tokens(self):
         """Every name token the description mentions."""
         seen = set(self.notrace | self.loop | self.halt | self.switch | set(self.again)
-                   | self.entry | self.usermode | self.kernelmode)
+                   | self.entry | self.usermode | self.kernelmode | self.notidle)
         for c, es in self.calls.items():
             seen.add(c)
             seen.update(t for t, _ in es)
@@ -184,9 +189,9 @@ def _h(*parts) -> int:
 class _Frame:
     """One distinct kernel stack: a function and the frames below it."""
 
-    __slots__ = ("fn", "parent", "base", "stack", "kids", "depth", "irq", "tp", "umode")
+    __slots__ = ("fn", "parent", "base", "stack", "kids", "depth", "irq", "tp", "mode")
 
-    def __init__(self, fn, parent, base, stack, irq, umode):
+    def __init__(self, fn, parent, base, stack, irq, mode):
         self.fn = fn
         self.parent = parent
         self.base = base            # return addresses below this function
@@ -195,11 +200,11 @@ class _Frame:
         self.depth = len(stack)
         self.irq = irq              # inside an interrupt
         self.tp = None              # stack as seen by a tracepoint in fn
-        self.umode = umode          # the kernel was entered from user mode
+        self.mode = mode            # entered from user mode, in a kthread, idle
 
 
 class _TaskState:
-    __slots__ = ("task", "profile", "table", "roots", "frame", "phase", "weight", "user")
+    __slots__ = ("task", "profile", "table", "roots", "frame", "phase", "weight", "user", "mode")
 
     def __init__(self, task, profile, table, roots, weight, user):
         self.task = task
@@ -210,6 +215,7 @@ class _TaskState:
         self.phase = ENTER
         self.weight = weight
         self.user = user
+        self.mode = UMODE if user else IDLE if task.pid == 0 else KMODE
 
 
 class _Cpu:
@@ -226,6 +232,16 @@ class _Cpu:
 
 # ---------------------------------------------------------------- workload
 class Workload:
+    """``kernel.workload``: the tasks and what every CPU runs.
+
+    Public: ``sample(rng, cpu)``, ``stacks_for_event(rng, cpu, kind)``,
+    ``current(cpu)``, ``tasks()``, ``profile_of(pid)``, ``function_ip(stack)``,
+    ``distinct_paths()``; ``switch_hooks`` (callables ``(cpu, prev, next,
+    stack)`` run at every context switch, stack as seen by sched_switch);
+    ``missing`` (graph names the symbol table lacks, spliced out).
+    Everything is deterministic given the kernel seed and the rng passed in.
+    """
+
     def __init__(self, kernel, graph: CallGraph | None = None):
         self.kernel = kernel
         self.ks = kernel.kallsyms
@@ -331,6 +347,7 @@ class Workload:
         entries = {self._resolve(t) for t in g.entry} - {None}
         umodes = {self._resolve(t) for t in g.usermode} - {None}
         kmodes = {self._resolve(t) for t in g.kernelmode} - {None}
+        notidle = {self._resolve(t) for t in g.notidle} - {None}
         again = {}
         for t, v in g.again.items():
             n = self._resolve(t)
@@ -421,6 +438,8 @@ class Workload:
                 f |= _UMODE
             if n in kmodes:
                 f |= _KMODE
+            if n in notidle:
+                f |= _NOIDLE
             self.flags[i] = f
             if n in loops:
                 self.again[i] = 1.0
@@ -460,6 +479,11 @@ class Workload:
             self._tables[pname] = t
             prof["root_table"] = _pick_table(prof["roots"], self._ids)
         self._irq_table = _pick_table(irq_roots, self._ids)
+        # a function that calls just one other calls it once
+        for f, e in enumerate(base_table):
+            if (e is not None and not self.flags[f] & (_LOOP | _HALT)
+                    and self.names[f] not in again and len(set(e[0]) - {-1}) == 1):
+                self.again[f] = 0.0
         # tracepoint sites
         self.events: dict[str, frozenset] = {}
         for kind, toks in g.events.items():
@@ -484,15 +508,18 @@ class Workload:
     def _child(self, fr, g):
         """The frame for ``fr`` calling ``g`` (False if it cannot here)."""
         fl = self.flags[g]
-        umode = fr.umode and not fl & _ENTRY
-        if (fl & _UMODE and not umode) or (fl & _KMODE and umode):
+        mode = fr.mode
+        if fl & _ENTRY and mode == UMODE:
+            mode = KMODE                # an exception taken in kernel code
+        if ((fl & _UMODE and mode != UMODE) or (fl & _KMODE and mode == UMODE)
+                or (fl & _NOIDLE and mode == IDLE)):
             fr.kids[g] = False
             return False
         site = self._site.get((fr.fn, g))
         if site is None:
             site = self.addr[fr.fn] + _call_off(self.names[fr.fn], self.names[g], 0, 1, self.size[fr.fn])
         base = (site,) + fr.base
-        k = _Frame(g, fr, base, self._intern_t((self.entry[g],) + base), fr.irq, umode)
+        k = _Frame(g, fr, base, self._intern_t((self.entry[g],) + base), fr.irq, mode)
         fr.kids[g] = k
         self._nframes += 1
         return k
@@ -504,7 +531,7 @@ class Workload:
             k = self._user_irq.get(root)
             if k is None:
                 k = self._user_irq[root] = _Frame(root, None, (), self._intern_t((self.entry[root],)),
-                                                  True, True)
+                                                  True, UMODE)
                 self._nframes += 1
             return k
         key = (root,)                   # call kids are keyed by callee id
@@ -512,16 +539,17 @@ class Workload:
         if k is None:
             f = fr.fn
             base = (self.addr[f] + _irq_off(self.names[f], self.size[f]),) + fr.base
-            k = _Frame(root, fr, base, self._intern_t((self.entry[root],) + base), True, False)
+            k = _Frame(root, fr, base, self._intern_t((self.entry[root],) + base), True,
+                       IDLE if fr.mode == IDLE else KMODE)
             fr.kids[key] = k
             self._nframes += 1
         return k
 
-    def _root(self, fn, user=True):
-        k = self._roots.get((fn, user))
+    def _root(self, fn, mode=UMODE):
+        k = self._roots.get((fn, mode))
         if k is None:
-            k = self._roots[(fn, user)] = _Frame(fn, None, (), self._intern_t((self.entry[fn],)),
-                                                 False, user)
+            k = self._roots[(fn, mode)] = _Frame(fn, None, (), self._intern_t((self.entry[fn],)),
+                                                 False, mode)
             self._nframes += 1
         return k
 
@@ -661,7 +689,7 @@ class Workload:
         user("make", "shell", 0.2)
         for cpu in range(ncpu):
             gap(0.7)
-            user("cc1", "compiler", 2.5, cpu=cpu)
+            user("cc1", "compiler", 1.5, cpu=cpu)
         # how often a CPU goes idle when its running task sleeps
         for c in self._cpus:
             busy = sum(ts.weight for ts in c.rq)
@@ -755,7 +783,7 @@ class Workload:
                 if rnd() < pirq * 4:
                     fr = self._irq_child(None, _pick(self._irq_table, rnd))
                 else:
-                    fr = self._root(_pick(ts.roots, rnd), ts.user)
+                    fr = self._root(_pick(ts.roots, rnd), ts.mode)
                 ph = ENTER
                 if flags[fr.fn] & _TRACE and not (until_switch or until_halt):
                     ts.frame, ts.phase = fr, ENTER
@@ -903,6 +931,21 @@ class Workload:
             if n is not None:
                 return n
             irq = False
+        # still nothing: the nearest caller that can get there, if any
+        ts = c.ts
+        dist, rtab, _, _, root_opts, _ = self._reach(ts.profile, kind)
+        n = ts.frame
+        while n is not None:
+            if n.fn not in targets and rtab[n.fn] is not None:
+                got = self._descend(n, targets, rtab, dist, rng.random)
+                if got is not None:
+                    return got
+            n = n.parent
+        if ts.user:
+            for g, _ in root_opts:
+                got = self._descend(self._root(g, ts.mode), targets, rtab, dist, rng.random)
+                if got is not None:
+                    return got
         return None
 
     def _event_path_once(self, c, rng, kind, targets, irq=False):
@@ -964,11 +1007,19 @@ class Workload:
             if rtot + itot > 0:
                 x = rnd() * (rtot + itot)
                 if x < rtot:
-                    n = self._root(_choose(opts, x), ts.user)
+                    n = self._root(_choose(opts, x), ts.mode)
                 else:
                     n = self._irq_child(at, _choose(iopts, (x - rtot) / (itot / sum(o[1] for o in iopts))))
-        if n is None:
-            return None
+        for start in (n, cand) if n is not cand else (n,):
+            if start is not None:
+                got = self._descend(start, targets, rtab, dist, rnd)
+                if got is not None:
+                    return got
+        return None
+
+    def _descend(self, n, targets, rtab, dist, rnd):
+        """Call down from ``n`` to one of ``targets`` (None if stuck)."""
+        maxd = self.max_depth
         while n.fn not in targets:
             e = rtab[n.fn]
             if e is None:

@@ -89,8 +89,7 @@ class SchedSwitch(EventDef):
                 "next_pid=%d next_prio=%d" % (pc, ppid, pprio, pstate, nc, npid, nprio))
 
     def make(self, rng, cpu, task, stack, src):
-        tasks = src.tasks
-        nxt = rng.choice(tasks) if tasks and rng.random() < 0.6 else src.kernel.sched.idle[cpu]
+        nxt = src.kernel.sched.curr[cpu]        # the workload made the switch
         state = "R+" if rng.random() < 0.15 else rng.choice(("S", "S", "S", "D", "R"))
         if task.pid == 0:
             state = "R"

@@ -19,7 +19,8 @@ FN_RATE_DEFAULT = 4000
 HARDIRQ_FUNCS = frozenset({
     "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
     "handle_irq_event", "__handle_irq_event_percpu", "common_interrupt", "__common_interrupt",
-    "sysvec_call_function_single", "sysvec_reschedule_ipi"})
+    "sysvec_call_function_single", "__sysvec_call_function_single", "__sysvec_call_function",
+    "__sysvec_irq_work", "sysvec_reschedule_ipi"})
 SOFTIRQ_FUNCS = frozenset({
     "__do_softirq", "handle_softirqs", "net_rx_action", "rcu_core", "run_timer_softirq",
     "irq_exit_rcu"})
