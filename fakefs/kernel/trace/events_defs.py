@@ -192,10 +192,10 @@ def all_events() -> list[EventDef]:
                     _SWITCH_FMT, 64, 300, "sched_switch"),
         SchedWake("sched", "sched_waking", _SCHED_WAKE_FIELDS,
                   '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
-                  'REC->target_cpu', 36, 250, "sched_switch"),
+                  'REC->target_cpu', 36, 250, "sched_waking"),
         SchedWake("sched", "sched_wakeup", _SCHED_WAKE_FIELDS,
                   '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
-                  'REC->target_cpu', 36, 250, "sched_switch"),
+                  'REC->target_cpu', 36, 250, "sched_wakeup"),
         KmemCacheFree("kmem", "kmem_cache_free",
                       [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0),
                        _F("__data_loc char[] name", 24, 4, 0)],
