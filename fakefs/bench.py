@@ -52,6 +52,7 @@ def bench_small_file() -> list[tuple[str, float, str]]:
         fuse = _median_per_op(_orc(target), 2000)
         tmpfs = _median_per_op(_orc(tmpfile), 2000)
         os.unlink(tmpfile)
+        idle = _idle_cpu(mnt, 5.0)
     finally:
         subprocess.run(["fusermount3", "-u", mnt], check=False)
         try:
@@ -60,7 +61,25 @@ def bench_small_file() -> list[tuple[str, float, str]]:
             pass
     return [("small file open+read+close, fakefs (tracing_on)", fuse * 1e6, "us"),
             ("small file open+read+close, tmpfs baseline", tmpfs * 1e6, "us"),
-            ("  ratio fakefs/tmpfs", fuse / tmpfs, "x")]
+            ("  ratio fakefs/tmpfs", fuse / tmpfs, "x"),
+            ("idle daemon CPU time over 5 s (nobody looking)", idle, "s")]
+
+
+def _idle_cpu(mnt: str, seconds: float) -> float:
+    """CPU seconds the daemon serving ``mnt`` uses while nobody touches it."""
+    out = subprocess.run(["pgrep", "-f", "fakefs mount %s" % mnt], capture_output=True, text=True)
+    pids = out.stdout.split()
+    if not pids:
+        return float("nan")
+    tck = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        with open("/proc/%s/stat" % pids[0]) as fh:
+            f = fh.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / tck
+    a = cpu()
+    time.sleep(seconds)
+    return cpu() - a
 
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):

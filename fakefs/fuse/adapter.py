@@ -68,6 +68,7 @@ class FakeFS(pyfuse3.Operations):
         self.files: dict[int, File] = {}
         self.next_fh = 1
         self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
+        self.poll_wakeup: trio.Event | None = None
         self.mounted = False
         self.tree.listeners.append(self._tree_changed)
 
@@ -293,14 +294,18 @@ class FakeFS(pyfuse3.Operations):
         mask = f.node.fops.poll(f)
         if not mask and poll_handle is not None:
             self.poll_waiters[fh] = poll_handle
+            if self.poll_wakeup is not None:
+                self.poll_wakeup.set()
         return mask
 
     async def poll_watcher(self) -> None:
-        """Wake pollers whose file became ready (checked every 100 ms)."""
+        """Wake pollers whose file became ready (checked every 100 ms while
+        somebody polls; an idle mount does not wake up at all)."""
         while True:
-            await trio.sleep(0.1)
             if not self.poll_waiters:
-                continue
+                self.poll_wakeup = trio.Event()
+                await self.poll_wakeup.wait()
+            await trio.sleep(0.1)
             await self.observe()
             for fh, ph in list(self.poll_waiters.items()):
                 f = self.files.get(fh)
