@@ -129,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("-z", "--lazy", action="store_true")
     u.add_argument("mountpoint")
     u.set_defaults(func=cmd_umount)
+    sub.add_parser("heatmap", add_help=False,
+                   help="kernel heatmap (top functions) from MOUNTPOINT/proc/profile "
+                        "(see fakefs heatmap --help)")
     dm = sub.add_parser("dmesg", help="print the simulated kernel's log")
     dm.add_argument("mountpoint")
     dm.set_defaults(func=cmd_dmesg)
@@ -144,8 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["heatmap"]:            # its own argument parser
+        from . import heatmap
+        return heatmap.main(argv[1:])
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:                # `fakefs dmesg MNT | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -31,6 +31,10 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.trace.trace", "tracer_init_tracefs"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
+    ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
+    ("fakefs.kernel.profile", "profile_init"),
+    ("fakefs.kernel.system_map", "system_map_init"),
+    ("fakefs.kernel.mm.heap_stress", "heap_stress_init"),
 ]
 
 # Simulated time handed to the timer hooks in one step, and the most a single
@@ -82,7 +86,8 @@ class Kernel:
 
     # --- boot -----------------------------------------------------------
     def boot(self, initcalls=None) -> "Kernel":
-        self.printk("Linux version %s (fakefs) #1 SMP PREEMPT_DYNAMIC" % self.config.release)
+        dyn = " PREEMPT_DYNAMIC" if self.config.version_at_least(5, 12) else ""
+        self.printk("Linux version %s (fakefs) #1 SMP%s" % (self.config.release, dyn))
         self.printk("Command line: %s" % self.cmdline.text)
         fns = []
         for modname, fname in (INITCALLS if initcalls is None else initcalls):

@@ -348,7 +348,10 @@ def tracer_init_tracefs(kernel) -> None:
             gt.set_tracer(boot_tracer)
         except KernelError:
             kernel.printk("Tracer %s not found" % boot_tracer)
-    root = kernel.tree.makedirs("sys/kernel/tracing", 0o700)
+    # tracefs exists since 4.1; older kernels show the same files in debugfs
+    path = "sys/kernel/tracing" if kernel.config.version_at_least(4, 1) \
+        else "sys/kernel/debug/tracing"
+    root = kernel.tree.makedirs(path, 0o700)
     tracing.root = root
     gt.dir = root
     if kernel.config.enabled("FTRACE_STACKMAP"):

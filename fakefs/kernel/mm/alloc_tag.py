@@ -1,0 +1,817 @@
+"""Memory allocation profiling (lib/alloc_tag.c, include/linux/alloc_tag.h,
+include/linux/pgalloc_tag.h and the ``current->alloc_tag`` helpers).
+
+Every allocation call site of the simulated kernel is an :class:`AllocTag`
+holding two live counters, bytes and calls.  The table of sites comes from
+``data/alloc_tags-<version>.tsv`` (real call sites of that kernel, in link
+order; see ``data/mkalloctags.py``).  The allocators charge a tag through
+``alloc_hooks()``: the hook makes a tag *current* for the duration of the
+call, so nested hooks win over outer ones, and ``_noprof`` helpers (plain
+calls without a hook) charge whatever tag their caller made current.  Each
+allocated object remembers the tag it was charged to (its ``ref``), and
+freeing it subtracts from that tag: the counters are live quantities.
+
+The accounting is guarded by the ``mem_alloc_profiling_key`` static key
+(:attr:`AllocTagging.enabled`); while it is off nothing is added or
+subtracted, so re-enabling resumes from frozen values.  ``never`` (or a
+``=n`` ENABLED_BY_DEFAULT build) removes support altogether: no page
+extension to hold page references, the sysctl read-only, and on 6.13 and
+later no /proc/allocinfo at all.
+
+Files: ``/proc/allocinfo`` (0400) and ``/proc/sys/vm/mem_profiling`` (0644,
+or 0444 for DEBUG builds and without support), plus
+``/proc/sys/vm/mem_profiling_compressed`` on the newest kernels.
+Behaviour differences follow ``kernel.config.version``:
+
+* < 6.13: ``sysctl.vm.mem_profiling=`` is ``never``-prefix or kstrtobool of
+  the whole value, no messages; allocinfo always exists;
+* >= 6.13: optional ``,compressed`` (page references in page flags, no
+  page_ext; may fail and shut profiling down), ``pr_info`` at boot, no
+  allocinfo without support, module-unload leaks reported with pr_info;
+* >= 6.18: header ``2.0`` and ``accurate:no``; writes rejected once support
+  is gone;
+* >= 7.0 (the reworked sysctl of current mainline): the sysctl is always
+  0644 and refuses writes instead (EACCES for DEBUG, EINVAL without
+  support); ``mem_profiling_compressed`` shows the compression state.
+
+This module is the single initcall of the allocation model: ``alloc_tag_init``
+also starts the simulated allocators and their workload
+(:mod:`fakefs.kernel.mm.alloc_workload`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from ..fs.pseudo import FileOperations, KernelError
+from ..fs.proc.base import CtlTable, SYSCTL_OPS, proc_create, proc_remove, register_sysctl
+from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE, KERN_WARNING
+from .codetag import CODETAG_FLAG_INACCURATE, CodeTag, codetag_register_type
+
+PAGE_SIZE = 4096
+PAGE_SHIFT = 12
+
+V_COMPRESSED = (6, 13)      # ",compressed", pr_info messages, no allocinfo without support
+V_FORMAT_2 = (6, 18)        # allocinfo 2.0 / accurate:no / proc_mem_profiling_handler
+V_SYSCTL_REWORK = (7, 0)    # sysctl always 0644, write errors, mem_profiling_compressed
+
+DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
+
+ALLOCINFO_HEADER_1 = "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n"
+ALLOCINFO_HEADER_2 = "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n"
+
+U64 = (1 << 64) - 1
+S64_MIN = -(1 << 63)
+
+# header lines of the WARN()s the model can hit (6.12 line numbers)
+WARN_ALLOC_TAG_H = "include/linux/alloc_tag.h"
+WARN_LINE_NOT_CLEARED = 128
+WARN_LINE_TAG_NOT_SET = 132
+WARN_LINE_NOT_SET = 137
+WARN_SCHED_H_CHANGED = ("include/linux/sched.h", 2237)
+WARN_MODULE_UNLOAD = ("lib/alloc_tag.c", 169)
+
+
+class _Empty:
+    """``CODETAG_EMPTY``: a reference deliberately left without a tag."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "CODETAG_EMPTY"
+
+
+CODETAG_EMPTY = _Empty()
+
+
+class AllocTag(CodeTag):
+    """``struct alloc_tag``: a code tag plus its live counters.
+
+    ``callee`` is the allocator the call site invokes (``kmalloc``,
+    ``alloc_pages`` ...), which the workload uses to pick sizes."""
+
+    __slots__ = ("bytes", "calls", "callee")
+
+    def __init__(self, filename, lineno, function, modname=None, callee=""):
+        super().__init__(filename, lineno, function, modname)
+        self.bytes = 0
+        self.calls = 0
+        self.callee = callee
+
+
+# ---------------------------------------------------------------------------
+# the call-site table
+
+_TABLES: dict[str, tuple[list, dict]] = {}
+
+
+def table_version(version: tuple) -> str:
+    """The table shipped for a kernel version (the nearest one not newer)."""
+    avail = sorted(
+        tuple(int(x) for x in fn[len("alloc_tags-"):-len(".tsv")].split("."))
+        for fn in os.listdir(DATA_DIR) if fn.startswith("alloc_tags-") and fn.endswith(".tsv"))
+    best = avail[0]
+    for v in avail:
+        if v <= tuple(version[:2]):
+            best = v
+    return ".".join(str(x) for x in best)
+
+
+def load_tag_table(version: tuple = (6, 12)):
+    """Rows of the call-site table: (builtin rows, {module: rows}).
+    A row is (file, line, function, callee); parsed once per process."""
+    key = table_version(version)
+    cached = _TABLES.get(key)
+    if cached is not None:
+        return cached
+    builtin: list = []
+    modules: dict[str, list] = {}
+    with open(os.path.join(DATA_DIR, "alloc_tags-%s.tsv" % key)) as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 4:
+                continue
+            row = (parts[0], int(parts[1]), parts[2], parts[4] if len(parts) > 4 else "")
+            if parts[3]:
+                modules.setdefault(parts[3], []).append(row)
+            else:
+                builtin.append(row)
+    _TABLES[key] = (builtin, modules)
+    return _TABLES[key]
+
+
+def make_tags(rows, modname: str | None = None) -> list[AllocTag]:
+    return [AllocTag(f, line, func, modname, callee) for f, line, func, callee in rows]
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def string_get_size(size: int, blk_size: int = 1, units_2: bool = True) -> str:
+    """``string_get_size(size, blk, STRING_UNITS_2 or _10)``: '38.4 MiB'."""
+    names = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"] if units_2 else \
+        ["", "k", "M", "G", "T", "P", "E", "Z", "Y"]
+    div = 1024 if units_2 else 1000
+    size &= U64
+    i = 0
+    remainder = 0
+    tmp = ""
+    if blk_size == 0:
+        size = 0
+    if size:
+        while blk_size >> 32:
+            blk_size //= div
+            i += 1
+        while size >> 32:
+            size //= div
+            i += 1
+        size *= blk_size
+        while size >= div:
+            remainder = size % div
+            size //= div
+            i += 1
+        sf_cap = size
+        j = 0
+        while sf_cap * 10 < 1000:
+            sf_cap *= 10
+            j += 1
+        if units_2:
+            remainder = (remainder * 1000) >> 10
+        remainder += (500, 50, 5)[j]
+        if remainder >= 1000:
+            remainder -= 1000
+            size += 1
+        if j:
+            tmp = (".%03u" % remainder)[:j + 1]
+    unit = names[i] if i < len(names) else "UNK"
+    return "%u%s %sB" % (size & 0xFFFFFFFF, tmp, unit)
+
+
+def nr_unused_pageflag_bits(config, nr_cpus: int) -> int:
+    """``NR_UNUSED_PAGEFLAG_BITS`` for an x86-64 build of this config: the
+    page->flags bits left once the page flags, zone, node, last_cpupid and
+    LRU generation fields are laid out."""
+    nr_pageflags = 23
+    zones = 2
+    nodes = int(config["CONFIG_NODES_SHIFT"] or (6 if config.enabled("NUMA") else 0))
+    lru = (3 + 2) if config.enabled("LRU_GEN") else 0
+    used = nr_pageflags + zones + nodes + lru
+    if config.enabled("NUMA_BALANCING"):
+        cpu_bits = max(1, (int(config["CONFIG_NR_CPUS"] or nr_cpus) - 1).bit_length())
+        last_cpupid = 8 + cpu_bits
+        if used + last_cpupid <= 64:
+            used += last_cpupid
+    return max(0, 64 - used)
+
+
+# ---------------------------------------------------------------------------
+# the subsystem
+
+
+class AllocTagging:
+    """State of lib/alloc_tag.c for one simulated kernel (``kernel.alloc_tag``).
+
+    Allocators call :meth:`add` / :meth:`sub` with an object that has a
+    ``ref`` attribute (its ``union codetag_ref``); the hooks are only
+    called while :attr:`enabled`, as the kernel's static branch does.
+    """
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        cfg = kernel.config
+        self.version = tuple(cfg.version[:2])
+        self.configured = cfg.enabled("MEM_ALLOC_PROFILING")
+        self.debug = self.configured and cfg.enabled("MEM_ALLOC_PROFILING_DEBUG")
+        # DEBUG selects ENABLED_BY_DEFAULT
+        self.default_on = self.configured and (
+            cfg.enabled("MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT") or self.debug)
+        self.support = self.default_on          # mem_profiling_support
+        self.enabled = self.default_on          # mem_alloc_profiling_key
+        self.compressed = False                 # mem_profiling_compressed key
+        self.boot_param: str | None = None      # value of sysctl.vm.mem_profiling=
+        self.current: AllocTag | None = None    # current->alloc_tag
+        self.cttype = None
+        self.allocinfo = None                   # the /proc/allocinfo node
+        self.sysctl_nodes: dict = {}
+        self.modules: dict[str, list] = {}      # loaded module -> its tags
+        self._index: dict = {}
+        self._warned: set = set()
+        self.warn_task = ("swapper/0", 0, 0)    # (comm, pid, cpu) shown by WARN splats
+        self.warn_trace: tuple = ()             # callers shown under the WARN
+        self.warn_count = 0
+        self.tags_shutdown_reason = None
+
+    # --- current->alloc_tag ---------------------------------------------------
+    def alloc_hooks(self, tag, fn, *args):
+        """``alloc_hooks_tag(tag, fn(args))``: run ``fn`` with ``tag`` current."""
+        old = self.current
+        self.current = tag
+        try:
+            return fn(*args)
+        finally:
+            if self.debug and self.current is not tag:
+                self._warn_splat(WARN_SCHED_H_CHANGED, "alloc_tag_restore",
+                                 "current->alloc_tag was changed:\n", once=False)
+            self.current = old
+
+    # --- accounting -----------------------------------------------------------
+    def add(self, obj, tag, nbytes: int, ncalls: int = 1) -> bool:
+        """``alloc_tag_add(&obj->ref, tag, bytes)``."""
+        if self.debug:
+            ref = obj.ref
+            if ref is not None and ref is not CODETAG_EMPTY:
+                self.warn_once(WARN_LINE_NOT_CLEARED, "alloc_tag was not cleared (got tag for %s:%u)\n"
+                               % (ref.filename, ref.lineno))
+            if tag is None:
+                self.warn_once(WARN_LINE_TAG_NOT_SET, "current->alloc_tag not set\n")
+        if tag is None:
+            return False
+        obj.ref = tag
+        tag.calls += ncalls
+        tag.bytes += nbytes
+        return True
+
+    def sub(self, obj, nbytes: int, ncalls: int = 1) -> None:
+        """``alloc_tag_sub(&obj->ref, bytes)``."""
+        ref = obj.ref
+        if ref is None:
+            if self.debug:
+                self.warn_once(WARN_LINE_NOT_SET, "alloc_tag was not set\n")
+            return
+        obj.ref = None
+        if ref is CODETAG_EMPTY:
+            return
+        ref.bytes -= nbytes
+        ref.calls -= ncalls
+
+    def ref_split(self, obj, tag, ncalls: int = 1) -> None:
+        """``alloc_tag_ref_set``: a new reference (page split) counts a call."""
+        obj.ref = tag
+        tag.calls += ncalls
+
+    def set_empty(self, obj) -> None:
+        """``set_codetag_empty``: no tag on purpose (only matters for DEBUG)."""
+        obj.ref = CODETAG_EMPTY if self.debug else None
+
+    def set_inaccurate(self, tag) -> None:
+        """``alloc_tag_set_inaccurate`` (the flag only shows from 6.18 on)."""
+        if tag is not None:
+            tag.flags |= CODETAG_FLAG_INACCURATE
+
+    @property
+    def page_refs(self) -> bool:
+        """Whether pages can carry a tag reference: page_ext is allocated for
+        tagging when profiling is supported, or references live in the page
+        flags when compressed."""
+        return self.support
+
+    # --- tags -----------------------------------------------------------------
+    def iter_tags(self):
+        return iter(self.cttype) if self.cttype is not None else iter(())
+
+    def find(self, filename: str, function: str | None = None, lineno: int | None = None,
+             modname: str | None = None) -> AllocTag:
+        """A tag by file (+ function, + line); KeyError if the kernel has none."""
+        if modname:
+            tags = self.modules.get(modname)
+            if tags is None:
+                raise KeyError("module %s not loaded" % modname)
+            cands = [t for t in tags if t.filename == filename and
+                     (function is None or t.function == function)]
+        else:
+            cands = self._index.get((filename, function)) if function else \
+                [t for (f, _fn), ts in self._index.items() if f == filename for t in ts]
+            cands = list(cands or [])
+        if lineno is not None:
+            cands = [t for t in cands if t.lineno == lineno]
+        if not cands:
+            raise KeyError("%s %s%s" % (filename, function or "",
+                                        "" if lineno is None else ":%d" % lineno))
+        return cands[-1] if lineno is None else cands[0]
+
+    def find_all(self, filename: str, function: str) -> list:
+        return list(self._index.get((filename, function), ()))
+
+    # --- output ---------------------------------------------------------------
+    def allocinfo_text(self) -> str:
+        header = ALLOCINFO_HEADER_2 if self.version >= V_FORMAT_2 else ALLOCINFO_HEADER_1
+        v2 = self.version >= V_FORMAT_2
+        out = [header]
+        append = out.append
+        for t in self.iter_tags():
+            b = t.bytes
+            c = t.calls
+            if c < 0:
+                c &= U64
+            if v2 and t.flags & CODETAG_FLAG_INACCURATE:
+                append("%12d %8d %s accurate:no \n" % (b, c, t.text))
+            else:
+                append("%12d %8d %s \n" % (b, c, t.text))
+        return "".join(out)
+
+    def top_users(self, count: int = 10) -> list:
+        """``alloc_tag_top_users``: the tags with most bytes, ties in list order."""
+        tops: list = []
+        for t in self.iter_tags():
+            b = t.bytes
+            i = 0
+            while i < len(tops) and not b > tops[i][0]:
+                i += 1
+            if i < count:
+                tops.insert(i, (b, t))
+                if len(tops) > count:
+                    tops.pop()
+        return [t for _b, t in tops]
+
+    def show_mem_lines(self) -> list[str]:
+        """The allocation part of ``show_mem()`` (OOM reports, sysrq-m)."""
+        tops = self.top_users(10)
+        if not tops:
+            return []
+        if self.version >= V_FORMAT_2:
+            lines = ["Memory allocations (profiling is currently turned %s):"
+                     % ("on" if self.enabled else "off")]
+        else:
+            lines = ["Memory allocations:"]
+        for t in tops:
+            size = string_get_size(t.bytes)[:9]
+            calls = t.calls & U64
+            if t.modname:
+                lines.append("%12s %8d %s:%u [%s] func:%s" % (size, calls, t.filename, t.lineno,
+                                                             t.modname, t.function))
+            else:
+                lines.append("%12s %8d %s:%u func:%s" % (size, calls, t.filename, t.lineno, t.function))
+        return lines
+
+    def show_mem(self) -> None:
+        for line in self.show_mem_lines():
+            self.kernel.printk(line, KERN_NOTICE)
+
+    # --- WARN -----------------------------------------------------------------
+    def warn_once(self, line: int, msg: str, where: str = WARN_ALLOC_TAG_H) -> None:
+        key = (where, line)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        self._warn_splat((where, line), None, msg, once=True)
+
+    def _warn_splat(self, at, func, msg: str, once: bool) -> None:
+        """A ``WARN()`` report in the kernel log, from the context set in
+        :attr:`warn_task` / :attr:`warn_trace` by whoever runs the code."""
+        k = self.kernel
+        comm, pid, cpu = self.warn_task
+        sym = func or _WARN_SYMS.get(at[1], _WARN_SYMS[WARN_LINE_TAG_NOT_SET])
+        self.warn_count += 1
+        lines = ["------------[ cut here ]------------"]
+        lines += msg.rstrip("\n").split("\n")
+        lines.append("WARNING: CPU: %d PID: %d at %s:%d %s" % (cpu, pid, at[0], at[1], sym))
+        lines.append("Modules linked in: %s" % " ".join(
+            m + ("(C)" if m == "ctagmod" else "") for m in reversed(list(self.modules))))
+        lines.append("CPU: %d UID: 0 PID: %d Comm: %s %s %s #1"
+                     % (cpu, pid, comm, _taint_string(k), k.config.release))
+        lines.append("Hardware name: QEMU Standard PC (i440FX + PIIX, 1996), BIOS 1.16.3-debian-1.16.3-2 04/01/2014")
+        lines.append("RIP: 0010:%s" % sym)
+        lines.append("Call Trace:")
+        lines.append(" <TASK>")
+        lines.append(" ? __warn+0x8c/0x190")
+        lines.append(" ? %s" % sym)
+        lines.append(" ? report_bug+0x164/0x190")
+        lines.append(" ? handle_bug+0x58/0x90")
+        lines.append(" ? exc_invalid_op+0x17/0x70")
+        lines.append(" ? asm_exc_invalid_op+0x1a/0x20")
+        lines += [" " + frame for frame in self.warn_trace]
+        lines.append(" </TASK>")
+        lines.append("---[ end trace 0000000000000000 ]---")
+        for line in lines:
+            k.printk(line, KERN_WARNING)
+        _add_taint(k, "W")
+
+
+_WARN_SYMS = {
+    WARN_LINE_NOT_CLEARED: "__kmalloc_cache_noprof+0x2b4/0x390",
+    WARN_LINE_TAG_NOT_SET: "__kmalloc_cache_noprof+0x2b4/0x390",
+    WARN_LINE_NOT_SET: "kfree+0x2a6/0x3b0",
+}
+
+
+_TAINT_ORDER = [("P", "G"), ("F", " "), ("S", " "), ("R", " "), ("M", " "), ("B", " "),
+                ("U", " "), ("D", " "), ("A", " "), ("W", " "), ("C", " "), ("I", " "),
+                ("O", " "), ("E", " "), ("L", " "), ("K", " "), ("X", " "), ("T", " "),
+                ("N", " ")]
+
+
+def _taints(kernel) -> set:
+    t = getattr(kernel, "tainted", None)
+    if not isinstance(t, set):
+        t = set()
+        kernel.tainted = t
+    return t
+
+
+def _add_taint(kernel, flag: str) -> None:
+    _taints(kernel).add(flag)
+
+
+def _taint_string(kernel) -> str:
+    t = _taints(kernel)
+    if not t:
+        return "Not tainted"
+    return "Tainted: " + "".join(c if c in t else off for c, off in _TAINT_ORDER)
+
+
+# ---------------------------------------------------------------------------
+# boot parameter
+
+
+def setup_early_mem_profiling(at: AllocTagging, val) -> int:
+    """``sysctl.vm.mem_profiling={0|1|never}[,compressed]``; returns 0 or -errno."""
+    from ..params import kstrtobool
+    at.boot_param = val
+    if not at.configured:
+        return 0
+    if not val:
+        return -errno.EINVAL
+    log = at.kernel.log
+    if val.startswith("never"):
+        enable = False
+        at.support = False
+        if at.version >= V_COMPRESSED:
+            log.printk("Memory allocation profiling is disabled!", KERN_INFO)
+    elif at.version < V_COMPRESSED:
+        try:
+            enable = kstrtobool(val)
+        except ValueError:
+            return -errno.EINVAL
+        at.support = True
+    else:
+        token, sep, rest = val.partition(",")
+        try:
+            enable = kstrtobool(token)
+        except ValueError:
+            return -errno.EINVAL
+        compressed = False
+        if sep:
+            if rest != "compressed":
+                return -errno.EINVAL
+            compressed = True
+        at.compressed = compressed
+        at.support = True
+        log.printk("Memory allocation profiling is enabled %s compression and is turned %s!"
+                   % ("with" if compressed else "without", "on" if enable else "off"), KERN_INFO)
+    at.enabled = enable
+    return 0
+
+
+def register_params(kernel) -> None:
+    at = AllocTagging(kernel)
+    kernel.alloc_tag = at
+
+    def handler(val):
+        if setup_early_mem_profiling(at, val) != 0:
+            kernel.log.pr_warn("Malformed early option 'sysctl.vm.mem_profiling'")
+
+    if at.configured:
+        kernel.early_param("sysctl.vm.mem_profiling", handler)
+
+
+# ---------------------------------------------------------------------------
+# /proc/sys/vm/mem_profiling
+
+
+_WSPACE = b" \t\n\v\f\r"
+
+
+def parse_dointvec_minmax(data: bytes, lo: int = 0, hi: int = 1) -> tuple[int, int]:
+    """``proc_dointvec_minmax`` for one int: returns (value, bytes consumed)
+    or raises KernelError(EINVAL)."""
+    p = 0
+    n = min(len(data), PAGE_SIZE - 1)
+    left = n
+    while left and data[p] in _WSPACE:
+        p += 1
+        left -= 1
+    if not left:
+        raise KernelError(errno.EINVAL)
+    tmp = data[p:p + min(left, 21)]
+    q = 0
+    neg = False
+    if tmp[:1] == b"-" and left > 1:
+        neg = True
+        q = 1
+    if q >= len(tmp) or not (48 <= tmp[q] <= 57):
+        raise KernelError(errno.EINVAL)
+    # strtoul base 0
+    base = 10
+    if tmp[q] == 48 and q + 1 < len(tmp) and tmp[q + 1] in b"xX" and q + 2 < len(tmp) \
+            and chr(tmp[q + 2]) in "0123456789abcdefABCDEF":
+        base = 16
+        q += 2
+    elif tmp[q] == 48:
+        base = 8
+    digits = "0123456789abcdef"[:base]
+    start = q
+    while q < len(tmp) and chr(tmp[q]).lower() in digits:
+        q += 1
+    value = int(tmp[start:q].decode(), base) if q > start else 0
+    if value > U64:
+        raise KernelError(errno.EINVAL)
+    if q == 21:
+        raise KernelError(errno.EINVAL)
+    if q < left and tmp[q:q + 1] not in (b" ", b"\t", b"\n"):
+        raise KernelError(errno.EINVAL)
+    p += q
+    left -= q
+    if neg:
+        value = -value
+    if value > 0x7FFFFFFF or value < -0x80000000 or value < lo or value > hi:
+        raise KernelError(errno.EINVAL)
+    while left and data[p] in _WSPACE:
+        p += 1
+        left -= 1
+    return value, n - left
+
+
+class MemProfilingSysctl(type(SYSCTL_OPS)):
+    """``/proc/sys/vm/mem_profiling``: proc_sys_call_handler + proc_do_static_key
+    (+ the 6.18/mainline ``proc_mem_profiling_handler`` checks)."""
+
+    def __init__(self, at: AllocTagging, compressed_key: bool = False):
+        self.at = at
+        self.compressed_key = compressed_key
+
+    def _value(self) -> bool:
+        return self.at.compressed if self.compressed_key else self.at.enabled
+
+    def open(self, f):
+        if f.writable and not (f.node.mode & 0o222):
+            raise KernelError(errno.EACCES)
+        f.private = 0
+
+    def show(self, f):
+        return "%d\n" % int(self._value())
+
+    def read(self, f, off, size):
+        if off or not size:
+            return b""
+        return self.show(f).encode()[:size]
+
+    def write(self, f, data):
+        pos = f.private or 0
+        n = sysctl_write(self.at, data, pos, compressed_key=self.compressed_key)
+        f.private = pos + n
+        return n
+
+
+def sysctl_write(at: AllocTagging, data: bytes, pos: int = 0, from_kernel: bool = False,
+                 compressed_key: bool = False) -> int:
+    """A write to the sysctl; returns bytes accepted or raises KernelError."""
+    if at.version >= V_SYSCTL_REWORK and not compressed_key:
+        if from_kernel:
+            return len(data)
+        if at.debug:
+            raise KernelError(errno.EACCES)
+        if not at.support:
+            raise KernelError(errno.EINVAL)
+    elif at.version >= V_FORMAT_2 and not compressed_key and not at.support:
+        raise KernelError(errno.EINVAL)
+    if not data:
+        return 0
+    if pos:
+        return len(data)        # sysctl_writes_strict: writes past the start are ignored
+    val, n = parse_dointvec_minmax(data)
+    if compressed_key:
+        at.compressed = bool(val)
+    else:
+        at.enabled = bool(val)
+    return n
+
+
+def _sysctl_mode(at: AllocTagging) -> int:
+    if at.version >= V_SYSCTL_REWORK:
+        return 0o644
+    if at.debug or not at.support:
+        return 0o444
+    return 0o644
+
+
+def sysctl_init(at: AllocTagging) -> None:
+    kernel = at.kernel
+    table = [CtlTable("mem_profiling", _sysctl_mode(at), lambda: "%d\n" % int(at.enabled), None)]
+    if at.version >= V_SYSCTL_REWORK:
+        table.append(CtlTable("mem_profiling_compressed", 0o444,
+                              lambda: "%d\n" % int(at.compressed), None))
+    nodes = register_sysctl(kernel, "vm", table)
+    for entry, node in zip(table, nodes):
+        node.fops = MemProfilingSysctl(at, compressed_key=entry.procname != "mem_profiling")
+        at.sysctl_nodes[entry.procname] = node
+
+
+def do_sysctl_args(at: AllocTagging) -> None:
+    """The late-boot replay of ``sysctl.vm.mem_profiling=`` into /proc/sys
+    (``do_sysctl_args()``), with its error messages."""
+    val = at.boot_param
+    k = at.kernel
+    if not any(n.replace("-", "_") == "sysctl.vm.mem_profiling" for n, _v in k.cmdline.args):
+        return
+    node = at.sysctl_nodes.get("mem_profiling")
+    if node is None:
+        return
+    if not val:
+        k.printk("Setting sysctl args: `%s' invalid for parameter `sysctl.vm.mem_profiling'"
+                 % (val or ""), KERN_ERR)
+        return
+    if not node.mode & 0o222:
+        k.printk("Failed to set sysctl parameter 'vm.mem_profiling=%s': permission denied (read-only?)"
+                 % val, KERN_ERR)
+        return
+    try:
+        sysctl_write(at, val.encode(), 0, from_kernel=True)
+    except KernelError as e:
+        if e.errno == errno.EINVAL:
+            k.printk("Failed to set sysctl parameter 'vm.mem_profiling=%s': invalid value" % val, KERN_ERR)
+        else:
+            k.printk("Error %s writing to proc file to set sysctl parameter 'vm.mem_profiling=%s'"
+                     % ("-" + errno.errorcode.get(e.errno, str(e.errno)), val), KERN_ERR)
+
+
+# ---------------------------------------------------------------------------
+# /proc/allocinfo
+
+
+class AllocinfoOps(FileOperations):
+    """``/proc/allocinfo``: seq_file over every tag; no write handler (EIO)."""
+
+    def __init__(self, at: AllocTagging):
+        self.at = at
+
+    def show(self, f):
+        return self.at.allocinfo_text()
+
+    def write(self, f, data):
+        raise KernelError(errno.EIO)
+
+
+def procfs_init(at: AllocTagging) -> None:
+    at.allocinfo = proc_create(at.kernel, "allocinfo", 0o400, None, AllocinfoOps(at), at)
+
+
+def shutdown_mem_profiling(at: AllocTagging, remove_file: bool) -> None:
+    """Turn profiling off for good (a compression failure, 6.13+)."""
+    at.enabled = False
+    if not at.support:
+        return
+    if remove_file and at.allocinfo is not None:
+        proc_remove(at.kernel, at.allocinfo)
+        at.allocinfo = None
+    at.support = False
+
+
+# ---------------------------------------------------------------------------
+# modules
+
+
+def _module_unload_check(at: AllocTagging):
+    def check(cttype, cmod) -> bool:
+        unused = True
+        for t in cmod.tags:
+            if t.bytes:
+                unused = False
+                msg = "%s:%u module %s func:%s has %d allocated at module unload" % (
+                    t.filename, t.lineno, t.modname, t.function, t.bytes & U64)
+                if at.version >= V_COMPRESSED:
+                    at.kernel.printk(msg, KERN_INFO)
+                else:
+                    at._warn_splat(WARN_MODULE_UNLOAD, "alloc_tag_module_unload+0x134/0x150",
+                                   msg, once=False)
+        return unused
+    return check
+
+
+def module_load(at: AllocTagging, name: str, tags: list | None = None) -> list:
+    """``codetag_load_module``: register a module's tags (fresh counters)."""
+    if name in at.modules:
+        raise KernelError(errno.EEXIST)
+    if tags is None:
+        rows = load_tag_table(at.version)[1].get(name, [])
+        tags = make_tags(rows, name)
+    at.modules[name] = tags
+    if at.cttype is not None and tags:
+        if at.compressed and at.support:
+            bits = nr_unused_pageflag_bits(at.kernel.config, at.kernel.nr_cpus)
+            if at.cttype.count + len(tags) + 1 >= (1 << bits):
+                at.cttype.module_init(name, tags)
+                shutdown_mem_profiling(at, True)
+                at.kernel.printk("With module %s there are too many tags to fit in %d page flag bits. "
+                                 "Memory allocation profiling is disabled!" % (name, bits), KERN_WARNING)
+                return tags
+        at.cttype.module_init(name, tags)
+    return tags
+
+
+def module_unload(at: AllocTagging, name: str) -> bool:
+    """``codetag_unload_module``: drop the tags; False if memory is still
+    charged to them (the kernel then keeps the module's memory)."""
+    tags = at.modules.pop(name, None)
+    if tags is None:
+        raise KernelError(errno.ENOENT)
+    ok = True
+    if at.cttype is not None:
+        saved = at.warn_task, at.warn_trace
+        at.warn_task = ("rmmod", 4242, 0)
+        at.warn_trace = ("codetag_unload_module+0x1a5/0x250", "free_module+0x2f/0x1c0",
+                         "__do_sys_delete_module+0x1b5/0x2e0", "do_syscall_64+0x82/0x170",
+                         "entry_SYSCALL_64_after_hwframe+0x76/0x7e")
+        try:
+            ok = at.cttype.unload_module(name)
+        finally:
+            at.warn_task, at.warn_trace = saved
+    if not ok:
+        at.kernel.printk("%s: memory allocation(s) from the module still alive, cannot unload cleanly"
+                         % name, KERN_WARNING)
+    return ok
+
+
+# ---------------------------------------------------------------------------
+# init
+
+
+def alloc_tag_init(kernel) -> None:
+    """module_init(alloc_tag_init): tag type, sysctl, procfs; then the
+    simulated allocators replay boot and start their workload."""
+    at: AllocTagging = getattr(kernel, "alloc_tag", None)
+    if at is None:
+        register_params(kernel)
+        at = kernel.alloc_tag
+    if not at.configured:
+        return
+    builtin_rows, _mods = load_tag_table(at.version)
+    builtin = make_tags(builtin_rows)
+    index: dict = {}
+    for t in builtin:
+        index.setdefault((t.filename, t.function), []).append(t)
+    at._index = index
+
+    if at.compressed and at.support:
+        bits = nr_unused_pageflag_bits(kernel.config, kernel.nr_cpus)
+        if len(builtin) > (1 << bits):
+            shutdown_mem_profiling(at, False)
+            kernel.printk("%d allocation tags cannot be references using %d available page flag bits. "
+                          "Memory allocation profiling is disabled!" % (len(builtin), bits), KERN_ERR)
+
+    if at.version < V_COMPRESSED or at.support:
+        at.cttype = codetag_register_type("alloc_tags", builtin,
+                                          module_unload=_module_unload_check(at))
+    sysctl_init(at)
+    if at.version < V_COMPRESSED:
+        procfs_init(at)
+    elif not at.support:
+        if at.version >= V_SYSCTL_REWORK:
+            kernel.printk("Memory allocation profiling is not supported!", KERN_INFO)
+    else:
+        procfs_init(at)
+
+    from . import alloc_workload
+    alloc_workload.start(kernel)
+    do_sysctl_args(at)

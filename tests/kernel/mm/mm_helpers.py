@@ -1,0 +1,61 @@
+"""Helpers for the allocation-model tests: kernels booted with just procfs and
+the allocation model (fast), and cat/echo-like file access."""
+
+from __future__ import annotations
+
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+
+MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
+                ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init")]
+
+
+def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, persona=None, **config):
+    """Boot a model kernel; ``version=(6, 13)`` pretends to be that release,
+    keyword arguments are Kconfig overrides (``MEM_ALLOC_PROFILING_DEBUG=True``)."""
+    kw = {"persona": persona} if persona else {}
+    k = Kernel(cmdline=cmdline, seed=seed, nr_cpus=nr_cpus, clock=ManualClock(),
+               config_overrides=config, **kw)
+    if version is not None:
+        k.config.version = tuple(version) + (0,) * (3 - len(version))
+    return k.boot(initcalls=MM_INITCALLS)
+
+
+def run(k, seconds: float) -> None:
+    """Let ``seconds`` of simulated time pass, observed every second (the
+    kernel skips backlogs longer than 5 s)."""
+    left = int(seconds * 1e9)
+    while left > 0:
+        k.clock.advance(min(left, 1_000_000_000))
+        k.run_until_now()
+        left -= 1_000_000_000
+
+
+def read(k, path: str, flags: int = 0) -> bytes:
+    """open + read everything + release, as cat does."""
+    import os
+    from fakefs.kernel.fs.pseudo import File
+    node = k.tree.root.walk(path)
+    f = File(node, flags or os.O_RDONLY)
+    node.fops.open(f)
+    out = b""
+    while True:
+        chunk = node.fops.read(f, len(out), 4096)
+        if not chunk:
+            break
+        out += chunk
+    node.fops.release(f)
+    return out
+
+
+def write(k, path: str, data: bytes, flags: int = 0):
+    """open(O_WRONLY|O_TRUNC) + write + release; returns bytes written."""
+    import os
+    from fakefs.kernel.fs.pseudo import File
+    node = k.tree.root.walk(path)
+    f = File(node, flags or (os.O_WRONLY | os.O_TRUNC))
+    node.fops.open(f)
+    try:
+        return node.fops.write(f, data)
+    finally:
+        node.fops.release(f)

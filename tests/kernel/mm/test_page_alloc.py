@@ -1,0 +1,58 @@
+from fakefs.kernel.mm.alloc_tag import AllocTag
+from fakefs.kernel.mm.page_alloc import get_order
+from mm_helpers import boot
+
+
+def tag():
+    return AllocTag("drivers/test/pages.c", 7, "test_pages", None, "alloc_pages")
+
+
+def test_get_order():
+    assert [get_order(n) for n in (1, 4096, 4097, 8192, 16384, 16385, 4 << 20)] == [0, 0, 1, 1, 2, 3, 10]
+
+
+def test_pages_charged_and_given_back(kernel):
+    pa = kernel.page_alloc
+    t = tag()
+    p = pa.alloc_pages(t, 3)
+    assert (t.bytes, t.calls) == (32768, 1)
+    pa.free_pages(p)
+    assert (t.bytes, t.calls) == (0, 0)
+
+
+def test_split_counts_a_call_per_page_and_exact_trims(kernel):
+    pa = kernel.page_alloc
+    at = kernel.alloc_tag
+    t = tag()
+    p = pa.alloc_pages(t, 2)
+    pa.split_page(p)
+    assert (t.bytes, t.calls) == (16384, 4)          # bytes unchanged, one call per page
+    pa.free_pages(p)
+    assert (t.bytes, t.calls) == (0, 0)
+    old = at.current
+    at.current = t
+    p = pa.alloc_pages_exact_noprof(5 * 4096)        # order 3, 3 tail pages freed
+    at.current = old
+    assert (t.bytes, t.calls) == (5 * 4096, 5)
+    pa.free_pages_exact(p)
+    assert (t.bytes, t.calls) == (0, 0)
+
+
+def test_bulk_pages(kernel):
+    pa = kernel.page_alloc
+    at = kernel.alloc_tag
+    t = tag()
+    at.current = t
+    p = pa.alloc_pages_bulk_noprof(1010)
+    at.current = None
+    assert (t.bytes, t.calls) == (4136960, 1010)
+    pa.free_pages(p)
+    assert (t.bytes, t.calls) == (0, 0)
+
+
+def test_never_has_no_page_references():
+    k = boot("sysctl.vm.mem_profiling=never")
+    t = tag()
+    k.alloc_tag.enabled = True                        # even if the key were on
+    p = k.page_alloc.alloc_pages(t, 0)
+    assert (t.bytes, t.calls) == (0, 0) and p.ref is None
