@@ -13,8 +13,12 @@ machine: a few paths (idle, timer tick, the busy tasks' syscalls) take most
 hits, over a long tail.
 
 ``stacks_for_event()`` gives the stack of the next tracepoint hit of a kind
-(``kmem_cache_alloc``, ``kmalloc``, ``sched_switch``, ``page_alloc``): the
-walk conditioned on getting to one of the functions where it fires.
+(``EVENT_KINDS``: ``kmem_cache_alloc``, ``kmalloc``, ``kfree``,
+``kmem_cache_free``, ``page_alloc``, ``sched_switch``, ``sched_waking``,
+``sched_wakeup``): the walk conditioned on getting to one of the functions
+where it fires.  ``sched_switch`` switches tasks, the other kinds now and
+then let the running task sleep first, but the wakeup kinds
+(``NOSWITCH_KINDS``) never do: the waker goes on running.
 
 Stacks are tuples of return addresses, innermost first, as
 ``stack_trace_save()`` stores them: ``stack[0]`` is inside the function being
@@ -47,7 +51,11 @@ _TRACE, _LOOP, _HALT, _SWITCH, _ENTRY, _UMODE, _KMODE, _NOIDLE = 1, 2, 4, 8, 16,
 # what a chain of frames runs for: a kernel thread, a user task, the idle task
 KMODE, UMODE, IDLE = 0, 1, 2
 
-EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc")
+EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
+               "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup")
+# kinds whose stacks never come with a context switch: the task that wakes
+# another one goes on running (and the stacks must not move sched.curr)
+NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
 
@@ -883,7 +891,9 @@ class Workload:
         arriving now does); ``stack[0]`` is the tracepoint site in it.  For
         ``sched_switch`` the task is the one switched out and the switch
         happens (``switch_hooks`` see it too).  Now and then the running
-        task sleeps before the event, so that events come from every task.
+        task sleeps before the event, so that events come from every task;
+        never for ``NOSWITCH_KINDS`` (``sched_waking``, ``sched_wakeup``),
+        whose stacks leave the running task of every CPU as it was.
         """
         targets = self.events.get(kind)
         if targets is None:
@@ -891,6 +901,8 @@ class Workload:
         if self._nframes > FRAME_CAP:
             self._maybe_restart_cache()
         c = self._cpus[cpu]
+        if kind in NOSWITCH_KINDS:
+            return self._event_noswitch(c, rng, kind, targets)
         rnd = rng.random
         flags = self.flags
         for _ in range(4):
@@ -911,6 +923,48 @@ class Workload:
             return task, self._tp_stack(fr)
         ts.frame, ts.phase = n, ENTER
         return ts.task, self._tp_stack(n)
+
+    def _event_noswitch(self, c, rng, kind, targets):
+        """(task, stack) for an event that comes with no context switch:
+        the running task (or an interrupt on top of it) gets to a target."""
+        ts = c.ts
+        n = self._event_path(c, rng, kind, targets)
+        if n is None:
+            n = self._irq_path(c, rng, kind, targets)
+        if n is None:                       # never with the bundled graph
+            n = ts.frame or c.halt
+            return ts.task, self._tp_stack(n) if n is not None else ()
+        ts.frame, ts.phase = n, ENTER
+        return ts.task, self._tp_stack(n)
+
+    def _irq_path(self, c, rng, kind, targets):
+        """A target reached by an interrupt arriving where the running task
+        is (or further out, where there is room for it), or None."""
+        rnd = rng.random
+        ts = c.ts
+        flags = self.flags
+        dist, rtab, _, _, _, irq_opts = self._reach(ts.profile, kind)
+        if not irq_opts:
+            return None
+        at = ts.frame
+        if ts is c.idle and c.halt is not None and (at is None or flags[at.fn] & _SWITCH):
+            at = c.halt
+        while at is not None and (at.irq or flags[at.fn] & _SWITCH):
+            at = at.parent
+        while True:
+            if at is None and not ts.user:
+                return None                 # kernel threads are never in user mode
+            opts = list(irq_opts)
+            while opts:
+                tot = sum(w for _, w in opts)
+                g = _choose(opts, rnd() * tot)
+                got = self._descend(self._irq_child(at, g), targets, rtab, dist, rnd)
+                if got is not None:
+                    return got
+                opts = [o for o in opts if o[0] != g]
+            if at is None:
+                return None
+            at = at.parent
 
     def _event_switch(self, c, rng, preempt=False):
         """The running task sleeps (or is preempted): (prev task, stack)."""

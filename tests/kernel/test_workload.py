@@ -258,3 +258,137 @@ idle_loop: halt sw*0.1
     assert "gone" not in names and {"a", "c", "leaf"} <= names
     task, stack = w.stacks_for_event(rng, 0, "kmalloc")
     assert kern.kallsyms.sprint_symbol_no_offset(stack[0]) == "leaf"
+
+
+# ------------------------------------------------ frees and wakeups
+FREE_AND_WAKE = [
+    # kind, function the tracepoint is in, callers that must show up
+    ("kfree", "kfree", {"skb_free_head", "kvfree", "security_cred_free", "rcu_do_batch"}),
+    ("kmem_cache_free", "kmem_cache_free", {"kfree_skbmem", "__d_free", "put_cred_rcu",
+                                            "ext4_free_in_core_inode", "mempool_free_slab"}),
+    ("sched_waking", "try_to_wake_up", {"wake_up_process", "default_wake_function"}),
+    ("sched_wakeup", "ttwu_do_activate", {"try_to_wake_up", "sched_ttwu_pending"}),
+]
+
+
+def names_of(ks, stack):
+    return [ks.sprint_symbol_no_offset(ip) for ip in stack]
+
+
+@pytest.mark.parametrize("kind,site,callers", FREE_AND_WAKE)
+def test_free_and_wakeup_stacks(kind, site, callers):
+    k = boot(seed=1, nr_cpus=4)
+    w, ks = k.workload, k.kallsyms
+    edges = graph_edges(w)
+    ids = w._ids
+    rng = random.Random(11)
+    call_sites = collections.Counter()
+    depths = []
+    for i in range(2000):
+        w.sample(rng, i % 4)
+        task, stack = w.stacks_for_event(rng, i % 4, kind)
+        names = names_of(ks, stack)
+        assert names[0] == site
+        name, off, size, _ = ks.lookup(stack[0])
+        assert FENTRY_RET < off < size
+        # the event's call_site (stack[1]) is in a function that calls the site
+        call_sites[names[1]] += 1
+        for callee, caller in zip(names, names[1:]):
+            pair = (ids[caller], ids[callee])
+            assert pair in edges or w.flags[ids[callee]] & 16, (caller, callee)
+        depths.append(len(stack))
+    assert callers <= set(call_sites), call_sites.most_common(20)
+    assert max(call_sites.values()) < 0.95 * len(depths)
+    depths.sort()
+    assert depths[len(depths) // 2] >= 8 and depths[-1] <= 30
+    assert sum(6 <= d <= 30 for d in depths) >= 0.8 * len(depths)
+
+
+def test_free_stacks_come_from_syscalls_softirqs_and_kworkers():
+    k = boot(seed=2, nr_cpus=4)
+    w, ks = k.workload, k.kallsyms
+    rng = random.Random(3)
+    seen = collections.defaultdict(set)
+    for i in range(3000):
+        cpu = i % 4
+        w.sample(rng, cpu)
+        kind = ("kfree", "kmem_cache_free")[(i // 4) % 2]
+        _, stack = w.stacks_for_event(rng, cpu, kind)
+        names = names_of(ks, stack)
+        if "rcu_do_batch" in names:
+            seen[kind].add("rcu")
+        if "handle_softirqs" in names:
+            seen[kind].add("softirq")
+        if names[-1] == "entry_SYSCALL_64_after_hwframe":
+            seen[kind].add("syscall")
+        if "process_one_work" in names and "handle_softirqs" not in names:
+            seen[kind].add("kworker")
+    for kind in ("kfree", "kmem_cache_free"):
+        assert seen[kind] == {"rcu", "softirq", "syscall", "kworker"}, (kind, seen[kind])
+
+
+def test_wakeups_do_not_switch():
+    k = boot(seed=3, nr_cpus=4)
+    w, ks = k.workload, k.kallsyms
+    switches = []
+    w.switch_hooks.append(lambda *a: switches.append(a))
+    rng = random.Random(5)
+    bottoms = collections.Counter()
+    for i in range(3000):
+        cpu = i % 4
+        if i % 4 == 0:
+            w.stacks_for_event(rng, cpu, "sched_switch")    # tasks do get switched
+        if i % 7 == 0:
+            w.sample(rng, cpu)
+        kind = ("sched_waking", "sched_wakeup")[(i // 4) % 2]
+        before = list(k.sched.curr)
+        n = len(switches)
+        task, stack = w.stacks_for_event(rng, cpu, kind)
+        assert len(switches) == n
+        assert list(k.sched.curr) == before
+        assert task is before[cpu] and w.current(cpu) is task
+        names = names_of(ks, stack)
+        irq = next((f for f in names if f.startswith("asm_")), None)
+        bottoms[(kind, irq or names[-1])] += 1
+    w.switch_hooks.clear()
+    # from timer / device interrupts, IPIs, the idle loop, syscalls, kworkers
+    for kind in ("sched_waking", "sched_wakeup"):
+        for where in ("asm_sysvec_apic_timer_interrupt", "asm_common_interrupt",
+                      "entry_SYSCALL_64_after_hwframe", "ret_from_fork_asm"):
+            assert bottoms[(kind, where)] > 0, (kind, where, bottoms)
+    assert bottoms[("sched_wakeup", "asm_sysvec_call_function_single")] > 0   # ttwu IPI
+    assert bottoms[("sched_wakeup", "common_startup_64")] > 0     # idle: wakelist flush
+
+
+def test_wakeups_without_a_path_still_do_not_switch():
+    k = boot(seed=1, nr_cpus=4)
+    w, ks = k.workload, k.kallsyms
+    w._event_path = lambda *a, **kw: None       # only interrupts get there
+    rng = random.Random(2)
+    for i in range(400):
+        cpu = i % 4
+        w.sample(rng, cpu)
+        before = list(k.sched.curr)
+        kind, site = (("sched_waking", "try_to_wake_up"), ("sched_wakeup", "ttwu_do_activate"))[i % 2]
+        task, stack = w.stacks_for_event(rng, cpu, kind)
+        assert list(k.sched.curr) == before and task is before[cpu]
+        assert ks.sprint_symbol_no_offset(stack[0]) == site and len(stack) <= 30
+
+
+def test_free_and_wakeup_stacks_are_deterministic():
+    kinds = ("kfree", "kmem_cache_free", "sched_waking", "sched_wakeup")
+
+    def events(seed):
+        w = boot(seed=seed, nr_cpus=2).workload
+        rng = random.Random(7)
+        out = []
+        for i in range(1200):
+            if i % 3 == 0:
+                w.sample(rng, i % 2)
+            task, stack = w.stacks_for_event(rng, i % 2, kinds[i % 4])
+            out.append((task.pid, stack))
+        return out
+
+    a = events(4)
+    assert events(4) == a
+    assert events(5) != a

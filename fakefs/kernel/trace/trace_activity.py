@@ -15,6 +15,8 @@ from __future__ import annotations
 from . import trace_entries as te
 
 FN_RATE_DEFAULT = 4000
+SWITCH_RATE = 300          # context switches per second per CPU
+SWITCH = object()          # an unrecorded context switch
 
 HARDIRQ_FUNCS = frozenset({
     "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
@@ -97,6 +99,12 @@ class TraceActivity:
             for ev in events:
                 n = self._count((cpu, ev.id), ev.rate, dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
+            if events and not fn_trs and not any(ev.kind == "sched_switch" for ev in events):
+                # nothing else moves the CPUs from task to task: let the
+                # scheduler run unrecorded so the traced events keep coming
+                # from changing tasks
+                n = self._count((cpu, "switch"), SWITCH_RATE, dt)
+                occ += [(t0 + int(rng.random() * span), -1, SWITCH) for _ in range(n)]
             if not occ:
                 continue
             occ.sort(key=lambda o: (o[0], o[1]))
@@ -104,6 +112,8 @@ class TraceActivity:
             for ts, _id, ev in occ:
                 if ev is None:
                     self._function_call(ftrs, wl, rng, cpu, ts)
+                elif ev is SWITCH:
+                    wl.stacks_for_event(rng, cpu, "sched_switch")
                 else:
                     self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
 
