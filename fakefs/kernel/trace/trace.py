@@ -53,6 +53,8 @@ CORE_FLAGS: list[tuple[str, bool, bool]] = [
     ("stacktrace", False, False),
     ("stackmap", False, True),
 ]
+# options/ files only the top-level array has (TOP_LEVEL_TRACE_FLAGS)
+TOP_LEVEL_FLAGS = frozenset(name for name, _d, top in CORE_FLAGS if top)
 # default zero in instances (ZEROED_TRACE_FLAGS)
 ZEROED_FLAGS = {"event-fork", "function-fork", "trace_printk_dest", "stackmap"}
 

@@ -16,6 +16,7 @@ from .readme import readme_text
 from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
+from .trace import TOP_LEVEL_FLAGS
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
@@ -506,9 +507,8 @@ def init_tracer_tracefs(tr, d) -> None:
     f("timestamp_mode", R, d, tr, TimestampModeOps())
     opts = tree.create_dir("options", d, 0o750)
     for name in tr.flag_names:
-        if not tr.is_top and any(n == name and top for n, _d, top in _core_flags()):
-            continue
-        f(name, W, opts, (tr, name), CoreOptionOps())
+        if tr.is_top or name not in TOP_LEVEL_FLAGS:
+            f(name, W, opts, (tr, name), CoreOptionOps())
     for tracer in tr.tracers.values():
         for oname in tracer.opts:
             if oname not in opts.children:
@@ -525,13 +525,8 @@ def init_tracer_tracefs(tr, d) -> None:
     f("available_events", R, d, tr, AvailableEventsOps())
 
 
-def _core_flags():
-    from .trace import CORE_FLAGS
-    return CORE_FLAGS
-
-
 def create_top_level_files(tracing, root) -> None:
-    from .trace import InstancesDir
+    from .trace import InstancesDir   # trace.py imports this module
     tr = tracing.global_trace
     tree = tracing.kernel.tree
     W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
