@@ -58,7 +58,6 @@ class CpuBuffer:
         self.dropped = 0
         self.read = 0
         self.last_ts = 0
-        self.record_disabled = 0
 
     def reset(self) -> None:
         self.pages.clear()
@@ -151,7 +150,8 @@ class RingBuffer:
         self.subbuf_size = subbuf_size
         nr_pages = self.pages_for(size_bytes)
         self.cpus = [CpuBuffer(c, nr_pages, subbuf_size) for c in range(nr_cpus)]
-        self.record_disabled = 0
+        self.record_off = False      # tracing_on = 0 (RB_BUFFER_OFF)
+        self.record_disabled = 0     # nested disables, e.g. a paused reader
 
     def pages_for(self, size_bytes: int) -> int:
         return max(2, -(-size_bytes // self.subbuf_size))
@@ -166,7 +166,7 @@ class RingBuffer:
             cb.reset()
 
     def write(self, cpu: int, ts: int, entry, length: int, overwrite: bool = True) -> bool:
-        if self.record_disabled:
+        if self.record_off or self.record_disabled:
             return False
         return self.cpus[cpu].write(ts, entry, length, overwrite)
 

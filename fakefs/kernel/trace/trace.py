@@ -128,10 +128,10 @@ class TraceArray:
         return self.flags.get(name, False)
 
     def tracing_is_on(self) -> bool:
-        return not self.buffer.record_disabled
+        return not self.buffer.record_off
 
     def set_tracing_on(self, on: bool) -> None:
-        self.buffer.record_disabled = 0 if on else 1
+        self.buffer.record_off = not on
 
     def ensure_expanded(self) -> None:
         if not self.expanded:

@@ -331,6 +331,18 @@ def merged_events(tr, cpu=None):
     return list(heapq.merge(*streams, key=lambda x: x[0][0]))
 
 
+class TraceIter:
+    """Per-open state of ``trace``: the line generator over the snapshot
+    (None before the first read, False once exhausted) and the text so far."""
+
+    __slots__ = ("paused", "lines", "buf")
+
+    def __init__(self, paused: bool):
+        self.paused = paused
+        self.lines = None
+        self.buf = bytearray()
+
+
 class TraceOps(FileOperations):
     """``trace``: a static view; opening with O_TRUNC clears the buffer.
 
@@ -350,9 +362,16 @@ class TraceOps(FileOperations):
             else:
                 tr.buffer.cpus[self.cpu].reset()
         tr.open_refs += 1
+        # pause-on-trace: recording stops while the file is open for reading
+        f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"))
+        if f.private.paused:
+            tr.buffer.record_disabled += 1
 
     def release(self, f):
-        f.data.open_refs -= 1
+        tr = f.data
+        tr.open_refs -= 1
+        if f.private.paused:
+            tr.buffer.record_disabled -= 1
 
     def write(self, f, data):
         return len(data)     # writes are accepted; only O_TRUNC clears
@@ -381,23 +400,23 @@ class TraceOps(FileOperations):
         return gen()
 
     def read(self, f, off, size):
-        st = f.private
-        if off == 0 or st is None:
-            st = f.private = [self._generate(f), bytearray()]
-        gen, buf = st
+        it = f.private
+        if off == 0 or it.lines is None:
+            it.lines = self._generate(f)
+            it.buf = bytearray()
         want = off + size
-        while len(buf) < want and gen is not None:
+        while len(it.buf) < want and it.lines:
             chunk = []
             n = 0
-            for s in gen:
+            for s in it.lines:
                 chunk.append(s)
                 n += len(s)
                 if n >= 65536:
                     break
             else:
-                st[0] = gen = None
-            buf += "".join(chunk).encode()
-        return bytes(buf[off:want])
+                it.lines = False          # exhausted
+            it.buf += "".join(chunk).encode()
+        return bytes(it.buf[off:want])
 
 
 class TracePipeOps(FileOperations):

@@ -211,3 +211,41 @@ def test_events_with_stacktrace_go_through_the_stackmap():
     assert "kmem:kfree\n" in rd(k, "available_events")
     fmt = rd(k, "events/sched/sched_switch/format")
     assert fmt.startswith("name: sched_switch\nID: %s\nformat:\n" % rd(k, "events/sched/sched_switch/id").strip())
+
+
+def test_pause_on_trace_stops_recording_while_trace_is_open():
+    k, clock = boot("ftrace=function")
+    wr(k, "options/pause-on-trace", "1\n")
+    n = node(k, "trace")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    before = k.tracing.global_trace.buffer.total_written()
+    clock.advance(100_000_000)
+    k.run_until_now()
+    assert k.tracing.global_trace.buffer.total_written() == before
+    assert rd(k, "tracing_on") == "1\n"               # paused is not "off"
+    n.fops.release(f)
+    clock.advance(100_000_000)
+    k.run_until_now()
+    assert k.tracing.global_trace.buffer.total_written() > before
+
+
+def test_trace_read_in_pieces_is_one_snapshot():
+    k, clock = boot("ftrace=function")
+    clock.advance(50_000_000)
+    n = node(k, "trace")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    parts, off = [], 0
+    while True:
+        b = n.fops.read(f, off, 1000)
+        if not b:
+            break
+        parts.append(b)
+        off += len(b)
+        clock.advance(1_000_000)            # the kernel keeps tracing meanwhile
+        k.run_until_now()
+    text = b"".join(parts).decode()
+    entries = int(re.search(r"entries-in-buffer/entries-written: (\d+)/", text).group(1))
+    assert entries == sum(1 for l in text.splitlines() if l and not l.startswith("#"))
+    assert n.fops.read(f, off, 1000) == b""
