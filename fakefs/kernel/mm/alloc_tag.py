@@ -241,7 +241,6 @@ class AllocTagging:
         self.warn_task = ("swapper/0", 0, 0)    # (comm, pid, cpu) shown by WARN splats
         self.warn_trace: tuple = ()             # callers shown under the WARN
         self.warn_count = 0
-        self.tags_shutdown_reason = None
 
     # --- current->alloc_tag ---------------------------------------------------
     def alloc_hooks(self, tag, fn, *args):
@@ -505,15 +504,18 @@ def setup_early_mem_profiling(at: AllocTagging, val) -> int:
 
 
 def register_params(kernel) -> None:
+    """Attach ``kernel.alloc_tag`` (when the build has profiling) and claim
+    the ``sysctl.vm.mem_profiling=`` early parameter."""
     at = AllocTagging(kernel)
+    if not at.configured:
+        return
     kernel.alloc_tag = at
 
     def handler(val):
         if setup_early_mem_profiling(at, val) != 0:
             kernel.log.pr_warn("Malformed early option 'sysctl.vm.mem_profiling'")
 
-    if at.configured:
-        kernel.early_param("sysctl.vm.mem_profiling", handler)
+    kernel.early_param("sysctl.vm.mem_profiling", handler)
 
 
 # ---------------------------------------------------------------------------
@@ -782,10 +784,10 @@ def alloc_tag_init(kernel) -> None:
     simulated allocators replay boot and start their workload."""
     at: AllocTagging = getattr(kernel, "alloc_tag", None)
     if at is None:
+        if not kernel.config.enabled("MEM_ALLOC_PROFILING"):
+            return
         register_params(kernel)
         at = kernel.alloc_tag
-    if not at.configured:
-        return
     builtin_rows, _mods = load_tag_table(at.version)
     builtin = make_tags(builtin_rows)
     index: dict = {}

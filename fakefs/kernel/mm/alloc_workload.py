@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import zlib
 
 from .alloc_tag import AllocTag, module_load, module_unload
 from .page_alloc import PAGE_SHIFT, PAGE_SIZE, Page, PageAllocator, get_order

@@ -19,7 +19,7 @@ released once the cache already holds ``min_partial`` empty slabs.
 
 from __future__ import annotations
 
-from .alloc_tag import CODETAG_EMPTY, V_FORMAT_2
+from .alloc_tag import V_FORMAT_2
 from .page_alloc import (GFP_KERNEL, MAX_PAGE_ORDER, PAGE_SIZE, Page, GFP_NO_OBJ_EXT,
                          get_order)
 

@@ -12,6 +12,11 @@ from mm_helpers import boot, read, write
 LINE = re.compile(r"^ *-?\d+ +\d+ [^ :]+:\d+ (\[\w+\] )?func:\S+ \n$")
 
 
+@pytest.fixture
+def kernel():
+    return boot()
+
+
 def lines_of(k):
     return k.alloc_tag.allocinfo_text().splitlines(keepends=True)
 

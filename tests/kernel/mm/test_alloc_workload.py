@@ -10,6 +10,11 @@ from fakefs.kernel.mm.alloc_workload import SITES, load_module, unload_module
 from mm_helpers import boot, read, run, write
 
 
+@pytest.fixture
+def kernel():
+    return boot()
+
+
 def table(k):
     out = {}
     for line in k.alloc_tag.allocinfo_text().splitlines()[2:]:

@@ -1,6 +1,13 @@
+import pytest
+
 from fakefs.kernel.mm.alloc_tag import AllocTag
 from fakefs.kernel.mm.page_alloc import get_order
 from mm_helpers import boot
+
+
+@pytest.fixture
+def kernel():
+    return boot()
 
 
 def tag():

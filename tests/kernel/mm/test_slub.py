@@ -1,9 +1,16 @@
 """Tag accounting of the slab allocator: nesting, _noprof helpers, frees,
 object extension vectors, enable/disable, DEBUG warnings."""
 
+import pytest
+
 from fakefs.kernel.mm.alloc_tag import AllocTag
 from fakefs.kernel.mm.slub import calculate_order, kmalloc_index
 from mm_helpers import boot, write
+
+
+@pytest.fixture
+def kernel():
+    return boot()
 
 
 def counters(*tags):

@@ -1,5 +1,13 @@
+import pytest
+
 from fakefs.kernel.mm.alloc_tag import AllocTag
 from fakefs.kernel.mm.vmalloc import VmArea
+from mm_helpers import boot
+
+
+@pytest.fixture
+def kernel():
+    return boot()
 
 
 def tag():
