@@ -10,46 +10,35 @@ from __future__ import annotations
 
 DEFAULT_PERSONA = "6.12-stackmap"
 
+# Linux 6.12 as configured for the persona the stackmap series was measured on
+_CONFIG_6_12 = {
+    "CONFIG_TRACING": True,
+    "CONFIG_FTRACE": True,
+    "CONFIG_FUNCTION_TRACER": True,
+    "CONFIG_STACKTRACE": True,
+    "CONFIG_KALLSYMS": True,
+    "CONFIG_FTRACE_STACKMAP": True,
+    "CONFIG_TRACER_SNAPSHOT": False,
+    "CONFIG_MEM_ALLOC_PROFILING": True,
+    "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT": True,
+    "CONFIG_MEM_ALLOC_PROFILING_DEBUG": False,
+    "CONFIG_PROFILING": True,
+    "CONFIG_MODULES": True,
+    "CONFIG_NR_CPUS": 8192,
+}
+
 PERSONAS: dict[str, dict] = {
     "6.12-stackmap": {
         "description": "Linux 6.12 with the ftrace stackmap RFC v3 series applied",
         "version": (6, 12, 0),
         "release": "6.12.0-stackmap",
-        "config": {
-            "CONFIG_TRACING": True,
-            "CONFIG_FTRACE": True,
-            "CONFIG_FUNCTION_TRACER": True,
-            "CONFIG_STACKTRACE": True,
-            "CONFIG_KALLSYMS": True,
-            "CONFIG_FTRACE_STACKMAP": True,
-            "CONFIG_TRACER_SNAPSHOT": False,
-            "CONFIG_MEM_ALLOC_PROFILING": True,
-            "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT": True,
-            "CONFIG_MEM_ALLOC_PROFILING_DEBUG": False,
-            "CONFIG_PROFILING": True,
-            "CONFIG_MODULES": True,
-            "CONFIG_NR_CPUS": 8192,
-        },
+        "config": dict(_CONFIG_6_12),
     },
     "6.18": {
         "description": "Linux 6.18 (allocinfo 2.0, mem_profiling compression, no stackmap)",
         "version": (6, 18, 0),
         "release": "6.18.0",
-        "config": {
-            "CONFIG_TRACING": True,
-            "CONFIG_FTRACE": True,
-            "CONFIG_FUNCTION_TRACER": True,
-            "CONFIG_STACKTRACE": True,
-            "CONFIG_KALLSYMS": True,
-            "CONFIG_FTRACE_STACKMAP": False,
-            "CONFIG_TRACER_SNAPSHOT": False,
-            "CONFIG_MEM_ALLOC_PROFILING": True,
-            "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT": True,
-            "CONFIG_MEM_ALLOC_PROFILING_DEBUG": False,
-            "CONFIG_PROFILING": True,
-            "CONFIG_MODULES": True,
-            "CONFIG_NR_CPUS": 8192,
-        },
+        "config": dict(_CONFIG_6_12, CONFIG_FTRACE_STACKMAP=False),
     },
     "2.6.30-eqware": {
         "description": "Linux 2.6.30 on a small x86_64 board with EQware's heap-stress "
