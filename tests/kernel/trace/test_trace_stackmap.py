@@ -237,3 +237,20 @@ def test_upstream_parser_reads_our_bin():
     parsed = list(mod.parse_stackmap_bin(m.binary()))
     expect = [(i, e.ref_count, list(e.ips)) for i, e in m.populated()]
     assert parsed == expect
+
+
+class NoMemo(dict):
+    def get(self, key, default=None):
+        return default
+
+
+@pytest.mark.parametrize("bits,n", [(10, 3000), (12, 800)])
+def test_stored_shortcut_gives_the_same_ids_and_counts_as_the_walk(bits, n):
+    rng = random.Random(bits)
+    events = [stack(rng.randrange(n), depth=rng.randrange(5, 25)) for _ in range(20000)]
+    fast = FtraceStackMap(bits, hash_seed=11)
+    walk = FtraceStackMap(bits, hash_seed=11)
+    walk._stored = NoMemo()
+    assert [fast.get_id(e) for e in events] == [walk.get_id(e) for e in events]
+    assert fast.stats_text() == walk.stats_text()
+    assert fast.binary() == walk.binary()
