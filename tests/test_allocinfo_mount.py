@@ -1,5 +1,6 @@
 """/proc/allocinfo and /proc/sys/vm/mem_profiling through a real mount, from the shell."""
 
+import errno
 import os
 import re
 import subprocess
@@ -110,3 +111,14 @@ def test_debug_build_is_read_only():
         assert sh("cat proc/sys/vm/mem_profiling", m).stdout == "1\n"
         r = sh("echo 0 > proc/sys/vm/mem_profiling", m)
         assert r.returncode != 0 and "Permission denied" in r.stderr
+
+
+
+@requires_fuse
+def test_sysctl_refuses_chmod_tracefs_allows_it():
+    with mounted() as mnt:
+        with pytest.raises(PermissionError) as e:
+            os.chmod(os.path.join(mnt, "proc/sys/vm/mem_profiling"), 0o600)
+        assert e.value.errno == errno.EPERM
+        os.chmod(os.path.join(mnt, "sys/kernel/tracing/trace"), 0o600)
+        assert os.stat(os.path.join(mnt, "sys/kernel/tracing/trace")).st_mode & 0o777 == 0o600

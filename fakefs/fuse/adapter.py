@@ -145,6 +145,9 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def setattr(self, inode, attr, fields, fh, ctx):
         n = self.node(inode)
+        if (fields.update_mode or fields.update_uid or fields.update_gid) and \
+                isinstance(n, FileNode) and not n.fops.setattr_allowed:
+            raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_mode:
             n.mode = stat.S_IFMT(n.mode) | (attr.st_mode & 0o7777)
         if fields.update_uid:

@@ -93,6 +93,8 @@ class FileOperations:
     """
 
     nonseekable = False
+    # chmod/chown allowed (tracefs, most of procfs); /proc/sys refuses (EPERM)
+    setattr_allowed = True
 
     def open(self, f: File) -> None:
         pass

@@ -53,6 +53,8 @@ class CtlTable:
 
 
 class _SysctlOps(FileOperations):
+    setattr_allowed = False      # proc_sys_setattr(): mode/owner changes are EPERM
+
     def show(self, f):
         return f.data.show()
 
