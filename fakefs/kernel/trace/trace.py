@@ -122,6 +122,11 @@ class TraceArray:
         self.open_refs = 0
         self.formatter = None
         self.enabled_events: set = set()
+        # hooks for per-array filtering (set by trace_events_filter / ftrace):
+        #   event_filters[ev](entry) -> bool: keep this tracepoint hit?
+        #   ftrace_ops.match(ip, pid) -> bool, ftrace_ops.after_call(tr, cpu, ts, ip, stack)
+        self.event_filters: dict = {}
+        self.ftrace_ops = None
 
     # --- state -------------------------------------------------------------
     def flag(self, name: str) -> bool:

@@ -126,9 +126,14 @@ class TraceActivity:
         ip = wl.function_ip(stack)
         entry = (ts, te.TRACE_FN, pid, flags, pc, ip, stack[1] if len(stack) > 1 else 0)
         for tr in trs:
+            ops = tr.ftrace_ops
+            if ops is not None and not ops.match(ip, pid):
+                continue
             if tr.write_entry(cpu, entry, te.FN_PAYLOAD) and (
                     tr.flag("stacktrace") or tr.current.opts.get("func_stack_trace")):
                 tr.trace_stack(cpu, ts, pid, flags, pc, stack)
+            if ops is not None:
+                ops.after_call(tr, cpu, ts, ip, stack)
 
     def _tracepoint(self, ev, trs, wl, rng, cpu, ts) -> None:
         trs = [tr for tr in trs if ev in tr.enabled_events and tr.cpumask >> cpu & 1]
@@ -142,6 +147,9 @@ class TraceActivity:
         args = ev.make(rng, cpu, task, stack, self)
         entry = (ts, ev.id, task.pid, flags, pc, args, None)
         for tr in trs:
+            flt = tr.event_filters.get(ev)
+            if flt is not None and not flt(entry):
+                continue
             if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
                 tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
 
