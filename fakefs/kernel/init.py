@@ -107,10 +107,6 @@ class Kernel:
     def now_ns(self) -> int:
         return self.clock.now_ns()
 
-    def behind(self) -> bool:
-        now = self.clock.now_ns()
-        return self.sim_time < now - now % TICK_NS
-
     def catch_up(self, max_steps: int = 8) -> bool:
         """Simulate up to ``max_steps`` steps towards now.
 

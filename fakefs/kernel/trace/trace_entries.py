@@ -41,7 +41,3 @@ def stack_payload(nr: int) -> int:
     """struct stack_entry: header, int size (padded to 8), unsigned long caller[nr]."""
     return TRACE_ENTRY_HDR + 8 + 8 * nr
 
-
-def print_payload(msg: str) -> int:
-    """struct print_entry: header, unsigned long ip, char buf[] (NUL included)."""
-    return TRACE_ENTRY_HDR + 8 + len(msg.encode()) + 1
