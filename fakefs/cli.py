@@ -46,9 +46,13 @@ def cmd_mount(args) -> int:
                         format="fakefs: %(levelname)s %(name)s: %(message)s")
     if args.foreground:
         kernel = daemon.boot_kernel(args)
-        print(f"fakefs: {kernel.config.release} mounted at {mnt} "
-              f"(tracefs at {mnt}/sys/kernel/tracing); Ctrl-C to unmount", flush=True)
-        return daemon.serve(kernel, mnt, fuse_opts)
+        tracing = kernel.tracing.root.path() if kernel.tracing else None
+
+        def ready():
+            print(f"fakefs: {kernel.config.release} mounted at {mnt}"
+                  + (f" (tracefs at {mnt}{tracing})" if tracing else "")
+                  + "; Ctrl-C to unmount", flush=True)
+        return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready)
     r, w = os.pipe()
     pid = os.fork()
     if pid:

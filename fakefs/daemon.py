@@ -59,7 +59,8 @@ async def _serve(ops: FakeFS) -> None:
         nursery.cancel_scope.cancel()
 
 
-def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None) -> int:
+def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None,
+          on_ready=None) -> int:
     ops = FakeFS(kernel)
     try:
         pyfuse3.init(ops, mountpoint, fuse_options(opts))
@@ -81,6 +82,8 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     if ready_fd is not None:
         os.write(ready_fd, b"OK\n")
         os.close(ready_fd)
+    if on_ready is not None:
+        on_ready()
     try:
         trio.run(_serve, ops)
     finally:
