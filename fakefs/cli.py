@@ -50,7 +50,7 @@ def cmd_mount(args) -> int:
 
         def ready():
             print(f"fakefs: {kernel.config.release} mounted at {mnt}"
-                  + (f" (tracefs at {mnt}{tracing})" if tracing else "")
+                  + (f" (tracing at {mnt}{tracing})" if tracing else "")
                   + "; Ctrl-C to unmount", flush=True)
         return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready)
     r, w = os.pipe()
