@@ -159,15 +159,15 @@ def bench_retention(seconds: float = 5.0) -> list[tuple[str, float, str]]:
 def main() -> int:
     sections = [("tracefs small-file latency", bench_small_file),
                 ("stackmap get_id throughput", bench_get_id),
-                ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU)",
-                 bench_retention)]
+                ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU; "
+                 "deterministic, one run)", bench_retention)]
     try:
         from . import bench_alloc_tag
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))
     except ImportError:
         pass
     for title, fn in sections:
-        print("== %s (median of %d rounds)" % (title, ROUNDS))
+        print("== %s" % title + ("" if "one run" in title else " (median of %d rounds)" % ROUNDS))
         for name, value, unit in fn():
             if isinstance(value, float) and value < 100:
                 print("  %-62s %12.3f %s" % (name, value, unit))
