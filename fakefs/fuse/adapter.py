@@ -26,7 +26,7 @@ import stat
 import pyfuse3
 import trio
 
-from ..kernel.fs.pseudo import DirNode, File, FileNode, KernelError, WouldBlock
+from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
 from .signals import signal_pending
 
 log = logging.getLogger("fakefs.fuse")
@@ -277,7 +277,10 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def flush(self, fh):
-        return None
+        f = self.files.get(fh)
+        if f is not None and type(f.node.fops).flush is not FileOperations.flush:
+            await self.observe()
+            f.node.fops.flush(f)
 
     @handler
     async def fsync(self, fh, datasync):

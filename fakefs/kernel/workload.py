@@ -15,7 +15,7 @@ hits, over a long tail.
 ``stacks_for_event()`` gives the stack of the next tracepoint hit of a kind
 (``EVENT_KINDS``: ``kmem_cache_alloc``, ``kmalloc``, ``kfree``,
 ``kmem_cache_free``, ``page_alloc``, ``sched_switch``, ``sched_waking``,
-``sched_wakeup``): the walk conditioned on getting to one of the functions
+``sched_wakeup``, ``signal_generate``): the walk conditioned on getting to one of the functions
 where it fires.  ``sched_switch`` switches tasks, the other kinds now and
 then let the running task sleep first, but the wakeup kinds
 (``NOSWITCH_KINDS``) never do: the waker goes on running.
@@ -52,12 +52,14 @@ _TRACE, _LOOP, _HALT, _SWITCH, _ENTRY, _UMODE, _KMODE, _NOIDLE = 1, 2, 4, 8, 16,
 KMODE, UMODE, IDLE = 0, 1, 2
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
-               "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup")
+               "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
 # kinds whose stacks never come with a context switch: the task that wakes
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
+CALL_TRIES = 4             # calls_to(): tasks tried before giving up
+TARGET_SETS_KEPT = 20      # calls_to() target sets whose reach tables are cached
 
 
 # ---------------------------------------------------------------- the graph
@@ -243,6 +245,8 @@ class Workload:
     """``kernel.workload``: the tasks and what every CPU runs.
 
     Public: ``sample(rng, cpu)``, ``stacks_for_event(rng, cpu, kind)``,
+    ``calls_to(rng, cpu, ids)`` (with ``call_ids(addrs)`` and
+    ``call_profile()``: calls of chosen functions, and how common they are),
     ``current(cpu)``, ``tasks()``, ``profile_of(pid)``, ``function_ip(stack)``,
     ``distinct_paths()``; ``switch_hooks`` (callables ``(cpu, prev, next,
     stack)`` run at every context switch, stack as seen by sched_switch);
@@ -271,6 +275,9 @@ class Workload:
         self._nframes = 0
         self._resolve_graph()
         self._reach_cache: dict = {}
+        self._target_sets: list = []           # frozenset kinds in _reach_cache
+        self._call_counts = None               # call_profile()
+        self._fid_by_addr = None               # call_ids()
         self._roots: dict = {}
         self._user_irq: dict = {}
         self._cpus: list[_Cpu] = []
@@ -924,6 +931,80 @@ class Workload:
         ts.frame, ts.phase = n, ENTER
         return ts.task, self._tp_stack(n)
 
+    def call_ids(self, addrs) -> frozenset:
+        """Ids of the traced functions of the graph that start at one of
+        ``addrs`` (function addresses): the ones ``calls_to()`` can reach."""
+        by_addr = self._fid_by_addr
+        if by_addr is None:
+            by_addr = self._fid_by_addr = {}
+            for i, a in enumerate(self.addr):
+                if self.flags[i] & _TRACE:
+                    by_addr.setdefault(a, i)
+        return frozenset(by_addr[a] for a in addrs if a in by_addr)
+
+    def call_profile(self, n_per_cpu: int = 16000):
+        """How often each traced function is called: per CPU, ``{id: calls}``
+        among ``n_per_cpu`` calls of an unrecorded run of the walk, and
+        ``n_per_cpu``.  The run is done once, on the side: every task and
+        CPU is put back where it was, and no switch hook hears of it."""
+        if self._call_counts is None:
+            sched = self.kernel.sched
+            saved_cpus = [(c, c.ts, c.halt) for c in self._cpus]
+            saved_tasks = [(ts, ts.frame, ts.phase) for c in self._cpus
+                           for ts in [c.idle] + c.rq]
+            saved_curr = list(sched.curr)
+            hooks, self.switch_hooks = self.switch_hooks, []
+            rng = self.kernel.subsystem_rng("workload-call-profile")
+            counts = []
+            try:
+                for c in self._cpus:
+                    hits: dict[int, int] = {}
+                    for _ in range(n_per_cpu):
+                        if self._nframes > FRAME_CAP:
+                            self._maybe_restart_cache()
+                        _task, fr = self._run(c, rng)
+                        hits[fr.fn] = hits.get(fr.fn, 0) + 1
+                    counts.append(hits)
+            finally:
+                self.switch_hooks = hooks
+                for c, cts, halt in saved_cpus:
+                    c.ts, c.halt = cts, halt
+                for ts, frame, phase in saved_tasks:
+                    ts.frame, ts.phase = frame, phase
+                sched.curr[:] = saved_curr
+            self._call_counts = (counts, n_per_cpu)
+        return self._call_counts
+
+    def calls_to(self, rng, cpu, targets: frozenset):
+        """(task, stack) of the next call on ``cpu`` of one of the functions
+        ``targets`` (ids from ``call_ids()``), or None when nothing running
+        there gets to one.  Like ``stacks_for_event()``: the CPU first goes
+        on by one call, now and then its task sleeps, then the running task
+        (or an interrupt) walks down a path to a target.  ``stack[0]`` is the
+        target's entry (as in ``sample()``), where the task now is."""
+        if not targets:
+            return None
+        if self._nframes > FRAME_CAP:
+            self._maybe_restart_cache()
+        c = self._cpus[cpu]
+        self._run(c, rng)                  # whatever it was doing goes on
+        if rng.random() < self.p_event_switch:
+            self._event_switch(c, rng)
+        for _ in range(CALL_TRIES):
+            n = self._event_path(c, rng, targets, targets)
+            if n is None:
+                n = self._irq_path(c, rng, targets, targets)
+            if n is not None:
+                break
+            # nothing running here gets there (an idle CPU, a task that
+            # never makes such calls): the task sleeps, another one runs
+            self._event_switch(c, rng)
+        else:
+            return None
+        ts = c.ts
+        ts.frame, ts.phase = n, ENTER
+        return ts.task, n.stack
+
     def _event_noswitch(self, c, rng, kind, targets):
         """(task, stack) for an event that comes with no context switch:
         the running task (or an interrupt on top of it) gets to a target."""
@@ -1117,8 +1198,10 @@ class Workload:
         key = (profile, kind)
         r = self._reach_cache.get(key)
         if r is None:
+            if isinstance(kind, frozenset):
+                self._note_target_set(kind)
             dist, rtab, prem, P = self._compute_reach(self._tables[profile], kind)
-            targets = self.events[kind]
+            targets = self._targets_of(kind)
             maxd = self.max_depth
 
             def opts(table):
@@ -1135,8 +1218,24 @@ class Workload:
             self._reach_cache[key] = r
         return r
 
+    def _note_target_set(self, kind):
+        """Keep the reach tables of the last few target sets only."""
+        kinds = self._target_sets
+        if kind in kinds:
+            return
+        kinds.append(kind)
+        if len(kinds) > TARGET_SETS_KEPT:
+            old = kinds.pop(0)
+            for key in [k for k in self._reach_cache if k[1] == old]:
+                del self._reach_cache[key]
+
+    def _targets_of(self, kind):
+        """The function ids a reach ``kind`` leads to: an event kind's sites,
+        or the set itself when ``kind`` is a frozenset of ids (calls_to)."""
+        return kind if isinstance(kind, frozenset) else self.events[kind]
+
     def _compute_reach(self, table, kind):
-        targets = self.events[kind]
+        targets = self._targets_of(kind)
         nf = len(self.names)
         flags = self.flags
         again = self.again

@@ -392,3 +392,46 @@ def test_free_and_wakeup_stacks_are_deterministic():
     a = events(4)
     assert events(4) == a
     assert events(5) != a
+
+
+def test_calls_to_reaches_the_targets(k):
+    w = k.workload
+    ks = k.kallsyms
+    ids = w.call_ids([ks.addr_of("schedule"), ks.addr_of("kernel_clone")])
+    assert len(ids) == 2
+    rng = random.Random(4)
+    hits = collections.Counter()
+    for i in range(400):
+        got = w.calls_to(rng, i % 4, ids)
+        assert got is not None
+        task, stack = got
+        name, off, _size, _mod = ks.lookup(stack[0])
+        assert name in ("schedule", "kernel_clone") and off == FENTRY_RET
+        assert w.current(i % 4) is task
+        hits[name] += 1
+    assert hits["schedule"] > hits["kernel_clone"]
+    assert w.calls_to(rng, 0, frozenset()) is None
+    # only traced functions of the graph can be called
+    assert not w.call_ids([ks.addr_of("__schedule"), 12345])
+
+
+def test_calls_to_is_deterministic():
+    a, b = boot(seed=3), boot(seed=3)
+    out = []
+    for w in (a.workload, b.workload):
+        ids = w.call_ids([w.kernel.kallsyms.addr_of("schedule")])
+        rng = random.Random(9)
+        out.append([(t.pid, s) for t, s in (w.calls_to(rng, i % 2, ids) for i in range(200))])
+    assert out[0] == out[1]
+
+
+def test_call_profile_leaves_the_cpus_alone():
+    a, b = boot(seed=5), boot(seed=5)
+    switches = []
+    a.workload.switch_hooks.append(lambda *args: switches.append(args))
+    counts, n = a.workload.call_profile(2000)
+    assert n == 2000 and len(counts) == 2 and sum(counts[0].values()) == 2000
+    assert a.workload.call_profile() is a.workload.call_profile()     # done once
+    assert not switches
+    assert [(t.pid, s) for t, s in run(a.workload, 2000, ncpu=2)] == \
+        [(t.pid, s) for t, s in run(b.workload, 2000, ncpu=2)]

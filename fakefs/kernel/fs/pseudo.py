@@ -112,6 +112,10 @@ class FileOperations:
     def poll(self, f: File) -> int:
         return DEFAULT_POLLMASK
 
+    def flush(self, f: File) -> None:
+        """Every ``close()`` of a descriptor of the open file, before it
+        returns (``release`` may come later)."""
+
     def release(self, f: File) -> None:
         pass
 

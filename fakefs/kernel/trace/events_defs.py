@@ -1,4 +1,4 @@
-"""Tracepoints of the simulated kernel (include/trace/events/sched.h, kmem.h).
+"""Tracepoints of the simulated kernel (include/trace/events/sched.h, kmem.h, signal.h).
 
 Each :class:`EventDef` gives what tracefs shows for a TRACE_EVENT(): its
 system, name, field layout (``format``), print fmt, the text printer, the
@@ -58,9 +58,18 @@ def hashed_ptr(ptr: int) -> str:
 
 
 TASK_STATES = [(0, "R"), (1, "S"), (2, "D")]
+# prev_state as the field holds it (__trace_sched_switch_state()): a bit per
+# state, TASK_REPORT_MAX for a preempted task ("R+")
+PREV_STATE_VALUES = {"R": 0, "S": 0x1, "D": 0x2, "T": 0x4, "t": 0x8, "X": 0x10, "Z": 0x20,
+                     "P": 0x40, "I": 0x80, "R+": 0x100}
 
 
 class EventDef:
+    # field name -> function from the value kept in ``args`` to the value the
+    # ring buffer holds, for fields ``args`` keeps in another form (filters
+    # compare the latter)
+    filter_values: dict = {}
+
     def __init__(self, system, name, fields, print_fmt, payload, rate, kind):
         self.system = system
         self.name = name
@@ -83,6 +92,8 @@ class EventDef:
 
 
 class SchedSwitch(EventDef):
+    filter_values = {"prev_state": lambda s: PREV_STATE_VALUES.get(s, 0)}
+
     def render(self, a, fmt):
         pc, ppid, pprio, pstate, nc, npid, nprio = a
         return ("prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s ==> next_comm=%s "
@@ -160,6 +171,43 @@ class Kfree(EventDef):
         return (_call_site(stack), _slab_ptr(rng))
 
 
+# signals sent from elsewhere than the two paths the workload has (exit ->
+# SIGCHLD, ITIMER_REAL -> SIGALRM): (sig, si_code, group, weight)
+SIGNALS = [(17, 1, 1, 6), (14, 0x80, 1, 2), (10, 0, 1, 1), (15, 0, 1, 1), (9, 0, 1, 0.5),
+           (13, 0x80, 0, 0.5), (28, 0x80, 1, 0.5), (2, 0x80, 1, 0.3), (23, 0x80, 1, 0.2)]
+_SIG_WEIGHTS = [s[3] for s in SIGNALS]
+TRACE_SIGNAL_DELIVERED, TRACE_SIGNAL_IGNORED, TRACE_SIGNAL_ALREADY_PENDING = 0, 1, 2
+SIGCHLD, SIGALRM, CLD_EXITED, SI_KERNEL = 17, 14, 1, 0x80
+
+
+class SignalGenerate(EventDef):
+    def render(self, a, fmt):
+        return "sig=%d errno=%d code=%d comm=%s pid=%d grp=%d res=%d" % a
+
+    def make(self, rng, cpu, task, stack, src):
+        ks = src.kernel.kallsyms
+        names = set()
+        for ip in stack[:16]:
+            hit = ks.lookup(ip)
+            if hit is not None:
+                names.add(hit[0])
+        users = [t for t in src.tasks if not t.kthread] or [task]
+        if "it_real_fn" in names:
+            sig, code, group = SIGALRM, SI_KERNEL, 1
+            target = rng.choice(users)
+        elif "do_notify_parent" in names:
+            sig, code, group = SIGCHLD, CLD_EXITED, 1
+            target = rng.choice(users)
+        else:
+            sig, code, group, _w = rng.choices(SIGNALS, _SIG_WEIGHTS)[0]
+            target = rng.choice(users)
+        r = rng.random()
+        result = (TRACE_SIGNAL_ALREADY_PENDING if r < 0.05
+                  else TRACE_SIGNAL_IGNORED if sig == SIGCHLD and r < 0.3
+                  else TRACE_SIGNAL_DELIVERED)
+        return (sig, 0, code, target.comm, target.pid, group, result)
+
+
 _F = _field
 _SCHED_WAKE_FIELDS = [_F("char comm[16]", 8, 16, 0), _F("pid_t pid", 24, 4, 1),
                       _F("int prio", 28, 4, 1), _F("int target_cpu", 32, 4, 1)]
@@ -218,4 +266,11 @@ def all_events() -> list[EventDef]:
                         _F("bool accounted", 52, 1, 0)],
                        _KMEM_ALLOC_FMT % (gfp, 'REC->accounted ? "true" : "false"'),
                        56, 1500, "kmem_cache_alloc"),
+        SignalGenerate("signal", "signal_generate",
+                       [_F("int sig", 8, 4, 1), _F("int errno", 12, 4, 1), _F("int code", 16, 4, 1),
+                        _F("char comm[16]", 20, 16, 0), _F("pid_t pid", 36, 4, 1),
+                        _F("int group", 40, 4, 1), _F("int result", 44, 4, 1)],
+                       '"sig=%d errno=%d code=%d comm=%s pid=%d grp=%d res=%d", REC->sig, '
+                       'REC->errno, REC->code, REC->comm, REC->pid, REC->group, REC->result',
+                       48, 20, "signal_generate"),
     ]

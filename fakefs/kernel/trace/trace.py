@@ -121,10 +121,17 @@ class TraceArray:
         self.dir: DirNode | None = None
         self.open_refs = 0
         self.formatter = None
-        self.enabled_events: set = set()
+        self.enabled_events: set = set()     # EVENT_FILE_FL_ENABLED
+        # soft mode (function probes enable_event/disable_event): events in
+        # soft_mode (with their reference count) stay registered; the ones in
+        # soft_disabled are registered but record nothing
+        self.soft_mode: dict = {}
+        self.soft_disabled: set = set()
         # hooks for per-array filtering (set by trace_events_filter / ftrace):
         #   event_filters[ev](entry) -> bool: keep this tracepoint hit?
         #   ftrace_ops.match(ip, pid) -> bool, ftrace_ops.after_call(tr, cpu, ts, ip, stack)
+        #   (ftrace.FtraceOps, set while any filter, pid list or probe is;
+        #   also .probes, .filtering() and .call_targets() for trace_activity)
         self.event_filters: dict = {}
         self.ftrace_ops = None
 
@@ -196,9 +203,51 @@ class TraceArray:
     def set_event_enabled(self, ev, on: bool) -> None:
         if on:
             self.ensure_expanded()       # tracing_update_buffers()
-            self.enabled_events.add(ev)
+        self.event_enable_disable(ev, on, False)
+
+    def event_enable_disable(self, ev, enable: bool, soft: bool) -> None:
+        """``__ftrace_event_enable_disable()``: ``soft`` takes (enable) or
+        drops (not enable) a soft-mode reference; a plain disable of an
+        event in soft mode only soft-disables it."""
+        if not enable:
+            if soft:
+                n = self.soft_mode.get(ev, 0) - 1
+                if n > 0:
+                    self.soft_mode[ev] = n
+                    return
+                self.soft_mode.pop(ev, None)
+                disable = ev in self.soft_disabled
+            else:
+                disable = ev not in self.soft_mode
+            if disable:
+                self.enabled_events.discard(ev)
+            if ev in self.soft_mode:
+                self.soft_disabled.add(ev)
+            else:
+                self.soft_disabled.discard(ev)
+            return
+        if not soft:
+            self.soft_disabled.discard(ev)
         else:
-            self.enabled_events.discard(ev)
+            n = self.soft_mode.get(ev, 0) + 1
+            self.soft_mode[ev] = n
+            if n > 1:
+                return
+        if ev not in self.enabled_events:
+            if soft:
+                self.soft_disabled.add(ev)
+            self.enabled_events.add(ev)
+
+    def event_recording(self, ev) -> bool:
+        """Enabled and not soft-disabled: hits go into the buffer."""
+        return ev in self.enabled_events and ev not in self.soft_disabled
+
+    def event_enable_text(self, ev) -> str:
+        """An event's ``enable`` file: 0/1, ``*`` while in soft mode."""
+        s = "1" if self.event_recording(ev) else "0"
+        if ev in self.soft_disabled or ev in self.soft_mode:
+            s += "*"
+        return s + "\n"
 
     # --- recording ---------------------------------------------------------
     def write_entry(self, cpu: int, entry, payload: int) -> bool:
@@ -220,6 +269,9 @@ class TraceArray:
     # --- instances -----------------------------------------------------------
     def destroy(self) -> None:
         self.current.reset(self)
+        ops = getattr(self, "ftrace", None)
+        if ops is not None:
+            ops.destroy()            # clear_ftrace_function_probes()
 
 
 class InstancesDir(DirOperations):

@@ -8,15 +8,49 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 ``stacks_for_event(kind)`` for tracepoints.  After an entry, a stack is
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
+
+``fn_rate`` sampled calls stand for all the calls a CPU makes.  The
+functions a filtered function tracer or a function probe names
+(``tr.ftrace_ops``, see ``ftrace.py``) get their own streams of calls at the
+rate they are really made (``Workload.calls_to()``): a filter on
+``schedule`` shows every schedule() call, a probe on ``kernel_clone`` fires
+at each fork.  Every call goes to the function-tracing arrays (through
+``ops.match()``) and to the probes of every array (``ops.after_call()``),
+whatever its tracer.  While there are probes, which may switch tracing on or
+off or enable events, the CPUs go through an interval together in time
+order.
 """
 
 from __future__ import annotations
+
+import heapq
+import zlib
 
 from . import trace_entries as te
 
 FN_RATE_DEFAULT = 4000
 SWITCH_RATE = 300          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
+# Calls of the functions a filter or a probe names come at the rate a busy
+# CPU makes them: R_CALLS traced calls a second (what the function tracer's
+# fn_rate samples stand for) times the share of them the walk gives those
+# functions (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU),
+# counting CALL_PRIOR calls for each function there that it never got to.
+R_CALLS = 250_000
+CALL_PROFILE_N = 16_000
+CALL_PRIOR = 0.5
+TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
+SINGLE_STREAMS = 16        # up to this many functions get a stream each
+
+
+class CallGroup:
+    """Calls of one of ``ids`` (workload function ids), ``rates[cpu]`` a second."""
+
+    __slots__ = ("ids", "rates")
+
+    def __init__(self, ids, rates):
+        self.ids = ids
+        self.rates = rates
 
 HARDIRQ_FUNCS = frozenset({
     "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
@@ -37,6 +71,8 @@ class TraceActivity:
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
+        self._target_addrs = frozenset()
+        self._targets: tuple = ()
 
     # --- context flags ------------------------------------------------------
     def _frame_context(self, ip: int) -> int:
@@ -69,37 +105,54 @@ class TraceActivity:
 
     # --- the hook -------------------------------------------------------------
     def _count(self, key, rate: float, dt: float) -> int:
-        want = self.carry.get(key, 0.0) + rate * dt
+        carry = self.carry.get(key)
+        if carry is None:
+            # a stream just started is somewhere in its period, not at its
+            # beginning: else the first occurrence always waits a full one
+            carry = zlib.crc32(repr(key).encode()) / 2**32
+        want = carry + rate * dt
         n = int(want)
         self.carry[key] = want - n
         return n
 
     def run(self, t0: int, t1: int) -> None:
         tracing = self.kernel.tracing
-        live = [tr for tr in tracing.arrays() if tr.tracing_is_on()]
+        arrays = list(tracing.arrays())
+        probe_trs = [tr for tr in arrays if tr.ftrace_ops is not None and tr.ftrace_ops.probes]
+        # an array with function probes may have tracing switched on by one
+        live = [tr for tr in arrays if tr.tracing_is_on() or tr in probe_trs]
         fn_trs = [tr for tr in live if tr.current.name == "function" and tr.flag("function-trace")]
         ev_trs = [tr for tr in live if tr.enabled_events]
-        if not fn_trs and not ev_trs:
+        plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
+        filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
+        wl = self.kernel.workload
+        targets = self._call_targets(wl, arrays, fn_trs)
+        if not plain_fn and not ev_trs and not targets:
             return
         events = set()
         for tr in ev_trs:
-            events |= tr.enabled_events
+            # soft-disabled events are left out, unless a probe may enable them
+            events |= tr.enabled_events if tr in probe_trs else tr.enabled_events - tr.soft_disabled
         events = sorted(events, key=lambda e: e.id)
-        wl = self.kernel.workload
         if events:
             self.tasks = wl.tasks()
         rng = self.rng
         dt = (t1 - t0) / 1e9
         span = t1 - t0
+        moving = bool(plain_fn or targets)
+        per_cpu = []
         for cpu in range(self.kernel.nr_cpus):
             occ = []
-            if fn_trs:
+            if plain_fn:
                 n = self._count((cpu, None), self.fn_rate, dt)
                 occ += [(t0 + int(rng.random() * span), 0, None) for _ in range(n)]
+            for group in targets:
+                n = self._count((cpu, group.ids), group.rates[cpu], dt)
+                occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]
             for ev in events:
                 n = self._count((cpu, ev.id), ev.rate, dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
-            if events and not fn_trs and not any(ev.kind == "sched_switch" for ev in events):
+            if events and not moving and not any(ev.kind == "sched_switch" for ev in events):
                 # nothing else moves the CPUs from task to task: let the
                 # scheduler run unrecorded so the traced events keep coming
                 # from changing tasks
@@ -108,22 +161,86 @@ class TraceActivity:
             if not occ:
                 continue
             occ.sort(key=lambda o: (o[0], o[1]))
-            ftrs = [tr for tr in fn_trs if tr.cpumask >> cpu & 1]
-            for ts, _id, ev in occ:
-                if ev is None:
-                    self._function_call(ftrs, wl, rng, cpu, ts)
-                elif ev is SWITCH:
-                    wl.stacks_for_event(rng, cpu, "sched_switch")
-                else:
-                    self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
+            trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
+                   [tr for tr in filt_fn if tr.cpumask >> cpu & 1])
+            if not probe_trs:
+                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng)
+            else:
+                per_cpu.append((cpu, occ, trs))
+        if per_cpu:
+            # probes act on the state of the whole array (tracing_on, events):
+            # the CPUs go through the interval together, in time order
+            streams = [[(o[0], o[1], cpu, o[2], trs) for o in occ] for cpu, occ, trs in per_cpu]
+            for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
+                self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)
 
-    def _function_call(self, trs, wl, rng, cpu, ts) -> None:
+    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng) -> None:
+        ftrs, filtered = trs
+        for ts, _id, ev in occ:
+            if ev is None:
+                self._function_call(ftrs, wl, rng, cpu, ts, probe_trs)
+            elif type(ev) is CallGroup:
+                self._targeted_call(filtered, wl, rng, cpu, ts, probe_trs, ev.ids)
+            elif ev is SWITCH:
+                wl.stacks_for_event(rng, cpu, "sched_switch")
+            else:
+                self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
+
+    def _call_targets(self, wl, arrays, fn_trs):
+        """The functions whose every call matters now (filtered function
+        tracers, function probes), as :class:`CallGroup` streams."""
+        addrs = frozenset()
+        for tr in arrays:
+            ops = tr.ftrace_ops
+            if ops is not None:
+                addrs |= ops.call_targets(tr in fn_trs)
+        if addrs != self._target_addrs:
+            self._target_addrs = addrs
+            self._targets = self._call_groups(wl, addrs) if addrs else ()
+        return self._targets
+
+    def _call_groups(self, wl, addrs):
+        """Each function gets its own stream (so a rare one is called at
+        its own rate, not drowned by a frequent one), unless there are many:
+        then one stream goes to all of them as the walk gets there."""
+        ids = wl.call_ids(addrs)
+        if not ids:
+            return ()
+        counts, n = wl.call_profile(CALL_PROFILE_N)
+
+        def rates(group):
+            return [R_CALLS * (sum(c.get(i, 0) for i in group) + CALL_PRIOR * len(group)) / n
+                    for c in counts]
+
+        if len(ids) <= SINGLE_STREAMS:
+            groups = [CallGroup(frozenset((i,)), None) for i in sorted(ids)]
+        else:
+            groups = [CallGroup(ids, None)]
+        for g in groups:
+            g.rates = rates(g.ids)
+        for cpu in range(len(counts)):
+            total = sum(g.rates[cpu] for g in groups)
+            if total > TARGETED_MAX:
+                for g in groups:
+                    g.rates[cpu] *= TARGETED_MAX / total
+        return tuple(groups)
+
+    def _function_call(self, trs, wl, rng, cpu, ts, probe_trs=()) -> None:
         if not trs:
             return
         task, stack = wl.sample(rng, cpu)
+        self._record_call(trs, task, stack, cpu, ts, wl.function_ip(stack), probe_trs)
+
+    def _targeted_call(self, trs, wl, rng, cpu, ts, probe_trs, targets) -> None:
+        """A call of one of the functions filtered on or probed."""
+        got = wl.calls_to(rng, cpu, targets)
+        if got is not None:
+            task, stack = got
+            self._record_call(trs, task, stack, cpu, ts, wl.function_ip(stack), probe_trs)
+
+    def _record_call(self, trs, task, stack, cpu, ts, ip, probe_trs) -> None:
         flags, pc = self.context_flags(stack)
         pid = task.pid
-        ip = wl.function_ip(stack)
         entry = (ts, te.TRACE_FN, pid, flags, pc, ip, stack[1] if len(stack) > 1 else 0)
         for tr in trs:
             ops = tr.ftrace_ops
@@ -132,11 +249,11 @@ class TraceActivity:
             if tr.write_entry(cpu, entry, te.FN_PAYLOAD) and (
                     tr.flag("stacktrace") or tr.current.opts.get("func_stack_trace")):
                 tr.trace_stack(cpu, ts, pid, flags, pc, stack)
-            if ops is not None:
-                ops.after_call(tr, cpu, ts, ip, stack)
+        for tr in probe_trs:
+            tr.ftrace_ops.after_call(tr, cpu, ts, ip, stack)
 
     def _tracepoint(self, ev, trs, wl, rng, cpu, ts) -> None:
-        trs = [tr for tr in trs if ev in tr.enabled_events and tr.cpumask >> cpu & 1]
+        trs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
         if not trs:
             return
         try:

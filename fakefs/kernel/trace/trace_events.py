@@ -3,9 +3,10 @@
 It holds the ftrace-internal events of trace_entries.h — the entry types
 the function tracer and the stackmap write — with their ``format`` files
 (they cannot be enabled; ``print`` has a ``trigger`` file), the tracepoints
-of ``events_defs.py`` with ``enable``/``format``/``id``, and the top-level
-``enable``, ``header_page`` and ``header_event``.  Filters and triggers of
-tracepoints are not modelled yet, so their files are absent.
+of ``events_defs.py`` with ``enable``/``filter``/``format``/``id``, each
+system with ``enable`` and ``filter``, and the top-level ``enable``,
+``header_page`` and ``header_event``.  Filters are ``trace_events_filter.py``;
+triggers of tracepoints are not modelled yet, so their files are absent.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import errno
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..params import kstrtoul
 from . import trace_entries as te
+from .trace_events_filter import filters_of, write_text
 
 COMMON_FIELDS = (
     "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
@@ -141,7 +143,7 @@ class EventEnableOps(FileOperations):
 
     def show(self, f):
         tr, ev = f.data
-        return "1\n" if ev in tr.enabled_events else "0\n"
+        return tr.event_enable_text(ev)
 
     def write(self, f, data):
         tr, ev = f.data
@@ -157,6 +159,49 @@ class EventFormatOps(FileOperations):
 class EventIdOps(FileOperations):
     def show(self, f):
         return "%d\n" % f.data[1].id
+
+
+class _FilterFileOps(FileOperations):
+    """Filter files are read in one piece: a read past offset 0 gets nothing
+    (``event_filter_read()``, ``subsystem_filter_read()``)."""
+
+    def read(self, f, off, size):
+        if off:
+            return b""
+        return self.show(f).encode("latin-1")[:size]
+
+    def write(self, f, data):
+        text = write_text(data)
+        tr = f.data[0]
+        run = getattr(tr.kernel, "run_until_now", None)
+        if run is not None:
+            run()                    # events so far saw the old filter
+        self.apply(filters_of(tr), f.data[1], text)
+        return len(data)
+
+
+class EventFilterOps(_FilterFileOps):
+    """events/<system>/<event>/filter"""
+
+    def show(self, f):
+        tr, ev = f.data
+        return filters_of(tr).event_text(ev)
+
+    @staticmethod
+    def apply(filters, ev, text):
+        filters.apply_event_filter(ev, text)
+
+
+class SubsystemFilterOps(_FilterFileOps):
+    """events/<system>/filter: sets the filter of every event of the system."""
+
+    def show(self, f):
+        tr, system = f.data
+        return filters_of(tr).system_text(system)
+
+    @staticmethod
+    def apply(filters, system, text):
+        filters.apply_subsystem_filter(system, text)
 
 
 def event_trace_add_tracer(tr, parent) -> None:
@@ -185,8 +230,11 @@ def event_trace_add_tracer(tr, parent) -> None:
         sd = systems.get(ev.system)
         if sd is None:
             sd = systems[ev.system] = tree.create_dir(ev.system, evdir, 0o755)
+            tree.create_file("filter", TRACE_MODE_WRITE, sd, (tr, ev.system),
+                             SubsystemFilterOps())
             tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(ev.system))
         d = tree.create_dir(ev.name, sd, 0o755)
         tree.create_file("enable", TRACE_MODE_WRITE, d, (tr, ev), EventEnableOps())
+        tree.create_file("filter", TRACE_MODE_WRITE, d, (tr, ev), EventFilterOps())
         tree.create_file("format", TRACE_MODE_READ, d, (tr, ev), EventFormatOps())
         tree.create_file("id", TRACE_MODE_READ, d, (tr, ev), EventIdOps())

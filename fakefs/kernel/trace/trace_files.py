@@ -6,6 +6,7 @@ object, as kernel/trace/trace.c does with ``trace_create_file()``.
 
 from __future__ import annotations
 
+import collections
 import errno
 import heapq
 
@@ -18,6 +19,7 @@ from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
+from .ftrace import ftrace_create_files, pid_files_wanted
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
                 "tai", "x86-tsc"]
@@ -218,7 +220,8 @@ class TimestampModeOps(FileOperations):
 
 class ReadmeOps(FileOperations):
     def show(self, f):
-        return readme_text(f.data.kernel.config)
+        k = f.data.kernel
+        return readme_text(k.config, pid_files_wanted(k))
 
 
 class SavedCmdlinesOps(FileOperations):
@@ -318,6 +321,47 @@ class SetEventOps(FileOperations):
 class AvailableEventsOps(FileOperations):
     def show(self, f):
         return "".join("%s:%s\n" % (ev.system, ev.name) for ev in f.data.tracing.events)
+
+
+# --- error_log -----------------------------------------------------------------
+
+TRACING_LOG_ERRS_MAX = 8
+TRACING_LOG_LOC_MAX = 128
+CMD_PREFIX = "  Command: "
+
+
+def tracing_log_err(tr, loc: str, cmd: str, errs, err_type: int, pos: int) -> None:
+    """``tracing_log_err()``: remember an error for ``tr``'s ``error_log``
+    (the last TRACING_LOG_ERRS_MAX of them).  ``errs[err_type]`` is the
+    text; ``pos`` the caret's offset in ``cmd``."""
+    log = getattr(tr, "err_log", None)
+    if log is None:
+        log = tr.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)
+    head = ("%s: error: " % loc)[:TRACING_LOG_LOC_MAX - 1]
+    log.append((tr.kernel.now_ns(), head, errs[err_type & 0xff], cmd, pos & 0xffff))
+
+
+class ErrorLogOps(FileOperations):
+    """error_log: one record per error; opening with O_TRUNC clears it, writes
+    are accepted and ignored."""
+
+    def open(self, f):
+        if f.trunc:
+            log = getattr(f.data, "err_log", None)
+            if log is not None:
+                log.clear()
+
+    def show(self, f):
+        out = []
+        for ts, head, text, cmd, pos in getattr(f.data, "err_log", ()):
+            sec, nsec = divmod(ts, 1_000_000_000)
+            out.append("[%5d.%06d] %s%s\n%s%s\n%s^\n"
+                       % (sec, nsec // 1000, head, text, CMD_PREFIX, cmd,
+                          " " * (len(CMD_PREFIX) + pos)))
+        return "".join(out)
+
+    def write(self, f, data):
+        return len(data)
 
 
 # --- trace / trace_pipe ------------------------------------------------------
@@ -524,6 +568,8 @@ def init_tracer_tracefs(tr, d) -> None:
     f("trace_clock", W, d, tr, TraceClockOps())
     f("tracing_on", W, d, tr, TracingOnOps())
     f("timestamp_mode", R, d, tr, TimestampModeOps())
+    tr.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)
+    f("error_log", W, d, tr, ErrorLogOps())
     opts = tree.create_dir("options", d, 0o750)
     for name in tr.flag_names:
         if tr.is_top or name not in TOP_LEVEL_FLAGS:
@@ -542,6 +588,7 @@ def init_tracer_tracefs(tr, d) -> None:
     event_trace_add_tracer(tr, d)
     f("set_event", W, d, tr, SetEventOps())
     f("available_events", R, d, tr, AvailableEventsOps())
+    ftrace_create_files(tr, d)
 
 
 def create_top_level_files(tracing, root) -> None:
