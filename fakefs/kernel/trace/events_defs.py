@@ -237,13 +237,13 @@ def all_events() -> list[EventDef]:
                      _F("int prev_prio", 28, 4, 1), _F("long prev_state", 32, 8, 1),
                      _F("char next_comm[16]", 40, 16, 0), _F("pid_t next_pid", 56, 4, 1),
                      _F("int next_prio", 60, 4, 1)],
-                    _SWITCH_FMT, 64, 300, "sched_switch"),
+                    _SWITCH_FMT, 64, 800, "sched_switch"),
         SchedWake("sched", "sched_waking", _SCHED_WAKE_FIELDS,
                   '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
-                  'REC->target_cpu', 36, 250, "sched_waking"),
+                  'REC->target_cpu', 36, 600, "sched_waking"),
         SchedWake("sched", "sched_wakeup", _SCHED_WAKE_FIELDS,
                   '"comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, '
-                  'REC->target_cpu', 36, 250, "sched_wakeup"),
+                  'REC->target_cpu', 36, 600, "sched_wakeup"),
         KmemCacheFree("kmem", "kmem_cache_free",
                       [_F("unsigned long call_site", 8, 8, 0), _F("const void * ptr", 16, 8, 0),
                        _F("__data_loc char[] name", 24, 4, 0)],

@@ -29,7 +29,7 @@ import zlib
 from . import trace_entries as te
 
 FN_RATE_DEFAULT = 4000
-SWITCH_RATE = 300          # context switches per second per CPU
+SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # Calls of the functions a filter or a probe names come at the rate a busy
 # CPU makes them: R_CALLS traced calls a second (what the function tracer's
@@ -265,7 +265,7 @@ class TraceActivity:
         entry = (ts, ev.id, task.pid, flags, pc, args, None)
         for tr in trs:
             flt = tr.event_filters.get(ev)
-            if flt is not None and not flt(entry):
+            if flt is not None and not flt(entry, cpu):
                 continue
             if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
                 tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
