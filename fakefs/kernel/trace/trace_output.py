@@ -81,7 +81,7 @@ class TraceFormatter:
 
     def context(self, entry, cpu: int) -> str:
         tr = self.tr
-        ts, _t, pid, flags, pc = entry[0], entry[1], entry[2], entry[3], entry[4]
+        ts, pid, flags, pc = entry[0], entry[2], entry[3], entry[4]
         s = "%16s-%-7d " % (self.comm(pid), pid)
         if tr.flag("record-tgid"):
             tgid = tr.find_tgid(pid)

@@ -8,9 +8,10 @@ import re
 
 import pytest
 
-from fakefs.kernel.fs.pseudo import File, KernelError
+from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from kfiles import errno_of, node, rd, wr
 from fakefs.kernel.trace.ftrace import (MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL, MATCH_GLOB,
                                         MATCH_INDEX, MATCH_MIDDLE_ONLY, filter_parse_regex,
                                         glob_regex)
@@ -45,38 +46,7 @@ def k(booted):
     wr(k, "tracing_on", "1\n")
 
 
-def node(k, path):
-    n = k.tree.root.walk("sys/kernel/tracing/" + path)
-    assert n is not None, path
-    return n
-
-
-def rd(k, path):
-    k.run_until_now()                  # what the FUSE adapter does first
-    n = node(k, path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    try:
-        return n.fops.read(f, 0, 1 << 26).decode()
-    finally:
-        n.fops.release(f)
-
-
-def wr(k, path, data, flags=TRUNC):
-    k.run_until_now()
-    n = node(k, path)
-    f = File(n, flags)
-    n.fops.open(f)
-    try:
-        return n.fops.write(f, data.encode())
-    finally:
-        n.fops.release(f)
-
-
-def err(fn, *a):
-    with pytest.raises(KernelError) as e:
-        fn(*a)
-    return e.value.errno
+err = errno_of
 
 
 def entries(k, path="trace"):

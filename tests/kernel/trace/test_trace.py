@@ -6,46 +6,16 @@ import re
 
 import pytest
 
-from fakefs.kernel.fs.pseudo import File, KernelError
+from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from kfiles import errno_of, node, rd, wr
 
 
 def boot(cmdline="", nr_cpus=2, **kw):
     clock = ManualClock()
     k = Kernel(cmdline=cmdline, seed=7, nr_cpus=nr_cpus, clock=clock, **kw).boot()
     return k, clock
-
-
-def node(k, path):
-    n = k.tree.root.walk("sys/kernel/tracing/" + path)
-    assert n is not None, path
-    return n
-
-
-def rd(k, path):
-    n = node(k, path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    out = n.fops.read(f, 0, 1 << 24).decode()
-    n.fops.release(f)
-    return out
-
-
-def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
-    n = node(k, path)
-    f = File(n, flags)
-    n.fops.open(f)
-    try:
-        return n.fops.write(f, data.encode())
-    finally:
-        n.fops.release(f)
-
-
-def errno_of(fn, *a):
-    with pytest.raises(KernelError) as e:
-        fn(*a)
-    return e.value.errno
 
 
 def test_defaults_and_header():

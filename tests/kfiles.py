@@ -1,0 +1,47 @@
+"""Reading and writing a simulated kernel's pseudo-files without a mount.
+
+Each call first lets the kernel catch up, as the FUSE adapter does before a
+request.  ``wr`` raises KernelError like the kernel's handler would.
+"""
+
+import os
+
+import pytest
+
+from fakefs.kernel.fs.pseudo import File, KernelError
+
+TRACING = "sys/kernel/tracing/"
+
+
+def node(k, path, base=TRACING):
+    n = k.tree.root.walk(base + path)
+    assert n is not None, path
+    return n
+
+
+def rd(k, path, base=TRACING):
+    k.run_until_now()
+    n = node(k, path, base)
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    try:
+        return n.fops.read(f, 0, 1 << 26).decode()
+    finally:
+        n.fops.release(f)
+
+
+def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC, base=TRACING):
+    k.run_until_now()
+    n = node(k, path, base)
+    f = File(n, flags)
+    n.fops.open(f)
+    try:
+        return n.fops.write(f, data.encode())
+    finally:
+        n.fops.release(f)
+
+
+def errno_of(fn, *a):
+    with pytest.raises(KernelError) as e:
+        fn(*a)
+    return e.value.errno
