@@ -219,3 +219,22 @@ def test_trace_read_in_pieces_is_one_snapshot():
     entries = int(re.search(r"entries-in-buffer/entries-written: (\d+)/", text).group(1))
     assert entries == sum(1 for l in text.splitlines() if l and not l.startswith("#"))
     assert n.fops.read(f, off, 1000) == b""
+
+
+def test_backlog_beyond_replay_counts_as_overrun():
+    from fakefs.kernel.init import MAX_BACKLOG_NS
+    k, clock = boot("ftrace=function")
+    clock.advance(1_000_000_000)
+    k.run_until_now()
+    buf = k.tracing.global_trace.buffer
+    first = buf.total_written()
+    clock.advance(MAX_BACKLOG_NS + 10_000_000_000)     # 10 s more than is replayed
+    k.run_until_now()
+    skipped = sum(cb.overrun for cb in buf.cpus)
+    assert buf.total_written() > first + 10 * 4000 * 2  # the skipped 10 s are counted
+    assert skipped >= first                              # the old entries were overwritten
+    assert all(e[0] >= clock.t - MAX_BACKLOG_NS for e in merged(buf))
+
+
+def merged(buf):
+    return [e for cb in buf.cpus for e in cb.events()]
