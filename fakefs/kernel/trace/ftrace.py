@@ -34,9 +34,9 @@ those commands, they are refused with EINVAL and README does not list them.
 from __future__ import annotations
 
 import errno
-import re
 from bisect import bisect_right
 
+from ..lib.glob import glob_regex
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..params import kstrtoul
 from ..workload import FENTRY_IP
@@ -89,66 +89,6 @@ def filter_parse_regex(buff: str):
     if buff.startswith("*"):
         buff = buff[1:]
     return typ, buff, neg
-
-
-def glob_regex(pat: str):
-    """A compiled regex matching like lib/glob.c ``glob_match()``: ``*``,
-    ``?``, ``[...]`` classes (``!`` complements, ``a-b`` ranges, a leading
-    ``]`` is literal, an unclosed ``[`` is literal) and ``\\`` escapes."""
-    out = []
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        i += 1
-        if c == "*":
-            out.append(".*")
-        elif c == "?":
-            out.append(".")
-        elif c == "[":
-            cls = _glob_class(pat, i)
-            if cls is None:              # malformed: the '[' is a literal
-                out.append(re.escape("["))
-                continue
-            out.append(cls[0])
-            i = cls[1]
-        elif c == "\\" and i < n:
-            out.append(re.escape(pat[i]))
-            i += 1
-        else:
-            out.append(re.escape(c))
-    return re.compile("".join(out), re.S)
-
-
-def _glob_class(pat: str, i: int):
-    """(regex, index after ']') for the class opening before ``pat[i]``, or
-    None when it is not closed or is malformed."""
-    n = len(pat)
-    inverted = i < n and pat[i] == "!"
-    j = i + inverted
-    if j >= n:
-        return None
-    a = pat[j]
-    j += 1
-    spans = []
-    while True:
-        b = a
-        if j < n and pat[j] == "-" and (j + 1 >= n or pat[j + 1] != "]"):
-            if j + 1 >= n:
-                return None
-            b = pat[j + 1]
-            j += 2
-        spans.append((a, b))
-        if j >= n:
-            return None
-        a = pat[j]
-        j += 1
-        if a == "]":
-            break
-    body = "".join(re.escape(x) if x == y else "%s-%s" % (re.escape(x), re.escape(y))
-                   for x, y in spans if x <= y)
-    if not body:
-        return ("." if inverted else "(?!)"), j
-    return "[%s%s]" % ("^" if inverted else "", body), j
 
 
 class Glob:

@@ -12,9 +12,9 @@ from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, node, rd, wr
+from fakefs.kernel.lib.glob import glob_regex
 from fakefs.kernel.trace.ftrace import (MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL, MATCH_GLOB,
-                                        MATCH_INDEX, MATCH_MIDDLE_ONLY, filter_parse_regex,
-                                        glob_regex)
+                                        MATCH_INDEX, MATCH_MIDDLE_ONLY, filter_parse_regex)
 
 APPEND = os.O_WRONLY | os.O_APPEND
 TRUNC = os.O_WRONLY | os.O_TRUNC
