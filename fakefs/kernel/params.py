@@ -79,15 +79,6 @@ def kstrtoul(text: str, base: int = 0) -> int:
     return int(s, base)
 
 
-def kstrtol(text: str, base: int = 0) -> int:
-    s = text[:-1] if text.endswith("\n") else text
-    if s.startswith("-"):
-        return -kstrtoul(s[1:], base)
-    if s.startswith("+"):
-        s = s[1:]
-    return kstrtoul(s, base)
-
-
 def _bad(text):
     raise ValueError(text)
 

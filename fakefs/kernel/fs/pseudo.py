@@ -47,7 +47,7 @@ class WouldBlock(KernelError):
 class File:
     """An open file (``struct file``): flags seen at open, private data."""
 
-    __slots__ = ("node", "flags", "pid", "private", "seq_buf", "seq_gen")
+    __slots__ = ("node", "flags", "pid", "private", "seq_buf")
 
     def __init__(self, node: "FileNode", flags: int, pid: int = 0):
         self.node = node
@@ -55,7 +55,6 @@ class File:
         self.pid = pid
         self.private = None
         self.seq_buf: bytes | None = None
-        self.seq_gen = 0
 
     @property
     def data(self):
@@ -124,26 +123,7 @@ def seq_read(fops: FileOperations, f: File, off: int, size: int) -> bytes:
     if off == 0 or f.seq_buf is None:
         content = fops.show(f)
         f.seq_buf = content.encode() if isinstance(content, str) else bytes(content)
-        f.seq_gen += 1
     return f.seq_buf[off:off + size]
-
-
-class SimpleAttribute(FileOperations):
-    """A one-value file: ``get()`` for reads, ``set(text)`` for writes
-    (``DEFINE_SIMPLE_ATTRIBUTE``-like, but with the handler's own parsing)."""
-
-    def __init__(self, get, set=None):
-        self._get = get
-        self._set = set
-
-    def show(self, f):
-        return self._get(f)
-
-    def write(self, f, data):
-        if self._set is None:
-            raise KernelError(errno.EINVAL)
-        self._set(f, data)
-        return len(data)
 
 
 class DirOperations:

@@ -303,7 +303,6 @@ class Tracing:
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}
-        self.boot_options: list[str] = []
 
     def arrays(self):
         yield self.global_trace
