@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import sys
+import threading
 
 import pyfuse3
 import trio
@@ -16,6 +18,9 @@ from .kernel.init import Kernel
 log = logging.getLogger("fakefs")
 
 MAX_TASKS = 2000
+# After SIGTERM/SIGINT/SIGHUP the daemon is gone within this time, whatever
+# requests are still in flight.
+EXIT_GRACE_S = 1.5
 
 
 def fuse_options(opts: list[str]) -> set[str]:
@@ -52,6 +57,14 @@ def boot_kernel(args) -> Kernel:
     return kernel
 
 
+def _force_exit(mountpoint: str) -> None:
+    log.warning("requests still in flight %.1f s after the stop signal: detaching %s",
+                EXIT_GRACE_S, mountpoint)
+    subprocess.run(["fusermount3", "-u", "-z", mountpoint], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os._exit(0)
+
+
 async def _serve(ops: FakeFS) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ops.poll_watcher)
@@ -75,7 +88,15 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     ops.mounted = True
 
     def stop(signum, frame):
+        if ops.terminating:
+            return
+        ops.terminate()
         pyfuse3.terminate()
+        # Should a request still hold the main loop, the mount does not
+        # outlive the daemon: detach it and leave.
+        t = threading.Timer(EXIT_GRACE_S, _force_exit, (mountpoint,))
+        t.daemon = True
+        t.start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGHUP, stop)

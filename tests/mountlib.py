@@ -49,7 +49,8 @@ def mounted(cmdline: str = "", seed: int = 1, persona: str | None = None, opts: 
         assert is_mounted(mnt)
         yield mnt
     finally:
-        subprocess.run(["fusermount3", "-u", mnt], check=False)
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", mnt], check=False)
         for _ in range(50):
             if not is_mounted(mnt):
                 break

@@ -21,6 +21,7 @@ import errno
 import functools
 import logging
 import os
+import select
 import stat
 
 import pyfuse3
@@ -70,7 +71,21 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
         self.poll_wakeup: trio.Event | None = None
         self.mounted = False
+        self.terminating = False
         self.tree.listeners.append(self._tree_changed)
+
+    def terminate(self) -> None:
+        """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
+        and pollers are answered at once instead of holding the main loop.
+        Safe to call from a signal handler: it only sets a flag and wakes
+        the kernel's pollers."""
+        self.terminating = True
+        for ph in list(self.poll_waiters.values()):
+            try:
+                ph.notify()
+            except Exception:
+                log.debug("poll notify failed", exc_info=True)
+        self.poll_waiters.clear()
 
     # --- helpers -----------------------------------------------------------
     async def observe(self) -> None:
@@ -265,6 +280,8 @@ class FakeFS(pyfuse3.Operations):
             except WouldBlock:
                 if f.nonblock:
                     raise pyfuse3.FUSEError(errno.EAGAIN)
+            if self.terminating:
+                raise pyfuse3.FUSEError(errno.ENOTCONN)
             if f.pid and signal_pending(f.pid):
                 raise pyfuse3.FUSEError(errno.EINTR)
             await trio.sleep(BLOCK_POLL_INTERVAL)
@@ -298,6 +315,8 @@ class FakeFS(pyfuse3.Operations):
         f = self.file(fh)
         await self.observe()
         mask = f.node.fops.poll(f)
+        if not mask and self.terminating:
+            return select.POLLIN | select.POLLERR
         if not mask and poll_handle is not None:
             self.poll_waiters[fh] = poll_handle
             if self.poll_wakeup is not None:

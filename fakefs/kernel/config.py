@@ -26,6 +26,7 @@ _CONFIG_6_12 = {
     "CONFIG_PROFILING": True,
     "CONFIG_MODULES": True,
     "CONFIG_NR_CPUS": 8192,
+    "CONFIG_RANDOMIZE_BASE": True,
 }
 
 PERSONAS: dict[str, dict] = {

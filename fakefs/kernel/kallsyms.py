@@ -184,6 +184,22 @@ class Kallsyms:
         with open(path, "wb") as f:
             f.write(gzip.compress(blob, 9, mtime=0))
 
+    def relocated(self, text_base: int, module_base: int) -> "Kallsyms":
+        """The same table loaded at other addresses: vmlinux text moved so
+        that ``_stext`` (or the first symbol) lands at ``text_base``, module
+        text so that the lowest module symbol lands at ``module_base``.
+        Offsets within each piece are kept, so sizes and lookups are the
+        same; what changes is what an address reveals."""
+        start = self._marker("_stext")
+        if start is None:
+            start = self._addrs[0] if self._addrs else text_base
+        dt = text_base - start
+        dm = (module_base - self._maddrs[0]) if self._maddrs else 0
+        ks = Kallsyms.__new__(Kallsyms)
+        ks._setup(list(self._types), list(self._names), [a + dt for a in self._addrs],
+                  [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source)
+        return ks
+
     # ------------------------------------------------------------ lookups
     def __len__(self) -> int:
         return len(self._addrs) + len(self._maddrs)
@@ -336,8 +352,33 @@ def _parse_line(line: str):
     return (addr, parts[1], parts[2], mod)
 
 
+# x86_64 layout: the kernel image's link address (what ``nokaslr`` keeps),
+# the alignment and range KASLR picks its slide from, and the module area.
+KERNEL_TEXT_BASE = 0xffffffff81000000
+KASLR_ALIGN = 0x200000                 # CONFIG_PHYSICAL_ALIGN
+KASLR_SLOTS = 480                      # slides within the 1 GiB kernel image area
+MODULES_VADDR = 0xffffffffc0000000
+MODULE_SLOTS = 1024                    # module_load_offset: 1..1024 pages
+
+
+def kaslr_bases(kernel) -> tuple[int, int]:
+    """Where this boot put kernel and module text.  The slide is the
+    simulated machine's own (drawn from the boot seed, none with
+    ``nokaslr``), so no address of the host's kernel shows through."""
+    if kernel.cmdline.has("nokaslr") or not kernel.config.enabled("RANDOMIZE_BASE"):
+        return KERNEL_TEXT_BASE, MODULES_VADDR
+    rng = kernel.subsystem_rng("kaslr")
+    return (KERNEL_TEXT_BASE + KASLR_ALIGN * rng.randrange(1, KASLR_SLOTS),
+            MODULES_VADDR + MODULE_PAGE * rng.randrange(1, MODULE_SLOTS + 1))
+
+
+def register_params(kernel) -> None:
+    kernel.early_param("nokaslr", lambda val: None)     # read by kaslr_bases()
+
+
 def kallsyms_init(kernel) -> None:
-    kernel.kallsyms = Kallsyms.load(host=getattr(kernel, "host_kallsyms", True))
+    table = Kallsyms.load(host=kernel.host_kallsyms)
+    kernel.kallsyms = table.relocated(*kaslr_bases(kernel))
 
 
 if __name__ == "__main__":          # regenerate the bundled table from this host

@@ -42,6 +42,16 @@ class CommandLine:
         self.sysctl: dict[str, str] = {}
         self.unknown: list[str] = []
 
+    def has(self, name: str) -> bool:
+        """Whether ``name`` (bare or with a value) is on the command line."""
+        key = name.replace("-", "_")
+        for arg, _ in self.args:
+            if arg == "--":
+                return False
+            if arg.replace("-", "_") == key:
+                return True
+        return False
+
     def parse(self, handlers: dict, printk=None) -> None:
         """Dispatch every argument to ``handlers`` (name -> fn(value)).
 

@@ -157,3 +157,50 @@ def test_kallsyms_init_honours_kernel_choice():
     k = Kernel(seed=1, nr_cpus=1, host_kallsyms=False)
     kallsyms_init(k)
     assert k.kallsyms.source == "bundled"
+
+
+# --- the simulated kernel's own addresses (KASLR), never the host's ----------
+def _boot(cmdline="", seed=1, host=True):
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(cmdline=cmdline, seed=seed, nr_cpus=1, clock=ManualClock(), host_kallsyms=host)
+    return k.boot([("fakefs.kernel.kallsyms", "kallsyms_init")])
+
+
+def test_kaslr_slide_is_the_simulated_machines():
+    from fakefs.kernel.kallsyms import KASLR_ALIGN, KERNEL_TEXT_BASE, MODULE_PAGE
+    src = Kallsyms.load(host=True)
+    a, b, again = _boot(seed=1).kallsyms, _boot(seed=2).kallsyms, _boot(seed=1).kallsyms
+    stext = a.addr_of("_stext")
+    assert stext != src.addr_of("_stext")                   # not where the host's kernel is
+    assert (stext - KERNEL_TEXT_BASE) % KASLR_ALIGN == 0 and stext > KERNEL_TEXT_BASE
+    assert again.addr_of("_stext") == stext                 # same seed, same boot
+    assert b.addr_of("_stext") != stext
+    # the table is only moved: same names, same offsets and sizes
+    fn = "schedule"
+    assert a.lookup(a.addr_of(fn) + 5)[:3] == src.lookup(src.addr_of(fn) + 5)[:3]
+    mods = [s for s in a.symbols() if s[3] is not None]
+    if mods:
+        src_mods = [s for s in src.symbols() if s[3] is not None]
+        assert (mods[0][0] - src_mods[0][0]) % MODULE_PAGE == 0
+        assert mods[0][0] != src_mods[0][0]
+
+
+def test_nokaslr_keeps_the_link_address():
+    from fakefs.kernel.kallsyms import KERNEL_TEXT_BASE
+    k = _boot(cmdline="nokaslr")
+    assert k.kallsyms.addr_of("_stext") == KERNEL_TEXT_BASE
+    assert "nokaslr" not in k.cmdline.unknown
+
+
+def test_no_host_address_in_system_map():
+    """Every address System.map publishes is the simulated boot's."""
+    from fakefs.kernel.system_map import system_map_text
+    try:
+        with open("/proc/kallsyms") as fh:
+            host = {tuple(ln.split()[::2][:2]) for ln in fh if not ln.startswith("0" * 16)}
+    except OSError:
+        pytest.skip("host /proc/kallsyms not readable")
+    k = _boot()
+    pairs = {tuple(ln.split()[::2]) for ln in system_map_text(k.kallsyms).decode().splitlines()}
+    assert pairs and not (pairs & host)      # no symbol where the host has it
