@@ -12,6 +12,8 @@ Ids and order (kernel/trace/trace_events.c, trace_output.c):
   it is registered, the lowest free id from ``__TRACE_LAST_TYPE`` up (an IDA): vmlinux
   events at boot in ``_ftrace_events`` link order (``Catalog.events`` order), then each
   module's events when it loads, in its own section order.  :meth:`Catalog.assign_ids`.
+  (Unloading a module frees its ids, and the next registration takes the lowest free one;
+  that is left to the caller.)
 * ``available_events`` (and ``set_event``) walk ``tr->events``, which ``list_add()`` fills
   at the head: for the top-level instance, created at boot after the vmlinux events, that
   is the events of modules loaded since boot newest first, then the vmlinux events in
