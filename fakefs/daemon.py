@@ -13,6 +13,7 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
+from . import sim
 from .kernel.init import Kernel
 
 log = logging.getLogger("fakefs")
@@ -54,6 +55,8 @@ def boot_kernel(args) -> Kernel:
                     config_overrides=args.config or None)
     kernel.host_comm = host_comm
     kernel.boot()
+    if kernel.workload is not None:
+        sim.attach(kernel)
     return kernel
 
 

@@ -66,6 +66,9 @@ class Kernel:
         self._skip_hooks: list = []
         self.sim_time = 0
         self.booted = False
+        # the world that drives this kernel's code paths (fakefs.sim.Machine):
+        # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1)
+        self.driver = None
         # filled in by initcalls
         self.kallsyms = None
         self.workload = None
@@ -121,6 +124,8 @@ class Kernel:
             return False
         if now - self.sim_time > MAX_BACKLOG_NS:
             t_skip = now - MAX_BACKLOG_NS
+            if self.driver is not None:
+                self.driver.skip(self.sim_time, t_skip)
             for fn in self._skip_hooks:
                 fn(self.sim_time, t_skip)
             self.sim_time = t_skip
@@ -128,6 +133,8 @@ class Kernel:
             if self.sim_time >= now:
                 return False
             t1 = min(now, self.sim_time + STEP_NS)
+            if self.driver is not None:
+                self.driver.run(self.sim_time, t1)
             for fn in self._timer_hooks:
                 fn(self.sim_time, t1)
             self.sim_time = t1

@@ -291,6 +291,7 @@ class Profiler:
         wl = self.kernel.workload
         if self.prof_on == SCHED_PROFILING and wl is not None:
             wl.switch_hooks.append(self._on_switch)
+            self.kernel.sched.switch_hooks.append(self._on_sched_switch)
 
     def _tick_count(self, t0: int, t1: int) -> int:
         period = 1_000_000_000 // self.hz
@@ -352,6 +353,17 @@ class Profiler:
         of the scheduler."""
         if len(stack) > 1:
             self.hits(SCHED_PROFILING, stack[1])
+
+    def _on_sched_switch(self, cpu, ts, prev, nxt) -> None:
+        """The same hit when a machine drives the scheduler: the return
+        address in the walk of the task going to sleep."""
+        wl = self.kernel.workload
+        if not wl.driven:
+            return                        # the walk's own switches count
+        wl.follow(cpu, prev)
+        stack = wl.switch_stack(self.rng, cpu)
+        wl.follow(cpu, nxt)
+        self._on_switch(cpu, prev, nxt, stack)
 
     def halt_pc(self) -> int:
         """The instruction after ``hlt`` in the idle routine."""

@@ -1,17 +1,58 @@
-"""Tasks and CPUs (kernel/sched): who runs where.
+"""Tasks, runqueues and the scheduler core (kernel/sched/core.c, fair.c).
 
-Each simulated CPU has a runqueue of tasks and a current task; the workload
-switches tasks as simulated time passes.  Pids and comms are what the trace
-output prints (``bash-1234``, ``<idle>-0``).
+Each CPU has a current task and a runqueue of runnable tasks; a task is
+running (on one CPU at a time), runnable (queued), or asleep in a state
+(``S``, ``D``, ``I``).  The code paths the machine drives are the
+kernel's:
+
+* ``schedule(cpu, ts, prev_state)``: the current task stops (it sleeps in
+  ``prev_state``, or ``R+`` when preempted) and the next runnable one, or
+  the idle task, is switched in — ``sched_switch`` fires with irqs off and
+  preempt depth 2 (rq lock + ``__schedule``'s own preempt_disable);
+* ``try_to_wake_up(task, cpu, ts, ctx)``: wakes a sleeping task from a
+  context (task, softirq, hard irq); ``sched_waking`` fires under the
+  task's pi_lock, ``sched_wakeup`` one level deeper under the target's rq
+  lock, with need-resched set when the wakee preempts the waker's CPU;
+  a wakeup onto another CPU than the task last ran on fires
+  ``sched_migrate_task``;
+* ``scheduler_tick(cpu, ts)``: the running task's slice ran out and others
+  wait: need-resched is set and the switch follows the interrupt.
+
+Tracepoints are :class:`~fakefs.kernel.tracepoint.Tracepoint` objects:
+probes get ``(cpu, ts, pid, flags, preempt_count, args)``.  The context
+flags and depths are what a 6.12 kernel records there (measured on a
+stock kernel: ``d..2.`` for every switch; wakeups ``d..3.``/``d..4.`` from
+tasks, ``d.s3.``/``d.s4.`` from softirqs, ``d.h2.``/``d.h3.`` from hard
+irqs).
 """
 
 from __future__ import annotations
 
 import os
 
+from .tracepoint import Tracepoint
+
+# struct trace_entry.flags bits (kernel/trace/trace.h)
+IRQS_OFF = 0x01
+NEED_RESCHED = 0x04
+HARDIRQ = 0x08
+SOFTIRQ = 0x10
+PREEMPT_RESCHED = 0x20
+RESCHED = NEED_RESCHED | PREEMPT_RESCHED
+
+# where a wakeup comes from: (flags, preempt depth at sched_waking)
+CTX_TASK = (IRQS_OFF, 3)
+CTX_SOFTIRQ = (IRQS_OFF | SOFTIRQ, 3)
+CTX_HARDIRQ = (IRQS_OFF | HARDIRQ, 2)
+
+SWITCH_CTX = (IRQS_OFF, 2)
+SLEEP_STATES = ("S", "D", "I")
+BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
+
 
 class Task:
-    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread")
+    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "state", "on_cpu",
+                 "slice_end")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -21,6 +62,9 @@ class Task:
         self.prio = prio
         self.cpu = cpu
         self.kthread = kthread
+        self.state = "R"          # R (running or runnable) or a sleep state
+        self.on_cpu = False
+        self.slice_end = 0
 
     def __repr__(self):
         return f"Task({self.comm}-{self.pid})"
@@ -33,15 +77,30 @@ def host_cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def _ilog2(n: int) -> int:
+    return max(0, n.bit_length() - 1)
+
+
 class Scheduler:
-    """The task list and per-CPU current task."""
+    """The task list, per-CPU runqueues and current tasks."""
 
     def __init__(self, nr_cpus: int):
         self.nr_cpus = nr_cpus
         self.tasks: dict[int, Task] = {}
         self.idle = [Task(0, "swapper/%d" % c, cpu=c, prio=120, kthread=True) for c in range(nr_cpus)]
+        for t in self.idle:
+            t.on_cpu = True
         self.curr = list(self.idle)
+        self.rq: list[list[Task]] = [[] for _ in range(nr_cpus)]
+        self.need_resched = [False] * nr_cpus
         self.next_pid = 1
+        # 6.12 scales the base slice by 1 + ilog2(min(ncpus, 8)) (SCHED_TUNABLESCALING_LOG)
+        self.slice_ns = BASE_SLICE_NS * (1 + _ilog2(min(nr_cpus, 8)))
+        self.tp_sched_switch = Tracepoint("sched_switch")
+        self.tp_sched_waking = Tracepoint("sched_waking")
+        self.tp_sched_wakeup = Tracepoint("sched_wakeup")
+        self.tp_sched_migrate_task = Tracepoint("sched_migrate_task")
+        self.switch_hooks: list = []      # fn(cpu, ts, prev, next): who runs where
 
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
               tgid: int | None = None, prio: int = 120) -> Task:
@@ -56,3 +115,91 @@ class Scheduler:
         if pid == 0:
             return self.idle[0]
         return self.tasks.get(pid)
+
+    def flags(self, cpu: int, base: int) -> int:
+        return base | RESCHED if self.need_resched[cpu] else base
+
+    # --- the code paths ---------------------------------------------------
+    def enqueue(self, task: Task, cpu: int) -> None:
+        """A runnable task that is not running joins ``cpu``'s runqueue."""
+        task.state = "R"
+        task.cpu = cpu
+        self.rq[cpu].append(task)
+
+    def schedule(self, cpu: int, ts: int, prev_state: str = "R+") -> Task:
+        """__schedule(): ``cpu``'s task stops (asleep in ``prev_state``,
+        ``R+`` preempted, ``R`` for the idle task); the first queued task,
+        or the idle task, runs next.  Returns the next task."""
+        prev = self.curr[cpu]
+        q = self.rq[cpu]
+        if prev.pid == 0:
+            prev_state = "R"
+        if prev_state in ("R", "R+") and prev.pid != 0:
+            q.append(prev)
+            prev.state = "R"
+        elif prev.pid != 0:
+            prev.state = prev_state
+        nxt = q.pop(0) if q else self.idle[cpu]
+        if nxt is prev:
+            self.need_resched[cpu] = False
+            return prev
+        prev.on_cpu = False
+        nxt.on_cpu = True
+        nxt.cpu = cpu
+        nxt.state = "R"
+        nxt.slice_end = ts + self.slice_ns
+        self.curr[cpu] = nxt
+        self.need_resched[cpu] = False
+        if self.tp_sched_switch.probes:
+            flags, pc = SWITCH_CTX
+            self.tp_sched_switch.fire(cpu, ts, prev.pid, flags, pc,
+                                      (prev.comm, prev.pid, prev.prio, prev_state,
+                                       nxt.comm, nxt.pid, nxt.prio))
+        for hook in self.switch_hooks:
+            hook(cpu, ts, prev, nxt)
+        return nxt
+
+    def select_task_rq(self, task: Task) -> int:
+        """Where a woken task goes: its last CPU if idle, else an idle CPU,
+        else its last CPU (select_idle_sibling, roughly)."""
+        prev = task.cpu
+        if self.curr[prev].pid == 0 and not self.rq[prev]:
+            return prev
+        for c in range(self.nr_cpus):
+            if self.curr[c].pid == 0 and not self.rq[c]:
+                return c
+        return prev
+
+    def try_to_wake_up(self, task: Task, cpu: int, ts: int, ctx=CTX_TASK,
+                       preempt: bool = False) -> int | None:
+        """Wake ``task`` (asleep) from ``cpu`` in context ``ctx``.  Returns
+        the CPU that must reschedule (its task is preempted), or None."""
+        if task.state not in SLEEP_STATES or task.on_cpu:
+            return None                           # not asleep: nothing to do
+        target = self.select_task_rq(task)
+        base, depth = ctx
+        waker = self.curr[cpu]
+        if self.tp_sched_waking.probes:
+            self.tp_sched_waking.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth,
+                                      (task.comm, task.pid, task.prio, target))
+        if target != task.cpu and self.tp_sched_migrate_task.probes:
+            self.tp_sched_migrate_task.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth,
+                                            (task.comm, task.pid, task.prio, task.cpu, target))
+        self.enqueue(task, target)
+        resched = None
+        if self.curr[target].pid == 0 or preempt:
+            resched = target
+            if target == cpu:
+                self.need_resched[cpu] = True
+        if self.tp_sched_wakeup.probes:
+            self.tp_sched_wakeup.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth + 1,
+                                      (task.comm, task.pid, task.prio, target))
+        return resched
+
+    def scheduler_tick(self, cpu: int, ts: int) -> bool:
+        """The tick on a busy CPU: True when the running task's slice is
+        over and another task waits (need-resched is set)."""
+        curr = self.curr[cpu]
+        if curr.pid != 0 and self.rq[cpu] and ts >= curr.slice_end:
+            self.need_resched[cpu] = True
+        return self.need_resched[cpu]

@@ -270,6 +270,9 @@ class Workload:
         self.p_preempt = p.get("preempt", 0.004)
         self.p_event_preempt = p.get("event_preempt", 0.25)
         self.switch_hooks: list = []
+        # set when a machine decides who runs (``follow``): the walk then
+        # never switches tasks by itself
+        self.driven = False
         self.missing: list[str] = []           # tokens the symbol table lacks
         self._intern: dict[tuple, tuple] = {}
         self._nframes = 0
@@ -826,6 +829,9 @@ class Workload:
                     if until_halt:
                         ph = RESUME
                         continue
+                    if self.driven:
+                        ph = RESUME
+                        continue
                     nts = self._switch(c, rng, fr)
                     if nts is not ts:
                         ts = nts
@@ -849,7 +855,7 @@ class Workload:
                                 ts.frame, ts.phase = fr, ENTER
                                 return ts.task, fr
                             continue
-                    elif ts is not c.idle and not (until_switch or until_halt):
+                    elif ts is not c.idle and not (until_switch or until_halt or self.driven):
                         # the task sleeps or its time slice ends
                         ts.frame, ts.phase = fr, ph
                         self._event_switch(c, rng, preempt=r < pirq + 0.6 * self.p_preempt)
@@ -886,6 +892,30 @@ class Workload:
         task, fr = self._run(self._cpus[cpu], rng)
         return task, fr.stack
 
+    def follow(self, cpu, task) -> None:
+        """The machine runs ``task`` on ``cpu`` now: the walk of that CPU
+        goes on in that task's own kernel stack (the idle task's for pid 0)."""
+        self.driven = True
+        c = self._cpus[cpu]
+        ts = self.states.get(task.pid) if task.pid else None
+        c.ts = ts if ts is not None else c.idle
+
+    def switch_stack(self, rng, cpu) -> tuple:
+        """The stack of the running task entering __schedule(): where
+        ``sched_switch`` fires."""
+        c = self._cpus[cpu]
+        n = self._event_path(c, rng, "sched_switch", self.events["sched_switch"])
+        if n is None:
+            return ()
+        c.ts.frame, c.ts.phase = n, RESUME
+        return self._tp_stack(n)
+
+    def event_stack(self, rng, cpu, kind) -> tuple:
+        """The stack of the running task (or an interrupt on top of it)
+        at a tracepoint of ``kind``, without switching tasks."""
+        c = self._cpus[cpu]
+        return self._event_noswitch(c, rng, kind, self.events[kind])[1]
+
     def current(self, cpu):
         """The task running on ``cpu``."""
         return self._cpus[cpu].ts.task
@@ -921,7 +951,7 @@ class Workload:
         if kind == "sched_switch":
             return self._event_switch(c, rng, preempt=c.ts is not c.idle
                                       and rnd() < self.p_event_preempt)
-        if rnd() < self.p_event_switch:
+        if rnd() < self.p_event_switch and not self.driven:
             self._event_switch(c, rng)
         n = self._event_path(c, rng, kind, targets)
         ts = c.ts

@@ -41,6 +41,9 @@ CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
+# tracepoints the scheduler fires itself when a machine drives the kernel
+SCHED_TRACEPOINTS = ("sched_switch", "sched_waking", "sched_wakeup")
+MACHINE = -1               # occurrence id of a tracepoint hit the machine made
 
 
 class CallGroup:
@@ -73,6 +76,37 @@ class TraceActivity:
         self.tasks: list = []
         self._target_addrs = frozenset()
         self._targets: tuple = ()
+        # hits of the scheduler's tracepoints not yet traced, per CPU:
+        # (ts, event name, pid, flags, preempt_count, args, task running after)
+        self.pending: list[list] = [[] for _ in range(kernel.nr_cpus)]
+        self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
+        self._events_by_name: dict = {}
+        sched = kernel.sched
+        for tp in (sched.tp_sched_switch, sched.tp_sched_waking, sched.tp_sched_wakeup):
+            tp.register(self._probe(tp.name))
+
+    def _probe(self, name):
+        pending, curr = self.pending, self.kernel.sched.curr
+
+        def probe(cpu, ts, pid, flags, pc, args):
+            pending[cpu].append((ts, name, pid, flags, pc, args, curr[cpu]))
+        return probe
+
+    def _machine_hits(self, cpu: int, t1: int) -> list:
+        """The scheduler's hits on ``cpu`` before ``t1``, as occurrences."""
+        q = self.pending[cpu]
+        n = 0
+        while n < len(q) and q[n][0] < t1:
+            n += 1
+        hits = [(h[0], MACHINE, h) for h in q[:n]]
+        del q[:n]
+        return hits
+
+    def _event_def(self, name):
+        d = self._events_by_name
+        if not d:
+            d.update((ev.name, ev) for ev in self.kernel.tracing.events)
+        return d.get(name)
 
     # --- context flags ------------------------------------------------------
     def _frame_context(self, ip: int) -> int:
@@ -126,17 +160,28 @@ class TraceActivity:
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
         wl = self.kernel.workload
+        driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
         if not plain_fn and not ev_trs and not targets:
+            if driven:                  # nothing traced: only follow who runs
+                for cpu in range(self.kernel.nr_cpus):
+                    wl.follow(cpu, self.curr[cpu])
+                    for _ts, _id, hit in self._machine_hits(cpu, t1):
+                        self._follow(wl, cpu, hit)
             return
         events = set()
         for tr in ev_trs:
             # soft-disabled events are left out, unless a probe may enable them
             events |= tr.enabled_events if tr in probe_trs else tr.enabled_events - tr.soft_disabled
+        if driven:
+            events = {ev for ev in events if ev.name not in SCHED_TRACEPOINTS}
         events = sorted(events, key=lambda e: e.id)
         if events:
             self.tasks = wl.tasks()
         rng = self.rng
+        if driven:
+            for cpu in range(self.kernel.nr_cpus):
+                wl.follow(cpu, self.curr[cpu])   # the window starts with who ran then
         dt = (t1 - t0) / 1e9
         span = t1 - t0
         moving = bool(plain_fn or targets)
@@ -152,7 +197,9 @@ class TraceActivity:
             for ev in events:
                 n = self._count((cpu, ev.id), ev.rate, dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
-            if events and not moving and not any(ev.kind == "sched_switch" for ev in events):
+            if driven:
+                occ += self._machine_hits(cpu, t1)
+            elif events and not moving and not any(ev.kind == "sched_switch" for ev in events):
                 # nothing else moves the CPUs from task to task: let the
                 # scheduler run unrecorded so the traced events keep coming
                 # from changing tasks
@@ -177,7 +224,9 @@ class TraceActivity:
     def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng) -> None:
         ftrs, filtered = trs
         for ts, _id, ev in occ:
-            if ev is None:
+            if _id == MACHINE:
+                self._machine_hit(ev, ev_trs, wl, rng, cpu)
+            elif ev is None:
                 self._function_call(ftrs, wl, rng, cpu, ts, probe_trs)
             elif type(ev) is CallGroup:
                 self._targeted_call(filtered, wl, rng, cpu, ts, probe_trs, ev.ids)
@@ -185,6 +234,32 @@ class TraceActivity:
                 wl.stacks_for_event(rng, cpu, "sched_switch")
             else:
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
+
+    def _follow(self, wl, cpu, hit) -> None:
+        if hit[1] == "sched_switch":
+            self.curr[cpu] = hit[6]
+            wl.follow(cpu, hit[6])
+
+    def _machine_hit(self, hit, trs, wl, rng, cpu) -> None:
+        """A hit of one of the scheduler's tracepoints, traced where enabled
+        (the stack is the running task's, before a switch takes it off)."""
+        ts, name, pid, flags, pc, args, _after = hit
+        ev = self._event_def(name)
+        trs = [tr for tr in trs if ev is not None and tr.event_recording(ev)
+               and tr.cpumask >> cpu & 1]
+        if trs:
+            entry = (ts, ev.id, pid, flags, pc, args, None)
+            stack = None
+            for tr in trs:
+                flt = tr.event_filters.get(ev)
+                if flt is not None and not flt(entry, cpu):
+                    continue
+                if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
+                    if stack is None:
+                        stack = (wl.switch_stack(rng, cpu) if name == "sched_switch"
+                                 else wl.event_stack(rng, cpu, ev.kind))
+                    tr.trace_stack(cpu, ts, pid, flags, pc, stack)
+        self._follow(wl, cpu, hit)
 
     def _call_targets(self, wl, arrays, fn_trs):
         """The functions whose every call matters now (filtered function
@@ -257,8 +332,11 @@ class TraceActivity:
         if not trs:
             return
         try:
-            task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
-        except ValueError:
+            if self.kernel.driver is not None:
+                task, stack = self.curr[cpu], wl.event_stack(rng, cpu, ev.kind)
+            else:
+                task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
+        except (ValueError, KeyError):
             task, stack = wl.sample(rng, cpu)
         flags, pc = self.context_flags(stack)
         args = ev.make(rng, cpu, task, stack, self)

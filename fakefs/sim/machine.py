@@ -1,0 +1,226 @@
+"""The simulated machine: CPUs, their interrupt sources and the tasks' behaviour.
+
+This is the world outside the kernel model.  It decides *when* things happen
+— a task's burst of CPU time ends and it blocks, a timer or a device
+interrupt wakes a task, the scheduler tick finds a slice used up — and drives
+the kernel's own code paths for them (``Scheduler.schedule``,
+``try_to_wake_up``, ``scheduler_tick`` in ``fakefs/kernel/sched.py``), which
+fire the tracepoints.
+
+Events are handled in global time order (one heap for all CPUs), and every
+CPU's clock only moves forward, so each CPU's timeline is consistent: the
+task a switch takes off a CPU is the one the previous switch put there, a
+task runs on one CPU at a time, only sleeping tasks are woken, and a task
+that went to sleep is woken before it runs again.
+
+How tasks behave is data (``data/machine.toml``): per workload profile a
+mean burst of CPU time, the sleep state, a mean sleep and what wakes it.
+The machine runs lazily: ``run(t0, t1)`` handles what falls in [t0, t1),
+called by the kernel's catch-up when somebody observes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import tomllib
+
+from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK
+
+DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "machine.toml")
+US = 1000
+
+_END, _WAKE, _RESCHED, _TICK = 0, 1, 2, 3
+_WAKERS = {"timer": CTX_HARDIRQ, "irq": CTX_SOFTIRQ, "task": CTX_TASK}
+
+
+def load_behaviour(path: str = DATA_PATH) -> dict:
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+
+
+class Behaviour:
+    """How the tasks of one profile run and sleep."""
+
+    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound")
+
+    def __init__(self, spec: dict):
+        self.burst_ns = int(spec["burst_us"] * US)
+        self.sleep_ns = int(spec["sleep_us"] * US)
+        self.state = spec["state"]
+        self.waker = spec["waker"]
+        self.cpu_bound = bool(spec.get("cpu_bound", False))
+        if self.state not in ("S", "D", "I") or self.waker not in _WAKERS:
+            raise ValueError("bad behaviour %r" % (spec,))
+
+
+class _Run:
+    """Machine-side state of one task: what is left of its burst."""
+
+    __slots__ = ("task", "beh", "left", "since", "token")
+
+    def __init__(self, task, beh):
+        self.task = task
+        self.beh = beh
+        self.left = 0
+        self.since = 0
+        self.token = 0
+
+
+class Machine:
+    def __init__(self, kernel, spec: dict | None = None):
+        spec = spec or load_behaviour()
+        self.kernel = kernel
+        self.sched = kernel.sched
+        m = spec["machine"]
+        self.tick_ns = 1_000_000_000 // int(m["hz"])
+        self.ipi_ns = int(m["ipi_latency_us"] * US)
+        self.switch_ns = int(m["switch_latency_us"] * US)
+        profiles = {name: Behaviour(p) for name, p in spec["profile"].items()}
+        self.rng = kernel.subsystem_rng("machine")
+        self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
+        self.heap: list = []
+        self.seq = 0
+        self.runs: dict[int, _Run] = {}
+        self.time = 0
+        wl = kernel.workload
+        for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
+            prof = wl.profile_of(task.pid) if wl is not None else None
+            beh = profiles.get(prof or "default", profiles["default"])
+            self.runs[task.pid] = _Run(task, beh)
+
+    # --- set-up -------------------------------------------------------------
+    def start(self, t: int) -> None:
+        """Every task asleep where it waits, every CPU idle, at ``t``."""
+        self.heap.clear()
+        self.time = t
+        sched = self.sched
+        for cpu in range(sched.nr_cpus):
+            sched.curr[cpu] = sched.idle[cpu]
+            sched.rq[cpu].clear()
+            sched.need_resched[cpu] = False
+            self.clock[cpu] = t
+            self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
+                       _TICK, cpu, 0)
+        for r in self.runs.values():
+            r.task.state = r.beh.state
+            r.task.on_cpu = False
+            r.left = self._burst(r)
+            # asleep for a while already: the residual of an exponential sleep
+            self._push(t + self._sleep(r), _WAKE, r.task.pid, 0)
+
+    def _push(self, t, kind, a, b) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+
+    def _burst(self, r) -> int:
+        return max(1000, int(self.rng.expovariate(1.0) * r.beh.burst_ns))
+
+    def _sleep(self, r) -> int:
+        return max(1000, int(self.rng.expovariate(1.0) * r.beh.sleep_ns))
+
+    # --- running ------------------------------------------------------------
+    def run(self, t0: int, t1: int) -> None:
+        """Handle everything that happens before ``t1``."""
+        heap = self.heap
+        while heap and heap[0][0] < t1:
+            t, _seq, kind, a, b = heapq.heappop(heap)
+            if kind == _TICK:
+                self._tick(t, a)
+            elif kind == _END:
+                self._end(t, a, b)
+            elif kind == _WAKE:
+                self._wake(t, a)
+            else:
+                self._resched(t, a)
+        self.time = max(self.time, t1)
+
+    def _at(self, cpu: int, t: int) -> int:
+        """The time an event of ``cpu`` happens: never before its last one."""
+        c = self.clock[cpu]
+        if t < c:
+            t = c
+        self.clock[cpu] = t
+        return t
+
+    def _switched_in(self, cpu: int, t: int, nxt) -> None:
+        if nxt.pid == 0:
+            return
+        r = self.runs.get(nxt.pid)
+        if r is None:
+            return
+        if r.left <= 0:
+            r.left = self._burst(r)
+        r.since = t
+        r.token += 1
+        self._push(t + r.left, _END, cpu, r.token)
+
+    def _switch(self, cpu: int, t: int, prev_state: str) -> None:
+        prev = self.sched.curr[cpu]
+        r = self.runs.get(prev.pid)
+        if r is not None:
+            r.left -= t - r.since
+            r.token += 1                          # its pending end is void
+        nxt = self.sched.schedule(cpu, t, prev_state)
+        if nxt is not prev:
+            self._switched_in(cpu, t, nxt)
+
+    def _end(self, t: int, cpu: int, token: int) -> None:
+        task = self.sched.curr[cpu]
+        r = self.runs.get(task.pid)
+        if r is None or r.token != token:
+            return
+        t = self._at(cpu, t)
+        r.left = 0
+        self._switch(cpu, t, r.beh.state)
+        self._push(t + self._sleep(r), _WAKE, task.pid, 0)
+
+    def _waker_cpu(self, r) -> tuple[int, tuple]:
+        ctx = _WAKERS[r.beh.waker]
+        if ctx is CTX_TASK:
+            busy = [c for c in range(self.sched.nr_cpus) if self.sched.curr[c].pid != 0]
+            if busy:
+                return self.rng.choice(busy), ctx
+            return r.task.cpu, CTX_HARDIRQ          # nobody runs: a timer does it
+        if ctx is CTX_SOFTIRQ:
+            return self.rng.randrange(self.sched.nr_cpus), ctx
+        return r.task.cpu, ctx
+
+    def _wake(self, t: int, pid: int) -> None:
+        r = self.runs.get(pid)
+        if r is None or r.task.on_cpu or r.task.state == "R":
+            return
+        cpu, ctx = self._waker_cpu(r)
+        t = self._at(cpu, t)
+        sched = self.sched
+        target_curr = sched.curr[sched.select_task_rq(r.task)]
+        tr = self.runs.get(target_curr.pid)
+        preempt = tr is not None and tr.beh.cpu_bound and not r.beh.cpu_bound
+        resched = sched.try_to_wake_up(r.task, cpu, t, ctx, preempt=preempt)
+        if resched is not None:
+            delay = self.switch_ns if resched == cpu else self.ipi_ns
+            if resched != cpu:
+                sched.need_resched[resched] = True
+            self._push(t + delay, _RESCHED, resched, 0)
+
+    def _resched(self, t: int, cpu: int) -> None:
+        sched = self.sched
+        if not sched.need_resched[cpu]:
+            return
+        t = self._at(cpu, t)
+        if not sched.rq[cpu]:
+            sched.need_resched[cpu] = False
+            return
+        self._switch(cpu, t, "R+")
+
+    def _tick(self, t: int, cpu: int) -> None:
+        self._push(t + self.tick_ns, _TICK, cpu, 0)
+        if self.sched.curr[cpu].pid == 0:
+            return                                  # NO_HZ: an idle CPU has no tick
+        t = self._at(cpu, t)
+        if self.sched.scheduler_tick(cpu, t):
+            self._push(t + self.switch_ns, _RESCHED, cpu, 0)
+
+    def skip(self, t0: int, t1: int) -> None:
+        """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""
+        self.start(t1)

@@ -1,0 +1,194 @@
+"""Check a trace's timeline: could a real machine have produced it?
+
+``python -m fakefs.timeline TRACE`` reads the text of a ``trace`` file (any
+tracer, any events) and counts violations of what every Linux trace keeps:
+
+* ``ts``: per-CPU timestamps never decrease, and the merged output (the
+  ``trace`` file interleaves the CPUs) is in timestamp order;
+* ``switch-prev``: a ``sched_switch``'s ``prev_pid`` is the task the
+  previous switch on that CPU put there, and is the line's pid;
+* ``pid``: every line's pid is the task running on its CPU (once a switch
+  on that CPU has been seen); a ``<stack trace>``/``<stack_id N>`` line
+  has the pid of the event it was recorded with;
+* ``two-cpus``: a task runs on one CPU at a time;
+* ``wake-running``: ``sched_waking``/``sched_wakeup`` only of tasks that
+  sleep (not running, not preempted-and-runnable);
+* ``prev-state``: a task switched out asleep is woken before it runs
+  again; one switched out runnable (``R``/``R+``) is not woken;
+* ``flags``: context flags as the kernel has them: ``sched_switch`` always
+  ``d..2.``; wakeups with irqs off, ``sched_wakeup`` one level deeper than
+  its ``sched_waking``.
+
+The first switch seen on a CPU starts that CPU's timeline (what came before
+was overwritten); the idle task (pid 0) is per CPU.  It reports counts per
+rule and the first examples.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+
+LINE_RE = re.compile(r"^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S{4,5})\s+(\d+)\.(\d+): (.*)$")
+SWITCH_RE = re.compile(r"prev_comm=.* prev_pid=(-?\d+) prev_prio=\d+ prev_state=(\S+) ==> "
+                       r"next_comm=.* next_pid=(\d+) next_prio=\d+")
+WAKE_RE = re.compile(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)")
+RUNNABLE = ("R", "R+")
+
+
+class Report:
+    __slots__ = ("lines", "events", "violations", "examples")
+
+    def __init__(self):
+        self.lines = 0
+        self.events = Counter()
+        self.violations = Counter()
+        self.examples: dict[str, list[str]] = {}
+
+    def bad(self, rule: str, line: str) -> None:
+        self.violations[rule] += 1
+        ex = self.examples.setdefault(rule, [])
+        if len(ex) < 3:
+            ex.append(line)
+
+    @property
+    def total(self) -> int:
+        return sum(self.violations.values())
+
+    def text(self) -> str:
+        out = ["lines %d, events %d, violations %d" % (self.lines, sum(self.events.values()),
+                                                        self.total)]
+        for rule, n in sorted(self.violations.items()):
+            out.append("  %-13s %d" % (rule, n))
+            for ex in self.examples.get(rule, ()):
+                out.append("      " + ex[:160])
+        return "\n".join(out)
+
+
+def _ignore(rule: str, line: str) -> None:
+    pass
+
+
+def _start(lines) -> int:
+    """When every CPU's part of the trace has begun (older entries of the
+    CPU that began last were overwritten: what other CPUs show before it
+    cannot be checked against it)."""
+    first: dict[int, int] = {}
+    for line in lines:
+        if line.startswith("#"):
+            continue
+        m = LINE_RE.match(line)
+        if m is not None:
+            first.setdefault(int(m.group(3)), int(m.group(5)) * 1_000_000 + int(m.group(6)[:6]))
+    return max(first.values(), default=0)
+
+
+def check(lines) -> Report:
+    lines = list(lines)
+    start = _start(lines)
+    rep = Report()
+    last_ts: dict[int, int] = {}
+    merged_ts = -1
+    running: dict[int, int] = {}          # cpu -> pid
+    where: dict[int, int] = {}            # pid -> cpu it runs on
+    state: dict[int, str] = {}            # pid -> state it was switched out in
+    waking_depth: dict[int, int] = {}     # pid -> depth of its last sched_waking
+    last_pid: dict[int, int] = {}         # cpu -> pid of its last event line
+    judging = False
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line or line.startswith("#") or line.lstrip().startswith("=>"):
+            continue
+        m = LINE_RE.match(line)
+        if m is None:
+            continue
+        rep.lines += 1
+        pid, cpu, flags = int(m.group(2)), int(m.group(3)), m.group(4)
+        ts = int(m.group(5)) * 1_000_000 + int(m.group(6).ljust(6, "0")[:6])
+        # before every CPU has begun, learn who runs where but judge nothing
+        if not judging and ts >= start:
+            # sleep states learned from the CPUs that began early are
+            # incomplete (the others' wakeups were overwritten): forget them
+            judging = True
+            state.clear()
+            waking_depth.clear()
+        bad = rep.bad if judging else _ignore
+        rest = m.group(7)
+        if rest.startswith(("<stack trace>", "<user stack trace>", "<stack_id ")):
+            # recorded with the event it follows, in the same context
+            if pid != last_pid.get(cpu, pid) or ts < last_ts.get(cpu, -1):
+                bad("pid", line)
+            continue
+        last_pid[cpu] = pid
+        name, sep, body = rest.partition(": ")
+        event = name if sep and re.fullmatch(r"\w+", name) else "function"
+        rep.events[event] += 1
+        if ts < last_ts.get(cpu, -1):
+            bad("ts", line)
+        last_ts[cpu] = ts
+        if ts < merged_ts:
+            bad("ts", line)
+        merged_ts = max(merged_ts, ts)
+        cur = running.get(cpu)
+        if event == "sched_switch":
+            sm = SWITCH_RE.match(body)
+            if sm is None:
+                continue
+            prev, pstate, nxt = int(sm.group(1)), sm.group(2), int(sm.group(3))
+            if flags[:4] != "d..2":
+                bad("flags", line)
+            if (cur is not None and prev != cur) or prev != pid:
+                bad("switch-prev", line)
+            if prev:
+                where.pop(prev, None)
+                state[prev] = pstate
+            if nxt:
+                other = where.get(nxt)
+                if other is not None and other != cpu and running.get(other) == nxt:
+                    bad("two-cpus", line)
+                if state.get(nxt, "R") not in RUNNABLE and nxt in state:
+                    bad("prev-state", line)      # asleep, never woken, runs again
+                where[nxt] = cpu
+                state[nxt] = "R"
+            running[cpu] = nxt
+            continue
+        if cur is not None and pid != cur:
+            bad("pid", line)
+        if event in ("sched_waking", "sched_wakeup"):
+            wm = WAKE_RE.match(body)
+            if wm is None:
+                continue
+            p = int(wm.group(1))
+            if flags[0] not in "dD":
+                bad("flags", line)
+            depth = int(flags[3], 16) if flags[3] != "." else 0
+            if event == "sched_waking":
+                if p in where or state.get(p) in RUNNABLE:
+                    bad("wake-running", line)
+                waking_depth[p] = depth
+            else:
+                if p in where:
+                    bad("wake-running", line)
+                if p in waking_depth and depth != waking_depth.pop(p) + 1:
+                    bad("flags", line)
+                state[p] = "R"
+    return rep
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print("usage: python -m fakefs.timeline TRACE [TRACE...]", file=sys.stderr)
+        return 2
+    worst = 0
+    for path in argv:
+        with open(path, errors="replace") as fh:
+            rep = check(fh)
+        print("%s: %s" % (path, rep.text()))
+        worst = max(worst, rep.total)
+    return 1 if worst else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

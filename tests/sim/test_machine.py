@@ -1,0 +1,122 @@
+"""The simulated machine drives the scheduler: one consistent timeline."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fakefs import sim
+from fakefs.kernel.fs.pseudo import File
+from fakefs.kernel.time import ManualClock
+from fakefs.sim.machine import Behaviour, load_behaviour
+from fakefs.timeline import check
+
+T = "sys/kernel/tracing/"
+STEP = 20_000_000
+
+
+def boot(seed=1, cmdline=""):
+    return sim.boot(seed=seed, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                    cmdline=cmdline)
+
+
+def write(k, path, data):
+    n = k.tree.root.walk(path)
+    f = File(n, os.O_WRONLY | os.O_TRUNC)
+    n.fops.open(f)
+    n.fops.write(f, data.encode())
+
+
+def read(k, path):
+    n = k.tree.root.walk(path)
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    return n.fops.read(f, 0, 1 << 30).decode()
+
+
+def run(k, seconds):
+    for _ in range(int(seconds * 1e9 // STEP)):
+        k.clock.advance(STEP)
+        k.run_until_now()
+
+
+def traced(seed=1, seconds=1.0, tracer=None, stacktrace=False):
+    k = boot(seed)
+    write(k, T + "events/enable", "1")
+    if tracer:
+        write(k, T + "current_tracer", tracer)
+    if stacktrace:
+        write(k, T + "options/stacktrace", "1")
+    run(k, seconds)
+    write(k, T + "tracing_on", "0")
+    return k, read(k, T + "trace")
+
+
+@pytest.mark.parametrize("tracer,stacktrace", [(None, False), ("function", False), (None, True)])
+def test_every_event_on_gives_a_consistent_timeline(tracer, stacktrace):
+    _k, text = traced(tracer=tracer, stacktrace=stacktrace, seconds=1.0)
+    rep = check(text.splitlines())
+    assert rep.events["sched_switch"] > 500
+    assert rep.events["sched_waking"] > 200
+    assert rep.total == 0, rep.text()
+
+
+def test_rates_of_a_busy_desktop():
+    _k, text = traced(seconds=2.0)
+    rep = check(text.splitlines())
+    per_cpu_s = rep.events["sched_switch"] / 2 / 2.0
+    assert 300 <= per_cpu_s <= 5000, per_cpu_s
+
+
+def test_same_seed_same_trace():
+    assert traced(seed=7, seconds=0.3)[1] == traced(seed=7, seconds=0.3)[1]
+    assert traced(seed=7, seconds=0.3)[1] != traced(seed=8, seconds=0.3)[1]
+
+
+def test_scheduler_state_is_coherent():
+    k = boot(3)
+    sched = k.sched
+    for _ in range(30):
+        run(k, 0.05)
+        seen = {}
+        for cpu in range(sched.nr_cpus):
+            cur = sched.curr[cpu]
+            assert cur.on_cpu and (cur.pid == 0 or cur.state == "R")
+            if cur.pid:
+                assert cur.pid not in seen
+                seen[cur.pid] = cpu
+            for t in sched.rq[cpu]:
+                assert t.state == "R" and not t.on_cpu and t.pid not in seen
+                seen[t.pid] = cpu
+        for t in sched.tasks.values():
+            if t.pid not in seen:
+                assert t.state in ("S", "D", "I") and not t.on_cpu
+
+
+def test_switch_flags_and_wakeup_depths():
+    _k, text = traced(seconds=0.5)
+    flags = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        parts = line.split()
+        ev = next((p for p in parts if p.endswith(":") and p[:-1].startswith("sched_")), None)
+        if ev:
+            flags.setdefault(ev[:-1], set()).add(parts[2] if parts[1].startswith("[") else parts[3])
+    assert flags["sched_switch"] == {"d..2."}
+    assert flags["sched_waking"] <= {"d..3.", "d.s3.", "d.h2.", "dN.3.", "dNs3.", "dNh2."}
+    assert any("N" in f for f in flags["sched_wakeup"])      # a wakeup that preempts
+
+
+def test_schedule_profiling_sees_the_machines_switches():
+    k = boot(cmdline="profile=schedule")
+    run(k, 0.5)
+    assert k.profile.ticks >= 0 and sum(k.profile.buffer) > 100
+
+
+def test_behaviour_table_is_checked():
+    spec = load_behaviour()
+    assert "default" in spec["profile"]
+    with pytest.raises(ValueError):
+        Behaviour(dict(spec["profile"]["default"], waker="telepathy"))

@@ -1,0 +1,57 @@
+"""The timeline checker finds what a real machine cannot produce."""
+
+from __future__ import annotations
+
+from fakefs.timeline import check
+
+HEAD = "# tracer: nop\n#\n"
+
+
+def sw(cpu, ts, prev, prev_state, nxt, flags="d..2.", pid=None):
+    pid = prev if pid is None else pid
+    return ("t-%d [%03d] %s %s: sched_switch: prev_comm=t prev_pid=%d prev_prio=120 "
+            "prev_state=%s ==> next_comm=t next_pid=%d next_prio=120"
+            % (pid, cpu, flags, ts, prev, prev_state, nxt))
+
+
+def wake(cpu, ts, pid, target, ev="sched_waking", flags="d..3."):
+    return "t-%d [%03d] %s %s: %s: comm=t pid=%d prio=120 target_cpu=%03d" % (
+        pid, cpu, flags, ts, ev, target, cpu)
+
+
+def ev(cpu, ts, pid, flags="....."):
+    return "t-%d [%03d] %s %s: kfree: call_site=x ptr=0" % (pid, cpu, flags, ts)
+
+
+GOOD = [sw(0, "1.000001", 0, "R", 10), sw(1, "1.000002", 0, "R", 11),
+        ev(0, "1.000003", 10), wake(0, "1.000004", 10, 12), wake(0, "1.000004", 10, 12,
+                                                                 "sched_wakeup", "d..4."),
+        sw(0, "1.000005", 10, "S", 12), sw(1, "1.000006", 11, "R+", 0),
+        wake(1, "1.000007", 0, 10, flags="d.h2."),
+        wake(1, "1.000007", 0, 10, "sched_wakeup", "dNh3."), sw(1, "1.000008", 0, "R", 10)]
+
+
+def rules(lines):
+    return dict(check(lines).violations)
+
+
+def test_a_good_trace_passes():
+    assert rules(GOOD) == {}
+
+
+def test_each_rule_fires():
+    assert "ts" in rules(GOOD[:3] + [ev(0, "0.900000", 10)])
+    assert "switch-prev" in rules(GOOD[:3] + [sw(0, "1.000009", 99, "S", 10, pid=99)])
+    assert "pid" in rules(GOOD[:3] + [ev(0, "1.000009", 77)])
+    assert "two-cpus" in rules(GOOD[:2] + [sw(1, "1.000003", 11, "S", 10)])
+    assert "wake-running" in rules(GOOD[:3] + [wake(0, "1.000009", 10, 11)])
+    assert "flags" in rules(GOOD[:2] + [sw(0, "1.000003", 10, "S", 12, flags="d.h1.")])
+    # asleep and switched in again without a wakeup
+    assert "prev-state" in rules(GOOD[:6] + [sw(0, "1.000009", 12, "S", 10)])
+
+
+def test_cpus_start_when_the_last_one_does():
+    # CPU 1's older entries were overwritten: CPU 0's earlier lines are not judged
+    lines = [ev(0, "0.500000", 5), sw(0, "0.600000", 7, "S", 8), sw(1, "1.000000", 0, "R", 9),
+             ev(0, "1.000001", 8)]
+    assert rules(lines) == {}
