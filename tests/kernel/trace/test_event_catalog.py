@@ -24,15 +24,19 @@ def cat():
     return load_catalog()
 
 
-SCHED_SWITCH = (  # ID 310
-    'name: sched_switch\n'
-    'ID: 310\n'
-    'format:\n'
+# the common fields every format begins with, and the blank line after them
+COMMON = (
     '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
     '\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n'
     '\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n'
     '\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n'
     '\n'
+)
+
+SCHED_SWITCH = (  # ID 310
+    'name: sched_switch\n'
+    'ID: 310\n'
+    'format:\n' + COMMON +
     '\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n'
     '\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n'
     '\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n'
@@ -57,12 +61,7 @@ SCHED_SWITCH = (  # ID 310
 SCHED_WAKING = (  # ID 313
     'name: sched_waking\n'
     'ID: 313\n'
-    'format:\n'
-    '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
-    '\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n'
-    '\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n'
-    '\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n'
-    '\n'
+    'format:\n' + COMMON +
     '\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n'
     '\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n'
     '\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n'
@@ -75,12 +74,7 @@ SCHED_WAKING = (  # ID 313
 KMALLOC = (  # ID 626
     'name: kmalloc\n'
     'ID: 626\n'
-    'format:\n'
-    '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
-    '\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n'
-    '\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n'
-    '\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n'
-    '\n'
+    'format:\n' + COMMON +
     '\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;\n'
     '\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;\n'
     '\tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;\n'
@@ -145,12 +139,7 @@ KMALLOC = (  # ID 626
 IRQ_HANDLER_ENTRY = (  # ID 157
     'name: irq_handler_entry\n'
     'ID: 157\n'
-    'format:\n'
-    '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
-    '\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n'
-    '\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n'
-    '\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n'
-    '\n'
+    'format:\n' + COMMON +
     '\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n'
     '\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n'
     '\n'
@@ -160,12 +149,7 @@ IRQ_HANDLER_ENTRY = (  # ID 157
 FUNCTION = (  # ID 1
     'name: function\n'
     'ID: 1\n'
-    'format:\n'
-    '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
-    '\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n'
-    '\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n'
-    '\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n'
-    '\n'
+    'format:\n' + COMMON +
     '\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n'
     '\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n'
     '\n'
