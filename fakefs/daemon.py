@@ -13,7 +13,6 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
-from . import sim
 from .kernel.init import Kernel
 
 log = logging.getLogger("fakefs")
@@ -55,8 +54,6 @@ def boot_kernel(args) -> Kernel:
                     config_overrides=args.config or None)
     kernel.host_comm = host_comm
     kernel.boot()
-    if kernel.workload is not None:
-        sim.attach(kernel)
     return kernel
 
 
