@@ -9,7 +9,7 @@ SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 SYSPKGS := fuse3 libfuse3-dev pkg-config
 
-.PHONY: install sysdeps run test unit selftests bench clean
+.PHONY: install sysdeps run test unit selftests bench stress clean
 
 install: sysdeps $(VENV)/.installed
 
@@ -41,6 +41,12 @@ selftests: install
 
 bench: install
 	$(PY) -m fakefs.bench
+
+# Long fuzz + 50-shell runs with the latency targets (make test runs short ones).
+# e.g. make stress STRESS_ARGS="--fuzz-seconds 600 --shells 80"
+STRESS_ARGS ?=
+stress: install
+	$(PY) -m fakefs.stress $(STRESS_ARGS)
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -37,10 +37,17 @@ def cmd_mount(args) -> int:
     if args.persona not in PERSONAS:
         print(f"fakefs: unknown persona '{args.persona}' (try --persona help)", file=sys.stderr)
         return 2
+    from .fuse import mountpoint
     fuse_opts, args.config = _split_opts(args.o)
     mnt = os.path.abspath(args.mountpoint)
-    if not os.path.isdir(mnt):
-        print(f"fakefs: {mnt}: not a directory", file=sys.stderr)
+    problem = mountpoint.fuse_device_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    try:
+        mountpoint.prepare(mnt, log=lambda m: print(m, file=sys.stderr))
+    except mountpoint.MountpointError as e:
+        print(e, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="fakefs: %(levelname)s %(name)s: %(message)s")
@@ -88,9 +95,19 @@ def cmd_mount(args) -> int:
 
 
 def cmd_umount(args) -> int:
+    """``fusermount3 -u [-z]``.  With -z the mount is detached at once; the
+    daemon notices (it watches the mount while readers wait), answers its
+    blocked readers and exits, as on SIGTERM."""
     mnt = os.path.abspath(args.mountpoint)
-    rc = subprocess.call(["fusermount3", "-u"] + (["-z"] if args.lazy else []) + [mnt])
-    return rc
+    r = subprocess.run(["fusermount3", "-u"] + (["-z"] if args.lazy else []) + [mnt],
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        err = r.stderr.strip()
+        print(err, file=sys.stderr)
+        if "busy" in err and not args.lazy:
+            print(f"hint: files are open on the mount; fakefs umount -z {args.mountpoint} "
+                  f"detaches it now and stops the daemon", file=sys.stderr)
+    return r.returncode
 
 
 def cmd_dmesg(args) -> int:
@@ -121,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
     m.add_argument("-d", "--debug", action="store_true", help="log debugging output")
     m.add_argument("-o", action="append", default=[], metavar="OPT[,OPT...]",
-                   help="FUSE mount options (fsname=, allow_other, ...) and CONFIG_X=y overrides")
+                   help="FUSE mount options (fsname=, allow_other, ...), tracefs's uid=N, gid=N, "
+                        "mode=OCTAL (owner and mode of the tracing directory; the tree is the "
+                        "mounting user's otherwise) and CONFIG_X=y overrides")
     m.add_argument("--cmdline", default="", help="kernel command line (boot parameters)")
     m.add_argument("--seed", type=int, default=1, help="seed of the simulated workload")
     m.add_argument("--persona", default=DEFAULT_PERSONA,
@@ -130,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("mountpoint")
     m.set_defaults(func=cmd_mount)
     u = sub.add_parser("umount", help="unmount a fakefs mount")
-    u.add_argument("-z", "--lazy", action="store_true")
+    u.add_argument("-z", "--lazy", action="store_true",
+                   help="detach now even if files are open (blocked readers are answered)")
     u.add_argument("mountpoint")
     u.set_defaults(func=cmd_umount)
     sub.add_parser("heatmap", add_help=False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -13,6 +14,9 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
+from .fuse.mountpoint import explain_failure
+from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
+from .fuse.procfd import mount_dev
 from .kernel.init import Kernel
 
 log = logging.getLogger("fakefs")
@@ -57,46 +61,106 @@ def boot_kernel(args) -> Kernel:
     return kernel
 
 
-def _force_exit(mountpoint: str) -> None:
+def still_ours(mountpoint: str, dev: str | None) -> bool:
+    """Is the mount on ``mountpoint`` still this daemon's?  (After a lazy
+    umount the directory may already hold somebody else's mount.)"""
+    return dev is None or mount_dev(mountpoint) == dev
+
+
+def _force_exit(mountpoint: str, dev: str | None) -> None:
     log.warning("requests still in flight %.1f s after the stop signal: detaching %s",
                 EXIT_GRACE_S, mountpoint)
-    subprocess.run(["fusermount3", "-u", "-z", mountpoint], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if still_ours(mountpoint, dev):
+        subprocess.run(["fusermount3", "-u", "-z", mountpoint], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os._exit(0)
 
 
 async def _serve(ops: FakeFS) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ops.poll_watcher)
+        nursery.start_soon(ops.detach_watcher)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()
 
 
+@contextlib.contextmanager
+def captured_stderr(box: list[str]):
+    """Collect what libfuse and fusermount3 write on fd 2 (a daemon's
+    stderr is a log file, or nothing): the reason a mount failed."""
+    sys.stderr.flush()
+    mem = os.memfd_create("fakefs-libfuse-stderr")
+    saved = os.dup(2)
+    os.dup2(mem, 2)
+    try:
+        yield box
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.lseek(mem, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(mem, 65536):
+            chunks.append(chunk)
+        os.close(mem)
+        box.append(b"".join(chunks).decode(errors="replace"))
+
+
+def mount_error(mountpoint: str, exc: Exception, libfuse_text: str) -> str:
+    """libfuse's own reason first (``fuse: unknown option(s): ...``,
+    ``fusermount3: failed to open /dev/fuse: Permission denied``), then
+    pyfuse3's summary, then a hint."""
+    lines = [ln for ln in libfuse_text.strip().splitlines() if ln.strip()]
+    msg = f"fakefs: cannot mount {mountpoint}: " + ("; ".join(lines) if lines else str(exc))
+    if lines:
+        msg += f" ({exc})"
+    hint = explain_failure(libfuse_text)
+    return msg + "\n" + (hint + "\n" if hint else "")
+
+
+def make_ownership(kernel: Kernel, opts: list[str]) -> tuple[Ownership, list[str]]:
+    rest, tracefs_opts = parse_tracefs_options(opts)
+    tracing = kernel.tracing
+    own = Ownership(*default_owner(), tracefs_root=tracing.root if tracing is not None else None,
+                    tracefs_opts=tracefs_opts)
+    return own, rest
+
+
 def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None,
           on_ready=None) -> int:
-    ops = FakeFS(kernel)
-    try:
-        pyfuse3.init(ops, mountpoint, fuse_options(opts))
-    except Exception as e:
-        msg = f"fakefs: cannot mount {mountpoint}: {e}\n"
+    def fail(msg: str) -> int:
         if ready_fd is not None:
             os.write(ready_fd, msg.encode())
             os.close(ready_fd)
         else:
             sys.stderr.write(msg)
         return 1
+    try:
+        own, opts = make_ownership(kernel, opts)
+    except OwnershipError as e:
+        return fail(f"fakefs: {e}\n")
+    ops = FakeFS(kernel, own)
+    libfuse: list[str] = []
+    try:
+        with captured_stderr(libfuse):
+            pyfuse3.init(ops, mountpoint, fuse_options(opts))
+    except Exception as e:
+        return fail(mount_error(mountpoint, e, "".join(libfuse)))
+    if "".join(libfuse).strip():
+        sys.stderr.write("".join(libfuse))
     ops.mounted = True
+    ops.dev = mount_dev(mountpoint)
 
-    def stop(signum, frame):
+    def stop(signum=None, frame=None):
         if ops.terminating:
             return
         ops.terminate()
         pyfuse3.terminate()
         # Should a request still hold the main loop, the mount does not
         # outlive the daemon: detach it and leave.
-        t = threading.Timer(EXIT_GRACE_S, _force_exit, (mountpoint,))
+        t = threading.Timer(EXIT_GRACE_S, _force_exit, (mountpoint, ops.dev))
         t.daemon = True
         t.start()
+    ops.on_detached = stop
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGHUP, stop)
@@ -108,5 +172,5 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     try:
         trio.run(_serve, ops)
     finally:
-        pyfuse3.close(unmount=True)
+        pyfuse3.close(unmount=still_ours(mountpoint, ops.dev))
     return 0

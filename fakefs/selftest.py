@@ -12,7 +12,8 @@ A run:
 1. copies the harness into a temporary work directory and every ``--extra``
    directory into ``test.d/<name>/`` (so the tests find ``test.d/functions``);
 2. re-executes itself inside ``unshare -m --propagation private`` (the
-   *inner* stage), which detaches every ``/proc/mounts`` line mentioning
+   *inner* stage; without root, ``unshare -Ur -m ...``: a user namespace
+   where the user is root, if the kernel allows unprivileged ones), which detaches every ``/proc/mounts`` line mentioning
    ``tracefs`` (only in that private namespace), starts ``fakefs mount -f -o
    fsname=tracefs`` on a temporary mount point, bind-mounts its
    ``sys/kernel/tracing`` onto ``/sys/kernel/tracing``, detaches the original
@@ -610,6 +611,10 @@ def run(args) -> int:
             for t in tests:
                 print(tree.rel(t))
             return 0
+        if use_userns():
+            marked = mark_unsupported_in_userns(tree, tests)
+            _log("not root: running in a user namespace (unshare -Urm)%s"
+                 % ("; UNSUPPORTED there: " + ", ".join(marked) if marked else ""))
         return _run_in_namespace(args, tree, tests)
     except SelftestError as e:
         _log("error: %s" % e)
@@ -625,15 +630,69 @@ def run(args) -> int:
                 shutil.rmtree(root, ignore_errors=True)
 
 
+# Tests that need what a user namespace cannot give (mounting a real
+# tracefs, remounting with options): reported UNSUPPORTED there.
+NEEDS_INIT_USERNS = {
+    "00basic/mount_options.tc": "mounts a real tracefs (not allowed in a user namespace)",
+    "00basic/test_ownership.tc": "remounts tracefs with gid= (not allowed in a user namespace)",
+}
+
+
+def userns_problem() -> str | None:
+    """Why ``unshare -Urm`` does not work here (None: it does)."""
+    if not shutil.which("unshare"):
+        return "unshare(1) not found (util-linux)"
+    try:
+        r = subprocess.run(["unshare", "-Ur", "-m", "--propagation", "private", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "unshare -Urm: %s" % e
+    if r.returncode != 0:
+        return ("unprivileged user namespaces are not allowed here (unshare -Urm: %s); "
+                "see sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces / "
+                "kernel.apparmor_restrict_unprivileged_userns" % r.stdout.strip())
+    return None
+
+
+def use_userns() -> bool:
+    return os.geteuid() != 0
+
+
 def _check_host() -> None:
-    if os.geteuid() != 0:
-        raise SelftestError("ftracetest and the mount namespace need root")
     if not shutil.which("unshare"):
         raise SelftestError("unshare(1) not found (util-linux)")
+    if use_userns():
+        problem = userns_problem()
+        if problem:
+            raise SelftestError("without root, the selftests run in a user namespace: %s; "
+                                "or run them as root" % problem)
     if not os.path.exists("/dev/fuse"):
         raise SelftestError("/dev/fuse is missing")
+    if use_userns() and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        raise SelftestError("/dev/fuse is not usable by this user (a user namespace mounts "
+                            "with it directly); as root: chmod 0666 /dev/fuse (Debian's "
+                            "default), or run the selftests as root")
     if not os.path.isdir(TRACING_DIR):
         raise SelftestError("%s does not exist on this host" % TRACING_DIR)
+
+
+def mark_unsupported_in_userns(tree: "WorkTree", tests: list[Path]) -> list[str]:
+    """Make the tests a user namespace cannot run exit UNSUPPORTED (in the
+    work tree's copy only); returns their names."""
+    marked = []
+    for t in tests:
+        rel = tree.rel(t)
+        why = NEEDS_INIT_USERNS.get(rel)
+        if why is None:
+            continue
+        lines = t.read_text().splitlines(keepends=True)
+        body = [ln for ln in lines if not ln.startswith("#")]
+        head = lines[:len(lines) - len(body)]
+        t.write_text("".join(head) + "echo 'fakefs: %s'\nexit_unsupported\n" % why
+                     + "".join(body))
+        marked.append(rel)
+    return marked
 
 
 def _run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
@@ -651,13 +710,15 @@ def _run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
         "timeout": args.timeout,
         "verbose": args.verbose,
         "outer_mnt_ns": _mount_ns(),
+        "userns": use_userns(),
     }
     cfg_file = tree.root / "config.json"
     cfg_file.write_text(json.dumps(cfg, indent=1))
     _log("running %d test(s), %d result(s) with the instance re-runs, in a private mount "
          "namespace" % (len(tests), len(cases)))
-    cmd = ["unshare", "-m", "--propagation", "private", "--",
-           sys.executable, "-m", "fakefs.selftest", "--inner", str(cfg_file)]
+    cmd = ["unshare"] + (["-Ur"] if cfg["userns"] else []) + [
+        "-m", "--propagation", "private", "--",
+        sys.executable, "-m", "fakefs.selftest", "--inner", str(cfg_file)]
     p = subprocess.Popen(cmd, env=_child_env())
     try:
         rc = p.wait()
@@ -762,14 +823,21 @@ def _umount(path: str, lazy: bool = False) -> bool:
                           stderr=subprocess.DEVNULL).returncode == 0
 
 
-def _detach_tracefs_mounts() -> None:
-    """Lazily unmount every line mentioning tracefs (private namespace only)."""
+def _detach_tracefs_mounts(userns: bool = False) -> None:
+    """Lazily unmount every line mentioning tracefs (private namespace only).
+
+    In a user namespace the mounts inherited from the host are locked and
+    stay; that is fine when the first of them is TRACING_DIR, which our
+    mount then covers (checked after the bind mount)."""
     for _ in range(10):
         lines = _tracefs_lines()
         if not lines:
             return
+        detached = False
         for _, mnt, _ in sorted(lines, key=lambda l: -len(l[1])):
-            _umount(mnt, lazy=True)
+            detached |= _umount(mnt, lazy=True)
+        if not detached and userns:
+            return
     raise SelftestError("could not detach the existing tracefs mounts: %s" % _tracefs_lines())
 
 
@@ -861,7 +929,7 @@ def inner_main(cfg_path: str) -> int:
             rt_orig = Path(SCHED_RT_RUNTIME).read_text()
         except OSError:
             pass
-        _detach_tracefs_mounts()
+        _detach_tracefs_mounts(cfg.get("userns", False))
         mnt.mkdir(exist_ok=True)
         with open(cfg["daemon_log"], "wb") as log:
             daemon = subprocess.Popen(cfg["daemon"] + [str(mnt)], stdin=subprocess.DEVNULL,

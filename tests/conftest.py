@@ -4,14 +4,15 @@ import os
 
 import pytest
 
-from mountlib import fuse_available, mounted
+from mountlib import fuse_problem, mounted
 
 
 @pytest.fixture(scope="module")
 def mnt():
     """One default mount shared by a test module."""
-    if not fuse_available():
-        pytest.skip("needs /dev/fuse and fusermount3")
+    problem = fuse_problem()
+    if problem:
+        pytest.skip(problem)
     with mounted() as m:
         yield m
 

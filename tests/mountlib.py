@@ -14,12 +14,26 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def fuse_problem() -> str | None:
+    """Why FUSE mounts cannot be made here (None: they can)."""
+    if not os.path.exists("/dev/fuse"):
+        return "needs /dev/fuse (the fuse module)"
+    if not any(os.path.exists(os.path.join(p, "fusermount3"))
+               for p in os.environ.get("PATH", "").split(":")):
+        return "needs fusermount3 (apt-get install fuse3)"
+    if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+        return ("needs a /dev/fuse this user can open (it is not; Debian's default is 0666: "
+                "chmod 0666 /dev/fuse as root)")
+    return None
+
+
 def fuse_available() -> bool:
-    return os.path.exists("/dev/fuse") and any(
-        os.path.exists(os.path.join(p, "fusermount3")) for p in os.environ.get("PATH", "").split(":"))
+    return fuse_problem() is None
 
 
-requires_fuse = pytest.mark.skipif(not fuse_available(), reason="needs /dev/fuse and fusermount3")
+requires_fuse = pytest.mark.skipif(not fuse_available(), reason=fuse_problem() or "")
+requires_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root: acts as another uid (setuid) on the mount")
 
 
 def is_mounted(path: str) -> bool:
@@ -44,7 +58,14 @@ def mounted(cmdline: str = "", seed: int = 1, persona: str | None = None, opts: 
     cmd += list(extra_args or [])
     cmd.append(mnt)
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    subprocess.run(cmd, check=True, env=env, timeout=60)
+    try:
+        subprocess.run(cmd, check=True, env=env, timeout=60)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rmdir(mnt)
+        with contextlib.suppress(OSError):
+            os.unlink(log)
+        raise
     try:
         assert is_mounted(mnt)
         yield mnt

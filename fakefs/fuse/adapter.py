@@ -8,7 +8,13 @@ Rules this layer keeps (see shared/research/anchors.md §0):
   model through ``File.trunc`` / ``File.append``), never from write offsets;
 * blocking reads wait on the trio loop in short sleeps, and give up with
   EINTR when the opener has a pending signal (pyfuse3 never sees
-  FUSE_INTERRUPT);
+  FUSE_INTERRUPT); before waiting they look up the file's *current*
+  O_NONBLOCK (``fcntl(F_SETFL)`` after open) in the opener's fdinfo;
+* while somebody waits (blocked read, poll), the mount is watched: once it
+  is detached (``umount -l``, ``fusermount3 -u -z``) the daemon stops as on
+  SIGTERM instead of holding the waiters forever;
+* ownership: the mounting user is the simulated machine's root (see
+  ``ownership.py``); the caller's uid reaches the kernel's ``open``;
 * before any request touches kernel state the kernel catches up with the
   wall clock in small steps, yielding to other requests between steps;
 * a handler never lets a Python exception escape: KernelError becomes its
@@ -28,6 +34,8 @@ import pyfuse3
 import trio
 
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
+from .ownership import Ownership, default_owner
+from .procfd import current_nonblock, dev_attached
 from .signals import signal_pending
 
 log = logging.getLogger("fakefs.fuse")
@@ -35,6 +43,8 @@ log = logging.getLogger("fakefs.fuse")
 ENTRY_TIMEOUT = 1.0
 ATTR_TIMEOUT = 1.0
 BLOCK_POLL_INTERVAL = 0.05
+# how often the mount's presence is checked while somebody waits
+DETACH_CHECK_INTERVAL = 0.2
 
 
 def handler(fn):
@@ -62,16 +72,26 @@ class FakeFS(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, ownership: Ownership | None = None):
         super().__init__()
         self.kernel = kernel
         self.tree = kernel.tree
+        # who owns what (the daemon passes the tracefs root and -o uid/gid/mode)
+        self.own = ownership or Ownership(*default_owner())
         self.files: dict[int, File] = {}
         self.next_fh = 1
         self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
         self.poll_wakeup: trio.Event | None = None
         self.mounted = False
         self.terminating = False
+        # major:minor of the mount once mounted (None: not watched)
+        self.dev: str | None = None
+        # requests waiting for data (blocked reads); with poll_waiters, what
+        # makes the detach watcher run
+        self.blocked = 0
+        self.waiter_wakeup: trio.Event | None = None
+        # what the daemon does when the mount goes away under waiters
+        self.on_detached = self.terminate
         self.tree.listeners.append(self._tree_changed)
 
     def terminate(self) -> None:
@@ -107,8 +127,8 @@ class FakeFS(pyfuse3.Operations):
         a.attr_timeout = ATTR_TIMEOUT
         a.st_mode = n.mode
         a.st_nlink = 2 + sum(1 for c in n.children.values() if c.is_dir) if isinstance(n, DirNode) else 1
-        a.st_uid = n.uid
-        a.st_gid = n.gid
+        a.st_uid = self.own.uid_of(n)
+        a.st_gid = self.own.gid_of(n)
         a.st_rdev = 0
         size = 0
         if isinstance(n, FileNode):
@@ -123,6 +143,8 @@ class FakeFS(pyfuse3.Operations):
         return a
 
     def _tree_changed(self, parent, name, node, added) -> None:
+        if not added:
+            self.own.forget(node.ino)
         if not self.mounted or added or parent is None:
             return
         try:
@@ -130,6 +152,20 @@ class FakeFS(pyfuse3.Operations):
                                            ignore_enoent=True)
         except Exception:   # never let a notification failure reach the kernel model
             log.debug("invalidate %s failed", name, exc_info=True)
+
+    def _invalidate_attrs_below(self, d: DirNode) -> None:
+        """Nodes that inherit their owner from ``d`` show the new one at
+        once, not after the attribute timeout (attr-only invalidation takes
+        no page lock: safe inside a request)."""
+        stack = list(d.children.values())
+        while stack:
+            n = stack.pop()
+            if isinstance(n, DirNode):
+                stack.extend(n.children.values())
+            try:
+                pyfuse3.invalidate_inode(n.ino, attr_only=True)
+            except OSError:
+                pass                    # ENOENT: the kernel does not hold it
 
     def file(self, fh: int) -> File:
         f = self.files.get(fh)
@@ -165,10 +201,12 @@ class FakeFS(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_mode:
             n.mode = stat.S_IFMT(n.mode) | (attr.st_mode & 0o7777)
-        if fields.update_uid:
-            n.uid = attr.st_uid
-        if fields.update_gid:
-            n.gid = attr.st_gid
+        # the VFS checked chown/chgrp rights already (default_permissions)
+        if fields.update_uid or fields.update_gid:
+            self.own.chown(n, attr.st_uid if fields.update_uid else None,
+                           attr.st_gid if fields.update_gid else None)
+            if self.mounted and self.own.is_anchor(n):
+                self._invalidate_attrs_below(n)
         # size changes (truncate -s) are accepted and ignored, as tracefs does
         return self.attrs(n)
 
@@ -262,7 +300,7 @@ class FakeFS(pyfuse3.Operations):
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
         await self.observe()
-        f = File(n, flags, ctx.pid)
+        f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
         n.fops.open(f)
         fh = self.next_fh
         self.next_fh += 1
@@ -273,18 +311,29 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def read(self, fh, off, size):
         f = self.file(fh)
-        while True:
-            await self.observe()
-            try:
-                return f.node.fops.read(f, off, size)
-            except WouldBlock:
-                if f.nonblock:
-                    raise pyfuse3.FUSEError(errno.EAGAIN)
-            if self.terminating:
-                raise pyfuse3.FUSEError(errno.ENOTCONN)
-            if f.pid and signal_pending(f.pid):
-                raise pyfuse3.FUSEError(errno.EINTR)
-            await trio.sleep(BLOCK_POLL_INTERVAL)
+        await self.observe()
+        try:
+            return f.node.fops.read(f, off, size)
+        except WouldBlock:
+            # the flags now, not at open (tracing_wait_pipe checks f_flags)
+            if current_nonblock(f.pid, f.node.ino, self.dev, f.flags):
+                raise pyfuse3.FUSEError(errno.EAGAIN)
+        self.blocked += 1
+        self._wake_watcher()
+        try:
+            while True:
+                if self.terminating:
+                    raise pyfuse3.FUSEError(errno.ENOTCONN)
+                if f.pid and signal_pending(f.pid):
+                    raise pyfuse3.FUSEError(errno.EINTR)
+                await trio.sleep(BLOCK_POLL_INTERVAL)
+                await self.observe()
+                try:
+                    return f.node.fops.read(f, off, size)
+                except WouldBlock:
+                    pass
+        finally:
+            self.blocked -= 1
 
     @handler
     async def write(self, fh, off, buf):
@@ -321,7 +370,30 @@ class FakeFS(pyfuse3.Operations):
             self.poll_waiters[fh] = poll_handle
             if self.poll_wakeup is not None:
                 self.poll_wakeup.set()
+            self._wake_watcher()
         return mask
+
+    def _wake_watcher(self) -> None:
+        if self.waiter_wakeup is not None:
+            self.waiter_wakeup.set()
+
+    async def detach_watcher(self) -> None:
+        """While a read blocks or a poll waits, check every 200 ms that the
+        mount still exists (anywhere, bind mounts included).  A lazy umount
+        leaves the connection alive as long as files are open, so without
+        this the waiters would hold the daemon forever."""
+        if self.dev is None:
+            return
+        while not self.terminating:
+            if not self.blocked and not self.poll_waiters:
+                self.waiter_wakeup = trio.Event()
+                await self.waiter_wakeup.wait()
+                continue
+            await trio.sleep(DETACH_CHECK_INTERVAL)
+            if not dev_attached(self.dev):
+                log.warning("the mount was detached with waiters: stopping")
+                self.on_detached()
+                return
 
     async def poll_watcher(self) -> None:
         """Wake pollers whose file became ready (checked every 100 ms while

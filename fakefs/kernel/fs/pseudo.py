@@ -45,14 +45,16 @@ class WouldBlock(KernelError):
 
 
 class File:
-    """An open file (``struct file``): flags seen at open, private data."""
+    """An open file (``struct file``): flags seen at open, private data, and
+    the opener's uid (``f_cred``; 0 is root, capable of everything)."""
 
-    __slots__ = ("node", "flags", "pid", "private", "seq_buf")
+    __slots__ = ("node", "flags", "pid", "uid", "private", "seq_buf")
 
-    def __init__(self, node: "FileNode", flags: int, pid: int = 0):
+    def __init__(self, node: "FileNode", flags: int, pid: int = 0, uid: int = 0):
         self.node = node
         self.flags = flags
         self.pid = pid
+        self.uid = uid
         self.private = None
         self.seq_buf: bytes | None = None
 
@@ -254,10 +256,13 @@ class PseudoTree:
         return self.add(parent, DirNode(name, mode, parent, data, dops))
 
     def makedirs(self, path: str, mode: int = 0o755) -> DirNode:
+        """``mkdir -p``: ``mode`` applies to the last directory; missing
+        parents get 0755 (``sys/`` above a 0700 ``tracing/`` stays 0755)."""
         node = self.root
-        for part in path.strip("/").split("/"):
+        parts = path.strip("/").split("/")
+        for i, part in enumerate(parts):
             child = node.children.get(part)
             if child is None:
-                child = self.create_dir(part, node, mode)
+                child = self.create_dir(part, node, mode if i == len(parts) - 1 else 0o755)
             node = child
         return node
