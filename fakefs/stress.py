@@ -384,13 +384,23 @@ def mount_alive(mnt: str) -> str | None:
 
 
 def log_problems(log_path: str) -> list[str]:
+    """Distinct errors of the daemon log (``N x <exception>``); [] if clean."""
     try:
         with open(log_path, errors="replace") as fh:
-            text = fh.read()
+            lines = fh.read().splitlines()
     except OSError:
         return []
-    return [ln for ln in text.splitlines() if "Traceback" in ln or " failed" in ln
-            or "ERROR" in ln]
+    found: Counter = Counter()
+    in_tb = False
+    for ln in lines:
+        if ln.startswith("Traceback"):
+            in_tb = True
+        elif in_tb and ln and not ln.startswith(" "):
+            found["traceback: " + ln] += 1          # the exception line ends a traceback
+            in_tb = False
+        elif " ERROR " in ln or "CRITICAL" in ln:
+            found[ln.split(": ", 1)[-1]] += 1
+    return [f"{n} x {what}" for what, n in found.most_common()]
 
 
 @contextlib.contextmanager

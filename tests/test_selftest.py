@@ -491,9 +491,20 @@ echo "# of undefined(test bug):  0"
 [ $F -eq 0 ]
 """
 
-needs_root_ns = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare") or not os.path.isdir(st.TRACING_DIR),
-    reason="needs root, unshare(1) and /sys/kernel/tracing")
+def _ns_problem():
+    if not shutil.which("unshare"):
+        return "needs unshare(1)"
+    if not os.path.isdir(st.TRACING_DIR):
+        return "needs %s on the host" % st.TRACING_DIR
+    if os.geteuid() != 0:
+        problem = st.userns_problem()        # without root: a user namespace
+        if problem:
+            return "needs root or unprivileged user namespaces: " + problem
+    return None
+
+
+_NS_PROBLEM = _ns_problem()
+needs_root_ns = pytest.mark.skipif(_NS_PROBLEM is not None, reason=_NS_PROBLEM or "")
 
 
 def _host_mount_lines(word):

@@ -92,6 +92,8 @@ class FakeFS(pyfuse3.Operations):
         self.waiter_wakeup: trio.Event | None = None
         # what the daemon does when the mount goes away under waiters
         self.on_detached = self.terminate
+        # the directory an rmdir request is removing (see rmdir)
+        self.vfs_removing: DirNode | None = None
         self.tree.listeners.append(self._tree_changed)
 
     def terminate(self) -> None:
@@ -145,7 +147,7 @@ class FakeFS(pyfuse3.Operations):
     def _tree_changed(self, parent, name, node, added) -> None:
         if not added:
             self.own.forget(node.ino)
-        if not self.mounted or added or parent is None:
+        if not self.mounted or added or parent is None or node is self.vfs_removing:
             return
         try:
             pyfuse3.invalidate_entry_async(parent.ino, name.encode(), deleted=node.ino,
@@ -267,7 +269,13 @@ class FakeFS(pyfuse3.Operations):
         if not isinstance(child, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         await self.observe()
-        parent.dops.rmdir(parent, name)
+        # the VFS drops this dentry itself when we answer: no notification
+        # (it would take the directory's lock once more per rmdir)
+        self.vfs_removing = child
+        try:
+            parent.dops.rmdir(parent, name)
+        finally:
+            self.vfs_removing = None
 
     @handler
     async def create(self, parent_inode, name, mode, flags, ctx):
