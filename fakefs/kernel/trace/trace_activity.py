@@ -43,7 +43,7 @@ TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SCHED_TRACEPOINTS = ("sched_switch", "sched_waking", "sched_wakeup")
-MACHINE = -1               # occurrence id of a tracepoint hit the machine made
+MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
 
 class CallGroup:

@@ -238,3 +238,20 @@ def test_backlog_beyond_replay_counts_as_overrun():
 
 def merged(buf):
     return [e for cb in buf.cpus for e in cb.events()]
+
+
+def test_unrecorded_switches_and_wakeup_events_without_a_machine():
+    """Regression: the unrecorded-switch stream once shared its occurrence id
+    with the machine's hits, and catch-up raised for ever after."""
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.fs.pseudo import File
+    import os as _os
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=2).boot()
+    node = k.tree.root.walk("sys/kernel/tracing/events/sched/sched_waking/enable")
+    f = File(node, _os.O_WRONLY)
+    node.fops.open(f)
+    node.fops.write(f, b"1")
+    k.clock.advance(200_000_000)
+    k.run_until_now()
+    assert k.sim_time == 200_000_000
