@@ -941,6 +941,14 @@ def inner_main(cfg_path: str) -> int:
         if r.returncode != 0:
             raise SelftestError("mount --bind failed: %s" % r.stdout.strip())
         bound = True
+        # tests look addresses up in /proc/kallsyms: the simulated kernel's
+        r = subprocess.run(["mount", "--bind", str(mnt / "proc/kallsyms"), "/proc/kallsyms"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            if not cfg.get("userns", False):
+                raise SelftestError("mount --bind of /proc/kallsyms failed: %s" % r.stdout.strip())
+            _log("note: /proc/kallsyms stays the host's here (%s): tests that look "
+                 "addresses up in it may fail" % r.stdout.strip())
         _umount(str(mnt), lazy=True)
         lines = _tracefs_lines()
         if not lines or lines[0][1] != TRACING_DIR:

@@ -20,6 +20,8 @@ import os
 import re
 from bisect import bisect_right
 
+from .fs.pseudo import FileOperations
+
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 BUNDLED_PATH = os.path.join(DATA_DIR, "kallsyms.gz")
 HOST_PATH = "/proc/kallsyms"
@@ -376,9 +378,19 @@ def register_params(kernel) -> None:
     kernel.early_param("nokaslr", lambda val: None)     # read by kaslr_bases()
 
 
+class ProcKallsymsOps(FileOperations):
+    """/proc/kallsyms (0444): the simulated boot's text symbols, addresses
+    included (they are the simulated machine's, not the host's)."""
+
+    def show(self, f):
+        return f.data.proc_text()
+
+
 def kallsyms_init(kernel) -> None:
     table = Kallsyms.load(host=kernel.host_kallsyms)
     kernel.kallsyms = table.relocated(*kaslr_bases(kernel))
+    proc = kernel.tree.makedirs("proc")
+    kernel.tree.create_file("kallsyms", 0o444, proc, kernel.kallsyms, ProcKallsymsOps())
 
 
 if __name__ == "__main__":          # regenerate the bundled table from this host
