@@ -17,6 +17,7 @@ from .fuse.adapter import FakeFS
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
+from . import sim
 from .kernel.init import Kernel
 
 log = logging.getLogger("fakefs")
@@ -58,6 +59,8 @@ def boot_kernel(args) -> Kernel:
                     config_overrides=args.config or None)
     kernel.host_comm = host_comm
     kernel.boot()
+    if kernel.workload is not None:
+        sim.attach(kernel)
     return kernel
 
 

@@ -361,7 +361,7 @@ class Profiler:
         if not wl.driven:
             return                        # the walk's own switches count
         wl.follow(cpu, prev)
-        stack = wl.switch_stack(self.rng, cpu)
+        stack = wl.switch_path(self.rng, cpu)[0]
         wl.follow(cpu, nxt)
         self._on_switch(cpu, prev, nxt, stack)
 

@@ -898,17 +898,41 @@ class Workload:
         self.driven = True
         c = self._cpus[cpu]
         ts = self.states.get(task.pid) if task.pid else None
-        c.ts = ts if ts is not None else c.idle
+        ts = c.ts = ts if ts is not None else c.idle
+        # woken up: it returns from __schedule() and from the function that
+        # called it (schedule(), schedule_idle() ...), so that its next
+        # sleep enters them again
+        top = None
+        f = ts.frame
+        while f is not None:
+            if self.flags[f.fn] & _SWITCH:
+                top = f
+            f = f.parent
+        if top is not None and top.parent is not None:
+            ts.frame, ts.phase = top.parent.parent, RESUME
 
-    def switch_stack(self, rng, cpu) -> tuple:
-        """The stack of the running task entering __schedule(): where
-        ``sched_switch`` fires."""
+    def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
+        """The running task goes to __schedule(): (the stack where
+        ``sched_switch`` fires, the stacks of the traced functions it
+        entered on the way there, outermost first)."""
         c = self._cpus[cpu]
+        before = set()
+        f = c.ts.frame
+        while f is not None:
+            before.add(f)
+            f = f.parent
         n = self._event_path(c, rng, "sched_switch", self.events["sched_switch"])
         if n is None:
-            return ()
+            return (), ()
+        entered = []
+        f = n
+        while f is not None and f not in before:
+            if self.flags[f.fn] & _TRACE:
+                entered.append(f.stack)
+            f = f.parent
+        entered.reverse()
         c.ts.frame, c.ts.phase = n, RESUME
-        return self._tp_stack(n)
+        return self._tp_stack(n), tuple(entered)
 
     def event_stack(self, rng, cpu, kind) -> tuple:
         """The stack of the running task (or an interrupt on top of it)
@@ -1018,7 +1042,7 @@ class Workload:
             self._maybe_restart_cache()
         c = self._cpus[cpu]
         self._run(c, rng)                  # whatever it was doing goes on
-        if rng.random() < self.p_event_switch:
+        if rng.random() < self.p_event_switch and not self.driven:
             self._event_switch(c, rng)
         for _ in range(CALL_TRIES):
             n = self._event_path(c, rng, targets, targets)
@@ -1026,6 +1050,8 @@ class Workload:
                 n = self._irq_path(c, rng, targets, targets)
             if n is not None:
                 break
+            if self.driven:
+                return None                # who runs is the machine's to say
             # nothing running here gets there (an idle CPU, a task that
             # never makes such calls): the task sleeps, another one runs
             self._event_switch(c, rng)

@@ -173,6 +173,7 @@ class TraceActivity:
         for tr in ev_trs:
             # soft-disabled events are left out, unless a probe may enable them
             events |= tr.enabled_events if tr in probe_trs else tr.enabled_events - tr.soft_disabled
+        events = {ev for ev in events if ev.rate}          # the others never fire
         if driven:
             events = {ev for ev in events if ev.name not in SCHED_TRACEPOINTS}
         events = sorted(events, key=lambda e: e.id)
@@ -225,7 +226,7 @@ class TraceActivity:
         ftrs, filtered = trs
         for ts, _id, ev in occ:
             if _id == MACHINE:
-                self._machine_hit(ev, ev_trs, wl, rng, cpu)
+                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu)
             elif ev is None:
                 self._function_call(ftrs, wl, rng, cpu, ts, probe_trs)
             elif type(ev) is CallGroup:
@@ -240,24 +241,32 @@ class TraceActivity:
             self.curr[cpu] = hit[6]
             wl.follow(cpu, hit[6])
 
-    def _machine_hit(self, hit, trs, wl, rng, cpu) -> None:
+    def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu) -> None:
         """A hit of one of the scheduler's tracepoints, traced where enabled
-        (the stack is the running task's, before a switch takes it off)."""
+        (the stack is the running task's, before a switch takes it off).
+        A switch is also the calls the task going to sleep made on its way
+        to __schedule() (schedule(), ...): function tracers and probes see
+        them."""
         ts, name, pid, flags, pc, args, _after = hit
         ev = self._event_def(name)
         trs = [tr for tr in trs if ev is not None and tr.event_recording(ev)
                and tr.cpumask >> cpu & 1]
+        stack = None
+        if name == "sched_switch" and (trs or ftrs or probe_trs):
+            stack, entered = wl.switch_path(rng, cpu)
+            if ftrs or probe_trs:
+                task = self.curr[cpu]
+                for st in entered:
+                    self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
         if trs:
             entry = (ts, ev.id, pid, flags, pc, args, None)
-            stack = None
             for tr in trs:
                 flt = tr.event_filters.get(ev)
                 if flt is not None and not flt(entry, cpu):
                     continue
                 if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
                     if stack is None:
-                        stack = (wl.switch_stack(rng, cpu) if name == "sched_switch"
-                                 else wl.event_stack(rng, cpu, ev.kind))
+                        stack = wl.event_stack(rng, cpu, ev.kind)
                     tr.trace_stack(cpu, ts, pid, flags, pc, stack)
         self._follow(wl, cpu, hit)
 
