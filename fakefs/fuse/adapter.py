@@ -128,7 +128,7 @@ class FakeFS(pyfuse3.Operations):
         a.entry_timeout = ENTRY_TIMEOUT
         a.attr_timeout = ATTR_TIMEOUT
         a.st_mode = n.mode
-        a.st_nlink = 2 + sum(1 for c in n.children.values() if c.is_dir) if isinstance(n, DirNode) else 1
+        a.st_nlink = 2 + n.nr_subdirs() if isinstance(n, DirNode) else 1
         a.st_uid = self.own.uid_of(n)
         a.st_gid = self.own.gid_of(n)
         a.st_rdev = 0
@@ -159,11 +159,11 @@ class FakeFS(pyfuse3.Operations):
         """Nodes that inherit their owner from ``d`` show the new one at
         once, not after the attribute timeout (attr-only invalidation takes
         no page lock: safe inside a request)."""
-        stack = list(d.children.values())
+        stack = list(d.created_children())
         while stack:
             n = stack.pop()
             if isinstance(n, DirNode):
-                stack.extend(n.children.values())
+                stack.extend(n.created_children())
             try:
                 pyfuse3.invalidate_inode(n.ino, attr_only=True)
             except OSError:

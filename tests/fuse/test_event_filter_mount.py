@@ -51,5 +51,5 @@ def test_event_filter_through_the_mount():
                "echo 0 > `echo $line | cut -f1 -d:`; done; grep -c -v ^none events/*/*/filter",
                t)
         counts = r.stdout.split()
-        assert len(counts) == 8 and all(c.endswith(":0") for c in counts), r.stdout
+        assert len(counts) >= 2000 and all(c.endswith(":0") for c in counts), r.stdout[:500]
         assert "none\n" == open(os.path.join(t, flt)).read()

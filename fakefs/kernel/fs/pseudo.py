@@ -175,12 +175,37 @@ class FileNode(Node):
 
 
 class DirNode(Node):
-    __slots__ = ("children", "dops")
+    """A directory.  Its entries may be created on first use (eventfs does
+    that for ``events/``): ``populate(node)`` runs once, the first time the
+    entries are looked at; until then ``subdirs`` tells how many of them
+    will be directories (for ``st_nlink``)."""
 
-    def __init__(self, name, mode, parent, data=None, dops: DirOperations | None = None):
+    __slots__ = ("_children", "dops", "populate", "subdirs")
+
+    def __init__(self, name, mode, parent, data=None, dops: DirOperations | None = None,
+                 populate=None, subdirs: int = 0):
         super().__init__(name, stat.S_IFDIR | (mode & 0o7777), parent, data)
-        self.children: dict[str, Node] = {}
+        self._children: dict[str, Node] = {}
         self.dops = dops or DirOperations()
+        self.populate = populate
+        self.subdirs = subdirs
+
+    @property
+    def children(self) -> dict:
+        fill = self.populate
+        if fill is not None:
+            self.populate = None
+            fill(self)
+        return self._children
+
+    def created_children(self):
+        """The entries that exist now (populates nothing)."""
+        return self._children.values()
+
+    def nr_subdirs(self) -> int:
+        if self.populate is not None:
+            return self.subdirs
+        return sum(1 for c in self._children.values() if c.is_dir)
 
     def lookup(self, name: str) -> Node | None:
         return self.children.get(name)
@@ -243,7 +268,8 @@ class PseudoTree:
 
     def _forget(self, node: Node) -> None:
         if isinstance(node, DirNode):
-            for child in node.children.values():
+            node.populate = None
+            for child in node.created_children():
                 self._forget(child)
         self.nodes.pop(node.ino, None)
 
@@ -252,8 +278,9 @@ class PseudoTree:
         return self.add(parent, FileNode(name, mode, parent, data, fops))
 
     def create_dir(self, name: str, parent: DirNode, mode: int = 0o755, data=None,
-                   dops: DirOperations | None = None) -> DirNode:
-        return self.add(parent, DirNode(name, mode, parent, data, dops))
+                   dops: DirOperations | None = None, populate=None,
+                   subdirs: int = 0) -> DirNode:
+        return self.add(parent, DirNode(name, mode, parent, data, dops, populate, subdirs))
 
     def makedirs(self, path: str, mode: int = 0o755) -> DirNode:
         """``mkdir -p``: ``mode`` applies to the last directory; missing

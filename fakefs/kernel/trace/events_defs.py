@@ -79,8 +79,11 @@ class EventDef:
         self.rate = rate          # events per second per CPU
         self.kind = kind          # workload stack kind
         self.id = 0
+        self.desc = None          # the catalogue's description, when there is one
 
     def format_text(self) -> str:
+        if self.desc is not None:
+            return self.desc.format_text(self.id)
         return ("name: %s\nID: %d\nformat:\n%s\n%s\nprint fmt: %s\n"
                 % (self.name, self.id, COMMON_FIELDS, "".join(self.fields), self.print_fmt))
 

@@ -13,7 +13,7 @@ import errno
 from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..params import kstrtoul
 from . import trace_entries as te
-from .events_defs import all_events
+from .event_list import register_events
 from .ring_buffer import RingBuffer, event_length
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 
@@ -296,10 +296,10 @@ class Tracing:
             self.tracer_classes.insert(0, FunctionTracer)
         self.global_trace = TraceArray(self, None)
         self.instances: dict[str, TraceArray] = {}
-        self.events = all_events()
-        for i, ev in enumerate(self.events):
-            ev.id = te.TRACE_STACK_ID + 1 + i
-        self.events_by_id = {ev.id: ev for ev in self.events}
+        registered = register_events(kernel.config)
+        self.events = registered.events            # registration order
+        self.events_listing = registered.listing   # available_events order
+        self.events_by_id = registered.by_id
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}

@@ -225,16 +225,29 @@ def event_trace_add_tracer(tr, parent) -> None:
                 tree.create_file("id", TRACE_MODE_READ, d, spec, IdOps())
             elif fname == "trigger":
                 tree.create_file("trigger", TRACE_MODE_WRITE, d, spec, TriggerOps())
-    systems = {}
+    # eventfs: a system's directory and each event's are filled in when
+    # first looked at (some 2,500 events x 4 files for every instance)
+    systems: dict[str, list] = {}
     for ev in tr.tracing.events:
-        sd = systems.get(ev.system)
-        if sd is None:
-            sd = systems[ev.system] = tree.create_dir(ev.system, evdir, 0o755)
-            tree.create_file("filter", TRACE_MODE_WRITE, sd, (tr, ev.system),
-                             SubsystemFilterOps())
-            tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(ev.system))
-        d = tree.create_dir(ev.name, sd, 0o755)
-        tree.create_file("enable", TRACE_MODE_WRITE, d, (tr, ev), EventEnableOps())
-        tree.create_file("filter", TRACE_MODE_WRITE, d, (tr, ev), EventFilterOps())
-        tree.create_file("format", TRACE_MODE_READ, d, (tr, ev), EventFormatOps())
-        tree.create_file("id", TRACE_MODE_READ, d, (tr, ev), EventIdOps())
+        systems.setdefault(ev.system, []).append(ev)
+    for system, events in systems.items():
+        tree.create_dir(system, evdir, 0o755, data=(tr, system, events),
+                        populate=_populate_system, subdirs=len(events))
+
+
+def _populate_system(sd) -> None:
+    tr, system, events = sd.data
+    tree = tr.kernel.tree
+    tree.create_file("filter", TRACE_MODE_WRITE, sd, (tr, system), SubsystemFilterOps())
+    tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(system))
+    for ev in events:
+        tree.create_dir(ev.name, sd, 0o755, data=(tr, ev), populate=_populate_event)
+
+
+def _populate_event(d) -> None:
+    tree = d.tree
+    data = d.data
+    tree.create_file("enable", TRACE_MODE_WRITE, d, data, EventEnableOps())
+    tree.create_file("filter", TRACE_MODE_WRITE, d, data, EventFilterOps())
+    tree.create_file("format", TRACE_MODE_READ, d, data, EventFormatOps())
+    tree.create_file("id", TRACE_MODE_READ, d, data, EventIdOps())

@@ -293,7 +293,7 @@ class SetEventOps(FileOperations):
 
     def show(self, f):
         tr = f.data
-        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in tr.tracing.events
+        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in tr.tracing.events_listing
                        if ev in tr.enabled_events)
 
     def write(self, f, data):
@@ -320,7 +320,7 @@ class SetEventOps(FileOperations):
 
 class AvailableEventsOps(FileOperations):
     def show(self, f):
-        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in f.data.tracing.events)
+        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in f.data.tracing.events_listing)
 
 
 # --- error_log -----------------------------------------------------------------

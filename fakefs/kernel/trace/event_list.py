@@ -1,0 +1,87 @@
+"""The registered trace events: the kernel's ``ftrace_events`` list (trace_events.c).
+
+At boot the kernel registers every event of vmlinux in link order, then the
+events of each module as it loads; ids come from ``event_init()`` /
+``register_trace_event()``.  The events, their formats, ids and listing
+order are those of the catalogue of the persona's kernel
+(``event_catalog.py``, Debian's 6.12 build).  Most of them can be enabled,
+filtered and read like on a machine where that subsystem is idle; the ones
+the simulated machine drives (``events_defs.py``: the scheduler's, kmem,
+signal) fire, with the catalogue's format.
+
+Personas older than the catalogue keep the hand-written events of
+``events_defs.py`` alone.
+"""
+
+from __future__ import annotations
+
+from . import trace_entries as te
+from .event_catalog import load_catalog
+from .events_defs import EventDef, all_events
+
+
+class CatalogEvent(EventDef):
+    """An event nothing in the simulated machine fires (yet)."""
+
+    def render(self, args, fmt) -> str:
+        return ""
+
+    def make(self, rng, cpu, task, stack, src):
+        raise NotImplementedError("%s:%s is not driven" % (self.system, self.name))
+
+
+class EventList:
+    """Registered events: ``events`` in registration order, ``listing`` in
+    ``available_events`` order, lookups by id and by (system, name)."""
+
+    __slots__ = ("events", "listing", "by_id", "by_key", "modules")
+
+    def __init__(self, events, listing, modules=()):
+        self.events = list(events)
+        self.listing = list(listing)
+        self.by_id = {ev.id: ev for ev in self.events}
+        self.by_key = {(ev.system, ev.name): ev for ev in self.events}
+        self.modules = list(modules)
+
+
+def _from_catalogue(config) -> EventList:
+    cat = load_catalog("6.12")
+    driven = {(ev.system, ev.name): ev for ev in all_events()}
+    last = te.TRACE_STACK_ID + 1 if config.enabled("FTRACE_STACKMAP") else None
+    modules = cat.default_modules
+    ids = cat.assign_ids(modules, trace_last_type=last)
+    events = []
+    for desc in cat.registration_order(modules):
+        if desc.system == "ftrace":
+            continue                     # the entry types: trace_events.FTRACE_EVENTS
+        ev = driven.pop(desc.key, None)
+        lines = [f.format_line() for f in desc.fields]
+        if ev is None:
+            ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, 0, None)
+        elif [f.name for f in desc.fields] != [ln.split(";")[0].split()[-1].split("[")[0]
+                                               for ln in ev.fields]:
+            raise ValueError("%s:%s: fields differ from the catalogue's" % desc.key)
+        ev.fields = lines
+        ev.print_fmt = desc.print_fmt
+        ev.payload = desc.size
+        ev.id = ids[desc.key]
+        ev.desc = desc
+        events.append(ev)
+    if driven:
+        raise ValueError("driven events missing from the catalogue: %s" % sorted(driven))
+    by_key = {(ev.system, ev.name): ev for ev in events}
+    listing = [by_key[k] for k in cat.listing_order(modules) if k in by_key]
+    return EventList(events, listing, modules)
+
+
+def _hand_written() -> EventList:
+    events = all_events()
+    for i, ev in enumerate(events):
+        ev.id = te.TRACE_STACK_ID + 1 + i
+    return EventList(events, events)
+
+
+def register_events(config) -> EventList:
+    if config.version_at_least(6, 12):
+        return _from_catalogue(config)
+    return _hand_written()

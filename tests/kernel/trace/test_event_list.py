@@ -1,0 +1,91 @@
+"""The registered events: the 6.12 catalogue served as events/ (eventfs-like)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fakefs.kernel.fs.pseudo import File
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.event_catalog import load_catalog
+
+T = "sys/kernel/tracing/"
+
+
+@pytest.fixture(scope="module")
+def k():
+    return Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=2).boot()
+
+
+def rd(k, path):
+    n = k.tree.root.walk(T + path)
+    assert n is not None, path
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    return n.fops.read(f, 0, 1 << 30).decode()
+
+
+def wr(k, path, data):
+    n = k.tree.root.walk(T + path)
+    f = File(n, os.O_WRONLY | os.O_TRUNC)
+    n.fops.open(f)
+    return n.fops.write(f, data.encode())
+
+
+def test_a_stock_machines_catalogue(k):
+    lines = rd(k, "available_events").splitlines()
+    assert len(lines) >= 2000 and len(set(lines)) == len(lines)
+    assert len({ln.split(":")[0] for ln in lines}) >= 90
+    ids = [ev.id for ev in k.tracing.events]
+    assert len(set(ids)) == len(ids) and min(ids) == 21      # after the stackmap's entry type
+    # the listing: modules loaded at boot come first, newest first, then vmlinux
+    cat = load_catalog()
+    assert lines == ["%s:%s" % key for key in cat.listing_order(cat.default_modules)]
+
+
+def test_formats_are_the_catalogues(k):
+    cat = load_catalog()
+    for system, name in (("sched", "sched_switch"), ("kmem", "kmalloc"),
+                         ("irq", "irq_handler_entry"), ("syscalls", "sys_enter_openat")):
+        ev = next(e for e in k.tracing.events if (e.system, e.name) == (system, name))
+        text = rd(k, "events/%s/%s/format" % (system, name))
+        assert text == cat.event(system, name).format_text(ev.id)
+        assert rd(k, "events/%s/%s/id" % (system, name)) == "%d\n" % ev.id
+
+
+def test_eventfs_fills_directories_on_first_look():
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1).boot()
+    before = len(k.tree.nodes)
+    assert before < 2000                                   # not 2,500 events x 4 files
+    sd = k.tree.root.walk(T + "events/irq")
+    hinted = sd.nr_subdirs()
+    assert hinted == len([c for c in sd.children.values() if c.is_dir]) == sd.nr_subdirs()
+    assert sorted(k.tree.root.walk(T + "events/irq/softirq_entry").children) == [
+        "enable", "filter", "format", "id"]
+    assert len(k.tree.nodes) > before
+
+
+def test_a_silent_event_can_be_enabled_and_filtered(k):
+    wr(k, "events/irq/irq_handler_entry/enable", "1")
+    assert rd(k, "events/irq/irq_handler_entry/enable") == "1\n"
+    assert "irq:irq_handler_entry" in rd(k, "set_event").splitlines()
+    wr(k, "events/irq/irq_handler_entry/filter", "irq == 1")
+    assert rd(k, "events/irq/irq_handler_entry/filter") == "irq == 1\n"
+    wr(k, "events/irq/irq_handler_entry/filter", "0")
+    wr(k, "events/irq/irq_handler_entry/enable", "0")
+    assert "irq:irq_handler_entry" not in rd(k, "set_event").splitlines()
+
+
+def test_every_event_on_records_only_what_fires():
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=2).boot()
+    wr(k, "events/enable", "1")
+    assert rd(k, "events/enable") == "1\n"
+    k.clock.advance(100_000_000)
+    k.run_until_now()
+    names = {ln.split(": ")[1] for ln in rd(k, "trace").splitlines()
+             if not ln.startswith("#") and ": " in ln}
+    assert names and names <= {"sched_switch", "sched_waking", "sched_wakeup", "kmalloc",
+                               "kfree", "kmem_cache_alloc", "kmem_cache_free",
+                               "signal_generate"}
