@@ -154,7 +154,9 @@ class FtraceRecords:
         modrecs = []
         for addr, typ, name, mod in ks.symbols():
             if (name.startswith(_SKIP_PREFIXES) or name in markers or name in notrace
-                    or name.endswith(("_text_start", "_text_end"))):
+                    or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
+                # (``foo.cold``: the unlikely part gcc splits off a function,
+                # entered by a jump, with no __fentry__ call of its own)
                 continue
             if mod is None:
                 if bisect_right(bounds, addr) & 1:

@@ -92,6 +92,9 @@ def test_available_filter_functions(k):
     # not traceable: the call graph's notrace functions, padding, entry code
     assert not names & {"__schedule", "do_syscall_64", "asm_exc_page_fault", "_stext"}
     assert not any(n.startswith("__pfx_") for n in names)
+    # gcc's cold parts have no __fentry__ call: not traceable, though the table has them
+    assert any(".cold" in n for n in k.kallsyms.functions())
+    assert not any(".cold" in n for n in names)
     addrs = rd(k, "available_filter_functions_addrs").splitlines()
     assert len(addrs) == len(avail)
     ks = k.kallsyms
