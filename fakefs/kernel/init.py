@@ -140,6 +140,17 @@ class Kernel:
             self.sim_time = t1
         return self.sim_time < now
 
+    def advance_to(self, t: int) -> None:
+        """Simulate up to the instant ``t`` (not rounded to a tick): what a
+        system call made now must come after, in every CPU's timeline."""
+        while self.sim_time < t:
+            t1 = min(t, self.sim_time + STEP_NS)
+            if self.driver is not None:
+                self.driver.run(self.sim_time, t1)
+            for fn in self._timer_hooks:
+                fn(self.sim_time, t1)
+            self.sim_time = t1
+
     def run_until_now(self) -> None:
         while self.catch_up(1 << 30):
             pass

@@ -126,10 +126,12 @@ class Scheduler:
         task.cpu = cpu
         self.rq[cpu].append(task)
 
-    def schedule(self, cpu: int, ts: int, prev_state: str = "R+") -> Task:
+    def schedule(self, cpu: int, ts: int, prev_state: str = "R+", pick: Task | None = None) -> Task:
         """__schedule(): ``cpu``'s task stops (asleep in ``prev_state``,
-        ``R+`` preempted, ``R`` for the idle task); the first queued task,
-        or the idle task, runs next.  Returns the next task."""
+        ``R+`` preempted, ``R`` for the idle task); the first queued task
+        (or ``pick``, a queued task with the earliest deadline, such as the
+        wakee that preempted), or the idle task, runs next.  Returns the
+        next task."""
         prev = self.curr[cpu]
         q = self.rq[cpu]
         if prev.pid == 0:
@@ -139,7 +141,11 @@ class Scheduler:
             prev.state = "R"
         elif prev.pid != 0:
             prev.state = prev_state
-        nxt = q.pop(0) if q else self.idle[cpu]
+        if pick is not None and pick in q:
+            q.remove(pick)
+            nxt = pick
+        else:
+            nxt = q.pop(0) if q else self.idle[cpu]
         if nxt is prev:
             self.need_resched[cpu] = False
             return prev

@@ -897,8 +897,13 @@ class Workload:
         goes on in that task's own kernel stack (the idle task's for pid 0)."""
         self.driven = True
         c = self._cpus[cpu]
-        ts = self.states.get(task.pid) if task.pid else None
-        ts = c.ts = ts if ts is not None else c.idle
+        if task.pid:
+            ts = self.states.get(task.pid)
+            if ts is None:                 # a process of the real machine: a shell's paths
+                ts = self._state(task, "shell", 0.0, True)
+        else:
+            ts = c.idle
+        c.ts = ts
         # woken up: it returns from __schedule() and from the function that
         # called it (schedule(), schedule_idle() ...), so that its next
         # sleep enters them again

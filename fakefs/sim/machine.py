@@ -55,16 +55,18 @@ class Behaviour:
 
 
 class _Run:
-    """Machine-side state of one task: what is left of its burst."""
+    """Machine-side state of one task: what is left of its burst.  A task
+    of the real machine (``host``) is only woken by its own system calls."""
 
-    __slots__ = ("task", "beh", "left", "since", "token")
+    __slots__ = ("task", "beh", "left", "since", "token", "host")
 
-    def __init__(self, task, beh):
+    def __init__(self, task, beh, host: bool = False):
         self.task = task
         self.beh = beh
         self.left = 0
         self.since = 0
         self.token = 0
+        self.host = host
 
 
 class Machine:
@@ -77,6 +79,7 @@ class Machine:
         self.ipi_ns = int(m["ipi_latency_us"] * US)
         self.switch_ns = int(m["switch_latency_us"] * US)
         profiles = {name: Behaviour(p) for name, p in spec["profile"].items()}
+        self.host_behaviour = profiles["host"]
         self.rng = kernel.subsystem_rng("machine")
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
         self.heap: list = []
@@ -173,7 +176,8 @@ class Machine:
         t = self._at(cpu, t)
         r.left = 0
         self._switch(cpu, t, r.beh.state)
-        self._push(t + self._sleep(r), _WAKE, task.pid, 0)
+        if not r.host:
+            self._push(t + self._sleep(r), _WAKE, task.pid, 0)
 
     def _waker_cpu(self, r) -> tuple[int, tuple]:
         ctx = _WAKERS[r.beh.waker]
@@ -220,6 +224,42 @@ class Machine:
         t = self._at(cpu, t)
         if self.sched.scheduler_tick(cpu, t):
             self._push(t + self.switch_ns, _RESCHED, cpu, 0)
+
+    def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int]:
+        """A process of the real machine makes a system call into the
+        simulated kernel at ``t`` (a write to trace_marker): it is woken
+        (its terminal's interrupt), preempts a CPU, runs for a moment and
+        goes back to sleep.  Returns (its CPU, the instant its call runs)."""
+        sched = self.sched
+        task = sched.tasks.get(pid)
+        if task is None:
+            task = sched.spawn(comm, pid=pid)
+            task.state = "S"
+        r = self.runs.get(pid)
+        if r is None:
+            r = self.runs[pid] = _Run(task, self.host_behaviour, host=True)
+        if task.on_cpu:
+            cpu = task.cpu
+            return cpu, self._at(cpu, t)
+        if task.state == "R":                 # preempted earlier, still queued
+            cpu = task.cpu
+            t = self._at(cpu, t)
+        else:
+            idle = [c for c in range(sched.nr_cpus) if sched.curr[c].pid == 0]
+            cpu = idle[0] if idle else self.rng.randrange(sched.nr_cpus)
+            t = self._at(cpu, t)
+            task.cpu = cpu
+            sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
+        t = self._at(cpu, t + self.switch_ns)
+        r.left = 5000 + self._burst(r)          # its call runs 1 us after it is in
+        prev = sched.curr[cpu]
+        pr = self.runs.get(prev.pid)
+        if pr is not None:
+            pr.left -= t - pr.since
+            pr.token += 1
+        sched.schedule(cpu, t, "R+", pick=task)
+        self._switched_in(cpu, t, task)
+        return cpu, self._at(cpu, t + 1000)
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""

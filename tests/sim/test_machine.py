@@ -120,3 +120,28 @@ def test_behaviour_table_is_checked():
     assert "default" in spec["profile"]
     with pytest.raises(ValueError):
         Behaviour(dict(spec["profile"]["default"], waker="telepathy"))
+
+
+@pytest.mark.parametrize("tracer", [None, "function"])
+def test_trace_marker_writers_run_on_a_cpu(tracer):
+    """A real process writing trace_marker is a task of the machine for its
+    write: woken, switched in, its marker, switched out; timestamps in order."""
+    k = boot()
+    write(k, T + "events/enable", "1")
+    if tracer:
+        write(k, T + "current_tracer", tracer)
+    for i in range(40):
+        k.clock.advance(7_000_000)
+        k.run_until_now()
+        n = k.tree.root.walk(T + "trace_marker")
+        f = File(n, os.O_WRONLY, 40000 + i % 3)
+        n.fops.open(f)
+        n.fops.write(f, b"hello %d" % i)
+    write(k, T + "tracing_on", "0")
+    text = read(k, T + "trace")
+    rep = check(text.splitlines())
+    assert rep.events["tracing_mark_write"] == 40
+    assert rep.total == 0, rep.text()
+    lines = text.splitlines()
+    i = next(j for j, ln in enumerate(lines) if "hello 0" in ln)
+    assert "next_pid=40000 " in lines[i - 1] and "-40000 " in lines[i]

@@ -277,8 +277,15 @@ class TraceMarkerOps(FileOperations):
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
         if tr.flag("record-cmd"):
             tr.tracing.save_cmdline(f.pid)
-        entry = (k.now_ns(), te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
-        tr.write_entry(0, entry, size)
+        cpu, ts = 0, k.sim_time
+        if k.driver is not None and f.pid:
+            # the writer runs on a CPU of the simulated machine for its write;
+            # everything before that instant is traced before the marker
+            comm = tr.tracing.saved_cmdlines.get(f.pid) or "<...>"
+            cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
+            k.advance_to(ts + 1)
+        entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
+        tr.write_entry(cpu, entry, size)
         return cnt
 
 
