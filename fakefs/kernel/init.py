@@ -21,8 +21,10 @@ from .config import Kconfig, DEFAULT_PERSONA
 from .fs.pseudo import PseudoTree
 from .params import CommandLine
 from .printk import LogBuffer
+from .irq import Interrupts
 from .sched import Scheduler, host_cpu_count
 from .time import Clock
+from .tracepoint import Tracepoints
 
 # (module, function) run in order at boot, like the initcall levels.
 INITCALLS: list[tuple[str, str]] = [
@@ -58,7 +60,9 @@ class Kernel:
         self.log = LogBuffer(self.clock)
         self.printk = self.log.printk
         self.nr_cpus = nr_cpus or host_cpu_count()
-        self.sched = Scheduler(self.nr_cpus)
+        self.tracepoints = Tracepoints()
+        self.sched = Scheduler(self.nr_cpus, self.tracepoints)
+        self.irq = Interrupts(self.sched, self.tracepoints)
         self.tree = PseudoTree()
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 
-from .tracepoint import Tracepoint
+from .tracepoint import Tracepoints
 
 # struct trace_entry.flags bits (kernel/trace/trace.h)
 IRQS_OFF = 0x01
@@ -48,6 +48,7 @@ CTX_HARDIRQ = (IRQS_OFF | HARDIRQ, 2)
 SWITCH_CTX = (IRQS_OFF, 2)
 SLEEP_STATES = ("S", "D", "I")
 BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
+PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
 class Task:
@@ -84,7 +85,8 @@ def _ilog2(n: int) -> int:
 class Scheduler:
     """The task list, per-CPU runqueues and current tasks."""
 
-    def __init__(self, nr_cpus: int):
+    def __init__(self, nr_cpus: int, tracepoints: Tracepoints | None = None):
+        tps = tracepoints or Tracepoints()
         self.nr_cpus = nr_cpus
         self.tasks: dict[int, Task] = {}
         self.idle = [Task(0, "swapper/%d" % c, cpu=c, prio=120, kthread=True) for c in range(nr_cpus)]
@@ -96,10 +98,12 @@ class Scheduler:
         self.next_pid = 1
         # 6.12 scales the base slice by 1 + ilog2(min(ncpus, 8)) (SCHED_TUNABLESCALING_LOG)
         self.slice_ns = BASE_SLICE_NS * (1 + _ilog2(min(nr_cpus, 8)))
-        self.tp_sched_switch = Tracepoint("sched_switch")
-        self.tp_sched_waking = Tracepoint("sched_waking")
-        self.tp_sched_wakeup = Tracepoint("sched_wakeup")
-        self.tp_sched_migrate_task = Tracepoint("sched_migrate_task")
+        self.tp_sched_switch = tps.get("sched_switch")
+        self.tp_sched_waking = tps.get("sched_waking")
+        self.tp_sched_wakeup = tps.get("sched_wakeup")
+        self.tp_sched_migrate_task = tps.get("sched_migrate_task")
+        self.tp_cpu_idle = tps.get("cpu_idle")
+        self.idling = [False] * nr_cpus       # in the idle routine (halted)
         self.switch_hooks: list = []      # fn(cpu, ts, prev, next): who runs where
 
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
@@ -201,6 +205,24 @@ class Scheduler:
             self.tp_sched_wakeup.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth + 1,
                                       (task.comm, task.pid, task.prio, target))
         return resched
+
+    # --- the idle loop (kernel/sched/idle.c) ------------------------------
+    def idle_enter(self, cpu: int, ts: int) -> None:
+        """The idle task halts the CPU: ``cpu_idle`` with the state."""
+        if self.idling[cpu]:
+            return
+        self.idling[cpu] = True
+        if self.tp_cpu_idle.probes:
+            self.tp_cpu_idle.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF), 1, (1, cpu))
+
+    def idle_exit(self, cpu: int, ts: int) -> None:
+        """An interrupt woke the halted CPU: ``cpu_idle`` PWR_EVENT_EXIT."""
+        if not self.idling[cpu]:
+            return
+        self.idling[cpu] = False
+        if self.tp_cpu_idle.probes:
+            self.tp_cpu_idle.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF), 1,
+                                  (PWR_EVENT_EXIT, cpu))
 
     def scheduler_tick(self, cpu: int, ts: int) -> bool:
         """The tick on a busy CPU: True when the running task's slice is

@@ -30,3 +30,22 @@ class Tracepoint:
 
     def __repr__(self):
         return "Tracepoint(%s, %d probes)" % (self.name, len(self.probes))
+
+
+class Tracepoints:
+    """Every tracepoint of one kernel, by name (made on first use, as the
+    ``__tracepoint_<name>`` objects exist whether probed or not)."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self):
+        self._by_name: dict[str, Tracepoint] = {}
+
+    def get(self, name: str) -> Tracepoint:
+        tp = self._by_name.get(name)
+        if tp is None:
+            tp = self._by_name[name] = Tracepoint(name)
+        return tp
+
+    def __iter__(self):
+        return iter(list(self._by_name.values()))

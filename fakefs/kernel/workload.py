@@ -943,7 +943,11 @@ class Workload:
         """The stack of the running task (or an interrupt on top of it)
         at a tracepoint of ``kind``, without switching tasks."""
         c = self._cpus[cpu]
-        return self._event_noswitch(c, rng, kind, self.events[kind])[1]
+        targets = self.events.get(kind)
+        if targets is None:                # no path in the graph: where the task is
+            fr = c.ts.frame or c.halt
+            return fr.stack if fr is not None else ()
+        return self._event_noswitch(c, rng, kind, targets)[1]
 
     def current(self, cpu):
         """The task running on ``cpu``."""

@@ -30,8 +30,9 @@ from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "machine.toml")
 US = 1000
 
-_END, _WAKE, _RESCHED, _TICK = 0, 1, 2, 3
-_WAKERS = {"timer": CTX_HARDIRQ, "irq": CTX_SOFTIRQ, "task": CTX_TASK}
+_END, _WAKE, _RESCHED, _TICK, _IPI, _CONT = 0, 1, 2, 3, 4, 5
+_TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
+_WAKERS = ("timer", "irq", "task")
 
 
 def load_behaviour(path: str = DATA_PATH) -> dict:
@@ -52,6 +53,17 @@ class Behaviour:
         self.cpu_bound = bool(spec.get("cpu_bound", False))
         if self.state not in ("S", "D", "I") or self.waker not in _WAKERS:
             raise ValueError("bad behaviour %r" % (spec,))
+
+
+class Device:
+    """An interrupt source: its irq line and name, the softirq it raises."""
+
+    __slots__ = ("irq", "name", "softirq")
+
+    def __init__(self, spec: dict):
+        self.irq = int(spec["irq"])
+        self.name = spec["name"]
+        self.softirq = int(spec["softirq"])
 
 
 class _Run:
@@ -80,6 +92,10 @@ class Machine:
         self.switch_ns = int(m["switch_latency_us"] * US)
         profiles = {name: Behaviour(p) for name, p in spec["profile"].items()}
         self.host_behaviour = profiles["host"]
+        self.irq = kernel.irq
+        self.irq.set_symbols(kernel.kallsyms)
+        devs = {d["wakes"]: Device(d) for d in spec["device"]}
+        self.devices = (devs["S"], devs["D"])     # network for S sleepers, disk for D
         self.rng = kernel.subsystem_rng("machine")
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
         self.heap: list = []
@@ -126,14 +142,24 @@ class Machine:
     def run(self, t0: int, t1: int) -> None:
         """Handle everything that happens before ``t1``."""
         heap = self.heap
+        clock = self.clock
         while heap and heap[0][0] < t1:
             t, _seq, kind, a, b = heapq.heappop(heap)
+            if kind != _WAKE and t < clock[a]:
+                # that CPU is still busy (an interrupt, a switch): one thing
+                # at a time, and what others see happens when it is stamped
+                self._push(clock[a], kind, a, b)
+                continue
             if kind == _TICK:
                 self._tick(t, a)
             elif kind == _END:
                 self._end(t, a, b)
             elif kind == _WAKE:
                 self._wake(t, a)
+            elif kind == _IPI:
+                self._ipi(t, a)
+            elif kind == _CONT:
+                self._cont(t, a, b)
             else:
                 self._resched(t, a)
         self.time = max(self.time, t1)
@@ -148,6 +174,7 @@ class Machine:
 
     def _switched_in(self, cpu: int, t: int, nxt) -> None:
         if nxt.pid == 0:
+            self.sched.idle_enter(cpu, self._at(cpu, t + 1000))
             return
         r = self.runs.get(nxt.pid)
         if r is None:
@@ -179,33 +206,71 @@ class Machine:
         if not r.host:
             self._push(t + self._sleep(r), _WAKE, task.pid, 0)
 
-    def _waker_cpu(self, r) -> tuple[int, tuple]:
-        ctx = _WAKERS[r.beh.waker]
-        if ctx is CTX_TASK:
-            busy = [c for c in range(self.sched.nr_cpus) if self.sched.curr[c].pid != 0]
-            if busy:
-                return self.rng.choice(busy), ctx
-            return r.task.cpu, CTX_HARDIRQ          # nobody runs: a timer does it
-        if ctx is CTX_SOFTIRQ:
-            return self.rng.randrange(self.sched.nr_cpus), ctx
-        return r.task.cpu, ctx
-
     def _wake(self, t: int, pid: int) -> None:
+        """A sleeper's wait ends: the timer, device or task that wakes it
+        runs on a CPU and wakes it from there."""
         r = self.runs.get(pid)
         if r is None or r.task.on_cpu or r.task.state == "R":
             return
-        cpu, ctx = self._waker_cpu(r)
-        t = self._at(cpu, t)
+        sched = self.sched
+        waker = r.beh.waker
+        if waker == "task":
+            busy = [c for c in range(sched.nr_cpus) if sched.curr[c].pid != 0]
+            if busy:
+                cpu = self.rng.choice(busy)
+                if t < self.clock[cpu]:
+                    self._push(self.clock[cpu], _WAKE, pid, 0)
+                    return
+                self._try_wake(r, cpu, self._at(cpu, t), CTX_TASK)
+                return
+            waker = "timer"                     # nobody runs: a timeout does it
+        if waker == "timer":
+            cpu = r.task.cpu
+            if t < self.clock[cpu]:
+                self._push(self.clock[cpu], _WAKE, pid, 0)
+                return
+            tw = self.irq.timer_begin(cpu, self._at(cpu, t))
+            self._at(cpu, tw)
+            self._push(tw, _CONT, cpu, (pid, _TIMER_WAKE))
+            return
+        cpu = self.rng.randrange(sched.nr_cpus)
+        if t < self.clock[cpu]:
+            self._push(self.clock[cpu], _WAKE, pid, 0)
+            return
+        dev = self.devices[r.beh.state == "D"]
+        tw = self.irq.device_irq_begin(cpu, self._at(cpu, t), dev.irq, dev.name, dev.softirq)
+        self._at(cpu, tw)
+        self._push(tw, _CONT, cpu, (pid, dev.softirq))
+
+    def _cont(self, t: int, cpu: int, what) -> None:
+        """The wakeup inside an interrupt, at the instant it happens, and
+        the rest of the interrupt."""
+        pid, how = what
+        r = self.runs[pid]
+        if how == _TIMER_WAKE:
+            self._try_wake(r, cpu, t, CTX_HARDIRQ)
+            self._at(cpu, self.irq.timer_end(cpu, t))
+        else:
+            self._try_wake(r, cpu, t, CTX_SOFTIRQ)
+            self._at(cpu, self.irq.softirq_end(cpu, t, how))
+
+    def _try_wake(self, r, cpu: int, t: int, ctx) -> int:
+        """try_to_wake_up() from ``cpu``; a preempted CPU reschedules (this
+        one on the way out, another one through a reschedule IPI)."""
         sched = self.sched
         target_curr = sched.curr[sched.select_task_rq(r.task)]
         tr = self.runs.get(target_curr.pid)
         preempt = tr is not None and tr.beh.cpu_bound and not r.beh.cpu_bound
         resched = sched.try_to_wake_up(r.task, cpu, t, ctx, preempt=preempt)
-        if resched is not None:
-            delay = self.switch_ns if resched == cpu else self.ipi_ns
-            if resched != cpu:
-                sched.need_resched[resched] = True
-            self._push(t + delay, _RESCHED, resched, 0)
+        if resched is None:
+            return t
+        if resched == cpu:
+            self._push(t + self.switch_ns, _RESCHED, cpu, 0)
+        else:
+            sched.need_resched[resched] = True
+            self.irq.send_reschedule(cpu, t, resched, ctx)
+            self._push(t + self.ipi_ns, _IPI, resched, 0)
+        return t
 
     def _resched(self, t: int, cpu: int) -> None:
         sched = self.sched
@@ -217,12 +282,16 @@ class Machine:
             return
         self._switch(cpu, t, "R+")
 
+    def _ipi(self, t: int, cpu: int) -> None:
+        t = self._at(cpu, self.irq.reschedule_ipi(cpu, self._at(cpu, t)))
+        self._resched(t, cpu)
+
     def _tick(self, t: int, cpu: int) -> None:
         self._push(t + self.tick_ns, _TICK, cpu, 0)
         if self.sched.curr[cpu].pid == 0:
             return                                  # NO_HZ: an idle CPU has no tick
-        t = self._at(cpu, t)
-        if self.sched.scheduler_tick(cpu, t):
+        t = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns))
+        if self.sched.need_resched[cpu]:
             self._push(t + self.switch_ns, _RESCHED, cpu, 0)
 
     def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int]:
@@ -249,6 +318,7 @@ class Machine:
             cpu = idle[0] if idle else self.rng.randrange(sched.nr_cpus)
             t = self._at(cpu, t)
             task.cpu = cpu
+            sched.idle_exit(cpu, t)
             sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
         t = self._at(cpu, t + self.switch_ns)
         r.left = 5000 + self._burst(r)          # its call runs 1 us after it is in

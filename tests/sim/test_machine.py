@@ -145,3 +145,42 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
     lines = text.splitlines()
     i = next(j for j, ln in enumerate(lines) if "hello 0" in ln)
     assert "next_pid=40000 " in lines[i - 1] and "-40000 " in lines[i]
+
+
+def _flags_by_event(text):
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or ": " not in line:
+            continue
+        head, _, rest = line.partition(": ")
+        name = rest.split(":", 1)[0]
+        out.setdefault(name, set()).add(head.split()[2])
+    return out
+
+
+def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
+    _k, text = traced(seconds=1.0)
+    fl = _flags_by_event(text)
+    for name in ("irq_handler_entry", "irq_handler_exit", "softirq_raise", "softirq_entry",
+                 "softirq_exit", "local_timer_entry", "local_timer_exit", "hrtimer_expire_entry",
+                 "hrtimer_expire_exit", "hrtimer_start", "cpu_idle", "ipi_send_cpu",
+                 "reschedule_entry", "reschedule_exit", "sched_migrate_task"):
+        assert name in fl, name
+    strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}     # need-resched may be set
+    assert strip_n(fl["irq_handler_entry"]) == {"d.h.."}
+    assert strip_n(fl["local_timer_entry"]) == {"d.h.."}
+    assert strip_n(fl["hrtimer_start"]) == {"d.h1."}
+    assert strip_n(fl["softirq_entry"]) == {"..s.."}
+    assert strip_n(fl["cpu_idle"]) == {"d..1."}
+    lines = text.splitlines()
+    assert all(ln.split()[0].startswith("<idle>-0") for ln in lines if "cpu_idle:" in ln)
+    assert any("name=virtio1-req.0" in ln for ln in lines)
+    assert any("function=tick_nohz_handler" in ln for ln in lines) or any(
+        "function=tick_sched_timer" in ln for ln in lines)
+    assert any("[action=TIMER]" in ln for ln in lines)
+    # an idle CPU leaves idle before it handles the interrupt that woke it
+    i = next(i for i, ln in enumerate(lines) if "state=4294967295" in ln)
+    cpu = lines[i].split()[1]
+    nxt = next(ln for ln in lines[i + 1:] if ln.split()[1] == cpu)
+    assert any(e in nxt for e in ("irq_handler_entry", "local_timer_entry", "reschedule_entry",
+                                  "sched_waking"))

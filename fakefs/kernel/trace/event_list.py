@@ -18,6 +18,7 @@ from __future__ import annotations
 from . import trace_entries as te
 from .event_catalog import load_catalog
 from .events_defs import EventDef, all_events
+from .events_irq import machine_events
 
 
 class CatalogEvent(EventDef):
@@ -46,7 +47,7 @@ class EventList:
 
 def _from_catalogue(config) -> EventList:
     cat = load_catalog("6.12")
-    driven = {(ev.system, ev.name): ev for ev in all_events()}
+    driven = {(ev.system, ev.name): ev for ev in all_events() + machine_events()}
     last = te.TRACE_STACK_ID + 1 if config.enabled("FTRACE_STACKMAP") else None
     modules = cat.default_modules
     ids = cat.assign_ids(modules, trace_last_type=last)
@@ -58,8 +59,8 @@ def _from_catalogue(config) -> EventList:
         lines = [f.format_line() for f in desc.fields]
         if ev is None:
             ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, 0, None)
-        elif [f.name for f in desc.fields] != [ln.split(";")[0].split()[-1].split("[")[0]
-                                               for ln in ev.fields]:
+        elif ev.fields and [f.name for f in desc.fields] != [
+                ln.split(";")[0].split()[-1].split("[")[0] for ln in ev.fields]:
             raise ValueError("%s:%s: fields differ from the catalogue's" % desc.key)
         ev.fields = lines
         ev.print_fmt = desc.print_fmt

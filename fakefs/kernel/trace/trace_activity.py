@@ -81,8 +81,7 @@ class TraceActivity:
         self.pending: list[list] = [[] for _ in range(kernel.nr_cpus)]
         self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
         self._events_by_name: dict = {}
-        sched = kernel.sched
-        for tp in (sched.tp_sched_switch, sched.tp_sched_waking, sched.tp_sched_wakeup):
+        for tp in kernel.tracepoints:         # every tracepoint of the kernel's paths
             tp.register(self._probe(tp.name))
 
     def _probe(self, name):

@@ -1,0 +1,145 @@
+"""Interrupts: hard irqs, softirqs, the local timer and IPIs (kernel/irq/handle.c,
+kernel/softirq.c, kernel/time/hrtimer.c, arch/x86/kernel/apic, smp.c).
+
+The machine raises an interrupt on a CPU at an instant; these paths run it
+as the kernel does and fire the tracepoints in order, each a microsecond or
+so after the previous one, with the context the kernel has there (measured
+on a stock kernel: ``d.h..`` in the handlers, ``d.h1.`` for ``hrtimer_start``
+under the hrtimer base lock, ``..s..`` in softirqs):
+
+* ``device_irq_begin`` / ``softirq_end``: ``irq_handler_entry/exit``, the
+  softirq it raises, then on the way out the softirq (``softirq_entry/exit``),
+  where the wakeup it brings happens, between the two halves;
+* ``timer_begin`` / ``timer_end``: ``local_timer_entry``, a sleeper's
+  hrtimer (``hrtimer_expire_entry`` of ``hrtimer_wakeup``; the wakeup happens
+  between the halves), ``hrtimer_expire_exit``, ``local_timer_exit``;
+* ``tick``: the tick's hrtimer, re-armed (``hrtimer_start``), and the TIMER
+  softirq;
+* ``reschedule_ipi``: ``reschedule_entry/exit`` on the CPU another one woke a
+  task for.
+
+A halted CPU leaves idle first (``cpu_idle`` exit).  Each path returns the
+instant it ends (or, for a first half, the instant of the wakeup: the caller
+runs the wakeup then, so that other CPUs see it when it happens).
+"""
+
+from __future__ import annotations
+
+from .sched import HARDIRQ, IRQS_OFF, SOFTIRQ
+
+US = 1000
+LOCAL_TIMER_VECTOR = 236
+RESCHEDULE_VECTOR = 253
+HRTIMER_MODE_ABS = 0              # the tick is re-armed with hrtimer_forward(): ABS
+SOFTIRQ_TIMER = 1
+HARD = IRQS_OFF | HARDIRQ
+# per-CPU tick_sched hrtimers and a sleeper's hrtimer_sleeper, as kernel addresses
+TICK_HRTIMER_BASE = 0xffff88807dc1e4c0
+SLEEPER_HRTIMER_BASE = 0xffffc90000a3bd68
+CPU_AREA = 0x40000
+
+
+class Interrupts:
+    def __init__(self, sched, tracepoints):
+        self.sched = sched
+        tp = tracepoints.get
+        self.tp_irq_entry = tp("irq_handler_entry")
+        self.tp_irq_exit = tp("irq_handler_exit")
+        self.tp_softirq_raise = tp("softirq_raise")
+        self.tp_softirq_entry = tp("softirq_entry")
+        self.tp_softirq_exit = tp("softirq_exit")
+        self.tp_timer_entry = tp("local_timer_entry")
+        self.tp_timer_exit = tp("local_timer_exit")
+        self.tp_hrtimer_expire_entry = tp("hrtimer_expire_entry")
+        self.tp_hrtimer_expire_exit = tp("hrtimer_expire_exit")
+        self.tp_hrtimer_start = tp("hrtimer_start")
+        self.tp_resched_entry = tp("reschedule_entry")
+        self.tp_resched_exit = tp("reschedule_exit")
+        self.tp_ipi_send_cpu = tp("ipi_send_cpu")
+        self.tick_fn = 0           # addresses of tick_nohz_handler, hrtimer_wakeup ...
+        self.wakeup_fn = 0
+        self.resched_site = 0
+
+    def set_symbols(self, kallsyms) -> None:
+        """Where the functions the events name are in this boot."""
+        addr = kallsyms.addr_of
+        self.tick_fn = addr("tick_nohz_handler") or addr("tick_sched_timer") or 0
+        self.wakeup_fn = addr("hrtimer_wakeup") or 0
+        site = addr("resched_curr")
+        if site:                       # the call of smp_send_reschedule() in it
+            hit = kallsyms.lookup(site)
+            site += (hit[2] * 3 // 4) & ~3 if hit else 0
+        self.resched_site = site or 0
+
+    def _fire(self, tp, cpu, t, base, pc, args) -> None:
+        if tp.probes:
+            tp.fire(cpu, t, self.sched.curr[cpu].pid, self.sched.flags(cpu, base), pc, args)
+
+    # --- the paths -----------------------------------------------------------
+    def device_irq_begin(self, cpu: int, t: int, irq: int, name: str, vec: int) -> int:
+        """A device interrupt up to its softirq's work: returns the instant
+        the softirq handler does it (``softirq_end`` goes on from there)."""
+        self.sched.idle_exit(cpu, t)
+        self._fire(self.tp_irq_entry, cpu, t, HARD, 0, (irq, name))
+        t += 2 * US
+        self._fire(self.tp_irq_exit, cpu, t, HARD, 0, (irq, 1))
+        self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (vec,))
+        t += US
+        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
+        return t + 3 * US
+
+    def softirq_end(self, cpu: int, t: int, vec: int) -> int:
+        t += 2 * US
+        self._fire(self.tp_softirq_exit, cpu, t, SOFTIRQ, 0, (vec,))
+        return t + US
+
+    def timer_begin(self, cpu: int, t: int) -> int:
+        """A sleeper's hrtimer fires: returns the instant ``hrtimer_wakeup``
+        wakes it (``timer_end`` goes on from there)."""
+        self.sched.idle_exit(cpu, t)
+        self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        t += US
+        self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0,
+                   (SLEEPER_HRTIMER_BASE + cpu * CPU_AREA, t, self.wakeup_fn))
+        return t
+
+    def timer_end(self, cpu: int, t: int) -> int:
+        t += 2 * US
+        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0,
+                   (SLEEPER_HRTIMER_BASE + cpu * CPU_AREA,))
+        self._fire(self.tp_timer_exit, cpu, t + US, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        return t + 2 * US
+
+    def tick(self, cpu: int, t: int, tick_period: int) -> int:
+        """The scheduler tick: its hrtimer, ``scheduler_tick()``, re-armed
+        for the next period, then the TIMER softirq."""
+        self.sched.idle_exit(cpu, t)
+        self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        t += US
+        timer = TICK_HRTIMER_BASE + cpu * CPU_AREA
+        self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0, (timer, t, self.tick_fn))
+        self.sched.scheduler_tick(cpu, t)
+        self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_TIMER,))
+        t += 2 * US
+        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (timer,))
+        expires = (t // tick_period + 1) * tick_period
+        self._fire(self.tp_hrtimer_start, cpu, t, HARD, 1,
+                   (timer, self.tick_fn, expires, expires, HRTIMER_MODE_ABS, 0))
+        t += US
+        self._fire(self.tp_timer_exit, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        t += US
+        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (SOFTIRQ_TIMER,))
+        return self.softirq_end(cpu, t + US, SOFTIRQ_TIMER)
+
+    def send_reschedule(self, cpu: int, t: int, target: int, ctx) -> None:
+        """``resched_curr()`` of a remote CPU: the IPI leaves from ``cpu``."""
+        base, depth = ctx
+        self._fire(self.tp_ipi_send_cpu, cpu, t, base, depth + 1,
+                   (target, self.resched_site, 0))
+
+    def reschedule_ipi(self, cpu: int, t: int) -> int:
+        self.sched.idle_exit(cpu, t)
+        self._fire(self.tp_resched_entry, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
+        t += US
+        self._fire(self.tp_resched_exit, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
+        return t + US

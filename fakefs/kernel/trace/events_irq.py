@@ -1,0 +1,105 @@
+"""Printing the interrupt, timer and idle events the machine drives
+(include/trace/events/irq.h, timer.h, power.h, ipi.h and
+arch/x86/include/asm/trace/irq_vectors.h).
+
+Their formats, ids and sizes are the catalogue's; these classes say how a
+record the kernel paths (``kernel/irq.py``, ``kernel/sched.py``) fill is
+printed.  Arguments come in the order of the event's fields.
+"""
+
+from __future__ import annotations
+
+from .events_defs import EventDef, hashed_ptr
+
+SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
+                 "HRTIMER", "RCU")
+HRTIMER_MODES = {0: "ABS", 1: "REL", 2: "ABS|PINNED", 3: "REL|PINNED", 4: "ABS|SOFT",
+                 5: "REL|SOFT", 6: "ABS|PINNED|SOFT", 7: "REL|PINNED|SOFT", 8: "ABS|HARD",
+                 9: "REL|HARD", 10: "ABS|PINNED|HARD", 11: "REL|PINNED|HARD"}
+
+
+class MachineEvent(EventDef):
+    """An event only the machine's code paths fire (no rate of its own)."""
+
+    def make(self, rng, cpu, task, stack, src):
+        raise NotImplementedError("%s:%s fires from the machine's paths" % (self.system, self.name))
+
+
+def _sym_or_null(fmt, ip, offset):
+    return fmt.sym(ip, offset, False) if ip else "0x0"
+
+
+class IrqHandlerEntry(MachineEvent):
+    def render(self, a, fmt):
+        return "irq=%d name=%s" % a
+
+
+class IrqHandlerExit(MachineEvent):
+    def render(self, a, fmt):
+        return "irq=%d ret=%s" % (a[0], "handled" if a[1] else "unhandled")
+
+
+class Softirq(MachineEvent):
+    def render(self, a, fmt):
+        vec = a[0]
+        name = SOFTIRQ_NAMES[vec] if vec < len(SOFTIRQ_NAMES) else "0x%x" % vec
+        return "vec=%u [action=%s]" % (vec, name)
+
+
+class Vector(MachineEvent):
+    def render(self, a, fmt):
+        return "vector=%d" % a
+
+
+class HrtimerExpireEntry(MachineEvent):
+    def render(self, a, fmt):
+        timer, now, fn = a
+        return "hrtimer=%s function=%s now=%d" % (hashed_ptr(timer), _sym_or_null(fmt, fn, False),
+                                                   now)
+
+
+class HrtimerExpireExit(MachineEvent):
+    def render(self, a, fmt):
+        return "hrtimer=%s" % hashed_ptr(a[0])
+
+
+class HrtimerStart(MachineEvent):
+    def render(self, a, fmt):
+        timer, fn, expires, soft, mode, armed = a
+        return ("hrtimer=%s function=%s expires=%d softexpires=%d mode=%s was_armed=%d"
+                % (hashed_ptr(timer), _sym_or_null(fmt, fn, False), expires, soft,
+                   HRTIMER_MODES.get(mode, "0x%x" % mode), armed))
+
+
+class CpuIdle(MachineEvent):
+    def render(self, a, fmt):
+        return "state=%d cpu_id=%d" % a
+
+
+class IpiSendCpu(MachineEvent):
+    def render(self, a, fmt):
+        cpu, site, callback = a
+        return "cpu=%u callsite=%s callback=%s" % (cpu, _sym_or_null(fmt, site, True),
+                                                   _sym_or_null(fmt, callback, True))
+
+
+class SchedMigrateTask(MachineEvent):
+    def render(self, a, fmt):
+        return "comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d" % a
+
+
+def machine_events() -> list[EventDef]:
+    """The events above, with placeholders the catalogue fills in."""
+    table = [
+        ("irq", "irq_handler_entry", IrqHandlerEntry), ("irq", "irq_handler_exit", IrqHandlerExit),
+        ("irq", "softirq_raise", Softirq), ("irq", "softirq_entry", Softirq),
+        ("irq", "softirq_exit", Softirq),
+        ("irq_vectors", "local_timer_entry", Vector), ("irq_vectors", "local_timer_exit", Vector),
+        ("irq_vectors", "reschedule_entry", Vector), ("irq_vectors", "reschedule_exit", Vector),
+        ("timer", "hrtimer_expire_entry", HrtimerExpireEntry),
+        ("timer", "hrtimer_expire_exit", HrtimerExpireExit),
+        ("timer", "hrtimer_start", HrtimerStart),
+        ("power", "cpu_idle", CpuIdle), ("ipi", "ipi_send_cpu", IpiSendCpu),
+        ("sched", "sched_migrate_task", SchedMigrateTask),
+    ]
+    return [cls(system, name, [], "", 0, 0, None) for system, name, cls in table]
