@@ -58,6 +58,8 @@ EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
+EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
+EVENT_MEMO_KEYS = 200_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 TARGET_SETS_KEPT = 20      # calls_to() target sets whose reach tables are cached
 
@@ -275,6 +277,7 @@ class Workload:
         self.driven = False
         self.missing: list[str] = []           # tokens the symbol table lacks
         self._intern: dict[tuple, tuple] = {}
+        self._event_memo: dict[tuple, list] = {}      # event_stack(): paths seen
         self._nframes = 0
         self._resolve_graph()
         self._reach_cache: dict = {}
@@ -581,6 +584,7 @@ class Workload:
     def _maybe_restart_cache(self):
         # Bound memory: forget cached paths (tasks keep their own frames).
         if self._nframes > FRAME_CAP:
+            self._event_memo = {}
             self._intern = {}
             self._roots = {}
             self._user_irq = {}
@@ -921,6 +925,25 @@ class Workload:
         ``sched_switch`` fires, the stacks of the traced functions it
         entered on the way there, outermost first)."""
         c = self._cpus[cpu]
+        ts = c.ts
+        key = (ts.frame, ts is c.idle, "\0switch")
+        seen = self._event_memo.get(key)
+        if seen is not None and len(seen) >= EVENT_MEMO:
+            got = seen[int(rng.random() * len(seen))]
+            if got is None:
+                return (), ()
+            n, entered = got
+            ts.frame, ts.phase = n, RESUME
+            return self._tp_stack(n), entered
+        got = self._switch_path(c, rng)
+        if len(self._event_memo) > EVENT_MEMO_KEYS:
+            self._event_memo.clear()
+        self._event_memo.setdefault(key, []).append(got)
+        if got is None:
+            return (), ()
+        return self._tp_stack(got[0]), got[1]
+
+    def _switch_path(self, c, rng):
         before = set()
         f = c.ts.frame
         while f is not None:
@@ -928,7 +951,7 @@ class Workload:
             f = f.parent
         n = self._event_path(c, rng, "sched_switch", self.events["sched_switch"])
         if n is None:
-            return (), ()
+            return None
         entered = []
         f = n
         while f is not None and f not in before:
@@ -937,7 +960,7 @@ class Workload:
             f = f.parent
         entered.reverse()
         c.ts.frame, c.ts.phase = n, RESUME
-        return self._tp_stack(n), tuple(entered)
+        return n, tuple(entered)
 
     def event_stack(self, rng, cpu, kind) -> tuple:
         """The stack of the running task (or an interrupt on top of it)
@@ -947,7 +970,24 @@ class Workload:
         if targets is None:                # no path in the graph: where the task is
             fr = c.ts.frame or c.halt
             return fr.stack if fr is not None else ()
-        return self._event_noswitch(c, rng, kind, targets)[1]
+        ts = c.ts
+        # where a task at this frame gets to first: sampled EVENT_MEMO times,
+        # then drawn from those samples (the walk costs ~50 us a path)
+        key = (ts.frame, ts is c.idle, kind)
+        seen = self._event_memo.get(key)
+        if seen is not None and len(seen) >= EVENT_MEMO:
+            n = seen[int(rng.random() * len(seen))]
+            if n is not None:
+                ts.frame, ts.phase = n, ENTER
+                return self._tp_stack(n)
+            fr = ts.frame or c.halt
+            return fr.stack if fr is not None else ()
+        before = ts.frame
+        stack = self._event_noswitch(c, rng, kind, targets)[1]
+        if len(self._event_memo) > EVENT_MEMO_KEYS:
+            self._event_memo.clear()
+        self._event_memo.setdefault(key, []).append(ts.frame if ts.frame is not before else None)
+        return stack
 
     def current(self, cpu):
         """The task running on ``cpu``."""
