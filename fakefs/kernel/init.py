@@ -31,10 +31,12 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
     ("fakefs.kernel.kallsyms", "kallsyms_init"),
     ("fakefs.kernel.workload", "workload_init"),
-    ("fakefs.kernel.trace.trace", "tracer_init_tracefs"),
+    ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
+    ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init"),
     ("fakefs.kernel.profile", "profile_init"),
+    ("fakefs.kernel.fs.proc.profile", "proc_profile_init"),
     ("fakefs.kernel.system_map", "system_map_init"),
     ("fakefs.kernel.mm.heap_stress", "heap_stress_init"),
 ]
@@ -73,10 +75,29 @@ class Kernel:
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
         # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1)
         self.driver = None
+        # the host's view of a real process talking to the mount (its comm),
+        # given by whoever serves the kernel; None: unknown
+        self.host_comm = None
+        # the real processes using the mount are tasks of the simulated
+        # machine (their pids filter set_ftrace_pid): not yet
+        self.host_tasks = False
+        # values of boot parameters, by name, for the initcalls that use them
+        # (``early_param`` handlers fill it: trace_buf_size, ftrace= ...)
+        self.setup: dict[str, object] = {}
+        self.tainted: set[str] = set()      # taint flags (P, O, E ...)
         # filled in by initcalls
         self.kallsyms = None
         self.workload = None
         self.tracing = None
+        self.trace_activity = None
+        self.profile = None
+        self.alloc_tag = None
+        self.alloc_workload = None
+        self.page_alloc = None
+        self.slab = None
+        self.vmalloc = None
+        self.percpu = None
+        self.heap_stress = None
 
     # --- registration -------------------------------------------------
     def early_param(self, name: str, fn) -> None:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import errno
 import os
 
+from .fs.proc.base import CtlTable, register_sysctl
+from .fs.pseudo import FileOperations, KernelError
+
 KERN_EMERG, KERN_ALERT, KERN_CRIT, KERN_ERR, KERN_WARNING, KERN_NOTICE, KERN_INFO, KERN_DEBUG = range(8)
 
 
@@ -54,9 +57,6 @@ def kmsg_records(log: LogBuffer) -> str:
 
 def devkmsg_init(kernel) -> None:
     """``/dev/kmsg`` as a plain file: every record in the kmsg format."""
-    from .fs.pseudo import FileOperations, KernelError
-    from .fs.proc.base import CtlTable, register_sysctl
-
     log = kernel.log
 
     class DevKmsgOps(FileOperations):

@@ -343,7 +343,7 @@ class Profiler:
                 return
             self.hits(CPU_PROFILING, self.halt_pc(), weight)
             return
-        if not getattr(task, "kthread", False) and rng.random() < USER_MODE_SHARE:
+        if not task.kthread and rng.random() < USER_MODE_SHARE:
             return                        # the tick interrupted user space
         if stack:
             self.hits(CPU_PROFILING, self.pc_in(stack[0], rng), weight)
@@ -412,7 +412,7 @@ _LITTLE = True     # x86: native order is little-endian
 
 
 def profiler(kernel) -> Profiler:
-    p = getattr(kernel, "profile", None)
+    p = kernel.profile
     if p is None:
         p = kernel.profile = Profiler(kernel)
     return p
@@ -432,11 +432,8 @@ def register_params(kernel) -> None:
 
 
 def profile_init(kernel) -> None:
-    """start_kernel()'s profile_init() plus the /proc and /sys files."""
+    """start_kernel()'s profile_init(): the buffer, when profile= asks for one."""
     p = profiler(kernel)
     if not kernel.config.options.get("CONFIG_PROFILING", True):
         return
-    p.init()
-    from .fs.proc.profile import create_proc_profile, sysfs_profiling_init
-    create_proc_profile(kernel)
-    sysfs_profiling_init(kernel)
+    p.init()            # fs/proc/profile.proc_profile_init makes the files

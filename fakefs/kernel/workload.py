@@ -35,6 +35,8 @@ import os
 import zlib
 from bisect import bisect_right
 
+from .kallsyms import Kallsyms
+
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 CALLGRAPH_PATH = os.path.join(DATA_DIR, "callgraph.txt")
 
@@ -259,9 +261,8 @@ class Workload:
     def __init__(self, kernel, graph: CallGraph | None = None):
         self.kernel = kernel
         self.ks = kernel.kallsyms
-        if self.ks is None:
-            from .kallsyms import Kallsyms
-            self.ks = kernel.kallsyms = Kallsyms.load(host=getattr(kernel, "host_kallsyms", True))
+        if self.ks is None:               # booted without kallsyms_init: the table alone
+            self.ks = kernel.kallsyms = Kallsyms.load(host=kernel.host_kallsyms)
         self.graph = graph or load_callgraph()
         p = self.graph.params
         self.max_depth = int(p.get("max_depth", 30))

@@ -20,8 +20,10 @@ SEC = 1_000_000_000
 BASE = [("fakefs.kernel.kallsyms", "kallsyms_init"),
         ("fakefs.kernel.workload", "workload_init"),
         ("fakefs.kernel.fs.proc.base", "proc_root_init")]
-INITCALLS = BASE + [("fakefs.kernel.profile", "profile_init")]
-NO_WORKLOAD = [BASE[0], BASE[2], ("fakefs.kernel.profile", "profile_init")]
+PROFILE = [("fakefs.kernel.profile", "profile_init"),
+           ("fakefs.kernel.fs.proc.profile", "proc_profile_init")]
+INITCALLS = BASE + PROFILE
+NO_WORKLOAD = [BASE[0], BASE[2]] + PROFILE
 
 
 def boot(cmdline, persona="6.12-stackmap", initcalls=NO_WORKLOAD, seed=1, nr_cpus=2):

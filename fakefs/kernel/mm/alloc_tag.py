@@ -46,6 +46,7 @@ import os
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..fs.proc.base import CtlTable, SYSCTL_OPS, proc_create, proc_remove, register_sysctl
+from ..params import kstrtobool
 from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE, KERN_WARNING
 from .codetag import CODETAG_FLAG_INACCURATE, CodeTag, codetag_register_type
 
@@ -442,11 +443,7 @@ _TAINT_ORDER = [("P", "G"), ("F", " "), ("S", " "), ("R", " "), ("M", " "), ("B"
 
 
 def _taints(kernel) -> set:
-    t = getattr(kernel, "tainted", None)
-    if not isinstance(t, set):
-        t = set()
-        kernel.tainted = t
-    return t
+    return kernel.tainted
 
 
 def _add_taint(kernel, flag: str) -> None:
@@ -466,7 +463,6 @@ def _taint_string(kernel) -> str:
 
 def setup_early_mem_profiling(at: AllocTagging, val) -> int:
     """``sysctl.vm.mem_profiling={0|1|never}[,compressed]``; returns 0 or -errno."""
-    from ..params import kstrtobool
     at.boot_param = val
     if not at.configured:
         return 0
@@ -782,7 +778,7 @@ def module_unload(at: AllocTagging, name: str) -> bool:
 def alloc_tag_init(kernel) -> None:
     """module_init(alloc_tag_init): tag type, sysctl, procfs; then the
     simulated allocators replay boot and start their workload."""
-    at: AllocTagging = getattr(kernel, "alloc_tag", None)
+    at: AllocTagging | None = kernel.alloc_tag
     if at is None:
         if not kernel.config.enabled("MEM_ALLOC_PROFILING"):
             return
@@ -814,6 +810,4 @@ def alloc_tag_init(kernel) -> None:
     else:
         procfs_init(at)
 
-    from . import alloc_workload
-    alloc_workload.start(kernel)
-    do_sysctl_args(at)
+    # alloc_workload.alloc_workload_init goes on from here

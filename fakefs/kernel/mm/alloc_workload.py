@@ -37,7 +37,8 @@ from __future__ import annotations
 import heapq
 import math
 
-from .alloc_tag import AllocTag, module_load, module_unload
+from ..lib.rhashtable import rhashtable_init
+from .alloc_tag import AllocTag, _add_taint, do_sysctl_args, load_tag_table, module_load, module_unload
 from .page_alloc import PAGE_SHIFT, PAGE_SIZE, Page, PageAllocator, get_order
 from .percpu import Percpu, PcpuObj
 from .slub import SLAB_HWCACHE_ALIGN, SLAB_RECLAIM_ACCOUNT, BulkObj, Obj, SlabAllocator
@@ -351,7 +352,6 @@ class AllocWorkload:
     def modules_load_param(self) -> tuple:
         """``modules-load=a,b`` / ``rd.modules-load=``: the kernel passes them
         to user space, where systemd-modules-load loads the modules."""
-        from .alloc_tag import load_tag_table
         known = load_tag_table(self.at.version)[1]
         names = []
         for key, val in self.kernel.cmdline.args:
@@ -556,7 +556,6 @@ class AllocWorkload:
 
     # ------------------------------------------------------------------ netlink
     def boot_netlink(self) -> None:
-        from ..lib.rhashtable import rhashtable_init
         tag = self.site("nl_init")
         if tag is None:
             return
@@ -827,11 +826,20 @@ def unload_module(kernel, name: str, leak: bool = False) -> bool:
 
 
 def _taint(kernel, flag: str) -> None:
-    from .alloc_tag import _add_taint
     _add_taint(kernel, flag)
 
 
 # ---------------------------------------------------------------------- start
+def alloc_workload_init(kernel) -> None:
+    """After alloc_tag_init: the simulated allocators replay boot and start
+    their workload; then the sysctl values from the command line apply."""
+    at = kernel.alloc_tag
+    if at is None:
+        return                  # built without CONFIG_MEM_ALLOC_PROFILING
+    start(kernel)
+    do_sysctl_args(at)
+
+
 def start(kernel) -> AllocWorkload:
     """Create the allocators, replay boot and hook the workload to time."""
     at = kernel.alloc_tag

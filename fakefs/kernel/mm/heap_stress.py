@@ -27,7 +27,7 @@ from __future__ import annotations
 import errno
 
 from ..config import PERSONAS
-from ..fs.proc.base import CtlTable, proc_create, register_sysctl
+from ..fs.proc.base import CtlTable, proc_create, proc_root, register_sysctl
 from ..fs.pseudo import FileOperations, KernelError
 from ..printk import KERN_INFO, KERN_WARNING
 from ..profile import simple_strtoull
@@ -207,7 +207,7 @@ def _sysctls(hs: HeapStress) -> list[CtlTable]:
 def register_params(kernel) -> None:
     if not has_heap_stress(kernel):
         return
-    kernel._heap_stress_params = params = {"mem": DEFAULT_MEM, "scenario": "idle"}
+    params = kernel.setup["heap_stress"] = {"mem": DEFAULT_MEM, "scenario": "idle"}
 
     def mem_param(val):
         if val:
@@ -228,11 +228,10 @@ def register_params(kernel) -> None:
 def heap_stress_init(kernel) -> None:
     if not has_heap_stress(kernel):
         return
-    from ..fs.proc.base import proc_root
     if "allocinfo" in proc_root(kernel).children:
         kernel.log.printk("heap_stress: /proc/allocinfo already exists", KERN_WARNING)
         return
-    params = getattr(kernel, "_heap_stress_params", {"mem": DEFAULT_MEM, "scenario": "idle"})
+    params = kernel.setup.get("heap_stress", {"mem": DEFAULT_MEM, "scenario": "idle"})
     mem = max(MIN_MEM, min(MAX_MEM, params["mem"]))
     hs = HeapStress(kernel, mem, params["scenario"])
     kernel.heap_stress = hs

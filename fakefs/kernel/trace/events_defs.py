@@ -80,6 +80,7 @@ class EventDef:
         self.kind = kind          # workload stack kind
         self.id = 0
         self.desc = None          # the catalogue's description, when there is one
+        self.filter_fields = None  # trace_events_filter.event_fields(), once computed
 
     def format_text(self) -> str:
         if self.desc is not None:

@@ -126,7 +126,7 @@ class FtraceRecords:
     def __init__(self, kernel):
         ks = kernel.kallsyms
         notrace = set()
-        wl = getattr(kernel, "workload", None)
+        wl = kernel.workload
         if wl is not None:
             for tok in wl.graph.notrace:
                 for alt in tok.split("|"):
@@ -264,7 +264,7 @@ class FtraceRecords:
 
 def ftrace_records(kernel) -> FtraceRecords:
     tracing = kernel.tracing
-    r = getattr(tracing, "ftrace_records", None)
+    r = tracing.ftrace_records
     if r is None:
         r = tracing.ftrace_records = FtraceRecords(kernel)
     return r
@@ -447,7 +447,7 @@ class FtraceOps:
             return                       # tracing_cpumask: that CPU records nothing
         k = self.kernel
         task = k.workload.current(cpu)
-        act = getattr(k, "trace_activity", None)
+        act = k.trace_activity
         flags, pc = act.context_flags(stack) if act is not None else (0, 0)
         tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
 
@@ -715,16 +715,14 @@ class FtraceOps:
 
 # --------------------------------------------------------------- files
 def ops_of(tr) -> FtraceOps:
-    ops = getattr(tr, "ftrace", None)
+    ops = tr.ftrace
     if ops is None:
         ops = tr.ftrace = FtraceOps(tr)
     return ops
 
 
 def _catch_up(tr) -> None:
-    run = getattr(tr.kernel, "run_until_now", None)
-    if run is not None:
-        run()            # calls so far were made under the old settings
+    tr.kernel.run_until_now()    # calls so far were made under the old settings
 
 
 class _Parser:
@@ -838,7 +836,7 @@ def pid_files_wanted(kernel) -> bool:
     (ftracetest's shell writing its own pid) are not tasks of this kernel,
     so the files are there only once the kernel tracks them
     (``kernel.host_tasks``)."""
-    return bool(getattr(kernel, "host_tasks", False))
+    return kernel.host_tasks
 
 
 def ftrace_create_files(tr, d) -> None:

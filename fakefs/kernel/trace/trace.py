@@ -8,6 +8,7 @@ declares the files each array shows; the file operations live in
 
 from __future__ import annotations
 
+import collections
 import errno
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
@@ -72,6 +73,10 @@ def core_flag_names(config) -> list[str]:
     return names
 
 
+TRACING_LOG_ERRS_MAX = 8
+TRACING_LOG_LOC_MAX = 128
+
+
 class Tracer:
     """A tracer (``struct tracer``): name, options, instance support."""
 
@@ -134,6 +139,18 @@ class TraceArray:
         #   also .probes, .filtering() and .call_targets() for trace_activity)
         self.event_filters: dict = {}
         self.ftrace_ops = None
+        self.filter_state = None          # trace_events_filter.EventFilters
+        self.ftrace = None                # ftrace.FtraceOps of set_ftrace_filter & co.
+        self.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)   # error_log
+        self.cmdlines_size = 128
+
+    def log_err(self, loc: str, cmd: str, errs, err_type: int, pos: int) -> None:
+        """``tracing_log_err()``: remember an error for ``error_log`` (the last
+        TRACING_LOG_ERRS_MAX of them).  ``errs[err_type]`` is the text;
+        ``pos`` the caret's offset in ``cmd``."""
+        head = ("%s: error: " % loc)[:TRACING_LOG_LOC_MAX - 1]
+        self.err_log.append((self.kernel.now_ns(), head, errs[err_type & 0xff], cmd,
+                             pos & 0xffff))
 
     # --- state -------------------------------------------------------------
     def flag(self, name: str) -> bool:
@@ -269,7 +286,7 @@ class TraceArray:
     # --- instances -----------------------------------------------------------
     def destroy(self) -> None:
         self.current.reset(self)
-        ops = getattr(self, "ftrace", None)
+        ops = self.ftrace
         if ops is not None:
             ops.destroy()            # clear_ftrace_function_probes()
 
@@ -288,12 +305,11 @@ class InstancesDir(DirOperations):
 class Tracing:
     """All of tracing: the global trace array, instances, tracers."""
 
-    def __init__(self, kernel):
-        from .trace_functions import FunctionTracer
+    def __init__(self, kernel, tracer_classes=(), init_instance=None):
         self.kernel = kernel
-        self.tracer_classes = [NopTracer]
-        if kernel.config.enabled("FUNCTION_TRACER"):
-            self.tracer_classes.insert(0, FunctionTracer)
+        self.tracer_classes = list(tracer_classes) + [NopTracer]
+        # creates an instance's files (trace_files.init_tracer_tracefs)
+        self.init_instance = init_instance
         self.global_trace = TraceArray(self, None)
         self.instances: dict[str, TraceArray] = {}
         registered = register_events(kernel.config)
@@ -303,6 +319,7 @@ class Tracing:
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}
+        self.ftrace_records = None        # ftrace.FtraceRecords, built on first use
 
     def arrays(self):
         yield self.global_trace
@@ -313,7 +330,7 @@ class Tracing:
         shell writing trace_marker): its comm comes from the host, if the
         daemon provided a way to look it up."""
         if pid and self.kernel.sched.find(pid) is None:
-            lookup = getattr(self.kernel, "host_comm", None)
+            lookup = self.kernel.host_comm
             comm = lookup(pid) if lookup else None
             if comm:
                 if len(self.saved_cmdlines) >= 4096:
@@ -321,7 +338,6 @@ class Tracing:
                 self.saved_cmdlines[pid] = comm[:15]
 
     def instance_mkdir(self, name: str) -> None:
-        from .trace_files import init_tracer_tracefs
         if name in self.instances:
             raise KernelError(errno.EEXIST)
         tr = TraceArray(self, name)
@@ -329,7 +345,8 @@ class Tracing:
         inst_dir = self.root.children["instances"]
         tr.dir = self.kernel.tree.create_dir(name, inst_dir, 0o750)
         self.instances[name] = tr
-        init_tracer_tracefs(tr, tr.dir)
+        if self.init_instance is not None:
+            self.init_instance(tr, tr.dir)
 
     def instance_rmdir(self, name: str) -> None:
         tr = self.instances.get(name)
@@ -348,19 +365,19 @@ def register_params(kernel) -> None:
             bits = kstrtoul(val or "", 0)
         except ValueError:
             return          # -EINVAL: the default stays
-        kernel._stackmap_bits = max(10, min(18, bits))
+        kernel.setup["ftrace_stackmap.bits"] = max(10, min(18, bits))
 
     def trace_options(val):
-        kernel._trace_boot_options = (val or "").split(",")
+        kernel.setup["trace_options"] = (val or "").split(",")
 
     def trace_buf_size(val):
         try:
-            kernel._trace_buf_size = _memparse(val)
+            kernel.setup["trace_buf_size"] = _memparse(val)
         except (TypeError, ValueError):
             pass
 
     def ftrace(val):
-        kernel._boot_tracer = val
+        kernel.setup["ftrace"] = val
 
     kernel.early_param("ftrace_stackmap.bits", stackmap_bits)
     kernel.early_param("trace_options", trace_options)
@@ -368,7 +385,7 @@ def register_params(kernel) -> None:
     kernel.early_param("ftrace", ftrace)
     def fn_rate(val):
         try:
-            kernel._fn_rate = kstrtoul(val or "", 0)
+            kernel.setup["fakefs.fn_rate"] = kstrtoul(val or "", 0)
         except ValueError:
             pass
 
@@ -381,40 +398,3 @@ def _memparse(text: str) -> int:
     if t and t[-1] in mult:
         return int(t[:-1], 0) * mult[t[-1]]
     return int(t, 0)
-
-
-def tracer_init_tracefs(kernel) -> None:
-    """Boot-time setup: apply boot options, create the tracefs tree."""
-    from .trace_files import init_tracer_tracefs, create_top_level_files
-    from .trace_activity import register_trace_activity
-    if not kernel.config.enabled("TRACING"):
-        return
-    tracing = Tracing(kernel)
-    kernel.tracing = tracing
-    gt = tracing.global_trace
-    gt.buffer_size = getattr(kernel, "_trace_buf_size", TRACE_BUF_SIZE_DEFAULT)
-    tracing.stackmap_bits = getattr(kernel, "_stackmap_bits", BITS_DEFAULT)
-    for opt in getattr(kernel, "_trace_boot_options", []):
-        if opt:
-            try:
-                gt.set_option(opt)
-            except KernelError:
-                kernel.printk("tracing: Unknown option '%s'" % opt)
-    boot_tracer = getattr(kernel, "_boot_tracer", None)
-    if boot_tracer:
-        try:
-            gt.set_tracer(boot_tracer)
-        except KernelError:
-            kernel.printk("Tracer %s not found" % boot_tracer)
-    # tracefs exists since 4.1; older kernels show the same files in debugfs
-    path = "sys/kernel/tracing" if kernel.config.version_at_least(4, 1) \
-        else "sys/kernel/debug/tracing"
-    root = kernel.tree.makedirs(path, 0o700)
-    tracing.root = root
-    gt.dir = root
-    if kernel.config.enabled("FTRACE_STACKMAP"):
-        gt.stackmap = FtraceStackMap(tracing.stackmap_bits, kernel.nr_cpus, gt,
-                                     rng=kernel.subsystem_rng("stackmap"))
-    init_tracer_tracefs(gt, root)
-    create_top_level_files(tracing, root)
-    register_trace_activity(kernel)

@@ -68,7 +68,7 @@ SOFTIRQ_FUNCS = frozenset({
 class TraceActivity:
     def __init__(self, kernel):
         self.kernel = kernel
-        self.fn_rate = getattr(kernel, "_fn_rate", FN_RATE_DEFAULT)
+        self.fn_rate = kernel.setup.get("fakefs.fn_rate", FN_RATE_DEFAULT)
         self.rng = kernel.subsystem_rng("trace-activity")
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}

@@ -173,9 +173,7 @@ class _FilterFileOps(FileOperations):
     def write(self, f, data):
         text = write_text(data)
         tr = f.data[0]
-        run = getattr(tr.kernel, "run_until_now", None)
-        if run is not None:
-            run()                    # events so far saw the old filter
+        tr.kernel.run_until_now()    # events so far saw the old filter
         self.apply(filters_of(tr), f.data[1], text)
         return len(data)
 

@@ -199,10 +199,10 @@ def parse_field_decl(line: str):
 def event_fields(ev) -> dict:
     """name -> Field for a tracepoint, in ``trace_find_event_field()`` order:
     the event's own fields, then the generic, then the common ones."""
-    cached = getattr(ev, "_filter_fields", None)
+    cached = ev.filter_fields
     if cached is not None:
         return cached
-    convs = getattr(ev, "filter_values", None) or {}
+    convs = ev.filter_values
     out: dict[str, Field] = {}
     for idx, line in enumerate(ev.fields):
         type_, name, size, signed = parse_field_decl(line)
@@ -212,7 +212,7 @@ def event_fields(ev) -> dict:
                                    expr, conv))
     for f in GENERIC + COMMON:
         out.setdefault(f.name, f)
-    ev._filter_fields = out
+    ev.filter_fields = out
     return out
 
 
@@ -900,26 +900,26 @@ class EventFilters:
 
     def _parser(self, ev) -> Parser:
         k = self._kernel()
-        return Parser(event_fields(ev), getattr(k, "kallsyms", None), getattr(k, "nr_cpus", 1))
+        return Parser(event_fields(ev), k.kallsyms, k.nr_cpus)
 
     def _comm_of(self):
         k = self._kernel()
-        sched = getattr(k, "sched", None)
-        saved = getattr(getattr(self.tr, "tracing", None), "saved_cmdlines", {})
+        sched = k.sched
+        saved = self.tr.tracing.saved_cmdlines
 
         def comm(pid):
-            t = sched.find(pid) if sched is not None else None
+            t = sched.find(pid)
             if t is not None:
                 return t.comm
             return saved.get(pid, "")
         return comm
 
     def _cpu_of(self):
-        sched = getattr(self._kernel(), "sched", None)
+        sched = self._kernel().sched
 
         def cpu_of(e):
             pid = e[2]
-            if sched is not None and pid:
+            if pid:
                 for c, t in enumerate(sched.curr):
                     if t.pid == pid:
                         return c
@@ -935,7 +935,6 @@ class EventFilters:
     def _error_text(self, text: str, err: FilterError) -> str:
         """``append_filter_err()``: the string the filter file shows, and the
         error_log entry."""
-        from .trace_files import tracing_log_err
         seq = _SeqBuf()
         seq.puts(text)
         if err.lasterr > 0:
@@ -944,10 +943,10 @@ class EventFilters:
                 pos += 1
             seq.puts("\n" + "^".rjust(pos), strict=True)
             seq.puts("\nparse_error: %s\n" % ERR_TEXT[err.lasterr], strict=True)
-            tracing_log_err(self.tr, ERR_LOC, text, ERR_TEXT, err.lasterr, err.pos)
+            self.tr.log_err(ERR_LOC, text, ERR_TEXT, err.lasterr, err.pos)
         else:
             seq.puts("\nError: (%d)\n" % err.lasterr, strict=True)
-            tracing_log_err(self.tr, ERR_LOC, text, ERR_TEXT, FILT_ERR_ERRNO, 0)
+            self.tr.log_err(ERR_LOC, text, ERR_TEXT, FILT_ERR_ERRNO, 0)
         return seq.text()
 
     # -- apply_event_filter() -------------------------------------------------
@@ -999,7 +998,7 @@ class EventFilters:
 
 
 def filters_of(tr) -> EventFilters:
-    st = getattr(tr, "filter_state", None)
+    st = tr.filter_state
     if st is None:
         st = tr.filter_state = EventFilters(tr)
     return st

@@ -6,7 +6,6 @@ object, as kernel/trace/trace.c does with ``trace_create_file()``.
 
 from __future__ import annotations
 
-import collections
 import errno
 import heapq
 
@@ -17,7 +16,7 @@ from .readme import readme_text
 from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
-from .trace import TOP_LEVEL_FLAGS
+from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .ftrace import ftrace_create_files, pid_files_wanted
 
@@ -332,20 +331,7 @@ class AvailableEventsOps(FileOperations):
 
 # --- error_log -----------------------------------------------------------------
 
-TRACING_LOG_ERRS_MAX = 8
-TRACING_LOG_LOC_MAX = 128
 CMD_PREFIX = "  Command: "
-
-
-def tracing_log_err(tr, loc: str, cmd: str, errs, err_type: int, pos: int) -> None:
-    """``tracing_log_err()``: remember an error for ``tr``'s ``error_log``
-    (the last TRACING_LOG_ERRS_MAX of them).  ``errs[err_type]`` is the
-    text; ``pos`` the caret's offset in ``cmd``."""
-    log = getattr(tr, "err_log", None)
-    if log is None:
-        log = tr.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)
-    head = ("%s: error: " % loc)[:TRACING_LOG_LOC_MAX - 1]
-    log.append((tr.kernel.now_ns(), head, errs[err_type & 0xff], cmd, pos & 0xffff))
 
 
 class ErrorLogOps(FileOperations):
@@ -354,13 +340,11 @@ class ErrorLogOps(FileOperations):
 
     def open(self, f):
         if f.trunc:
-            log = getattr(f.data, "err_log", None)
-            if log is not None:
-                log.clear()
+            f.data.err_log.clear()
 
     def show(self, f):
         out = []
-        for ts, head, text, cmd, pos in getattr(f.data, "err_log", ()):
+        for ts, head, text, cmd, pos in f.data.err_log:
             sec, nsec = divmod(ts, 1_000_000_000)
             out.append("[%5d.%06d] %s%s\n%s%s\n%s^\n"
                        % (sec, nsec // 1000, head, text, CMD_PREFIX, cmd,
@@ -575,7 +559,7 @@ def init_tracer_tracefs(tr, d) -> None:
     f("trace_clock", W, d, tr, TraceClockOps())
     f("tracing_on", W, d, tr, TracingOnOps())
     f("timestamp_mode", R, d, tr, TimestampModeOps())
-    tr.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)
+    tr.err_log.clear()
     f("error_log", W, d, tr, ErrorLogOps())
     opts = tree.create_dir("options", d, 0o750)
     for name in tr.flag_names:
@@ -599,7 +583,6 @@ def init_tracer_tracefs(tr, d) -> None:
 
 
 def create_top_level_files(tracing, root) -> None:
-    from .trace import InstancesDir   # trace.py imports this module
     tr = tracing.global_trace
     tree = tracing.kernel.tree
     W, R = TRACE_MODE_WRITE, TRACE_MODE_READ

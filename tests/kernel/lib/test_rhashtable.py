@@ -10,7 +10,8 @@ from fakefs.kernel.time import ManualClock
 def boot():
     return Kernel(clock=ManualClock(), nr_cpus=2).boot(
         initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
-                   ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init")])
+                   ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
+                   ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")])
 
 
 def test_tables_charged_to_the_init_site():

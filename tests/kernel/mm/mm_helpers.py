@@ -7,7 +7,8 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 
 MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
-                ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init")]
+                ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
+                ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")]
 
 
 def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, persona=None, **config):

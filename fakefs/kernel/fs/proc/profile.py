@@ -77,3 +77,12 @@ def sysfs_profiling_init(kernel) -> None:
     d = kernel.tree.makedirs("sys/kernel")
     if "profiling" not in d.children:
         kernel.tree.create_file("profiling", 0o644, d, kernel, SysProfilingOps())
+
+
+def proc_profile_init(kernel) -> None:
+    """The initcall after profile_init: ``/proc/profile`` (when profiling is
+    on) and ``/sys/kernel/profiling``."""
+    if not kernel.config.options.get("CONFIG_PROFILING", True):
+        return
+    create_proc_profile(kernel)
+    sysfs_profiling_init(kernel)

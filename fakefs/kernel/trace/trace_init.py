@@ -1,0 +1,59 @@
+"""Booting tracing: ``tracer_init_tracefs()`` (kernel/trace/trace.c).
+
+Applies the boot options (``trace_buf_size``, ``ftrace_stackmap.bits``,
+``trace_options``, ``ftrace=``; parsed by ``trace.register_params``),
+creates the tracefs tree of the top-level trace array, and starts what
+writes the ring buffers.  Kept apart from ``trace.py`` so that the trace
+array core imports none of the files built on it.
+"""
+
+from __future__ import annotations
+
+from ..fs.pseudo import KernelError
+from . import trace
+from .trace import TRACE_BUF_SIZE_DEFAULT, Tracing
+from .trace_activity import register_trace_activity
+from .trace_files import create_top_level_files, init_tracer_tracefs
+from .trace_functions import FunctionTracer
+from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
+
+
+def register_params(kernel) -> None:
+    """The boot parameters tracing reads (``trace.register_params``)."""
+    trace.register_params(kernel)
+
+
+def tracer_init_tracefs(kernel) -> None:
+    """Boot-time setup: apply boot options, create the tracefs tree."""
+    if not kernel.config.enabled("TRACING"):
+        return
+    tracers = [FunctionTracer] if kernel.config.enabled("FUNCTION_TRACER") else []
+    tracing = Tracing(kernel, tracers, init_tracer_tracefs)
+    kernel.tracing = tracing
+    gt = tracing.global_trace
+    gt.buffer_size = kernel.setup.get("trace_buf_size", TRACE_BUF_SIZE_DEFAULT)
+    tracing.stackmap_bits = kernel.setup.get("ftrace_stackmap.bits", BITS_DEFAULT)
+    for opt in kernel.setup.get("trace_options", []):
+        if opt:
+            try:
+                gt.set_option(opt)
+            except KernelError:
+                kernel.printk("tracing: Unknown option '%s'" % opt)
+    boot_tracer = kernel.setup.get("ftrace")
+    if boot_tracer:
+        try:
+            gt.set_tracer(boot_tracer)
+        except KernelError:
+            kernel.printk("Tracer %s not found" % boot_tracer)
+    # tracefs exists since 4.1; older kernels show the same files in debugfs
+    path = "sys/kernel/tracing" if kernel.config.version_at_least(4, 1) \
+        else "sys/kernel/debug/tracing"
+    root = kernel.tree.makedirs(path, 0o700)
+    tracing.root = root
+    gt.dir = root
+    if kernel.config.enabled("FTRACE_STACKMAP"):
+        gt.stackmap = FtraceStackMap(tracing.stackmap_bits, kernel.nr_cpus, gt,
+                                     rng=kernel.subsystem_rng("stackmap"))
+    init_tracer_tracefs(gt, root)
+    create_top_level_files(tracing, root)
+    register_trace_activity(kernel)

@@ -1,0 +1,100 @@
+"""The shape of the code: the kernel model is pure, and nothing imports in a circle."""
+
+from __future__ import annotations
+
+import ast
+import os
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fakefs")
+
+
+def _modules():
+    for dirpath, _dirs, files in os.walk(ROOT):
+        for fn in files:
+            if fn.endswith(".py"):
+                path = os.path.join(dirpath, fn)
+                rel = os.path.relpath(path, os.path.dirname(ROOT))[:-3].replace(os.sep, ".")
+                if rel.endswith(".__init__"):
+                    rel = rel[: -len(".__init__")]
+                yield rel, path
+
+
+def _imports(mod, path):
+    """(module imported, at module level?) for each fakefs import of ``mod``."""
+    with open(path) as fh:
+        tree = ast.parse(fh.read())
+    pkg = mod if path.endswith("__init__.py") else mod.rsplit(".", 1)[0]
+    top = set(id(n) for n in tree.body)
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [target] + [target + "." + a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            if name.startswith("fakefs"):
+                yield name, id(node) in top
+
+
+def _graph():
+    mods = dict(_modules())
+    graph = {}
+    nested = []
+    for mod, path in mods.items():
+        deps = set()
+        for name, at_top in _imports(mod, path):
+            while name and name not in mods:
+                name = name.rsplit(".", 1)[0] if "." in name else ""
+            if name and name != mod:
+                deps.add(name)
+                if not at_top and mod.startswith("fakefs.kernel"):
+                    nested.append((mod, name))
+        graph[mod] = deps
+    return graph, nested
+
+
+def test_no_import_cycles():
+    graph, _ = _graph()
+    state, cycles = {}, []
+
+    def visit(m, stack):
+        state[m] = 1
+        for d in graph.get(m, ()):
+            if state.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d] if d in stack else [m, d])
+            elif d not in state:
+                visit(d, stack + [d])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    # a package's __init__ importing its own modules is not a cycle of modules
+    cycles = [c for c in cycles if not any(c[i + 1].startswith(c[i] + ".") for i in range(len(c) - 1))]
+    assert not cycles, cycles
+
+
+def test_the_kernel_model_imports_no_function_level_fakefs_modules():
+    _, nested = _graph()
+    assert not nested, nested
+
+
+def test_the_kernel_model_is_pure():
+    graph, _ = _graph()
+    mods = dict(_modules())
+    for mod, deps in graph.items():
+        if not mod.startswith("fakefs.kernel"):
+            continue
+        assert not any(d.startswith(("fakefs.fuse", "fakefs.sim", "fakefs.daemon")) for d in deps), mod
+        with open(mods[mod]) as fh:
+            tree = ast.parse(fh.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                assert not any(n.split(".")[0] in ("pyfuse3", "trio") for n in names), mod
