@@ -86,3 +86,21 @@ def mounted(cmdline: str = "", seed: int = 1, persona: str | None = None, opts: 
             os.unlink(log)
             if "Traceback" in text:
                 print(text, file=sys.stderr)
+
+
+def daemon_pid(mnt: str) -> int:
+    """The pid of the fakefs daemon serving ``mnt``."""
+    from fakefs.fuse.mountpoint import daemon_pids
+    pids = daemon_pids(os.path.realpath(mnt)) or daemon_pids(mnt)
+    if not pids:
+        raise AssertionError("no daemon for " + mnt)
+    return pids[0]
+
+
+def gone(pid: int) -> bool:
+    """The process exited (or is a zombie nobody reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True

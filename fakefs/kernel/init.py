@@ -157,24 +157,22 @@ class Kernel:
         for _ in range(max_steps):
             if self.sim_time >= now:
                 return False
-            t1 = min(now, self.sim_time + STEP_NS)
-            if self.driver is not None:
-                self.driver.run(self.sim_time, t1)
-            for fn in self._timer_hooks:
-                fn(self.sim_time, t1)
-            self.sim_time = t1
+            self._step(min(now, self.sim_time + STEP_NS))
         return self.sim_time < now
+
+    def _step(self, t1: int) -> None:
+        """Simulate [sim_time, t1): the machine, then the timer hooks."""
+        if self.driver is not None:
+            self.driver.run(self.sim_time, t1)
+        for fn in self._timer_hooks:
+            fn(self.sim_time, t1)
+        self.sim_time = t1
 
     def advance_to(self, t: int) -> None:
         """Simulate up to the instant ``t`` (not rounded to a tick): what a
         system call made now must come after, in every CPU's timeline."""
         while self.sim_time < t:
-            t1 = min(t, self.sim_time + STEP_NS)
-            if self.driver is not None:
-                self.driver.run(self.sim_time, t1)
-            for fn in self._timer_hooks:
-                fn(self.sim_time, t1)
-            self.sim_time = t1
+            self._step(min(t, self.sim_time + STEP_NS))
 
     def run_until_now(self) -> None:
         while self.catch_up(1 << 30):

@@ -17,26 +17,8 @@ import mountlib
 pytestmark = mountlib.requires_fuse
 
 
-def daemon_pid(mnt: str) -> int:
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if b"fakefs" in b" ".join(argv) and mnt.encode() in argv and int(name) != os.getpid():
-            return int(name)
-    raise AssertionError("no daemon for " + mnt)
 
 
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -45,7 +27,7 @@ def test_signal_with_blocked_reader_and_poller(sig):
         tracing = os.path.join(mnt, "sys/kernel/tracing")
         with open(os.path.join(tracing, "tracing_on"), "w") as fh:
             fh.write("0")
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         # a blocked reader (cat) and a poller (select.poll on trace_pipe)
         reader = subprocess.Popen(["cat", os.path.join(tracing, "trace_pipe")],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -69,7 +51,7 @@ def test_signal_with_blocked_reader_and_poller(sig):
         t_reader = time.monotonic() - t0
         th.join(timeout=5)
         for _ in range(50):
-            if gone(pid):
+            if mountlib.gone(pid):
                 break
             time.sleep(0.05)
         t_daemon = time.monotonic() - t0
@@ -80,7 +62,7 @@ def test_signal_with_blocked_reader_and_poller(sig):
         assert t_reader <= 1.0, f"blocked reader answered after {t_reader:.2f} s"
         assert reader.returncode != 0 and b"not connected" in reader.stderr.read()
         assert poll_result.get("took", 99) <= 1.0 + 0.5, poll_result
-        assert gone(pid) and t_daemon <= 2.0, f"daemon still there after {t_daemon:.2f} s"
+        assert mountlib.gone(pid) and t_daemon <= 2.0, f"daemon still there after {t_daemon:.2f} s"
         assert not mountlib.is_mounted(mnt)
 
 

@@ -26,26 +26,8 @@ def fakefs(*args, timeout=60) -> subprocess.CompletedProcess:
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def daemon_pid(mnt: str) -> int:
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if b"fakefs" in b" ".join(argv[:4]) and mnt.encode() in argv:
-            return int(name)
-    raise AssertionError("no daemon for " + mnt)
 
 
-def gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except OSError:
-        return True
 
 
 @contextlib.contextmanager
@@ -66,7 +48,7 @@ def test_umount_lazy_with_blocked_reader_and_poller():
     with scratch_dir() as mnt:
         r = fakefs("mount", mnt)
         assert r.returncode == 0, r.stderr
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         tracing = os.path.join(mnt, "sys/kernel/tracing")
         with open(os.path.join(tracing, "tracing_on"), "w") as fh:
             fh.write("0")
@@ -93,12 +75,12 @@ def test_umount_lazy_with_blocked_reader_and_poller():
                 reader.wait(timeout=3)
             t_reader = time.monotonic() - t0
             th.join(timeout=3)
-            while not gone(pid) and time.monotonic() - t0 < 3:
+            while not mountlib.gone(pid) and time.monotonic() - t0 < 3:
                 time.sleep(0.05)
             t_daemon = time.monotonic() - t0
         finally:
             reader.kill()
-            if not gone(pid):
+            if not mountlib.gone(pid):
                 os.kill(pid, signal.SIGTERM)
             reader.wait()
             with contextlib.suppress(OSError):
@@ -106,27 +88,27 @@ def test_umount_lazy_with_blocked_reader_and_poller():
         assert t_reader <= 1.0, f"blocked reader answered after {t_reader:.2f} s"
         assert reader.returncode != 0
         assert polled.get("took", 99) <= 1.0, polled
-        assert gone(pid) and t_daemon <= 2.0, f"daemon still there after {t_daemon:.2f} s"
+        assert mountlib.gone(pid) and t_daemon <= 2.0, f"daemon still there after {t_daemon:.2f} s"
         assert not mountlib.is_mounted(mnt)
 
 
 def test_umount_lazy_without_waiters_stops_once_files_close():
     with scratch_dir() as mnt:
         assert fakefs("mount", mnt).returncode == 0
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         assert fakefs("umount", "-z", mnt).returncode == 0
         t0 = time.monotonic()
-        while not gone(pid) and time.monotonic() - t0 < 5:
+        while not mountlib.gone(pid) and time.monotonic() - t0 < 5:
             time.sleep(0.05)
-        assert gone(pid)
+        assert mountlib.gone(pid)
 
 
 def test_stale_mount_after_sigkill_is_recovered():
     with scratch_dir() as mnt:
         assert fakefs("mount", mnt).returncode == 0
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         os.kill(pid, signal.SIGKILL)
-        while not gone(pid):
+        while not mountlib.gone(pid):
             time.sleep(0.02)
         with pytest.raises(OSError) as e:
             os.listdir(mnt)
@@ -137,9 +119,9 @@ def test_stale_mount_after_sigkill_is_recovered():
         with open(os.path.join(mnt, "sys/kernel/tracing/tracing_on")) as fh:
             assert fh.read() == "1\n"
         # a path *inside* a stale mount: the message names the command to run
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         os.kill(pid, signal.SIGKILL)
-        while not gone(pid):
+        while not mountlib.gone(pid):
             time.sleep(0.02)
         time.sleep(1.1)                                # past the attribute timeout
         r = fakefs("mount", os.path.join(mnt, "proc"))
@@ -149,7 +131,7 @@ def test_stale_mount_after_sigkill_is_recovered():
 
 def test_second_mount_is_refused():
     with mountlib.mounted() as mnt:
-        pid = daemon_pid(mnt)
+        pid = mountlib.daemon_pid(mnt)
         r = fakefs("mount", mnt)
         assert r.returncode != 0
         assert "already a mount point" in r.stderr and str(pid) in r.stderr, r.stderr

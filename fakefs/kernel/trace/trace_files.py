@@ -578,7 +578,6 @@ def init_tracer_tracefs(tr, d) -> None:
         f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
     event_trace_add_tracer(tr, d)
     f("set_event", W, d, tr, SetEventOps())
-    f("available_events", R, d, tr, AvailableEventsOps())
     ftrace_create_files(tr, d)
 
 
@@ -590,6 +589,7 @@ def create_top_level_files(tracing, root) -> None:
     f("README", R, root, tr, ReadmeOps())
     f("saved_cmdlines", R, root, tr, SavedCmdlinesOps())
     f("saved_cmdlines_size", W, root, tr, SavedCmdlinesSizeOps())
+    f("available_events", R, root, tr, AvailableEventsOps())      # top level only
     tree.create_dir("instances", root, 0o750, dops=InstancesDir(tracing))
     if tr.stackmap is not None:
         ks = tracing.kernel.kallsyms

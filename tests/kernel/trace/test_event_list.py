@@ -89,3 +89,12 @@ def test_every_event_on_records_only_what_fires():
     assert names and names <= {"sched_switch", "sched_waking", "sched_wakeup", "kmalloc",
                                "kfree", "kmem_cache_alloc", "kmem_cache_free",
                                "signal_generate"}
+
+
+def test_available_events_is_top_level_only():
+    """6.12 creates it once, for the top-level trace array (event_trace_init)."""
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1).boot()
+    k.tracing.instance_mkdir("foo")
+    assert k.tree.root.walk(T + "available_events") is not None
+    inst = k.tree.root.walk(T + "instances/foo")
+    assert "available_events" not in inst.children and "set_event" in inst.children
