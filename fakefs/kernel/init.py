@@ -21,6 +21,7 @@ from .config import Kconfig, DEFAULT_PERSONA
 from .fs.pseudo import PseudoTree
 from .params import CommandLine
 from .printk import LogBuffer
+from .fork import Lifecycle
 from .irq import Interrupts
 from .sched import Scheduler, host_cpu_count
 from .time import Clock
@@ -65,6 +66,7 @@ class Kernel:
         self.tracepoints = Tracepoints()
         self.sched = Scheduler(self.nr_cpus, self.tracepoints)
         self.irq = Interrupts(self.sched, self.tracepoints)
+        self.lifecycle = Lifecycle(self.sched, self.tracepoints)
         self.tree = PseudoTree()
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}

@@ -43,7 +43,7 @@ def load_behaviour(path: str = DATA_PATH) -> dict:
 class Behaviour:
     """How the tasks of one profile run and sleep."""
 
-    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound")
+    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound", "fork", "programs")
 
     def __init__(self, spec: dict):
         self.burst_ns = int(spec["burst_us"] * US)
@@ -51,6 +51,8 @@ class Behaviour:
         self.state = spec["state"]
         self.waker = spec["waker"]
         self.cpu_bound = bool(spec.get("cpu_bound", False))
+        self.fork = float(spec.get("fork", 0.0))      # share of bursts ending in fork + wait
+        self.programs = list(spec.get("programs", ()))
         if self.state not in ("S", "D", "I") or self.waker not in _WAKERS:
             raise ValueError("bad behaviour %r" % (spec,))
 
@@ -70,15 +72,19 @@ class _Run:
     """Machine-side state of one task: what is left of its burst.  A task
     of the real machine (``host``) is only woken by its own system calls."""
 
-    __slots__ = ("task", "beh", "left", "since", "token", "host")
+    __slots__ = ("task", "beh", "left", "since", "token", "host", "parent", "program",
+                 "sigchld")
 
-    def __init__(self, task, beh, host: bool = False):
+    def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = ""):
         self.task = task
         self.beh = beh
         self.left = 0
         self.since = 0
         self.token = 0
         self.host = host
+        self.parent = parent          # a forked child: it exits after its burst
+        self.program = program        # ... and execs this first
+        self.sigchld = False          # a child exited: SIGCHLD to take
 
 
 class Machine:
@@ -92,11 +98,16 @@ class Machine:
         self.switch_ns = int(m["switch_latency_us"] * US)
         profiles = {name: Behaviour(p) for name, p in spec["profile"].items()}
         self.host_behaviour = profiles["host"]
+        self.child_behaviour = profiles["child"]
+        self.life = kernel.lifecycle
         self.irq = kernel.irq
         self.irq.set_symbols(kernel.kallsyms)
+
         devs = {d["wakes"]: Device(d) for d in spec["device"]}
         self.devices = (devs["S"], devs["D"])     # network for S sleepers, disk for D
         self.rng = kernel.subsystem_rng("machine")
+        # where user space's SIGCHLD handler is (a shell's), as signal_deliver shows it
+        self.sigchld_handler = 0x55ff206a4e40 + (self.rng.randrange(1 << 20) << 12)
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
         self.heap: list = []
         self.seq = 0
@@ -179,6 +190,14 @@ class Machine:
         r = self.runs.get(nxt.pid)
         if r is None:
             return
+        if r.sigchld:                           # back from wait(): the signal first
+            r.sigchld = False
+            t = self._at(cpu, t + 2000)
+            self.life.deliver_sigchld(nxt, cpu, t, self.sigchld_handler)
+        if r.program:                           # a new child: execve() first
+            t = self._at(cpu, t + 30000)
+            self.life.exec(nxt, cpu, t, r.program)
+            r.program = ""
         if r.left <= 0:
             r.left = self._burst(r)
         r.since = t
@@ -202,9 +221,30 @@ class Machine:
             return
         t = self._at(cpu, t)
         r.left = 0
+        if r.parent:                            # a child's work is done: exit
+            self._exit(r, cpu, t)
+            return
+        if r.beh.fork and self.rng.random() < r.beh.fork:
+            # fork a child that runs a program, and wait for it
+            child = self.life.fork(task, cpu, t)
+            prog = self.rng.choice(r.beh.programs)
+            self.runs[child.pid] = _Run(child, self.child_behaviour, parent=task.pid,
+                                        program=prog)
+            self._switch(cpu, self._at(cpu, t + 20000), "S")
+            return
         self._switch(cpu, t, r.beh.state)
         if not r.host:
             self._push(t + self._sleep(r), _WAKE, task.pid, 0)
+
+    def _exit(self, r, cpu: int, t: int) -> None:
+        parent = self.life.exit(r.task, cpu, t)
+        pr = self.runs.get(parent.pid) if parent is not None else None
+        t = self._at(cpu, t + 5000)
+        if pr is not None and pr.task.state in ("S", "D", "I"):
+            pr.sigchld = True
+            self._try_wake(pr, cpu, t, CTX_TASK)
+        del self.runs[r.task.pid]
+        self._switch(cpu, self._at(cpu, t + 3000), "Z")
 
     def _wake(self, t: int, pid: int) -> None:
         """A sleeper's wait ends: the timer, device or task that wakes it

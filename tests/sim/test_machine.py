@@ -91,7 +91,7 @@ def test_scheduler_state_is_coherent():
                 seen[t.pid] = cpu
         for t in sched.tasks.values():
             if t.pid not in seen:
-                assert t.state in ("S", "D", "I") and not t.on_cpu
+                assert t.state in ("S", "D", "I", "Z") and not t.on_cpu     # Z: exited
 
 
 def test_switch_flags_and_wakeup_depths():
@@ -184,3 +184,22 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
     nxt = next(ln for ln in lines[i + 1:] if ln.split()[1] == cpu)
     assert any(e in nxt for e in ("irq_handler_entry", "local_timer_entry", "reschedule_entry",
                                   "sched_waking"))
+
+
+def test_shells_fork_commands_that_exec_and_exit():
+    _k, text = traced(seconds=2.0)
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    forks = [ln for ln in lines if "sched_process_fork:" in ln]
+    assert forks
+    child = forks[0].split("child_pid=")[1].split()[0]
+    mine = [ln.split(": ")[1] for ln in lines
+            if "pid=%s " % child in ln or "-%s " % child in ln.split("[")[0] + " "]
+    names = [m.split(":")[0] for m in mine]
+    life = ("task_newtask", "sched_wakeup_new", "sched_process_exec", "sched_process_exit",
+            "signal_generate")
+    assert all(e in names for e in life), names
+    first = [names.index(e) for e in life]
+    assert first == sorted(first), names
+    assert any("prev_state=Z" in ln for ln in lines)
+    assert any("signal_deliver: sig=17" in ln for ln in lines)
+    assert check(lines).total == 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 from . import trace_entries as te
 from .event_catalog import load_catalog
 from .events_defs import EventDef, all_events
-from .events_irq import machine_events
+from .events_machine import machine_events
 
 
 class CatalogEvent(EventDef):

@@ -1,10 +1,12 @@
-"""Printing the interrupt, timer and idle events the machine drives
-(include/trace/events/irq.h, timer.h, power.h, ipi.h and
+"""Printing the events only the machine's kernel paths fire: interrupts,
+timers, idle, IPIs, migration and a task's life (include/trace/events/irq.h,
+timer.h, power.h, ipi.h, sched.h, task.h, signal.h and
 arch/x86/include/asm/trace/irq_vectors.h).
 
 Their formats, ids and sizes are the catalogue's; these classes say how a
-record the kernel paths (``kernel/irq.py``, ``kernel/sched.py``) fill is
-printed.  Arguments come in the order of the event's fields.
+record the kernel paths (``kernel/irq.py``, ``kernel/sched.py``,
+``kernel/fork.py``) fill is printed.  Arguments come in the order of the
+event's fields.
 """
 
 from __future__ import annotations
@@ -88,6 +90,38 @@ class SchedMigrateTask(MachineEvent):
         return "comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d" % a
 
 
+class SchedProcessFork(MachineEvent):
+    def render(self, a, fmt):
+        return "comm=%s pid=%d child_comm=%s child_pid=%d" % a
+
+
+class SchedProcessExec(MachineEvent):
+    def render(self, a, fmt):
+        return "filename=%s pid=%d old_pid=%d" % a
+
+
+class SchedProcess(MachineEvent):
+    """sched_process_exit / free / wait: comm, pid, prio."""
+
+    def render(self, a, fmt):
+        return "comm=%s pid=%d prio=%d" % a
+
+
+class SchedWakeupNew(MachineEvent):
+    def render(self, a, fmt):
+        return "comm=%s pid=%d prio=%d target_cpu=%03d" % a
+
+
+class TaskNewtask(MachineEvent):
+    def render(self, a, fmt):
+        return "pid=%d comm=%s clone_flags=%x oom_score_adj=%d" % a
+
+
+class SignalDeliver(MachineEvent):
+    def render(self, a, fmt):
+        return "sig=%d errno=%d code=%d sa_handler=%x sa_flags=%x" % a
+
+
 def machine_events() -> list[EventDef]:
     """The events above, with placeholders the catalogue fills in."""
     table = [
@@ -101,5 +135,10 @@ def machine_events() -> list[EventDef]:
         ("timer", "hrtimer_start", HrtimerStart),
         ("power", "cpu_idle", CpuIdle), ("ipi", "ipi_send_cpu", IpiSendCpu),
         ("sched", "sched_migrate_task", SchedMigrateTask),
+        ("sched", "sched_process_fork", SchedProcessFork),
+        ("sched", "sched_process_exec", SchedProcessExec),
+        ("sched", "sched_process_exit", SchedProcess),
+        ("sched", "sched_wakeup_new", SchedWakeupNew),
+        ("task", "task_newtask", TaskNewtask), ("signal", "signal_deliver", SignalDeliver),
     ]
     return [cls(system, name, [], "", 0, 0, None) for system, name, cls in table]

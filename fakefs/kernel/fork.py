@@ -1,0 +1,87 @@
+"""A task's life: fork, exec, exit (kernel/fork.c, fs/exec.c, kernel/exit.c).
+
+* ``fork``: ``copy_process()`` (``task_newtask``), ``sched_process_fork``,
+  ``wake_up_new_task()`` (``sched_wakeup_new``, with the new task queued);
+* ``exec``: ``sched_process_exec`` (the comm becomes the program's name);
+* ``exit``: ``sched_process_exit``, then ``exit_notify()``: SIGCHLD to the
+  parent (``signal_generate``, CLD_EXITED) — the caller wakes the parent and
+  switches the zombie out (``prev_state=Z``);
+* ``deliver_sigchld``: the parent, back on its CPU, takes the signal
+  (``signal_deliver``).
+
+Context flags as a stock kernel records them: the fork and exec events in
+plain task context (``.....``), ``sched_wakeup_new`` under the rq lock
+(``d..2.``), ``signal_generate`` under the sighand lock (``d..2.``),
+``signal_deliver`` under it too (``d..1.``).
+"""
+
+from __future__ import annotations
+
+from .sched import IRQS_OFF
+
+SIGCHLD = 17
+CLD_EXITED = 1
+CLONE_FLAGS_FORK = 0x1200000          # CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD
+SA_RESTORER_RESTART = 0x14000000      # bash's SIGCHLD handler flags
+TRACE_SIGNAL_DELIVERED = 0
+DEAD_KEPT = 512                       # exited tasks remembered (for their comm)
+
+
+class Lifecycle:
+    def __init__(self, sched, tracepoints):
+        self.sched = sched
+        tp = tracepoints.get
+        self.tp_newtask = tp("task_newtask")
+        self.tp_fork = tp("sched_process_fork")
+        self.tp_wakeup_new = tp("sched_wakeup_new")
+        self.tp_exec = tp("sched_process_exec")
+        self.tp_exit = tp("sched_process_exit")
+        self.tp_signal_generate = tp("signal_generate")
+        self.tp_signal_deliver = tp("signal_deliver")
+        self.parent: dict[int, int] = {}     # child pid -> parent pid
+        self.dead: list[int] = []
+
+    def fork(self, parent, cpu: int, t: int):
+        """``parent`` (running on ``cpu``) forks: the child is queued there."""
+        sched = self.sched
+        child = sched.spawn(parent.comm, cpu=cpu, prio=parent.prio)
+        child.state = "S"
+        self.parent[child.pid] = parent.pid
+        if self.tp_newtask.probes:
+            self.tp_newtask.fire(cpu, t, parent.pid, sched.flags(cpu, 0), 0,
+                                 (child.pid, child.comm, CLONE_FLAGS_FORK, 0))
+        if self.tp_fork.probes:
+            self.tp_fork.fire(cpu, t, parent.pid, sched.flags(cpu, 0), 0,
+                              (parent.comm, parent.pid, child.comm, child.pid))
+        sched.enqueue(child, cpu)
+        if self.tp_wakeup_new.probes:
+            self.tp_wakeup_new.fire(cpu, t, parent.pid, sched.flags(cpu, IRQS_OFF), 2,
+                                    (child.comm, child.pid, child.prio, cpu))
+        return child
+
+    def exec(self, task, cpu: int, t: int, filename: str) -> None:
+        task.comm = filename.rsplit("/", 1)[-1][:15]
+        if self.tp_exec.probes:
+            self.tp_exec.fire(cpu, t, task.pid, self.sched.flags(cpu, 0), 0,
+                              (filename, task.pid, task.pid))
+
+    def exit(self, task, cpu: int, t: int):
+        """``do_exit()`` up to notifying the parent; returns the parent."""
+        sched = self.sched
+        if self.tp_exit.probes:
+            self.tp_exit.fire(cpu, t, task.pid, sched.flags(cpu, 0), 0,
+                              (task.comm, task.pid, task.prio))
+        parent = sched.tasks.get(self.parent.pop(task.pid, 0))
+        if parent is not None and self.tp_signal_generate.probes:
+            self.tp_signal_generate.fire(cpu, t, task.pid, sched.flags(cpu, IRQS_OFF), 2,
+                                         (SIGCHLD, 0, CLD_EXITED, parent.comm, parent.pid, 1,
+                                          TRACE_SIGNAL_DELIVERED))
+        self.dead.append(task.pid)
+        if len(self.dead) > DEAD_KEPT:
+            sched.tasks.pop(self.dead.pop(0), None)
+        return parent
+
+    def deliver_sigchld(self, task, cpu: int, t: int, handler: int) -> None:
+        if self.tp_signal_deliver.probes:
+            self.tp_signal_deliver.fire(cpu, t, task.pid, self.sched.flags(cpu, IRQS_OFF), 1,
+                                        (SIGCHLD, 0, CLD_EXITED, handler, SA_RESTORER_RESTART))
