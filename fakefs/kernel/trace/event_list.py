@@ -35,14 +35,17 @@ class EventList:
     """Registered events: ``events`` in registration order, ``listing`` in
     ``available_events`` order, lookups by id and by (system, name)."""
 
-    __slots__ = ("events", "listing", "by_id", "by_key", "modules")
+    __slots__ = ("events", "listing", "by_id", "by_key", "modules", "ftrace")
 
-    def __init__(self, events, listing, modules=()):
+    def __init__(self, events, listing, modules=(), ftrace=()):
         self.events = list(events)
         self.listing = list(listing)
         self.by_id = {ev.id: ev for ev in self.events}
         self.by_key = {(ev.system, ev.name): ev for ev in self.events}
         self.modules = list(modules)
+        # the ftrace-internal entry types (trace_entries.h) the catalogue
+        # describes: events/ftrace/<name>/format
+        self.ftrace = list(ftrace)
 
 
 def _from_catalogue(config) -> EventList:
@@ -51,10 +54,11 @@ def _from_catalogue(config) -> EventList:
     last = te.TRACE_STACK_ID + 1 if config.enabled("FTRACE_STACKMAP") else None
     modules = cat.default_modules
     ids = cat.assign_ids(modules, trace_last_type=last)
-    events = []
+    events, ftrace = [], []
     for desc in cat.registration_order(modules):
         if desc.system == "ftrace":
-            continue                     # the entry types: trace_events.FTRACE_EVENTS
+            ftrace.append(desc)          # entry types: format files only
+            continue
         ev = driven.pop(desc.key, None)
         lines = [f.format_line() for f in desc.fields]
         if ev is None:
@@ -72,7 +76,7 @@ def _from_catalogue(config) -> EventList:
         raise ValueError("driven events missing from the catalogue: %s" % sorted(driven))
     by_key = {(ev.system, ev.name): ev for ev in events}
     listing = [by_key[k] for k in cat.listing_order(modules) if k in by_key]
-    return EventList(events, listing, modules)
+    return EventList(events, listing, modules, ftrace)
 
 
 def _hand_written() -> EventList:

@@ -316,6 +316,7 @@ class Tracing:
         self.events = registered.events            # registration order
         self.events_listing = registered.listing   # available_events order
         self.events_by_id = registered.by_id
+        self.ftrace_events = registered.ftrace        # catalogue entry types
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}

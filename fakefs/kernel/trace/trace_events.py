@@ -82,6 +82,23 @@ class FormatOps(FileOperations):
                 % (name, eid, COMMON_FIELDS, "".join(fields), fmt))
 
 
+class CatalogFormatOps(FileOperations):
+    """``format`` of an entry type the catalogue describes (its fixed id)."""
+
+    def show(self, f):
+        return f.data.format_text(f.data.fixed_id)
+
+
+class CatalogIdOps(FileOperations):
+    def show(self, f):
+        return "%d\n" % f.data.fixed_id
+
+
+# events/ftrace/<name>: the files besides ``format`` (perf can use function
+# and print; print takes triggers)
+FTRACE_EXTRA_FILES = {"function": ("id",), "print": ("id", "trigger")}
+
+
 class IdOps(FileOperations):
     def show(self, f):
         return "%d\n" % f.data[1]
@@ -211,9 +228,19 @@ def event_trace_add_tracer(tr, parent) -> None:
     tree.create_file("header_event", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_EVENT))
     ftrace = tree.create_dir("ftrace", evdir, 0o755)
     has_stackmap = tr.kernel.config.enabled("FTRACE_STACKMAP")
+    described = set()
+    for desc in tr.tracing.ftrace_events:
+        described.add(desc.name)
+        d = tree.create_dir(desc.name, ftrace, 0o755)
+        tree.create_file("format", TRACE_MODE_READ, d, desc, CatalogFormatOps())
+        for fname in FTRACE_EXTRA_FILES.get(desc.name, ()):
+            if fname == "id":
+                tree.create_file("id", TRACE_MODE_READ, d, desc, CatalogIdOps())
+            else:
+                tree.create_file("trigger", TRACE_MODE_WRITE, d, desc, TriggerOps())
     for spec in FTRACE_EVENTS:
         name, _id, _fields, _fmt, files = spec
-        if name == "stack_id" and not has_stackmap:
+        if name in described or (name == "stack_id" and not has_stackmap):
             continue
         d = tree.create_dir(name, ftrace, 0o755)
         for fname in files:

@@ -98,3 +98,18 @@ def test_available_events_is_top_level_only():
     assert k.tree.root.walk(T + "available_events") is not None
     inst = k.tree.root.walk(T + "instances/foo")
     assert "available_events" not in inst.children and "set_event" in inst.children
+
+
+def test_events_ftrace_holds_every_entry_type(k):
+    """trace_entries.h, as 6.12 registers it, plus the series' stack_id."""
+    d = k.tree.root.walk(T + "events/ftrace")
+    cat = load_catalog()
+    want = {ev.name for ev in cat.events if ev.system == "ftrace"} | {"stack_id"}
+    assert set(d.children) == want and len(want) >= 19
+    assert sorted(d.children["function"].children) == ["format", "id"]
+    assert sorted(d.children["print"].children) == ["format", "id", "trigger"]
+    assert sorted(d.children["kernel_stack"].children) == ["format"]
+    fmt = rd(k, "events/ftrace/func_repeats/format")
+    assert fmt == cat.event("ftrace", "func_repeats").format_text(
+        cat.event("ftrace", "func_repeats").fixed_id)
+    assert rd(k, "events/ftrace/function/id") == "1\n"

@@ -16,6 +16,7 @@ class K:
 
 class Tracing:
     events = []
+    ftrace_events = []          # no catalogue: the hand-written entry types
 
 
 class Tr:
