@@ -20,7 +20,8 @@ tracer, any events) and counts violations of what every Linux trace keeps:
   its ``sched_waking``.
 
 The first switch seen on a CPU starts that CPU's timeline (what came before
-was overwritten); the idle task (pid 0) is per CPU.  It reports counts per
+was overwritten), and so does a ``CPU:N [LOST M EVENTS]`` line of a
+consuming reader; the idle task (pid 0) is per CPU.  It reports counts per
 rule and the first examples.
 """
 
@@ -34,14 +35,16 @@ LINE_RE = re.compile(r"^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S{4,5})\s+(\d+)\.(\d+): (
 SWITCH_RE = re.compile(r"prev_comm=.* prev_pid=(-?\d+) prev_prio=\d+ prev_state=(\S+) ==> "
                        r"next_comm=.* next_pid=(\d+) next_prio=\d+")
 WAKE_RE = re.compile(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)")
+LOST_RE = re.compile(r"^CPU:(\d+) \[LOST (\d+) EVENTS\]")
 RUNNABLE = ("R", "R+")
 
 
 class Report:
-    __slots__ = ("lines", "events", "violations", "examples")
+    __slots__ = ("lines", "events", "violations", "examples", "lost")
 
     def __init__(self):
         self.lines = 0
+        self.lost = 0                 # events a consuming reader was told it lost
         self.events = Counter()
         self.violations = Counter()
         self.examples: dict[str, list[str]] = {}
@@ -57,8 +60,8 @@ class Report:
         return sum(self.violations.values())
 
     def text(self) -> str:
-        out = ["lines %d, events %d, violations %d" % (self.lines, sum(self.events.values()),
-                                                        self.total)]
+        out = ["lines %d, events %d, lost %d, violations %d"
+               % (self.lines, sum(self.events.values()), self.lost, self.total)]
         for rule, n in sorted(self.violations.items()):
             out.append("  %-13s %d" % (rule, n))
             for ex in self.examples.get(rule, ()):
@@ -99,6 +102,19 @@ def check(lines) -> Report:
     for raw in lines:
         line = raw.rstrip("\n")
         if not line or line.startswith("#") or line.lstrip().startswith("=>"):
+            continue
+        lost = LOST_RE.match(line)
+        if lost is not None:
+            # the writer overwrote entries of that CPU the reader never saw:
+            # its timeline starts again, and what others knew of tasks is stale
+            cpu = int(lost.group(1))
+            running.pop(cpu, None)
+            last_pid.pop(cpu, None)
+            for pid in [p for p, c in where.items() if c == cpu]:
+                del where[pid]
+            state.clear()
+            waking_depth.clear()
+            rep.lost += int(lost.group(2))
             continue
         m = LINE_RE.match(line)
         if m is None:

@@ -55,3 +55,10 @@ def test_cpus_start_when_the_last_one_does():
     lines = [ev(0, "0.500000", 5), sw(0, "0.600000", 7, "S", 8), sw(1, "1.000000", 0, "R", 9),
              ev(0, "1.000001", 8)]
     assert rules(lines) == {}
+
+
+def test_a_lost_events_line_restarts_that_cpus_timeline():
+    gap = GOOD[:3] + ["CPU:0 [LOST 1234 EVENTS]", sw(0, "1.000009", 77, "S", 10, pid=77)]
+    rep = check(gap)
+    assert rep.total == 0 and rep.lost == 1234
+    assert "switch-prev" in rules(GOOD[:3] + [sw(0, "1.000009", 77, "S", 10, pid=77)])

@@ -58,6 +58,7 @@ class CpuBuffer:
         self.dropped = 0
         self.read = 0
         self.last_ts = 0
+        self.last_overrun = 0       # overrun when the consuming reader last looked
 
     def reset(self) -> None:
         self.pages.clear()
@@ -67,6 +68,14 @@ class CpuBuffer:
         self.dropped = 0
         self.read = 0
         self.last_ts = 0
+        self.last_overrun = 0
+
+    def lost_events(self) -> int:
+        """Entries the writer overwrote since the consuming reader last asked
+        (``cpu_buffer->lost_events``, taken when the reader moves on)."""
+        lost = self.overrun - self.last_overrun
+        self.last_overrun = self.overrun
+        return max(0, lost)
 
     @property
     def size_bytes(self) -> int:

@@ -480,7 +480,7 @@ class TracePipeOps(FileOperations):
             return None
         cb = best[0]
         cb.consume()
-        return best[1], cb.cpu
+        return best[1], cb.cpu, cb.lost_events()
 
     def read(self, f, off, size):
         tr = f.data
@@ -494,6 +494,8 @@ class TracePipeOps(FileOperations):
             if ev is None:
                 break
             line = fmt.line(ev[0], ev[1]).encode()
+            if ev[2]:           # print_trace_line(): what the writer overwrote first
+                line = b"CPU:%d [LOST %d EVENTS]\n" % (ev[1], ev[2]) + line
             if out and len(out) + len(line) > size:
                 st["pending"] = line
                 break

@@ -255,3 +255,41 @@ def test_unrecorded_switches_and_wakeup_events_without_a_machine():
     k.clock.advance(200_000_000)
     k.run_until_now()
     assert k.sim_time == 200_000_000
+
+
+def test_trace_pipe_tells_what_was_lost():
+    """After the writer overwrote what a consuming reader had not read, the
+    next line says so (print_trace_line: ``CPU:N [LOST M EVENTS]``)."""
+    import os as _os
+    from fakefs.kernel.fs.pseudo import File, WouldBlock
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1).boot()
+    T = "sys/kernel/tracing/"
+
+    def wr(path, data):
+        n = k.tree.root.walk(T + path)
+        f = File(n, _os.O_WRONLY | _os.O_TRUNC)
+        n.fops.open(f)
+        n.fops.write(f, data)
+
+    wr("buffer_size_kb", b"8")
+    wr("current_tracer", b"function")
+    n = k.tree.root.walk(T + "trace_pipe")
+    f = File(n, _os.O_RDONLY)
+    n.fops.open(f)
+    k.clock.advance(5_000_000)
+    first = n.fops.read(f, 0, 4096).decode()
+    assert "LOST" not in first.splitlines()[0]
+    k.clock.advance(2_000_000_000)           # far more than 8 KB of calls
+    text = b""
+    try:
+        while len(text) < 65536:
+            text += n.fops.read(f, 0, 4096)
+    except WouldBlock:
+        pass
+    lines = text.decode().splitlines()
+    lost = [ln for ln in lines if ln.startswith("CPU:0 [LOST ")]
+    assert lost and int(lost[0].split()[2]) > 0
+    cb = k.tracing.global_trace.buffer.cpus[0]
+    assert cb.overrun >= int(lost[0].split()[2])
