@@ -27,6 +27,7 @@ rule and the first examples.
 
 from __future__ import annotations
 
+import heapq
 import re
 import sys
 from collections import Counter
@@ -87,9 +88,34 @@ def _start(lines) -> int:
     return max(first.values(), default=0)
 
 
+def _lost_windows(lines) -> list[tuple[int, int, int]]:
+    """For each ``CPU:N [LOST M EVENTS]``: from that CPU's last line before
+    it to its next line after it — when that CPU did things nobody saw."""
+    windows, last, open_at = [], {}, {}
+    for line in lines:
+        lost = LOST_RE.match(line)
+        if lost is not None:
+            cpu = int(lost.group(1))
+            open_at[cpu] = last.get(cpu, 0)
+            continue
+        m = LINE_RE.match(line)
+        if m is None:
+            continue
+        cpu = int(m.group(3))
+        ts = int(m.group(5)) * 1_000_000 + int(m.group(6).ljust(6, "0")[:6])
+        if cpu in open_at:
+            windows.append((open_at.pop(cpu), ts, cpu))
+        last[cpu] = ts
+    windows.sort()
+    return windows
+
+
 def check(lines) -> Report:
     lines = list(lines)
     start = _start(lines)
+    windows = _lost_windows(lines)
+    wi = 0
+    unseen: list = []                     # heap of (end, cpu) of windows open now
     rep = Report()
     last_ts: dict[int, int] = {}
     merged_ts = -1
@@ -122,6 +148,19 @@ def check(lines) -> Report:
         rep.lines += 1
         pid, cpu, flags = int(m.group(2)), int(m.group(3)), m.group(4)
         ts = int(m.group(5)) * 1_000_000 + int(m.group(6).ljust(6, "0")[:6])
+        while wi < len(windows) and windows[wi][0] <= ts:
+            heapq.heappush(unseen, (windows[wi][1], windows[wi][2]))
+            wi += 1
+        while unseen and unseen[0][0] < ts:
+            heapq.heappop(unseen)
+        if unseen:
+            # CPUs whose work nobody saw may have woken, run or put to sleep
+            # any task: forget what is known of tasks, and where theirs ran
+            state.clear()
+            waking_depth.clear()
+            blind = {c for _end, c in unseen}
+            for pid in [p for p, c in where.items() if c in blind]:
+                del where[pid]
         # before every CPU has begun, learn who runs where but judge nothing
         if not judging and ts >= start:
             # sleep states learned from the CPUs that began early are
