@@ -20,10 +20,6 @@ class Tracepoint:
         if probe not in self.probes:
             self.probes.append(probe)
 
-    def unregister(self, probe) -> None:
-        if probe in self.probes:
-            self.probes.remove(probe)
-
     def fire(self, *args) -> None:
         for probe in self.probes:
             probe(*args)

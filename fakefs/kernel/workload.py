@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import zlib
 from bisect import bisect_right
+from collections import deque
 
 from .kallsyms import Kallsyms
 
@@ -62,6 +63,7 @@ NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 200_000
+ADOPTED_KEPT = 1024        # walk states of tasks the graph's table does not have
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 TARGET_SETS_KEPT = 20      # calls_to() target sets whose reach tables are cached
 
@@ -279,6 +281,7 @@ class Workload:
         self.missing: list[str] = []           # tokens the symbol table lacks
         self._intern: dict[tuple, tuple] = {}
         self._event_memo: dict[tuple, list] = {}      # event_stack(): paths seen
+        self._adopted: deque[int] = deque()           # pids follow() made a state for
         self._nframes = 0
         self._resolve_graph()
         self._reach_cache: dict = {}
@@ -904,8 +907,13 @@ class Workload:
         c = self._cpus[cpu]
         if task.pid:
             ts = self.states.get(task.pid)
-            if ts is None:                 # a process of the real machine: a shell's paths
+            if ts is None:                 # a forked command, a real process: a shell's paths
                 ts = self._state(task, "shell", 0.0, True)
+                self._adopted.append(task.pid)
+                if len(self._adopted) > ADOPTED_KEPT:   # forget exited ones
+                    old = self._adopted.popleft()
+                    if old not in self.kernel.sched.tasks:
+                        self.states.pop(old, None)
         else:
             ts = c.idle
         c.ts = ts

@@ -137,7 +137,9 @@ class Machine:
             r.task.on_cpu = False
             r.left = self._burst(r)
             # asleep for a while already: the residual of an exponential sleep
-            self._push(t + self._sleep(r), _WAKE, r.task.pid, 0)
+            # (a real process wakes only with its next system call)
+            if not r.host:
+                self._push(t + self._sleep(r), _WAKE, r.task.pid, 0)
 
     def _push(self, t, kind, a, b) -> None:
         self.seq += 1
@@ -204,13 +206,13 @@ class Machine:
         r.token += 1
         self._push(t + r.left, _END, cpu, r.token)
 
-    def _switch(self, cpu: int, t: int, prev_state: str) -> None:
+    def _switch(self, cpu: int, t: int, prev_state: str, pick=None) -> None:
         prev = self.sched.curr[cpu]
         r = self.runs.get(prev.pid)
         if r is not None:
             r.left -= t - r.since
             r.token += 1                          # its pending end is void
-        nxt = self.sched.schedule(cpu, t, prev_state)
+        nxt = self.sched.schedule(cpu, t, prev_state, pick=pick)
         if nxt is not prev:
             self._switched_in(cpu, t, nxt)
 
@@ -362,13 +364,7 @@ class Machine:
             sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
         t = self._at(cpu, t + self.switch_ns)
         r.left = 5000 + self._burst(r)          # its call runs 1 us after it is in
-        prev = sched.curr[cpu]
-        pr = self.runs.get(prev.pid)
-        if pr is not None:
-            pr.left -= t - pr.since
-            pr.token += 1
-        sched.schedule(cpu, t, "R+", pick=task)
-        self._switched_in(cpu, t, task)
+        self._switch(cpu, t, "R+", pick=task)
         return cpu, self._at(cpu, t + 1000)
 
     def skip(self, t0: int, t1: int) -> None:

@@ -112,7 +112,7 @@ def test_switch_flags_and_wakeup_depths():
 def test_schedule_profiling_sees_the_machines_switches():
     k = boot(cmdline="profile=schedule")
     run(k, 0.5)
-    assert k.profile.ticks >= 0 and sum(k.profile.buffer) > 100
+    assert sum(k.profile.buffer) > 100          # schedule() callers, one hit per switch
 
 
 def test_behaviour_table_is_checked():
