@@ -1,0 +1,211 @@
+"""The ``fakefs selftest`` command: its arguments and the outer stage.
+
+The outer stage obtains the harness, prepares the work tree, re-executes
+``python -m fakefs.selftest --inner CONFIG`` under ``unshare`` (the inner
+stage, inner.py) and reports what ftracetest printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import SelftestError, log
+from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
+from .inner import inner_main
+from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
+from .results import parse_output, report
+from .worktree import (WorkTree, add_extra, expected_cases, make_work_tree,
+                       mark_unsupported_in_userns, select_tests)
+
+DEFAULT_TIMEOUT = 1800
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run the upstream ftracetest (from --ksrc/KSRC or Debian's %s package) "
+        "against a fakefs mount placed at %s in a private mount namespace."
+        % (DEB_PACKAGE, TRACING_DIR))
+    parser.add_argument(
+        "tests", nargs="*", metavar="TEST",
+        help="tests to run: paths relative to test.d (e.g. 00basic/basic1.tc) or to an "
+             "--extra directory, directories, globs, or 'all'; default: the --extra "
+             "directories' tests (all of test.d without --extra)")
+    parser.add_argument("--ksrc", metavar="DIR", default=os.environ.get("KSRC") or None,
+                        help="kernel tree (or .deb/tarball) to take ftracetest from "
+                             "(default: $KSRC, else the cached %s package)" % DEB_PACKAGE)
+    parser.add_argument("--extra", metavar="DIR", action="append", default=[],
+                        help="directory of extra .tc tests, copied to test.d/<name>/ "
+                             "(repeatable)")
+    parser.add_argument("--cache-dir", metavar="DIR", type=Path, default=None,
+                        help="download/extraction cache (default: "
+                             "${XDG_CACHE_HOME:-~/.cache}/fakefs)")
+    g = parser.add_argument_group("daemon")
+    g.add_argument("--cmdline", metavar="PARAMS", default=None,
+                   help="simulated kernel boot parameters (passed to fakefs mount)")
+    g.add_argument("--seed", metavar="N", default=None, help="simulation seed")
+    g.add_argument("--persona", metavar="P", default=None, help="simulated kernel persona")
+    g.add_argument("-o", dest="mount_options", metavar="OPT[,OPT...]", action="append",
+                   default=[], help="extra mount options (fsname=tracefs is always set)")
+    g.add_argument("--daemon-cmd", metavar="CMD", default=None,
+                   help="command used instead of 'python -m fakefs mount' (it gets "
+                        "-f -o OPTS [daemon options] MOUNTPOINT appended)")
+    g = parser.add_argument_group("ftracetest")
+    g.add_argument("-v", "--verbose", action="count", default=0,
+                   help="more output (-v: every test's output, -vv: also shell traces "
+                        "and the daemon log)")
+    g.add_argument("--keep", action="store_true",
+                   help="keep the work directory and every test log")
+    g.add_argument("--list", action="store_true", help="list the selected tests and exit")
+    g.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SEC",
+                   help="kill ftracetest after SEC seconds (default %d; 0 = never)"
+                        % DEFAULT_TIMEOUT)
+    g.add_argument("--fail-unsupported", action="store_true",
+                   help="count UNSUPPORTED as a failure (ftracetest option)")
+    g.add_argument("--fail-unresolved", action="store_true",
+                   help="count UNRESOLVED as a failure (ftracetest option)")
+    g.add_argument("--stop-fail", action="store_true", help="stop at the first failure")
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    root = _package_root()
+    pp = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
+    return env
+
+
+def daemon_argv(args) -> list[str]:
+    if args.daemon_cmd:
+        argv = shlex.split(args.daemon_cmd)
+    else:
+        argv = [sys.executable, "-m", "fakefs", "mount"]
+    opts = ["fsname=tracefs"]
+    for o in args.mount_options:
+        opts += [x for x in o.split(",") if x and not x.startswith("fsname=")]
+    argv += ["-f", "-o", ",".join(opts)]
+    if args.cmdline is not None:
+        argv += ["--cmdline", args.cmdline]
+    if args.seed is not None:
+        argv += ["--seed", str(args.seed)]
+    if args.persona is not None:
+        argv += ["--persona", args.persona]
+    return argv
+
+
+def ftracetest_argv(args, tree: WorkTree, tests: list[Path]) -> list[str]:
+    argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), "-l", str(tree.root / "logs")]
+    # -v: ftracetest prints the log of each failed test; -vv: every test's output.
+    argv.append(["-v", "-vv", "-vvv"][min(args.verbose, 2)])
+    if args.keep:
+        argv.append("-k")
+    if args.fail_unsupported:
+        argv.append("--fail-unsupported")
+    if args.fail_unresolved:
+        argv.append("--fail-unresolved")
+    if args.stop_fail:
+        argv.append("--stop-fail")
+    return argv + [str(t) for t in tests]
+
+
+def run(args) -> int:
+    """Entry point of ``fakefs selftest`` (returns the exit status)."""
+    root = None
+    try:
+        cache_dir = args.cache_dir or default_cache_dir()
+        if not args.list:
+            check_host()
+        ftrace_src = obtain_ftracetest(args.ksrc, Path(cache_dir))
+        root = Path(tempfile.mkdtemp(prefix="fakefs-selftest."))
+        tree = make_work_tree(ftrace_src, root)
+        for extra in args.extra:
+            add_extra(tree, Path(extra))
+        tests = select_tests(tree, args.tests)
+        if not tests:
+            raise SelftestError("no tests selected")
+        if args.list:
+            for t in tests:
+                print(tree.rel(t))
+            return 0
+        if use_userns():
+            marked = mark_unsupported_in_userns(tree, tests)
+            log("not root: running in a user namespace (unshare -Urm)%s"
+                 % ("; UNSUPPORTED there: " + ", ".join(marked) if marked else ""))
+        return run_in_namespace(args, tree, tests)
+    except SelftestError as e:
+        log("error: %s" % e)
+        return 2
+    except KeyboardInterrupt:
+        log("interrupted")
+        return 130
+    finally:
+        if root is not None:
+            if args.keep and not args.list:
+                log("work directory kept: %s" % root)
+            else:
+                shutil.rmtree(root, ignore_errors=True)
+
+
+
+def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
+    cases = expected_cases(tree, tests)
+    out_file = tree.root / "ftracetest.out"
+    status_file = tree.root / "inner.json"
+    cfg = {
+        "mountpoint": str(tree.root / "mnt"),
+        "daemon": daemon_argv(args),
+        "daemon_log": str(tree.root / "daemon.log"),
+        "ftracetest": ftracetest_argv(args, tree, tests),
+        "cwd": str(tree.ftrace),
+        "output": str(out_file),
+        "status": str(status_file),
+        "timeout": args.timeout,
+        "verbose": args.verbose,
+        "outer_mnt_ns": mount_ns(),
+        "userns": use_userns(),
+    }
+    cfg_file = tree.root / "config.json"
+    cfg_file.write_text(json.dumps(cfg, indent=1))
+    log("running %d test(s), %d result(s) with the instance re-runs, in a private mount "
+         "namespace" % (len(tests), len(cases)))
+    cmd = ["unshare"] + (["-Ur"] if cfg["userns"] else []) + [
+        "-m", "--propagation", "private", "--",
+        sys.executable, "-m", "fakefs.selftest", "--inner", str(cfg_file)]
+    p = subprocess.Popen(cmd, env=_child_env())
+    try:
+        rc = p.wait()
+    except KeyboardInterrupt:
+        # The inner stage got the SIGINT too and cleans up; give it time.
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        raise
+    status = {}
+    if status_file.exists():
+        status = json.loads(status_file.read_text())
+    text = out_file.read_text(errors="replace") if out_file.exists() else ""
+    summ = parse_output(text)
+    return report(summ, cases, status, rc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone use: ``python -m fakefs.selftest [options] [TEST...]``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--inner":
+        return inner_main(argv[1])
+    parser = argparse.ArgumentParser(prog="fakefs selftest")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

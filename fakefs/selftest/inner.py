@@ -1,0 +1,173 @@
+"""The inner stage, run inside the private mount namespace.
+
+It starts ``fakefs mount -f -o fsname=tracefs`` on a temporary mount point,
+bind-mounts its ``sys/kernel/tracing`` onto ``/sys/kernel/tracing`` (and its
+``proc/kallsyms`` onto ``/proc/kallsyms``), detaches the original mount (so
+the first ``tracefs`` line is ``/sys/kernel/tracing``, as ftracetest wants),
+runs ``ftracetest`` on the chosen tests, then unmounts and stops the daemon.
+The outer stage (command.py) passes its configuration in a JSON file and
+reads the status back from another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .errors import SelftestError, log
+from .namespace import (TRACING_DIR, detach_tracefs_mounts, in_private_mount_ns, mounts,
+                        tracefs_lines, umount)
+
+SCHED_RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+READY_TIMEOUT = 60
+
+
+def _wait_ready(mnt: Path, daemon: subprocess.Popen, timeout: float) -> None:
+    target = mnt / "sys" / "kernel" / "tracing" / "tracing_on"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise SelftestError("the daemon exited with status %d before the mount was "
+                                "ready" % daemon.returncode)
+        if any(m == str(mnt) for _, m, _ in mounts()) and target.exists():
+            return
+        time.sleep(0.05)
+    raise SelftestError("the mount was not ready after %ds" % timeout)
+
+
+def _stop(proc: subprocess.Popen, grace: float) -> None:
+    """Wait *grace* s for *proc* to exit, then SIGTERM, then SIGKILL its group."""
+    if proc is None:
+        return
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None and proc.poll() is None:
+            try:
+                if sig == signal.SIGKILL:
+                    os.killpg(proc.pid, sig)   # its own session (start_new_session)
+                else:
+                    proc.send_signal(sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _tee(stream, out_path: str, done: threading.Event) -> None:
+    with open(out_path, "wb") as out:
+        for chunk in iter(lambda: stream.readline(), b""):
+            out.write(chunk)
+            out.flush()
+            sys.stdout.buffer.write(chunk)
+            sys.stdout.buffer.flush()
+    done.set()
+
+
+def _run_ftracetest(cfg: dict, status: dict) -> None:
+    proc = subprocess.Popen(cfg["ftracetest"], cwd=cfg["cwd"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    done = threading.Event()
+    t = threading.Thread(target=_tee, args=(proc.stdout, cfg["output"], done), daemon=True)
+    t.start()
+    timeout = cfg.get("timeout") or None
+    try:
+        status["ftracetest_rc"] = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status["timed_out"] = True
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+        status["ftracetest_rc"] = proc.returncode
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # Background children of a test may keep the pipe open; don't wait forever.
+    done.wait(timeout=5)
+
+
+def inner_main(cfg_path: str) -> int:
+    cfg = json.loads(Path(cfg_path).read_text())
+    status: dict = {}
+    daemon = None
+    bound = False
+    rt_orig = None
+    mnt = Path(cfg["mountpoint"])
+    try:
+        if not in_private_mount_ns(cfg.get("outer_mnt_ns", "")):
+            raise SelftestError("refusing to mount: not in a private mount namespace")
+        try:
+            rt_orig = Path(SCHED_RT_RUNTIME).read_text()
+        except OSError:
+            pass
+        detach_tracefs_mounts(cfg.get("userns", False))
+        mnt.mkdir(exist_ok=True)
+        with open(cfg["daemon_log"], "wb") as log_file:
+            daemon = subprocess.Popen(cfg["daemon"] + [str(mnt)], stdin=subprocess.DEVNULL,
+                                      stdout=log_file, stderr=subprocess.STDOUT,
+                                      start_new_session=True, cwd="/")
+        _wait_ready(mnt, daemon, READY_TIMEOUT)
+        r = subprocess.run(["mount", "--bind", str(mnt / "sys/kernel/tracing"), TRACING_DIR],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise SelftestError("mount --bind failed: %s" % r.stdout.strip())
+        bound = True
+        # tests look addresses up in /proc/kallsyms: the simulated kernel's
+        # (a daemon that serves none leaves the host's)
+        r = None
+        if (mnt / "proc/kallsyms").exists():
+            r = subprocess.run(["mount", "--bind", str(mnt / "proc/kallsyms"), "/proc/kallsyms"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r is not None and r.returncode != 0:
+            if not cfg.get("userns", False):
+                raise SelftestError("mount --bind of /proc/kallsyms failed: %s" % r.stdout.strip())
+            log("note: /proc/kallsyms stays the host's here (%s): tests that look "
+                 "addresses up in it may fail" % r.stdout.strip())
+        umount(str(mnt), lazy=True)
+        lines = tracefs_lines()
+        if not lines or lines[0][1] != TRACING_DIR:
+            raise SelftestError("the first tracefs line of /proc/mounts is %r, not %s"
+                                % (lines[:1], TRACING_DIR))
+        _run_ftracetest(cfg, status)
+    except SelftestError as e:
+        status["error"] = str(e)
+    except KeyboardInterrupt:
+        status["error"] = "interrupted"
+    finally:
+        if bound and not umount(TRACING_DIR):
+            umount(TRACING_DIR, lazy=True)
+        umount(str(mnt), lazy=True)
+        if daemon is not None:
+            _stop(daemon, grace=2)
+            status["daemon_rc"] = daemon.returncode
+        if rt_orig is not None:
+            try:
+                if Path(SCHED_RT_RUNTIME).read_text() != rt_orig:
+                    Path(SCHED_RT_RUNTIME).write_text(rt_orig)
+            except OSError:
+                pass
+        show_log = cfg.get("verbose", 0) >= 2 or (status.get("error") and daemon is not None)
+        if show_log and os.path.exists(cfg["daemon_log"]):
+            text = Path(cfg["daemon_log"]).read_text(errors="replace")
+            if text.strip():
+                print("---- daemon log (last 60 lines) ----")
+                print("\n".join(text.splitlines()[-60:]))
+                print("---- end of daemon log ----", flush=True)
+        Path(cfg["status"]).write_text(json.dumps(status))
+    return 0 if not status.get("error") else 2

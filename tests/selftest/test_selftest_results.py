@@ -1,0 +1,69 @@
+"""ftracetest's output and the final report (fakefs/selftest/results.py)."""
+
+from __future__ import annotations
+
+from fakefs.selftest import results
+
+OUTPUT = """\
+=== Ftrace unit tests ===
+[1] Basic trace file check\t[PASS]
+[2] ftrace - stackmap basic functionality\t[FAIL]
+execute: /tmp/x/ftrace/test.d/upstream/stackmap-basic.tc
++ fail trace has no <stack_id> events
+[3] Kprobe dynamic event\t[UNSUPPORTED]
+[4] something unresolved\t[UNRESOLVED]
+[5] expected failure\t[XFAIL]
+[6] (instance)  Basic test for tracers\t[PASS]
+
+# of passed:  2
+# of failed:  1
+# of unresolved:  1
+# of untested:  0
+# of unsupported:  1
+# of xfailed:  1
+# of undefined(test bug):  0
+"""
+
+
+def test_parse_output():
+    s = results.parse_output(OUTPUT)
+    assert s.complete
+    assert (s.passed, s.failed, s.skipped, s.xfailed, s.total) == (2, 1, 2, 1, 6)
+    assert s.results == {1: "PASS", 2: "FAIL", 3: "UNSUPPORTED", 4: "UNRESOLVED",
+                         5: "XFAIL", 6: "PASS"}
+    assert s.names[2] == "ftrace - stackmap basic functionality"
+    assert s.final_line() == "2 passed, 1 failed, 2 skipped, 1 xfailed"
+
+
+def test_parse_output_verbose_and_colors():
+    text = ("[1] a test\n+ some output\n\x1b[32m\t[PASS]\x1b[0m\n"
+            "[2] another\n\t[\x1b[31mFAIL\x1b[0m]\n"
+            "# of passed:  1\n# of failed:  1\n# of undefined(test bug):  0\n")
+    s = results.parse_output(text)
+    assert s.results == {1: "PASS", 2: "FAIL"}
+    assert s.final_line() == "1 passed, 1 failed, 0 skipped"
+
+
+def test_parse_output_without_summary():
+    s = results.parse_output("[1] a\t[PASS]\n[2] b\t[UNDEFINED]\n")
+    assert not s.complete
+    assert (s.passed, s.failed) == (1, 1)
+    assert results.parse_output("").total == 0
+
+
+def test_report_exit_status(capsys):
+    cases = [(1, "00basic/basic1.tc", False), (2, "upstream/stackmap-basic.tc", False)]
+    ok = results.parse_output("[1] a\t[PASS]\n[2] b\t[UNSUPPORTED]\n"
+                         "# of passed:  1\n# of unsupported:  1\n# of undefined(test bug):  0\n")
+    assert results.report(ok, cases, {"ftracetest_rc": 0}, 0) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "1 passed, 0 failed, 1 skipped"
+    bad = results.parse_output(OUTPUT)
+    assert results.report(bad, cases, {"ftracetest_rc": 1}, 0) == 1
+    out = capsys.readouterr().out
+    assert "upstream/stackmap-basic.tc" in out and out.strip().endswith("1 xfailed")
+    none = results.parse_output("# of passed:  0\n# of undefined(test bug):  0\n")
+    assert results.report(none, [], {"ftracetest_rc": 0}, 0) == 1       # zero tests ran
+    assert results.report(results.parse_output("[1] a\t[PASS]\n"), cases, {}, 0) == 1  # no summary
+    assert results.report(results.Summary(), cases, {"error": "mount failed"}, 2) == 2
+    assert results.report(ok, cases, {"ftracetest_rc": 1}, 0) == 1      # e.g. --fail-unsupported
+    assert results.report(ok, cases, {"ftracetest_rc": 0, "timed_out": True}, 0) == 1
