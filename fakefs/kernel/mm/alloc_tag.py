@@ -18,25 +18,15 @@ subtracted, so re-enabling resumes from frozen values.  ``never`` (or a
 extension to hold page references, the sysctl read-only, and on 6.13 and
 later no /proc/allocinfo at all.
 
-Files: ``/proc/allocinfo`` (0400) and ``/proc/sys/vm/mem_profiling`` (0644,
-or 0444 for DEBUG builds and without support), plus
-``/proc/sys/vm/mem_profiling_compressed`` on the newest kernels.
-Behaviour differences follow ``kernel.config.version``:
-
-* < 6.13: ``sysctl.vm.mem_profiling=`` is ``never``-prefix or kstrtobool of
-  the whole value, no messages; allocinfo always exists;
-* >= 6.13: optional ``,compressed`` (page references in page flags, no
-  page_ext; may fail and shut profiling down), ``pr_info`` at boot, no
-  allocinfo without support, module-unload leaks reported with pr_info;
-* >= 6.18: header ``2.0`` and ``accurate:no``; writes rejected once support
-  is gone;
-* >= 7.0 (the reworked sysctl of current mainline): the sysctl is always
-  0644 and refuses writes instead (EACCES for DEBUG, EINVAL without
-  support); ``mem_profiling_compressed`` shows the compression state.
+Files: ``/proc/allocinfo`` (0400, here) and ``/proc/sys/vm/mem_profiling``
+(:mod:`.mem_profiling`, with the boot parameter and the differences between
+kernel versions).  Loading and unloading modules, with their tags:
+:mod:`.alloc_tag_module`.
 
 This module is the single initcall of the allocation model: ``alloc_tag_init``
-also starts the simulated allocators and their workload
-(:mod:`fakefs.kernel.mm.alloc_workload`).
+sets up tags, sysctl and procfs; ``alloc_workload_init``
+(:mod:`fakefs.kernel.mm.alloc_workload`) then starts the simulated
+allocators and their workload.
 """
 
 from __future__ import annotations
@@ -45,25 +35,17 @@ import errno
 import os
 
 from ..fs.pseudo import FileOperations, KernelError
-from ..fs.proc.base import CtlTable, SYSCTL_OPS, proc_create, proc_remove, register_sysctl
-from ..params import kstrtobool
-from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE, KERN_WARNING
+from ..fs.proc.base import proc_create, proc_remove
+from ..panic import warn_report
+from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE
 from .codetag import CODETAG_FLAG_INACCURATE, CodeTag, codetag_register_type
-
-PAGE_SIZE = 4096
-PAGE_SHIFT = 12
-
-V_COMPRESSED = (6, 13)      # ",compressed", pr_info messages, no allocinfo without support
-V_FORMAT_2 = (6, 18)        # allocinfo 2.0 / accurate:no / proc_mem_profiling_handler
-V_SYSCTL_REWORK = (7, 0)    # sysctl always 0644, write errors, mem_profiling_compressed
+from .mem_profiling import (U64, V_COMPRESSED, V_FORMAT_2, V_SYSCTL_REWORK, setup_early_mem_profiling,
+                            sysctl_init)
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 
 ALLOCINFO_HEADER_1 = "allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n"
 ALLOCINFO_HEADER_2 = "allocinfo - version: 2.0\n#     <size>  <calls> <tag info>\n"
-
-U64 = (1 << 64) - 1
-S64_MIN = -(1 << 63)
 
 # header lines of the WARN()s the model can hit (6.12 line numbers)
 WARN_ALLOC_TAG_H = "include/linux/alloc_tag.h"
@@ -400,33 +382,10 @@ class AllocTagging:
     def _warn_splat(self, at, func, msg: str, once: bool) -> None:
         """A ``WARN()`` report in the kernel log, from the context set in
         :attr:`warn_task` / :attr:`warn_trace` by whoever runs the code."""
-        k = self.kernel
-        comm, pid, cpu = self.warn_task
         sym = func or _WARN_SYMS.get(at[1], _WARN_SYMS[WARN_LINE_TAG_NOT_SET])
         self.warn_count += 1
-        lines = ["------------[ cut here ]------------"]
-        lines += msg.rstrip("\n").split("\n")
-        lines.append("WARNING: CPU: %d PID: %d at %s:%d %s" % (cpu, pid, at[0], at[1], sym))
-        lines.append("Modules linked in: %s" % " ".join(
-            m + ("(C)" if m == "ctagmod" else "") for m in reversed(list(self.modules))))
-        lines.append("CPU: %d UID: 0 PID: %d Comm: %s %s %s #1"
-                     % (cpu, pid, comm, _taint_string(k), k.config.release))
-        lines.append("Hardware name: QEMU Standard PC (i440FX + PIIX, 1996), BIOS 1.16.3-debian-1.16.3-2 04/01/2014")
-        lines.append("RIP: 0010:%s" % sym)
-        lines.append("Call Trace:")
-        lines.append(" <TASK>")
-        lines.append(" ? __warn+0x8c/0x190")
-        lines.append(" ? %s" % sym)
-        lines.append(" ? report_bug+0x164/0x190")
-        lines.append(" ? handle_bug+0x58/0x90")
-        lines.append(" ? exc_invalid_op+0x17/0x70")
-        lines.append(" ? asm_exc_invalid_op+0x1a/0x20")
-        lines += [" " + frame for frame in self.warn_trace]
-        lines.append(" </TASK>")
-        lines.append("---[ end trace 0000000000000000 ]---")
-        for line in lines:
-            k.printk(line, KERN_WARNING)
-        _add_taint(k, "W")
+        modules = [m + ("(C)" if m == "ctagmod" else "") for m in reversed(list(self.modules))]
+        warn_report(self.kernel, at, sym, msg, self.warn_task, self.warn_trace, modules)
 
 
 _WARN_SYMS = {
@@ -436,67 +395,8 @@ _WARN_SYMS = {
 }
 
 
-_TAINT_ORDER = [("P", "G"), ("F", " "), ("S", " "), ("R", " "), ("M", " "), ("B", " "),
-                ("U", " "), ("D", " "), ("A", " "), ("W", " "), ("C", " "), ("I", " "),
-                ("O", " "), ("E", " "), ("L", " "), ("K", " "), ("X", " "), ("T", " "),
-                ("N", " ")]
-
-
-def _taints(kernel) -> set:
-    return kernel.tainted
-
-
-def _add_taint(kernel, flag: str) -> None:
-    _taints(kernel).add(flag)
-
-
-def _taint_string(kernel) -> str:
-    t = _taints(kernel)
-    if not t:
-        return "Not tainted"
-    return "Tainted: " + "".join(c if c in t else off for c, off in _TAINT_ORDER)
-
-
 # ---------------------------------------------------------------------------
-# boot parameter
-
-
-def setup_early_mem_profiling(at: AllocTagging, val) -> int:
-    """``sysctl.vm.mem_profiling={0|1|never}[,compressed]``; returns 0 or -errno."""
-    at.boot_param = val
-    if not at.configured:
-        return 0
-    if not val:
-        return -errno.EINVAL
-    log = at.kernel.log
-    if val.startswith("never"):
-        enable = False
-        at.support = False
-        if at.version >= V_COMPRESSED:
-            log.printk("Memory allocation profiling is disabled!", KERN_INFO)
-    elif at.version < V_COMPRESSED:
-        try:
-            enable = kstrtobool(val)
-        except ValueError:
-            return -errno.EINVAL
-        at.support = True
-    else:
-        token, sep, rest = val.partition(",")
-        try:
-            enable = kstrtobool(token)
-        except ValueError:
-            return -errno.EINVAL
-        compressed = False
-        if sep:
-            if rest != "compressed":
-                return -errno.EINVAL
-            compressed = True
-        at.compressed = compressed
-        at.support = True
-        log.printk("Memory allocation profiling is enabled %s compression and is turned %s!"
-                   % ("with" if compressed else "without", "on" if enable else "off"), KERN_INFO)
-    at.enabled = enable
-    return 0
+# boot parameter (parsed in mem_profiling)
 
 
 def register_params(kernel) -> None:
@@ -512,166 +412,6 @@ def register_params(kernel) -> None:
             kernel.log.pr_warn("Malformed early option 'sysctl.vm.mem_profiling'")
 
     kernel.early_param("sysctl.vm.mem_profiling", handler)
-
-
-# ---------------------------------------------------------------------------
-# /proc/sys/vm/mem_profiling
-
-
-_WSPACE = b" \t\n\v\f\r"
-
-
-def parse_dointvec_minmax(data: bytes, lo: int = 0, hi: int = 1) -> tuple[int, int]:
-    """``proc_dointvec_minmax`` for one int: returns (value, bytes consumed)
-    or raises KernelError(EINVAL)."""
-    p = 0
-    n = min(len(data), PAGE_SIZE - 1)
-    left = n
-    while left and data[p] in _WSPACE:
-        p += 1
-        left -= 1
-    if not left:
-        raise KernelError(errno.EINVAL)
-    tmp = data[p:p + min(left, 21)]
-    q = 0
-    neg = False
-    if tmp[:1] == b"-" and left > 1:
-        neg = True
-        q = 1
-    if q >= len(tmp) or not (48 <= tmp[q] <= 57):
-        raise KernelError(errno.EINVAL)
-    # strtoul base 0
-    base = 10
-    if tmp[q] == 48 and q + 1 < len(tmp) and tmp[q + 1] in b"xX" and q + 2 < len(tmp) \
-            and chr(tmp[q + 2]) in "0123456789abcdefABCDEF":
-        base = 16
-        q += 2
-    elif tmp[q] == 48:
-        base = 8
-    digits = "0123456789abcdef"[:base]
-    start = q
-    while q < len(tmp) and chr(tmp[q]).lower() in digits:
-        q += 1
-    value = int(tmp[start:q].decode(), base) if q > start else 0
-    if value > U64:
-        raise KernelError(errno.EINVAL)
-    if q == 21:
-        raise KernelError(errno.EINVAL)
-    if q < left and tmp[q:q + 1] not in (b" ", b"\t", b"\n"):
-        raise KernelError(errno.EINVAL)
-    p += q
-    left -= q
-    if neg:
-        value = -value
-    if value > 0x7FFFFFFF or value < -0x80000000 or value < lo or value > hi:
-        raise KernelError(errno.EINVAL)
-    while left and data[p] in _WSPACE:
-        p += 1
-        left -= 1
-    return value, n - left
-
-
-class MemProfilingSysctl(type(SYSCTL_OPS)):
-    """``/proc/sys/vm/mem_profiling``: proc_sys_call_handler + proc_do_static_key
-    (+ the 6.18/mainline ``proc_mem_profiling_handler`` checks)."""
-
-    def __init__(self, at: AllocTagging, compressed_key: bool = False):
-        self.at = at
-        self.compressed_key = compressed_key
-
-    def _value(self) -> bool:
-        return self.at.compressed if self.compressed_key else self.at.enabled
-
-    def open(self, f):
-        if f.writable and not (f.node.mode & 0o222):
-            raise KernelError(errno.EACCES)
-        f.private = 0
-
-    def show(self, f):
-        return "%d\n" % int(self._value())
-
-    def read(self, f, off, size):
-        if off or not size:
-            return b""
-        return self.show(f).encode()[:size]
-
-    def write(self, f, data):
-        pos = f.private or 0
-        n = sysctl_write(self.at, data, pos, compressed_key=self.compressed_key)
-        f.private = pos + n
-        return n
-
-
-def sysctl_write(at: AllocTagging, data: bytes, pos: int = 0, from_kernel: bool = False,
-                 compressed_key: bool = False) -> int:
-    """A write to the sysctl; returns bytes accepted or raises KernelError."""
-    if at.version >= V_SYSCTL_REWORK and not compressed_key:
-        if from_kernel:
-            return len(data)
-        if at.debug:
-            raise KernelError(errno.EACCES)
-        if not at.support:
-            raise KernelError(errno.EINVAL)
-    elif at.version >= V_FORMAT_2 and not compressed_key and not at.support:
-        raise KernelError(errno.EINVAL)
-    if not data:
-        return 0
-    if pos:
-        return len(data)        # sysctl_writes_strict: writes past the start are ignored
-    val, n = parse_dointvec_minmax(data)
-    if compressed_key:
-        at.compressed = bool(val)
-    else:
-        at.enabled = bool(val)
-    return n
-
-
-def _sysctl_mode(at: AllocTagging) -> int:
-    if at.version >= V_SYSCTL_REWORK:
-        return 0o644
-    if at.debug or not at.support:
-        return 0o444
-    return 0o644
-
-
-def sysctl_init(at: AllocTagging) -> None:
-    kernel = at.kernel
-    table = [CtlTable("mem_profiling", _sysctl_mode(at), lambda: "%d\n" % int(at.enabled), None)]
-    if at.version >= V_SYSCTL_REWORK:
-        table.append(CtlTable("mem_profiling_compressed", 0o444,
-                              lambda: "%d\n" % int(at.compressed), None))
-    nodes = register_sysctl(kernel, "vm", table)
-    for entry, node in zip(table, nodes):
-        node.fops = MemProfilingSysctl(at, compressed_key=entry.procname != "mem_profiling")
-        at.sysctl_nodes[entry.procname] = node
-
-
-def do_sysctl_args(at: AllocTagging) -> None:
-    """The late-boot replay of ``sysctl.vm.mem_profiling=`` into /proc/sys
-    (``do_sysctl_args()``), with its error messages."""
-    val = at.boot_param
-    k = at.kernel
-    if not any(n.replace("-", "_") == "sysctl.vm.mem_profiling" for n, _v in k.cmdline.args):
-        return
-    node = at.sysctl_nodes.get("mem_profiling")
-    if node is None:
-        return
-    if not val:
-        k.printk("Setting sysctl args: `%s' invalid for parameter `sysctl.vm.mem_profiling'"
-                 % (val or ""), KERN_ERR)
-        return
-    if not node.mode & 0o222:
-        k.printk("Failed to set sysctl parameter 'vm.mem_profiling=%s': permission denied (read-only?)"
-                 % val, KERN_ERR)
-        return
-    try:
-        sysctl_write(at, val.encode(), 0, from_kernel=True)
-    except KernelError as e:
-        if e.errno == errno.EINVAL:
-            k.printk("Failed to set sysctl parameter 'vm.mem_profiling=%s': invalid value" % val, KERN_ERR)
-        else:
-            k.printk("Error %s writing to proc file to set sysctl parameter 'vm.mem_profiling=%s'"
-                     % ("-" + errno.errorcode.get(e.errno, str(e.errno)), val), KERN_ERR)
 
 
 # ---------------------------------------------------------------------------
@@ -707,7 +447,7 @@ def shutdown_mem_profiling(at: AllocTagging, remove_file: bool) -> None:
 
 
 # ---------------------------------------------------------------------------
-# modules
+# module unload (loading and unloading: alloc_tag_module)
 
 
 def _module_unload_check(at: AllocTagging):
@@ -725,50 +465,6 @@ def _module_unload_check(at: AllocTagging):
                                    msg, once=False)
         return unused
     return check
-
-
-def module_load(at: AllocTagging, name: str, tags: list | None = None) -> list:
-    """``codetag_load_module``: register a module's tags (fresh counters)."""
-    if name in at.modules:
-        raise KernelError(errno.EEXIST)
-    if tags is None:
-        rows = load_tag_table(at.version)[1].get(name, [])
-        tags = make_tags(rows, name)
-    at.modules[name] = tags
-    if at.cttype is not None and tags:
-        if at.compressed and at.support:
-            bits = nr_unused_pageflag_bits(at.kernel.config, at.kernel.nr_cpus)
-            if at.cttype.count + len(tags) + 1 >= (1 << bits):
-                at.cttype.module_init(name, tags)
-                shutdown_mem_profiling(at, True)
-                at.kernel.printk("With module %s there are too many tags to fit in %d page flag bits. "
-                                 "Memory allocation profiling is disabled!" % (name, bits), KERN_WARNING)
-                return tags
-        at.cttype.module_init(name, tags)
-    return tags
-
-
-def module_unload(at: AllocTagging, name: str) -> bool:
-    """``codetag_unload_module``: drop the tags; False if memory is still
-    charged to them (the kernel then keeps the module's memory)."""
-    tags = at.modules.pop(name, None)
-    if tags is None:
-        raise KernelError(errno.ENOENT)
-    ok = True
-    if at.cttype is not None:
-        saved = at.warn_task, at.warn_trace
-        at.warn_task = ("rmmod", 4242, 0)
-        at.warn_trace = ("codetag_unload_module+0x1a5/0x250", "free_module+0x2f/0x1c0",
-                         "__do_sys_delete_module+0x1b5/0x2e0", "do_syscall_64+0x82/0x170",
-                         "entry_SYSCALL_64_after_hwframe+0x76/0x7e")
-        try:
-            ok = at.cttype.unload_module(name)
-        finally:
-            at.warn_task, at.warn_trace = saved
-    if not ok:
-        at.kernel.printk("%s: memory allocation(s) from the module still alive, cannot unload cleanly"
-                         % name, KERN_WARNING)
-    return ok
 
 
 # ---------------------------------------------------------------------------
