@@ -18,7 +18,7 @@ from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
-from .ftrace import ftrace_create_files, pid_files_wanted
+from .ftrace_files import ftrace_create_files, pid_files_wanted
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
                 "tai", "x86-tsc"]

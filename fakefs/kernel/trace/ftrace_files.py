@@ -1,0 +1,165 @@
+"""The dynamic ftrace files (kernel/trace/ftrace.c): ``available_filter_functions``
+(and ``_addrs``) at the top level, ``set_ftrace_filter``/``set_ftrace_notrace``
+and the pid files per trace array (``ftrace_create_filter_files()``,
+``ftrace_init_tracefs()``, ``ftrace_init_dyn_tracefs()``).
+
+A filter file reads words across writes as ``struct trace_parser`` does and
+hands each to ``FtraceOps.process_regex()`` (ftrace.py).  Differences from
+the kernel, on purpose: a filter file's function set is updated by each
+write (the kernel updates it when the file is closed; FUSE delivers RELEASE
+after ``close()`` has returned, so a following command could still see the
+old set), and a word left unterminated at the end of the writes is
+processed at FLUSH, errors ignored (as the kernel ignores them at release).
+The pid files exist only while ``pid_files_wanted()``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
+from .ftrace import ops_of
+from .ftrace_records import ftrace_records
+
+# trace_parser size of the filter files (KSYM_SYMBOL_LEN + 4)
+FTRACE_BUFF_MAX = 670
+
+
+def _catch_up(tr) -> None:
+    tr.kernel.run_until_now()    # calls so far were made under the old settings
+
+
+class _Parser:
+    """``struct trace_parser``: the word being read across writes."""
+
+    __slots__ = ("buf", "cont")
+
+    def __init__(self):
+        self.buf = ""
+        self.cont = False
+
+
+class FtraceFilterOps(FileOperations):
+    """set_ftrace_filter / set_ftrace_notrace (``ftrace_filter_fops``)."""
+
+    def __init__(self, notrace: bool):
+        self.notrace = notrace
+
+    def open(self, f):
+        f.private = _Parser()
+        if f.trunc:
+            _catch_up(f.data)
+            ops_of(f.data).clear_functions(self.notrace)
+
+    def show(self, f):
+        return ops_of(f.data).filter_text(self.notrace)
+
+    def write(self, f, data):
+        if not data:
+            return 0
+        tr = f.data
+        ops = ops_of(tr)
+        p = f.private
+        text = data.decode("latin-1")
+        i, n = 0, len(text)
+        _catch_up(tr)
+        while i < n:
+            if not p.cont:
+                while i < n and (text[i].isspace() or text[i] == "\0"):
+                    i += 1
+                if i >= n:
+                    break
+                p.buf = ""
+            j = i
+            while j < n and not text[j].isspace() and text[j] != "\0":
+                j += 1
+            p.buf += text[i:j]
+            if len(p.buf) >= FTRACE_BUFF_MAX:
+                p.buf, p.cont = "", False
+                raise KernelError(errno.EINVAL)
+            if j >= n:                   # the word may go on in the next write
+                p.cont = True
+                break
+            p.cont = False
+            word, p.buf = p.buf, ""
+            i = j
+            if word:
+                ops.process_regex(word, not self.notrace)
+        return len(data)
+
+    def flush(self, f):
+        """What ``ftrace_regex_release()`` does with an unfinished word: it
+        is processed, errors go unreported."""
+        p = f.private
+        if p is None or not p.buf:
+            return
+        word, p.buf, p.cont = p.buf, "", False
+        try:
+            ops_of(f.data).process_regex(word, not self.notrace)
+        except KernelError:
+            pass
+
+    def release(self, f):
+        self.flush(f)
+
+
+class FtracePidOps(FileOperations):
+    """set_ftrace_pid / set_ftrace_notrace_pid (``ftrace_pid_fops``)."""
+
+    def __init__(self, notrace: bool):
+        self.notrace = notrace
+
+    def open(self, f):
+        if f.trunc:
+            _catch_up(f.data)
+            ops_of(f.data).clear_pids(self.notrace)
+
+    def show(self, f):
+        return ops_of(f.data).pids_text(self.notrace)
+
+    def write(self, f, data):
+        if not data:
+            return 0
+        _catch_up(f.data)
+        ops_of(f.data).write_pids(data.decode("latin-1"), self.notrace)
+        return len(data)
+
+
+class AvailableFilterFunctionsOps(FileOperations):
+    def __init__(self, addrs: bool = False):
+        self.addrs = addrs
+
+    def show(self, f):
+        recs = ftrace_records(f.data.kernel)
+        return recs.avail_addrs_text() if self.addrs else recs.avail_text()
+
+
+def pid_files_wanted(kernel) -> bool:
+    """set_ftrace_pid and set_ftrace_notrace_pid filter on pids.  Only the
+    simulated tasks call functions here: the processes that use the mount
+    (ftracetest's shell writing its own pid) are not tasks of this kernel,
+    so the files are there only once the kernel tracks them
+    (``kernel.host_tasks``)."""
+    return kernel.host_tasks
+
+
+def ftrace_create_files(tr, d) -> None:
+    """The function-tracing files of a trace array (``ftrace_create_filter_files()``,
+    ``ftrace_init_tracefs()``; for the top level also
+    ``ftrace_init_dyn_tracefs()``)."""
+    k = tr.kernel
+    cfg = k.config
+    if not cfg.enabled("FUNCTION_TRACER"):
+        return
+    ops_of(tr)
+    f = k.tree.create_file
+    W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
+    if cfg.enabled("DYNAMIC_FTRACE"):
+        if tr.is_top:
+            f("available_filter_functions", R, d, tr, AvailableFilterFunctionsOps())
+            f("available_filter_functions_addrs", R, d, tr, AvailableFilterFunctionsOps(True))
+        f("set_ftrace_filter", W, d, tr, FtraceFilterOps(False))
+        f("set_ftrace_notrace", W, d, tr, FtraceFilterOps(True))
+    if pid_files_wanted(k):
+        f("set_ftrace_pid", W, d, tr, FtracePidOps(False))
+        f("set_ftrace_notrace_pid", W, d, tr, FtracePidOps(True))

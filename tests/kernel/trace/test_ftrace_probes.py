@@ -1,0 +1,151 @@
+"""Function probes (ftrace_probes.py): traceon/traceoff/stacktrace and
+enable_event/disable_event, their listing, errors, counts and effects."""
+
+import errno
+import re
+
+import pytest
+
+from ftrace_helpers import APPEND, MS, boot, entries, reset_ftrace_filter, undo_ftrace
+from kfiles import errno_of, rd, wr
+
+
+@pytest.fixture(scope="module")
+def booted():
+    return boot()
+
+
+@pytest.fixture
+def k(booted):
+    """The shared kernel, with every ftrace setting of the top level undone."""
+    k, clock = booted
+    yield k
+    undo_ftrace(k)
+
+
+err = errno_of
+
+
+# --------------------------------------------------------------- commands
+def test_probe_listing_round_trips(k):
+    for cmd in ("schedule:traceoff", "schedule:traceon:5", "kernel_clone:stacktrace",
+                "sched_tick:stacktrace:2", "schedule:enable_event:sched:sched_switch",
+                "schedule:disable_event:sched:sched_waking:3", "non_exist_func:mod:non_exist_mod"):
+        wr(k, "set_ftrace_filter", cmd + "\n", APPEND)
+    lines = set(rd(k, "set_ftrace_filter").splitlines())
+    assert {"schedule:traceoff:unlimited", "schedule:traceon:count=5",
+            "kernel_clone:stacktrace:unlimited", "sched_tick:stacktrace:count=2",
+            "schedule:enable_event:sched:sched_switch:unlimited",
+            "schedule:disable_event:sched:sched_waking:count=3",
+            "non_exist_func:mod:non_exist_mod"} == lines
+    assert rd(k, "events/sched/sched_switch/enable") == "0*\n"
+    assert rd(k, "events/sched/sched_waking/enable") == "0*\n"
+    reset_ftrace_filter(k)
+    assert rd(k, "set_ftrace_filter") == "#### all functions enabled ####\n"
+    assert k.tracing.global_trace.ftrace_ops is None
+    assert rd(k, "events/sched/sched_switch/enable") == "0\n"
+
+
+def test_probe_errors(k):
+    wr(k, "set_ftrace_filter", "schedule:traceoff\n")
+    # the same functions again: nothing new
+    assert err(wr, k, "set_ftrace_filter", "schedule:traceoff\n") == errno.EINVAL
+    # with a count it is another probe
+    wr(k, "set_ftrace_filter", "schedule:traceoff:3\n")
+    assert err(wr, k, "set_ftrace_filter", "!schedule:traceon\n") == errno.ENODEV
+    assert err(wr, k, "set_ftrace_filter", "!kernel_clone:traceoff\n") == errno.EINVAL
+    assert err(wr, k, "set_ftrace_filter", "schedule:traceoff:x\n") == errno.EINVAL
+    assert err(wr, k, "set_ftrace_filter", "nosuchfn_abc:traceoff\n") == errno.EINVAL
+    for cmd in ("snapshot", "dump", "cpudump"):
+        assert err(wr, k, "set_ftrace_filter", "schedule:%s\n" % cmd) == errno.EINVAL
+    assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched:nope\n") == errno.EINVAL
+    assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched\n") == errno.EINVAL
+    assert err(wr, k, "set_ftrace_notrace", "schedule:traceoff\n") == errno.EINVAL
+    wr(k, "set_ftrace_filter", "!schedule:traceoff:0\n")        # the count one
+    assert rd(k, "set_ftrace_filter").splitlines()[1:] == ["schedule:traceoff:unlimited"]
+    wr(k, "set_ftrace_filter", "*lock*:traceoff\n")
+    n = len(rd(k, "set_ftrace_filter").splitlines())
+    wr(k, "set_ftrace_filter", "!*try*lock:traceoff\n", APPEND)
+    left = rd(k, "set_ftrace_filter").splitlines()[1:]
+    assert len(left) < n - 1 and not any(re.search("try.*lock$", ln.split(":")[0]) for ln in left)
+    wr(k, "set_ftrace_filter", "!*:traceoff\n", APPEND)
+    assert rd(k, "set_ftrace_filter") == "#### all functions enabled ####\n"
+
+
+# --------------------------------------------------------------- tracing with probes
+def test_traceoff_traceon_and_counts(k, booted):
+    clock = booted[1]
+    wr(k, "events/sched/enable", "1\n")
+    clock.advance(5 * MS)
+    assert entries(k)
+    wr(k, "set_ftrace_filter", "schedule:traceoff\n")
+    clock.advance(3 * MS)
+    assert rd(k, "tracing_on") == "0\n"
+    n = len(entries(k))
+    clock.advance(100 * MS)
+    assert len(entries(k)) == n
+    wr(k, "set_ftrace_filter", "!schedule:traceoff\n", APPEND)
+    wr(k, "trace", "")
+    wr(k, "set_ftrace_filter", "schedule:traceon\n")
+    clock.advance(3 * MS)
+    assert rd(k, "tracing_on") == "1\n" and entries(k)
+    wr(k, "set_ftrace_filter", "!schedule:traceon\n", APPEND)
+    # at most 3 times, counting only when it did something
+    wr(k, "set_ftrace_filter", "schedule:traceoff:3\n")
+    for left in (2, 1, 0):
+        clock.advance(50 * MS)
+        assert rd(k, "tracing_on") == "0\n"
+        assert rd(k, "set_ftrace_filter").endswith("schedule:traceoff:count=%d\n" % left)
+        wr(k, "tracing_on", "1\n")
+    clock.advance(50 * MS)
+    assert rd(k, "tracing_on") == "1\n"
+    wr(k, "set_ftrace_filter", "!schedule:traceoff:0\n")
+    assert k.tracing.global_trace.ftrace_ops is None
+
+
+def test_stacktrace_probe_with_the_nop_tracer(k, booted):
+    clock = booted[1]
+    wr(k, "trace", "")
+    wr(k, "set_ftrace_filter", "kernel_clone:stacktrace\n", APPEND)
+    assert "kernel_clone:stacktrace:unlimited\n" in rd(k, "set_ftrace_filter")
+    clock.advance(1000 * MS)
+    text = rd(k, "trace")
+    assert "<stack trace>" in text and "\n => kernel_clone\n" in text
+    # a count stops it
+    wr(k, "set_ftrace_filter", "!kernel_clone:stacktrace\n")
+    wr(k, "set_ftrace_filter", "kernel_clone:stacktrace:1\n")
+    wr(k, "trace", "")
+    clock.advance(1000 * MS)
+    assert rd(k, "trace").count("<stack trace>") == 1
+    assert "kernel_clone:stacktrace:count=0\n" in rd(k, "set_ftrace_filter")
+
+
+def test_event_probes_soft_mode(k, booted):
+    clock = booted[1]
+    ev = "events/sched/sched_switch/enable"
+    wr(k, ev, "0\n")
+    wr(k, "set_ftrace_filter", "schedule:enable_event:sched:sched_switch\n")
+    assert rd(k, ev) == "0*\n"
+    clock.advance(20 * MS)
+    assert rd(k, ev) == "1*\n"
+    wr(k, ev, "0\n")                       # soft mode: only soft-disabled
+    assert rd(k, ev) == "0*\n"
+    clock.advance(20 * MS)
+    assert rd(k, ev) == "1*\n"
+    assert "sched_switch:" in rd(k, "trace")
+    reset_ftrace_filter(k)
+    assert rd(k, ev) == "1\n"              # left as the probe left it
+    # disable_event, three times at most
+    wr(k, "set_ftrace_filter", "schedule:disable_event:sched:sched_switch:3\n")
+    assert rd(k, ev) == "1*\n"
+    for _ in range(3):
+        clock.advance(20 * MS)
+        assert rd(k, ev) == "0*\n"
+        wr(k, ev, "1\n")
+        assert rd(k, ev) == "1*\n"
+    clock.advance(20 * MS)
+    assert rd(k, ev) == "1*\n"
+    assert "schedule:disable_event:sched:sched_switch:count=0" in rd(k, "set_ftrace_filter")
+    reset_ftrace_filter(k)
+    assert rd(k, ev) == "1\n"
+    wr(k, ev, "0\n")
