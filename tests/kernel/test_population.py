@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import random
+import tomllib
 
 import pytest
 
+from fakefs.kernel.callgraph import load_callgraph
 from fakefs.kernel.init import Kernel
+from fakefs.kernel.population import fill_comm, load_tasks, parse_tasks, spawn_boot_tasks
+from fakefs.kernel.sched import Scheduler
 
 BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
 
@@ -19,9 +24,9 @@ def rows(k):
     """(pid, tgid, comm, cpu, profile, weight, kthread, user) of every task,
     then the next pid, the CPUs' idle weights and the idle tasks' profiles."""
     w = k.workload
-    out = [(t.pid, t.tgid, t.comm, t.cpu, w.profile_of(t.pid), w.states[t.pid].weight,
-            t.kthread, w.states[t.pid].user) for t in w.tasks()]
-    out.append(("next_pid", k.sched.next_pid, tuple(c.idle_weight for c in w._cpus),
+    out = [(t.pid, t.tgid, t.comm, t.cpu, w.profile_of(t.pid), w.walk.states[t.pid].weight,
+            t.kthread, w.walk.states[t.pid].user) for t in w.tasks()]
+    out.append(("next_pid", k.sched.next_pid, tuple(c.idle_weight for c in w.walk.cpus),
                 tuple(w.profile_of(-1 - c) for c in range(k.nr_cpus))))
     return out
 
@@ -74,3 +79,95 @@ def test_boot_tasks_are_the_same_as_ever(seed, nr_cpus):
         for row in SOME_OF_1_2:
             assert row in r, row
     assert (len(r), digest(r)) == EXPECTED[(seed, nr_cpus)]
+
+
+def test_tasks():
+    k = boot(1, 4)
+    tasks = k.workload.tasks()
+    pids = [t.pid for t in tasks]
+    assert len(pids) == len(set(pids))
+    by = {t.pid: t for t in tasks}
+    assert by[1].comm == "systemd" and not by[1].kthread
+    assert by[2].comm == "kthreadd" and by[2].kthread
+    comms = {t.comm for t in tasks}
+    for cpu in range(4):
+        assert "ksoftirqd/%d" % cpu in comms
+        assert "migration/%d" % cpu in comms
+        assert "kworker/%d:0" % cpu in comms
+    assert {"rcu_preempt", "sshd", "bash", "systemd-journal"} <= comms
+    assert all(len(t.comm) <= 15 for t in tasks)
+    assert all(k.sched.tasks[t.pid] is t for t in tasks)
+    assert [t.comm for t in k.sched.idle] == ["swapper/%d" % c for c in range(4)]
+
+
+def test_the_table_names_profiles_of_the_graph():
+    table = load_tasks()
+    profiles = load_callgraph().profiles
+    for name in table.profiles():
+        assert name.split(":", 1)[0] in profiles, name
+
+
+def test_comm_patterns():
+    assert fill_comm("kworker/u{2ncpu}:{n}", 4, n=2) == "kworker/u8:2"
+    assert fill_comm("ksoftirqd/{cpu}", 4, cpu=3) == "ksoftirqd/3"
+    with pytest.raises(ValueError):
+        fill_comm("kworker/{cpu}:0", 4)          # no CPU outside a per-CPU step
+    with pytest.raises(ValueError):
+        fill_comm("x{nr}", 4)
+
+
+TABLE = """
+gap_pids = [1, 2]
+[idle]
+profile_cpu0 = "idle0"
+profile = "idle"
+weight_min = 0.5
+weight_per_task_weight = 0.5
+
+[[boot]]
+tasks = [{ comm = "init", pid = 1, user = true, profile = "sleeper", weight = 0.3, cpu = 0 }]
+
+[[boot]]
+per_cpu = "secondary"
+tasks = [{ comm = "k/{cpu}", profile = "kworker", weight = 1.0, cpu = "each" }]
+
+[[boot]]
+skip = [10, 0]
+repeat = "nr_cpus"
+repeat_max = 2
+defaults = { user = true, profile = "worker", weight = 0.4 }
+tasks = [{ comm = "w{n}", threads = 1 }]
+"""
+
+
+def spawned(text, nr_cpus=3):
+    sched = Scheduler(nr_cpus)
+    out = []
+    spawn_boot_tasks(parse_tasks(tomllib.loads(text)), sched, random.Random(1),
+                     lambda t, prof, w, user: out.append((t.pid, t.tgid, t.comm, prof, w, user, t.kthread)))
+    return sched, out
+
+
+def test_spawning_a_table():
+    sched, out = spawned(TABLE)
+    assert [o[:3] for o in out] == [(1, 1, "init"), (2, 2, "k/1"), (3, 3, "k/2"),
+                                    (14, 14, "w1"), (15, 14, "w1"), (16, 16, "w2"), (17, 16, "w2")]
+    assert [sched.tasks[p].cpu for p in (1, 2, 3)] == [0, 1, 2]
+    assert out[0][3:] == ("sleeper", 0.3, True, False)
+    assert out[1][3:] == ("kworker", 1.0, False, True)
+    assert out[3][3:] == ("worker", 0.4, True, False)
+
+
+@pytest.mark.parametrize("change,error", [
+    (("weight = 0.3", "wieght = 0.3"), "unknown keys wieght"),
+    (('cpu = "each"', 'cpu = "every"'), "cpu is"),
+    (('per_cpu = "secondary"', 'per_cpu = "some"'), "per_cpu is"),
+    (('per_cpu = "secondary"\n', ''), "outside a per_cpu step"),
+    (("skip = [10, 0]", "skip = [10]"), "expected"),
+    (('profile = "idle"\n', ''), "profile missing"),
+])
+def test_table_errors(change, error):
+    text = TABLE.replace(*change)
+    assert text != TABLE
+    with pytest.raises(ValueError, match=error):
+        parse_tasks(tomllib.loads(text))

@@ -1,0 +1,127 @@
+"""The kernel stacks the walk has been through, as a tree of frames.
+
+A ``Frame`` is one distinct stack: a function, the frame it was called
+from, and the stack tuple (return addresses, innermost first, as
+``stack_trace_save()`` stores them).  ``Frames`` makes them on demand and
+keeps them: the frame of a call is the caller's ``kids[callee]``, so a
+given path is always the same frame and the same (interned) tuple.
+``restart()`` forgets them all to bound memory; tasks keep the frames they
+are in.
+"""
+
+from __future__ import annotations
+
+from .walkgraph import (F_ENTRY, F_KMODE, F_NOIDLE, F_UMODE, IDLE, KMODE, UMODE, call_off, irq_off,
+                        tp_off)
+
+# where in its frame a task is (its phase)
+ENTER = 0          # the frame's function was just called
+RESUME = 1         # a callee (or interrupt) just returned into it
+
+
+class Frame:
+    """One distinct kernel stack: a function and the frames below it."""
+
+    __slots__ = ("fn", "parent", "base", "stack", "kids", "depth", "irq", "tp", "mode")
+
+    def __init__(self, fn, parent, base, stack, irq, mode):
+        self.fn = fn
+        self.parent = parent
+        self.base = base            # return addresses below this function
+        self.stack = stack          # (entry ip,) + base
+        self.kids = {}
+        self.depth = len(stack)
+        self.irq = irq              # inside an interrupt
+        self.tp = None              # stack as seen by a tracepoint in fn
+        self.mode = mode            # entered from user mode, in a kthread, idle
+
+
+class Frames:
+    """The frames of the resolved graph ``wg`` made so far (``count``)."""
+
+    def __init__(self, wg):
+        self.flags = wg.flags
+        self.site = wg.site
+        self.addr = wg.addr
+        self.names = wg.names
+        self.size = wg.size
+        self.entry = wg.entry
+        self.count = 0
+        self._intern: dict[tuple, tuple] = {}
+        self._roots: dict = {}
+        self._user_irq: dict = {}
+
+    def _intern_t(self, t):
+        r = self._intern.get(t)
+        if r is None:
+            self._intern[t] = r = t
+        return r
+
+    def child(self, fr, g):
+        """The frame for ``fr`` calling ``g`` (False if it cannot here)."""
+        fl = self.flags[g]
+        mode = fr.mode
+        if fl & F_ENTRY and mode == UMODE:
+            mode = KMODE                # an exception taken in kernel code
+        if ((fl & F_UMODE and mode != UMODE) or (fl & F_KMODE and mode == UMODE)
+                or (fl & F_NOIDLE and mode == IDLE)):
+            fr.kids[g] = False
+            return False
+        site = self.site.get((fr.fn, g))
+        if site is None:
+            site = self.addr[fr.fn] + call_off(self.names[fr.fn], self.names[g], 0, 1, self.size[fr.fn])
+        base = (site,) + fr.base
+        k = Frame(g, fr, base, self._intern_t((self.entry[g],) + base), fr.irq, mode)
+        fr.kids[g] = k
+        self.count += 1
+        return k
+
+    def irq_child(self, fr, root):
+        """An interrupt entry ``root`` arriving while ``fr`` runs (or in user
+        mode when ``fr`` is None)."""
+        if fr is None:
+            k = self._user_irq.get(root)
+            if k is None:
+                k = self._user_irq[root] = Frame(root, None, (), self._intern_t((self.entry[root],)),
+                                                 True, UMODE)
+                self.count += 1
+            return k
+        key = (root,)                   # call kids are keyed by callee id
+        k = fr.kids.get(key)
+        if k is None:
+            f = fr.fn
+            base = (self.addr[f] + irq_off(self.names[f], self.size[f]),) + fr.base
+            k = Frame(root, fr, base, self._intern_t((self.entry[root],) + base), True,
+                      IDLE if fr.mode == IDLE else KMODE)
+            fr.kids[key] = k
+            self.count += 1
+        return k
+
+    def root(self, fn, mode=UMODE):
+        """The outermost frame of an entry ``fn`` (a task's first)."""
+        k = self._roots.get((fn, mode))
+        if k is None:
+            k = self._roots[(fn, mode)] = Frame(fn, None, (), self._intern_t((self.entry[fn],)),
+                                                False, mode)
+            self.count += 1
+        return k
+
+    def tp_stack(self, fr):
+        """The stack a tracepoint in ``fr``'s function sees."""
+        t = fr.tp
+        if t is None:
+            f = fr.fn
+            t = fr.tp = self._intern_t((self.addr[f] + tp_off(self.names[f], self.size[f]),) + fr.base)
+        return t
+
+    def restart(self, kept):
+        """Forget every frame but the ``kept`` ones (and the frames below
+        them), which forget their kids."""
+        self._intern = {}
+        self._roots = {}
+        self._user_irq = {}
+        self.count = 0
+        for fr in kept:
+            while fr is not None:
+                fr.kids = {}
+                fr = fr.parent

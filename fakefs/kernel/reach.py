@@ -1,0 +1,358 @@
+"""Where the walk can get to: the way down to chosen functions.
+
+``Reach.tables(profile, kind)`` tells how a task of ``profile`` gets to the
+functions of a *kind*: the functions where a tracepoint fires (an event
+kind of ``WalkGraph.events``) or a frozenset of function ids
+(``Workload.calls_to()``).  Per function: the fewest calls to one
+(``dist``), its callees weighted by their chance of getting there
+(``rtab``), the chance it still gets there after its current call returns
+(``prem``) and that chance on entry (``P``), with the entry points (roots,
+interrupts) weighted the same way.
+
+``path()`` samples the walk conditioned on getting to one: the running
+task of a CPU returns from its calls until one of its callers goes on to a
+target, or enters the kernel afresh, or an interrupt gets there
+(``irq_path()`` for interrupts only); then ``descend()`` calls down to it.
+The frames are ``Frames``'; the CPU and task states are the walk's.
+"""
+
+from __future__ import annotations
+
+import sys
+from bisect import bisect_right
+
+from .frames import ENTER
+from .walkgraph import F_LOOP, F_SWITCH, table_items
+
+TARGET_SETS_KEPT = 20      # target sets (frozensets of ids) whose tables are cached
+
+
+class Reach:
+    """The reach tables of the resolved graph ``wg``, and paths down them."""
+
+    def __init__(self, wg, frames, p_event_irq):
+        self.wg = wg
+        self.frames = frames
+        self.flags = wg.flags
+        self.max_depth = wg.max_depth
+        self.p_event_irq = p_event_irq      # path(): chance an interrupt gets there instead
+        self._reach_cache: dict = {}
+        self._target_sets: list = []        # frozenset kinds in _reach_cache
+
+    def path(self, c, rng, kind, targets, irq=False):
+        """A frame of one of ``targets`` (the sites of ``kind``) that the
+        running task of CPU ``c`` (or an interrupt, first when ``irq``) gets
+        to next, or None.  Moves nothing but an idle task back to its halt."""
+        for _ in range(4):
+            n = self._path_once(c, rng, kind, targets, irq)
+            if n is not None:
+                return n
+            irq = False
+        # still nothing: the nearest caller that can get there, if any
+        ts = c.ts
+        dist, rtab, _, _, root_opts, _ = self.tables(ts.profile, kind)
+        n = ts.frame
+        while n is not None:
+            if n.fn not in targets and rtab[n.fn] is not None:
+                got = self.descend(n, targets, rtab, dist, rng.random)
+                if got is not None:
+                    return got
+            n = n.parent
+        if ts.user:
+            for g, _ in root_opts:
+                got = self.descend(self.frames.root(g, ts.mode), targets, rtab, dist, rng.random)
+                if got is not None:
+                    return got
+        return None
+
+    def _path_once(self, c, rng, kind, targets, irq=False):
+        """A frame of one of ``targets`` the running task gets to next.
+
+        Sampled from the walk conditioned on reaching a target: the task
+        returns from its calls until one of its callers goes on to reach
+        one (with the probability it does), then calls down to it choosing
+        each callee by weight times its chance of getting there."""
+        rnd = rng.random
+        ts = c.ts
+        flags = self.flags
+        idle = ts is c.idle
+        if idle and c.halt is not None and (ts.frame is None or flags[ts.frame.fn] & F_SWITCH):
+            ts.frame, ts.phase = c.halt, ENTER      # back to waiting
+        reach = self.tables(ts.profile, kind)
+        dist, rtab, prem, _P, root_opts, irq_opts = reach
+        maxd = self.max_depth
+        fr = ts.frame
+        n = fr
+        cand = None
+        fresh = False
+        while not irq:
+            if n is None:
+                fresh = ts.user
+                break
+            f = n.fn
+            pr = prem[f]
+            if pr and f not in targets and dist[f] + n.depth <= maxd and rnd() < pr:
+                cand = n
+                break
+            if flags[f] & F_LOOP:
+                break
+            n = n.parent
+        # where an interrupt would arrive
+        if cand is not None or irq:
+            at = fr
+            while at is not None and (at.irq or flags[at.fn] & F_SWITCH):
+                at = at.parent
+        elif fresh or n is None:
+            at = None
+        elif idle and c.halt is not None:
+            ts.frame, ts.phase = c.halt, ENTER
+            at = c.halt
+        else:
+            at = n
+        n = cand
+        if n is None or rnd() < self.p_event_irq:
+            # enter the kernel afresh, or take an interrupt that gets there
+            opts = root_opts if fresh else ()
+            iopts = ()
+            if at is None or (not at.irq and at.depth + 8 < maxd):
+                depth = at.depth if at is not None else 0
+                iopts = [o for o in irq_opts if dist[o[0]] + depth < maxd]
+            rtot = sum(o[1] for o in opts)
+            itot = sum(o[1] for o in iopts)
+            if rtot or n is not None:
+                itot *= 0.1
+            if rtot + itot > 0:
+                x = rnd() * (rtot + itot)
+                if x < rtot:
+                    n = self.frames.root(_choose(opts, x), ts.mode)
+                else:
+                    x = (x - rtot) / (itot / sum(o[1] for o in iopts))
+                    n = self.frames.irq_child(at, _choose(iopts, x))
+        for start in (n, cand) if n is not cand else (n,):
+            if start is not None:
+                got = self.descend(start, targets, rtab, dist, rnd)
+                if got is not None:
+                    return got
+        return None
+
+    def descend(self, n, targets, rtab, dist, rnd):
+        """Call down from ``n`` to one of ``targets`` (None if stuck)."""
+        maxd = self.max_depth
+        while n.fn not in targets:
+            e = rtab[n.fn]
+            if e is None:
+                return None
+            room = maxd - n.depth - 1
+            callees, cum, total, far = e
+            if far <= room:
+                g = callees[bisect_right(cum, rnd() * total)]
+                k = n.kids.get(g)
+                if k is None:
+                    k = self.frames.child(n, g)
+                if k is not False:
+                    n = k
+                    continue
+            # near the depth limit, or a callee not allowed in this mode
+            opts = [(g, cum[i] - (cum[i - 1] if i else 0.0)) for i, g in enumerate(callees)
+                    if dist[g] <= room]
+            while True:
+                if not opts:
+                    return None
+                tot = sum(w for _, w in opts)
+                x = rnd() * tot
+                for i, (g, w) in enumerate(opts):
+                    x -= w
+                    if x < 0:
+                        break
+                k = n.kids.get(g)
+                if k is None:
+                    k = self.frames.child(n, g)
+                if k is not False:
+                    break
+                del opts[i]
+            n = k
+        return n
+
+    def irq_path(self, c, rng, kind, targets):
+        """A target reached by an interrupt arriving where the running task
+        is (or further out, where there is room for it), or None."""
+        rnd = rng.random
+        ts = c.ts
+        flags = self.flags
+        dist, rtab, _, _, _, irq_opts = self.tables(ts.profile, kind)
+        if not irq_opts:
+            return None
+        at = ts.frame
+        if ts is c.idle and c.halt is not None and (at is None or flags[at.fn] & F_SWITCH):
+            at = c.halt
+        while at is not None and (at.irq or flags[at.fn] & F_SWITCH):
+            at = at.parent
+        while True:
+            if at is None and not ts.user:
+                return None                 # kernel threads are never in user mode
+            opts = list(irq_opts)
+            while opts:
+                tot = sum(w for _, w in opts)
+                g = _choose(opts, rnd() * tot)
+                got = self.descend(self.frames.irq_child(at, g), targets, rtab, dist, rnd)
+                if got is not None:
+                    return got
+                opts = [o for o in opts if o[0] != g]
+            if at is None:
+                return None
+            at = at.parent
+
+    def tables(self, profile, kind):
+        """How a task of ``profile`` gets to the sites of ``kind``: per
+        function, the fewest calls to one (dist), its callees weighted by
+        their chance of getting there (rtab), the chance it still gets there
+        after its current call returns (prem), and that chance on entry (p)."""
+        key = (profile, kind)
+        r = self._reach_cache.get(key)
+        if r is None:
+            if isinstance(kind, frozenset):
+                self._note_target_set(kind)
+            dist, rtab, prem, P = self._compute(self.wg.tables[profile], kind)
+            targets = self._targets_of(kind)
+            maxd = self.max_depth
+
+            def opts(table):
+                out = []
+                for g, w in zip(*table_items(table)):
+                    if g in targets:
+                        out.append((g, w))
+                    elif rtab[g] is not None and dist[g] < maxd and P[g]:
+                        out.append((g, w * P[g]))
+                return out
+
+            r = (dist, rtab, prem, P, opts(self.wg.profiles[profile]["root_table"]),
+                 opts(self.wg.irq_table))
+            self._reach_cache[key] = r
+        return r
+
+    def _note_target_set(self, kind):
+        """Keep the reach tables of the last few target sets only."""
+        kinds = self._target_sets
+        if kind in kinds:
+            return
+        kinds.append(kind)
+        if len(kinds) > TARGET_SETS_KEPT:
+            old = kinds.pop(0)
+            for key in [k for k in self._reach_cache if k[1] == old]:
+                del self._reach_cache[key]
+
+    def _targets_of(self, kind):
+        """The function ids a reach ``kind`` leads to: an event kind's sites,
+        or the set itself when ``kind`` is a frozenset of ids (calls_to)."""
+        return kind if isinstance(kind, frozenset) else self.wg.events[kind]
+
+    def _compute(self, table, kind):
+        targets = self._targets_of(kind)
+        nf = len(self.wg.names)
+        flags = self.flags
+        again = self.wg.again
+        blocked = [bool(flags[f] & F_SWITCH) and f not in targets for f in range(nf)]
+        # probability of reaching a target from each function (cycles cut)
+        P = [None] * nf
+        H = [0.0] * nf
+        busy = [False] * nf
+
+        def prob(f):
+            v = P[f]
+            if v is not None:
+                return v
+            if f in targets:
+                P[f] = 1.0
+                return 1.0
+            e = table[f]
+            if e is None or blocked[f] or busy[f]:
+                return 0.0
+            busy[f] = True
+            callees, cum, total = e
+            h = 0.0
+            prev = 0.0
+            for g, c in zip(callees, cum):
+                pg = prob(g) if g >= 0 else 0.0
+                if pg:
+                    h += (c - prev) * pg
+                prev = c
+            h /= total
+            busy[f] = False
+            H[f] = h
+            a = again[f]
+            P[f] = v = _hit(h, a)
+            return v
+
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20000))
+        try:
+            for f in range(nf):
+                prob(f)
+        finally:
+            sys.setrecursionlimit(old)
+        # fewest calls to a target, for the depth limit
+        callers: dict[int, list[int]] = {}
+        for f in range(nf):
+            e = table[f]
+            if e is None or blocked[f]:
+                continue
+            for g in e[0]:
+                if g >= 0:
+                    callers.setdefault(g, []).append(f)
+        dist = [99] * nf
+        for t in targets:
+            dist[t] = 0
+        frontier = list(targets)
+        while frontier:
+            nxt = []
+            for g in frontier:
+                for f in callers.get(g, ()):
+                    if dist[f] == 99:
+                        dist[f] = dist[g] + 1
+                        nxt.append(f)
+            frontier = nxt
+        rtab = [None] * nf
+        prem = [0.0] * nf
+        for f in range(nf):
+            e = table[f]
+            if e is None or blocked[f]:
+                continue
+            callees, cum, total = e
+            edges = []
+            prev = 0.0
+            for g, c in zip(callees, cum):
+                w = (c - prev) * (P[g] or 0.0) if g >= 0 else 0.0
+                prev = c
+                if w > 0 and dist[g] < 99:
+                    edges.append((g, w))
+            if edges:
+                cum2 = []
+                acc = 0.0
+                for _, w in edges:
+                    acc += w
+                    cum2.append(acc)
+                rtab[f] = ([g for g, _ in edges], cum2, acc, max(dist[g] for g, _ in edges))
+                a = again[f]
+                h = H[f] if f not in targets else acc / total
+                prem[f] = _hit(h, a) if a >= 1.0 else (
+                    1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
+        return dist, rtab, prem, P
+
+
+# ---------------------------------------------------------------- helpers
+def _hit(h, a):
+    """Chance that a function which makes 1 + Geometric(a) calls, each
+    getting somewhere with chance h, gets there."""
+    if h <= 0.0:
+        return 0.0
+    if a >= 1.0:
+        return 1.0
+    return 1.0 - (1.0 - h) * (1.0 - a) / (1.0 - a * (1.0 - h))
+
+
+def _choose(opts, x):
+    for g, w in opts:
+        x -= w
+        if x < 0:
+            return g
+    return opts[-1][0]

@@ -1,0 +1,48 @@
+"""Parsing the call-graph description."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakefs.kernel.callgraph import RET, CallGraph, load_callgraph
+from fakefs.kernel.workload import EVENT_KINDS
+
+
+def test_callgraph_file_parses():
+    g = load_callgraph()
+    assert g.calls["entry_SYSCALL_64_after_hwframe"] == [("do_syscall_64", 1.0)]
+    assert set(g.events) == set(EVENT_KINDS)
+    assert "idle" in g.profiles and g.profiles["idle"]["roots"]
+
+
+def test_statements():
+    g = CallGraph.parse("""
+%param irq 0.01          # a comment
+%loop idle_loop
+%again 0.5 f g
+%irq asm_a*2 asm_b
+%event kmalloc __kmalloc|kmalloc
+f: g*0.25 h*0.25
+f: k
+%profile user
+%root entry
+f: g
+%end
+""")
+    assert g.params == {"irq": 0.01} and g.loop == {"idle_loop"} and g.again == {"f": 0.5, "g": 0.5}
+    assert g.irq == [("asm_a", 2.0), ("asm_b", 1.0)]
+    assert g.events == {"kmalloc": ["__kmalloc|kmalloc"]}
+    assert g.calls["f"] == [("g", 0.25), ("h", 0.25), ("k", 1.0)]
+    assert g.profiles["user"] == {"roots": [("entry", 1.0)], "calls": {"f": [("g", 1.0)]}}
+    assert {"f", "g", "h", "k", "entry", "asm_a", "__kmalloc|kmalloc", "idle_loop"} <= g.tokens()
+
+
+def test_calls_weighing_less_than_one_return_for_the_rest():
+    g = CallGraph.parse("f: g*0.25 h*0.5\n")
+    assert g.calls["f"] == [("g", 0.25), ("h", 0.5), (RET, 0.25)]
+
+
+@pytest.mark.parametrize("text", ["%bogus x", "f g", "f: g*x", "f: *2", "%root f"])
+def test_errors_name_the_line(text):
+    with pytest.raises(ValueError, match="callgraph:2:"):
+        CallGraph.parse("\n" + text)

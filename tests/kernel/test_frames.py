@@ -1,0 +1,67 @@
+"""Frames: stacks as the walk sees them, one object per path."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from workload_helpers import boot, graph_edges, run
+
+from fakefs.kernel.walkgraph import F_ENTRY, F_TRACE, FENTRY_IP, FENTRY_RET
+
+
+@pytest.fixture(scope="module")
+def k():
+    return boot(nr_cpus=4)
+
+
+def test_depth_and_resolution(k):
+    w, ks = k.workload, k.kallsyms
+    edges = graph_edges(w)
+    ids = w.wg.ids
+    depths = collections.Counter()
+    for task, stack in run(w, 6000, seed=2):
+        assert isinstance(stack, tuple)
+        depths[len(stack)] += 1
+        assert 2 <= len(stack) <= 30
+        names = []
+        for ip in stack:
+            hit = ks.lookup(ip)
+            assert hit is not None, hex(ip)
+            name, off, size, _ = hit
+            assert 0 < off < size
+            names.append(name)
+        # stack[0] is the traced function, just after its __fentry__ call
+        f0 = ids[names[0]]
+        assert w.wg.flags[f0] & F_TRACE, names[0]
+        assert stack[0] == w.wg.addr[f0] + FENTRY_RET
+        assert w.function_ip(stack) == w.wg.addr[f0] + FENTRY_IP
+        # each frame called the one above it (or was interrupted there)
+        for callee, caller in zip(names, names[1:]):
+            pair = (ids[caller], ids[callee])
+            assert pair in edges or w.wg.flags[ids[callee]] & F_ENTRY, (caller, callee)
+    within = sum(n for d, n in depths.items() if 10 <= d <= 30)
+    assert within >= 0.8 * sum(depths.values())
+
+
+def test_identical_paths_are_one_object(k):
+    first = {}
+    for _, stack in run(k.workload, 5000, seed=4):
+        prev = first.setdefault(stack, stack)
+        assert prev is stack
+
+
+def test_restart_forgets_the_paths_but_not_where_tasks_are():
+    k = boot(seed=2, nr_cpus=2)
+    w = k.workload
+    before = {s for _, s in run(w, 3000, ncpu=2)}
+    assert w.frames.count > 100
+    where = [(ts, ts.frame) for ts in w.walk.states.values()]
+    kept = [fr for fr in w.walk.kept_frames() if fr is not None]
+    w.frames.restart(w.walk.kept_frames())
+    assert w.frames.count == 0
+    assert all(fr.kids == {} for fr in kept)
+    assert all(ts.frame is fr for ts, fr in where)
+    after = [s for _, s in run(w, 3000, seed=2, ncpu=2)]
+    assert all(k.kallsyms.lookup(ip) for s in after for ip in s)
+    assert len(before & set(after)) > 50          # the same paths give the same stacks
