@@ -2,22 +2,27 @@
 
 * ``fork``: ``copy_process()`` (``task_newtask``), ``sched_process_fork``,
   ``wake_up_new_task()`` (``sched_wakeup_new``, with the new task queued);
-* ``exec``: ``sched_process_exec`` (the comm becomes the program's name);
+* ``exec``: the comm becomes the program's name (``task_rename``), then
+  ``sched_process_exec``;
 * ``exit``: ``sched_process_exit``, then ``exit_notify()``: SIGCHLD to the
   parent (``signal_generate``, CLD_EXITED) — the caller wakes the parent and
   switches the zombie out (``prev_state=Z``);
+* ``wait``: the parent waits for any child (``sched_process_wait``, pid 0);
 * ``deliver_sigchld``: the parent, back on its CPU, takes the signal
-  (``signal_deliver``).
+  (``signal_deliver``);
+* ``delayed_put_task_struct``: the reaped child's task_struct goes an RCU
+  grace period later, in the RCU softirq (``sched_process_free``).
 
 Context flags as a stock kernel records them: the fork and exec events in
 plain task context (``.....``), ``sched_wakeup_new`` under the rq lock
 (``d..2.``), ``signal_generate`` under the sighand lock (``d..2.``),
-``signal_deliver`` under it too (``d..1.``).
+``signal_deliver`` under it too (``d..1.``), ``sched_process_free`` in the
+softirq (``..s..``).
 """
 
 from __future__ import annotations
 
-from .sched import IRQS_OFF
+from .sched import IRQS_OFF, SOFTIRQ
 
 SIGCHLD = 17
 CLD_EXITED = 1
@@ -35,6 +40,9 @@ class Lifecycle:
         self.tp_fork = tp("sched_process_fork")
         self.tp_wakeup_new = tp("sched_wakeup_new")
         self.tp_exec = tp("sched_process_exec")
+        self.tp_rename = tp("task_rename")
+        self.tp_wait = tp("sched_process_wait")
+        self.tp_free = tp("sched_process_free")
         self.tp_exit = tp("sched_process_exit")
         self.tp_signal_generate = tp("signal_generate")
         self.tp_signal_deliver = tp("signal_deliver")
@@ -60,7 +68,10 @@ class Lifecycle:
         return child
 
     def exec(self, task, cpu: int, t: int, filename: str) -> None:
-        task.comm = filename.rsplit("/", 1)[-1][:15]
+        old, task.comm = task.comm, filename.rsplit("/", 1)[-1][:15]
+        if self.tp_rename.probes:
+            self.tp_rename.fire(cpu, t, task.pid, self.sched.flags(cpu, 0), 0,
+                                (task.pid, old, task.comm, 0))
         if self.tp_exec.probes:
             self.tp_exec.fire(cpu, t, task.pid, self.sched.flags(cpu, 0), 0,
                               (filename, task.pid, task.pid))
@@ -80,6 +91,18 @@ class Lifecycle:
         if len(self.dead) > DEAD_KEPT:
             sched.tasks.pop(self.dead.pop(0), None)
         return parent
+
+    def wait(self, task, cpu: int, t: int) -> None:
+        """``do_wait()`` for any child (wait4(-1, ...))."""
+        if self.tp_wait.probes:
+            self.tp_wait.fire(cpu, t, task.pid, self.sched.flags(cpu, 0), 0,
+                              (task.comm, 0, task.prio))
+
+    def delayed_put_task_struct(self, cpu: int, t: int, comm: str, pid: int, prio: int) -> None:
+        """The RCU callback freeing a reaped task (runs in the softirq)."""
+        if self.tp_free.probes:
+            self.tp_free.fire(cpu, t, self.sched.curr[cpu].pid, self.sched.flags(cpu, SOFTIRQ), 0,
+                              (comm, pid, prio))
 
     def deliver_sigchld(self, task, cpu: int, t: int, handler: int) -> None:
         if self.tp_signal_deliver.probes:

@@ -22,7 +22,10 @@ from .fs.pseudo import PseudoTree
 from .params import CommandLine
 from .printk import LogBuffer
 from .fork import Lifecycle
+from .entry_common import SyscallEntry
 from .irq import Interrupts
+from .timer import HZ, TimerWheel
+from .workqueue import Workqueues
 from .sched import Scheduler, host_cpu_count
 from .time import Clock
 from .tracepoint import Tracepoints
@@ -67,6 +70,9 @@ class Kernel:
         self.sched = Scheduler(self.nr_cpus, self.tracepoints)
         self.irq = Interrupts(self.sched, self.tracepoints)
         self.lifecycle = Lifecycle(self.sched, self.tracepoints)
+        self.syscalls = SyscallEntry(self.tracepoints)
+        self.timers = TimerWheel(self.sched, self.tracepoints, 1_000_000_000 // HZ)
+        self.workqueues = Workqueues(self.sched, self.tracepoints, self.nr_cpus)
         self.tree = PseudoTree()
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}

@@ -10,11 +10,14 @@ under the hrtimer base lock, ``..s..`` in softirqs):
 * ``device_irq_begin`` / ``softirq_end``: ``irq_handler_entry/exit``, the
   softirq it raises, then on the way out the softirq (``softirq_entry/exit``),
   where the wakeup it brings happens, between the two halves;
+* ``hrtimer_sleep``: a task going to sleep until an instant arms its
+  on-stack hrtimer (``hrtimer_start`` of ``hrtimer_wakeup``, ``d..1.``);
 * ``timer_begin`` / ``timer_end``: ``local_timer_entry``, a sleeper's
   hrtimer (``hrtimer_expire_entry`` of ``hrtimer_wakeup``; the wakeup happens
   between the halves), ``hrtimer_expire_exit``, ``local_timer_exit``;
 * ``tick``: the tick's hrtimer, re-armed (``hrtimer_start``), and the TIMER
-  softirq;
+  softirq, where the timer wheel's timers run (the caller runs them and
+  ends the softirq: ``softirq_end``), then the RCU softirq if raised;
 * ``reschedule_ipi``: ``reschedule_entry/exit`` on the CPU another one woke a
   task for.
 
@@ -32,11 +35,21 @@ LOCAL_TIMER_VECTOR = 236
 RESCHEDULE_VECTOR = 253
 HRTIMER_MODE_ABS = 0              # the tick is re-armed with hrtimer_forward(): ABS
 SOFTIRQ_TIMER = 1
+SOFTIRQ_RCU = 9
 HARD = IRQS_OFF | HARDIRQ
 # per-CPU tick_sched hrtimers and a sleeper's hrtimer_sleeper, as kernel addresses
 TICK_HRTIMER_BASE = 0xffff88807dc1e4c0
-SLEEPER_HRTIMER_BASE = 0xffffc90000a3bd68
+SLEEPER_HRTIMER_OFF = 0x3d68      # a sleeper's hrtimer on its kernel stack
+TASK_STACK_BASE = 0xffffc90000000000
+TASK_STACK_SIZE = 0x4000
+HRTIMER_MODE_REL = 1
+TIMER_SLACK_NS = 50_000           # a normal task's default timer slack
 CPU_AREA = 0x40000
+
+
+def sleeper_hrtimer(pid: int) -> int:
+    """Where the ``hrtimer_sleeper`` of task ``pid`` is (on its stack)."""
+    return TASK_STACK_BASE + (pid & 0xffff) * TASK_STACK_SIZE + SLEEPER_HRTIMER_OFF
 
 
 class Interrupts:
@@ -93,26 +106,36 @@ class Interrupts:
         self._fire(self.tp_softirq_exit, cpu, t, SOFTIRQ, 0, (vec,))
         return t + US
 
-    def timer_begin(self, cpu: int, t: int) -> int:
-        """A sleeper's hrtimer fires: returns the instant ``hrtimer_wakeup``
-        wakes it (``timer_end`` goes on from there)."""
+    def hrtimer_sleep(self, cpu: int, t: int, pid: int, wake: int) -> None:
+        """Task ``pid`` sleeps until ``wake`` (``schedule_hrtimeout_range()``,
+        ``nanosleep``): its hrtimer is armed with the default slack."""
+        self._fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
+                   (sleeper_hrtimer(pid), self.wakeup_fn, wake, wake - TIMER_SLACK_NS,
+                    HRTIMER_MODE_REL, 0))
+
+    def timer_begin(self, cpu: int, t: int, pid: int) -> int:
+        """The hrtimer of sleeper ``pid`` fires: returns the instant
+        ``hrtimer_wakeup`` wakes it (``timer_end`` goes on from there)."""
         self.sched.idle_exit(cpu, t)
         self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
         self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0,
-                   (SLEEPER_HRTIMER_BASE + cpu * CPU_AREA, t, self.wakeup_fn))
+                   (sleeper_hrtimer(pid), t, self.wakeup_fn))
         return t
 
-    def timer_end(self, cpu: int, t: int) -> int:
+    def timer_end(self, cpu: int, t: int, pid: int) -> int:
         t += 2 * US
-        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0,
-                   (SLEEPER_HRTIMER_BASE + cpu * CPU_AREA,))
+        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (sleeper_hrtimer(pid),))
         self._fire(self.tp_timer_exit, cpu, t + US, HARD, 0, (LOCAL_TIMER_VECTOR,))
         return t + 2 * US
 
-    def tick(self, cpu: int, t: int, tick_period: int) -> int:
+    def tick(self, cpu: int, t: int, tick_period: int, rcu: bool = False) -> int:
         """The scheduler tick: its hrtimer, ``scheduler_tick()``, re-armed
-        for the next period, then the TIMER softirq."""
+        for the next period, then the TIMER softirq: returns the instant the
+        softirq runs the wheel's expired timers (``softirq_end`` ends it).
+        With ``rcu`` (callbacks whose grace period ended wait on this CPU)
+        the tick raises the RCU softirq too, which runs after TIMER's
+        (``softirq_begin``)."""
         self.sched.idle_exit(cpu, t)
         self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
@@ -120,6 +143,8 @@ class Interrupts:
         self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0, (timer, t, self.tick_fn))
         self.sched.scheduler_tick(cpu, t)
         self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_TIMER,))
+        if rcu:
+            self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_RCU,))
         t += 2 * US
         self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (timer,))
         expires = (t // tick_period + 1) * tick_period
@@ -129,7 +154,12 @@ class Interrupts:
         self._fire(self.tp_timer_exit, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
         self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (SOFTIRQ_TIMER,))
-        return self.softirq_end(cpu, t + US, SOFTIRQ_TIMER)
+        return t + US
+
+    def softirq_begin(self, cpu: int, t: int, vec: int) -> int:
+        """The next raised softirq of the same ``__do_softirq()`` run."""
+        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
+        return t + US
 
     def send_reschedule(self, cpu: int, t: int, target: int, ctx) -> None:
         """``resched_curr()`` of a remote CPU: the IPI leaves from ``cpu``."""

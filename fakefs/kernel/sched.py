@@ -18,6 +18,12 @@ kernel's:
 * ``scheduler_tick(cpu, ts)``: the running task's slice ran out and others
   wait: need-resched is set and the switch follows the interrupt.
 
+``update_curr()`` charges the running task the CPU time since it was last
+charged and fires ``sched_stat_runtime``: when it leaves the CPU (``d..2.``,
+before the switch), at the tick (``d.h1.``) and when a wakeup onto its CPU
+checks for preemption (on the waker's CPU, one level under the wakee's rq
+lock, before ``sched_wakeup``).  The idle task is never charged.
+
 Tracepoints are :class:`~fakefs.kernel.tracepoint.Tracepoint` objects:
 probes get ``(cpu, ts, pid, flags, preempt_count, args)``.  The context
 flags and depths are what a 6.12 kernel records there (measured on a
@@ -53,7 +59,7 @@ PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 class Task:
     __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "state", "on_cpu",
-                 "slice_end")
+                 "slice_end", "exec_start", "sum_exec_runtime")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -66,6 +72,8 @@ class Task:
         self.state = "R"          # R (running or runnable) or a sleep state
         self.on_cpu = False
         self.slice_end = 0
+        self.exec_start = 0           # when update_curr() last charged it
+        self.sum_exec_runtime = 0
 
     def __repr__(self):
         return f"Task({self.comm}-{self.pid})"
@@ -103,6 +111,7 @@ class Scheduler:
         self.tp_sched_wakeup = tps.get("sched_wakeup")
         self.tp_sched_migrate_task = tps.get("sched_migrate_task")
         self.tp_cpu_idle = tps.get("cpu_idle")
+        self.tp_sched_stat_runtime = tps.get("sched_stat_runtime")
         self.idling = [False] * nr_cpus       # in the idle routine (halted)
         self.switch_hooks: list = []      # fn(cpu, ts, prev, next): who runs where
 
@@ -153,15 +162,17 @@ class Scheduler:
         if nxt is prev:
             self.need_resched[cpu] = False
             return prev
+        flags, pc = SWITCH_CTX
+        self.update_curr(cpu, prev, ts, cpu, flags, pc)
         prev.on_cpu = False
         nxt.on_cpu = True
         nxt.cpu = cpu
         nxt.state = "R"
         nxt.slice_end = ts + self.slice_ns
+        nxt.exec_start = ts
         self.curr[cpu] = nxt
         self.need_resched[cpu] = False
         if self.tp_sched_switch.probes:
-            flags, pc = SWITCH_CTX
             self.tp_sched_switch.fire(cpu, ts, prev.pid, flags, pc,
                                       (prev.comm, prev.pid, prev.prio, prev_state,
                                        nxt.comm, nxt.pid, nxt.prio))
@@ -196,6 +207,7 @@ class Scheduler:
             self.tp_sched_migrate_task.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth,
                                             (task.comm, task.pid, task.prio, task.cpu, target))
         self.enqueue(task, target)
+        self.update_curr(cpu, self.curr[target], ts, target, self.flags(cpu, base), depth + 1)
         resched = None
         if self.curr[target].pid == 0 or preempt:
             resched = target
@@ -224,10 +236,25 @@ class Scheduler:
             self.tp_cpu_idle.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF), 1,
                                   (PWR_EVENT_EXIT, cpu))
 
+    def update_curr(self, cpu: int, task: Task, ts: int, where: int, flags: int, pc: int) -> None:
+        """Charge ``task``, running on CPU ``where``, its time since it was
+        last charged (the code runs on ``cpu``)."""
+        if task.pid == 0 or not task.on_cpu or task.cpu != where:
+            return
+        delta = ts - task.exec_start
+        if delta <= 0:
+            return
+        task.exec_start = ts
+        task.sum_exec_runtime += delta
+        if self.tp_sched_stat_runtime.probes:
+            self.tp_sched_stat_runtime.fire(cpu, ts, self.curr[cpu].pid, flags, pc,
+                                            (task.comm, task.pid, delta))
+
     def scheduler_tick(self, cpu: int, ts: int) -> bool:
         """The tick on a busy CPU: True when the running task's slice is
         over and another task waits (need-resched is set)."""
         curr = self.curr[cpu]
+        self.update_curr(cpu, curr, ts, cpu, self.flags(cpu, IRQS_OFF | HARDIRQ), 1)
         if curr.pid != 0 and self.rq[cpu] and ts >= curr.slice_end:
             self.need_resched[cpu] = True
         return self.need_resched[cpu]

@@ -1,8 +1,8 @@
 """Tracepoints (include/linux/tracepoint.h): named hooks in kernel code paths.
 
 A code path calls ``tp.fire(*args)`` where the kernel has a
-``trace_<name>()`` call; probes registered on it (the trace event code, when
-the event is enabled somewhere) run in order.  A tracepoint with no probe
+``trace_<name>()`` call; probes registered on it (the trace event code, while
+an event of it is enabled somewhere) run in order.  A tracepoint with no probe
 costs one test, like the static key in front of a disabled one.
 """
 
@@ -19,6 +19,10 @@ class Tracepoint:
     def register(self, probe) -> None:
         if probe not in self.probes:
             self.probes.append(probe)
+
+    def unregister(self, probe) -> None:
+        if probe in self.probes:
+            self.probes.remove(probe)
 
     def fire(self, *args) -> None:
         for probe in self.probes:

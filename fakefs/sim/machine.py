@@ -15,6 +15,13 @@ that went to sleep is woken before it runs again.
 
 How tasks behave is data (``data/machine.toml``): per workload profile a
 mean burst of CPU time, the sleep state, a mean sleep and what wakes it.
+User tasks make system calls (``data/syscalls.toml``, ``syscalls.py``): a
+burst ends in the call the task sleeps in, which returns when it runs
+again; while it runs it makes other calls — those only while somebody
+traces them (the machine pays for what can be observed).  A shell's
+command is clone, wait4 and, in the child, execve and exit_group; the
+reaped child is freed an RCU grace period later, in the RCU softirq of a
+tick on the parent's CPU.
 The machine runs lazily: ``run(t0, t1)`` handles what falls in [t0, t1),
 called by the kernel's catch-up when somebody observes.
 """
@@ -25,13 +32,19 @@ import heapq
 import os
 import tomllib
 
+from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER, TASK_STACK_BASE, TASK_STACK_SIZE
+from ..kernel.timer import TimerList
+from ..kernel.workqueue import POOLS
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK
+from .syscalls import Syscalls
 
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "machine.toml")
 US = 1000
 
-_END, _WAKE, _RESCHED, _TICK, _IPI, _CONT = 0, 1, 2, 3, 4, 5
+_END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
+RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
+_WHEEL_WAKE = -2           # a _CONT in a wheel timer's function
 _WAKERS = ("timer", "irq", "task")
 
 
@@ -43,7 +56,8 @@ def load_behaviour(path: str = DATA_PATH) -> dict:
 class Behaviour:
     """How the tasks of one profile run and sleep."""
 
-    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound", "fork", "programs")
+    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound", "fork", "programs",
+                 "pool")
 
     def __init__(self, spec: dict):
         self.burst_ns = int(spec["burst_us"] * US)
@@ -53,7 +67,9 @@ class Behaviour:
         self.cpu_bound = bool(spec.get("cpu_bound", False))
         self.fork = float(spec.get("fork", 0.0))      # share of bursts ending in fork + wait
         self.programs = list(spec.get("programs", ()))
-        if self.state not in ("S", "D", "I") or self.waker not in _WAKERS:
+        self.pool = spec.get("pool")                  # a kworker's works
+        if self.state not in ("S", "D", "I") or self.waker not in _WAKERS or \
+                self.pool not in (None,) + POOLS:
             raise ValueError("bad behaviour %r" % (spec,))
 
 
@@ -73,9 +89,10 @@ class _Run:
     of the real machine (``host``) is only woken by its own system calls."""
 
     __slots__ = ("task", "beh", "left", "since", "token", "host", "parent", "program",
-                 "sigchld")
+                 "sigchld", "calls", "tc", "sys", "sysret", "reap", "timer", "work")
 
-    def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = ""):
+    def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = "",
+                 calls=None, tc=None):
         self.task = task
         self.beh = beh
         self.left = 0
@@ -85,6 +102,13 @@ class _Run:
         self.parent = parent          # a forked child: it exits after its burst
         self.program = program        # ... and execs this first
         self.sigchld = False          # a child exited: SIGCHLD to take
+        self.calls = calls            # its system calls (ProfileCalls), None for kthreads
+        self.tc = tc                  # their values (TaskCalls)
+        self.sys = None               # the call it sleeps in (CallSpec) ...
+        self.sysret = 0               # ... and what it returns
+        self.reap = None              # (comm, pid, prio) of the child its wait4 reaps
+        self.timer = None             # the wheel timer it sleeps on (kernel threads)
+        self.work = None              # a kworker's work: the one it runs / is woken for
 
 
 class Machine:
@@ -100,8 +124,14 @@ class Machine:
         self.host_behaviour = profiles["host"]
         self.child_behaviour = profiles["child"]
         self.life = kernel.lifecycle
+        self.entry = kernel.syscalls
+        self.calls = Syscalls(kernel.subsystem_rng("syscalls"))
         self.irq = kernel.irq
         self.irq.set_symbols(kernel.kallsyms)
+        self.timers = kernel.timers
+        self.wq = kernel.workqueues
+        self.wq.set_symbols(kernel.kallsyms)
+        self.process_timeout = kernel.kallsyms.addr_of("process_timeout") or 0
 
         devs = {d["wakes"]: Device(d) for d in spec["device"]}
         self.devices = (devs["S"], devs["D"])     # network for S sleepers, disk for D
@@ -112,12 +142,49 @@ class Machine:
         self.heap: list = []
         self.seq = 0
         self.runs: dict[int, _Run] = {}
+        self.rcu: list[list] = [[] for _ in range(self.sched.nr_cpus)]   # (due, comm, pid, prio)
+        # per CPU: wheel timers armed, as a heap of (bucket instant, seq, pid)
+        self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
         self.time = 0
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
             beh = profiles.get(prof or "default", profiles["default"])
-            self.runs[task.pid] = _Run(task, beh)
+            self.runs[task.pid] = self._run(task, beh, prof or "default")
+
+    def _run(self, task, beh, profile: str, **kw) -> _Run:
+        calls = None if task.kthread else self.calls.of_profile(profile)
+        tc = self.calls.task(task.tgid) if calls is not None else None
+        r = _Run(task, beh, calls=calls, tc=tc, **kw)
+        if task.kthread and beh.waker == "timer" and beh.pool is None:
+            # schedule_timeout(): a timer on its stack calling process_timeout
+            r.timer = TimerList(TASK_STACK_BASE + (task.pid & 0xffff) * TASK_STACK_SIZE + 0x3e28,
+                                self.process_timeout)
+        return r
+
+    def _wheel_sleep(self, r, cpu: int, t: int, sleep: int, armed: bool = True) -> None:
+        """``r``'s task sleeps on a wheel timer: a kernel thread's
+        schedule_timeout(), a kworker's next delayed work.  ``armed``: the
+        arming is traced (not for the timers armed before the machine
+        started)."""
+        if r.beh.pool is not None:
+            r.work = self.wq.pick(r.beh.pool, r.task.cpu, self.rng.random())
+            if r.work is None or r.work.timer is None:
+                self._push(t + sleep, _WAKE, r.task.pid, 0)     # no such work here
+                return
+            timer = r.work.timer
+        else:
+            timer = r.timer
+            if armed:
+                self.timers.init(cpu, t, timer)
+        timeout = max(1, -(-sleep // self.tick_ns))
+        if armed:
+            due = self.timers.start(cpu, t, timer, timeout)
+        else:
+            timer.expires = timer.bucket_expiry = self.timers.jiffies(t) + timeout
+            due = self.timers.time_of(timer.bucket_expiry)
+        self.seq += 1
+        heapq.heappush(self.wheel[r.task.cpu], (due, self.seq, r.task.pid))
 
     # --- set-up -------------------------------------------------------------
     def start(self, t: int) -> None:
@@ -132,13 +199,27 @@ class Machine:
             self.clock[cpu] = t
             self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
                        _TICK, cpu, 0)
+        for q in self.rcu:
+            q.clear()
+        for q in self.wheel:
+            q.clear()
         for r in self.runs.values():
             r.task.state = r.beh.state
             r.task.on_cpu = False
             r.left = self._burst(r)
+            r.sys = r.calls.block if r.calls is not None else None   # asleep in it
+            r.sysret = self._ret(r, r.sys) if r.sys is not None else 0
+            r.reap = None
+            r.work = None
+            if r.beh.pool == "highpri":
+                r.work = self.wq.pick(r.beh.pool, r.task.cpu, self.rng.random())
             # asleep for a while already: the residual of an exponential sleep
             # (a real process wakes only with its next system call)
-            if not r.host:
+            if r.host:
+                continue
+            if r.timer is not None or r.beh.pool in ("percpu", "unbound"):
+                self._wheel_sleep(r, r.task.cpu, t, self._sleep(r), armed=False)
+            else:
                 self._push(t + self._sleep(r), _WAKE, r.task.pid, 0)
 
     def _push(self, t, kind, a, b) -> None:
@@ -173,6 +254,8 @@ class Machine:
                 self._ipi(t, a)
             elif kind == _CONT:
                 self._cont(t, a, b)
+            elif kind == _SYSCALL:
+                self._syscall(t, a, b)
             else:
                 self._resched(t, a)
         self.time = max(self.time, t1)
@@ -192,19 +275,61 @@ class Machine:
         r = self.runs.get(nxt.pid)
         if r is None:
             return
-        if r.sigchld:                           # back from wait(): the signal first
+        if r.sys is not None:                   # back from the call it slept in
+            t = self._at(cpu, t + 1000)
+            self.entry.exit(cpu, t, nxt.pid, r.sys.nr, r.sysret)
+            r.sys = None
+        if r.reap is not None:                  # wait4() reaped a child: freed later
+            self.rcu[cpu].append((t + RCU_GRACE_TICKS * self.tick_ns,) + r.reap)
+            r.reap = None
+        if r.sigchld:                           # on the way out: the signal
             r.sigchld = False
             t = self._at(cpu, t + 2000)
             self.life.deliver_sigchld(nxt, cpu, t, self.sigchld_handler)
+        if r.work is not None:                  # a kworker: the work it was woken for
+            t = self._at(cpu, t + 1000)
+            self.wq.execute_start(cpu, t, r.work)
         if r.program:                           # a new child: execve() first
-            t = self._at(cpu, t + 30000)
-            self.life.exec(nxt, cpu, t, r.program)
+            t = self._call(r, cpu, self._at(cpu, t + 2000), self.calls.execve, 30000,
+                           lambda t: self.life.exec(nxt, cpu, t, r.program))
             r.program = ""
         if r.left <= 0:
             r.left = self._burst(r)
         r.since = t
         r.token += 1
         self._push(t + r.left, _END, cpu, r.token)
+        if r.calls is not None and self.entry.traced():
+            self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+
+    def _ret(self, r, call, child: int = 0) -> int:
+        return self.calls.values(r.tc, call, child)[1]
+
+    def _call(self, r, cpu: int, t: int, call, took: int, inside=None) -> int:
+        """``r``'s task makes ``call`` at ``t`` (``inside(t)`` is what the
+        kernel does in it, returning the pid of a child it made); returns
+        the instant it has returned."""
+        args, ret = self.calls.values(r.tc, call)
+        self.entry.enter(cpu, t, r.task.pid, call.nr, args)
+        t = self._at(cpu, t + took)
+        if inside is not None:
+            child = inside(t)
+            if child is not None:
+                ret = self.calls.values(r.tc, call, child)[1]
+            t = self._at(cpu, t + 1000)
+        self.entry.exit(cpu, t, r.task.pid, call.nr, ret)
+        return t
+
+    def _syscall(self, t: int, cpu: int, token: int) -> None:
+        """A call of the running task in the middle of its burst."""
+        task = self.sched.curr[cpu]
+        r = self.runs.get(task.pid)
+        if r is None or r.token != token or r.calls is None or t >= r.since + r.left:
+            return
+        t = self._at(cpu, t)
+        took = 500 + int(self.calls.rng.random() * 3000)
+        t = self._call(r, cpu, t, self.calls.next_call(r.calls), took)
+        if self.entry.traced():
+            self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, token)
 
     def _switch(self, cpu: int, t: int, prev_state: str, pick=None) -> None:
         prev = self.sched.curr[cpu]
@@ -228,22 +353,69 @@ class Machine:
             return
         if r.beh.fork and self.rng.random() < r.beh.fork:
             # fork a child that runs a program, and wait for it
-            child = self.life.fork(task, cpu, t)
             prog = self.rng.choice(r.beh.programs)
-            self.runs[child.pid] = _Run(child, self.child_behaviour, parent=task.pid,
-                                        program=prog)
-            self._switch(cpu, self._at(cpu, t + 20000), "S")
+            forked = []
+
+            def fork(t):
+                child = self.life.fork(task, cpu, t)
+                cr = self._run(child, self.child_behaviour, "child", parent=task.pid,
+                               program=prog)
+                if cr.calls is not None:      # it returns from clone() when it first runs
+                    cr.sys, cr.sysret = self.calls.clone, 0
+                self.runs[child.pid] = cr
+                forked.append(child.pid)
+                return child.pid
+
+            if r.calls is not None:
+                t = self._call(r, cpu, t, self.calls.clone, 15000, fork)
+                t = self._at(cpu, t + 2000)
+                # (the child's pid is what clone returned: fill it in)
+                args, _ret = self.calls.values(r.tc, self.calls.wait4)
+                self.entry.enter(cpu, t, task.pid, self.calls.wait4.nr, args)
+                r.sys, r.sysret = self.calls.wait4, forked[0]
+            else:
+                fork(t)
+            t = self._at(cpu, t + 1000)
+            self.life.wait(task, cpu, t)
+            self._switch(cpu, self._at(cpu, t + 3000), "S")
             return
+        if r.calls is not None:                 # into the call it sleeps in
+            r.sys = r.calls.block
+            args, r.sysret = self.calls.values(r.tc, r.sys)
+            self.entry.enter(cpu, t, task.pid, r.sys.nr, args)
+            t = self._at(cpu, t + 1000)
+        if r.host:
+            self._switch(cpu, t, r.beh.state)
+            return
+        sleep = self._sleep(r)
+        done = r.work
+        if r.timer is not None or r.beh.pool in ("percpu", "unbound"):
+            # the work re-arms its delayed work (or the next one is armed)
+            self._wheel_sleep(r, cpu, t, sleep)
+        elif r.beh.pool is not None:            # highpri: woken for the next
+            r.work = self.wq.pick(r.beh.pool, cpu, self.rng.random())
+            self._push(t + sleep, _WAKE, task.pid, 0)
+        else:
+            if r.beh.waker == "timer":
+                self.irq.hrtimer_sleep(cpu, t, task.pid, t + sleep)
+            self._push(t + sleep, _WAKE, task.pid, 0)
+        if done is not None:
+            self.wq.execute_end(cpu, t, done)
+            t = self._at(cpu, t + 1000)
         self._switch(cpu, t, r.beh.state)
-        if not r.host:
-            self._push(t + self._sleep(r), _WAKE, task.pid, 0)
 
     def _exit(self, r, cpu: int, t: int) -> None:
-        parent = self.life.exit(r.task, cpu, t)
+        if r.calls is not None:
+            args, _ret = self.calls.values(r.tc, self.calls.exit_group)
+            self.entry.enter(cpu, t, r.task.pid, self.calls.exit_group.nr, args)
+            t = self._at(cpu, t + 2000)
+        task = r.task
+        parent = self.life.exit(task, cpu, t)
         pr = self.runs.get(parent.pid) if parent is not None else None
         t = self._at(cpu, t + 5000)
         if pr is not None and pr.task.state in ("S", "D", "I"):
             pr.sigchld = True
+            pr.reap = (task.comm, task.pid, task.prio)
             self._try_wake(pr, cpu, t, CTX_TASK)
         del self.runs[r.task.pid]
         self._switch(cpu, self._at(cpu, t + 3000), "Z")
@@ -271,7 +443,7 @@ class Machine:
             if t < self.clock[cpu]:
                 self._push(self.clock[cpu], _WAKE, pid, 0)
                 return
-            tw = self.irq.timer_begin(cpu, self._at(cpu, t))
+            tw = self.irq.timer_begin(cpu, self._at(cpu, t), pid)
             self._at(cpu, tw)
             self._push(tw, _CONT, cpu, (pid, _TIMER_WAKE))
             return
@@ -287,14 +459,72 @@ class Machine:
     def _cont(self, t: int, cpu: int, what) -> None:
         """The wakeup inside an interrupt, at the instant it happens, and
         the rest of the interrupt."""
-        pid, how = what
-        r = self.runs[pid]
+        pid, how = what[0], what[1]
+        r = self.runs.get(pid)
+        if how == _WHEEL_WAKE:
+            self._wheel_wake(t, cpu, r, what[2], what[3])
+            return
         if how == _TIMER_WAKE:
             self._try_wake(r, cpu, t, CTX_HARDIRQ)
-            self._at(cpu, self.irq.timer_end(cpu, t))
+            t = self._at(cpu, self.irq.timer_end(cpu, t, pid))
         else:
+            if r.work is not None:              # the device's softirq queues the work
+                self.wq.queue_work(cpu, t, r.work, softirq=True)
             self._try_wake(r, cpu, t, CTX_SOFTIRQ)
-            self._at(cpu, self.irq.softirq_end(cpu, t, how))
+            t = self._at(cpu, self.irq.softirq_end(cpu, t, how))
+        self._back_to_idle(cpu, t)
+
+    def _back_to_idle(self, cpu: int, t: int) -> None:
+        """An interrupt on a halted CPU is over: it halts again unless it
+        has a task to run."""
+        sched = self.sched
+        if sched.curr[cpu].pid == 0 and not sched.need_resched[cpu]:
+            sched.idle_enter(cpu, self._at(cpu, t + 1000))
+
+    def _timer_softirq(self, cpu: int, t: int, due: int, rcu: bool) -> None:
+        """The TIMER softirq of a tick (at ``due``) from ``t`` on: the next
+        expired wheel timer runs — its function wakes a task at its own
+        instant (a ``_CONT``), which goes on here — then the softirq ends,
+        and the RCU softirq runs the callbacks whose grace period is over."""
+        wheel = self.wheel[cpu]
+        while wheel and wheel[0][0] <= due:
+            pid = heapq.heappop(wheel)[2]
+            r = self.runs.get(pid)
+            timer = None
+            if r is not None:
+                timer = r.timer if r.timer is not None else \
+                    r.work.timer if r.work is not None else None
+            if timer is None:
+                continue
+            self.timers.expire_begin(cpu, t, timer)
+            t = self._at(cpu, t + 1000)
+            self._push(t, _CONT, cpu, (pid, _WHEEL_WAKE, due, rcu))
+            return
+        t = self._at(cpu, self.irq.softirq_end(cpu, t, SOFTIRQ_TIMER))
+        if rcu:
+            q = self.rcu[cpu]
+            t = self._at(cpu, self.irq.softirq_begin(cpu, t, SOFTIRQ_RCU))
+            while q and q[0][0] <= due:
+                _due, comm, pid, prio = q.pop(0)
+                self.life.delayed_put_task_struct(cpu, t, comm, pid, prio)
+                t = self._at(cpu, t + 1000)
+            t = self._at(cpu, self.irq.softirq_end(cpu, t, SOFTIRQ_RCU))
+        if self.sched.need_resched[cpu]:
+            self._push(t + self.switch_ns, _RESCHED, cpu, 0)
+        else:
+            self._back_to_idle(cpu, t)
+
+    def _wheel_wake(self, t: int, cpu: int, r, due: int, rcu: bool) -> None:
+        """A wheel timer's function: process_timeout wakes a kernel thread,
+        delayed_work_timer_fn queues a kworker's work (which wakes it)."""
+        timer = r.timer if r.timer is not None else r.work.timer
+        if r.work is not None:
+            self.wq.queue_work(cpu, t, r.work, softirq=True)
+        if r.task.state in ("S", "D", "I") and not r.task.on_cpu:
+            self._try_wake(r, cpu, t, CTX_SOFTIRQ)
+        t = self._at(cpu, t + 1000)
+        self.timers.expire_end(cpu, t, timer)
+        self._timer_softirq(cpu, self._at(cpu, t + 1000), due, rcu)
 
     def _try_wake(self, r, cpu: int, t: int, ctx) -> int:
         """try_to_wake_up() from ``cpu``; a preempted CPU reschedules (this
@@ -321,6 +551,7 @@ class Machine:
         t = self._at(cpu, t)
         if not sched.rq[cpu]:
             sched.need_resched[cpu] = False
+            self._back_to_idle(cpu, t)
             return
         self._switch(cpu, t, "R+")
 
@@ -330,11 +561,14 @@ class Machine:
 
     def _tick(self, t: int, cpu: int) -> None:
         self._push(t + self.tick_ns, _TICK, cpu, 0)
-        if self.sched.curr[cpu].pid == 0:
-            return                                  # NO_HZ: an idle CPU has no tick
-        t = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns))
-        if self.sched.need_resched[cpu]:
-            self._push(t + self.switch_ns, _RESCHED, cpu, 0)
+        wheel = self.wheel[cpu]
+        timers = bool(wheel) and wheel[0][0] <= t
+        if self.sched.curr[cpu].pid == 0 and not timers:
+            return          # NO_HZ: an idle CPU has no tick, but wakes for its timers
+        q = self.rcu[cpu]
+        rcu = bool(q) and q[0][0] <= t
+        t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
+        self._timer_softirq(cpu, t1, t, rcu)
 
     def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int]:
         """A process of the real machine makes a system call into the

@@ -169,7 +169,12 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}     # need-resched may be set
     assert strip_n(fl["irq_handler_entry"]) == {"d.h.."}
     assert strip_n(fl["local_timer_entry"]) == {"d.h.."}
-    assert strip_n(fl["hrtimer_start"]) == {"d.h1."}
+    # the tick re-armed in its interrupt; a sleeper's hrtimer armed by the task
+    assert strip_n(fl["hrtimer_start"]) == {"d.h1.", "d..1."}
+    lines = text.splitlines()
+    assert all("function=tick_" in ln for ln in lines if "hrtimer_start:" in ln and " d.h1. " in ln)
+    assert all("function=hrtimer_wakeup" in ln and " mode=REL " in ln
+               for ln in lines if "hrtimer_start:" in ln and " d..1. " in ln)
     assert strip_n(fl["softirq_entry"]) == {"..s.."}
     assert strip_n(fl["cpu_idle"]) == {"d..1."}
     lines = text.splitlines()
@@ -202,4 +207,100 @@ def test_shells_fork_commands_that_exec_and_exit():
     assert first == sorted(first), names
     assert any("prev_state=Z" in ln for ln in lines)
     assert any("signal_deliver: sig=17" in ln for ln in lines)
+    assert check(lines).total == 0
+
+
+def _events(text):
+    return [ln for ln in text.splitlines() if not ln.startswith("#") and ": " in ln]
+
+
+def _name(ln):
+    return ln.split(": ", 2)[1].split("(")[0].split(" ")[0]
+
+
+def test_tasks_make_system_calls_that_enter_and_exit():
+    _k, text = traced(seconds=1.0)
+    lines = _events(text)
+    fl = _flags_by_event(text)
+    assert {f[0] + "." + f[2:] for f in fl["sys_enter"]} == {"....."}
+    enter = [ln for ln in lines if "sys_enter: NR " in ln]
+    leave = [ln for ln in lines if "sys_exit: NR " in ln]
+    assert len(enter) > 1000 and len(leave) > 1000
+    # every per-syscall line follows its raw line, same task, same instant
+    for i, ln in enumerate(lines):
+        if _name(ln).startswith("sys_") and _name(ln) not in ("sys_enter", "sys_exit"):
+            prev = lines[i - 1]
+            assert prev.split(": ")[0] == ln.split(": ")[0], (prev, ln)
+    # a task returns from the call it slept in when it runs again
+    by_pid = {}
+    for ln in lines:
+        pid = ln.split("[")[0].rsplit("-", 1)[1].strip()
+        if "sys_enter: NR" in ln:
+            by_pid[pid] = "in"
+        elif "sys_exit: NR" in ln:
+            assert by_pid.get(pid) in ("in", None), ln
+            by_pid[pid] = "out"
+    sample = next(ln for ln in lines if "sys_read(" in ln)
+    assert "fd: " in sample and "buf: " in sample and "count: " in sample
+    assert any(ln.endswith("sys_clone -> 0x0") for ln in lines)      # the child's return
+    assert check(lines).total == 0
+
+
+def test_shell_commands_rename_wait_and_are_freed():
+    _k, text = traced(seconds=2.0)
+    lines = _events(text)
+    names = [_name(ln) for ln in lines]
+    for n in ("task_rename", "sched_process_wait", "sched_process_free", "sys_wait4",
+              "sys_execve", "sys_exit_group"):
+        assert n in names, n
+    ren = next(ln for ln in lines if "task_rename:" in ln)
+    pid = ren.split("task_rename: pid=")[1].split()[0]
+    exe = next(ln for ln in lines if "sched_process_exec:" in ln and "pid=%s " % pid in ln)
+    assert lines.index(ren) < lines.index(exe)
+    assert all("pid=0 " in ln for ln in lines if "sched_process_wait:" in ln)
+    free = [ln for ln in lines if "sched_process_free:" in ln]
+    assert all(" ..s.. " in ln or " .Ns.. " in ln for ln in free)
+    exits = {ln.split("pid=")[1].split()[0] for ln in lines if "sched_process_exit:" in ln}
+    assert {ln.split("pid=")[1].split()[0] for ln in free} <= exits | {"?"} or free
+
+
+def test_stat_runtime_charges_the_running_task():
+    _k, text = traced(seconds=1.0)
+    lines = _events(text)
+    fl = _flags_by_event(text)
+    strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}
+    assert strip_n(fl["sched_stat_runtime"]) <= {"d..2.", "d.h1.", "d..4.", "d.s4.", "d.h3."}
+    for i, ln in enumerate(lines):
+        if "sched_switch:" in ln:
+            prev = lines[i - 1]
+            pp = ln.split("prev_pid=")[1].split()[0]
+            if pp != "0" and "sched_stat_runtime:" in prev and prev.split()[1] == ln.split()[1]:
+                assert "pid=%s " % pp in prev
+    assert all(int(ln.split("runtime=")[1].split()[0]) > 0 for ln in lines
+               if "sched_stat_runtime:" in ln)
+
+
+def test_kworkers_run_delayed_works_from_the_timer_wheel():
+    _k, text = traced(seconds=1.0)
+    lines = _events(text)
+    fl = _flags_by_event(text)
+    strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}
+    assert strip_n(fl["timer_cancel"]) == {"d.s1."}
+    assert strip_n(fl["workqueue_queue_work"]) == {"d.s2."}
+    assert strip_n(fl["workqueue_execute_start"]) == {"....."}
+    assert strip_n(fl["timer_start"]) <= {"d..1."}
+    # a work runs in the kworker it woke, between execute_start and _end
+    qw = next(ln for ln in lines if "workqueue_queue_work:" in ln)
+    work = qw.split("work struct=")[1].split()[0]
+    start = next(ln for ln in lines[lines.index(qw):]
+                 if "workqueue_execute_start: work struct %s:" % work in ln)
+    assert start.split()[0].startswith("kworker/")
+    # the wheel: bucket expiry rounded up by the level's granularity
+    for ln in lines:
+        if " timer_start:" in ln:
+            exp = int(ln.split("expires=")[1].split()[0])
+            bucket = int(ln.split("bucket_expiry=")[1].split()[0])
+            idx = int(ln.split("idx=")[1].split()[0])
+            lvl = idx // 64
+            assert bucket > exp and bucket - exp <= 8 ** lvl and bucket % 8 ** lvl == 0
     assert check(lines).total == 0

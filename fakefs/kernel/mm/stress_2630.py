@@ -413,7 +413,6 @@ class MemorySystem:
 
     def _run_stress(self, rng, cpu) -> None:
         pa = self.pa
-        rate = self.rate
         for role, when in list(self._respawn.items()):
             if role in self.parts and role not in self.procs and pa.jiffies >= when:
                 del self._respawn[role]

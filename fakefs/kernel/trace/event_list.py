@@ -19,6 +19,7 @@ from . import trace_entries as te
 from .event_catalog import load_catalog
 from .events_defs import EventDef, all_events
 from .events_machine import machine_events
+from .trace_syscalls import raw_syscall_events, syscall_event
 
 
 class CatalogEvent(EventDef):
@@ -50,7 +51,8 @@ class EventList:
 
 def _from_catalogue(config) -> EventList:
     cat = load_catalog("6.12")
-    driven = {(ev.system, ev.name): ev for ev in all_events() + machine_events()}
+    driven = {(ev.system, ev.name): ev
+              for ev in all_events() + machine_events() + raw_syscall_events()}
     last = te.TRACE_STACK_ID + 1 if config.enabled("FTRACE_STACKMAP") else None
     modules = cat.default_modules
     ids = cat.assign_ids(modules, trace_last_type=last)
@@ -60,6 +62,8 @@ def _from_catalogue(config) -> EventList:
             ftrace.append(desc)          # entry types: format files only
             continue
         ev = driven.pop(desc.key, None)
+        if ev is None and desc.system == "syscalls":
+            ev = syscall_event(desc)
         lines = [f.format_line() for f in desc.fields]
         if ev is None:
             ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, 0, None)

@@ -78,6 +78,7 @@ class EventDef:
         self.payload = payload
         self.rate = rate          # events per second per CPU
         self.kind = kind          # workload stack kind
+        self.tracepoint = name    # the tracepoint whose hits it records
         self.id = 0
         self.desc = None          # the catalogue's description, when there is one
         self.filter_fields = None  # trace_events_filter.event_fields(), once computed
@@ -90,6 +91,10 @@ class EventDef:
 
     def render(self, args, fmt) -> str:
         raise NotImplementedError
+
+    def text(self, args, fmt) -> str:
+        """The line's text after the context (``trace_event_raw_output_*``)."""
+        return "%s: %s\n" % (self.name, self.render(args, fmt))
 
     def make(self, rng, cpu, task, stack, src):
         raise NotImplementedError

@@ -11,6 +11,7 @@ event's fields.
 
 from __future__ import annotations
 
+from ..timer import TIMER_CPUMASK, TIMER_ARRAYSHIFT, timer_flags_text
 from .events_defs import EventDef, hashed_ptr
 
 SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
@@ -73,6 +74,46 @@ class HrtimerStart(MachineEvent):
                    HRTIMER_MODES.get(mode, "0x%x" % mode), armed))
 
 
+class TimerPtr(MachineEvent):
+    """timer_init / timer_cancel / timer_expire_exit."""
+
+    def render(self, a, fmt):
+        return "timer=%s" % hashed_ptr(a[0])
+
+
+class TimerStart(MachineEvent):
+    def render(self, a, fmt):
+        timer, fn, expires, bucket, now, flags = a
+        return ("timer=%s function=%s expires=%d [timeout=%d] bucket_expiry=%d cpu=%d idx=%d "
+                "flags=%s" % (hashed_ptr(timer), _sym_or_null(fmt, fn, False), expires,
+                              expires - now, bucket, flags & TIMER_CPUMASK,
+                              flags >> TIMER_ARRAYSHIFT, timer_flags_text(flags)))
+
+
+class TimerExpireEntry(MachineEvent):
+    def render(self, a, fmt):
+        timer, now, fn, baseclk = a
+        return "timer=%s function=%s now=%d baseclk=%d" % (
+            hashed_ptr(timer), _sym_or_null(fmt, fn, False), now, baseclk)
+
+
+class WorkqueueQueueWork(MachineEvent):
+    def render(self, a, fmt):
+        work, fn, wq, req_cpu, cpu = a
+        return "work struct=%s function=%s workqueue=%s req_cpu=%d cpu=%d" % (
+            hashed_ptr(work), _sym_or_null(fmt, fn, False), wq, req_cpu, cpu)
+
+
+class WorkqueueActivateWork(MachineEvent):
+    def render(self, a, fmt):
+        return "work struct %s function=%s " % (hashed_ptr(a[0]), _sym_or_null(fmt, a[1], False))
+
+
+class WorkqueueExecute(MachineEvent):
+    def render(self, a, fmt):
+        return "work struct %s: function %s" % (hashed_ptr(a[0]), _sym_or_null(fmt, a[1], False))
+
+
 class CpuIdle(MachineEvent):
     def render(self, a, fmt):
         return "state=%d cpu_id=%d" % a
@@ -107,6 +148,16 @@ class SchedProcess(MachineEvent):
         return "comm=%s pid=%d prio=%d" % a
 
 
+class SchedStatRuntime(MachineEvent):
+    def render(self, a, fmt):
+        return "comm=%s pid=%d runtime=%d [ns]" % a
+
+
+class TaskRename(MachineEvent):
+    def render(self, a, fmt):
+        return "pid=%d oldcomm=%s newcomm=%s oom_score_adj=%d" % a
+
+
 class SchedWakeupNew(MachineEvent):
     def render(self, a, fmt):
         return "comm=%s pid=%d prio=%d target_cpu=%03d" % a
@@ -133,11 +184,22 @@ def machine_events() -> list[EventDef]:
         ("timer", "hrtimer_expire_entry", HrtimerExpireEntry),
         ("timer", "hrtimer_expire_exit", HrtimerExpireExit),
         ("timer", "hrtimer_start", HrtimerStart),
+        ("timer", "timer_init", TimerPtr), ("timer", "timer_start", TimerStart),
+        ("timer", "timer_cancel", TimerPtr), ("timer", "timer_expire_entry", TimerExpireEntry),
+        ("timer", "timer_expire_exit", TimerPtr),
+        ("workqueue", "workqueue_queue_work", WorkqueueQueueWork),
+        ("workqueue", "workqueue_activate_work", WorkqueueActivateWork),
+        ("workqueue", "workqueue_execute_start", WorkqueueExecute),
+        ("workqueue", "workqueue_execute_end", WorkqueueExecute),
         ("power", "cpu_idle", CpuIdle), ("ipi", "ipi_send_cpu", IpiSendCpu),
         ("sched", "sched_migrate_task", SchedMigrateTask),
         ("sched", "sched_process_fork", SchedProcessFork),
         ("sched", "sched_process_exec", SchedProcessExec),
         ("sched", "sched_process_exit", SchedProcess),
+        ("sched", "sched_process_wait", SchedProcess),
+        ("sched", "sched_process_free", SchedProcess),
+        ("sched", "sched_stat_runtime", SchedStatRuntime),
+        ("task", "task_rename", TaskRename),
         ("sched", "sched_wakeup_new", SchedWakeupNew),
         ("task", "task_newtask", TaskNewtask), ("signal", "signal_deliver", SignalDeliver),
     ]

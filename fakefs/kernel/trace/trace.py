@@ -236,8 +236,9 @@ class TraceArray:
                 disable = ev in self.soft_disabled
             else:
                 disable = ev not in self.soft_mode
-            if disable:
+            if disable and ev in self.enabled_events:
                 self.enabled_events.discard(ev)
+                self.tracing.events_changed()
             if ev in self.soft_mode:
                 self.soft_disabled.add(ev)
             else:
@@ -254,6 +255,7 @@ class TraceArray:
             if soft:
                 self.soft_disabled.add(ev)
             self.enabled_events.add(ev)
+            self.tracing.events_changed()
 
     def event_recording(self, ev) -> bool:
         """Enabled and not soft-disabled: hits go into the buffer."""
@@ -321,10 +323,16 @@ class Tracing:
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}
         self.ftrace_records = None        # ftrace.FtraceRecords, built on first use
+        # called when the set of enabled events changes (tracepoint probes follow it)
+        self.enable_hooks: list = []
 
     def arrays(self):
         yield self.global_trace
         yield from self.instances.values()
+
+    def events_changed(self) -> None:
+        for hook in self.enable_hooks:
+            hook()
 
     def save_cmdline(self, pid: int) -> None:
         """``trace_save_cmdline()`` for a process outside the simulation (a
@@ -358,6 +366,7 @@ class Tracing:
         tr.destroy()
         del self.instances[name]
         self.kernel.tree.remove(tr.dir)
+        self.events_changed()
 
 
 def register_params(kernel) -> None:

@@ -27,6 +27,7 @@ import heapq
 import zlib
 
 from . import trace_entries as te
+from .trace_syscalls import SyscallEvent
 
 FN_RATE_DEFAULT = 4000
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -43,6 +44,8 @@ TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SCHED_TRACEPOINTS = ("sched_switch", "sched_waking", "sched_wakeup")
+SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
+FOLLOWED = ("sched_switch",)   # tracepoints always probed
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
 
@@ -81,15 +84,37 @@ class TraceActivity:
         self.pending: list[list] = [[] for _ in range(kernel.nr_cpus)]
         self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
         self._events_by_name: dict = {}
-        for tp in kernel.tracepoints:         # every tracepoint of the kernel's paths
-            tp.register(self._probe(tp.name))
+        self._probes: dict = {}
+        self._syscall_events: dict = {}         # (tracepoint, nr) -> event
+        # who records a hit, per (cpu, tracepoint[, nr]), for one window
+        # (None while probes may change what is enabled in the middle of one)
+        self._recorders: dict | None = None
+        self.sync_probes()
 
     def _probe(self, name):
-        pending, curr = self.pending, self.kernel.sched.curr
+        probe = self._probes.get(name)
+        if probe is None:
+            pending, curr = self.pending, self.kernel.sched.curr
 
-        def probe(cpu, ts, pid, flags, pc, args):
-            pending[cpu].append((ts, name, pid, flags, pc, args, curr[cpu]))
+            def probe(cpu, ts, pid, flags, pc, args):
+                pending[cpu].append((ts, name, pid, flags, pc, args, curr[cpu]))
+            self._probes[name] = probe
         return probe
+
+    def sync_probes(self) -> None:
+        """A tracepoint has the trace event code's probe while an event
+        recording its hits is enabled in some instance (and
+        ``sched_switch`` always: the replay follows who runs)."""
+        want = set(FOLLOWED)
+        tracing = self.kernel.tracing
+        if tracing is not None:
+            for tr in tracing.arrays():
+                want.update(ev.tracepoint for ev in tr.enabled_events)
+        for tp in self.kernel.tracepoints:
+            if tp.name in want:
+                tp.register(self._probe(tp.name))
+            else:
+                tp.unregister(self._probe(tp.name))
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The scheduler's hits on ``cpu`` before ``t1``, as occurrences."""
@@ -186,6 +211,7 @@ class TraceActivity:
         span = t1 - t0
         moving = bool(plain_fn or targets)
         per_cpu = []
+        self._recorders = None if probe_trs else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             if plain_fn:
@@ -247,19 +273,27 @@ class TraceActivity:
         to __schedule() (schedule(), ...): function tracers and probes see
         them."""
         ts, name, pid, flags, pc, args, _after = hit
-        ev = self._event_def(name)
-        trs = [tr for tr in trs if ev is not None and tr.event_recording(ev)
-               and tr.cpumask >> cpu & 1]
+        cache = self._recorders
+        key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
+        recorders = cache.get(key) if cache is not None else None
+        if recorders is None:
+            recorders = []
+            for ev, conv in self._hit_events(name, args):
+                etrs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
+                if etrs:
+                    recorders.append((ev, conv, etrs))
+            if cache is not None:
+                cache[key] = recorders
         stack = None
-        if name == "sched_switch" and (trs or ftrs or probe_trs):
+        if name == "sched_switch" and (recorders or ftrs or probe_trs):
             stack, entered = wl.switch_path(rng, cpu)
             if ftrs or probe_trs:
                 task = self.curr[cpu]
                 for st in entered:
                     self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
-        if trs:
-            entry = (ts, ev.id, pid, flags, pc, args, None)
-            for tr in trs:
+        for ev, conv, etrs in recorders:
+            entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
+            for tr in etrs:
                 flt = tr.event_filters.get(ev)
                 if flt is not None and not flt(entry, cpu):
                     continue
@@ -268,6 +302,24 @@ class TraceActivity:
                         stack = wl.event_stack(rng, cpu, ev.kind)
                     tr.trace_stack(cpu, ts, pid, flags, pc, stack)
         self._follow(wl, cpu, hit)
+
+    def _hit_events(self, name, args) -> list:
+        """The events recording a hit of tracepoint ``name``, each with the
+        function making its fields from the hit's (None: the same): its
+        own, and for the syscall tracepoints the called system call's."""
+        out = []
+        ev = self._event_def(name)
+        if ev is not None:
+            out.append((ev, None))
+        if name in SYSCALL_TRACEPOINTS:
+            d = self._syscall_events
+            if not d:
+                d.update(((ev.tracepoint, ev.nr), ev) for ev in self.kernel.tracing.events
+                         if isinstance(ev, SyscallEvent))
+            sev = d.get((name, args[0]))
+            if sev is not None:
+                out.append((sev, sev.from_raw))
+        return out
 
     def _call_targets(self, wl, arrays, fn_trs):
         """The functions whose every call matters now (filtered function
@@ -386,4 +438,5 @@ def skip_backlog(kernel, t0: int, t1: int) -> None:
 def register_trace_activity(kernel) -> None:
     act = TraceActivity(kernel)
     kernel.trace_activity = act
+    kernel.tracing.enable_hooks.append(act.sync_probes)
     kernel.add_timer_hook(act.run, skip=lambda t0, t1: skip_backlog(kernel, t0, t1))

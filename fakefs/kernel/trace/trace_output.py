@@ -115,7 +115,7 @@ class TraceFormatter:
             return msg if msg.endswith("\n") else msg + "\n"
         ev = self.tr.tracing.events_by_id.get(t)
         if ev is not None:
-            return "%s: %s\n" % (ev.name, ev.render(entry[5], self))
+            return ev.text(entry[5], self)
         return "Unknown type %d\n" % t
 
     def line(self, entry, cpu: int) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fakefs.kernel.trace.event_catalog import EventDesc, Field, load_catalog
+from fakefs.kernel.trace.event_catalog import Field, load_catalog
 
 
 @pytest.fixture(scope="module")
