@@ -98,3 +98,16 @@ def test_the_kernel_model_is_pure():
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not any(n.split(".")[0] in ("pyfuse3", "trio") for n in names), mod
+
+
+MAX_LINES = 600
+
+
+def test_modules_are_small():
+    big = []
+    for mod, path in _modules():
+        with open(path) as fh:
+            n = sum(1 for _ in fh)
+        if n > MAX_LINES:
+            big.append((mod, n))
+    assert not big, big

@@ -29,86 +29,17 @@ called by the kernel's catch-up when somebody observes.
 from __future__ import annotations
 
 import heapq
-import os
-import tomllib
 
 from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER, TASK_STACK_BASE, TASK_STACK_SIZE
-from ..kernel.timer import TimerList
-from ..kernel.workqueue import POOLS
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK
+from ..kernel.timer import TimerList
+from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .syscalls import Syscalls
-
-DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "machine.toml")
-US = 1000
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
 _WHEEL_WAKE = -2           # a _CONT in a wheel timer's function
-_WAKERS = ("timer", "irq", "task")
-
-
-def load_behaviour(path: str = DATA_PATH) -> dict:
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
-
-
-class Behaviour:
-    """How the tasks of one profile run and sleep."""
-
-    __slots__ = ("burst_ns", "sleep_ns", "state", "waker", "cpu_bound", "fork", "programs",
-                 "pool")
-
-    def __init__(self, spec: dict):
-        self.burst_ns = int(spec["burst_us"] * US)
-        self.sleep_ns = int(spec["sleep_us"] * US)
-        self.state = spec["state"]
-        self.waker = spec["waker"]
-        self.cpu_bound = bool(spec.get("cpu_bound", False))
-        self.fork = float(spec.get("fork", 0.0))      # share of bursts ending in fork + wait
-        self.programs = list(spec.get("programs", ()))
-        self.pool = spec.get("pool")                  # a kworker's works
-        if self.state not in ("S", "D", "I") or self.waker not in _WAKERS or \
-                self.pool not in (None,) + POOLS:
-            raise ValueError("bad behaviour %r" % (spec,))
-
-
-class Device:
-    """An interrupt source: its irq line and name, the softirq it raises."""
-
-    __slots__ = ("irq", "name", "softirq")
-
-    def __init__(self, spec: dict):
-        self.irq = int(spec["irq"])
-        self.name = spec["name"]
-        self.softirq = int(spec["softirq"])
-
-
-class _Run:
-    """Machine-side state of one task: what is left of its burst.  A task
-    of the real machine (``host``) is only woken by its own system calls."""
-
-    __slots__ = ("task", "beh", "left", "since", "token", "host", "parent", "program",
-                 "sigchld", "calls", "tc", "sys", "sysret", "reap", "timer", "work")
-
-    def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = "",
-                 calls=None, tc=None):
-        self.task = task
-        self.beh = beh
-        self.left = 0
-        self.since = 0
-        self.token = 0
-        self.host = host
-        self.parent = parent          # a forked child: it exits after its burst
-        self.program = program        # ... and execs this first
-        self.sigchld = False          # a child exited: SIGCHLD to take
-        self.calls = calls            # its system calls (ProfileCalls), None for kthreads
-        self.tc = tc                  # their values (TaskCalls)
-        self.sys = None               # the call it sleeps in (CallSpec) ...
-        self.sysret = 0               # ... and what it returns
-        self.reap = None              # (comm, pid, prio) of the child its wait4 reaps
-        self.timer = None             # the wheel timer it sleeps on (kernel threads)
-        self.work = None              # a kworker's work: the one it runs / is woken for
 
 
 class Machine:
@@ -141,7 +72,7 @@ class Machine:
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
         self.heap: list = []
         self.seq = 0
-        self.runs: dict[int, _Run] = {}
+        self.runs: dict[int, TaskRun] = {}
         self.rcu: list[list] = [[] for _ in range(self.sched.nr_cpus)]   # (due, comm, pid, prio)
         # per CPU: wheel timers armed, as a heap of (bucket instant, seq, pid)
         self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
@@ -152,10 +83,10 @@ class Machine:
             beh = profiles.get(prof or "default", profiles["default"])
             self.runs[task.pid] = self._run(task, beh, prof or "default")
 
-    def _run(self, task, beh, profile: str, **kw) -> _Run:
+    def _run(self, task, beh, profile: str, **kw) -> TaskRun:
         calls = None if task.kthread else self.calls.of_profile(profile)
         tc = self.calls.task(task.tgid) if calls is not None else None
-        r = _Run(task, beh, calls=calls, tc=tc, **kw)
+        r = TaskRun(task, beh, calls=calls, tc=tc, **kw)
         if task.kthread and beh.waker == "timer" and beh.pool is None:
             # schedule_timeout(): a timer on its stack calling process_timeout
             r.timer = TimerList(TASK_STACK_BASE + (task.pid & 0xffff) * TASK_STACK_SIZE + 0x3e28,
@@ -582,7 +513,7 @@ class Machine:
             task.state = "S"
         r = self.runs.get(pid)
         if r is None:
-            r = self.runs[pid] = _Run(task, self.host_behaviour, host=True)
+            r = self.runs[pid] = TaskRun(task, self.host_behaviour, host=True)
         if task.on_cpu:
             cpu = task.cpu
             return cpu, self._at(cpu, t)

@@ -9,7 +9,6 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.time import ManualClock
-from fakefs.sim.machine import Behaviour, load_behaviour
 from fakefs.timeline import check
 
 T = "sys/kernel/tracing/"
@@ -113,13 +112,6 @@ def test_schedule_profiling_sees_the_machines_switches():
     k = boot(cmdline="profile=schedule")
     run(k, 0.5)
     assert sum(k.profile.buffer) > 100          # schedule() callers, one hit per switch
-
-
-def test_behaviour_table_is_checked():
-    spec = load_behaviour()
-    assert "default" in spec["profile"]
-    with pytest.raises(ValueError):
-        Behaviour(dict(spec["profile"]["default"], waker="telepathy"))
 
 
 @pytest.mark.parametrize("tracer", [None, "function"])
