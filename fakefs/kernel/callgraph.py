@@ -106,6 +106,11 @@ class CallGraph:
                     edges.append((RET, 1.0 - total))
         return g
 
+    def callers_of(self, name: str) -> list[str]:
+        """The callers the common graph gives ``name`` (in file order)."""
+        return [caller for caller, es in self.calls.items()
+                if any(name in t.split("|") for t, _ in es)]
+
     def tokens(self):
         """Every name token the description mentions."""
         seen = set(self.notrace | self.loop | self.halt | self.switch | set(self.again)

@@ -77,6 +77,7 @@ class Kernel:
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}
         self._timer_hooks: list = []
+        self._observers: list = []
         self._skip_hooks: list = []
         self.sim_time = 0
         self.booted = False
@@ -111,8 +112,10 @@ class Kernel:
     def early_param(self, name: str, fn) -> None:
         self._params[name] = fn
 
-    def add_timer_hook(self, fn, skip=None) -> None:
-        self._timer_hooks.append(fn)
+    def add_timer_hook(self, fn, skip=None, observer: bool = False) -> None:
+        """``fn(t0, t1)`` simulates [t0, t1); an ``observer`` (tracing)
+        records what the others did, so it runs after them."""
+        (self._observers if observer else self._timer_hooks).append(fn)
         if skip is not None:
             self._skip_hooks.append(skip)
 
@@ -173,6 +176,8 @@ class Kernel:
         if self.driver is not None:
             self.driver.run(self.sim_time, t1)
         for fn in self._timer_hooks:
+            fn(self.sim_time, t1)
+        for fn in self._observers:
             fn(self.sim_time, t1)
         self.sim_time = t1
 

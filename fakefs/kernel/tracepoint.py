@@ -10,11 +10,12 @@ from __future__ import annotations
 
 
 class Tracepoint:
-    __slots__ = ("name", "probes")
+    __slots__ = ("name", "probes", "driven")
 
     def __init__(self, name: str):
         self.name = name
         self.probes: list = []
+        self.driven = False       # a modelled code path fires it
 
     def register(self, probe) -> None:
         if probe not in self.probes:

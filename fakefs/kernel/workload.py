@@ -331,6 +331,24 @@ class Workload:
         """The simulated tasks (not the idle tasks), in pid order."""
         return self.walk.tasks()
 
+    def inlined_into(self, name: str) -> str | None:
+        """The function the symbol table has that ``name`` (missing from it:
+        inlined) is part of: its nearest caller in the call graph that is
+        not inlined too."""
+        seen, todo = {name}, [name]
+        while todo:
+            nxt = []
+            for n in todo:
+                for caller in self.graph.callers_of(n):
+                    if caller in seen:
+                        continue
+                    if self.ks.addr_of(caller):
+                        return caller
+                    seen.add(caller)
+                    nxt.append(caller)
+            todo = nxt
+        return None
+
     def profile_of(self, pid: int) -> str | None:
         return self.walk.profile_of(pid)
 

@@ -46,3 +46,11 @@ def test_calls_weighing_less_than_one_return_for_the_rest():
 def test_errors_name_the_line(text):
     with pytest.raises(ValueError, match="callgraph:2:"):
         CallGraph.parse("\n" + text)
+
+
+def test_callers_of_reads_alternatives():
+    from fakefs.kernel.callgraph import CallGraph
+    g = CallGraph.parse("a: b|c d*2\ne: c\nf: g\n")
+    assert g.callers_of("c") == ["a", "e"]
+    assert g.callers_of("d") == ["a"]
+    assert g.callers_of("zz") == []

@@ -120,3 +120,12 @@ def test_call_profile_leaves_the_cpus_alone():
     assert not switches
     assert [(t.pid, s) for t, s in run(a.workload, 2000, ncpu=2)] == \
         [(t.pid, s) for t, s in run(b.workload, 2000, ncpu=2)]
+
+
+def test_inlined_functions_are_found_in_their_callers(k):
+    wl = k.workload
+    # vma_lock_alloc is inlined into vm_area_alloc / vm_area_dup in Debian's build
+    assert not k.kallsyms.addr_of("vma_lock_alloc")
+    outer = wl.inlined_into("vma_lock_alloc")
+    assert outer and k.kallsyms.addr_of(outer)
+    assert wl.inlined_into("no_such_function_anywhere") is None

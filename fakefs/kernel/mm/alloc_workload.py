@@ -97,6 +97,14 @@ class AllocWorkload:
         self.next_burst = 45 * NS
         self.steps = 0
         self.ops = 0
+        # when and where the next operation happens: the workload's clock
+        # (``op_time``), and the kernel's time and CPU the allocators' trace
+        # events get (drawn from their own RNG: the workload's draws are
+        # the same whether anybody traces)
+        self.op_time = 0
+        self.trace = self.pa.trace
+        self.moments = kernel.subsystem_rng("alloc_workload-moments")
+        self._window = None                  # (workload time, kernel time, span) of the step
 
     # ------------------------------------------------------------------ helpers
     def site(self, key: str) -> AllocTag | None:
@@ -112,7 +120,20 @@ class AllocWorkload:
 
     def _expire(self, lifetime_s: float, fn, obj) -> None:
         self._seq += 1
-        heapq.heappush(self.heap, (self.now + int(lifetime_s * NS), self._seq, fn, obj))
+        heapq.heappush(self.heap, (self.op_time + int(lifetime_s * NS), self._seq, fn, obj))
+
+    def _moment(self, w: int | None = None) -> None:
+        """The next operation happens at workload time ``w`` (drawn in the
+        step when None), on a CPU of the machine."""
+        win = self._window
+        if win is None:
+            return
+        base, k0, span = win
+        r = self.moments
+        if w is None:
+            w = base + int(r.random() * span)
+        self.op_time = w
+        self.trace.at(int(r.random() * self.nr_cpus), k0 + (w - base))
 
     def _generic_cache(self, size: int):
         cls = max(16, 1 << (size - 1).bit_length()) if size > 256 else (size + 15) // 16 * 16
@@ -343,6 +364,7 @@ class AllocWorkload:
         if t1 <= t0:
             return
         dt = (t1 - t0) / NS
+        self._window = (self.now, t0, t1 - t0)
         t1 = self.now + (t1 - t0)
         rng = self.rng
         self.steps += 1
@@ -355,40 +377,57 @@ class AllocWorkload:
                 expire = self._expire
                 free = self.free
                 alloc = self.alloc_profile
+                moment = self._moment
                 for i in picks:
                     p, _rate, life = hot[i]
+                    moment()
                     expire(rng.expovariate(1.0 / life), free, alloc(p))
+        moment = self._moment
         # processes
         for _ in range(_poisson(rng, 2.0 * dt)):
+            moment()
             self._short_process(rng)
         # page cache
         for _ in range(_poisson(rng, 3.3 * dt)):
+            moment()
             self._readahead(rng)
         for _ in range(_poisson(rng, 25.0 * dt)):
+            moment()
             self._filemap(rng)
         for _ in range(_poisson(rng, 0.6 * dt)):
+            moment()
             self._dentries(rng, 16, life=lognormal(rng, 600, 1.0, 5, 7200))
         # network: packets in flight and their buffers
         for _ in range(_poisson(rng, 300.0 * dt)):
+            moment()
             self._skb(rng)
         for _ in range(_poisson(rng, 2.0 * dt)):
+            moment()
             self._expire(rng.expovariate(1 / 30.0), self.nl_close, self.nl_sock())
         # path lookups, open files
         for _ in range(_poisson(rng, 40.0 * dt)):
+            moment()
             self._expire(rng.expovariate(1 / 0.02), self.slab.kfree, self._cache_alloc("getname", "names_cache"))
         for _ in range(_poisson(rng, 20.0 * dt)):
+            moment()
             self._expire(rng.expovariate(1 / 5.0), self.slab.kfree, self._cache_alloc("filp", "filp"))
         # events
         if t1 >= self.next_burst:
+            moment()
             self._burst(rng)
         if "ctagmod" in self.modules and t1 >= self.next_ctagmod_tick:
+            moment()
             self._ctagmod_tick()
         self.now = t1
         heap = self.heap
         pop = heapq.heappop
         while heap and heap[0][0] < t1:
             _t, _s, fn, obj = pop(heap)
+            moment(_t)
             fn(obj)
+        self._window = None
+        self.op_time = t1
+        self.trace.when = None
 
     def _skb(self, rng) -> None:
         s = self.slab

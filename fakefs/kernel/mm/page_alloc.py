@@ -8,6 +8,11 @@ gives the bytes back on free (``pgalloc_tag_sub``).  Splitting a block into
 order-0 pages (``split_page``, ``alloc_pages_exact``) gives every page its
 own reference, each counting one call (``pgalloc_tag_split``).
 
+Each block has a page frame number: frames are handed out from the bottom
+of RAM up and a freed block's frames are reused first (last in, first out,
+like the per-CPU page lists); the allocations fire ``mm_page_alloc`` and
+``mm_page_free`` through :class:`~fakefs.kernel.mm.kmem_trace.KmemTrace`.
+
 Page references need somewhere to live: the page extension, allocated when
 profiling is supported, or spare page-flag bits in compressed mode.  Without
 support nothing is ever charged.
@@ -16,6 +21,7 @@ support nothing is ever charged.
 from __future__ import annotations
 
 from .alloc_tag import CODETAG_EMPTY
+from .kmem_trace import KmemTrace
 
 PAGE_SHIFT = 12
 PAGE_SIZE = 1 << PAGE_SHIFT
@@ -46,12 +52,13 @@ class Page:
     pages it was split into (each with its own reference to the same tag).
     """
 
-    __slots__ = ("order", "ref", "nr")
+    __slots__ = ("order", "ref", "nr", "pfn")
 
-    def __init__(self, order: int):
+    def __init__(self, order: int, pfn: int = 0):
         self.order = order
         self.ref = None
         self.nr = 1
+        self.pfn = pfn
 
     @property
     def nbytes(self) -> int:
@@ -71,10 +78,33 @@ class PageAllocator:
         self.nr_used = 0          # pages currently allocated through this model
         self.nr_allocs = 0        # blocks ever allocated
         self.nr_frees = 0
+        wl = kernel.workload
+        self.trace = KmemTrace(kernel.tracepoints, kernel.kallsyms,
+                               wl.inlined_into if wl is not None else None)
+        self.first_pfn = 0x100000             # above the first 4 GiB hole
+        self.next_pfn = self.first_pfn
+        self.free_pfns: dict[int, list] = {}   # block size in pages -> freed frames
+
+    def _frames(self, npages: int) -> int:
+        """The first frame of a block of ``npages`` frames."""
+        free = self.free_pfns.get(npages)
+        if free:
+            return free.pop()
+        pfn = self.next_pfn
+        self.next_pfn += npages
+        if self.next_pfn >= self.first_pfn + self.totalram_pages:
+            self.next_pfn = self.first_pfn         # wrap (frames long freed by then)
+        return pfn
+
+    def _give_back(self, pfn: int, npages: int) -> None:
+        free = self.free_pfns.setdefault(npages, [])
+        if len(free) < 4096:
+            free.append(pfn)
 
     # --- allocation -----------------------------------------------------------
     def alloc_pages_noprof(self, order: int = 0, gfp: int = GFP_KERNEL) -> Page:
-        page = Page(order)
+        page = Page(order, self._frames(1 << order))
+        self.trace.page_alloc(page.pfn, order, gfp)
         self.nr_used += 1 << order
         self.nr_allocs += 1
         at = self.at
@@ -95,8 +125,9 @@ class PageAllocator:
     def alloc_pages_bulk_noprof(self, nr: int, gfp: int = GFP_KERNEL) -> Page:
         """``alloc_pages_bulk``: ``nr`` order-0 pages, one reference (and one
         call) each; kept together as one :class:`Page` with ``nr`` set."""
-        page = Page(0)
+        page = Page(0, self._frames(nr))
         page.nr = nr
+        self.trace.page_alloc(page.pfn, 0, gfp, nr)
         self.nr_used += nr
         self.nr_allocs += nr
         at = self.at
@@ -106,7 +137,13 @@ class PageAllocator:
 
     def free_pages(self, page: Page) -> None:
         """``__free_pages`` of a block (every split part at once if split)."""
-        self.nr_used -= page.nr if page.nr > 1 else (1 << page.order)
+        npages = page.nr if page.nr > 1 else (1 << page.order)
+        if page.nr > 1:
+            self.trace.page_free(page.pfn, 0, page.nr)
+        else:
+            self.trace.page_free(page.pfn, page.order)
+        self._give_back(page.pfn, npages)
+        self.nr_used -= npages
         self.nr_frees += 1
         at = self.at
         if at.enabled and at.page_refs:

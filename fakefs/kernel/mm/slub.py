@@ -15,13 +15,20 @@ to the caller as pages.
 
 Slabs are kept on a per-cache partial list; a slab that becomes empty is
 released once the cache already holds ``min_partial`` empty slabs.
+
+An object has an address: its slab's page frame and its index in the slab
+(a freed index is reused first).  Single allocations and frees fire the
+kmem tracepoints (``kmalloc`` / ``kmem_cache_alloc`` with the charged tag's
+function as call site, ``kfree`` for kmalloc objects, ``kmem_cache_free``
+for the others); the bulk API fires none, as in the kernel.
 """
 
 from __future__ import annotations
 
 from .alloc_tag import V_FORMAT_2
+from .kmem_trace import page_address
 from .page_alloc import (GFP_KERNEL, MAX_PAGE_ORDER, PAGE_SIZE, Page, GFP_NO_OBJ_EXT,
-                         get_order)
+                         GFP_ACCOUNT, get_order)
 
 KMALLOC_SIZES = (8, 16, 32, 64, 96, 128, 192, 256, 512, 1024, 2048, 4096, 8192)
 KMALLOC_MAX_CACHE_SIZE = 8192
@@ -98,23 +105,31 @@ class KmemCache:
 
 
 class Slab:
-    __slots__ = ("cache", "page", "inuse", "exts")
+    __slots__ = ("cache", "page", "inuse", "exts", "free", "next")
 
     def __init__(self, cache: KmemCache, page: Page):
         self.cache = cache
         self.page = page
         self.inuse = 0
         self.exts = None            # the object extension vector (an Obj)
+        self.free: list = []        # indices of freed objects, reused first
+        self.next = 0               # the next index never handed out
 
 
 class Obj:
     """A slab object (its ``slabobj_ext.ref`` is ``ref``)."""
 
-    __slots__ = ("slab", "ref")
+    __slots__ = ("slab", "ref", "idx")
 
-    def __init__(self, slab: Slab):
+    def __init__(self, slab: Slab, idx: int = 0):
         self.slab = slab
         self.ref = None
+        self.idx = idx
+
+    @property
+    def ptr(self) -> int:
+        s = self.slab.cache
+        return page_address(self.slab.page.pfn) + (self.idx % s.objects) * s.size
 
 
 class BulkObj:
@@ -146,6 +161,7 @@ class SlabAllocator:
         self.tag_slab_page_node = None  # mm/slub.c alloc_slab_page (__alloc_pages_node)
         self.tag_obj_exts = None        # mm/slub.c alloc_slab_obj_exts
         self.objext_fail = 0            # fail this many obj_exts vector allocations
+        self.trace = page_alloc.trace   # the kmem tracepoints (one "where and when")
 
     def set_tags(self) -> None:
         at = self.at
@@ -221,6 +237,12 @@ class SlabAllocator:
 
     # --- objects --------------------------------------------------------------
     def kmem_cache_alloc_noprof(self, s: KmemCache, gfp: int = GFP_KERNEL, node=None) -> Obj:
+        obj = self._slab_alloc(s, gfp, node)
+        self.trace.kmem_cache_alloc(self.at.current, obj.ptr, s.object_size, s.size, gfp, node,
+                                    bool(gfp & GFP_ACCOUNT))
+        return obj
+
+    def _slab_alloc(self, s: KmemCache, gfp: int, node) -> Obj:
         partial = s.partial
         if partial:
             slab = next(reversed(partial))
@@ -234,7 +256,11 @@ class SlabAllocator:
         if inuse == s.objects:
             del partial[slab]
         s.inuse += 1
-        obj = Obj(slab)
+        if slab.free:
+            obj = Obj(slab, slab.free.pop())
+        else:
+            obj = Obj(slab, slab.next)
+            slab.next += 1
         at = self.at
         if at.enabled and not s.no_obj_ext and not gfp & GFP_NO_OBJ_EXT:
             if slab.exts is not None or self._alloc_obj_exts(slab, gfp):
@@ -251,7 +277,12 @@ class SlabAllocator:
             at.current = old
 
     def kmem_cache_free(self, s: KmemCache, obj: Obj) -> None:
+        self.trace.kmem_cache_free(obj.ptr, s.name)
+        self._slab_free(s, obj)
+
+    def _slab_free(self, s: KmemCache, obj: Obj) -> None:
         slab = obj.slab
+        slab.free.append(obj.idx)
         at = self.at
         if at.enabled and not s.no_obj_ext and slab.exts is not None:
             at.sub(obj, s.size)
@@ -267,9 +298,15 @@ class SlabAllocator:
 
     def kmalloc_noprof(self, size: int, gfp: int = GFP_KERNEL, node=None):
         """``kmalloc_noprof``: an object of the size's kmalloc cache, or pages."""
-        if size > KMALLOC_MAX_CACHE_SIZE:
-            return self.pa.alloc_pages_noprof(get_order(size), gfp)
-        return self.kmem_cache_alloc_noprof(self.kmalloc_caches[kmalloc_index(size)], gfp, node)
+        if size > KMALLOC_MAX_CACHE_SIZE:           # kmalloc_large
+            page = self.pa.alloc_pages_noprof(get_order(size), gfp)
+            self.trace.kmalloc(self.at.current, page_address(page.pfn), size,
+                               PAGE_SIZE << page.order, gfp, node)
+            return page
+        s = self.kmalloc_caches[kmalloc_index(size)]
+        obj = self._slab_alloc(s, gfp, node)
+        self.trace.kmalloc(self.at.current, obj.ptr, size, s.size, gfp, node)
+        return obj
 
     def kmalloc(self, tag, size: int, gfp: int = GFP_KERNEL, node=None):
         """``alloc_hooks(kmalloc_noprof(size, gfp))`` at the site ``tag``."""
@@ -285,9 +322,13 @@ class SlabAllocator:
         if obj is None:
             return
         if isinstance(obj, Page):
+            self.trace.kfree(page_address(obj.pfn))
             self.pa.free_pages(obj)
         elif isinstance(obj, BulkObj):
             self.kmem_cache_free_bulk(obj)
+        elif obj.slab.cache.kmalloc_normal:
+            self.trace.kfree(obj.ptr)
+            self._slab_free(obj.slab.cache, obj)
         else:
             self.kmem_cache_free(obj.slab.cache, obj)
 

@@ -24,7 +24,9 @@ GFP_NOWAIT = 0x2800
 GFP_ZERO_BIT = 0x100
 GFP_ACCOUNT_BIT = 0x400000
 GFP_NAMES = [(GFP_KERNEL | GFP_ACCOUNT_BIT, "GFP_KERNEL_ACCOUNT"), (GFP_KERNEL, "GFP_KERNEL"),
-             (GFP_ATOMIC, "GFP_ATOMIC"), (GFP_NOWAIT, "GFP_NOWAIT"), (GFP_ZERO_BIT, "__GFP_ZERO")]
+             (GFP_ATOMIC, "GFP_ATOMIC"), (GFP_NOWAIT, "GFP_NOWAIT"), (GFP_ZERO_BIT, "__GFP_ZERO"),
+             (0x2000, "__GFP_NOWARN"), (0x10000, "__GFP_NORETRY"), (0x40000, "__GFP_COMP"),
+             (GFP_ACCOUNT_BIT, "__GFP_ACCOUNT")]
 
 # (cache name, object size, request sizes)
 SLAB_CACHES = [("kmalloc-64", 64, (40, 48, 56, 64)), ("kmalloc-192", 192, (136, 160, 192)),

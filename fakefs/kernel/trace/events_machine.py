@@ -12,7 +12,8 @@ event's fields.
 from __future__ import annotations
 
 from ..timer import TIMER_CPUMASK, TIMER_ARRAYSHIFT, timer_flags_text
-from .events_defs import EventDef, hashed_ptr
+from ..mm.kmem_trace import STRUCT_PAGE_SIZE, VMEMMAP
+from .events_defs import EventDef, hashed_ptr, show_gfp
 
 SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
                  "HRTIMER", "RCU")
@@ -114,6 +115,22 @@ class WorkqueueExecute(MachineEvent):
         return "work struct %s: function %s" % (hashed_ptr(a[0]), _sym_or_null(fmt, a[1], False))
 
 
+def _page(pfn):
+    return hashed_ptr(VMEMMAP + pfn * STRUCT_PAGE_SIZE)
+
+
+class MmPageAlloc(MachineEvent):
+    def render(self, a, fmt):
+        pfn, order, gfp, mt = a
+        return "page=%s pfn=0x%x order=%d migratetype=%d gfp_flags=%s" % (
+            _page(pfn), pfn, order, mt, show_gfp(gfp))
+
+
+class MmPageFree(MachineEvent):
+    def render(self, a, fmt):
+        return "page=%s pfn=0x%x order=%d" % (_page(a[0]), a[0], a[1])
+
+
 class CpuIdle(MachineEvent):
     def render(self, a, fmt):
         return "state=%d cpu_id=%d" % a
@@ -200,7 +217,9 @@ def machine_events() -> list[EventDef]:
         ("sched", "sched_process_free", SchedProcess),
         ("sched", "sched_stat_runtime", SchedStatRuntime),
         ("task", "task_rename", TaskRename),
+        ("kmem", "mm_page_alloc", MmPageAlloc), ("kmem", "mm_page_free", MmPageFree),
         ("sched", "sched_wakeup_new", SchedWakeupNew),
         ("task", "task_newtask", TaskNewtask), ("signal", "signal_deliver", SignalDeliver),
     ]
-    return [cls(system, name, [], "", 0, 0, None) for system, name, cls in table]
+    kinds = {"mm_page_alloc": "page_alloc"}      # where the walk finds their stacks
+    return [cls(system, name, [], "", 0, 0, kinds.get(name)) for system, name, cls in table]

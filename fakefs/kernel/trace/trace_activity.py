@@ -45,6 +45,7 @@ SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SCHED_TRACEPOINTS = ("sched_switch", "sched_waking", "sched_wakeup")
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
+CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
 FOLLOWED = ("sched_switch",)   # tracepoints always probed
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
@@ -117,13 +118,17 @@ class TraceActivity:
                 tp.unregister(self._probe(tp.name))
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
-        """The scheduler's hits on ``cpu`` before ``t1``, as occurrences."""
+        """The hits on ``cpu`` before ``t1``, as occurrences (the machine's
+        come in time order, the allocators' after them: all of them count;
+        a CPU busy past ``t1`` leaves the rest for the next window)."""
         q = self.pending[cpu]
-        n = 0
-        while n < len(q) and q[n][0] < t1:
-            n += 1
-        hits = [(h[0], MACHINE, h) for h in q[:n]]
-        del q[:n]
+        if not q:
+            return []
+        hits = [(h[0], MACHINE, h) for h in q if h[0] < t1]
+        if len(hits) == len(q):
+            q.clear()
+            return hits
+        q[:] = [h for h in q if h[0] >= t1]
         return hits
 
     def _event_def(self, name):
@@ -187,17 +192,20 @@ class TraceActivity:
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
         if not plain_fn and not ev_trs and not targets:
-            if driven:                  # nothing traced: only follow who runs
-                for cpu in range(self.kernel.nr_cpus):
+            for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
+                if driven:
                     wl.follow(cpu, self.curr[cpu])
-                    for _ts, _id, hit in self._machine_hits(cpu, t1):
+                for _ts, _id, hit in self._machine_hits(cpu, t1):
+                    if driven:
                         self._follow(wl, cpu, hit)
             return
         events = set()
         for tr in ev_trs:
             # soft-disabled events are left out, unless a probe may enable them
             events |= tr.enabled_events if tr in probe_trs else tr.enabled_events - tr.soft_disabled
-        events = {ev for ev in events if ev.rate}          # the others never fire
+        tps = self.kernel.tracepoints
+        # the others never fire, or fire from a modelled code path
+        events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
         if driven:
             events = {ev for ev in events if ev.name not in SCHED_TRACEPOINTS}
         events = sorted(events, key=lambda e: e.id)
@@ -223,9 +231,8 @@ class TraceActivity:
             for ev in events:
                 n = self._count((cpu, ev.id), ev.rate, dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
-            if driven:
-                occ += self._machine_hits(cpu, t1)
-            elif events and not moving and not any(ev.kind == "sched_switch" for ev in events):
+            occ += self._machine_hits(cpu, t1)
+            if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
                 # nothing else moves the CPUs from task to task: let the
                 # scheduler run unrecorded so the traced events keep coming
                 # from changing tasks
@@ -273,17 +280,10 @@ class TraceActivity:
         to __schedule() (schedule(), ...): function tracers and probes see
         them."""
         ts, name, pid, flags, pc, args, _after = hit
-        cache = self._recorders
-        key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
-        recorders = cache.get(key) if cache is not None else None
-        if recorders is None:
-            recorders = []
-            for ev, conv in self._hit_events(name, args):
-                etrs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
-                if etrs:
-                    recorders.append((ev, conv, etrs))
-            if cache is not None:
-                cache[key] = recorders
+        if pid is None:
+            self._unattributed_hit(hit, trs, wl, rng, cpu)
+            return
+        recorders = self._recorders_of(name, args, trs, cpu)
         stack = None
         if name == "sched_switch" and (recorders or ftrs or probe_trs):
             stack, entered = wl.switch_path(rng, cpu)
@@ -302,6 +302,54 @@ class TraceActivity:
                         stack = wl.event_stack(rng, cpu, ev.kind)
                     tr.trace_stack(cpu, ts, pid, flags, pc, stack)
         self._follow(wl, cpu, hit)
+
+    def _recorders_of(self, name, args, trs, cpu) -> list:
+        cache = self._recorders
+        key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
+        recorders = cache.get(key) if cache is not None else None
+        if recorders is None:
+            recorders = []
+            for ev, conv in self._hit_events(name, args):
+                etrs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
+                if etrs:
+                    recorders.append((ev, conv, etrs))
+            if cache is not None:
+                cache[key] = recorders
+        return recorders
+
+    def _unattributed_hit(self, hit, trs, wl, rng, cpu) -> None:
+        """A hit of code that does not know who runs (the allocators): it
+        is the task running on ``cpu`` now, or an interrupt on top of it,
+        as the walk finds its way to the event's function; the context
+        comes from that stack.  An allocation's call site is its tag's
+        function (the stack goes through it); a free's is the stack's."""
+        ts, name, _pid, _flags, _pc, args, _after = hit
+        recorders = self._recorders_of(name, args, trs, cpu)
+        if not recorders:
+            return
+        ev = recorders[0][0]
+        if self.kernel.driver is not None:
+            task, stack = self.curr[cpu], wl.event_stack(rng, cpu, ev.kind)
+        else:
+            try:
+                task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
+            except ValueError:               # no path to it: where the task is
+                task, stack = wl.sample(rng, cpu)
+        if name in CALL_SITE_TRACEPOINTS and len(stack) > 1:
+            if args[0]:
+                stack = (stack[0], args[0]) + stack[2:]
+            else:
+                args = (stack[1],) + args[1:]
+        flags, pc = self.context_flags(stack)
+        pid = task.pid
+        for ev, _conv, etrs in recorders:
+            entry = (ts, ev.id, pid, flags, pc, args, None)
+            for tr in etrs:
+                flt = tr.event_filters.get(ev)
+                if flt is not None and not flt(entry, cpu):
+                    continue
+                if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
+                    tr.trace_stack(cpu, ts, pid, flags, pc, stack)
 
     def _hit_events(self, name, args) -> list:
         """The events recording a hit of tracepoint ``name``, each with the
@@ -439,4 +487,5 @@ def register_trace_activity(kernel) -> None:
     act = TraceActivity(kernel)
     kernel.trace_activity = act
     kernel.tracing.enable_hooks.append(act.sync_probes)
-    kernel.add_timer_hook(act.run, skip=lambda t0, t1: skip_backlog(kernel, t0, t1))
+    kernel.add_timer_hook(act.run, skip=lambda t0, t1: skip_backlog(kernel, t0, t1),
+                          observer=True)

@@ -88,7 +88,7 @@ def test_every_event_on_records_only_what_fires():
              if not ln.startswith("#") and ": " in ln}
     assert names and names <= {"sched_switch", "sched_waking", "sched_wakeup", "kmalloc",
                                "kfree", "kmem_cache_alloc", "kmem_cache_free",
-                               "signal_generate"}
+                               "mm_page_alloc", "mm_page_free", "signal_generate"}
 
 
 def test_available_events_is_top_level_only():
