@@ -37,6 +37,10 @@ from .slub import BulkObj, Obj, SlabAllocator
 from .vmalloc import VmArea, Vmalloc
 
 NS = 1_000_000_000
+# short-lived churn of a busy machine, per second: packets in flight and
+# their buffers, path lookups (getname() -> names_cache, freed at once)
+SKB_RATE = 1500.0
+GETNAME_RATE = 2500.0
 
 
 class Process:
@@ -398,14 +402,14 @@ class AllocWorkload:
             moment()
             self._dentries(rng, 16, life=lognormal(rng, 600, 1.0, 5, 7200))
         # network: packets in flight and their buffers
-        for _ in range(_poisson(rng, 300.0 * dt)):
+        for _ in range(_poisson(rng, SKB_RATE * dt)):
             moment()
             self._skb(rng)
         for _ in range(_poisson(rng, 2.0 * dt)):
             moment()
             self._expire(rng.expovariate(1 / 30.0), self.nl_close, self.nl_sock())
         # path lookups, open files
-        for _ in range(_poisson(rng, 40.0 * dt)):
+        for _ in range(_poisson(rng, GETNAME_RATE * dt)):
             moment()
             self._expire(rng.expovariate(1 / 0.02), self.slab.kfree, self._cache_alloc("getname", "names_cache"))
         for _ in range(_poisson(rng, 20.0 * dt)):
