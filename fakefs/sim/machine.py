@@ -40,6 +40,7 @@ _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
 _WHEEL_WAKE = -2           # a _CONT in a wheel timer's function
+_EXIT_WAKE = -3            # a _CONT in an exiting task's exit_notify()
 
 
 class Machine:
@@ -340,15 +341,19 @@ class Machine:
             args, _ret = self.calls.values(r.tc, self.calls.exit_group)
             self.entry.enter(cpu, t, r.task.pid, self.calls.exit_group.nr, args)
             t = self._at(cpu, t + 2000)
+        parent = self.life.exit(r.task, cpu, t)
+        r.parent = parent.pid if parent is not None else 0
+        # exit_notify() wakes the parent at its own instant (others see it then)
+        self._push(self._at(cpu, t + 5000), _CONT, cpu, (r.task.pid, _EXIT_WAKE))
+
+    def _exit_notify(self, t: int, cpu: int, r) -> None:
         task = r.task
-        parent = self.life.exit(task, cpu, t)
-        pr = self.runs.get(parent.pid) if parent is not None else None
-        t = self._at(cpu, t + 5000)
+        pr = self.runs.get(r.parent)
         if pr is not None and pr.task.state in ("S", "D", "I"):
             pr.sigchld = True
             pr.reap = (task.comm, task.pid, task.prio)
             self._try_wake(pr, cpu, t, CTX_TASK)
-        del self.runs[r.task.pid]
+        del self.runs[task.pid]
         self._switch(cpu, self._at(cpu, t + 3000), "Z")
 
     def _wake(self, t: int, pid: int) -> None:
@@ -394,6 +399,9 @@ class Machine:
         r = self.runs.get(pid)
         if how == _WHEEL_WAKE:
             self._wheel_wake(t, cpu, r, what[2], what[3])
+            return
+        if how == _EXIT_WAKE:
+            self._exit_notify(t, cpu, r)
             return
         if how == _TIMER_WAKE:
             self._try_wake(r, cpu, t, CTX_HARDIRQ)
