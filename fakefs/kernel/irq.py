@@ -84,32 +84,28 @@ class Interrupts:
             site += (hit[2] * 3 // 4) & ~3 if hit else 0
         self.resched_site = site or 0
 
-    def _fire(self, tp, cpu, t, base, pc, args) -> None:
-        if tp.probes:
-            tp.fire(cpu, t, self.sched.curr[cpu].pid, self.sched.flags(cpu, base), pc, args)
-
     # --- the paths -----------------------------------------------------------
     def device_irq_begin(self, cpu: int, t: int, irq: int, name: str, vec: int) -> int:
         """A device interrupt up to its softirq's work: returns the instant
         the softirq handler does it (``softirq_end`` goes on from there)."""
         self.sched.idle_exit(cpu, t)
-        self._fire(self.tp_irq_entry, cpu, t, HARD, 0, (irq, name))
+        self.sched.fire(self.tp_irq_entry, cpu, t, HARD, 0, (irq, name))
         t += 2 * US
-        self._fire(self.tp_irq_exit, cpu, t, HARD, 0, (irq, 1))
-        self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (vec,))
+        self.sched.fire(self.tp_irq_exit, cpu, t, HARD, 0, (irq, 1))
+        self.sched.fire(self.tp_softirq_raise, cpu, t, HARD, 0, (vec,))
         t += US
-        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
+        self.sched.fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
         return t + 3 * US
 
     def softirq_end(self, cpu: int, t: int, vec: int) -> int:
         t += 2 * US
-        self._fire(self.tp_softirq_exit, cpu, t, SOFTIRQ, 0, (vec,))
+        self.sched.fire(self.tp_softirq_exit, cpu, t, SOFTIRQ, 0, (vec,))
         return t + US
 
     def hrtimer_sleep(self, cpu: int, t: int, pid: int, wake: int) -> None:
         """Task ``pid`` sleeps until ``wake`` (``schedule_hrtimeout_range()``,
         ``nanosleep``): its hrtimer is armed with the default slack."""
-        self._fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
+        self.sched.fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
                    (sleeper_hrtimer(pid), self.wakeup_fn, wake, wake - TIMER_SLACK_NS,
                     HRTIMER_MODE_REL, 0))
 
@@ -117,16 +113,16 @@ class Interrupts:
         """The hrtimer of sleeper ``pid`` fires: returns the instant
         ``hrtimer_wakeup`` wakes it (``timer_end`` goes on from there)."""
         self.sched.idle_exit(cpu, t)
-        self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        self.sched.fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
-        self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0,
+        self.sched.fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0,
                    (sleeper_hrtimer(pid), t, self.wakeup_fn))
         return t
 
     def timer_end(self, cpu: int, t: int, pid: int) -> int:
         t += 2 * US
-        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (sleeper_hrtimer(pid),))
-        self._fire(self.tp_timer_exit, cpu, t + US, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        self.sched.fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (sleeper_hrtimer(pid),))
+        self.sched.fire(self.tp_timer_exit, cpu, t + US, HARD, 0, (LOCAL_TIMER_VECTOR,))
         return t + 2 * US
 
     def tick(self, cpu: int, t: int, tick_period: int, rcu: bool = False) -> int:
@@ -137,39 +133,39 @@ class Interrupts:
         the tick raises the RCU softirq too, which runs after TIMER's
         (``softirq_begin``)."""
         self.sched.idle_exit(cpu, t)
-        self._fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        self.sched.fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
         timer = TICK_HRTIMER_BASE + cpu * CPU_AREA
-        self._fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0, (timer, t, self.tick_fn))
+        self.sched.fire(self.tp_hrtimer_expire_entry, cpu, t, HARD, 0, (timer, t, self.tick_fn))
         self.sched.scheduler_tick(cpu, t)
-        self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_TIMER,))
+        self.sched.fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_TIMER,))
         if rcu:
-            self._fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_RCU,))
+            self.sched.fire(self.tp_softirq_raise, cpu, t, HARD, 0, (SOFTIRQ_RCU,))
         t += 2 * US
-        self._fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (timer,))
+        self.sched.fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (timer,))
         expires = (t // tick_period + 1) * tick_period
-        self._fire(self.tp_hrtimer_start, cpu, t, HARD, 1,
+        self.sched.fire(self.tp_hrtimer_start, cpu, t, HARD, 1,
                    (timer, self.tick_fn, expires, expires, HRTIMER_MODE_ABS, 0))
         t += US
-        self._fire(self.tp_timer_exit, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
+        self.sched.fire(self.tp_timer_exit, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
-        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (SOFTIRQ_TIMER,))
+        self.sched.fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (SOFTIRQ_TIMER,))
         return t + US
 
     def softirq_begin(self, cpu: int, t: int, vec: int) -> int:
         """The next raised softirq of the same ``__do_softirq()`` run."""
-        self._fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
+        self.sched.fire(self.tp_softirq_entry, cpu, t, SOFTIRQ, 0, (vec,))
         return t + US
 
     def send_reschedule(self, cpu: int, t: int, target: int, ctx) -> None:
         """``resched_curr()`` of a remote CPU: the IPI leaves from ``cpu``."""
         base, depth = ctx
-        self._fire(self.tp_ipi_send_cpu, cpu, t, base, depth + 1,
+        self.sched.fire(self.tp_ipi_send_cpu, cpu, t, base, depth + 1,
                    (target, self.resched_site, 0))
 
     def reschedule_ipi(self, cpu: int, t: int) -> int:
         self.sched.idle_exit(cpu, t)
-        self._fire(self.tp_resched_entry, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
+        self.sched.fire(self.tp_resched_entry, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
         t += US
-        self._fire(self.tp_resched_exit, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
+        self.sched.fire(self.tp_resched_exit, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
         return t + US

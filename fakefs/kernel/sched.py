@@ -132,6 +132,12 @@ class Scheduler:
     def flags(self, cpu: int, base: int) -> int:
         return base | RESCHED if self.need_resched[cpu] else base
 
+    def fire(self, tp, cpu: int, t: int, base: int, pc: int, args) -> None:
+        """Fire ``tp`` on ``cpu`` as its running task, in context ``base``
+        (plus need-resched when set) at preempt depth ``pc``."""
+        if tp.probes:
+            tp.fire(cpu, t, self.curr[cpu].pid, self.flags(cpu, base), pc, args)
+
     # --- the code paths ---------------------------------------------------
     def enqueue(self, task: Task, cpu: int) -> None:
         """A runnable task that is not running joins ``cpu``'s runqueue."""

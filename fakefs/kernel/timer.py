@@ -104,13 +104,8 @@ class TimerWheel:
         """The instant the tick of ``jiffies`` happens."""
         return (jiffies - INITIAL_JIFFIES) * self.tick_ns
 
-    def _fire(self, tp, cpu, t, base, pc, args) -> None:
-        if tp.probes:
-            sched = self.sched
-            tp.fire(cpu, t, sched.curr[cpu].pid, sched.flags(cpu, base), pc, args)
-
     def init(self, cpu: int, t: int, timer: TimerList) -> None:
-        self._fire(self.tp_init, cpu, t, 0, 0, (timer.addr,))
+        self.sched.fire(self.tp_init, cpu, t, 0, 0, (timer.addr,))
 
     def start(self, cpu: int, t: int, timer: TimerList, timeout: int, softirq: bool = False) -> int:
         """``mod_timer(timer, jiffies + timeout)`` on ``cpu``: returns the
@@ -119,23 +114,23 @@ class TimerWheel:
         timer.expires = now + timeout
         idx, timer.bucket_expiry = calc_wheel_index(timer.expires, now)
         flags = timer.flags | cpu | idx << TIMER_ARRAYSHIFT
-        self._fire(self.tp_start, cpu, t, IRQS_OFF | (SOFTIRQ if softirq else 0), 1,
+        self.sched.fire(self.tp_start, cpu, t, IRQS_OFF | (SOFTIRQ if softirq else 0), 1,
                    (timer.addr, timer.function, timer.expires, timer.bucket_expiry, now, flags))
         return self.time_of(timer.bucket_expiry)
 
     def expire_begin(self, cpu: int, t: int, timer: TimerList) -> None:
         """``expire_timers()`` up to calling the timer's function."""
-        self._fire(self.tp_cancel, cpu, t, IRQS_OFF | SOFTIRQ, 1, (timer.addr,))
+        self.sched.fire(self.tp_cancel, cpu, t, IRQS_OFF | SOFTIRQ, 1, (timer.addr,))
         now = self.jiffies(t)
         if timer.flags & TIMER_IRQSAFE:
-            self._fire(self.tp_expire_entry, cpu, t, IRQS_OFF | SOFTIRQ, 1,
+            self.sched.fire(self.tp_expire_entry, cpu, t, IRQS_OFF | SOFTIRQ, 1,
                        (timer.addr, now, timer.function, now))
         else:
-            self._fire(self.tp_expire_entry, cpu, t, SOFTIRQ, 0,
+            self.sched.fire(self.tp_expire_entry, cpu, t, SOFTIRQ, 0,
                        (timer.addr, now, timer.function, now))
 
     def expire_end(self, cpu: int, t: int, timer: TimerList) -> None:
         if timer.flags & TIMER_IRQSAFE:
-            self._fire(self.tp_expire_exit, cpu, t, IRQS_OFF | SOFTIRQ, 1, (timer.addr,))
+            self.sched.fire(self.tp_expire_exit, cpu, t, IRQS_OFF | SOFTIRQ, 1, (timer.addr,))
         else:
-            self._fire(self.tp_expire_exit, cpu, t, SOFTIRQ, 0, (timer.addr,))
+            self.sched.fire(self.tp_expire_exit, cpu, t, SOFTIRQ, 0, (timer.addr,))

@@ -106,22 +106,17 @@ class Workqueues:
                 return w
         return works[-1]
 
-    def _fire(self, tp, cpu, t, base, pc, args) -> None:
-        if tp.probes:
-            sched = self.sched
-            tp.fire(cpu, t, sched.curr[cpu].pid, sched.flags(cpu, base), pc, args)
-
     def queue_work(self, cpu: int, t: int, work: Work, softirq: bool) -> None:
         """``__queue_work()`` on ``cpu``: onto the pool's worklist."""
         base = IRQS_OFF | (SOFTIRQ if softirq else 0)
         req = work.cpu if work.cpu >= 0 else WORK_CPU_UNBOUND
         pool_cpu = work.cpu if work.cpu >= 0 else -1
-        self._fire(self.tp_queue, cpu, t, base, 2,
+        self.sched.fire(self.tp_queue, cpu, t, base, 2,
                    (work.addr, work.function, work.workqueue, req, pool_cpu))
-        self._fire(self.tp_activate, cpu, t, base, 2, (work.addr, work.function))
+        self.sched.fire(self.tp_activate, cpu, t, base, 2, (work.addr, work.function))
 
     def execute_start(self, cpu: int, t: int, work: Work) -> None:
-        self._fire(self.tp_start, cpu, t, 0, 0, (work.addr, work.function))
+        self.sched.fire(self.tp_start, cpu, t, 0, 0, (work.addr, work.function))
 
     def execute_end(self, cpu: int, t: int, work: Work) -> None:
-        self._fire(self.tp_end, cpu, t, 0, 0, (work.addr, work.function))
+        self.sched.fire(self.tp_end, cpu, t, 0, 0, (work.addr, work.function))

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import os
 import re
 
+from kfiles import rd, wr
+
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.mm.kmem_trace import GFP_COMP_BIT, kernel_gfp, page_address
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.events_defs import hashed_ptr
 from fakefs.timeline import check
 
-T = "sys/kernel/tracing/"
 EVENTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free", "mm_page_alloc",
           "mm_page_free")
 
 
-def _write(k, path, data):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    n.fops.open(f)
-    n.fops.write(f, data.encode())
-
-
-def _read(k, path):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    return n.fops.read(f, 0, 1 << 30).decode()
-
-
 def _traced(seconds=0.6):
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    _write(k, T + "buffer_size_kb", "8192")
+    wr(k, "buffer_size_kb", "8192")
     for e in EVENTS:
-        _write(k, T + "events/kmem/%s/enable" % e, "1")
+        wr(k, "events/kmem/%s/enable" % e, "1")
     slab, pa = k.slab, k.page_alloc
     counts = {"slab": 0, "pages": 0}
     alloc, bulk, single = slab._slab_alloc, pa.alloc_pages_bulk_noprof, pa.alloc_pages_noprof
@@ -61,8 +46,8 @@ def _traced(seconds=0.6):
         k.clock.advance(20_000_000)
         k.run_until_now()
     slab._slab_alloc, pa.alloc_pages_bulk_noprof, pa.alloc_pages_noprof = alloc, bulk, single
-    _write(k, T + "tracing_on", "0")
-    lines = [ln for ln in _read(k, T + "trace").splitlines() if not ln.startswith("#")]
+    wr(k, "tracing_on", "0")
+    lines = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
     return k, lines, counts, ptrs
 
 
@@ -83,7 +68,7 @@ def test_call_sites_are_the_tags_allocinfo_lists():
     k, lines, _counts, _ptrs = _traced()
     funcs = [ln.split("call_site=")[1].split("+")[0] for ln in lines
              if " kmalloc: " in ln or " kmem_cache_alloc: " in ln]
-    listed = set(re.findall(r"func:(\S+)", _read(k, "proc/allocinfo")))
+    listed = set(re.findall(r"func:(\S+)", rd(k, "proc/allocinfo", base="")))
     wl = k.workload
     known = listed | {wl.inlined_into(f) for f in listed if not k.kallsyms.addr_of(f)}
     # a tag in a function the symbol table lacks, inlined where the call
@@ -93,8 +78,8 @@ def test_call_sites_are_the_tags_allocinfo_lists():
 
 def test_an_allocation_at_a_tag_is_traced_with_its_site_and_address():
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    _write(k, T + "events/kmem/kmalloc/enable", "1")
-    _write(k, T + "events/kmem/kfree/enable", "1")
+    wr(k, "events/kmem/kmalloc/enable", "1")
+    wr(k, "events/kmem/kfree/enable", "1")
     tag = next(t for t in k.alloc_tag.iter_tags() if t.function == "__alloc_skb")
     kt = k.page_alloc.trace
     kt.at(1, 5_000_000)
@@ -104,7 +89,7 @@ def test_an_allocation_at_a_tag_is_traced_with_its_site_and_address():
     kt.when = None
     k.clock.advance(20_000_000)
     k.run_until_now()
-    text = _read(k, T + "trace")
+    text = rd(k, "trace")
 
     mine = [ln for ln in text.splitlines() if hashed_ptr(obj.ptr) in ln]
     alloc = next(ln for ln in mine if " 0.005000: " in ln)

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import os
+from kfiles import rd, wr
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.time import ManualClock
 
-T = "sys/kernel/tracing/"
 
 
 def _boot():
     return sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-
-
-def _write(k, path, data):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    n.fops.open(f)
-    n.fops.write(f, data.encode())
-
-
-def _read(k, path):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    return n.fops.read(f, 0, 1 << 30).decode()
 
 
 def _run(k, ns):
@@ -37,10 +21,10 @@ def _run(k, ns):
 
 def test_per_call_events_print_the_syscall_way():
     k = _boot()
-    _write(k, T + "events/syscalls/sys_enter_read/enable", "1")
-    _write(k, T + "events/syscalls/sys_exit_read/enable", "1")
+    wr(k, "events/syscalls/sys_enter_read/enable", "1")
+    wr(k, "events/syscalls/sys_exit_read/enable", "1")
     _run(k, 400_000_000)
-    lines = [ln for ln in _read(k, T + "trace").splitlines() if not ln.startswith("#")]
+    lines = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
     enters = [ln for ln in lines if "sys_read(" in ln]
     exits = [ln for ln in lines if "sys_read -> 0x" in ln]
     assert enters and exits
@@ -48,19 +32,19 @@ def test_per_call_events_print_the_syscall_way():
     assert body.startswith("sys_read(fd: ") and ", buf: " in body and ", count: " in body
     assert body.endswith(")") and "0x" not in body            # %lx, no 0x
     assert all(": sys_" in ln for ln in enters + exits)       # no "name:" prefix
-    _write(k, T + "trace", "")
-    _write(k, T + "options/verbose", "1")
+    wr(k, "trace", "")
+    wr(k, "options/verbose", "1")
     _run(k, 200_000_000)
-    text = _read(k, T + "trace")
+    text = rd(k, "trace")
     assert "sys_read(unsigned int fd: " in text and "char * buf: " in text
 
 
 def test_only_enabled_calls_are_recorded():
     k = _boot()
-    _write(k, T + "events/syscalls/sys_enter_futex/enable", "1")
-    _write(k, T + "events/raw_syscalls/sys_exit/enable", "1")
+    wr(k, "events/syscalls/sys_enter_futex/enable", "1")
+    wr(k, "events/raw_syscalls/sys_exit/enable", "1")
     _run(k, 300_000_000)
-    lines = [ln for ln in _read(k, T + "trace").splitlines() if not ln.startswith("#")]
+    lines = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
     names = {ln.split(": ", 2)[1].split("(")[0].split(":")[0] for ln in lines}
     assert names == {"sys_futex", "sys_exit"}
     raw = next(ln for ln in lines if "sys_exit: NR " in ln)
@@ -69,18 +53,18 @@ def test_only_enabled_calls_are_recorded():
 
 def test_raw_enter_shows_the_six_registers():
     k = _boot()
-    _write(k, T + "events/raw_syscalls/sys_enter/enable", "1")
+    wr(k, "events/raw_syscalls/sys_enter/enable", "1")
     _run(k, 200_000_000)
-    raw = next(ln for ln in _read(k, T + "trace").splitlines() if "sys_enter: NR " in ln)
+    raw = next(ln for ln in rd(k, "trace").splitlines() if "sys_enter: NR " in ln)
     regs = raw.split("(", 1)[1].rstrip(")").split(", ")
     assert len(regs) == 6 and all(int(r, 16) >= 0 for r in regs)
 
 
 def test_no_syscall_is_simulated_while_nobody_traces_them():
     k = _boot()
-    _write(k, T + "events/sched/sched_switch/enable", "1")
+    wr(k, "events/sched/sched_switch/enable", "1")
     assert not k.syscalls.traced()
-    _write(k, T + "events/raw_syscalls/enable", "1")
+    wr(k, "events/raw_syscalls/enable", "1")
     assert k.syscalls.traced()
-    _write(k, T + "events/raw_syscalls/enable", "0")
+    wr(k, "events/raw_syscalls/enable", "0")
     assert not k.syscalls.traced()
