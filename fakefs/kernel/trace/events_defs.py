@@ -83,7 +83,7 @@ class EventDef:
         self.tracepoint = name    # the tracepoint whose hits it records
         self.id = 0
         self.desc = None          # the catalogue's description, when there is one
-        self.filter_fields = None  # trace_events_filter.event_fields(), once computed
+        self.filter_fields = None  # trace_events_filter_fields.event_fields(), once computed
 
     def format_text(self) -> str:
         if self.desc is not None:

@@ -12,7 +12,7 @@ CORE = "tracing mini-HOWTO:\n\n# echo 0 > tracing_on : quick way to disable trac
 
 
 # CONFIG_DYNAMIC_FTRACE: the probe commands this kernel has (no snapshot,
-# dump or cpudump: see ftrace.py)
+# dump or cpudump: see ftrace_probes.py)
 DYNAMIC_FTRACE = (
     "\n  available_filter_functions - list of functions that can be filtered on\n"
     "  set_ftrace_filter\t- echo function name in here to only trace these\n"
@@ -45,7 +45,7 @@ DYNAMIC_FTRACE = (
     "\t    Does not accept triggers\n"
 )
 STACKTRACE_TRIGGER = "\t\t      stacktrace\n"
-# CONFIG_FUNCTION_TRACER (only with the pid files, see ftrace.pid_files_wanted)
+# CONFIG_FUNCTION_TRACER (only with the pid files, see ftrace_files.pid_files_wanted)
 FTRACE_PID = (
     "  set_ftrace_pid\t- Write pid(s) to only function trace those pids\n"
     "\t\t    (function)\n"

@@ -322,7 +322,7 @@ class Tracing:
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}
-        self.ftrace_records = None        # ftrace.FtraceRecords, built on first use
+        self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
         # called when the set of enabled events changes (tracepoint probes follow it)
         self.enable_hooks: list = []
 
