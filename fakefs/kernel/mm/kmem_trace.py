@@ -78,7 +78,7 @@ class KmemTrace:
         that is not known either (the recorder takes the stack's caller)."""
         if tag is None:
             return 0
-        site = self._sites.get(id(tag))
+        site = self._sites.get(tag)
         if site is None:
             site = 0
             ks = self.kallsyms
@@ -90,7 +90,7 @@ class KmemTrace:
                 hit = ks.lookup(addr)
                 size = hit[2] if hit else 64
                 site = addr + 5 + (tag.lineno * 37) % max(1, size - 10)
-            self._sites[id(tag)] = site
+            self._sites[tag] = site
         return site
 
     def _fire(self, tp, args) -> None:

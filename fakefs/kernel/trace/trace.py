@@ -238,7 +238,7 @@ class TraceArray:
                 disable = ev not in self.soft_mode
             if disable and ev in self.enabled_events:
                 self.enabled_events.discard(ev)
-                self.tracing.events_changed()
+                self.tracing.tracepoint_use(ev, -1)
             if ev in self.soft_mode:
                 self.soft_disabled.add(ev)
             else:
@@ -255,7 +255,7 @@ class TraceArray:
             if soft:
                 self.soft_disabled.add(ev)
             self.enabled_events.add(ev)
-            self.tracing.events_changed()
+            self.tracing.tracepoint_use(ev, 1)
 
     def event_recording(self, ev) -> bool:
         """Enabled and not soft-disabled: hits go into the buffer."""
@@ -323,16 +323,28 @@ class Tracing:
         self.stackmap_bits = BITS_DEFAULT
         self.saved_cmdlines: dict[int, str] = {}
         self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
-        # called when the set of enabled events changes (tracepoint probes follow it)
-        self.enable_hooks: list = []
+        # how many enabled events (over all arrays) record each tracepoint;
+        # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops
+        self.tracepoint_users: dict[str, int] = {}
+        self.probe_hooks: list = []
 
     def arrays(self):
         yield self.global_trace
         yield from self.instances.values()
 
-    def events_changed(self) -> None:
-        for hook in self.enable_hooks:
-            hook()
+    def tracepoint_use(self, ev, delta: int) -> None:
+        """An event recording ``ev.tracepoint`` was enabled (+1) or
+        disabled (-1) somewhere: the trace event code's probe is on the
+        tracepoint while any is (``trace_event_reg``)."""
+        name = ev.tracepoint
+        n = self.tracepoint_users.get(name, 0) + delta
+        if n:
+            self.tracepoint_users[name] = n
+        else:
+            self.tracepoint_users.pop(name, None)
+        if (n == 0) != (n - delta == 0):
+            for hook in self.probe_hooks:
+                hook(name, n > 0)
 
     def save_cmdline(self, pid: int) -> None:
         """``trace_save_cmdline()`` for a process outside the simulation (a
@@ -364,9 +376,11 @@ class Tracing:
         if tr.open_refs:
             raise KernelError(errno.EBUSY)
         tr.destroy()
+        for ev in tr.enabled_events:
+            self.tracepoint_use(ev, -1)
+        tr.enabled_events.clear()
         del self.instances[name]
         self.kernel.tree.remove(tr.dir)
-        self.events_changed()
 
 
 def register_params(kernel) -> None:

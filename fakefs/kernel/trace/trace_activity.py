@@ -86,11 +86,15 @@ class TraceActivity:
         self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
         self._events_by_name: dict = {}
         self._probes: dict = {}
+        for name in FOLLOWED:
+            self.set_probe(name, True)
+        if kernel.tracing is not None:         # events enabled at boot (trace_event=)
+            for name in kernel.tracing.tracepoint_users:
+                self.set_probe(name, True)
         self._syscall_events: dict = {}         # (tracepoint, nr) -> event
         # who records a hit, per (cpu, tracepoint[, nr]), for one window
         # (None while probes may change what is enabled in the middle of one)
         self._recorders: dict | None = None
-        self.sync_probes()
 
     def _probe(self, name):
         probe = self._probes.get(name)
@@ -102,20 +106,15 @@ class TraceActivity:
             self._probes[name] = probe
         return probe
 
-    def sync_probes(self) -> None:
-        """A tracepoint has the trace event code's probe while an event
-        recording its hits is enabled in some instance (and
-        ``sched_switch`` always: the replay follows who runs)."""
-        want = set(FOLLOWED)
-        tracing = self.kernel.tracing
-        if tracing is not None:
-            for tr in tracing.arrays():
-                want.update(ev.tracepoint for ev in tr.enabled_events)
-        for tp in self.kernel.tracepoints:
-            if tp.name in want:
-                tp.register(self._probe(tp.name))
-            else:
-                tp.unregister(self._probe(tp.name))
+    def set_probe(self, name: str, on: bool) -> None:
+        """The trace event code's probe on tracepoint ``name``: on while an
+        event recording it is enabled somewhere (``sched_switch`` always:
+        the replay follows who runs)."""
+        tp = self.kernel.tracepoints.get(name)
+        if on or name in FOLLOWED:
+            tp.register(self._probe(name))
+        else:
+            tp.unregister(self._probe(name))
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's
@@ -486,6 +485,6 @@ def skip_backlog(kernel, t0: int, t1: int) -> None:
 def register_trace_activity(kernel) -> None:
     act = TraceActivity(kernel)
     kernel.trace_activity = act
-    kernel.tracing.enable_hooks.append(act.sync_probes)
+    kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, skip=lambda t0, t1: skip_backlog(kernel, t0, t1),
                           observer=True)

@@ -293,3 +293,25 @@ def test_trace_pipe_tells_what_was_lost():
     assert lost and int(lost[0].split()[2]) > 0
     cb = k.tracing.global_trace.buffer.cpus[0]
     assert cb.overrun >= int(lost[0].split()[2])
+
+
+def test_a_tracepoint_is_probed_while_any_array_records_it():
+    k, _ = boot()
+    tp = k.tracepoints.get("sched_waking")
+    assert not tp.probes
+    wr(k, "events/sched/sched_waking/enable", "1\n")
+    k.tracing.instance_mkdir("one")
+    wr(k, "instances/one/events/sched/sched_waking/enable", "1\n")
+    assert len(tp.probes) == 1                      # one probe, two users
+    wr(k, "events/sched/sched_waking/enable", "0\n")
+    assert tp.probes
+    k.tracing.instance_rmdir("one")                 # its events go with it
+    assert not tp.probes and k.tracing.tracepoint_users == {}
+    # the syscall events share two tracepoints
+    wr(k, "events/syscalls/sys_enter_read/enable", "1\n")
+    wr(k, "events/raw_syscalls/sys_enter/enable", "1\n")
+    wr(k, "events/syscalls/sys_enter_read/enable", "0\n")
+    assert k.tracepoints.get("sys_enter").probes
+    wr(k, "events/raw_syscalls/sys_enter/enable", "0\n")
+    assert not k.tracepoints.get("sys_enter").probes
+    assert k.tracepoints.get("sched_switch").probes  # followed always
