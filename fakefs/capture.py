@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 import time
 
 from . import sim
-from .kernel.fs.pseudo import File
+from .kernel.fs.pseudo import kernel_read, kernel_write
 from .kernel.time import ManualClock
 from .timeline import check
 
@@ -29,17 +28,11 @@ STEP = 20_000_000
 
 
 def _write(k, path, data):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    n.fops.open(f)
-    n.fops.write(f, data.encode())
+    kernel_write(k.tree, path, data.encode())
 
 
 def _read(k, path):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    return n.fops.read(f, 0, 1 << 31).decode()
+    return kernel_read(k.tree, path, 1 << 31).decode()
 
 
 def event_name(line: str) -> str:

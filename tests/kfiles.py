@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from fakefs.kernel.fs.pseudo import File, KernelError
+from fakefs.kernel.fs.pseudo import KernelError, kernel_read, kernel_write
 
 TRACING = "sys/kernel/tracing/"
 
@@ -21,24 +21,12 @@ def node(k, path, base=TRACING):
 
 def rd(k, path, base=TRACING):
     k.run_until_now()
-    n = node(k, path, base)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    try:
-        return n.fops.read(f, 0, 1 << 26).decode()
-    finally:
-        n.fops.release(f)
+    return kernel_read(k.tree, base + path).decode()
 
 
 def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC, base=TRACING):
     k.run_until_now()
-    n = node(k, path, base)
-    f = File(n, flags)
-    n.fops.open(f)
-    try:
-        return n.fops.write(f, data.encode())
-    finally:
-        n.fops.release(f)
+    return kernel_write(k.tree, base + path, data.encode(), flags)
 
 
 def errno_of(fn, *a):

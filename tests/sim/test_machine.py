@@ -7,7 +7,7 @@ import os
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import File
+from fakefs.kernel.fs.pseudo import File, kernel_read, kernel_write
 from fakefs.kernel.time import ManualClock
 from fakefs.timeline import check
 
@@ -21,17 +21,11 @@ def boot(seed=1, cmdline=""):
 
 
 def write(k, path, data):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    n.fops.open(f)
-    n.fops.write(f, data.encode())
+    kernel_write(k.tree, path, data.encode())
 
 
 def read(k, path):
-    n = k.tree.root.walk(path)
-    f = File(n, os.O_RDONLY)
-    n.fops.open(f)
-    return n.fops.read(f, 0, 1 << 30).decode()
+    return kernel_read(k.tree, path).decode()
 
 
 def run(k, seconds):

@@ -293,3 +293,33 @@ class PseudoTree:
                 child = self.create_dir(part, node, mode if i == len(parts) - 1 else 0o755)
             node = child
         return node
+
+
+# --- the kernel reading and writing its own files (kernel_read/kernel_write) ---
+def _open(tree: PseudoTree, path: str, flags: int):
+    node = tree.root.walk(path)
+    if not isinstance(node, FileNode):
+        raise KernelError(errno.ENOENT if node is None else errno.EISDIR)
+    f = File(node, flags)
+    node.fops.open(f)
+    return node, f
+
+
+def kernel_read(tree: PseudoTree, path: str, size: int = 1 << 26) -> bytes:
+    """Open ``path`` (relative to the root), read up to ``size`` bytes from
+    offset 0, release."""
+    node, f = _open(tree, path, os.O_RDONLY)
+    try:
+        return node.fops.read(f, 0, size)
+    finally:
+        node.fops.release(f)
+
+
+def kernel_write(tree: PseudoTree, path: str, data: bytes,
+                 flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
+    """Open ``path`` with ``flags``, write ``data`` once, release."""
+    node, f = _open(tree, path, flags)
+    try:
+        return node.fops.write(f, data)
+    finally:
+        node.fops.release(f)
