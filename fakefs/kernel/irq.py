@@ -28,7 +28,7 @@ runs the wakeup then, so that other CPUs see it when it happens).
 
 from __future__ import annotations
 
-from .sched import HARDIRQ, IRQS_OFF, SOFTIRQ
+from .sched import HARDIRQ, IRQS_OFF, SOFTIRQ, task_stack
 
 US = 1000
 LOCAL_TIMER_VECTOR = 236
@@ -40,8 +40,6 @@ HARD = IRQS_OFF | HARDIRQ
 # per-CPU tick_sched hrtimers and a sleeper's hrtimer_sleeper, as kernel addresses
 TICK_HRTIMER_BASE = 0xffff88807dc1e4c0
 SLEEPER_HRTIMER_OFF = 0x3d68      # a sleeper's hrtimer on its kernel stack
-TASK_STACK_BASE = 0xffffc90000000000
-TASK_STACK_SIZE = 0x4000
 HRTIMER_MODE_REL = 1
 TIMER_SLACK_NS = 50_000           # a normal task's default timer slack
 CPU_AREA = 0x40000
@@ -49,7 +47,7 @@ CPU_AREA = 0x40000
 
 def sleeper_hrtimer(pid: int) -> int:
     """Where the ``hrtimer_sleeper`` of task ``pid`` is (on its stack)."""
-    return TASK_STACK_BASE + (pid & 0xffff) * TASK_STACK_SIZE + SLEEPER_HRTIMER_OFF
+    return task_stack(pid) + SLEEPER_HRTIMER_OFF
 
 
 class Interrupts:

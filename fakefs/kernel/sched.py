@@ -79,6 +79,16 @@ class Task:
         return f"Task({self.comm}-{self.pid})"
 
 
+TASK_STACK_BASE = 0xffffc90000000000   # vmalloc'ed kernel stacks (THREAD_SIZE 16 KiB)
+TASK_STACK_SIZE = 0x4000
+
+
+def task_stack(pid: int) -> int:
+    """Where the kernel stack of task ``pid`` is (things kept on it, such
+    as a sleeper's timer, have addresses in it)."""
+    return TASK_STACK_BASE + (pid & 0xffff) * TASK_STACK_SIZE
+
+
 def host_cpu_count() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import heapq
 
-from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER, TASK_STACK_BASE, TASK_STACK_SIZE
-from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK
+from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER
+from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .syscalls import Syscalls
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
+SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's stack
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
 _WHEEL_WAKE = -2           # a _CONT in a wheel timer's function
@@ -60,6 +61,9 @@ class Machine:
         self.calls = Syscalls(kernel.subsystem_rng("syscalls"))
         self.irq = kernel.irq
         self.irq.set_symbols(kernel.kallsyms)
+        for tp in (self.sched.tp_sched_switch, self.sched.tp_sched_waking,
+                   self.sched.tp_sched_wakeup):
+            tp.driven = True                  # no stream of their own: the machine's
         self.timers = kernel.timers
         self.wq = kernel.workqueues
         self.wq.set_symbols(kernel.kallsyms)
@@ -90,8 +94,7 @@ class Machine:
         r = TaskRun(task, beh, calls=calls, tc=tc, **kw)
         if task.kthread and beh.waker == "timer" and beh.pool is None:
             # schedule_timeout(): a timer on its stack calling process_timeout
-            r.timer = TimerList(TASK_STACK_BASE + (task.pid & 0xffff) * TASK_STACK_SIZE + 0x3e28,
-                                self.process_timeout)
+            r.timer = TimerList(task_stack(task.pid) + SCHEDULE_TIMEOUT_OFF, self.process_timeout)
         return r
 
     def _wheel_sleep(self, r, cpu: int, t: int, sleep: int, armed: bool = True) -> None:

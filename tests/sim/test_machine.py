@@ -247,7 +247,8 @@ def test_shell_commands_rename_wait_and_are_freed():
     free = [ln for ln in lines if "sched_process_free:" in ln]
     assert all(" ..s.. " in ln or " .Ns.. " in ln for ln in free)
     exits = {ln.split("pid=")[1].split()[0] for ln in lines if "sched_process_exit:" in ln}
-    assert {ln.split("pid=")[1].split()[0] for ln in free} <= exits | {"?"} or free
+    freed = [ln.split("pid=")[1].split()[0] for ln in free]
+    assert freed and set(freed) <= exits and len(freed) == len(set(freed))
 
 
 def test_stat_runtime_charges_the_running_task():

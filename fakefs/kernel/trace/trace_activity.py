@@ -43,7 +43,6 @@ CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
-SCHED_TRACEPOINTS = ("sched_switch", "sched_waking", "sched_wakeup")
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
 FOLLOWED = ("sched_switch",)   # tracepoints always probed
@@ -205,8 +204,6 @@ class TraceActivity:
         tps = self.kernel.tracepoints
         # the others never fire, or fire from a modelled code path
         events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
-        if driven:
-            events = {ev for ev in events if ev.name not in SCHED_TRACEPOINTS}
         events = sorted(events, key=lambda e: e.id)
         if events:
             self.tasks = wl.tasks()
