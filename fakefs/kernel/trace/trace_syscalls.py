@@ -27,22 +27,14 @@ EXIT_PREFIX = "sys_exit_"
 class RawSysEnter(EventDef):
     """Args: (id, (six registers))."""
 
-    filter_values = {"args": lambda regs: regs}
-
     def render(self, a, fmt):
         nr, regs = a
         return "NR %d (%s)" % (nr, ", ".join("%x" % (r & MASK64) for r in regs))
-
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError("sys_enter fires from the entry code")
 
 
 class RawSysExit(EventDef):
     def render(self, a, fmt):
         return "NR %d = %d" % a
-
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError("sys_exit fires from the entry code")
 
 
 class SyscallEvent(EventDef):
@@ -57,9 +49,6 @@ class SyscallEvent(EventDef):
     def syscall_name(self) -> str:
         """``sys_read``: the metadata's name, which the lines print."""
         return "sys_" + self.name.split("_", 2)[2]
-
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError("%s fires from the entry code" % self.name)
 
 
 class SyscallEnter(SyscallEvent):
@@ -77,9 +66,6 @@ class SyscallEnter(SyscallEvent):
             parts.append("%s%s: %x" % (f.type + " " if verbose else "", f.name, v & MASK64))
         return "%s(%s)\n" % (self.syscall_name, ", ".join(parts))
 
-    def render(self, a, fmt):
-        return self.text(a, fmt).rstrip("\n")
-
 
 class SyscallExit(SyscallEvent):
     """Args: (__syscall_nr, ret)."""
@@ -89,9 +75,6 @@ class SyscallExit(SyscallEvent):
 
     def text(self, a, fmt):
         return "%s -> 0x%x\n" % (self.syscall_name, a[1] & MASK64)
-
-    def render(self, a, fmt):
-        return self.text(a, fmt).rstrip("\n")
 
 
 def syscall_event(desc) -> SyscallEvent | None:
