@@ -4,6 +4,8 @@ errno), and the filter compiled for an event."""
 
 import os
 
+import pytest
+
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
@@ -69,3 +71,16 @@ def flt(k, text, evname="sched_switch"):
     tr = k.tracing.global_trace
     return tef.filters_of(tr).build(ev_of(k, evname), text)
 
+
+
+# the fixtures of the event filter test modules (each binds them: ``kc = kc``)
+@pytest.fixture(scope="module")
+def kc():
+    return boot()
+
+
+@pytest.fixture
+def k(kc):
+    k, _ = kc
+    yield k
+    forget_filters(k)

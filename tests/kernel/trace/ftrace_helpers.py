@@ -4,6 +4,8 @@ reset_ftrace_filter(), and what the trace shows."""
 import collections
 import os
 
+import pytest
+
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import rd, wr
@@ -58,3 +60,17 @@ def reset_ftrace_filter(k):
         if limit != "unlimited":
             trig += ":" + limit
         wr(k, "set_ftrace_filter", "!%s:%s\n" % (name, trig))
+
+
+# the fixtures of the ftrace test modules (each binds them: ``booted = booted``)
+@pytest.fixture(scope="module")
+def booted():
+    return boot()
+
+
+@pytest.fixture
+def k(booted):
+    """The shared kernel, with every ftrace setting of the top level undone."""
+    k, _clock = booted
+    yield k
+    undo_ftrace(k)

@@ -5,23 +5,12 @@ with them."""
 import errno
 import re
 
-import pytest
-
-from ftrace_helpers import APPEND, MS, boot, entries, functions, undo_ftrace
+import ftrace_helpers
+from ftrace_helpers import APPEND, MS, boot, entries, functions
 from kfiles import errno_of, node, rd, wr
 
 
-@pytest.fixture(scope="module")
-def booted():
-    return boot()
-
-
-@pytest.fixture
-def k(booted):
-    """The shared kernel, with every ftrace setting of the top level undone."""
-    k, clock = booted
-    yield k
-    undo_ftrace(k)
+booted, k = ftrace_helpers.booted, ftrace_helpers.k      # the shared kernel
 
 
 err = errno_of

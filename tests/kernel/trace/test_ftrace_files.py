@@ -4,24 +4,14 @@ what README says of them."""
 
 import re
 
-import pytest
 
 from fakefs.kernel.fs.pseudo import File
-from ftrace_helpers import APPEND, TRUNC, boot, undo_ftrace
+import ftrace_helpers
+from ftrace_helpers import APPEND, TRUNC, boot
 from kfiles import node, rd, wr
 
 
-@pytest.fixture(scope="module")
-def booted():
-    return boot()
-
-
-@pytest.fixture
-def k(booted):
-    """The shared kernel, with every ftrace setting of the top level undone."""
-    k, clock = booted
-    yield k
-    undo_ftrace(k)
+booted, k = ftrace_helpers.booted, ftrace_helpers.k      # the shared kernel
 
 
 # --------------------------------------------------------------- the filter files

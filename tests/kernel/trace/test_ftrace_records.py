@@ -10,21 +10,11 @@ from fakefs.kernel.lib.glob import glob_regex
 from fakefs.kernel.trace.ftrace_records import (MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL,
                                                 MATCH_GLOB, MATCH_INDEX, MATCH_MIDDLE_ONLY, Glob,
                                                 filter_parse_regex, ftrace_records)
-from ftrace_helpers import boot, undo_ftrace
+import ftrace_helpers
 from kfiles import errno_of, rd, wr
 
 
-@pytest.fixture(scope="module")
-def booted():
-    return boot()
-
-
-@pytest.fixture
-def k(booted):
-    """The shared kernel, with every ftrace setting of the top level undone."""
-    k, clock = booted
-    yield k
-    undo_ftrace(k)
+booted, k = ftrace_helpers.booted, ftrace_helpers.k      # the shared kernel
 
 
 err = errno_of

@@ -6,22 +6,12 @@ import errno
 import os
 import re
 
-import pytest
-
-from event_filter_helpers import SW, boot, ev_of, forget_filters, node, rd, wr
+import event_filter_helpers
+from event_filter_helpers import SW, boot, ev_of, node, rd, wr
 from fakefs.kernel.trace import trace_events_filter as tef
 
 
-@pytest.fixture(scope="module")
-def kc():
-    return boot()
-
-
-@pytest.fixture
-def k(kc):
-    k, _ = kc
-    yield k
-    forget_filters(k)
+kc, k = event_filter_helpers.kc, event_filter_helpers.k      # the shared kernel
 
 
 # --- the files ------------------------------------------------------------------------------

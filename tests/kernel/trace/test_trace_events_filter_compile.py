@@ -5,21 +5,11 @@ import itertools
 import random
 import re
 
-import pytest
-
-from event_filter_helpers import boot, flt, forget_filters, switch_entry
-
-
-@pytest.fixture(scope="module")
-def kc():
-    return boot()
+import event_filter_helpers
+from event_filter_helpers import flt, switch_entry
 
 
-@pytest.fixture
-def k(kc):
-    k, _ = kc
-    yield k
-    forget_filters(k)
+kc, k = event_filter_helpers.kc, event_filter_helpers.k      # the shared kernel
 
 
 def expr_gen(rng, depth=0):

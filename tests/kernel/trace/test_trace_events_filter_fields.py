@@ -3,20 +3,12 @@ event's own fields as the filter sees them, the generic and common ones."""
 
 import pytest
 
-from event_filter_helpers import boot, ev_of, flt, forget_filters, switch_entry
+import event_filter_helpers
+from event_filter_helpers import ev_of, flt, switch_entry
 from fakefs.kernel.trace import trace_events_filter_fields as tff
 
 
-@pytest.fixture(scope="module")
-def kc():
-    return boot()
-
-
-@pytest.fixture
-def k(kc):
-    k, _ = kc
-    yield k
-    forget_filters(k)
+kc, k = event_filter_helpers.kc, event_filter_helpers.k      # the shared kernel
 
 
 def test_prev_state_is_compared_as_the_field_holds_it(k):

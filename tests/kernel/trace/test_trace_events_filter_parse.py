@@ -7,19 +7,11 @@ import re
 
 import pytest
 
-from event_filter_helpers import SW, boot, ev_of, flt, forget_filters, rd, switch_entry, wr
+import event_filter_helpers
+from event_filter_helpers import SW, ev_of, flt, rd, switch_entry, wr
 
 
-@pytest.fixture(scope="module")
-def kc():
-    return boot()
-
-
-@pytest.fixture
-def k(kc):
-    k, _ = kc
-    yield k
-    forget_filters(k)
+kc, k = event_filter_helpers.kc, event_filter_helpers.k      # the shared kernel
 
 
 # --- accept / reject ----------------------------------------------------------------
