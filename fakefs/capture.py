@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 import time
 
@@ -27,8 +28,8 @@ T = "sys/kernel/tracing/"
 STEP = 20_000_000
 
 
-def _write(k, path, data):
-    kernel_write(k.tree, path, data.encode())
+def _write(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
+    kernel_write(k.tree, path, data.encode(), flags)
 
 
 def _read(k, path):
@@ -51,7 +52,7 @@ def capture(seconds: int, seed: int = 1, cpus: int = 2, events: str = "",
     _write(k, T + "buffer_size_kb", "65536")
     if events:
         for ev in events.split(","):
-            _write(k, T + "set_event", ev)
+            _write(k, T + "set_event", ev, os.O_WRONLY | os.O_APPEND)
     else:
         _write(k, T + "events/enable", "1")
     if stacktrace:

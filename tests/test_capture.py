@@ -29,3 +29,16 @@ def test_main_reports_and_exits_zero(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "violations 0" in text and "sched_switch" in text
     assert "sched_switch:" in out.read_text()
+
+
+def test_allocations_are_made_by_tasks(tmp_path):
+    """The allocators' callers are tasks: a new object is never allocated
+    by an idle CPU's swapper, nor in a hard interrupt."""
+    out = tmp_path / "t.txt"
+    with open(out, "w") as fh:
+        rep, counts, _n, _cpu = capture(2, seed=2, events="kmem:kmalloc,kmem:kmem_cache_alloc,"
+                                        "kmem:mm_page_alloc", out=fh)
+    assert rep.total == 0 and counts["kmem_cache_alloc"] > 1000 and counts["kmalloc"] > 100
+    for line in out.read_text().splitlines():
+        comm_pid, _cpu_, flags = line.split()[:3]
+        assert not comm_pid.startswith("<idle>-0") and flags[2] != "h", line

@@ -173,6 +173,7 @@ class Kernel:
 
     def _step(self, t1: int) -> None:
         """Simulate [sim_time, t1): the machine, then the timer hooks."""
+        self.sched.forget_before(self.sim_time)
         if self.driver is not None:
             self.driver.run(self.sim_time, t1)
         for fn in self._timer_hooks:

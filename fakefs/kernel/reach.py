@@ -39,12 +39,13 @@ class Reach:
         self._reach_cache: dict = {}
         self._target_sets: list = []        # frozenset kinds in _reach_cache
 
-    def path(self, c, rng, kind, targets, irq=False):
+    def path(self, c, rng, kind, targets, irq=False, task_only=False):
         """A frame of one of ``targets`` (the sites of ``kind``) that the
-        running task of CPU ``c`` (or an interrupt, first when ``irq``) gets
-        to next, or None.  Moves nothing but an idle task back to its halt."""
+        running task of CPU ``c`` (or an interrupt, first when ``irq``; never
+        when ``task_only``) gets to next, or None.  Moves nothing but an
+        idle task back to its halt."""
         for _ in range(4):
-            n = self._path_once(c, rng, kind, targets, irq)
+            n = self._path_once(c, rng, kind, targets, irq, task_only)
             if n is not None:
                 return n
             irq = False
@@ -52,6 +53,8 @@ class Reach:
         ts = c.ts
         dist, rtab, _, _, root_opts, _ = self.tables(ts.profile, kind)
         n = ts.frame
+        while task_only and n is not None and n.irq:
+            n = n.parent
         while n is not None:
             if n.fn not in targets and rtab[n.fn] is not None:
                 got = self.descend(n, targets, rtab, dist, rng.random)
@@ -65,7 +68,7 @@ class Reach:
                     return got
         return None
 
-    def _path_once(self, c, rng, kind, targets, irq=False):
+    def _path_once(self, c, rng, kind, targets, irq=False, task_only=False):
         """A frame of one of ``targets`` the running task gets to next.
 
         Sampled from the walk conditioned on reaching a target: the task
@@ -82,6 +85,8 @@ class Reach:
         dist, rtab, prem, _P, root_opts, irq_opts = reach
         maxd = self.max_depth
         fr = ts.frame
+        while task_only and fr is not None and fr.irq:
+            fr = fr.parent                  # what the interrupt interrupted
         n = fr
         cand = None
         fresh = False
@@ -110,11 +115,11 @@ class Reach:
         else:
             at = n
         n = cand
-        if n is None or rnd() < self.p_event_irq:
+        if n is None or (not task_only and rnd() < self.p_event_irq):
             # enter the kernel afresh, or take an interrupt that gets there
             opts = root_opts if fresh else ()
             iopts = ()
-            if at is None or (not at.irq and at.depth + 8 < maxd):
+            if not task_only and (at is None or (not at.irq and at.depth + 8 < maxd)):
                 depth = at.depth if at is not None else 0
                 iopts = [o for o in irq_opts if dist[o[0]] + depth < maxd]
             rtot = sum(o[1] for o in opts)

@@ -34,6 +34,7 @@ irqs).
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from .tracepoint import Tracepoints
@@ -100,6 +101,10 @@ def _ilog2(n: int) -> int:
     return max(0, n.bit_length() - 1)
 
 
+def _instant(entry) -> int:
+    return entry[0]
+
+
 class Scheduler:
     """The task list, per-CPU runqueues and current tasks."""
 
@@ -124,6 +129,9 @@ class Scheduler:
         self.tp_sched_stat_runtime = tps.get("sched_stat_runtime")
         self.idling = [False] * nr_cpus       # in the idle routine (halted)
         self.switch_hooks: list = []      # fn(cpu, ts, prev, next): who runs where
+        # per CPU, (instant, task) of each switch since forget_before()'s
+        # instant, the first one the task running then: who ran when
+        self.history: list[list[tuple[int, Task]]] = [[(0, t)] for t in self.idle]
 
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
               tgid: int | None = None, prio: int = 120) -> Task:
@@ -187,6 +195,7 @@ class Scheduler:
         nxt.slice_end = ts + self.slice_ns
         nxt.exec_start = ts
         self.curr[cpu] = nxt
+        self.history[cpu].append((ts, nxt))
         self.need_resched[cpu] = False
         if self.tp_sched_switch.probes:
             self.tp_sched_switch.fire(cpu, ts, prev.pid, flags, pc,
@@ -195,6 +204,29 @@ class Scheduler:
         for hook in self.switch_hooks:
             hook(cpu, ts, prev, nxt)
         return nxt
+
+    def busy_spans(self, t0: int, t1: int) -> list[tuple[int, int, int]]:
+        """(cpu, start, end) of the time in [t0, t1) each CPU ran a task
+        other than its idle task."""
+        out = []
+        for cpu, h in enumerate(self.history):
+            i = max(bisect.bisect_right(h, t0, key=_instant) - 1, 0)
+            for j in range(i, len(h)):
+                start, task = h[j]
+                if start >= t1:
+                    break
+                end = h[j + 1][0] if j + 1 < len(h) else t1
+                start, end = max(start, t0), min(end, t1)
+                if task.pid and end > start:
+                    out.append((cpu, start, end))
+        return out
+
+    def forget_before(self, t: int) -> None:
+        """Keep who ran from instant ``t`` on."""
+        for h in self.history:
+            i = bisect.bisect_right(h, t, key=_instant) - 1
+            if i > 0:
+                del h[:i]
 
     def select_task_rq(self, task: Task) -> int:
         """Where a woken task goes: its last CPU if idle, else an idle CPU,

@@ -54,6 +54,13 @@ EVENT_MEMO_KEYS = 200_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 
 
+def _where(fr, task_only):
+    """Frame ``fr``, or with ``task_only`` what an interrupt there interrupted."""
+    while task_only and fr is not None and fr.irq:
+        fr = fr.parent
+    return fr
+
+
 class Workload:
     """``kernel.workload``: the tasks and what every CPU runs.
 
@@ -160,9 +167,10 @@ class Workload:
         c.ts.frame, c.ts.phase = n, RESUME
         return n, tuple(entered)
 
-    def event_stack(self, rng, cpu, kind) -> tuple:
-        """The stack of the running task (or an interrupt on top of it)
-        at a tracepoint of ``kind``, without switching tasks."""
+    def event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
+        """The stack of the running task (or an interrupt on top of it,
+        unless ``task_only``) at a tracepoint of ``kind``, without
+        switching tasks."""
         c = self.walk.cpus[cpu]
         targets = self.wg.events.get(kind)
         if targets is None:                # no path in the graph: where the task is
@@ -171,17 +179,17 @@ class Workload:
         ts = c.ts
         # where a task at this frame gets to first: sampled EVENT_MEMO times,
         # then drawn from those samples (the walk costs ~50 us a path)
-        key = (ts.frame, ts is c.idle, kind)
+        key = (ts.frame, ts is c.idle, kind, task_only)
         seen = self._event_memo.get(key)
         if seen is not None and len(seen) >= EVENT_MEMO:
             n = seen[int(rng.random() * len(seen))]
             if n is not None:
                 ts.frame, ts.phase = n, ENTER
                 return self.frames.tp_stack(n)
-            fr = ts.frame or c.halt
+            fr = _where(ts.frame or c.halt, task_only)
             return fr.stack if fr is not None else ()
         before = ts.frame
-        stack = self._event_noswitch(c, rng, kind, targets)[1]
+        stack = self._event_noswitch(c, rng, kind, targets, task_only)[1]
         if len(self._event_memo) > EVENT_MEMO_KEYS:
             self._event_memo.clear()
         self._event_memo.setdefault(key, []).append(ts.frame if ts.frame is not before else None)
@@ -228,15 +236,16 @@ class Workload:
         ts.frame, ts.phase = n, ENTER
         return ts.task, self.frames.tp_stack(n)
 
-    def _event_noswitch(self, c, rng, kind, targets):
+    def _event_noswitch(self, c, rng, kind, targets, task_only=False):
         """(task, stack) for an event that comes with no context switch:
-        the running task (or an interrupt on top of it) gets to a target."""
+        the running task (or an interrupt on top of it, unless
+        ``task_only``) gets to a target."""
         ts = c.ts
-        n = self.reach.path(c, rng, kind, targets)
-        if n is None:
+        n = self.reach.path(c, rng, kind, targets, task_only=task_only)
+        if n is None and not task_only:
             n = self.reach.irq_path(c, rng, kind, targets)
-        if n is None:                       # never with the bundled graph
-            n = ts.frame or c.halt
+        if n is None:                       # where the task is
+            n = _where(ts.frame or c.halt, task_only)
             return ts.task, self.frames.tp_stack(n) if n is not None else ()
         ts.frame, ts.phase = n, ENTER
         return ts.task, self.frames.tp_stack(n)

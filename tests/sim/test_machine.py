@@ -213,7 +213,14 @@ def test_tasks_make_system_calls_that_enter_and_exit():
     leave = [ln for ln in lines if "sys_exit: NR " in ln]
     assert len(enter) > 1000 and len(leave) > 1000
     # every per-syscall line follows its raw line, same task, same instant
+    # (unless it is the oldest left of its CPU: the raw one was overwritten)
+    seen_cpus = set()
     for i, ln in enumerate(lines):
+        cpu = ln.split("[", 1)[1][:3]
+        first = cpu not in seen_cpus
+        seen_cpus.add(cpu)
+        if first:
+            continue
         if _name(ln).startswith("sys_") and _name(ln) not in ("sys_enter", "sys_exit"):
             prev = lines[i - 1]
             assert prev.split(": ")[0] == ln.split(": ")[0], (prev, ln)
@@ -291,3 +298,21 @@ def test_kworkers_run_delayed_works_from_the_timer_wheel():
             lvl = idx // 64
             assert bucket > exp and bucket - exp <= 8 ** lvl and bucket % 8 ** lvl == 0
     assert check(lines).total == 0
+
+
+def test_busy_spans_are_who_ran_when():
+    """The scheduler's record of who ran: the spans of non-idle tasks per
+    CPU in a window, forgotten before the start of the next step."""
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    t0 = k.sim_time
+    k.advance_to(t0 + 20_000_000)
+    spans = k.sched.busy_spans(t0, k.sim_time)
+    assert spans and all(t0 <= s < e <= k.sim_time for _c, s, e in spans)
+    for cpu in range(2):
+        mine = sorted((s, e) for c, s, e in spans if c == cpu)
+        assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:]))     # one task at a time
+        h = k.sched.history[cpu]
+        assert h[-1][1] is k.sched.curr[cpu]
+    k.sched.forget_before(k.sim_time)
+    assert all(h[0][0] <= k.sim_time for h in k.sched.history)
+    assert all(len(h) == 1 or h[1][0] > k.sim_time for h in k.sched.history)

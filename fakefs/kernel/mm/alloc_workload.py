@@ -24,6 +24,7 @@ Public entry points: :func:`start` (called from ``alloc_workload_init``),
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 
@@ -70,6 +71,7 @@ class AllocWorkload:
         self.rng = kernel.subsystem_rng("alloc_workload")
         self.ram = DEFAULT_RAM
         self.nr_cpus = kernel.nr_cpus
+        self.sched = kernel.sched
         self.now = 0
         self._seq = 0
         self.heap: list = []                 # (expiry_ns, seq, free_fn, obj)
@@ -109,6 +111,7 @@ class AllocWorkload:
         self.trace = self.pa.trace
         self.moments = kernel.subsystem_rng("alloc_workload-moments")
         self._window = None                  # (workload time, kernel time, span) of the step
+        self._busy = None                    # its busy CPU time (_busy_spans)
 
     # ------------------------------------------------------------------ helpers
     def site(self, key: str) -> AllocTag | None:
@@ -128,16 +131,42 @@ class AllocWorkload:
 
     def _moment(self, w: int | None = None) -> None:
         """The next operation happens at workload time ``w`` (drawn in the
-        step when None), on a CPU of the machine."""
+        step when None), on a CPU of the machine.  A drawn one (a new
+        allocation) happens where a task, not the idle task, runs: the
+        allocators' callers are tasks; it is drawn uniformly over the step's
+        busy CPU time (over all of it when every CPU idled through the
+        step).  One due at ``w`` (an object's lifetime ran out) happens on
+        any CPU, in whatever context the code freeing it runs."""
         win = self._window
         if win is None:
             return
         base, k0, span = win
         r = self.moments
         if w is None:
+            spans = self._busy
+            if spans is None:
+                spans = self._busy = self._busy_spans(k0, k0 + span)
+            cum, where = spans
+            if cum:
+                x = r.random() * cum[-1]
+                i = bisect.bisect_right(cum, x)
+                cpu, start = where[i]
+                t = start + int(x - (cum[i - 1] if i else 0))
+                self.op_time = base + (t - k0)
+                self.trace.at(cpu, t)
+                return
             w = base + int(r.random() * span)
         self.op_time = w
         self.trace.at(int(r.random() * self.nr_cpus), k0 + (w - base))
+
+    def _busy_spans(self, t0: int, t1: int):
+        """The busy CPU time of [t0, t1): cumulative lengths, (cpu, start)."""
+        cum, where, acc = [], [], 0
+        for cpu, start, end in self.sched.busy_spans(t0, t1):
+            acc += end - start
+            cum.append(acc)
+            where.append((cpu, start))
+        return cum, where
 
     def _generic_cache(self, size: int):
         cls = max(16, 1 << (size - 1).bit_length()) if size > 256 else (size + 15) // 16 * 16
@@ -369,6 +398,7 @@ class AllocWorkload:
             return
         dt = (t1 - t0) / NS
         self._window = (self.now, t0, t1 - t0)
+        self._busy = None
         t1 = self.now + (t1 - t0)
         rng = self.rng
         self.steps += 1

@@ -34,13 +34,17 @@ class CatalogEvent(EventDef):
 
 class EventList:
     """Registered events: ``events`` in registration order, ``listing`` in
-    ``available_events`` order, lookups by id and by (system, name)."""
+    ``available_events`` order (the top-level array's ``tr->events``),
+    ``instance_listing`` the order of an instance made after the modules
+    loaded (module events last, not first), lookups by id and by (system,
+    name)."""
 
-    __slots__ = ("events", "listing", "by_id", "by_key", "modules", "ftrace")
+    __slots__ = ("events", "listing", "instance_listing", "by_id", "by_key", "modules", "ftrace")
 
-    def __init__(self, events, listing, modules=(), ftrace=()):
+    def __init__(self, events, listing, modules=(), ftrace=(), instance_listing=None):
         self.events = list(events)
         self.listing = list(listing)
+        self.instance_listing = self.listing if instance_listing is None else list(instance_listing)
         self.by_id = {ev.id: ev for ev in self.events}
         self.by_key = {(ev.system, ev.name): ev for ev in self.events}
         self.modules = list(modules)
@@ -80,7 +84,8 @@ def _from_catalogue(config) -> EventList:
         raise ValueError("driven events missing from the catalogue: %s" % sorted(driven))
     by_key = {(ev.system, ev.name): ev for ev in events}
     listing = [by_key[k] for k in cat.listing_order(modules) if k in by_key]
-    return EventList(events, listing, modules, ftrace)
+    later = [by_key[k] for k in cat.listing_order(modules, created_after=len(modules)) if k in by_key]
+    return EventList(events, listing, modules, ftrace, later)
 
 
 def _hand_written() -> EventList:

@@ -317,6 +317,7 @@ class Tracing:
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
         self.events_listing = registered.listing   # available_events order
+        self.instance_listing = registered.instance_listing   # an instance's set_event order
         self.events_by_id = registered.by_id
         self.ftrace_events = registered.ftrace        # catalogue entry types
         self.root: DirNode | None = None

@@ -45,6 +45,8 @@ SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
+# made by the running task for itself (GFP_KERNEL: never in an interrupt)
+TASK_TRACEPOINTS = frozenset(("kmalloc", "kmem_cache_alloc", "mm_page_alloc"))
 FOLLOWED = ("sched_switch",)   # tracepoints always probed
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
@@ -325,7 +327,8 @@ class TraceActivity:
             return
         ev = recorders[0][0]
         if self.kernel.driver is not None:
-            task, stack = self.curr[cpu], wl.event_stack(rng, cpu, ev.kind)
+            task = self.curr[cpu]
+            stack = wl.event_stack(rng, cpu, ev.kind, task_only=task.pid != 0 and name in TASK_TRACEPOINTS)
         else:
             try:
                 task, stack = wl.stacks_for_event(rng, cpu, ev.kind)

@@ -299,8 +299,8 @@ class SetEventOps(FileOperations):
 
     def show(self, f):
         tr = f.data
-        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in tr.tracing.events_listing
-                       if ev in tr.enabled_events)
+        order = tr.tracing.events_listing if tr.is_top else tr.tracing.instance_listing
+        return "".join("%s:%s\n" % (ev.system, ev.name) for ev in order if ev in tr.enabled_events)
 
     def write(self, f, data):
         tr = f.data

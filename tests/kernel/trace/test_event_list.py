@@ -113,3 +113,22 @@ def test_events_ftrace_holds_every_entry_type(k):
     assert fmt == cat.event("ftrace", "func_repeats").format_text(
         cat.event("ftrace", "func_repeats").fixed_id)
     assert rd(k, "events/ftrace/function/id") == "1\n"
+
+
+def test_an_instance_lists_module_events_after_the_kernels():
+    """Module events are prepended to the top-level array's ``tr->events``
+    as modules load; an instance made later adds them in ftrace_events'
+    order, so its set_event shows them after vmlinux's."""
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1).boot()
+    first = k.tracing.events_listing[0]
+    assert first.desc.module, "the default modules register events"
+    k.tracing.instance_mkdir("foo")
+    for top in ("", "instances/foo/"):
+        for ev in ("sched:sched_switch", "%s:%s" % (first.system, first.name)):
+            n = k.tree.root.walk(T + top + "set_event")
+            f = File(n, os.O_WRONLY | os.O_APPEND)
+            n.fops.open(f)
+            n.fops.write(f, ev.encode())
+    mod = "%s:%s\n" % (first.system, first.name)
+    assert rd(k, "set_event") == mod + "sched:sched_switch\n"
+    assert rd(k, "instances/foo/set_event") == "sched:sched_switch\n" + mod
