@@ -16,6 +16,7 @@ from ..params import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
 from .ring_buffer import RingBuffer, event_length
+from .trace_sched_switch import SavedCmdlines
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
@@ -93,10 +94,21 @@ class Tracer:
     def reset(self, tr) -> None:
         pass
 
+    def set_flag(self, name: str, on: bool) -> None:
+        """``__set_tracer_option()``: the tracer's ``set_flag`` may refuse
+        (a KernelError), else the option takes the value."""
+        self.opts[name] = on
+
 
 class NopTracer(Tracer):
     name = "nop"
     options = {"test_nop_accept": False, "test_nop_refuse": False}
+
+    def set_flag(self, name: str, on: bool) -> None:
+        """nop_set_flag(): ``test_nop_refuse`` refuses either way."""
+        if name == "test_nop_refuse":
+            raise KernelError(errno.EINVAL)
+        super().set_flag(name, on)
 
 
 class TraceArray:
@@ -142,7 +154,6 @@ class TraceArray:
         self.filter_state = None          # trace_events_filter.EventFilters
         self.ftrace = None                # ftrace.FtraceOps of set_ftrace_filter & co.
         self.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)   # error_log
-        self.cmdlines_size = 128
 
     def log_err(self, loc: str, cmd: str, errs, err_type: int, pos: int) -> None:
         """``tracing_log_err()``: remember an error for ``error_log`` (the last
@@ -171,10 +182,7 @@ class TraceArray:
         self.buffer.reset()
 
     def find_cmdline(self, pid: int) -> str:
-        t = self.kernel.sched.find(pid)
-        if t is not None:
-            return t.comm
-        return self.tracing.saved_cmdlines.get(pid, "<...>")
+        return self.tracing.savedcmd.find(pid)
 
     def find_tgid(self, pid: int) -> int:
         t = self.kernel.sched.find(pid)
@@ -213,7 +221,7 @@ class TraceArray:
             self.set_flag(cmp, not neg)
             return
         if cmp in self.current.opts:
-            self.current.opts[cmp] = not neg
+            self.current.set_flag(cmp, not neg)
             return
         raise KernelError(errno.EINVAL)
 
@@ -270,7 +278,18 @@ class TraceArray:
 
     # --- recording ---------------------------------------------------------
     def write_entry(self, cpu: int, entry, payload: int) -> bool:
-        return self.buffer.write(cpu, entry[0], entry, event_length(payload), self.flags["overwrite"])
+        """Reserve and commit ``entry``; the committing task's comm is saved
+        (``record-cmd``) when another task committed last on that CPU."""
+        if not self.buffer.write(cpu, entry[0], entry, event_length(payload), self.flags["overwrite"]):
+            return False
+        pid = entry[2]
+        tracing = self.tracing
+        if pid != tracing.taskinfo_pid[cpu] and self.flags["record-cmd"]:
+            tracing.taskinfo_pid[cpu] = pid
+            t = self.kernel.sched.find(pid) if pid else None
+            if t is not None:
+                tracing.savedcmd.save(pid, t.comm)
+        return True
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
         """``__ftrace_trace_stack()`` with the stackmap series applied."""
@@ -322,7 +341,9 @@ class Tracing:
         self.ftrace_events = registered.ftrace        # catalogue entry types
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
-        self.saved_cmdlines: dict[int, str] = {}
+        self.savedcmd = SavedCmdlines()           # saved_cmdlines (trace_sched_switch)
+        # per CPU, the task whose comm was saved last (tracing_record_taskinfo)
+        self.taskinfo_pid: list[int | None] = [None] * kernel.nr_cpus
         self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
         # how many enabled events (over all arrays) record each tracepoint;
         # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops
@@ -355,9 +376,7 @@ class Tracing:
             lookup = self.kernel.host_comm
             comm = lookup(pid) if lookup else None
             if comm:
-                if len(self.saved_cmdlines) >= 4096:
-                    self.saved_cmdlines.pop(next(iter(self.saved_cmdlines)))
-                self.saved_cmdlines[pid] = comm[:15]
+                self.savedcmd.save(pid, comm)
 
     def instance_mkdir(self, name: str) -> None:
         if name in self.instances:

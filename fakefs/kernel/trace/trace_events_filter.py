@@ -87,13 +87,14 @@ class EventFilters:
     def _comm_of(self):
         k = self._kernel()
         sched = k.sched
-        saved = self.tr.tracing.saved_cmdlines
+        tracing = self.tr.tracing
 
         def comm(pid):
             t = sched.find(pid)
             if t is not None:
                 return t.comm
-            return saved.get(pid, "")
+            saved = tracing.savedcmd.find(pid)
+            return "" if saved == "<...>" else saved
         return comm
 
     def _cpu_of(self):

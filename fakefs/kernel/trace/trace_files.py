@@ -17,6 +17,7 @@ from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
+from .trace_sched_switch import resize
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
@@ -75,7 +76,7 @@ class AvailableTracersOps(FileOperations):
     def show(self, f):
         tr = f.data
         names = [t.name for t in tr.tracers.values() if tr.is_top or t.allow_instances]
-        return " ".join(names) + " \n"
+        return " ".join(names) + "\n"
 
 
 class TraceOptionsOps(FileOperations):
@@ -124,9 +125,8 @@ class TracerOptionOps(FileOperations):
         val = _ulong(data)
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
-        if name == "test_nop_refuse" and val:
-            raise KernelError(errno.EINVAL)
-        tracer.opts[name] = bool(val)
+        if tracer.opts.get(name) != bool(val):   # only a change asks the tracer
+            tracer.set_flag(name, bool(val))
         return len(data)
 
 
@@ -225,21 +225,15 @@ class ReadmeOps(FileOperations):
 
 class SavedCmdlinesOps(FileOperations):
     def show(self, f):
-        sched = f.data.kernel.sched
-        saved = f.data.tracing.saved_cmdlines
-        return ("".join("%d %s\n" % (t.pid, t.comm) for t in sched.tasks.values())
-                + "".join("%d %s\n" % kv for kv in saved.items()))
+        return f.data.tracing.savedcmd.text()
 
 
 class SavedCmdlinesSizeOps(FileOperations):
     def show(self, f):
-        return "%d\n" % f.data.cmdlines_size
+        return "%d\n" % f.data.tracing.savedcmd.cmdline_num
 
     def write(self, f, data):
-        val = _ulong(data)
-        if not val or val > 32768:
-            raise KernelError(errno.EINVAL)
-        f.data.cmdlines_size = val
+        f.data.tracing.savedcmd = resize(_ulong(data))
         return len(data)
 
 
@@ -280,7 +274,7 @@ class TraceMarkerOps(FileOperations):
         if k.driver is not None and f.pid:
             # the writer runs on a CPU of the simulated machine for its write;
             # everything before that instant is traced before the marker
-            comm = tr.tracing.saved_cmdlines.get(f.pid) or "<...>"
+            comm = tr.tracing.savedcmd.find(f.pid)
             cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
             k.advance_to(ts + 1)
         entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
@@ -546,7 +540,6 @@ def init_tracer_tracefs(tr, d) -> None:
     """Files every trace array has (top-level and instances)."""
     tree = tr.kernel.tree
     W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
-    tr.cmdlines_size = 128
     f = tree.create_file
     f("available_tracers", R, d, tr, AvailableTracersOps())
     f("current_tracer", W, d, tr, CurrentTracerOps())

@@ -22,7 +22,7 @@ def test_defaults_and_header():
     k, _ = boot()
     assert rd(k, "tracing_on") == "1\n"
     assert rd(k, "current_tracer") == "nop\n"
-    assert rd(k, "available_tracers") == "function nop \n"
+    assert rd(k, "available_tracers") == "function nop\n"
     assert rd(k, "buffer_size_kb") == "7 (expanded: 1408)\n"
     assert rd(k, "buffer_total_size_kb") == "14 (expanded: 2816)\n"
     t = rd(k, "trace")
@@ -315,3 +315,15 @@ def test_a_tracepoint_is_probed_while_any_array_records_it():
     wr(k, "events/raw_syscalls/sys_enter/enable", "0\n")
     assert not k.tracepoints.get("sys_enter").probes
     assert k.tracepoints.get("sched_switch").probes  # followed always
+
+
+def test_nop_refuses_test_nop_refuse_either_way():
+    """nop_set_flag() refuses the option whenever trace_options asks it;
+    options/test_nop_refuse asks only for a change."""
+    k, _ = boot()
+    for text in ("test_nop_refuse", "notest_nop_refuse"):
+        assert errno_of(wr, k, "trace_options", text) == errno.EINVAL
+    assert wr(k, "options/test_nop_refuse", "0") == 1
+    assert errno_of(wr, k, "options/test_nop_refuse", "1") == errno.EINVAL
+    wr(k, "trace_options", "test_nop_accept")
+    assert "test_nop_accept\nnotest_nop_refuse\n" in rd(k, "trace_options")
