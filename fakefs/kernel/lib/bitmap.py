@@ -1,8 +1,67 @@
-"""``bitmap_parselist()`` of lib/bitmap.c, as ``cpulist_parse()`` uses it."""
+"""``bitmap_parselist()``, ``bitmap_parse()`` and ``%*pb`` of lib/bitmap-str.c
+and lib/vsprintf.c: the text forms of CPU masks."""
 
 from __future__ import annotations
 
+import errno
+
 from .ctype import DIGIT, SPACE
+
+HEX = "0123456789abcdefABCDEF"
+
+
+def _end_of_region(c: str) -> bool:
+    return c.isspace() or c == ","
+
+
+def bitmap_parse(text: str, nbits: int) -> int:
+    """The mask of comma-separated 32-bit hex chunks (``ff,ffffffff``), read
+    from the right up to a newline; raises OSError(EINVAL) for a character
+    that is not hex, OSError(EOVERFLOW) for a chunk over 8 digits, more
+    chunks than ``nbits`` needs, or a bit at ``nbits`` or above."""
+    end = text.find("\n")
+    end = (len(text) if end < 0 else end) - 1
+    chunks = (nbits + 31) // 32
+    left = chunks
+    mask = 0
+    chunk = 0
+    while True:
+        while end >= 0 and _end_of_region(text[end]):
+            end -= 1
+        if end < 0:
+            break
+        if not left:
+            raise OSError(errno.EOVERFLOW, "bitmap_parse")
+        left -= 1
+        val = 0
+        for i in range(0, 32, 4):
+            c = text[end]
+            end -= 1
+            if c not in HEX:
+                raise OSError(errno.EINVAL, "bitmap_parse")
+            val |= int(c, 16) << i
+            if end < 0 or _end_of_region(text[end]):
+                break
+        else:
+            if end >= 0 and text[end] in HEX:
+                raise OSError(errno.EOVERFLOW, "bitmap_parse")
+        mask |= val << (32 * chunk)
+        chunk += 1
+    if mask >> nbits:
+        raise OSError(errno.EOVERFLOW, "bitmap_parse")
+    return mask
+
+
+def bitmap_string(mask: int, nbits: int) -> str:
+    """``%*pb``: 32-bit hex chunks from the top, comma-separated, the first
+    as wide as its bits need, zero-padded."""
+    first = nbits % 32 or 32
+    out = []
+    width = (first + 3) // 4
+    for i in range((nbits + 31) // 32 * 32 - 32, -1, -32):
+        val = (mask >> i) & ((1 << (first if not out else 32)) - 1)
+        out.append("%0*x" % (width if not out else 8, val))
+    return ",".join(out)
 
 
 def cpulist_parse(text: str, nbits: int):

@@ -74,7 +74,8 @@ class KmemTrace:
     def call_site(self, tag) -> int:
         """The return address in the tag's function: where it called the
         allocator (the same place for every call of the tag).  A tag in an
-        inlined function calls from the function it is inlined into; 0 when
+        inlined function calls from the function it is inlined into, one
+        the compiler cloned from its clone (``name.isra.0``); 0 when
         that is not known either (the recorder takes the stack's caller)."""
         if tag is None:
             return 0
@@ -82,7 +83,9 @@ class KmemTrace:
         if site is None:
             site = 0
             ks = self.kallsyms
-            addr = ks.addr_of(tag.function) if ks is not None else 0
+            # the function itself, or a compiler clone of it (.isra.0 ...)
+            name = ks.resolve(tag.function) if ks is not None else None
+            addr = ks.addr_of(name) if name else 0
             if not addr and ks is not None and self.inlined_into is not None:
                 outer = self.inlined_into(tag.function)
                 addr = ks.addr_of(outer) if outer else 0

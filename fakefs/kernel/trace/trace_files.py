@@ -11,12 +11,14 @@ import heapq
 
 from ..fs.pseudo import (FileOperations, KernelError, WouldBlock, TRACE_MODE_READ,
                          TRACE_MODE_WRITE, POLLIN, POLLRDNORM)
+from ..lib.bitmap import bitmap_parse, bitmap_string
 from ..params import kstrtoul
 from .readme import readme_text
 from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
+from .trace_parser import EVENT_BUF_SIZE, get_user_word
 from .trace_sched_switch import resize
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .ftrace_files import ftrace_create_files, pid_files_wanted
@@ -198,17 +200,17 @@ class TraceClockOps(FileOperations):
 
 
 class CpumaskOps(FileOperations):
+    """tracing_cpumask: ``%*pb`` of the mask; cpumask_parse_user() on write."""
+
     def show(self, f):
-        return "%x\n" % f.data.cpumask
+        return bitmap_string(f.data.cpumask, f.data.kernel.nr_cpus) + "\n"
 
     def write(self, f, data):
-        text = _text(data).strip().replace(",", "")
-        try:
-            mask = int(text, 16)
-        except ValueError:
-            raise KernelError(errno.EINVAL)
         tr = f.data
-        tr.cpumask = mask & ((1 << tr.kernel.nr_cpus) - 1)
+        try:
+            tr.cpumask = bitmap_parse(_text(data), tr.kernel.nr_cpus)
+        except OSError as e:
+            raise KernelError(e.errno)
         return len(data)
 
 
@@ -297,10 +299,13 @@ class SetEventOps(FileOperations):
         return "".join("%s:%s\n" % (ev.system, ev.name) for ev in order if ev in tr.enabled_events)
 
     def write(self, f, data):
+        """One ``[!][system:]event`` word per write (the rest is the
+        writer's to send again): the bytes consumed are returned."""
         tr = f.data
-        for token in _text(data).split():
+        token, used = get_user_word(data.decode("latin-1"), EVENT_BUF_SIZE + 1)
+        if token is not None:
             on = not token.startswith("!")
-            token = token.lstrip("!")
+            token = token[1:] if not on else token
             if ":" in token:
                 system, _, name = token.partition(":")
                 match = None
@@ -315,7 +320,7 @@ class SetEventOps(FileOperations):
                 raise KernelError(errno.EINVAL)
             for ev in hits:
                 tr.set_event_enabled(ev, on)
-        return len(data)
+        return used
 
 
 class AvailableEventsOps(FileOperations):

@@ -1,6 +1,8 @@
+import errno
+
 import pytest
 
-from fakefs.kernel.lib.bitmap import cpulist_parse
+from fakefs.kernel.lib.bitmap import bitmap_parse, bitmap_string, cpulist_parse
 
 
 @pytest.mark.parametrize("text,nbits,cpus", [
@@ -12,3 +14,24 @@ from fakefs.kernel.lib.bitmap import cpulist_parse
 ])
 def test_cpulist_parse(text, nbits, cpus):
     assert cpulist_parse(text, nbits) == cpus
+
+
+def test_bitmap_parse_is_hex_chunks_from_the_right():
+    """What a stock 2-CPU kernel answers on tracing_cpumask."""
+    assert bitmap_parse("3", 2) == 3 and bitmap_parse("\n", 2) == 0 and bitmap_parse(" 1 ", 2) == 1
+    assert bitmap_parse("ff,ffffffff", 40) == (1 << 40) - 1
+    for text, err in (("1,2", errno.EOVERFLOW), ("4", errno.EOVERFLOW), ("ff", errno.EOVERFLOW),
+                      ("100000000", errno.EOVERFLOW), ("x", errno.EINVAL)):
+        try:
+            bitmap_parse(text, 2)
+        except OSError as e:
+            assert e.errno == err, text
+        else:
+            raise AssertionError(text)
+
+
+def test_bitmap_string_pads_the_first_chunk_to_its_bits():
+    assert bitmap_string(3, 2) == "3"
+    assert bitmap_string(1, 8) == "01"
+    assert bitmap_string((1 << 40) - 1, 40) == "ff,ffffffff"
+    assert bitmap_string(1, 64) == "00000000,00000001"

@@ -128,3 +128,16 @@ def test_nothing_is_fired_without_a_probe_or_at_boot():
     assert kt.when is None                     # between steps, nobody says when
     assert not kt.tp_kmalloc.probes
     assert kt.tp_kmalloc.driven and kt.tp_page_free.driven
+
+
+def test_a_tag_in_a_cloned_function_calls_from_the_clone():
+    """A tag whose function the compiler cloned (``name.isra.0``) has its
+    call site in the clone, not in whatever called it."""
+    k = sim.boot(seed=5, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
+    ks, kt = k.kallsyms, k.alloc_workload.trace
+    clone = next(n for n in ks.functions() if n.endswith(".isra.0")
+                 and ks.addr_of(n[:-len(".isra.0")]) is None)
+    tag = next(iter(k.alloc_tag.iter_tags()))
+    fake = type(tag)(tag.filename, tag.lineno, clone[:-len(".isra.0")])
+    site = kt.call_site(fake)
+    assert site and ks.lookup(site)[0] == clone

@@ -327,3 +327,21 @@ def test_nop_refuses_test_nop_refuse_either_way():
     assert errno_of(wr, k, "options/test_nop_refuse", "1") == errno.EINVAL
     wr(k, "trace_options", "test_nop_accept")
     assert "test_nop_accept\nnotest_nop_refuse\n" in rd(k, "trace_options")
+
+
+def test_set_event_takes_one_word_per_write():
+    """Measured on a stock kernel: 19 bytes of the 37 are taken."""
+    k, _ = boot()
+    assert wr(k, "set_event", "sched:sched_switch sched:sched_wakeup") == 19
+    assert rd(k, "set_event") == "sched:sched_switch\n"
+
+
+def test_tracing_cpumask_is_a_bitmap_of_existing_cpus():
+    k, _ = boot()
+    assert errno_of(wr, k, "tracing_cpumask", "1,2") == errno.EOVERFLOW
+    assert errno_of(wr, k, "tracing_cpumask", "4") == errno.EOVERFLOW
+    assert errno_of(wr, k, "tracing_cpumask", "x") == errno.EINVAL
+    wr(k, "tracing_cpumask", "\n")
+    assert rd(k, "tracing_cpumask") == "0\n"
+    wr(k, "tracing_cpumask", "2")
+    assert rd(k, "tracing_cpumask") == "2\n"

@@ -1,0 +1,32 @@
+"""One word of a write, as ``trace_get_user()`` (kernel/trace/trace.c) reads it
+for a file whose parser lives for one write (``set_event``)."""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import KernelError
+
+EVENT_BUF_SIZE = 127        # set_event's parser holds EVENT_BUF_SIZE + 1 bytes
+
+
+def _blank(c: str) -> bool:
+    return c.isspace() or c == "\0"
+
+
+def get_user_word(text: str, size: int) -> tuple[str | None, int]:
+    """(the first word of ``text``, or None if it holds only blanks; how many
+    characters the write consumed: the blanks before it, the word and the
+    one blank after it).  EINVAL for a word of ``size`` characters or more."""
+    n = len(text)
+    i = 0
+    while i < n - 1 and text[i].isspace():
+        i += 1
+    if n == 0 or _blank(text[i]):
+        return None, min(i + 1, n)
+    j = i
+    while j < n and not _blank(text[j]):
+        j += 1
+    if j - i > size - 1:
+        raise KernelError(errno.EINVAL)
+    return text[i:j], min(j + 1, n)
