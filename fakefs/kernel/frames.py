@@ -36,6 +36,14 @@ class Frame:
         self.mode = mode            # entered from user mode, in a kthread, idle
 
 
+def interrupted(fr):
+    """What frame ``fr`` is in task context: ``fr`` itself, or the frame an
+    interrupt (and any nested in it) arrived on; None when that was user mode."""
+    while fr is not None and fr.irq:
+        fr = fr.parent
+    return fr
+
+
 class Frames:
     """The frames of the resolved graph ``wg`` made so far (``count``)."""
 

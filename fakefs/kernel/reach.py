@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 
-from .frames import ENTER
+from .frames import ENTER, interrupted
 from .walkgraph import F_LOOP, F_SWITCH, table_items
 
 TARGET_SETS_KEPT = 20      # target sets (frozensets of ids) whose tables are cached
@@ -52,9 +52,7 @@ class Reach:
         # still nothing: the nearest caller that can get there, if any
         ts = c.ts
         dist, rtab, _, _, root_opts, _ = self.tables(ts.profile, kind)
-        n = ts.frame
-        while task_only and n is not None and n.irq:
-            n = n.parent
+        n = interrupted(ts.frame) if task_only else ts.frame
         while n is not None:
             if n.fn not in targets and rtab[n.fn] is not None:
                 got = self.descend(n, targets, rtab, dist, rng.random)
@@ -84,9 +82,7 @@ class Reach:
         reach = self.tables(ts.profile, kind)
         dist, rtab, prem, _P, root_opts, irq_opts = reach
         maxd = self.max_depth
-        fr = ts.frame
-        while task_only and fr is not None and fr.irq:
-            fr = fr.parent                  # what the interrupt interrupted
+        fr = interrupted(ts.frame) if task_only else ts.frame
         n = fr
         cand = None
         fresh = False

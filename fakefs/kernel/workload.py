@@ -35,7 +35,7 @@ every frame resolves with the table in use.
 from __future__ import annotations
 
 from .callgraph import CallGraph, load_callgraph
-from .frames import ENTER, RESUME, Frames
+from .frames import ENTER, RESUME, Frames, interrupted
 from .kallsyms import Kallsyms
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
@@ -52,13 +52,6 @@ FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 200_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
-
-
-def _where(fr, task_only):
-    """Frame ``fr``, or with ``task_only`` what an interrupt there interrupted."""
-    while task_only and fr is not None and fr.irq:
-        fr = fr.parent
-    return fr
 
 
 class Workload:
@@ -186,7 +179,8 @@ class Workload:
             if n is not None:
                 ts.frame, ts.phase = n, ENTER
                 return self.frames.tp_stack(n)
-            fr = _where(ts.frame or c.halt, task_only)
+            fr = ts.frame or c.halt
+            fr = interrupted(fr) if task_only else fr
             return fr.stack if fr is not None else ()
         before = ts.frame
         stack = self._event_noswitch(c, rng, kind, targets, task_only)[1]
@@ -245,7 +239,8 @@ class Workload:
         if n is None and not task_only:
             n = self.reach.irq_path(c, rng, kind, targets)
         if n is None:                       # where the task is
-            n = _where(ts.frame or c.halt, task_only)
+            n = ts.frame or c.halt
+            n = interrupted(n) if task_only else n
             return ts.task, self.frames.tp_stack(n) if n is not None else ()
         ts.frame, ts.phase = n, ENTER
         return ts.task, self.frames.tp_stack(n)

@@ -21,8 +21,7 @@ def bitmap_parse(text: str, nbits: int) -> int:
     chunks than ``nbits`` needs, or a bit at ``nbits`` or above."""
     end = text.find("\n")
     end = (len(text) if end < 0 else end) - 1
-    chunks = (nbits + 31) // 32
-    left = chunks
+    left = (nbits + 31) // 32          # chunks the mask has room for
     mask = 0
     chunk = 0
     while True:

@@ -16,7 +16,7 @@ from ..params import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
 from .ring_buffer import RingBuffer, event_length
-from .trace_sched_switch import SavedCmdlines
+from .trace_sched_switch import SavedCmdlines, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
@@ -377,6 +377,11 @@ class Tracing:
             comm = lookup(pid) if lookup else None
             if comm:
                 self.savedcmd.save(pid, comm)
+
+    def resize_saved_cmdlines(self, val: int) -> None:
+        """A new, empty table: every CPU's next committing task is saved."""
+        self.savedcmd = resized(val)
+        self.taskinfo_pid = [None] * self.kernel.nr_cpus
 
     def instance_mkdir(self, name: str) -> None:
         if name in self.instances:

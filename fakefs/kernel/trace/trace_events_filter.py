@@ -93,8 +93,7 @@ class EventFilters:
             t = sched.find(pid)
             if t is not None:
                 return t.comm
-            saved = tracing.savedcmd.find(pid)
-            return "" if saved == "<...>" else saved
+            return tracing.savedcmd.lookup(pid) or ""
         return comm
 
     def _cpu_of(self):

@@ -19,7 +19,6 @@ from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word
-from .trace_sched_switch import resize
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
@@ -208,9 +207,11 @@ class CpumaskOps(FileOperations):
     def write(self, f, data):
         tr = f.data
         try:
-            tr.cpumask = bitmap_parse(_text(data), tr.kernel.nr_cpus)
+            mask = bitmap_parse(_text(data), tr.kernel.nr_cpus)
         except OSError as e:
             raise KernelError(e.errno)
+        catch_up(tr)                  # events so far were recorded under the old mask
+        tr.cpumask = mask
         return len(data)
 
 
@@ -235,7 +236,9 @@ class SavedCmdlinesSizeOps(FileOperations):
         return "%d\n" % f.data.tracing.savedcmd.cmdline_num
 
     def write(self, f, data):
-        f.data.tracing.savedcmd = resize(_ulong(data))
+        val = _ulong(data)
+        catch_up(f.data)              # what ran before the write was saved in the old table
+        f.data.tracing.resize_saved_cmdlines(val)
         return len(data)
 
 

@@ -66,17 +66,18 @@ class SavedCmdlines:
         self.map_cmdline_to_pid[idx] = pid
         self.comms[idx] = comm[:TASK_COMM_LEN - 1]
 
+    def lookup(self, pid: int) -> str | None:
+        """The comm saved for ``pid`` (not the idle task), None if none is."""
+        idx = self.map_pid_to_cmdline.get(pid & (PID_MAX_DEFAULT - 1))
+        if idx is not None and self.map_cmdline_to_pid[idx] == pid:
+            return self.comms[idx]
+        return None
+
     def find(self, pid: int) -> str:
         """__trace_find_cmdline()."""
         if not pid:
             return "<idle>"
-        idx = self.map_pid_to_cmdline.get(pid & (PID_MAX_DEFAULT - 1))
-        if idx is not None and self.map_cmdline_to_pid[idx] == pid:
-            return self.comms[idx]
-        return "<...>"
-
-    def has(self, pid: int) -> bool:
-        return self.find(pid) != "<...>"
+        return self.lookup(pid) or "<...>"
 
     def text(self) -> str:
         """saved_cmdlines: the slots in order, ``pid comm``."""
@@ -84,7 +85,7 @@ class SavedCmdlines:
                        for pid in self.map_cmdline_to_pid if pid is not None)
 
 
-def resize(val: int) -> SavedCmdlines:
+def resized(val: int) -> SavedCmdlines:
     """tracing_saved_cmdlines_size_write(): a new, empty table."""
     if not val or val > PID_MAX_DEFAULT:
         raise KernelError(errno.EINVAL)

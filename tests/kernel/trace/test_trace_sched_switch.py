@@ -6,7 +6,7 @@ import errno
 
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
-from fakefs.kernel.trace.trace_sched_switch import SavedCmdlines, cmdline_slots, resize
+from fakefs.kernel.trace.trace_sched_switch import SavedCmdlines, cmdline_slots, resized
 from kfiles import errno_of, rd, wr
 
 
@@ -34,9 +34,9 @@ def test_slots_are_handed_out_round_robin():
 
 
 def test_resize_refuses_zero_and_more_than_pid_max():
-    assert errno_of(resize, 0) == errno.EINVAL
-    assert errno_of(resize, 32769) == errno.EINVAL
-    assert resize(32768).cmdline_num >= 32768
+    assert errno_of(resized, 0) == errno.EINVAL
+    assert errno_of(resized, 32769) == errno.EINVAL
+    assert resized(32768).cmdline_num >= 32768
 
 
 def test_the_files_show_the_table():
@@ -55,3 +55,16 @@ def test_the_files_show_the_table():
     wr(k, "saved_cmdlines_size", "10000")
     assert rd(k, "saved_cmdlines_size") == "19659\n" and rd(k, "saved_cmdlines") == ""
     assert "<...>-" in rd(k, "trace")                # the old entries lost their comms
+
+
+def test_a_resize_saves_the_next_committer_even_if_it_committed_last():
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, seed=3).boot()
+    tr = k.tracing.global_trace
+    task = next(iter(k.sched.tasks.values()))
+    entry = (1, 0, task.pid, 0, 0, "x", None)
+    assert tr.write_entry(0, entry, 8)
+    assert k.tracing.savedcmd.lookup(task.pid) == task.comm
+    wr(k, "saved_cmdlines_size", "128")
+    assert k.tracing.savedcmd.lookup(task.pid) is None
+    assert tr.write_entry(0, entry, 8)
+    assert k.tracing.savedcmd.lookup(task.pid) == task.comm
