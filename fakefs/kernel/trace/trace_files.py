@@ -302,8 +302,7 @@ class SetEventOps(FileOperations):
         return "".join("%s:%s\n" % (ev.system, ev.name) for ev in order if ev in tr.enabled_events)
 
     def write(self, f, data):
-        """One ``[!][system:]event`` word per write (the rest is the
-        writer's to send again): the bytes consumed are returned."""
+        """One ``[!][system:]event`` word per write; returns the bytes it used."""
         tr = f.data
         token, used = get_user_word(data.decode("latin-1"), EVENT_BUF_SIZE + 1)
         if token is not None:
