@@ -1,6 +1,8 @@
 """``make bench``: speed and memory figures, each against a baseline from the same run.
 
 1. open+read+close of a small tracefs file through a real mount, vs the same on tmpfs;
+   then vs a bare pyfuse3 filesystem (bench_barefs.py) measured in the same run,
+   with the FUSE requests one ``cat`` of the file sends to each (libfuse's debug log);
 2. stackmap ``get_id`` throughput (stack events/s), vs a plain dict-based deduplication;
 3. ring-buffer retention for the same simulated workload with and without the stackmap.
 
@@ -63,6 +65,45 @@ def bench_small_file() -> list[tuple[str, float, str]]:
             ("small file open+read+close, tmpfs baseline", tmpfs * 1e6, "us"),
             ("  ratio fakefs/tmpfs", fuse / tmpfs, "x"),
             ("idle daemon CPU time over 5 s (nobody looking)", idle, "s")]
+
+
+def bench_small_file_bare() -> list[tuple[str, object, str]]:
+    """fakefs against a bare pyfuse3 filesystem serving the same path (one
+    with fakefs's direct_io/size 0/1 s timeouts, one as pyfuse3's hello.py:
+    page cache, real size, 300 s timeouts), and the requests of one cat."""
+    from . import bench_barefs as bare
+    rel = "sys/kernel/tracing/tracing_on"
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+    with tempfile.NamedTemporaryFile("w", dir=shm) as tmp, bare.fakefs_mounted() as (fk, _), \
+            bare.barefs_mounted(rel) as (bm, *_), bare.barefs_mounted(rel, "naive") as (nm, *_):
+        tmp.write("1\n")
+        tmp.flush()
+        fns = {"tmpfs": _orc(tmp.name), "bare": _orc(os.path.join(bm, rel)),
+               "naive": _orc(os.path.join(nm, rel)), "fakefs": _orc(os.path.join(fk, rel))}
+        for fn in fns.values():
+            fn(200)    # warm up
+        t = bare.median_per_op(fns, 2000, ROUNDS)
+    with bare.fakefs_mounted(debug=True) as (fk, flog), \
+            bare.barefs_mounted(rel, debug=True) as (bm, blog, *_), \
+            bare.barefs_mounted(rel, "naive", debug=True) as (nm, nlog, *_):
+        reqs = bare.requests_per_cat({"fakefs": (os.path.join(fk, rel), flog),
+                                      "bare": (os.path.join(bm, rel), blog),
+                                      "naive": (os.path.join(nm, rel), nlog)})
+    rows = [("small file open+read+close, tmpfs", t["tmpfs"] * 1e6, "us"),
+            ("small file open+read+close, bare pyfuse3 (fakefs's choices)", t["bare"] * 1e6, "us"),
+            ("small file open+read+close, bare pyfuse3 (hello.py's choices)",
+             t["naive"] * 1e6, "us"),
+            ("small file open+read+close, fakefs (tracing_on)", t["fakefs"] * 1e6, "us"),
+            ("  ratio fakefs/bare (same choices)", t["fakefs"] / t["bare"], "x"),
+            ("  ratio fakefs/bare (hello.py's choices)", t["fakefs"] / t["naive"], "x"),
+            ("  ratio bare/tmpfs", t["bare"] / t["tmpfs"], "x")]
+    for when in ("warm", "cold"):
+        for label in ("fakefs", "bare", "naive"):
+            c = reqs[label][when]
+            ops = ", ".join("%s %g" % (op, round(n, 2)) for op, n in c.items())
+            rows.append(("FUSE requests per cat, %s, %s" % (when, label), sum(c.values()),
+                         "req (%s)" % ops))
+    return rows
 
 
 def _idle_cpu(mnt: str, seconds: float) -> float:
@@ -156,8 +197,13 @@ def bench_retention(seconds: float = 5.0) -> list[tuple[str, float, str]]:
     return out
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    """``python -m fakefs.bench [NAME...]``: only the sections whose function
+    name is one of the NAMEs, ``bench_`` optional (``small_file_bare``, ``get_id``...)."""
+    names = sys.argv[1:] if argv is None else list(argv)
     sections = [("tracefs small-file latency", bench_small_file),
+                ("small file: fakefs vs a bare pyfuse3 filesystem (warm: cats back to back; "
+                 "cold: 1.2 s apart)", bench_small_file_bare),
                 ("stackmap get_id throughput", bench_get_id),
                 ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU; "
                  "deterministic, one run)", bench_retention)]
@@ -166,6 +212,9 @@ def main() -> int:
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))
     except ImportError:
         pass
+    if names:
+        sections = [(t, fn) for t, fn in sections if fn.__name__ in names
+                    or fn.__name__.removeprefix("bench_") in names]
     for title, fn in sections:
         print("== %s" % title + ("" if "one run" in title else " (median of %d rounds)" % ROUNDS))
         for name, value, unit in fn():
