@@ -4,7 +4,9 @@
    then vs a bare pyfuse3 filesystem (bench_barefs.py) measured in the same run,
    with the FUSE requests one ``cat`` of the file sends to each (libfuse's debug log);
 2. stackmap ``get_id`` throughput (stack events/s), vs a plain dict-based deduplication;
-3. ring-buffer retention for the same simulated workload with and without the stackmap.
+3. ring-buffer retention for the same simulated workload with and without the stackmap;
+4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
+   the same stretch simulated in full.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -17,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from . import bench_catchup
 
 ROUNDS = 5
 
@@ -207,6 +211,8 @@ def main(argv=None) -> int:
                 ("stackmap get_id throughput", bench_get_id),
                 ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU; "
                  "deterministic, one run)", bench_retention)]
+    sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
+                     "event; 2 CPUs, default buffer)", bench_catchup.bench_catchup))
     try:
         from . import bench_alloc_tag
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))

@@ -7,6 +7,15 @@ subsystem in order.  Subsystems register:
 * time hooks (``kernel.add_timer_hook(fn)``): ``fn(t0_ns, t1_ns)`` simulates
   what happened between two instants.  They run only when somebody observes
   the kernel (``catch_up``), so an idle mount costs nothing.
+* gap watchers (``kernel.add_gap_watcher(w)``): what of a long unobserved
+  stretch (a *gap*) can still be seen.  ``catch_up`` simulates in full only
+  that, and skips the rest (the machine starts again after it, skip hooks
+  and watchers account for it in aggregate).  A watcher has
+  ``gap_begins(t0, now)``; ``full_from(t, now)``, the earliest instant at or
+  after ``t`` from which it needs the kernel simulated in full (``now``:
+  nothing more); ``gap_skipped(t0, t1)``; and ``gap_ends(t)`` once the kernel
+  has caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS``
+  of a gap are simulated.
 
 The mounted tree is one :class:`PseudoTree` laid out like a machine root:
 ``sys/kernel/tracing``, ``proc``, ``boot``.
@@ -49,6 +58,11 @@ INITCALLS: list[tuple[str, str]] = [
 # observation will replay; older backlog is skipped (see ``catch_up``).
 STEP_NS = 20_000_000
 MAX_BACKLOG_NS = 30_000_000_000
+# An unobserved stretch longer than this is a gap: the kernel simulates of it
+# what its watchers need, and at least the last GAP_WINDOW_NS (allocations,
+# profile ticks and the scheduler's state come from that part)
+GAP_NS = 2_000_000_000
+GAP_WINDOW_NS = 200_000_000
 # Simulated time advances in whole ticks (HZ=1000): requests arriving within
 # the same millisecond find the kernel up to date and cost no simulation.
 TICK_NS = 1_000_000
@@ -79,6 +93,8 @@ class Kernel:
         self._timer_hooks: list = []
         self._observers: list = []
         self._skip_hooks: list = []
+        self._gap_watchers: list = []
+        self._gap: list | None = None      # [start, simulated in full so far] of the gap being caught up
         self.sim_time = 0
         self.booted = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
@@ -119,6 +135,10 @@ class Kernel:
         if skip is not None:
             self._skip_hooks.append(skip)
 
+    def add_gap_watcher(self, w) -> None:
+        """``w`` says what of an unobserved stretch can be seen (see above)."""
+        self._gap_watchers.append(w)
+
     def subsystem_rng(self, name: str) -> random.Random:
         """A deterministic RNG per subsystem, derived from the boot seed."""
         return random.Random(f"{self.seed}:{name}")
@@ -150,26 +170,57 @@ class Kernel:
         """Simulate up to ``max_steps`` steps towards now.
 
         Returns True while more remains, so a caller on an event loop can
-        yield between calls.  A backlog longer than MAX_BACKLOG_NS (an idle
-        mount observed after a long time) is skipped, not replayed: skip
-        hooks account for it the way a lost-events counter would.
+        yield between calls.  Of a gap (more than GAP_NS since the kernel was
+        last observed), only what can still be seen is simulated in full:
+        what the gap watchers need, the last GAP_WINDOW_NS, and never more
+        than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks and
+        watchers accounting for it.
         """
         now = self.clock.now_ns()
         now -= now % TICK_NS
         if now <= self.sim_time:
             return False
-        if now - self.sim_time > MAX_BACKLOG_NS:
-            t_skip = now - MAX_BACKLOG_NS
-            if self.driver is not None:
-                self.driver.skip(self.sim_time, t_skip)
-            for fn in self._skip_hooks:
-                fn(self.sim_time, t_skip)
-            self.sim_time = t_skip
+        if self._gap is None and now - self.sim_time > GAP_NS:
+            self._gap = [self.sim_time, 0]
+            for w in self._gap_watchers:
+                w.gap_begins(self.sim_time, now)
         for _ in range(max_steps):
             if self.sim_time >= now:
-                return False
-            self._step(min(now, self.sim_time + STEP_NS))
+                break
+            if self._gap is not None:
+                h = self._full_from(now)
+                if h > self.sim_time:
+                    self._skip(h)
+                    continue
+            t1 = min(now, self.sim_time + STEP_NS)
+            if self._gap is not None:
+                self._gap[1] += t1 - self.sim_time
+            self._step(t1)
+        if self.sim_time >= now and self._gap is not None:
+            self._gap = None
+            for w in self._gap_watchers:
+                w.gap_ends(self.sim_time)
         return self.sim_time < now
+
+    def _full_from(self, now: int) -> int:
+        """Where the full simulation of the gap must go on from."""
+        t = self.sim_time
+        if self._gap[1] >= MAX_BACKLOG_NS:
+            return now                       # enough replayed: the rest is skipped
+        h = min([now - GAP_WINDOW_NS] + [w.full_from(t, now) for w in self._gap_watchers])
+        h = max(h, now - MAX_BACKLOG_NS + self._gap[1])
+        return max(t, h - h % TICK_NS)
+
+    def _skip(self, t1: int) -> None:
+        """Nobody can see [sim_time, t1): the machine starts again at ``t1``."""
+        t0 = self.sim_time
+        if self.driver is not None:
+            self.driver.skip(t0, t1)
+        for fn in self._skip_hooks:
+            fn(t0, t1)
+        for w in self._gap_watchers:
+            w.gap_skipped(t0, t1)
+        self.sim_time = t1
 
     def _step(self, t1: int) -> None:
         """Simulate [sim_time, t1): the machine, then the timer hooks."""

@@ -75,18 +75,31 @@ class CommandLine:
                    "will be passed to user space." % " ".join(self.unknown))
 
 
+ULONG_MAX = (1 << 64) - 1
+
+
+class RangeError(ValueError):
+    """What ``kstrtoul()`` answers -ERANGE for: a number beyond ULONG_MAX."""
+
+
 def kstrtoul(text: str, base: int = 0) -> int:
-    """``kstrtoul()``: optional trailing newline, no sign, no junk; raises ValueError."""
+    """``kstrtoul()``: optional trailing newline, no sign, no junk; raises
+    ValueError (RangeError when the number does not fit in 64 bits)."""
     s = text[:-1] if text.endswith("\n") else text
     if not s or s[0] in "+-" or s != s.strip():
         raise ValueError(text)
     if base == 0:
         if s[:2].lower() == "0x":
-            return int(s[2:], 16) if s[2:] else _bad(text)
-        if s.startswith("0") and len(s) > 1:
-            return int(s[1:], 8)
-        return int(s, 10)
-    return int(s, base)
+            val = int(s[2:], 16) if s[2:] else _bad(text)
+        elif s.startswith("0") and len(s) > 1:
+            val = int(s[1:], 8)
+        else:
+            val = int(s, 10)
+    else:
+        val = int(s, base)
+    if val > ULONG_MAX:
+        raise RangeError(text)
+    return val
 
 
 def _bad(text):

@@ -189,3 +189,56 @@ class PageAllocator:
     def free_pages_exact(self, page: Page) -> None:
         self.free_pages(page)
 
+
+    # --- what is left ---------------------------------------------------------
+    def si_mem_available(self) -> int:
+        """``si_mem_available()`` in pages: what the machine could still hand out."""
+        return max(0, self.totalram_pages - self.nr_used)
+
+
+class PageAccount:
+    """Order-0 pages one call site allocates one by one and keeps, such as
+    the ring buffer's (``__rb_allocate_pages``): counted, not each a
+    :class:`Page`.  Each page is one call of the site's tag (charged while
+    profiling is on, given back as long as it was charged).  Without a page
+    allocator (no allocation profiling in the kernel), the machine has
+    ``ram_pages`` of memory."""
+
+    def __init__(self, pa: "PageAllocator | None", tag=None, ram_pages: int = 0):
+        self.pa = pa
+        self.tag = tag
+        self.ram_pages = ram_pages
+        self.pages = 0            # held now
+        self.tagged = 0           # of them, charged to the tag
+
+    def available_pages(self) -> int:
+        if self.pa is None:
+            return max(0, self.ram_pages - self.pages)
+        return self.pa.si_mem_available()
+
+    def charge(self, n: int) -> None:
+        self.pages += n
+        pa = self.pa
+        if pa is None:
+            return
+        pa.nr_used += n
+        pa.nr_allocs += n
+        at = pa.at
+        if self.tag is not None and at.enabled and at.page_refs:
+            self.tag.bytes += n << PAGE_SHIFT
+            self.tag.calls += n
+            self.tagged += n
+
+    def uncharge(self, n: int) -> None:
+        n = min(n, self.pages)
+        self.pages -= n
+        pa = self.pa
+        if pa is None:
+            return
+        pa.nr_used -= n
+        pa.nr_frees += n
+        k = min(n, self.tagged)
+        if k and self.tag is not None:
+            self.tag.bytes -= k << PAGE_SHIFT
+            self.tag.calls -= k
+            self.tagged -= k

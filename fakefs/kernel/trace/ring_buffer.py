@@ -12,6 +12,7 @@ events lost); otherwise new events are dropped (``dropped events``).
 
 from __future__ import annotations
 
+import errno
 from collections import deque
 
 PAGE_SIZE = 4096
@@ -59,6 +60,11 @@ class CpuBuffer:
         self.read = 0
         self.last_ts = 0
         self.last_overrun = 0       # overrun when the consuming reader last looked
+        # what writers asked for since the last reset, whatever became of it
+        # (a reader consuming or the writer overwriting does not lower them)
+        self.written = 0
+        self.bytes_written = 0
+        self.charged = 0            # of its pages, those taken from the machine's memory
 
     def reset(self) -> None:
         self.pages.clear()
@@ -69,6 +75,8 @@ class CpuBuffer:
         self.read = 0
         self.last_ts = 0
         self.last_overrun = 0
+        self.written = 0
+        self.bytes_written = 0
 
     def lost_events(self) -> int:
         """Entries the writer overwrote since the consuming reader last asked
@@ -89,6 +97,8 @@ class CpuBuffer:
             self.overrun += len(lost.events)
 
     def write(self, ts: int, entry, length: int, overwrite: bool) -> bool:
+        self.written += 1
+        self.bytes_written += length
         need = length
         pages = self.pages
         tail = pages[-1] if pages else None
@@ -114,6 +124,28 @@ class CpuBuffer:
 
     def bytes(self) -> int:
         return sum(p.used for p in self.pages)
+
+    def unrecorded(self, n: int, nbytes: int, before_ts: int, overwrite: bool) -> None:
+        """``n`` entries (``nbytes`` bytes) were written before ``before_ts``
+        and not kept as entries (time nobody could see, see trace_backlog):
+        in overwrite mode they pushed out the oldest pages older than
+        ``before_ts`` that ``nbytes`` cover, and then were overwritten
+        themselves; otherwise the buffer was full and they were dropped."""
+        self.written += n
+        self.bytes_written += nbytes
+        if not overwrite:
+            self.dropped += n
+            return
+        self.overrun += n
+        pages = self.pages
+        while pages and nbytes > 0:
+            evs = pages[0].events
+            if evs and evs[-1][0] >= before_ts:
+                break
+            lost = pages.popleft()
+            nbytes -= lost.used
+            self.entries -= len(evs)
+            self.overrun += len(evs)
 
     def oldest_ts(self) -> int:
         for p in self.pages:
@@ -165,10 +197,49 @@ class RingBuffer:
     def pages_for(self, size_bytes: int) -> int:
         return max(2, -(-size_bytes // self.subbuf_size))
 
-    def resize(self, size_bytes: int, cpu: int | None = None) -> None:
+    def resize(self, size_bytes: int, cpu: int | None = None, mem=None) -> int:
+        """``ring_buffer_resize()``: 0, or -ENOMEM (and nothing changed) when
+        ``mem`` (a ``PageAccount``: where pages come from) has fewer pages
+        available than a CPU's buffer must grow by, CPU after CPU."""
         nr = self.pages_for(size_bytes)
-        for cb in self.cpus if cpu is None else [self.cpus[cpu]]:
+        cpus = self.cpus if cpu is None else [self.cpus[cpu]]
+        if mem is not None:
+            avail = mem.available_pages()
+            for cb in cpus:
+                grow = nr - cb.nr_pages
+                if grow > 0:
+                    if avail < grow:
+                        return -errno.ENOMEM
+                    avail -= grow
+        for cb in cpus:
+            grow = nr - cb.nr_pages
             cb.resize(nr)
+            if mem is None:
+                continue
+            if grow > 0:
+                mem.charge(grow)
+                cb.charged += grow
+            elif grow < 0:
+                give = min(-grow, cb.charged)
+                mem.uncharge(give)
+                cb.charged -= give
+        return 0
+
+    def allocate(self, size_bytes: int, mem) -> int:
+        """A new buffer's pages (an instance's), all from ``mem``: 0 or -ENOMEM."""
+        for cb in self.cpus:
+            cb.nr_pages = cb.charged = 0
+        err = self.resize(size_bytes, None, mem)
+        if err:
+            for cb in self.cpus:
+                cb.nr_pages = 2
+        return err
+
+    def release(self, mem) -> None:
+        """The buffer is freed: its pages go back to ``mem``."""
+        for cb in self.cpus:
+            mem.uncharge(cb.charged)
+            cb.charged = 0
 
     def reset(self) -> None:
         for cb in self.cpus:

@@ -15,11 +15,16 @@ from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..params import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
+from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from .ring_buffer import RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
+# the call site charged for ring-buffer pages (file, function, allocator)
+RB_PAGES_SITE = ("kernel/trace/ring_buffer.c", "__rb_allocate_pages", "alloc_pages_node")
+# a kernel without a page allocator model has this much memory for them
+DEFAULT_RAM = 16 << 30
 
 # Core flags in the order of the kernel's trace_options[] (6.12), with the
 # stackmap series' flag after "stacktrace".  (name, default on, top-level only)
@@ -175,8 +180,18 @@ class TraceArray:
 
     def ensure_expanded(self) -> None:
         if not self.expanded:
-            self.buffer.resize(self.buffer_size)
             self.expanded = True
+            self.buffer.resize(self.buffer_size, None, self.tracing.buffer_memory())
+
+    def resize_buffer(self, size: int, cpu: int | None = None, remember: bool = True) -> None:
+        """``tracing_resize_ring_buffer()``: pages come from the machine's
+        memory, ENOMEM (nothing changed) when it has too few."""
+        self.expanded = True
+        err = self.buffer.resize(size, cpu, self.tracing.buffer_memory())
+        if err:
+            raise KernelError(-err)
+        if cpu is None and remember:
+            self.buffer_size = size
 
     def reset_buffer(self) -> None:
         self.buffer.reset()
@@ -306,6 +321,7 @@ class TraceArray:
 
     # --- instances -----------------------------------------------------------
     def destroy(self) -> None:
+        self.buffer.release(self.tracing.buffer_memory())
         self.current.reset(self)
         ops = self.ftrace
         if ops is not None:
@@ -345,10 +361,26 @@ class Tracing:
         # per CPU, the task whose comm was saved last (tracing_record_taskinfo)
         self.taskinfo_pid: list[int | None] = [None] * kernel.nr_cpus
         self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
+        self._buffer_pages: PageAccount | None = None
         # how many enabled events (over all arrays) record each tracepoint;
         # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
+
+    def buffer_memory(self) -> PageAccount:
+        """Where ring-buffer pages come from: the page allocator, charged
+        to ``__rb_allocate_pages`` (a kernel without one: the default RAM)."""
+        if self._buffer_pages is None:
+            pa = self.kernel.page_alloc
+            tag = None
+            if pa is not None:
+                tags = [t for t in pa.at.find_all(*RB_PAGES_SITE[:2]) if t.callee == RB_PAGES_SITE[2]]
+                tag = tags[0] if tags else None
+            account = PageAccount(pa, tag, DEFAULT_RAM >> PAGE_SHIFT)
+            if not self.kernel.booted:
+                return account        # boot's own pages: the allocator's boot replay has them
+            self._buffer_pages = account
+        return self._buffer_pages
 
     def arrays(self):
         yield self.global_trace
@@ -387,7 +419,10 @@ class Tracing:
         if name in self.instances:
             raise KernelError(errno.EEXIST)
         tr = TraceArray(self, name)
-        tr.ensure_expanded()
+        err = tr.buffer.allocate(tr.buffer_size, self.buffer_memory())
+        if err:
+            raise KernelError(-err)
+        tr.expanded = True
         inst_dir = self.root.children["instances"]
         tr.dir = self.kernel.tree.create_dir(name, inst_dir, 0o750)
         self.instances[name] = tr

@@ -27,6 +27,7 @@ import heapq
 import zlib
 
 from . import trace_entries as te
+from .trace_backlog import TraceBacklog
 from .trace_syscalls import SyscallEvent
 
 FN_RATE_DEFAULT = 4000
@@ -456,35 +457,9 @@ class TraceActivity:
                 tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
 
 
-def skip_backlog(kernel, t0: int, t1: int) -> None:
-    """Nobody looked for longer than the kernel replays (``MAX_BACKLOG_NS``):
-    what was traced in [t0, t1) is not generated, but in overwrite mode it
-    would have pushed everything older out of the buffer.  Count it that way:
-    the old entries and an estimate of the skipped ones become overruns (in
-    non-overwrite mode, dropped events).  The stackmap does not see them."""
-    dt = (t1 - t0) / 1e9
-    act = kernel.trace_activity
-    for tr in kernel.tracing.arrays():
-        if not tr.tracing_is_on():
-            continue
-        rate = sum(ev.rate for ev in tr.enabled_events)
-        if tr.current.name == "function" and tr.ftrace_ops is None:
-            rate += act.fn_rate
-        lost = int(rate * dt)
-        if not lost:
-            continue
-        for cb in tr.buffer.cpus:
-            if tr.flag("overwrite"):
-                cb.overrun += cb.entries + lost
-                cb.pages.clear()
-                cb.entries = 0
-            else:
-                cb.dropped += lost
-
-
 def register_trace_activity(kernel) -> None:
     act = TraceActivity(kernel)
     kernel.trace_activity = act
     kernel.tracing.probe_hooks.append(act.set_probe)
-    kernel.add_timer_hook(act.run, skip=lambda t0, t1: skip_backlog(kernel, t0, t1),
-                          observer=True)
+    kernel.add_timer_hook(act.run, observer=True)
+    kernel.add_gap_watcher(TraceBacklog(kernel))

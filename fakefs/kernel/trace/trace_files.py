@@ -12,7 +12,7 @@ import heapq
 from ..fs.pseudo import (FileOperations, KernelError, WouldBlock, TRACE_MODE_READ,
                          TRACE_MODE_WRITE, POLLIN, POLLRDNORM)
 from ..lib.bitmap import bitmap_parse, bitmap_string
-from ..params import kstrtoul
+from ..params import ULONG_MAX, RangeError, kstrtoul
 from .readme import readme_text
 from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
@@ -33,6 +33,8 @@ def _text(data: bytes) -> str:
 def _ulong(data: bytes) -> int:
     try:
         return kstrtoul(_text(data), 10)
+    except RangeError:
+        raise KernelError(errno.ERANGE)
     except ValueError:
         raise KernelError(errno.EINVAL)
 
@@ -154,11 +156,7 @@ class BufferSizeOps(FileOperations):
         if not val:
             raise KernelError(errno.EINVAL)
         catch_up(tr)
-        size = val << 10
-        tr.buffer.resize(size, self.cpu)
-        if self.cpu is None:
-            tr.buffer_size = size
-        tr.expanded = True
+        tr.resize_buffer((val << 10) & ULONG_MAX, self.cpu)     # the KB of an unsigned long
         return len(data)
 
 
@@ -179,7 +177,7 @@ class FreeBufferOps(FileOperations):
         tr = f.data
         if tr.flag("disable_on_free"):
             tr.set_tracing_on(False)
-        tr.buffer.resize(1)
+        tr.resize_buffer(1, None, remember=False)
 
 
 class TraceClockOps(FileOperations):

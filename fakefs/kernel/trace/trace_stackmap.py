@@ -125,6 +125,25 @@ class FtraceStackMap:
         self.drops[cpu] += 1
         return -errno.ENOSPC
 
+    def unseen_lookups(self, successes: int, drops: int, cpu: int, rng: random.Random) -> None:
+        """Account lookups made in time nobody could see (trace_backlog):
+        ``successes`` hits shared among the stored stacks in proportion to
+        the uses each has had (a multinomial draw), ``drops`` failures.
+        Stacks that would have been new then are not invented."""
+        elts = [elt for _idx, elt in self._stored.values()]
+        if successes > 0 and elts:
+            weights = [elt.ref_count or 1 for elt in elts]
+            total = sum(weights)
+            given = 0
+            for elt, w in zip(elts, weights):
+                k = successes * w // total
+                elt.ref_count = (elt.ref_count + k) & 0xFFFFFFFF
+                given += k
+            for elt in rng.choices(elts, weights, k=successes - given):
+                elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+            self.successes[cpu] += successes
+        self.drops[cpu] += max(0, drops)
+
     # --- control path ---------------------------------------------------
     def reset(self) -> int:
         if self.resetting:

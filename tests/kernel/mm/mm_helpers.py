@@ -23,8 +23,8 @@ def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, perso
 
 
 def run(k, seconds: float) -> None:
-    """Let ``seconds`` of simulated time pass, observed every second (the
-    kernel skips backlogs longer than 5 s)."""
+    """Let ``seconds`` of simulated time pass, observed every second (of
+    a longer unobserved stretch, the kernel simulates only what can be seen)."""
     left = int(seconds * 1e9)
     while left > 0:
         k.clock.advance(min(left, 1_000_000_000))

@@ -63,3 +63,27 @@ def test_never_has_no_page_references():
     k.alloc_tag.enabled = True                        # even if the key were on
     p = k.page_alloc.alloc_pages(t, 0)
     assert (t.bytes, t.calls) == (0, 0) and p.ref is None
+
+
+def test_page_account_charges_a_call_per_page(kernel):
+    from fakefs.kernel.mm.page_alloc import PageAccount
+    pa = kernel.page_alloc
+    t = tag()
+    acct = PageAccount(pa, t)
+    avail = pa.si_mem_available()
+    acct.charge(10)
+    assert (t.bytes, t.calls, acct.pages) == (40960, 10, 10)
+    assert pa.si_mem_available() == avail - 10
+    acct.uncharge(4)
+    assert (t.bytes, t.calls) == (6 * 4096, 6) and pa.si_mem_available() == avail - 6
+    acct.uncharge(100)                      # never more than it holds
+    assert (t.bytes, t.calls, acct.pages) == (0, 0, 0) and pa.si_mem_available() == avail
+
+
+def test_page_account_without_an_allocator_has_its_own_ram():
+    from fakefs.kernel.mm.page_alloc import PageAccount
+    acct = PageAccount(None, None, ram_pages=100)
+    acct.charge(30)
+    assert acct.available_pages() == 70
+    acct.uncharge(30)
+    assert acct.available_pages() == 100

@@ -58,3 +58,56 @@ def test_consume_and_reset():
     assert cb.consume()[5] == 0 and cb.read == 1 and cb.entries == 9
     cb.reset()
     assert cb.entries == 0 and cb.overrun == 0 and cb.consume() is None
+
+
+def test_unrecorded_entries_push_out_what_they_cover():
+    cb = CpuBuffer(0, 4)
+    per_page = (PAGE_SIZE - BUF_PAGE_HDR_SIZE) // 28
+    fill(cb, per_page * 4, 28)                     # 4 full pages, ts 0 .. 4*per_page-1 us
+    before = cb.written
+    # entries worth two pages, written before the third page's first entry
+    cb.unrecorded(1000, 2 * (PAGE_SIZE - BUF_PAGE_HDR_SIZE), per_page * 2 * 1000, True)
+    assert cb.written == before + 1000
+    assert cb.entries == per_page * 2 and cb.events()[0][5] == per_page * 2
+    assert cb.overrun == 1000 + per_page * 2
+    # older than the limit is not enough: the bytes must cover the page too
+    cb.unrecorded(10, 100, 1 << 60, True)
+    assert cb.entries == per_page
+
+
+def test_unrecorded_entries_are_dropped_without_overwrite():
+    cb = CpuBuffer(0, 2)
+    fill(cb, 10, 28, overwrite=False)
+    cb.unrecorded(500, 500 * 28, 1 << 60, False)
+    assert cb.dropped == 500 and cb.entries == 10 and cb.overrun == 0
+
+
+class Memory:
+    """A PageAccount stand-in with ``avail`` pages."""
+
+    def __init__(self, avail):
+        self.avail = avail
+        self.pages = 0
+
+    def available_pages(self):
+        return self.avail - self.pages
+
+    def charge(self, n):
+        self.pages += n
+
+    def uncharge(self, n):
+        self.pages -= n
+
+
+def test_resize_takes_pages_from_memory_cpu_after_cpu():
+    import errno
+    rb = RingBuffer(2, 1)
+    mem = Memory(100)
+    assert rb.resize(60 * 4080, None, mem) == -errno.ENOMEM     # 58 more each: the second CPU fails
+    assert [cb.nr_pages for cb in rb.cpus] == [2, 2] and mem.pages == 0
+    assert rb.resize(40 * 4080, None, mem) == 0
+    assert mem.pages == 76 and [cb.charged for cb in rb.cpus] == [38, 38]
+    assert rb.resize(10 * 4080, 1, mem) == 0                     # one CPU shrinks: pages back
+    assert mem.pages == 38 + 8
+    rb.release(mem)
+    assert mem.pages == 0

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from fakefs.kernel.fs.pseudo import File
+from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, node, rd, wr
@@ -347,3 +347,55 @@ def test_tracing_cpumask_is_a_bitmap_of_existing_cpus(text, err, after):
     else:
         wr(k, "tracing_cpumask", text)
     assert rd(k, "tracing_cpumask") == after
+
+
+def test_buffer_size_kb_answers_as_6_12_does():
+    """The same writes as sent to this machine's stock tracefs (an instance):
+    errno and what buffer_size_kb reads back after each."""
+    k, _ = boot()
+    table = [("100000000", errno.ENOMEM, "7"),          # more than the machine has: nothing changes
+             (str(2**54), None, "7"),                  # KB << 10 wraps to 0: the 2-page minimum
+             (str(2**53), errno.ENOMEM, "7"),
+             (str(2**64), errno.ERANGE, "7"),
+             ("0", errno.EINVAL, "7"), ("-1", errno.EINVAL, "7"), (" 12", errno.EINVAL, "7"),
+             ("12abc", errno.EINVAL, "7"), ("0x10", errno.EINVAL, "7"),
+             ("12\n", None, "15"), ("4194304", None, "4194307"), ("10000000", errno.ENOMEM, "4194307"),
+             ("2000", None, "2000")]
+    for value, err, after in table:
+        if err is None:
+            wr(k, "buffer_size_kb", value)
+        else:
+            assert errno_of(wr, k, "buffer_size_kb", value) == err, value
+        assert rd(k, "buffer_size_kb") == after + "\n", value
+
+
+def test_buffer_pages_come_from_the_machine_memory():
+    k, _ = boot()
+    pa = k.page_alloc
+    site = "kernel/trace/ring_buffer.c:2207 func:__rb_allocate_pages"
+
+    def charged():
+        line = [ln for ln in rd(k, "allocinfo", base="proc/").splitlines() if ln.endswith(site + " ")]
+        return int(line[0].split()[0])
+
+    base, avail = charged(), pa.si_mem_available()
+    wr(k, "buffer_size_kb", "4080")      # 1024 pages per CPU: 1022 more than the boot's 2
+    assert charged() == base + 2 * 1022 * 4096
+    assert pa.si_mem_available() == avail - 2 * 1022
+    wr(k, "per_cpu/cpu1/buffer_size_kb", "40")            # 11 pages: 1013 back
+    assert pa.si_mem_available() == avail - 1022 - 9
+    # an instance takes its default buffer, and gives it back when removed
+    free = pa.si_mem_available()
+    k.tracing.instance_mkdir("a")
+    assert pa.si_mem_available() == free - 2 * 354
+    k.tracing.instance_rmdir("a")
+    assert pa.si_mem_available() == free
+    wr(k, "free_buffer", "1")                              # back to 2 pages per CPU
+    assert pa.si_mem_available() == avail and charged() == base
+    # nor can an instance be made when its buffer does not fit
+    pages = (pa.si_mem_available() - 300) // 2 + 2         # leaves 300 pages
+    wr(k, "buffer_size_kb", str(pages * 4080 // 1024))
+    assert 0 < pa.si_mem_available() < 2 * 354
+    with pytest.raises(KernelError) as e:
+        k.tracing.instance_mkdir("b")
+    assert e.value.errno == errno.ENOMEM and "b" not in k.tracing.instances

@@ -254,3 +254,17 @@ def test_stored_shortcut_gives_the_same_ids_and_counts_as_the_walk(bits, n):
     assert [fast.get_id(e) for e in events] == [walk.get_id(e) for e in events]
     assert fast.stats_text() == walk.stats_text()
     assert fast.binary() == walk.binary()
+
+
+def test_unseen_lookups_follow_the_uses_so_far():
+    m = FtraceStackMap(bits=10, nr_cpus=2, hash_seed=1)
+    for _ in range(30):
+        m.get_id(stack(1), 0)
+    for _ in range(10):
+        m.get_id(stack(2), 1)
+    m.unseen_lookups(4000, 7, 1, random.Random(3))
+    refs = {e.ips: e.ref_count for _, e in m.populated()}
+    assert sum(refs.values()) == sum(m.successes) == 4040
+    assert m.successes == [30, 4010] and m.drops == [0, 7]
+    assert refs[stack(1)] == 30 + 3000 and refs[stack(2)] == 10 + 1000
+    assert m.next_elt == 2                      # no stack is invented
