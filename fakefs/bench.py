@@ -213,6 +213,7 @@ def main(argv=None) -> int:
                  "deterministic, one run)", bench_retention)]
     sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
                      "event; 2 CPUs, default buffer)", bench_catchup.bench_catchup))
+    sections.append(("cat trace of a full buffer", bench_catchup.bench_trace_read))
     try:
         from . import bench_alloc_tag
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))

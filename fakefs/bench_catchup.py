@@ -11,7 +11,12 @@ With the function tracer, ``stacktrace``, ``stackmap`` and every event on
 * through a real mount for 1 and 10 s of real idle: the time of
   open+read(128 KB)+close of ``trace``.
 
-    python -m fakefs.bench_catchup
+And ``cat trace`` of a full default buffer (2 CPUs): lines per second
+through the mount, and on this machine's own tracefs in the same run
+(mounted in a private mount namespace, every event on for a second; its
+settings are put back as they were).
+
+    python -m fakefs.bench_catchup [--no-mount]
 """
 
 from __future__ import annotations
@@ -91,6 +96,80 @@ def _through_mount(gaps) -> dict:
     return out
 
 
+def _lines_per_s(trace: str) -> list[float]:
+    out = []
+    for _ in range(ROUNDS):
+        t0 = time.perf_counter()
+        with open(trace, "rb") as fh:
+            n = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 17), b""))
+        out.append(n / (time.perf_counter() - t0))
+    return out
+
+
+def _fakefs_trace_read() -> list[float]:
+    mnt = tempfile.mkdtemp(prefix="fakefs-bench-")
+    subprocess.run([sys.executable, "-m", "fakefs", "mount", mnt], check=True)
+    try:
+        for path, value in EVERYTHING:
+            with open(os.path.join(mnt, T + path), "w") as fh:
+                fh.write(value)
+        time.sleep(3)                                  # the buffers fill
+        with open(os.path.join(mnt, T + "tracing_on"), "w") as fh:
+            fh.write("0")
+        return _lines_per_s(os.path.join(mnt, T + "trace"))
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], check=False)
+        try:
+            os.rmdir(mnt)
+        except OSError:
+            pass
+
+
+REAL = "/sys/kernel/tracing/"
+
+
+def _real_trace_read() -> None:
+    """In a private mount namespace with tracefs at REAL: fill the buffer with
+    every event for a second, print lines/s of ``cat trace``, put back."""
+    def rd(p):
+        with open(REAL + p) as fh:
+            return fh.read()
+
+    def wr(p, v):
+        with open(REAL + p, "w") as fh:
+            fh.write(v)
+    saved = {p: rd(p) for p in ("tracing_on", "buffer_size_kb", "set_event")}
+    try:
+        wr("trace", "")
+        wr("tracing_on", "1")
+        wr("events/enable", "1")
+        time.sleep(1)
+        wr("tracing_on", "0")
+        print(" ".join("%.0f" % v for v in _lines_per_s(REAL + "trace")))
+    finally:
+        wr("events/enable", "0")
+        for ev in saved["set_event"].split():
+            with open(REAL + "set_event", "a") as fh:
+                fh.write(ev)
+        wr("trace", "")
+        wr("tracing_on", saved["tracing_on"].strip())
+
+
+def bench_trace_read() -> list[tuple[str, float, str]]:
+    fake = _fakefs_trace_read()
+    rows = [("cat trace of a full buffer, fakefs through the mount", statistics.median(fake), "lines/s")]
+    if os.geteuid() == 0:
+        cmd = ["unshare", "-m", "sh", "-c", "mount -t tracefs nodev %s && exec %s -m fakefs.bench_catchup --real"
+               % (REAL.rstrip("/"), sys.executable)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        vals = [float(v) for v in out.stdout.split()] if out.returncode == 0 else []
+        if vals:
+            med = statistics.median(vals)
+            rows += [("  this machine's tracefs, every event for 1 s (same run)", med, "lines/s"),
+                     ("  ratio fakefs/real", statistics.median(fake) / med, "x")]
+    return rows
+
+
 def bench_catchup(mount: bool = True) -> list[tuple[str, float, str]]:
     rows = []
     for gap in GAPS_S:
@@ -108,6 +187,11 @@ def bench_catchup(mount: bool = True) -> list[tuple[str, float, str]]:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--real"]:
+        _real_trace_read()
+        return 0
+    for name, value, unit in bench_trace_read():
+        print("  %-62s %12.0f %s" % (name, value, unit))
     for name, value, unit in bench_catchup(mount="--no-mount" not in sys.argv[1:]):
         print("  %-62s %12.0f %s" % (name, value, unit))
     return 0

@@ -7,19 +7,17 @@ object, as kernel/trace/trace.c does with ``trace_create_file()``.
 from __future__ import annotations
 
 import errno
-import heapq
 
-from ..fs.pseudo import (FileOperations, KernelError, WouldBlock, TRACE_MODE_READ,
-                         TRACE_MODE_WRITE, POLLIN, POLLRDNORM)
+from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..lib.bitmap import bitmap_parse, bitmap_string
 from ..params import ULONG_MAX, RangeError, kstrtoul
 from .readme import readme_text
-from .trace_output import TraceFormatter, func_help_header
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
+from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
@@ -37,16 +35,6 @@ def _ulong(data: bytes) -> int:
         raise KernelError(errno.ERANGE)
     except ValueError:
         raise KernelError(errno.EINVAL)
-
-
-def formatter(tr) -> TraceFormatter:
-    if tr.formatter is None:
-        tr.formatter = TraceFormatter(tr)
-    return tr.formatter
-
-
-def catch_up(tr) -> None:
-    tr.kernel.run_until_now()
 
 
 # --- simple control files ---------------------------------------------------
@@ -352,191 +340,6 @@ class ErrorLogOps(FileOperations):
 
     def write(self, f, data):
         return len(data)
-
-
-# --- trace / trace_pipe ------------------------------------------------------
-
-def merged_events(tr, cpu=None):
-    """All buffered entries in timestamp order, each as (entry, cpu)."""
-    cpus = tr.buffer.cpus if cpu is None else [tr.buffer.cpus[cpu]]
-    streams = [[(e, cb.cpu) for e in cb.events()] for cb in cpus]
-    if len(streams) == 1:
-        return streams[0]
-    return list(heapq.merge(*streams, key=lambda x: x[0][0]))
-
-
-class TraceIter:
-    """Per-open state of ``trace``: the line generator over the snapshot
-    (None before the first read, False once exhausted) and the text so far."""
-
-    __slots__ = ("paused", "lines", "buf")
-
-    def __init__(self, paused: bool):
-        self.paused = paused
-        self.lines = None
-        self.buf = bytearray()
-
-
-class TraceOps(FileOperations):
-    """``trace``: a static view; opening with O_TRUNC clears the buffer.
-
-    Text is produced lazily from the snapshot of entries taken when a read
-    starts at offset 0, so a reader with any block size sees one consistent
-    snapshot and ``head`` does not pay for the whole buffer.
-    """
-
-    def __init__(self, cpu=None):
-        self.cpu = cpu
-
-    def open(self, f):
-        tr = f.data
-        if f.trunc:
-            if self.cpu is None:
-                tr.buffer.reset()
-            else:
-                tr.buffer.cpus[self.cpu].reset()
-        tr.open_refs += 1
-        # pause-on-trace: recording stops while the file is open for reading
-        f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"))
-        if f.private.paused:
-            tr.buffer.record_disabled += 1
-
-    def release(self, f):
-        tr = f.data
-        tr.open_refs -= 1
-        if f.private.paused:
-            tr.buffer.record_disabled -= 1
-
-    def write(self, f, data):
-        return len(data)     # writes are accepted; only O_TRUNC clears
-
-    def _generate(self, f):
-        tr = f.data
-        catch_up(tr)
-        events = merged_events(tr, self.cpu)
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        entries = sum(cb.entries for cb in cpus)
-        total = sum(cb.entries + cb.overrun for cb in cpus)
-        annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)
-
-        def gen():
-            yield "# tracer: %s\n#\n" % tr.current.name
-            if tr.flag("context-info") and not tr.flag("verbose"):
-                yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
-            fmt = formatter(tr)
-            started = set()
-            for idx, (e, cpu) in enumerate(events, 1):
-                if annotate and cpu not in started:
-                    started.add(cpu)
-                    if idx > 1:
-                        yield "##### CPU %u buffer started ####\n" % cpu
-                yield fmt.line(e, cpu)
-        return gen()
-
-    def read(self, f, off, size):
-        it = f.private
-        if off == 0 or it.lines is None:
-            it.lines = self._generate(f)
-            it.buf = bytearray()
-        want = off + size
-        while len(it.buf) < want and it.lines:
-            chunk = []
-            n = 0
-            for s in it.lines:
-                chunk.append(s)
-                n += len(s)
-                if n >= 65536:
-                    break
-            else:
-                it.lines = False          # exhausted
-            it.buf += "".join(chunk).encode()
-        return bytes(it.buf[off:want])
-
-
-class TracePipeOps(FileOperations):
-    """``trace_pipe``: consuming reads that block while the buffer is empty."""
-
-    nonseekable = True
-
-    def __init__(self, cpu=None):
-        self.cpu = cpu
-
-    def open(self, f):
-        f.private = {"pos": 0, "pending": b""}
-        f.data.open_refs += 1
-
-    def release(self, f):
-        f.data.open_refs -= 1
-
-    def _pop(self, tr):
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        best = None
-        for cb in cpus:
-            e = cb.peek()
-            if e is not None and (best is None or e[0] < best[1][0]):
-                best = (cb, e)
-        if best is None:
-            return None
-        cb = best[0]
-        cb.consume()
-        return best[1], cb.cpu, cb.lost_events()
-
-    def read(self, f, off, size):
-        tr = f.data
-        st = f.private
-        catch_up(tr)
-        out = bytearray(st["pending"])
-        st["pending"] = b""
-        fmt = formatter(tr)
-        while len(out) < size:
-            ev = self._pop(tr)
-            if ev is None:
-                break
-            line = fmt.line(ev[0], ev[1]).encode()
-            if ev[2]:           # print_trace_line(): what the writer overwrote first
-                line = b"CPU:%d [LOST %d EVENTS]\n" % (ev[1], ev[2]) + line
-            if out and len(out) + len(line) > size:
-                st["pending"] = line
-                break
-            out += line
-        if not out:
-            # tracing_wait_pipe(): EOF once something was read and tracing is off
-            if not tr.tracing_is_on() and st["pos"]:
-                return b""
-            raise WouldBlock()
-        if len(out) > size:
-            st["pending"] = bytes(out[size:]) + st["pending"]
-            out = out[:size]
-        st["pos"] += len(out)
-        return bytes(out)
-
-    def poll(self, f):
-        tr = f.data
-        catch_up(tr)
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        if f.private["pending"] or any(cb.entries for cb in cpus):
-            return POLLIN | POLLRDNORM
-        return 0
-
-
-class CpuStatsOps(FileOperations):
-    def __init__(self, cpu):
-        self.cpu = cpu
-
-    def show(self, f):
-        tr = f.data
-        catch_up(tr)
-        cb = tr.buffer.cpus[self.cpu]
-        now = tr.kernel.now_ns()
-        old = cb.oldest_ts()
-
-        def t(ns):
-            us = ns // 1000
-            return "%5d.%06d" % (us // 1_000_000, us % 1_000_000)
-        return ("entries: %d\noverrun: %d\ncommit overrun: %d\nbytes: %d\n"
-                "oldest event ts: %s\nnow ts: %s\ndropped events: %d\nread events: %d\n"
-                % (cb.entries, cb.overrun, cb.commit_overrun, cb.bytes(), t(old), t(now),
-                   cb.dropped, cb.read))
 
 
 # --- tree --------------------------------------------------------------------

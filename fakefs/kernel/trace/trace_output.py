@@ -1,7 +1,7 @@
 """Text rendering of trace entries (kernel/trace/trace_output.c).
 
-``TraceFormatter(tr).lines(entry, cpu)`` gives the text the ``trace`` and
-``trace_pipe`` files show for one entry: the context columns
+``TraceFormatter(tr).printer()`` gives ``line(entry, cpu)``, the text the
+``trace`` and ``trace_pipe`` files show for one entry: the context columns
 (``comm-pid [cpu] flags timestamp: ``) then the entry's own printer.
 """
 
@@ -50,11 +50,6 @@ def lat_fmt(flags: int, pc: int) -> str:
     return c1 + c2 + c3 + c4 + c5
 
 
-def ts_text(ts_ns: int) -> str:
-    usecs = ts_ns // 1000
-    return " %5d.%06d" % (usecs // 1_000_000, usecs % 1_000_000)
-
-
 class TraceFormatter:
     def __init__(self, tr):
         self.tr = tr
@@ -79,49 +74,61 @@ class TraceFormatter:
             self._sym_cache[key] = s
         return s
 
-    def context(self, entry, cpu: int) -> str:
+    def printer(self):
+        """``line(entry, cpu)``: the text of one entry, with the options as
+        they are now (taken once for a whole read, not per line)."""
         tr = self.tr
-        ts, pid, flags, pc = entry[0], entry[2], entry[3], entry[4]
-        s = "%16s-%-7d " % (self.comm(pid), pid)
-        if tr.flag("record-tgid"):
-            tgid = tr.find_tgid(pid)
-            s += "(%7d) " % tgid if tgid else "(-------) "
-        s += "[%03d] " % cpu
-        if tr.flag("irq-info"):
-            s += lat_fmt(flags, pc)
-        return s + ts_text(ts) + ": "
+        flag = tr.flag
+        context, tgid, irq = flag("context-info"), flag("record-tgid"), flag("irq-info")
+        offset, addr, raw, parent = flag("sym-offset"), flag("sym-addr"), flag("raw"), flag("print-parent")
+        comm, sym, find_tgid = self.comm, self.sym, tr.find_tgid
+        events = tr.tracing.events_by_id
+        lat: dict = {}
+        heads: dict = {}        # (pid, cpu) -> "comm-pid (tgid) [cpu] ": one read sees one table
 
-    def body(self, entry) -> str:
-        tr = self.tr
-        t = entry[1]
-        offset = tr.flag("sym-offset")
-        addr = tr.flag("sym-addr")
-        if t == TRACE_FN:
-            if tr.flag("raw"):
-                return "%x %x\n" % (entry[5], entry[6])
-            s = self.sym(entry[5], offset, addr)
-            if tr.flag("print-parent") and entry[6]:
-                s += " <-" + self.sym(entry[6], offset, addr)
-            return s + "\n"
-        if t == TRACE_STACK_ID:
-            return "<stack_id %d>\n" % entry[5]
-        if t == TRACE_STACK:
-            out = ["<stack trace>\n"]
-            for ip in entry[5]:
-                out.append(" => " + self.sym(ip, offset, addr) + "\n")
-            return "".join(out)
-        if t == TRACE_PRINT:
-            msg = entry[6]
-            return msg if msg.endswith("\n") else msg + "\n"
-        ev = self.tr.tracing.events_by_id.get(t)
-        if ev is not None:
-            return ev.text(entry[5], self)
-        return "Unknown type %d\n" % t
+        def body(entry) -> str:
+            t = entry[1]
+            if t == TRACE_FN:
+                if raw:
+                    return "%x %x\n" % (entry[5], entry[6])
+                if parent and entry[6]:
+                    return sym(entry[5], offset, addr) + " <-" + sym(entry[6], offset, addr) + "\n"
+                return sym(entry[5], offset, addr) + "\n"
+            if t == TRACE_STACK_ID:
+                return "<stack_id %d>\n" % entry[5]
+            if t == TRACE_STACK:
+                return "<stack trace>\n" + "".join([" => " + sym(ip, offset, addr) + "\n" for ip in entry[5]])
+            if t == TRACE_PRINT:
+                msg = entry[6]
+                return msg if msg.endswith("\n") else msg + "\n"
+            ev = events.get(t)
+            if ev is not None:
+                return ev.text(entry[5], self)
+            return "Unknown type %d\n" % t
+
+        def line(entry, cpu: int) -> str:
+            if not context:
+                return body(entry)
+            pid = entry[2]
+            s = heads.get((pid, cpu))
+            if s is None:
+                s = "%16s-%-7d " % (comm(pid), pid)
+                if tgid:
+                    t = find_tgid(pid)
+                    s += "(%7d) " % t if t else "(-------) "
+                s = heads[pid, cpu] = s + "[%03d] " % cpu
+            if irq:
+                key = (entry[3], entry[4])
+                f = lat.get(key)
+                if f is None:
+                    f = lat[key] = lat_fmt(*key)
+                s += f
+            usecs = entry[0] // 1000
+            return "%s %5d.%06d: %s" % (s, usecs // 1_000_000, usecs % 1_000_000, body(entry))
+        return line
 
     def line(self, entry, cpu: int) -> str:
-        if self.tr.flag("context-info"):
-            return self.context(entry, cpu) + self.body(entry)
-        return self.body(entry)
+        return self.printer()(entry, cpu)
 
 
 def func_help_header(tr, entries: int, total: int, nr_cpus: int) -> str:

@@ -1,0 +1,40 @@
+"""Reading the ring buffer as text (trace_iter.py)."""
+
+import os
+
+from fakefs.kernel.fs.pseudo import File
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from kfiles import node, rd, wr
+
+
+def boot():
+    k = Kernel(cmdline="ftrace=function", seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    k.clock.advance(200_000_000)
+    wr(k, "tracing_on", "0")
+    return k
+
+
+def test_trace_read_at_any_offset_is_the_same_text():
+    k = boot()
+    whole = rd(k, "trace").encode()
+    n = node(k, "trace")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    got = {}
+    for off, size in ((0, 100), (100, 50), (5000, 300), (4000, 10), (len(whole) - 20, 4096), (0, 64)):
+        got[off, size] = n.fops.read(f, off, size)
+    n.fops.release(f)
+    for (off, size), data in got.items():
+        assert data == whole[off:off + size], (off, size)
+
+
+def test_a_read_takes_the_options_as_they_are_then():
+    k = boot()
+    with_irq = rd(k, "trace").splitlines()[-1]
+    wr(k, "options/irq-info", "0")
+    without = rd(k, "trace").splitlines()[-1]
+    # "[000] d..2.     0.199822: ..." and "[000]      0.199822: ...": the five flags go
+    assert without.split("] ", 1)[1] == with_irq.split("] ", 1)[1][5:]
+    wr(k, "options/context-info", "0")
+    assert rd(k, "trace").splitlines()[-1] == without.split(": ", 1)[1]
