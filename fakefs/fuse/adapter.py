@@ -29,6 +29,7 @@ import logging
 import os
 import select
 import stat
+import time
 
 import pyfuse3
 import trio
@@ -45,6 +46,8 @@ ATTR_TIMEOUT = 1.0
 BLOCK_POLL_INTERVAL = 0.05
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
+# a catch-up gives other requests their turn this often (seconds)
+OBSERVE_SLICE = 0.02
 
 
 def handler(fn):
@@ -111,9 +114,13 @@ class FakeFS(pyfuse3.Operations):
 
     # --- helpers -----------------------------------------------------------
     async def observe(self) -> None:
-        """Let the simulated kernel catch up with the wall clock, in slices."""
-        while self.kernel.catch_up():
-            await trio.sleep(0)
+        """Let the simulated kernel catch up with the wall clock, a step at a
+        time, letting other requests in every OBSERVE_SLICE."""
+        t0 = time.monotonic()
+        while self.kernel.catch_up(1):
+            if time.monotonic() - t0 >= OBSERVE_SLICE:
+                await trio.sleep(0)
+                t0 = time.monotonic()
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)
@@ -307,7 +314,8 @@ class FakeFS(pyfuse3.Operations):
         n = self.node(inode)
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
-        await self.observe()
+        if n.fops.observes or flags & os.O_ACCMODE != os.O_RDONLY:
+            await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
         n.fops.open(f)
         fh = self.next_fh
@@ -319,7 +327,8 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def read(self, fh, off, size):
         f = self.file(fh)
-        await self.observe()
+        if f.node.fops.observes:
+            await self.observe()
         try:
             return f.node.fops.read(f, off, size)
         except WouldBlock:

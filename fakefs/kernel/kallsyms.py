@@ -382,6 +382,8 @@ class ProcKallsymsOps(FileOperations):
     """/proc/kallsyms (0444): the simulated boot's text symbols, addresses
     included (they are the simulated machine's, not the host's)."""
 
+    observes = False
+
     def show(self, f):
         return f.data.proc_text()
 

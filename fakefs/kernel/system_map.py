@@ -31,6 +31,8 @@ def system_map_text(kallsyms) -> bytes:
 
 
 class SystemMapOps(FileOperations):
+    observes = False
+
     def __init__(self, kernel):
         self.kernel = kernel
         self._text: bytes | None = None

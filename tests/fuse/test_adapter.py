@@ -112,3 +112,63 @@ async def test_open_catches_the_kernel_up(fs):
     fi = await fs.open(ino, os.O_RDONLY, Ctx())
     assert fs.kernel.steps > before
     await fs.release(fi.fh)
+
+
+class Setting(FileOperations):
+    observes = False
+
+    def show(self, f):
+        return "1\n"
+
+    def write(self, f, data):
+        return len(data)
+
+
+async def test_settings_are_read_without_waiting_for_a_catch_up():
+    import time
+    import trio
+
+    class SlowKernel(FakeKernel):
+        """A catch-up of 40 steps of 10 ms each."""
+
+        def __init__(self):
+            super().__init__()
+            self.left = 40
+
+        def catch_up(self, max_steps=8):
+            for _ in range(max_steps):
+                if not self.left:
+                    return False
+                time.sleep(0.01)
+                self.left -= 1
+                self.steps += 1
+            return self.left > 0
+
+    k = SlowKernel()
+    t = k.tree
+    t.create_file("setting", 0o640, t.root, None, Setting())
+    t.create_file("busy", 0o640, t.root, None, Busy())
+    fs = FakeFS(k)
+    setting = (await lookup(fs, "setting")).st_ino
+    busy = (await lookup(fs, "busy")).st_ino
+    answered = {}
+
+    async def reader(name, ino):
+        t0 = time.monotonic()
+        fi = await fs.open(ino, os.O_RDONLY, Ctx())
+        await fs.read(fi.fh, 0, 4096)
+        await fs.release(fi.fh)
+        answered[name] = (time.monotonic() - t0, k.left)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(reader, "live", busy)
+        await trio.sleep(0.05)
+        n.start_soon(reader, "setting", setting)
+    assert answered["live"][1] == 0                  # it waited for the whole catch-up
+    assert answered["setting"][1] > 0                # answered while it was under way
+    assert answered["setting"][0] < 0.1
+    # writing a setting catches up first (what ran so far ran under the old value)
+    k.left = 5
+    fi = await fs.open(setting, os.O_WRONLY, Ctx())
+    assert k.left == 0
+    await fs.release(fi.fh)

@@ -94,6 +94,10 @@ class FileOperations:
     """
 
     nonseekable = False
+    # what a read shows depends on what the simulated machine has done: the
+    # kernel catches up first.  Settings and fixed texts say False, and are
+    # answered at once, even while another request's catch-up is under way.
+    observes = True
     # chmod/chown allowed (tracefs, most of procfs); /proc/sys refuses (EPERM)
     setattr_allowed = True
 

@@ -126,6 +126,8 @@ class FtracePidOps(FileOperations):
 
 
 class AvailableFilterFunctionsOps(FileOperations):
+    observes = False
+
     def __init__(self, addrs: bool = False):
         self.addrs = addrs
 

@@ -68,6 +68,8 @@ TRIGGERS_HEADER = "# Available triggers:\n# traceon traceoff\n"
 
 
 class ConstOps(FileOperations):
+    observes = False
+
     def __init__(self, text: str):
         self.text = text
 
@@ -76,6 +78,8 @@ class ConstOps(FileOperations):
 
 
 class FormatOps(FileOperations):
+    observes = False
+
     def show(self, f):
         name, eid, fields, fmt, _files = f.data
         return ("name: %s\nID: %d\nformat:\n%s\n%s\nprint fmt: %s\n"
@@ -85,11 +89,15 @@ class FormatOps(FileOperations):
 class CatalogFormatOps(FileOperations):
     """``format`` of an entry type the catalogue describes (its fixed id)."""
 
+    observes = False
+
     def show(self, f):
         return f.data.format_text(f.data.fixed_id)
 
 
 class CatalogIdOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "%d\n" % f.data.fixed_id
 
@@ -100,6 +108,8 @@ FTRACE_EXTRA_FILES = {"function": ("id",), "print": ("id", "trigger")}
 
 
 class IdOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "%d\n" % f.data[1]
 
@@ -169,11 +179,15 @@ class EventEnableOps(FileOperations):
 
 
 class EventFormatOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return f.data[1].format_text()
 
 
 class EventIdOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "%d\n" % f.data[1].id
 
@@ -198,6 +212,8 @@ class _FilterFileOps(FileOperations):
 class EventFilterOps(_FilterFileOps):
     """events/<system>/<event>/filter"""
 
+    observes = False
+
     def show(self, f):
         tr, ev = f.data
         return filters_of(tr).event_text(ev)
@@ -209,6 +225,8 @@ class EventFilterOps(_FilterFileOps):
 
 class SubsystemFilterOps(_FilterFileOps):
     """events/<system>/filter: sets the filter of every event of the system."""
+
+    observes = False
 
     def show(self, f):
         tr, system = f.data

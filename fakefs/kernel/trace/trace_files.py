@@ -51,6 +51,8 @@ class TracingOnOps(FileOperations):
 
 
 class CurrentTracerOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return f.data.current.name + "\n"
 
@@ -64,6 +66,8 @@ class CurrentTracerOps(FileOperations):
 
 
 class AvailableTracersOps(FileOperations):
+    observes = False
+
     def show(self, f):
         tr = f.data
         names = [t.name for t in tr.tracers.values() if tr.is_top or t.allow_instances]
@@ -71,6 +75,8 @@ class AvailableTracersOps(FileOperations):
 
 
 class TraceOptionsOps(FileOperations):
+    observes = False
+
     def show(self, f):
         tr = f.data
         out = []
@@ -90,6 +96,8 @@ class TraceOptionsOps(FileOperations):
 class CoreOptionOps(FileOperations):
     """options/<flag>: ``0``/``1``."""
 
+    observes = False
+
     def show(self, f):
         tr, name = f.data
         return "1\n" if tr.flags.get(name) else "0\n"
@@ -107,6 +115,8 @@ class CoreOptionOps(FileOperations):
 class TracerOptionOps(FileOperations):
     """options/<tracer option> (func_stack_trace, ...)."""
 
+    observes = False
+
     def show(self, f):
         tracer, name = f.data
         return "1\n" if tracer.opts.get(name) else "0\n"
@@ -123,6 +133,8 @@ class TracerOptionOps(FileOperations):
 
 class BufferSizeOps(FileOperations):
     """buffer_size_kb (top and per_cpu)."""
+
+    observes = False
 
     def __init__(self, cpu=None):
         self.cpu = cpu
@@ -149,6 +161,8 @@ class BufferSizeOps(FileOperations):
 
 
 class BufferTotalSizeOps(FileOperations):
+    observes = False
+
     def show(self, f):
         tr = f.data
         total = sum(cb.size_bytes >> 10 for cb in tr.buffer.cpus)
@@ -169,6 +183,8 @@ class FreeBufferOps(FileOperations):
 
 
 class TraceClockOps(FileOperations):
+    observes = False
+
     def show(self, f):
         cur = f.data.clock
         return " ".join("[%s]" % c if c == cur else c for c in TRACE_CLOCKS) + "\n"
@@ -187,6 +203,8 @@ class TraceClockOps(FileOperations):
 class CpumaskOps(FileOperations):
     """tracing_cpumask: ``%*pb`` of the mask; cpumask_parse_user() on write."""
 
+    observes = False
+
     def show(self, f):
         return bitmap_string(f.data.cpumask, f.data.kernel.nr_cpus) + "\n"
 
@@ -202,11 +220,15 @@ class CpumaskOps(FileOperations):
 
 
 class TimestampModeOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "[delta] absolute\n"
 
 
 class ReadmeOps(FileOperations):
+    observes = False
+
     def show(self, f):
         k = f.data.kernel
         return readme_text(k.config, pid_files_wanted(k))
@@ -218,6 +240,8 @@ class SavedCmdlinesOps(FileOperations):
 
 
 class SavedCmdlinesSizeOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "%d\n" % f.data.tracing.savedcmd.cmdline_num
 
@@ -312,6 +336,8 @@ class SetEventOps(FileOperations):
 
 
 class AvailableEventsOps(FileOperations):
+    observes = False
+
     def show(self, f):
         return "".join("%s:%s\n" % (ev.system, ev.name) for ev in f.data.tracing.events_listing)
 
@@ -324,6 +350,8 @@ CMD_PREFIX = "  Command: "
 class ErrorLogOps(FileOperations):
     """error_log: one record per error; opening with O_TRUNC clears it, writes
     are accepted and ignored."""
+
+    observes = False
 
     def open(self, f):
         if f.trunc:
