@@ -40,6 +40,16 @@ def _ulong(data: bytes) -> int:
 # --- simple control files ---------------------------------------------------
 
 class TracingOnOps(FileOperations):
+    def __init__(self, tr):
+        self.tr = tr
+
+    @property
+    def observes(self) -> bool:
+        """Only function probes (traceon/traceoff) switch tracing on and off
+        while nobody writes: then what it reads depends on the machine."""
+        ops = self.tr.ftrace_ops
+        return ops is not None and bool(ops.probes)
+
     def show(self, f):
         return "%d\n" % (1 if f.data.tracing_is_on() else 0)
 
@@ -388,7 +398,7 @@ def init_tracer_tracefs(tr, d) -> None:
     f("free_buffer", 0o200, d, tr, FreeBufferOps())
     f("trace_marker", 0o220, d, tr, TraceMarkerOps())
     f("trace_clock", W, d, tr, TraceClockOps())
-    f("tracing_on", W, d, tr, TracingOnOps())
+    f("tracing_on", W, d, tr, TracingOnOps(tr))
     f("timestamp_mode", R, d, tr, TimestampModeOps())
     tr.err_log.clear()
     f("error_log", W, d, tr, ErrorLogOps())

@@ -399,3 +399,13 @@ def test_buffer_pages_come_from_the_machine_memory():
     with pytest.raises(KernelError) as e:
         k.tracing.instance_mkdir("b")
     assert e.value.errno == errno.ENOMEM and "b" not in k.tracing.instances
+
+
+def test_tracing_on_depends_on_the_machine_only_with_probes():
+    k, _ = boot()
+    fops = node(k, "tracing_on").fops
+    assert not fops.observes
+    wr(k, "set_ftrace_filter", "kernel_clone:traceoff")
+    assert fops.observes
+    wr(k, "set_ftrace_filter", "!kernel_clone:traceoff", os.O_WRONLY | os.O_APPEND)
+    assert not fops.observes
