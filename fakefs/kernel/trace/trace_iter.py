@@ -83,7 +83,9 @@ class TraceOps(FileOperations):
         tr = f.data
         catch_up(tr)
         events = merged_events(tr, self.cpu)
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
+        # the header counts every CPU's entries, per_cpu/cpuN/trace's too
+        # (get_total_entries()), and the overruns of any CPU make annotations
+        cpus = tr.buffer.cpus
         entries = sum(cb.entries for cb in cpus)
         total = sum(cb.entries + cb.overrun for cb in cpus)
         annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)

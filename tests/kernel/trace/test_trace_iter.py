@@ -38,3 +38,15 @@ def test_a_read_takes_the_options_as_they_are_then():
     assert without.split("] ", 1)[1] == with_irq.split("] ", 1)[1][5:]
     wr(k, "options/context-info", "0")
     assert rd(k, "trace").splitlines()[-1] == without.split(": ", 1)[1]
+
+
+def test_per_cpu_trace_header_counts_every_cpu():
+    """As measured on the stock kernel: the same entries-in-buffer/written
+    line in trace and in every per_cpu/cpuN/trace."""
+    k = boot()
+    head = [ln for ln in rd(k, "trace").splitlines() if "entries-in-buffer" in ln]
+    for cpu in (0, 1):
+        text = rd(k, "per_cpu/cpu%d/trace" % cpu)
+        assert [ln for ln in text.splitlines() if "entries-in-buffer" in ln] == head
+        body = [ln for ln in text.splitlines() if not ln.startswith("#")]
+        assert body and all("[%03d]" % cpu in ln for ln in body)
