@@ -20,6 +20,7 @@ import errno
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from .ftrace import ops_of
 from .ftrace_records import ftrace_records
+from .trace_ref import ArrayFileOps
 
 # trace_parser size of the filter files (KSYM_SYMBOL_LEN + 4)
 FTRACE_BUFF_MAX = 670
@@ -39,7 +40,7 @@ class _Parser:
         self.cont = False
 
 
-class FtraceFilterOps(FileOperations):
+class FtraceFilterOps(ArrayFileOps):
     """set_ftrace_filter / set_ftrace_notrace (``ftrace_filter_fops``)."""
 
     def __init__(self, notrace: bool):
@@ -50,6 +51,7 @@ class FtraceFilterOps(FileOperations):
         if f.trunc:
             _catch_up(f.data)
             ops_of(f.data).clear_functions(self.notrace)
+        super().open(f)
 
     def show(self, f):
         return ops_of(f.data).filter_text(self.notrace)
@@ -101,9 +103,10 @@ class FtraceFilterOps(FileOperations):
 
     def release(self, f):
         self.flush(f)
+        super().release(f)
 
 
-class FtracePidOps(FileOperations):
+class FtracePidOps(ArrayFileOps):
     """set_ftrace_pid / set_ftrace_notrace_pid (``ftrace_pid_fops``)."""
 
     def __init__(self, notrace: bool):
@@ -113,6 +116,7 @@ class FtracePidOps(FileOperations):
         if f.trunc:
             _catch_up(f.data)
             ops_of(f.data).clear_pids(self.notrace)
+        super().open(f)
 
     def show(self, f):
         return ops_of(f.data).pids_text(self.notrace)

@@ -17,6 +17,7 @@ from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE
 from ..params import kstrtoul
 from . import trace_entries as te
 from .trace_events_filter import filters_of, write_text
+from .trace_ref import ArrayFileOps
 
 COMMON_FIELDS = (
     "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
@@ -145,7 +146,7 @@ def _parse_01(data: bytes) -> int:
     return val
 
 
-class EventsEnableOps(FileOperations):
+class EventsEnableOps(ArrayFileOps):
     """events/enable and events/<system>/enable: 0, 1 or X (mixed)."""
 
     def __init__(self, system=None):
@@ -165,8 +166,11 @@ class EventsEnableOps(FileOperations):
         return len(data)
 
 
-class EventEnableOps(FileOperations):
+class EventEnableOps(ArrayFileOps):
     """events/<system>/<event>/enable"""
+
+    def array(self, f):
+        return f.data[0]
 
     def show(self, f):
         tr, ev = f.data
@@ -192,9 +196,12 @@ class EventIdOps(FileOperations):
         return "%d\n" % f.data[1].id
 
 
-class _FilterFileOps(FileOperations):
+class _FilterFileOps(ArrayFileOps):
     """Filter files are read in one piece: a read past offset 0 gets nothing
     (``event_filter_read()``, ``subsystem_filter_read()``)."""
+
+    def array(self, f):
+        return f.data[0]
 
     def read(self, f, off, size):
         if off:

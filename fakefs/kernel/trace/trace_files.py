@@ -18,6 +18,7 @@ from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
+from .trace_ref import ArrayFileOps
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
 TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
@@ -39,7 +40,7 @@ def _ulong(data: bytes) -> int:
 
 # --- simple control files ---------------------------------------------------
 
-class TracingOnOps(FileOperations):
+class TracingOnOps(ArrayFileOps):
     def __init__(self, tr):
         self.tr = tr
 
@@ -60,7 +61,7 @@ class TracingOnOps(FileOperations):
         return len(data)
 
 
-class CurrentTracerOps(FileOperations):
+class CurrentTracerOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -75,7 +76,7 @@ class CurrentTracerOps(FileOperations):
         return len(data)
 
 
-class AvailableTracersOps(FileOperations):
+class AvailableTracersOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -84,7 +85,7 @@ class AvailableTracersOps(FileOperations):
         return " ".join(names) + "\n"
 
 
-class TraceOptionsOps(FileOperations):
+class TraceOptionsOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -141,7 +142,7 @@ class TracerOptionOps(FileOperations):
         return len(data)
 
 
-class BufferSizeOps(FileOperations):
+class BufferSizeOps(ArrayFileOps):
     """buffer_size_kb (top and per_cpu)."""
 
     observes = False
@@ -170,7 +171,7 @@ class BufferSizeOps(FileOperations):
         return len(data)
 
 
-class BufferTotalSizeOps(FileOperations):
+class BufferTotalSizeOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -181,18 +182,19 @@ class BufferTotalSizeOps(FileOperations):
         return "%d\n" % total
 
 
-class FreeBufferOps(FileOperations):
+class FreeBufferOps(ArrayFileOps):
     def write(self, f, data):
         return len(data)
 
     def release(self, f):
         tr = f.data
+        super().release(f)
         if tr.flag("disable_on_free"):
             tr.set_tracing_on(False)
         tr.resize_buffer(1, None, remember=False)
 
 
-class TraceClockOps(FileOperations):
+class TraceClockOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -210,7 +212,7 @@ class TraceClockOps(FileOperations):
         return len(data)
 
 
-class CpumaskOps(FileOperations):
+class CpumaskOps(ArrayFileOps):
     """tracing_cpumask: ``%*pb`` of the mask; cpumask_parse_user() on write."""
 
     observes = False
@@ -229,7 +231,7 @@ class CpumaskOps(FileOperations):
         return len(data)
 
 
-class TimestampModeOps(FileOperations):
+class TimestampModeOps(ArrayFileOps):
     observes = False
 
     def show(self, f):
@@ -266,7 +268,7 @@ TRACE_MARKER_MAX_SIZE = 4096
 FAULTED_SIZE = len("<faulted>")
 
 
-class TraceMarkerOps(FileOperations):
+class TraceMarkerOps(ArrayFileOps):
     """trace_marker: every write becomes a TRACE_PRINT entry.
 
     A write longer than the largest event the ring buffer can hold is cut to
@@ -307,7 +309,7 @@ class TraceMarkerOps(FileOperations):
         return cnt
 
 
-class SetEventOps(FileOperations):
+class SetEventOps(ArrayFileOps):
     """set_event: ``[!][system:]event`` tokens; O_TRUNC disables every event."""
 
     def open(self, f):
@@ -315,6 +317,7 @@ class SetEventOps(FileOperations):
             tr = f.data
             for ev in list(tr.enabled_events):
                 tr.set_event_enabled(ev, False)
+        super().open(f)
 
     def show(self, f):
         tr = f.data
@@ -357,7 +360,7 @@ class AvailableEventsOps(FileOperations):
 CMD_PREFIX = "  Command: "
 
 
-class ErrorLogOps(FileOperations):
+class ErrorLogOps(ArrayFileOps):
     """error_log: one record per error; opening with O_TRUNC clears it, writes
     are accepted and ignored."""
 
@@ -366,6 +369,7 @@ class ErrorLogOps(FileOperations):
     def open(self, f):
         if f.trunc:
             f.data.err_log.clear()
+        super().open(f)
 
     def show(self, f):
         out = []

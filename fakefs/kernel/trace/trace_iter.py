@@ -9,6 +9,7 @@ import heapq
 
 from ..fs.pseudo import FileOperations, WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import TraceFormatter, func_help_header
+from .trace_ref import ArrayFileOps
 
 
 def formatter(tr) -> TraceFormatter:
@@ -193,7 +194,7 @@ class TracePipeOps(FileOperations):
         return 0
 
 
-class CpuStatsOps(FileOperations):
+class CpuStatsOps(ArrayFileOps):
     def __init__(self, cpu):
         self.cpu = cpu
 

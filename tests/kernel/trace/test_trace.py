@@ -409,3 +409,33 @@ def test_tracing_on_depends_on_the_machine_only_with_probes():
     assert fops.observes
     wr(k, "set_ftrace_filter", "!kernel_clone:traceoff", os.O_WRONLY | os.O_APPEND)
     assert not fops.observes
+
+
+def test_rmdir_of_an_instance_with_a_file_open_is_ebusy():
+    """Measured on the stock kernel: every file of an instance pins it while
+    open, except options/* and an event's format, id and trigger."""
+    k, _ = boot()
+    pinning = ["available_tracers", "buffer_size_kb", "buffer_total_size_kb", "current_tracer",
+               "error_log", "free_buffer", "per_cpu/cpu0/stats", "per_cpu/cpu0/trace",
+               "per_cpu/cpu0/buffer_size_kb", "set_event", "set_ftrace_filter",
+               "timestamp_mode", "trace", "trace_clock", "trace_marker", "trace_options",
+               "trace_pipe", "tracing_cpumask", "tracing_on", "events/enable", "events/sched/enable",
+               "events/sched/filter", "events/sched/sched_switch/enable",
+               "events/sched/sched_switch/filter"]
+    free = ["options/overwrite", "events/sched/sched_switch/format",
+            "events/sched/sched_switch/id"]
+    for path in pinning + free:
+        k.tracing.instance_mkdir("pin")
+        n = node(k, "instances/pin/" + path)
+        f = File(n, os.O_RDONLY | os.O_NONBLOCK)
+        n.fops.open(f)
+        if path in pinning:
+            with pytest.raises(KernelError) as e:
+                k.tracing.instance_rmdir("pin")
+            assert e.value.errno == errno.EBUSY, path
+            n.fops.release(f)
+            k.tracing.instance_rmdir("pin")
+        else:
+            k.tracing.instance_rmdir("pin")
+            n.fops.release(f)
+        assert "pin" not in k.tracing.instances, path
