@@ -114,10 +114,11 @@ class FakeFS(pyfuse3.Operations):
 
     # --- helpers -----------------------------------------------------------
     async def observe(self) -> None:
-        """Let the simulated kernel catch up with the wall clock, a step at a
-        time, letting other requests in every OBSERVE_SLICE."""
+        """Let the simulated kernel catch up with the instant of the request,
+        a step at a time, letting other requests in every OBSERVE_SLICE."""
         t0 = time.monotonic()
-        while self.kernel.catch_up(1):
+        until = self.kernel.now_ns()          # the request came now: no later
+        while self.kernel.catch_up(1, until):
             if time.monotonic() - t0 >= OBSERVE_SLICE:
                 await trio.sleep(0)
                 t0 = time.monotonic()
@@ -327,10 +328,11 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def read(self, fh, off, size):
         f = self.file(fh)
-        if f.node.fops.observes:
+        fops = f.node.fops
+        if fops.read_observes(f, off):
             await self.observe()
         try:
-            return f.node.fops.read(f, off, size)
+            return fops.read(f, off, size)
         except WouldBlock:
             # the flags now, not at open (tracing_wait_pipe checks f_flags)
             if current_nonblock(f.pid, f.node.ino, self.dev, f.flags):

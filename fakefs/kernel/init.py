@@ -11,6 +11,7 @@ subsystem in order.  Subsystems register:
   stretch (a *gap*) can still be seen.  ``catch_up`` simulates in full only
   that, and skips the rest (the machine starts again after it, skip hooks
   and watchers account for it in aggregate).  A watcher has
+  ``gap_threshold()``, the shortest stretch it wants treated as a gap;
   ``gap_begins(t0, now)``; ``full_from(t, now)``, the earliest instant at or
   after ``t`` from which it needs the kernel simulated in full (``now``:
   nothing more); ``gap_skipped(t0, t1)``; and ``gap_ends(t)`` once the kernel
@@ -94,7 +95,8 @@ class Kernel:
         self._observers: list = []
         self._skip_hooks: list = []
         self._gap_watchers: list = []
-        self._gap: list | None = None      # [start, simulated in full so far] of the gap being caught up
+        # the gap being caught up: [start, simulated in full so far, end]
+        self._gap: list | None = None
         self.sim_time = 0
         self.booted = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
@@ -166,41 +168,50 @@ class Kernel:
     def now_ns(self) -> int:
         return self.clock.now_ns()
 
-    def catch_up(self, max_steps: int = 8) -> bool:
-        """Simulate up to ``max_steps`` steps towards now.
+    def catch_up(self, max_steps: int = 8, until: int | None = None) -> bool:
+        """Simulate up to ``max_steps`` steps towards ``until`` (default: now).
 
         Returns True while more remains, so a caller on an event loop can
-        yield between calls.  Of a gap (more than GAP_NS since the kernel was
-        last observed), only what can still be seen is simulated in full:
-        what the gap watchers need, the last GAP_WINDOW_NS, and never more
-        than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks and
-        watchers accounting for it.
+        yield between calls; a caller passes the instant its request came
+        as ``until``, so that a machine simulated slower than real time is
+        not chased for ever.  Of a gap (more than GAP_NS since the kernel
+        was last observed), only what can still be seen is simulated in
+        full: what the gap watchers need, the last GAP_WINDOW_NS, and never
+        more than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks
+        and watchers accounting for it.  A gap, once begun, ends where it
+        was meant to.
         """
-        now = self.clock.now_ns()
+        now = self.clock.now_ns() if until is None else until
         now -= now % TICK_NS
-        if now <= self.sim_time:
-            return False
-        if self._gap is None and now - self.sim_time > GAP_NS:
-            self._gap = [self.sim_time, 0]
-            for w in self._gap_watchers:
-                w.gap_begins(self.sim_time, now)
         for _ in range(max_steps):
-            if self.sim_time >= now:
-                break
-            if self._gap is not None:
-                h = self._full_from(now)
-                if h > self.sim_time:
-                    self._skip(h)
+            gap = self._gap
+            if gap is None:
+                if self.sim_time >= now:
+                    break
+                if now - self.sim_time <= self._gap_threshold():
+                    self._step(min(now, self.sim_time + STEP_NS))
                     continue
-            t1 = min(now, self.sim_time + STEP_NS)
-            if self._gap is not None:
-                self._gap[1] += t1 - self.sim_time
-            self._step(t1)
-        if self.sim_time >= now and self._gap is not None:
-            self._gap = None
-            for w in self._gap_watchers:
-                w.gap_ends(self.sim_time)
-        return self.sim_time < now
+                gap = self._gap = [self.sim_time, 0, now]
+                for w in self._gap_watchers:
+                    w.gap_begins(self.sim_time, now)
+            end = gap[2]
+            h = self._full_from(end)
+            if h > self.sim_time:
+                self._skip(h)
+            else:
+                t1 = min(end, self.sim_time + STEP_NS)
+                gap[1] += t1 - self.sim_time
+                self._step(t1)
+            if self.sim_time >= end:
+                self._gap = None
+                for w in self._gap_watchers:
+                    w.gap_ends(self.sim_time)
+        return self._gap is not None or self.sim_time < now
+
+    def _gap_threshold(self) -> int:
+        """How long an unobserved stretch must be to be caught up as a gap:
+        GAP_NS, or less if a watcher asks (costly tracing)."""
+        return min([GAP_NS] + [w.gap_threshold() for w in self._gap_watchers])
 
     def _full_from(self, now: int) -> int:
         """Where the full simulation of the gap must go on from."""
@@ -240,5 +251,7 @@ class Kernel:
             self._step(min(t, self.sim_time + STEP_NS))
 
     def run_until_now(self) -> None:
-        while self.catch_up(1 << 30):
+        """Catch up with the instant of the call."""
+        until = self.clock.now_ns()
+        while self.catch_up(1 << 30, until):
             pass

@@ -310,6 +310,10 @@ class Walk:
         return ts.profile if ts else None
 
     def kept_frames(self):
-        """The frames the CPUs' tasks are in (and the idle tasks wait in)."""
+        """The frames every task is in (the task table's, the ones
+        ``follow()`` adopted, the running ones) and the idle tasks wait in:
+        all a restart of the frames must leave reachable."""
         for c in self.cpus:
-            yield from [c.halt] + [ts.frame for ts in [c.idle] + c.rq]
+            yield from (c.halt, c.ts.frame)
+        for ts in self.states.values():
+            yield ts.frame

@@ -48,9 +48,11 @@ EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
-FRAME_CAP = 400_000        # distinct stacks kept before the path cache restarts
+# distinct stacks kept before the path cache restarts: ~0.7 kB a frame, and
+# about as many event_stack() memo keys (~0.25 kB each), so ~100 MB at most
+FRAME_CAP = 100_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
-EVENT_MEMO_KEYS = 200_000
+EVENT_MEMO_KEYS = 100_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 
 
@@ -122,6 +124,8 @@ class Workload:
         """The running task goes to __schedule(): (the stack where
         ``sched_switch`` fires, the stacks of the traced functions it
         entered on the way there, outermost first)."""
+        if self.frames.count > FRAME_CAP:
+            self._maybe_restart_cache()
         c = self.walk.cpus[cpu]
         ts = c.ts
         key = (ts.frame, ts is c.idle, "\0switch")
@@ -164,6 +168,8 @@ class Workload:
         """The stack of the running task (or an interrupt on top of it,
         unless ``task_only``) at a tracepoint of ``kind``, without
         switching tasks."""
+        if self.frames.count > FRAME_CAP:
+            self._maybe_restart_cache()
         c = self.walk.cpus[cpu]
         targets = self.wg.events.get(kind)
         if targets is None:                # no path in the graph: where the task is

@@ -22,7 +22,10 @@ class FakeKernel:
         self.tree = PseudoTree()
         self.steps = 0
 
-    def catch_up(self, max_steps=8):
+    def now_ns(self):
+        return 0
+
+    def catch_up(self, max_steps=8, until=None):
         self.steps += 1
         return False
 
@@ -135,7 +138,7 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
             super().__init__()
             self.left = 40
 
-        def catch_up(self, max_steps=8):
+        def catch_up(self, max_steps=8, until=None):
             for _ in range(max_steps):
                 if not self.left:
                     return False
@@ -171,4 +174,38 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
     k.left = 5
     fi = await fs.open(setting, os.O_WRONLY, Ctx())
     assert k.left == 0
+    await fs.release(fi.fh)
+
+
+async def test_a_catch_up_ends_at_the_instant_of_the_request():
+    """A machine simulated slower than real time: each step takes two
+    nanoseconds of the clock to simulate one.  The request is answered once
+    the kernel reached the instant it came, not chased for ever."""
+    import trio
+
+    class SlowerThanRealTime(FakeKernel):
+        def __init__(self):
+            super().__init__()
+            self.clock = 100
+            self.sim = 0
+
+        def now_ns(self):
+            return self.clock
+
+        def catch_up(self, max_steps=8, until=None):
+            target = self.clock if until is None else until
+            for _ in range(max_steps):
+                if self.sim >= target:
+                    return False
+                self.sim += 1
+                self.clock += 2
+            return self.sim < target
+
+    k = SlowerThanRealTime()
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    ino = (await lookup(fs, "busy")).st_ino
+    with trio.fail_after(5):
+        fi = await fs.open(ino, os.O_RDONLY, Ctx())
+    assert k.sim == 100
     await fs.release(fi.fh)

@@ -6,8 +6,12 @@ import collections
 import random
 
 import pytest
+from kfiles import wr
 from workload_helpers import boot, names_of, run
 
+from fakefs import sim
+from fakefs.kernel import workload
+from fakefs.kernel.time import ManualClock
 from fakefs.kernel.walkgraph import FENTRY_RET
 
 
@@ -129,3 +133,47 @@ def test_inlined_functions_are_found_in_their_callers(k):
     outer = wl.inlined_into("vma_lock_alloc")
     assert outer and k.kallsyms.addr_of(outer)
     assert wl.inlined_into("no_such_function_anywhere") is None
+
+
+def _events_on(seed=3):
+    """A kernel on its machine with every event enabled (the machine forks
+    tasks the walk adopts)."""
+    k = sim.boot(seed=seed, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wr(k, "events/enable", "1")
+    return k
+
+
+def test_the_frame_cache_restarts_with_events_alone(monkeypatch):
+    # only event_stack()/switch_path() make frames then: they restart it too
+    monkeypatch.setattr(workload, "FRAME_CAP", 800)
+    k = _events_on()
+    w, most, restarts = k.workload, 0, 0
+    for _ in range(100):                           # 2 s
+        before = w.frames.count
+        k.clock.advance(20_000_000)
+        k.run_until_now()
+        most = max(most, w.frames.count)
+        restarts += w.frames.count < before
+    assert restarts >= 2
+    assert most < 800 + 400                        # the frames made by one step's calls
+
+
+def test_a_restart_forgets_the_paths_adopted_tasks_went():
+    # a frame a task is in keeps the frames below it, and their kids all
+    # the paths made through them: unless a restart empties them, the old
+    # tree stays alive beside the new one
+    k = _events_on()
+    w = k.workload
+    k.clock.advance(1_000_000_000)
+    k.run_until_now()
+    adopted = [w.walk.states[pid] for pid in w.walk._adopted if pid in w.walk.states]
+    assert sum(ts.frame is not None for ts in adopted) > 5
+    w.frames.restart(w.walk.kept_frames())
+    where = [ts.frame for ts in w.walk.states.values()] + [c.halt for c in w.walk.cpus]
+    assert all(fr.kids == {} for f in where for fr in _chain(f))
+
+
+def _chain(fr):
+    while fr is not None:
+        yield fr
+        fr = fr.parent

@@ -111,6 +111,12 @@ class FileOperations:
     def read(self, f: File, off: int, size: int) -> bytes:
         return seq_read(self, f, off, size)
 
+    def read_observes(self, f: File, off: int) -> bool:
+        """Whether a read at ``off`` shows what the machine did up to that
+        read: a new snapshot (offset 0) or a stream of an ``observes`` file;
+        a read further on goes on in the text taken at offset 0."""
+        return self.observes and (off == 0 or self.nonseekable)
+
     def write(self, f: File, data: bytes) -> int:
         raise KernelError(errno.EINVAL)
 

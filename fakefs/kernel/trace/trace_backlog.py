@@ -27,12 +27,17 @@ rest are dropped events.  Function probes switch tracing and events on and
 off, so an array with probes needs the whole gap in full (the kernel caps
 that at ``MAX_BACKLOG_NS``).
 
-Settings cannot change inside a gap: a request that changes one catches the
-kernel up first.
+While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
+(the kernel's own threshold is longer): simulating what tracing records
+costs more than the time it takes.  Settings cannot change inside a gap: a
+request that changes one catches the kernel up first.
 """
 
 from __future__ import annotations
 
+# while something is recorded, a stretch longer than this is a gap (what
+# tracing records costs more to simulate than the time it takes)
+TRACED_GAP_NS = 300_000_000
 PROBE_NS = 200_000_000
 PROBE_ENTRIES = 2000
 MARGIN = 1.25
@@ -69,6 +74,11 @@ class TraceBacklog:
         self.start = 0
         self.skipped = 0                # ns of the gap skipped so far
         self.skip_end = 0
+
+    def gap_threshold(self) -> int:
+        if any(recording(tr) for tr in self.kernel.tracing.arrays()):
+            return TRACED_GAP_NS
+        return 1 << 62
 
     def gap_begins(self, t0: int, now: int) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}

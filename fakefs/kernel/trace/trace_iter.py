@@ -60,6 +60,7 @@ class TraceOps(FileOperations):
 
     def open(self, f):
         tr = f.data
+        catch_up(tr)                 # what ran until the open is in the buffer
         if f.trunc:
             if self.cpu is None:
                 tr.buffer.reset()
@@ -77,12 +78,17 @@ class TraceOps(FileOperations):
         if f.private.paused:
             tr.buffer.record_disabled -= 1
 
+    def read_observes(self, f, off):
+        """Paused since the open (which caught up), nothing new is recorded."""
+        return off == 0 and not f.private.paused
+
     def write(self, f, data):
         return len(data)     # writes are accepted; only O_TRUNC clears
 
     def _generate(self, f):
         tr = f.data
-        catch_up(tr)
+        if not f.private.paused:     # paused since the open: nothing new
+            catch_up(tr)
         events = merged_events(tr, self.cpu)
         # the header counts every CPU's entries, per_cpu/cpuN/trace's too
         # (get_total_entries()), and the overruns of any CPU make annotations
