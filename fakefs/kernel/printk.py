@@ -1,5 +1,16 @@
 """The kernel log buffer (kernel/printk): what ``dmesg`` shows.
 
+Records carry a sequence number that keeps growing when old ones are
+overwritten.  ``/dev/kmsg`` (``devkmsg_*``): each open file has its own
+position; a read returns one record (``level,seq,usec,flags;text``, the
+facility in the level's upper bits, unprintable bytes escaped), EINVAL if
+the buffer is too small (the record is gone for that reader), EPIPE once
+if records were overwritten under it, and blocks (EAGAIN non-blocking)
+past the last one.  A write logs one record, ``<N>`` prefix for level and
+facility (LOG_USER by default), ratelimited per open file to 10 in 5 s as
+``printk.devkmsg=ratelimit`` (the default) does, with the number of
+suppressed lines logged on close.
+
 ``/dev/kmsg`` follows ``kernel.dmesg_restrict`` (kernel/printk/sysctl.c, since
 2.6.37): when set, opening it for reading needs CAP_SYSLOG (the opener's
 uid 0 here), as ``devkmsg_open()`` → ``check_syslog_permissions()`` does;
@@ -11,28 +22,46 @@ from __future__ import annotations
 
 import errno
 import os
+from collections import deque
 
 from .fs.proc.base import CtlTable, register_sysctl
-from .fs.pseudo import FileOperations, KernelError
+from .fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock
 
 KERN_EMERG, KERN_ALERT, KERN_CRIT, KERN_ERR, KERN_WARNING, KERN_NOTICE, KERN_INFO, KERN_DEBUG = range(8)
+
+
+LOG_USER = 1
+PRINTKRB_RECORD_MAX = 1024
+DEVKMSG_RATELIMIT_NS = 5_000_000_000      # DEFAULT_RATELIMIT_INTERVAL
+DEVKMSG_RATELIMIT_BURST = 10              # DEFAULT_RATELIMIT_BURST
+POLLERR, POLLPRI = 0x008, 0x002
+
+
+class LogRecord:
+    __slots__ = ("seq", "ts", "level", "facility", "text")
+
+    def __init__(self, seq, ts, level, facility, text):
+        self.seq = seq
+        self.ts = ts
+        self.level = level
+        self.facility = facility
+        self.text = text
 
 
 class LogBuffer:
     def __init__(self, clock, capacity: int = 4096):
         self.clock = clock
-        self.capacity = capacity
-        self.records: list[tuple[int, int, str]] = []  # (ts_ns, level, text)
+        self.records: deque[LogRecord] = deque(maxlen=capacity)
+        self.next_seq = 0
         self.dmesg_restrict = 0
 
     def syslog_read_allowed(self, uid: int) -> bool:
         """check_syslog_permissions(SYSLOG_ACTION_READ_ALL, SYSLOG_FROM_READER)"""
         return not self.dmesg_restrict or uid == 0
 
-    def printk(self, text: str, level: int = KERN_INFO) -> None:
-        self.records.append((self.clock.now_ns(), level, text))
-        if len(self.records) > self.capacity:
-            del self.records[: len(self.records) - self.capacity]
+    def printk(self, text: str, level: int = KERN_INFO, facility: int = 0) -> None:
+        self.records.append(LogRecord(self.next_seq, self.clock.now_ns(), level, facility, text))
+        self.next_seq += 1
 
     def pr_warn(self, text: str) -> None:
         self.printk(text, KERN_WARNING)
@@ -40,33 +69,121 @@ class LogBuffer:
     def pr_notice(self, text: str) -> None:
         self.printk(text, KERN_NOTICE)
 
+    @property
+    def first_seq(self) -> int:
+        return self.records[0].seq if self.records else self.next_seq
+
+    def record(self, seq: int) -> LogRecord | None:
+        """The record ``seq`` (the first one kept if it is older), or None."""
+        first = self.first_seq
+        if seq >= self.next_seq:
+            return None
+        return self.records[max(0, seq - first)]
+
     def dmesg(self) -> str:
-        out = []
-        for ts, _lvl, text in self.records:
-            out.append("[%5d.%06d] %s\n" % (ts // 1_000_000_000, ts % 1_000_000_000 // 1000, text))
-        return "".join(out)
+        return "".join("[%5d.%06d] %s\n" % (r.ts // 1_000_000_000, r.ts % 1_000_000_000 // 1000, r.text)
+                       for r in self.records)
 
 
-def kmsg_records(log: LogBuffer) -> str:
-    """Records in the /dev/kmsg format: ``prefix,seq,usec,flags;message``."""
-    out = []
-    for seq, (ts, lvl, text) in enumerate(log.records):
-        out.append("%d,%d,%d,-;%s\n" % (lvl, seq, ts // 1000, text))
-    return "".join(out)
+def kmsg_record(r: LogRecord) -> bytes:
+    """One record as /dev/kmsg shows it (info_print_ext_header + msg_add_ext_text)."""
+    body = "".join("\\x%02x" % ord(c) if c < " " or c >= "\x7f" or c == "\\" else c
+                   for c in r.text)
+    return ("%d,%d,%d,-;%s\n" % ((r.facility << 3) | r.level, r.seq, r.ts // 1000, body)).encode(
+        "latin-1", "backslashreplace")
+
+
+class KmsgUser:
+    """``struct devkmsg_user``: a reader's position and a writer's ratelimit."""
+
+    __slots__ = ("seq", "begin", "printed", "missed")
+
+    def __init__(self, seq: int):
+        self.seq = seq
+        self.begin = None
+        self.printed = 0
+        self.missed = 0
+
+    def ratelimit(self, now: int) -> bool:
+        """``___ratelimit()``: True to go on."""
+        if self.begin is None or now >= self.begin + DEVKMSG_RATELIMIT_NS:
+            self.begin = now
+            self.printed = 0
+        if self.printed < DEVKMSG_RATELIMIT_BURST:
+            self.printed += 1
+            return True
+        self.missed += 1
+        return False
+
+
+def devkmsg_write_text(data: bytes) -> tuple[int, int, str]:
+    """(level, facility, text) of a write: ``<N>`` sets both, one trailing
+    newline ends the record."""
+    level, facility = KERN_WARNING, LOG_USER          # default_message_loglevel
+    text = data.decode("latin-1")
+    if text.startswith("<"):
+        i = 1
+        while i < len(text) and text[i].isdigit():
+            i += 1
+        if i < len(text) and text[i] == ">":
+            u = int(text[1:i] or "0") & 0xFFFFFFFF
+            level = u & 7
+            if u >> 3:
+                facility = u >> 3
+            text = text[i + 1:]
+    if text.endswith("\n"):
+        text = text[:-1]
+    return level, facility, text
 
 
 def devkmsg_init(kernel) -> None:
-    """``/dev/kmsg`` as a plain file: every record in the kmsg format."""
+    """``/dev/kmsg``."""
     log = kernel.log
 
     class DevKmsgOps(FileOperations):
+        nonseekable = True
+
         def open(self, f):
             if (f.flags & os.O_ACCMODE) != os.O_WRONLY and \
                     not f.data.syslog_read_allowed(f.uid):
                 raise KernelError(errno.EPERM)
+            f.private = KmsgUser(f.data.first_seq)
 
-        def show(self, f):
-            return kmsg_records(f.data)
+        def read(self, f, off, size):
+            user = f.private
+            r = f.data.record(user.seq)
+            if r is None:
+                raise WouldBlock()
+            if r.seq != user.seq:             # overwritten under the reader
+                user.seq = r.seq
+                raise KernelError(errno.EPIPE)
+            user.seq = r.seq + 1
+            out = kmsg_record(r)
+            if len(out) > size:
+                raise KernelError(errno.EINVAL)
+            return out
+
+        def poll(self, f):
+            user = f.private
+            r = f.data.record(user.seq)
+            if r is None:
+                return 0
+            return POLLIN | POLLRDNORM | (POLLERR | POLLPRI if r.seq != user.seq else 0)
+
+        def write(self, f, data):
+            if len(data) > PRINTKRB_RECORD_MAX:
+                raise KernelError(errno.EINVAL)
+            if f.private.ratelimit(kernel.clock.now_ns()):
+                level, facility, text = devkmsg_write_text(data)
+                f.data.printk(text, level, facility)
+            return len(data)
+
+        def release(self, f):
+            user = f.private
+            if user.missed:
+                comm = (kernel.host_comm(f.pid) if kernel.host_comm is not None else None) or "?"
+                f.data.pr_warn("%s: %d output lines suppressed due to ratelimiting" % (comm, user.missed))
+                user.missed = 0
 
     d = kernel.tree.root.children.get("dev") or kernel.tree.create_dir("dev", kernel.tree.root)
     kernel.tree.create_file("kmsg", 0o644, d, log, DevKmsgOps())

@@ -1,0 +1,90 @@
+"""/dev/kmsg (kernel/printk/printk.c's devkmsg_*): records, positions, writes."""
+
+import errno
+import os
+
+import pytest
+
+from fakefs.kernel.fs.pseudo import File, KernelError, WouldBlock
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.printk import LogBuffer
+from fakefs.kernel.time import ManualClock
+
+
+def boot():
+    return Kernel(host_kallsyms=False, clock=ManualClock()).boot()
+
+
+def kmsg(k, flags=os.O_RDONLY):
+    node = k.tree.root.walk("dev/kmsg")
+    f = File(node, flags, pid=1, uid=0)
+    node.fops.open(f)
+    return f
+
+
+def records(k, f):
+    out = []
+    while True:
+        try:
+            out.append(f.node.fops.read(f, 0, 8192).decode())
+        except WouldBlock:
+            return out
+
+
+def test_one_record_a_read_then_it_blocks():
+    k = boot()
+    f = kmsg(k)
+    recs = records(k, f)
+    assert len(recs) == len(k.log.records) and recs[0].startswith("6,0,") and ";Linux version" in recs[0]
+    seqs = [int(r.split(",")[1]) for r in recs]
+    assert seqs == list(range(len(recs)))
+    assert not f.node.fops.poll(f)
+    k.log.printk("later")
+    assert f.node.fops.poll(f) and records(k, f) == ["6,%d,0,-;later\n" % len(recs)]
+
+
+def test_a_write_is_a_user_record():
+    k = boot()
+    w = kmsg(k, os.O_WRONLY)
+    r = kmsg(k)
+    records(k, r)
+    n = w.node.fops.write(w, b"hello\\there\n")
+    assert n == len(b"hello\\there\n")
+    w.node.fops.write(w, b"<3>bad thing")
+    w.node.fops.write(w, b"<30>daemon news\n")           # facility 3 (daemon), level 6
+    w.node.fops.write(w, b"<junk")
+    got = records(k, r)
+    assert [g.split(";", 1)[1] for g in got] == ["hello\\x5cthere\n", "bad thing\n", "daemon news\n",
+                                                 "<junk\n"]
+    assert [g.split(",", 1)[0] for g in got] == ["12", "11", "30", "12"]
+    with pytest.raises(KernelError) as e:
+        w.node.fops.write(w, b"x" * 1025)
+    assert e.value.errno == errno.EINVAL
+
+
+def test_writes_are_ratelimited_per_open_file():
+    k = boot()
+    w = kmsg(k, os.O_WRONLY)
+    before = k.log.next_seq
+    for i in range(15):
+        w.node.fops.write(w, b"msg %d" % i)
+    assert k.log.next_seq - before == 10
+    w.node.fops.release(w)
+    assert k.log.records[-1].text == "?: 5 output lines suppressed due to ratelimiting"
+    k.clock.advance(5_000_000_000)
+    w = kmsg(k, os.O_WRONLY)
+    w.node.fops.write(w, b"again")
+    assert k.log.records[-1].text == "again"
+
+
+def test_small_buffer_and_overwritten_records():
+    k = boot()
+    f = kmsg(k)
+    with pytest.raises(KernelError) as e:
+        f.node.fops.read(f, 0, 10)
+    assert e.value.errno == errno.EINVAL                  # and that record is gone for it
+    assert f.node.fops.read(f, 0, 8192).startswith(b"%d," % k.log.records[1].level)
+    log = LogBuffer(ManualClock(), capacity=4)
+    for i in range(10):
+        log.printk("m%d" % i)
+    assert log.first_seq == 6 and log.record(2).seq == 6 and log.record(10) is None
