@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import subprocess
 import sys
 
@@ -113,15 +114,27 @@ def cmd_umount(args) -> int:
 def cmd_dmesg(args) -> int:
     """Print the simulated kernel's log the way dmesg does."""
     path = os.path.join(os.path.abspath(args.mountpoint), "dev/kmsg")
+    records = []
     try:
-        with open(path) as fh:
-            records = fh.read().splitlines()
+        # as util-linux dmesg does: one record a read, until there is no more
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while True:
+                try:
+                    records.append(os.read(fd, 8192).decode("latin-1"))
+                except BlockingIOError:
+                    break
+                except BrokenPipeError:        # EPIPE: records overwritten meanwhile
+                    continue
+        finally:
+            os.close(fd)
     except OSError as e:
         print(f"fakefs: {path}: {e.strerror}", file=sys.stderr)
         return 1
     for rec in records:
-        head, _, msg = rec.partition(";")
+        head, _, msg = rec.rstrip("\n").partition(";")
         usec = int(head.split(",")[2])
+        msg = re.sub(r"\\x([0-9a-f]{2})", lambda m: chr(int(m.group(1), 16)), msg)
         print("[%5d.%06d] %s" % (usec // 1_000_000, usec % 1_000_000, msg))
     return 0
 

@@ -23,6 +23,7 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -113,7 +114,7 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.clear()
 
     # --- helpers -----------------------------------------------------------
-    async def observe(self) -> None:
+    async def observe(self) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in every OBSERVE_SLICE."""
         t0 = time.monotonic()
@@ -122,6 +123,18 @@ class FakeFS(pyfuse3.Operations):
             if time.monotonic() - t0 >= OBSERVE_SLICE:
                 await trio.sleep(0)
                 t0 = time.monotonic()
+        return until
+
+    @contextlib.contextmanager
+    def at(self, until: int | None):
+        """The kernel serves the request at the instant it came (``until``,
+        from ``observe``; None: now).  Only around code that does not await."""
+        clock = self.kernel.clock
+        clock.held = until
+        try:
+            yield
+        finally:
+            clock.held = None
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)
@@ -260,8 +273,8 @@ class FakeFS(pyfuse3.Operations):
         name = os.fsdecode(name)
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
-        await self.observe()
-        parent.dops.mkdir(parent, name)
+        with self.at(await self.observe()):
+            parent.dops.mkdir(parent, name)
         child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.EIO)
@@ -276,12 +289,13 @@ class FakeFS(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.ENOENT)
         if not isinstance(child, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
-        await self.observe()
+        until = await self.observe()
         # the VFS drops this dentry itself when we answer: no notification
         # (it would take the directory's lock once more per rmdir)
         self.vfs_removing = child
         try:
-            parent.dops.rmdir(parent, name)
+            with self.at(until):
+                parent.dops.rmdir(parent, name)
         finally:
             self.vfs_removing = None
 
@@ -315,10 +329,12 @@ class FakeFS(pyfuse3.Operations):
         n = self.node(inode)
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
+        until = None
         if n.fops.observes or flags & os.O_ACCMODE != os.O_RDONLY:
-            await self.observe()
+            until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
-        n.fops.open(f)
+        with self.at(until):
+            n.fops.open(f)
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
@@ -329,10 +345,10 @@ class FakeFS(pyfuse3.Operations):
     async def read(self, fh, off, size):
         f = self.file(fh)
         fops = f.node.fops
-        if fops.read_observes(f, off):
-            await self.observe()
+        until = await self.observe() if fops.read_observes(f, off) else None
         try:
-            return fops.read(f, off, size)
+            with self.at(until):
+                return fops.read(f, off, size)
         except WouldBlock:
             # the flags now, not at open (tracing_wait_pipe checks f_flags)
             if current_nonblock(f.pid, f.node.ino, self.dev, f.flags):
@@ -346,9 +362,10 @@ class FakeFS(pyfuse3.Operations):
                 if f.pid and signal_pending(f.pid):
                     raise pyfuse3.FUSEError(errno.EINTR)
                 await trio.sleep(BLOCK_POLL_INTERVAL)
-                await self.observe()
+                until = await self.observe()
                 try:
-                    return f.node.fops.read(f, off, size)
+                    with self.at(until):
+                        return f.node.fops.read(f, off, size)
                 except WouldBlock:
                     pass
         finally:
@@ -357,15 +374,15 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def write(self, fh, off, buf):
         f = self.file(fh)
-        await self.observe()
-        return f.node.fops.write(f, bytes(buf))
+        with self.at(await self.observe()):
+            return f.node.fops.write(f, bytes(buf))
 
     @handler
     async def flush(self, fh):
         f = self.files.get(fh)
         if f is not None and type(f.node.fops).flush is not FileOperations.flush:
-            await self.observe()
-            f.node.fops.flush(f)
+            with self.at(await self.observe()):
+                f.node.fops.flush(f)
 
     @handler
     async def fsync(self, fh, datasync):
@@ -381,8 +398,8 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def poll(self, inode, fh, poll_handle, ctx):
         f = self.file(fh)
-        await self.observe()
-        mask = f.node.fops.poll(f)
+        with self.at(await self.observe()):
+            mask = f.node.fops.poll(f)
         if not mask and self.terminating:
             return select.POLLIN | select.POLLERR
         if not mask and poll_handle is not None:
@@ -422,11 +439,12 @@ class FakeFS(pyfuse3.Operations):
                 self.poll_wakeup = trio.Event()
                 await self.poll_wakeup.wait()
             await trio.sleep(0.1)
-            await self.observe()
+            until = await self.observe()
             for fh, ph in list(self.poll_waiters.items()):
                 f = self.files.get(fh)
                 try:
-                    ready = f is None or f.node.fops.poll(f)
+                    with self.at(until):
+                        ready = f is None or f.node.fops.poll(f)
                 except Exception:
                     ready = True
                 if ready:

@@ -4,6 +4,10 @@
 simulated kernel does no work on its own: whoever observes it calls
 ``Kernel.catch_up()``, which runs the workload up to ``now_ns()``.  Tests may
 drive a :class:`ManualClock` instead.
+
+While a request is being served, its instant is ``held``: everything the
+kernel does for it happens at the moment it came (a simulation slower than
+real time does not make the request chase the clock).
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ class Clock:
     def __init__(self, boot_offset_ns: int = 0):
         self._t0 = time.monotonic_ns() - boot_offset_ns
         self.boot_wall = time.time() - boot_offset_ns / 1e9
+        self.held: int | None = None
 
     def now_ns(self) -> int:
+        if self.held is not None:
+            return self.held
         return time.monotonic_ns() - self._t0
 
 
@@ -26,8 +33,11 @@ class ManualClock:
     def __init__(self, start_ns: int = 0):
         self.t = start_ns
         self.boot_wall = time.time()
+        self.held: int | None = None
 
     def now_ns(self) -> int:
+        if self.held is not None:
+            return self.held
         return self.t
 
     def advance(self, ns: int) -> None:

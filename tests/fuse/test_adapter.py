@@ -17,10 +17,15 @@ class Ctx:
     umask = 0o022
 
 
+class FakeClock:
+    held = None
+
+
 class FakeKernel:
     def __init__(self):
         self.tree = PseudoTree()
         self.steps = 0
+        self.clock = FakeClock()
 
     def now_ns(self):
         return 0
@@ -186,19 +191,19 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
     class SlowerThanRealTime(FakeKernel):
         def __init__(self):
             super().__init__()
-            self.clock = 100
+            self.t = 100
             self.sim = 0
 
         def now_ns(self):
-            return self.clock
+            return self.t
 
         def catch_up(self, max_steps=8, until=None):
-            target = self.clock if until is None else until
+            target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:
                     return False
                 self.sim += 1
-                self.clock += 2
+                self.t += 2
             return self.sim < target
 
     k = SlowerThanRealTime()
@@ -209,3 +214,22 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         fi = await fs.open(ino, os.O_RDONLY, Ctx())
     assert k.sim == 100
     await fs.release(fi.fh)
+
+
+async def test_the_kernel_serves_a_request_at_the_instant_it_came():
+    seen = []
+
+    class Clocked(FileOperations):
+        def open(self, f):
+            seen.append(fs.kernel.clock.held)
+
+    class Kernel(FakeKernel):
+        def now_ns(self):
+            return 1234
+
+    k = Kernel()
+    k.tree.create_file("f", 0o440, k.tree.root, None, Clocked())
+    fs = FakeFS(k)
+    fi = await fs.open((await lookup(fs, "f")).st_ino, os.O_RDONLY, Ctx())
+    await fs.release(fi.fh)
+    assert seen == [1234] and k.clock.held is None
