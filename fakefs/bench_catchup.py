@@ -190,10 +190,9 @@ def main() -> int:
     if sys.argv[1:] == ["--real"]:
         _real_trace_read()
         return 0
-    for name, value, unit in bench_trace_read():
-        print("  %-62s %12.0f %s" % (name, value, unit))
-    for name, value, unit in bench_catchup(mount="--no-mount" not in sys.argv[1:]):
-        print("  %-62s %12.0f %s" % (name, value, unit))
+    rows = bench_trace_read() + bench_catchup(mount="--no-mount" not in sys.argv[1:])
+    for name, value, unit in rows:
+        print("  %-62s %12.*f %s" % (name, 3 if value < 100 else 0, value, unit))
     return 0
 
 
