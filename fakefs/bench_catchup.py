@@ -25,8 +25,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from .bench_barefs import fakefs_mounted
 
 ROUNDS = 3
 GAPS_S = (1, 10, 60, 600)
@@ -68,10 +69,8 @@ def _in_process(gap_s: float, observed_every_ns: int | None = None) -> float:
 
 
 def _through_mount(gaps) -> dict:
-    mnt = tempfile.mkdtemp(prefix="fakefs-bench-")
-    subprocess.run([sys.executable, "-m", "fakefs", "mount", mnt], check=True)
     out = {}
-    try:
+    with fakefs_mounted() as (mnt, _log):
         for path, value in EVERYTHING:
             with open(os.path.join(mnt, T + path), "w") as fh:
                 fh.write(value)
@@ -87,12 +86,6 @@ def _through_mount(gaps) -> dict:
                     fh.read(READ)
                 per.append(time.perf_counter() - t0)
             out[gap] = per
-    finally:
-        subprocess.run(["fusermount3", "-u", mnt], check=False)
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass
     return out
 
 
@@ -107,9 +100,7 @@ def _lines_per_s(trace: str) -> list[float]:
 
 
 def _fakefs_trace_read() -> list[float]:
-    mnt = tempfile.mkdtemp(prefix="fakefs-bench-")
-    subprocess.run([sys.executable, "-m", "fakefs", "mount", mnt], check=True)
-    try:
+    with fakefs_mounted() as (mnt, _log):
         for path, value in EVERYTHING:
             with open(os.path.join(mnt, T + path), "w") as fh:
                 fh.write(value)
@@ -117,12 +108,6 @@ def _fakefs_trace_read() -> list[float]:
         with open(os.path.join(mnt, T + "tracing_on"), "w") as fh:
             fh.write("0")
         return _lines_per_s(os.path.join(mnt, T + "trace"))
-    finally:
-        subprocess.run(["fusermount3", "-u", mnt], check=False)
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass
 
 
 REAL = "/sys/kernel/tracing/"
