@@ -12,11 +12,11 @@ subsystem in order.  Subsystems register:
   that, and skips the rest (the machine starts again after it, skip hooks
   and watchers account for it in aggregate).  A watcher has
   ``gap_threshold()``, the shortest stretch it wants treated as a gap;
-  ``gap_begins(t0, now)``; ``full_from(t, now)``, the earliest instant at or
-  after ``t`` from which it needs the kernel simulated in full (``now``:
-  nothing more); ``gap_skipped(t0, t1)``; and ``gap_ends(t)`` once the kernel
-  has caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS``
-  of a gap are simulated.
+  ``gap_begins(gap)``; ``full_from(t, gap)``, the earliest instant at or
+  after ``t`` from which it needs the kernel simulated in full
+  (``gap.end``: nothing more); and ``gap_ends(gap)`` once the kernel has
+  caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS`` of a
+  gap are simulated.
 
 The mounted tree is one :class:`PseudoTree` laid out like a machine root:
 ``sys/kernel/tracing``, ``proc``, ``boot``.
@@ -69,6 +69,19 @@ GAP_WINDOW_NS = 200_000_000
 TICK_NS = 1_000_000
 
 
+class Gap:
+    """An unobserved stretch being caught up (see ``Kernel.catch_up``)."""
+
+    __slots__ = ("start", "end", "full", "skipped", "skip_end")
+
+    def __init__(self, start: int, end: int):
+        self.start = start
+        self.end = end
+        self.full = 0           # ns simulated in full so far
+        self.skipped = 0        # ns skipped so far
+        self.skip_end = start   # where the last skip ended
+
+
 class Kernel:
     def __init__(self, persona: str = DEFAULT_PERSONA, cmdline: str = "", seed: int = 1,
                  config_overrides: dict | None = None, nr_cpus: int | None = None,
@@ -95,8 +108,7 @@ class Kernel:
         self._observers: list = []
         self._skip_hooks: list = []
         self._gap_watchers: list = []
-        # the gap being caught up: [start, simulated in full so far, end]
-        self._gap: list | None = None
+        self._gap: Gap | None = None       # the gap being caught up
         self.sim_time = 0
         self.booted = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
@@ -191,21 +203,22 @@ class Kernel:
                 if now - self.sim_time <= self._gap_threshold():
                     self._step(min(now, self.sim_time + STEP_NS))
                     continue
-                gap = self._gap = [self.sim_time, 0, now]
+                gap = self._gap = Gap(self.sim_time, now)
                 for w in self._gap_watchers:
-                    w.gap_begins(self.sim_time, now)
-            end = gap[2]
-            h = self._full_from(end)
+                    w.gap_begins(gap)
+            h = self._full_from(gap)
             if h > self.sim_time:
+                gap.skipped += h - self.sim_time
+                gap.skip_end = h
                 self._skip(h)
             else:
-                t1 = min(end, self.sim_time + STEP_NS)
-                gap[1] += t1 - self.sim_time
+                t1 = min(gap.end, self.sim_time + STEP_NS)
+                gap.full += t1 - self.sim_time
                 self._step(t1)
-            if self.sim_time >= end:
+            if self.sim_time >= gap.end:
                 self._gap = None
                 for w in self._gap_watchers:
-                    w.gap_ends(self.sim_time)
+                    w.gap_ends(gap)
         return self._gap is not None or self.sim_time < now
 
     def _gap_threshold(self) -> int:
@@ -213,13 +226,13 @@ class Kernel:
         GAP_NS, or less if a watcher asks (costly tracing)."""
         return min([GAP_NS] + [w.gap_threshold() for w in self._gap_watchers])
 
-    def _full_from(self, now: int) -> int:
+    def _full_from(self, gap: Gap) -> int:
         """Where the full simulation of the gap must go on from."""
-        t = self.sim_time
-        if self._gap[1] >= MAX_BACKLOG_NS:
-            return now                       # enough replayed: the rest is skipped
-        h = min([now - GAP_WINDOW_NS] + [w.full_from(t, now) for w in self._gap_watchers])
-        h = max(h, now - MAX_BACKLOG_NS + self._gap[1])
+        t, end = self.sim_time, gap.end
+        if gap.full >= MAX_BACKLOG_NS:
+            return end                       # enough replayed: the rest is skipped
+        h = min([end - GAP_WINDOW_NS] + [w.full_from(t, gap) for w in self._gap_watchers])
+        h = max(h, end - MAX_BACKLOG_NS + gap.full)
         return max(t, h - h % TICK_NS)
 
     def _skip(self, t1: int) -> None:
@@ -229,8 +242,6 @@ class Kernel:
             self.driver.skip(t0, t1)
         for fn in self._skip_hooks:
             fn(t0, t1)
-        for w in self._gap_watchers:
-            w.gap_skipped(t0, t1)
         self.sim_time = t1
 
     def _step(self, t1: int) -> None:

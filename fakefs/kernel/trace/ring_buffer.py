@@ -226,14 +226,17 @@ class RingBuffer:
         return 0
 
     def allocate(self, size_bytes: int, mem) -> int:
-        """A new buffer's pages (an instance's), all from ``mem``: 0 or -ENOMEM."""
+        """A new buffer's pages (an instance's), all from ``mem`` (None:
+        nobody counts them): 0 or -ENOMEM (one CPU after the other)."""
+        nr = self.pages_for(size_bytes)
+        if mem is not None:
+            if mem.available_pages() < nr * len(self.cpus):
+                return -errno.ENOMEM
+            mem.charge(nr * len(self.cpus))
         for cb in self.cpus:
-            cb.nr_pages = cb.charged = 0
-        err = self.resize(size_bytes, None, mem)
-        if err:
-            for cb in self.cpus:
-                cb.nr_pages = 2
-        return err
+            cb.resize(nr)
+            cb.charged = nr if mem is not None else 0
+        return 0
 
     def release(self, mem) -> None:
         """The buffer is freed: its pages go back to ``mem``."""

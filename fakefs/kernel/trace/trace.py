@@ -15,6 +15,7 @@ from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..params import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
+from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from .ring_buffer import RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, resized
@@ -23,8 +24,6 @@ from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
 # the call site charged for ring-buffer pages (file, function, allocator)
 RB_PAGES_SITE = ("kernel/trace/ring_buffer.c", "__rb_allocate_pages", "alloc_pages_node")
-# a kernel without a page allocator model has this much memory for them
-DEFAULT_RAM = 16 << 30
 
 # Core flags in the order of the kernel's trace_options[] (6.12), with the
 # stackmap series' flag after "stacktrace".  (name, default on, top-level only)
@@ -175,6 +174,10 @@ class TraceArray:
     def tracing_is_on(self) -> bool:
         return not self.buffer.record_off
 
+    def recording(self) -> bool:
+        """Its buffer takes entries now: tracing on, and no reader paused it."""
+        return not self.buffer.record_off and not self.buffer.record_disabled
+
     def set_tracing_on(self, on: bool) -> None:
         self.buffer.record_off = not on
 
@@ -321,7 +324,9 @@ class TraceArray:
 
     # --- instances -----------------------------------------------------------
     def destroy(self) -> None:
-        self.buffer.release(self.tracing.buffer_memory())
+        mem = self.tracing.buffer_memory()
+        if mem is not None:
+            self.buffer.release(mem)
         self.current.reset(self)
         ops = self.ftrace
         if ops is not None:
@@ -367,19 +372,17 @@ class Tracing:
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
 
-    def buffer_memory(self) -> PageAccount:
+    def buffer_memory(self) -> PageAccount | None:
         """Where ring-buffer pages come from: the page allocator, charged
-        to ``__rb_allocate_pages`` (a kernel without one: the default RAM)."""
-        if self._buffer_pages is None:
+        to ``__rb_allocate_pages`` (a kernel without one: the default RAM).
+        None during boot: the allocator's boot replay has boot's pages."""
+        if self._buffer_pages is None and self.kernel.booted:
             pa = self.kernel.page_alloc
             tag = None
             if pa is not None:
                 tags = [t for t in pa.at.find_all(*RB_PAGES_SITE[:2]) if t.callee == RB_PAGES_SITE[2]]
                 tag = tags[0] if tags else None
-            account = PageAccount(pa, tag, DEFAULT_RAM >> PAGE_SHIFT)
-            if not self.kernel.booted:
-                return account        # boot's own pages: the allocator's boot replay has them
-            self._buffer_pages = account
+            self._buffer_pages = PageAccount(pa, tag, DEFAULT_RAM >> PAGE_SHIFT)
         return self._buffer_pages
 
     def arrays(self):

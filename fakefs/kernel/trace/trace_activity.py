@@ -183,8 +183,9 @@ class TraceActivity:
         tracing = self.kernel.tracing
         arrays = list(tracing.arrays())
         probe_trs = [tr for tr in arrays if tr.ftrace_ops is not None and tr.ftrace_ops.probes]
-        # an array with function probes may have tracing switched on by one
-        live = [tr for tr in arrays if tr.tracing_is_on() or tr in probe_trs]
+        # an array with function probes may have tracing switched on by one;
+        # one a reader paused (pause-on-trace) takes nothing: nothing to make
+        live = [tr for tr in arrays if tr.recording() or tr in probe_trs]
         fn_trs = [tr for tr in live if tr.current.name == "function" and tr.flag("function-trace")]
         ev_trs = [tr for tr in live if tr.enabled_events]
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]

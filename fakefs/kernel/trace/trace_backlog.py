@@ -59,9 +59,8 @@ class _Meter:
 
 
 def recording(tr) -> bool:
-    """Anything can reach ``tr``'s buffer: tracing on, a tracer or events."""
-    return (tr.tracing_is_on() and not tr.buffer.record_disabled
-            and (bool(tr.enabled_events) or tr.current.name != "nop"))
+    """Anything reaches ``tr``'s buffer: it records, with a tracer or events."""
+    return tr.recording() and (bool(tr.enabled_events) or tr.current.name != "nop")
 
 
 class TraceBacklog:
@@ -71,33 +70,23 @@ class TraceBacklog:
         self.kernel = kernel
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
-        self.start = 0
-        self.skipped = 0                # ns of the gap skipped so far
-        self.skip_end = 0
 
     def gap_threshold(self) -> int:
         if any(recording(tr) for tr in self.kernel.tracing.arrays()):
             return TRACED_GAP_NS
         return 1 << 62
 
-    def gap_begins(self, t0: int, now: int) -> None:
+    def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
-        self.start = t0
-        self.skipped = 0
-        self.skip_end = t0
 
-    def gap_skipped(self, t0: int, t1: int) -> None:
-        self.skipped += t1 - t0
-        self.skip_end = t1
-
-    def full_from(self, t: int, now: int) -> int:
+    def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
         if any(tr.ftrace_ops is not None and tr.ftrace_ops.probes for tr in tracing.arrays()):
             return t
         if not self.meters:
-            return now
-        full = t - self.start - self.skipped
-        h = now
+            return gap.end
+        full = gap.full
+        h = gap.end
         for tr, m in self.meters.items():
             cpus = tr.buffer.cpus
             wrote = [cb.written - m.written[c] for c, cb in enumerate(cpus)]
@@ -111,13 +100,12 @@ class TraceBacklog:
                 nbytes = cb.bytes_written - m.bytes[c]
                 if nbytes > 0 and full > 0:
                     fill = cb.nr_pages * cb.subbuf_size * full // nbytes
-                    h = min(h, now - int(fill * MARGIN))
+                    h = min(h, gap.end - int(fill * MARGIN))
         return h
 
-    def gap_ends(self, t: int) -> None:
+    def gap_ends(self, gap) -> None:
         meters, self.meters = self.meters, {}
-        full = t - self.start - self.skipped
-        if not self.skipped or full <= 0:
+        if not gap.skipped or gap.full <= 0:
             return
         live = set(self.kernel.tracing.arrays())
         for tr, m in meters.items():
@@ -128,19 +116,19 @@ class TraceBacklog:
                 n = cb.written - m.written[c]
                 if n <= 0:
                     continue
-                cb.unrecorded(self._scale(n, full), (cb.bytes_written - m.bytes[c]) * self.skipped // full,
-                              self.skip_end, overwrite)
+                cb.unrecorded(self._scale(n, gap), (cb.bytes_written - m.bytes[c]) * gap.skipped // gap.full,
+                              gap.skip_end, overwrite)
             smap = tr.stackmap
             if smap is not None and m.successes is not None:
                 for c in range(len(smap.successes)):
-                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], full),
-                                        self._scale(smap.drops[c] - m.drops[c], full), c, self.rng)
+                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], gap),
+                                        self._scale(smap.drops[c] - m.drops[c], gap), c, self.rng)
 
-    def _scale(self, n: int, full: int) -> int:
-        """``n`` things in ``full`` ns: how many in the skipped time (the
-        fraction rounded at random, so that the expectation is kept)."""
+    def _scale(self, n: int, gap) -> int:
+        """``n`` things in the gap's full part: how many in its skipped time
+        (the fraction rounded at random, so that the expectation is kept)."""
         if n <= 0:
             return 0
-        x = n * self.skipped / full
+        x = n * gap.skipped / gap.full
         k = int(x)
         return k + (self.rng.random() < x - k)

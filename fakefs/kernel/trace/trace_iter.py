@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 
-from ..fs.pseudo import FileOperations, WouldBlock, POLLIN, POLLRDNORM
+from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import TraceFormatter, func_help_header
 from .trace_ref import ArrayFileOps
 
@@ -47,7 +47,7 @@ class TraceIter:
         self.base = 0
 
 
-class TraceOps(FileOperations):
+class TraceOps(ArrayFileOps):
     """``trace``: a static view; opening with O_TRUNC clears the buffer.
 
     Text is produced lazily from the snapshot of entries taken when a read
@@ -66,17 +66,16 @@ class TraceOps(FileOperations):
                 tr.buffer.reset()
             else:
                 tr.buffer.cpus[self.cpu].reset()
-        tr.open_refs += 1
         # pause-on-trace: recording stops while the file is open for reading
         f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"))
         if f.private.paused:
             tr.buffer.record_disabled += 1
+        super().open(f)
 
     def release(self, f):
-        tr = f.data
-        tr.open_refs -= 1
         if f.private.paused:
-            tr.buffer.record_disabled -= 1
+            f.data.buffer.record_disabled -= 1
+        super().release(f)
 
     def read_observes(self, f, off):
         """Paused since the open (which caught up), nothing new is recorded."""
@@ -134,7 +133,7 @@ class TraceOps(FileOperations):
         return bytes(it.buf[:size])
 
 
-class TracePipeOps(FileOperations):
+class TracePipeOps(ArrayFileOps):
     """``trace_pipe``: consuming reads that block while the buffer is empty."""
 
     nonseekable = True
@@ -144,10 +143,7 @@ class TracePipeOps(FileOperations):
 
     def open(self, f):
         f.private = {"pos": 0, "pending": b""}
-        f.data.open_refs += 1
-
-    def release(self, f):
-        f.data.open_refs -= 1
+        super().open(f)
 
     def _pop(self, tr):
         cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]

@@ -127,9 +127,6 @@ class TraceFormatter:
             return "%s %5d.%06d: %s" % (s, usecs // 1_000_000, usecs % 1_000_000, body(entry))
         return line
 
-    def line(self, entry, cpu: int) -> str:
-        return self.printer()(entry, cpu)
-
 
 def func_help_header(tr, entries: int, total: int, nr_cpus: int) -> str:
     """The column header of ``trace`` (print_func_help_header[_irq])."""

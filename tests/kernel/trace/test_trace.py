@@ -439,3 +439,18 @@ def test_rmdir_of_an_instance_with_a_file_open_is_ebusy():
             k.tracing.instance_rmdir("pin")
             n.fops.release(f)
         assert "pin" not in k.tracing.instances, path
+
+
+def test_buffer_pages_of_boot_are_not_counted_twice():
+    """A buffer expanded during boot (ftrace=function) has its pages in the
+    allocator's boot replay: shrinking it later gives back none of the pages
+    an instance holds."""
+    k, _ = boot("ftrace=function")
+    assert k.tracing.global_trace.expanded
+    pa = k.page_alloc
+    avail = pa.si_mem_available()
+    k.tracing.instance_mkdir("a")
+    wr(k, "buffer_size_kb", "7")
+    assert pa.si_mem_available() == avail - 2 * 354
+    k.tracing.instance_rmdir("a")
+    assert pa.si_mem_available() == avail
