@@ -9,7 +9,7 @@ SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 SYSPKGS := fuse3 libfuse3-dev pkg-config
 
-.PHONY: install sysdeps run test unit selftests bench stress clean
+.PHONY: install sysdeps run test unit selftests ftracetest-table bench stress clean
 
 install: sysdeps $(VENV)/.installed
 
@@ -36,8 +36,14 @@ test: install unit selftests
 unit: install
 	$(PY) -m pytest -q
 
+# The whole upstream ftracetest suite, with the project's and the series' tests:
+# fails on any FAIL or UNDEFINED.
 selftests: install
-	$(FAKEFS) selftest --extra selftests/stackmap $$([ -d $(UPSTREAM) ] && echo --extra $(UPSTREAM))
+	$(FAKEFS) selftest --extra selftests/stackmap $$([ -d $(UPSTREAM) ] && echo --extra $(UPSTREAM)) all
+
+# Every upstream case with its result, and why it does not pass.
+ftracetest-table: install
+	$(FAKEFS) selftest --table docs/ftracetest-6.12.md all
 
 bench: install
 	$(PY) -m fakefs.bench

@@ -53,14 +53,14 @@ def cmd_mount(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="fakefs: %(levelname)s %(name)s: %(message)s")
     if args.foreground:
-        kernel = daemon.boot_kernel(args)
+        kernel, host = daemon.boot_kernel(args)
         tracing = kernel.tracing.root.path() if kernel.tracing else None
 
         def ready():
             print(f"fakefs: {kernel.config.release} mounted at {mnt}"
                   + (f" (tracing at {mnt}{tracing})" if tracing else "")
                   + "; Ctrl-C to unmount", flush=True)
-        return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready)
+        return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready, host=host)
     r, w = os.pipe()
     pid = os.fork()
     if pid:
@@ -80,7 +80,7 @@ def cmd_mount(args) -> int:
     os.close(r)
     os.setsid()
     try:
-        kernel = daemon.boot_kernel(args)
+        kernel, host = daemon.boot_kernel(args)
     except Exception as e:   # report boot failures to the waiting parent
         os.write(w, f"fakefs: boot failed: {e}\n".encode())
         os._exit(1)
@@ -91,7 +91,7 @@ def cmd_mount(args) -> int:
         fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-    rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w)
+    rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w, host=host)
     os._exit(rc)
 
 

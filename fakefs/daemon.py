@@ -14,6 +14,7 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
+from .fuse.cnproc import HostWatch, host_pid_exists, open_proc_connector
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
@@ -54,14 +55,26 @@ def host_comm(pid: int) -> str | None:
         return None
 
 
-def boot_kernel(args) -> Kernel:
+def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
+    """The simulated kernel on its machine, and what tells the machine
+    about the real processes using the mount (None where the host does
+    not report them: then the kernel has no files that need them)."""
     kernel = Kernel(persona=args.persona, cmdline=args.cmdline or "", seed=args.seed,
                     config_overrides=args.config or None)
     kernel.host_comm = host_comm
+    conn = open_proc_connector()
+    kernel.host_tasks = conn is not None
     kernel.boot()
+    watch = None
     if kernel.workload is not None:
-        sim.attach(kernel)
-    return kernel
+        machine = sim.attach(kernel)
+        if conn is not None:
+            machine.host.exists = host_pid_exists
+            kernel.sched.pid_in_use = machine.host.pid_taken
+            watch = HostWatch(conn, machine.host, kernel.clock)
+    elif conn is not None:        # no machine to run them (never, today)
+        conn.close()
+    return kernel, watch
 
 
 def still_ours(mountpoint: str, dev: str | None) -> bool:
@@ -129,7 +142,7 @@ def make_ownership(kernel: Kernel, opts: list[str]) -> tuple[Ownership, list[str
 
 
 def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None,
-          on_ready=None) -> int:
+          on_ready=None, host: HostWatch | None = None) -> int:
     def fail(msg: str) -> int:
         if ready_fd is not None:
             os.write(ready_fd, msg.encode())
@@ -142,6 +155,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     except OwnershipError as e:
         return fail(f"fakefs: {e}\n")
     ops = FakeFS(kernel, own)
+    ops.host = host
     libfuse: list[str] = []
     try:
         with captured_stderr(libfuse):
@@ -172,8 +186,12 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
         os.close(ready_fd)
     if on_ready is not None:
         on_ready()
+    if host is not None:
+        host.start()
     try:
         trio.run(_serve, ops)
     finally:
+        if host is not None:
+            host.stop()
         pyfuse3.close(unmount=still_ours(mountpoint, ops.dev))
     return 0

@@ -24,6 +24,7 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import functools
 import logging
@@ -36,6 +37,7 @@ import pyfuse3
 import trio
 
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
+from ..kernel.fs.vfs import vfs_call
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
 from .signals import signal_pending
@@ -51,11 +53,31 @@ DETACH_CHECK_INTERVAL = 0.2
 OBSERVE_SLICE = 0.02
 
 
+# the entries a request removed from the tree, to invalidate before it is
+# answered (per trio task: each request has its own)
+_PENDING_INVAL: contextvars.ContextVar = contextvars.ContextVar("pending_inval", default=None)
+# the longest a reply waits for them (the kernel may hold a notification
+# back until a request on the same directory is answered)
+INVAL_WAIT = 0.5
+
+
+def _invalidate_all(items) -> None:
+    for parent, name, deleted in items:
+        try:
+            pyfuse3.invalidate_entry(parent, name, deleted=deleted)
+        except OSError:
+            pass                 # not in the kernel's cache
+
+
 def handler(fn):
-    """Map kernel errors to errno and contain every other exception."""
+    """Map kernel errors to errno and contain every other exception.  The
+    entries the request removed are invalidated before it is answered (a
+    write to kprobe_events removes event directories: the next ``test -d``
+    must not find them in the kernel's cache)."""
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
+        token = _PENDING_INVAL.set([])
         try:
             return await fn(self, *args, **kwargs)
         except pyfuse3.FUSEError:
@@ -67,6 +89,13 @@ def handler(fn):
         except Exception:
             log.exception("%s failed", fn.__name__)
             raise pyfuse3.FUSEError(errno.EIO)
+        finally:
+            pending = _PENDING_INVAL.get()
+            _PENDING_INVAL.reset(token)
+            if pending:
+                with trio.move_on_after(INVAL_WAIT):
+                    await trio.to_thread.run_sync(_invalidate_all, pending,
+                                                  abandon_on_cancel=True)
 
     return wrapper
 
@@ -99,6 +128,10 @@ class FakeFS(pyfuse3.Operations):
         # the directory an rmdir request is removing (see rmdir)
         self.vfs_removing: DirNode | None = None
         self.tree.listeners.append(self._tree_changed)
+        # the real processes using the mount, as the simulated machine's
+        # (cnproc.HostWatch, set by the daemon where the host reports them)
+        self.host = None
+        self.host_settle: int | None = None   # their events done by this instant
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -114,15 +147,31 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.clear()
 
     # --- helpers -----------------------------------------------------------
+    def host_seen(self, ctx) -> None:
+        """A request: its caller, and whatever the real processes the
+        machine follows did before it, become the simulated machine's."""
+        if self.host is None:
+            return
+        if ctx is not None:
+            self.host.caller(ctx.pid)
+        settle = self.host.drain()
+        if settle is not None and (self.host_settle is None or settle > self.host_settle):
+            self.host_settle = settle
+
     async def observe(self) -> int:
         """Let the simulated kernel catch up with the instant of the request,
-        a step at a time, letting other requests in every OBSERVE_SLICE."""
+        a step at a time, letting other requests in every OBSERVE_SLICE;
+        what the followed real processes did before it is done by then."""
+        self.host_seen(None)
         t0 = time.monotonic()
         until = self.kernel.now_ns()          # the request came now: no later
         while self.kernel.catch_up(1, until):
             if time.monotonic() - t0 >= OBSERVE_SLICE:
                 await trio.sleep(0)
                 t0 = time.monotonic()
+        settle, self.host_settle = self.host_settle, None
+        if settle is not None and min(settle, until) > self.kernel.sim_time:
+            self.kernel.advance_to(min(settle, until))
         return until
 
     @contextlib.contextmanager
@@ -170,8 +219,17 @@ class FakeFS(pyfuse3.Operations):
             self.own.forget(node.ino)
         if not self.mounted or added or parent is None or node is self.vfs_removing:
             return
+        # a directory gets a plain invalidation: the kernel refuses to
+        # notify the deletion of one whose entries are still in use (an
+        # event's files until their RELEASE is answered), and the stale
+        # entry would be seen until it times out
+        deleted = 0 if isinstance(node, DirNode) else node.ino
+        pending = _PENDING_INVAL.get()
+        if pending is not None:
+            pending.append((parent.ino, name.encode(), deleted))
+            return
         try:
-            pyfuse3.invalidate_entry_async(parent.ino, name.encode(), deleted=node.ino,
+            pyfuse3.invalidate_entry_async(parent.ino, name.encode(), deleted=deleted,
                                            ignore_enoent=True)
         except Exception:   # never let a notification failure reach the kernel model
             log.debug("invalidate %s failed", name, exc_info=True)
@@ -203,6 +261,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def lookup(self, parent_inode, name, ctx=None):
+        self.host_seen(ctx)
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
@@ -267,6 +326,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def mkdir(self, parent_inode, name, mode, ctx):
+        self.host_seen(ctx)
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
@@ -282,6 +342,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def rmdir(self, parent_inode, name, ctx):
+        self.host_seen(ctx)
         parent = self.node(parent_inode)
         name = os.fsdecode(name)
         child = parent.lookup(name) if isinstance(parent, DirNode) else None
@@ -326,6 +387,7 @@ class FakeFS(pyfuse3.Operations):
     # --- files -------------------------------------------------------------
     @handler
     async def open(self, inode, flags, ctx):
+        self.host_seen(ctx)
         n = self.node(inode)
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
@@ -334,6 +396,7 @@ class FakeFS(pyfuse3.Operations):
             until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
         with self.at(until):
+            vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
             n.fops.open(f)
         fh = self.next_fh
         self.next_fh += 1
@@ -348,6 +411,7 @@ class FakeFS(pyfuse3.Operations):
         until = await self.observe() if fops.read_observes(f, off) else None
         try:
             with self.at(until):
+                vfs_call(self.kernel, "vfs_read", f.node, f.pid, fh, size)
                 return fops.read(f, off, size)
         except WouldBlock:
             # the flags now, not at open (tracing_wait_pipe checks f_flags)
@@ -394,6 +458,7 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.pop(fh, None)
         if f is not None:
             f.node.fops.release(f)
+            vfs_call(self.kernel, "dput", f.node, f.pid, fh)
 
     @handler
     async def poll(self, inode, fh, poll_handle, ctx):

@@ -49,10 +49,12 @@ class Lifecycle:
         self.parent: dict[int, int] = {}     # child pid -> parent pid
         self.dead: list[int] = []
 
-    def fork(self, parent, cpu: int, t: int):
-        """``parent`` (running on ``cpu``) forks: the child is queued there."""
+    def fork(self, parent, cpu: int, t: int, pid: int | None = None, tgid: int | None = None):
+        """``parent`` (running on ``cpu``) forks: the child is queued there.
+        ``pid``/``tgid``: the child's, when the pid was not allocated here
+        (a process of the real machine)."""
         sched = self.sched
-        child = sched.spawn(parent.comm, cpu=cpu, prio=parent.prio)
+        child = sched.spawn(parent.comm, cpu=cpu, prio=parent.prio, pid=pid, tgid=tgid)
         child.state = "S"
         self.parent[child.pid] = parent.pid
         if self.tp_newtask.probes:

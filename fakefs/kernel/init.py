@@ -44,9 +44,12 @@ from .tracepoint import Tracepoints
 INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
     ("fakefs.kernel.kallsyms", "kallsyms_init"),
+    ("fakefs.kernel.cpu", "cpu_dev_init"),
     ("fakefs.kernel.workload", "workload_init"),
+    ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
+    ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
     ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init"),
     ("fakefs.kernel.profile", "profile_init"),
@@ -129,6 +132,7 @@ class Kernel:
         self.workload = None
         self.tracing = None
         self.trace_activity = None
+        self.kprobes = None               # kprobes.Kprobes (CONFIG_KPROBES)
         self.profile = None
         self.alloc_tag = None
         self.alloc_workload = None

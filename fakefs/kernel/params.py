@@ -83,10 +83,12 @@ class RangeError(ValueError):
 
 
 def kstrtoul(text: str, base: int = 0) -> int:
-    """``kstrtoul()``: optional trailing newline, no sign, no junk; raises
-    ValueError (RangeError when the number does not fit in 64 bits)."""
+    """``kstrtoul()``: optional trailing newline, an optional ``+``, no junk;
+    raises ValueError (RangeError when the number does not fit in 64 bits)."""
     s = text[:-1] if text.endswith("\n") else text
-    if not s or s[0] in "+-" or s != s.strip():
+    if s.startswith("+"):
+        s = s[1:]
+    if not s or s[0] in "+-" or s != s.strip() or "_" in s:
         raise ValueError(text)
     if base == 0:
         if s[:2].lower() == "0x":

@@ -119,6 +119,9 @@ class Scheduler:
         self.rq: list[list[Task]] = [[] for _ in range(nr_cpus)]
         self.need_resched = [False] * nr_cpus
         self.next_pid = 1
+        # pids the real machine's processes hold, when they are tasks here
+        # too (see sim/host.py): fn(pid) -> bool, or None
+        self.pid_in_use = None
         # 6.12 scales the base slice by 1 + ilog2(min(ncpus, 8)) (SCHED_TUNABLESCALING_LOG)
         self.slice_ns = BASE_SLICE_NS * (1 + _ilog2(min(nr_cpus, 8)))
         self.tp_sched_switch = tps.get("sched_switch")
@@ -137,7 +140,11 @@ class Scheduler:
               tgid: int | None = None, prio: int = 120) -> Task:
         if pid is None:
             pid = self.next_pid
-        self.next_pid = max(self.next_pid, pid + 1)
+            while pid in self.tasks or (self.pid_in_use is not None and self.pid_in_use(pid)):
+                pid += 1                     # alloc_pid() skips the pids in use
+            self.next_pid = pid + 1
+        elif pid >= self.next_pid and self.pid_in_use is None:
+            self.next_pid = pid + 1
         t = Task(pid, comm, cpu=cpu, kthread=kthread, tgid=tgid, prio=prio)
         self.tasks[pid] = t
         return t

@@ -26,6 +26,10 @@ class Clock:
             return self.held
         return time.monotonic_ns() - self._t0
 
+    def from_monotonic(self, ns: int) -> int:
+        """The kernel's time of an instant of the host's CLOCK_MONOTONIC."""
+        return ns - self._t0
+
 
 class ManualClock:
     """A clock that moves only when told to (for deterministic tests)."""

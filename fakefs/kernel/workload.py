@@ -18,7 +18,8 @@ take most hits, over a long tail.  The tasks are those of
 ``stacks_for_event()`` gives the stack of the next tracepoint hit of a kind
 (``EVENT_KINDS``: ``kmem_cache_alloc``, ``kmalloc``, ``kfree``,
 ``kmem_cache_free``, ``page_alloc``, ``sched_switch``, ``sched_waking``,
-``sched_wakeup``, ``signal_generate``): the walk conditioned on getting to
+``sched_wakeup``, ``signal_generate``; ``CODE_PATH_KINDS`` only for
+``code_path()``): the walk conditioned on getting to
 one of the functions where it fires (``reach``).  ``sched_switch`` switches
 tasks, the other kinds now and then let the running task sleep first, but
 the wakeup kinds (``NOSWITCH_KINDS``) never do: the waker goes on running.
@@ -44,6 +45,9 @@ from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
+# kinds only a task that goes there itself takes (``code_path()``: a fork, an
+# exec, an exit of the machine's tasks), never drawn for whatever runs
+CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_exit")
 # kinds whose stacks never come with a context switch: the task that wakes
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
@@ -145,13 +149,34 @@ class Workload:
             return (), ()
         return self.frames.tp_stack(got[0]), got[1]
 
+    def code_path(self, rng, cpu, kind) -> tuple[tuple, tuple]:
+        """The running task goes into the code where tracepoint ``kind``
+        fires (a fork's kernel_clone(), an exec's exec_binprm()): (the
+        stack there, the stacks of the traced functions it entered on the
+        way, outermost first); ((), ()) where the graph has no way there."""
+        targets = self.wg.events.get(kind)
+        if not targets:
+            return (), ()
+        if self.frames.count > FRAME_CAP:
+            self._maybe_restart_cache()
+        # the task comes back from that call (a fork returns to user
+        # space): its walk stays where it was, so its next fork enters
+        # kernel_clone() again
+        got = self._enter_path(self.walk.cpus[cpu], rng, kind, targets, move=False)
+        if got is None:
+            return (), ()
+        return self.frames.tp_stack(got[0]), got[1]
+
     def _switch_path(self, c, rng):
+        return self._enter_path(c, rng, "sched_switch", self.wg.events["sched_switch"])
+
+    def _enter_path(self, c, rng, kind, targets, move=True):
         before = set()
         f = c.ts.frame
         while f is not None:
             before.add(f)
             f = f.parent
-        n = self.reach.path(c, rng, "sched_switch", self.wg.events["sched_switch"])
+        n = self.reach.path(c, rng, kind, targets)
         if n is None:
             return None
         entered = []
@@ -161,7 +186,8 @@ class Workload:
                 entered.append(f.stack)
             f = f.parent
         entered.reverse()
-        c.ts.frame, c.ts.phase = n, RESUME
+        if move:
+            c.ts.frame, c.ts.phase = n, RESUME
         return n, tuple(entered)
 
     def event_stack(self, rng, cpu, kind, task_only=False) -> tuple:

@@ -22,6 +22,7 @@ from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
 from .inner import inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
 from .results import parse_output, report
+from .table import load_why, log_reasons, render
 from .worktree import (WorkTree, add_extra, expected_cases, make_work_tree,
                        mark_unsupported_in_userns, select_tests)
 
@@ -64,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--keep", action="store_true",
                    help="keep the work directory and every test log")
     g.add_argument("--list", action="store_true", help="list the selected tests and exit")
+    g.add_argument("--table", metavar="FILE", type=Path, default=None,
+                   help="write every case's result, and why it did not pass, to FILE "
+                        "(markdown)")
     g.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SEC",
                    help="kill ftracetest after SEC seconds (default %d; 0 = never)"
                         % DEFAULT_TIMEOUT)
@@ -108,8 +112,8 @@ def ftracetest_argv(args, tree: WorkTree, tests: list[Path]) -> list[str]:
     argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), "-l", str(tree.root / "logs")]
     # -v: ftracetest prints the log of each failed test; -vv: every test's output.
     argv.append(["-v", "-vv", "-vvv"][min(args.verbose, 2)])
-    if args.keep:
-        argv.append("-k")
+    if args.keep or args.table:
+        argv.append("-k")           # every log: the table reads why a test did not pass
     if args.fail_unsupported:
         argv.append("--fail-unsupported")
     if args.fail_unresolved:
@@ -198,6 +202,12 @@ def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
         status = json.loads(status_file.read_text())
     text = out_file.read_text(errors="replace") if out_file.exists() else ""
     summ = parse_output(text)
+    if args.table is not None:
+        reasons = log_reasons(tree.root / "logs")
+        title = "Upstream ftracetest (Linux 6.12) against fakefs"
+        args.table.parent.mkdir(parents=True, exist_ok=True)
+        args.table.write_text(render(summ.results, cases, reasons, load_why(), title))
+        log("table written: %s" % args.table)
     return report(summ, cases, status, rc)
 
 

@@ -25,6 +25,34 @@ from .namespace import (TRACING_DIR, detach_tracefs_mounts, in_private_mount_ns,
                         tracefs_lines, umount)
 
 SCHED_RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+# What tests write outside the tracing directory: CPU hotplug
+# (ftrace/func_hotplug.tc writes cpuN/online), the RT bandwidth that
+# ftracetest's setup() lifts.  Each is bound from the daemon's tree over
+# the host's path inside the private namespace.
+SIMULATED_HOST_FILES = ("/sys/devices/system/cpu", "/proc/sys/kernel/sched_rt_runtime_us",
+                        "/proc/sys/kernel/sched_rt_period_us")
+# bound when the daemon serves them (a kernel with kprobes):
+# kprobe_opt_types.tc writes kprobes-optimization and reads kprobes/list
+SIMULATED_IF_SERVED = ("/proc/sys/debug", "/sys/kernel/debug")
+
+
+def bind_served(mnt: Path, path: str, bound: list[str], userns: bool) -> None:
+    """Bind the daemon's ``path`` (under ``mnt``) over the host's ``path``
+    in this private namespace.  The daemon must serve it: otherwise a test
+    would change the host.  In a user namespace the host may refuse the
+    bind: then the test that writes it fails instead of changing the host
+    (the host refuses such a write there too)."""
+    src = mnt / path.lstrip("/")
+    if not src.exists():
+        raise SelftestError("the daemon serves no %s: a test would change the host's" % path)
+    r = subprocess.run(["mount", "--bind", str(src), path],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        if userns:
+            log("note: %s stays the host's here (%s)" % (path, r.stdout.strip()))
+            return
+        raise SelftestError("mount --bind of %s failed: %s" % (path, r.stdout.strip()))
+    bound.append(path)
 READY_TIMEOUT = 60
 
 
@@ -107,6 +135,7 @@ def inner_main(cfg_path: str) -> int:
     status: dict = {}
     daemon = None
     bound = False
+    host_binds: list[str] = []
     rt_orig = None
     mnt = Path(cfg["mountpoint"])
     try:
@@ -139,6 +168,13 @@ def inner_main(cfg_path: str) -> int:
                 raise SelftestError("mount --bind of /proc/kallsyms failed: %s" % r.stdout.strip())
             log("note: /proc/kallsyms stays the host's here (%s): tests that look "
                  "addresses up in it may fail" % r.stdout.strip())
+        # Host files the tests (or the harness) write: the simulated
+        # kernel's, never the host's
+        for path in SIMULATED_HOST_FILES:
+            bind_served(mnt, path, host_binds, cfg.get("userns", False))
+        for path in SIMULATED_IF_SERVED:
+            if (mnt / path.lstrip("/")).is_dir() and os.path.isdir(path):
+                bind_served(mnt, path, host_binds, cfg.get("userns", False))
         umount(str(mnt), lazy=True)
         lines = tracefs_lines()
         if not lines or lines[0][1] != TRACING_DIR:
@@ -152,6 +188,8 @@ def inner_main(cfg_path: str) -> int:
     finally:
         if bound and not umount(TRACING_DIR):
             umount(TRACING_DIR, lazy=True)
+        for path in reversed(host_binds):
+            umount(path, lazy=True)
         umount(str(mnt), lazy=True)
         if daemon is not None:
             _stop(daemon, grace=2)

@@ -34,6 +34,7 @@ from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
+from .host import HOST, HostProcesses
 from .syscalls import Syscalls
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
@@ -78,6 +79,7 @@ class Machine:
         self.heap: list = []
         self.seq = 0
         self.runs: dict[int, TaskRun] = {}
+        self.host = HostProcesses(self)       # the real processes using the mount
         self.rcu: list[list] = [[] for _ in range(self.sched.nr_cpus)]   # (due, comm, pid, prio)
         # per CPU: wheel timers armed, as a heap of (bucket instant, seq, pid)
         self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
@@ -123,8 +125,12 @@ class Machine:
 
     # --- set-up -------------------------------------------------------------
     def start(self, t: int) -> None:
-        """Every task asleep where it waits, every CPU idle, at ``t``."""
+        """Every task asleep where it waits, every CPU idle, at ``t``.
+        What the real processes did meanwhile still happens (from ``t``)."""
+        host = [(max(e[0], t), e[4]) for e in self.heap if e[2] == HOST]
         self.heap.clear()
+        for when, action in host:
+            self.queue_host(when, action)
         self.time = t
         sched = self.sched
         for cpu in range(sched.nr_cpus):
@@ -161,6 +167,10 @@ class Machine:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, a, b))
 
+    def queue_host(self, t: int, action) -> None:
+        """A real process's event (see host.py) happens at ``t``."""
+        self._push(t, HOST, -1, action)
+
     def _burst(self, r) -> int:
         return max(1000, int(self.rng.expovariate(1.0) * r.beh.burst_ns))
 
@@ -174,6 +184,9 @@ class Machine:
         clock = self.clock
         while heap and heap[0][0] < t1:
             t, _seq, kind, a, b = heapq.heappop(heap)
+            if kind == HOST:
+                self.host.run(t, b)
+                continue
             if kind != _WAKE and t < clock[a]:
                 # that CPU is still busy (an interrupt, a switch): one thing
                 # at a time, and what others see happens when it is stamped
@@ -340,6 +353,7 @@ class Machine:
         self._switch(cpu, t, r.beh.state)
 
     def _exit(self, r, cpu: int, t: int) -> None:
+        r.token += 1                          # its burst's end is void: it exits
         if r.calls is not None:
             args, _ret = self.calls.values(r.tc, self.calls.exit_group)
             self.entry.enter(cpu, t, r.task.pid, self.calls.exit_group.nr, args)
@@ -353,6 +367,10 @@ class Machine:
         task = r.task
         pr = self.runs.get(r.parent)
         if pr is not None and pr.task.state in ("S", "D", "I"):
+            last = self.clock[pr.task.cpu]
+            if t <= last:       # it went to sleep over there at ``last``: wake it after
+                self._push(last + 1, _CONT, cpu, (task.pid, _EXIT_WAKE))
+                return
             pr.sigchld = True
             pr.reap = (task.comm, task.pid, task.prio)
             self._try_wake(pr, cpu, t, CTX_TASK)
@@ -517,31 +535,12 @@ class Machine:
         simulated kernel at ``t`` (a write to trace_marker): it is woken
         (its terminal's interrupt), preempts a CPU, runs for a moment and
         goes back to sleep.  Returns (its CPU, the instant its call runs)."""
-        sched = self.sched
-        task = sched.tasks.get(pid)
-        if task is None:
-            task = sched.spawn(comm, pid=pid)
-            task.state = "S"
-        r = self.runs.get(pid)
-        if r is None:
-            r = self.runs[pid] = TaskRun(task, self.host_behaviour, host=True)
-        if task.on_cpu:
-            cpu = task.cpu
+        self.host.caller(pid, comm)
+        task = self.host.task(pid)
+        if task is None:                      # a simulated task has that pid
+            cpu = self.sched.tasks[pid].cpu
             return cpu, self._at(cpu, t)
-        if task.state == "R":                 # preempted earlier, still queued
-            cpu = task.cpu
-            t = self._at(cpu, t)
-        else:
-            idle = [c for c in range(sched.nr_cpus) if sched.curr[c].pid == 0]
-            cpu = idle[0] if idle else self.rng.randrange(sched.nr_cpus)
-            t = self._at(cpu, t)
-            task.cpu = cpu
-            sched.idle_exit(cpu, t)
-            sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
-        t = self._at(cpu, t + self.switch_ns)
-        r.left = 5000 + self._burst(r)          # its call runs 1 us after it is in
-        self._switch(cpu, t, "R+", pick=task)
-        return cpu, self._at(cpu, t + 1000)
+        return self.host.on_cpu(task, t)
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""

@@ -26,6 +26,7 @@ class FakeKernel:
         self.tree = PseudoTree()
         self.steps = 0
         self.clock = FakeClock()
+        self.kprobes = None          # no probes on the VFS calls
 
     def now_ns(self):
         return 0

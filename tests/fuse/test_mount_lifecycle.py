@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -112,7 +113,9 @@ def test_stale_mount_after_sigkill_is_recovered():
             time.sleep(0.02)
         with pytest.raises(OSError) as e:
             os.listdir(mnt)
-        assert e.value.errno == 107                   # ENOTCONN: the stale mount
+        # ENOTCONN: the stale mount (ECONNABORTED when the request raced
+        # the abort: the dead daemon's /dev/fuse is released after it is gone)
+        assert e.value.errno in (errno.ENOTCONN, errno.ECONNABORTED)
         r = fakefs("mount", mnt)
         assert r.returncode == 0, r.stderr
         assert "stale mount" in r.stderr

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from fakefs.kernel.callgraph import RET, CallGraph, load_callgraph
-from fakefs.kernel.workload import EVENT_KINDS
+from fakefs.kernel.workload import CODE_PATH_KINDS, EVENT_KINDS
 
 
 def test_callgraph_file_parses():
     g = load_callgraph()
     assert g.calls["entry_SYSCALL_64_after_hwframe"] == [("do_syscall_64", 1.0)]
-    assert set(g.events) == set(EVENT_KINDS)
+    assert set(g.events) == set(EVENT_KINDS) | set(CODE_PATH_KINDS)
     assert "idle" in g.profiles and g.profiles["idle"]["roots"]
 
 

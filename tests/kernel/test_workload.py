@@ -177,3 +177,25 @@ def _chain(fr):
     while fr is not None:
         yield fr
         fr = fr.parent
+
+
+@pytest.mark.parametrize("kind,site,entered", [
+    ("sched_process_fork", "kernel_clone", "kernel_clone"),
+    ("sched_process_exec", "bprm_execve", "do_execveat_common.isra.0"),
+])
+def test_code_path_takes_a_user_task_to_the_site(kind, site, entered):
+    k = sim.boot(seed=2, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    w, ks = k.workload, k.kallsyms
+    shell = next(t for t in k.sched.tasks.values() if t.comm == "bash")
+    w.follow(0, shell)
+    stack, calls = w.code_path(random.Random(1), 0, kind)
+    assert ks.lookup(stack[0])[0] == site
+    names = [ks.lookup(st[0])[0] for st in calls]
+    assert entered in names
+    # each call's stack is its caller's, one frame deeper, outermost first
+    assert [len(st) for st in calls] == sorted(len(st) for st in calls)
+    assert w.code_path(random.Random(1), 0, "no_such_kind") == ((), ())
+    # the task came back: its next fork (or exec) goes through there again
+    for seed in range(5):
+        _stack, again = w.code_path(random.Random(seed), 0, kind)
+        assert entered in [ks.lookup(st[0])[0] for st in again]

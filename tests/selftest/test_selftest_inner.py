@@ -24,8 +24,10 @@ echo "$@" > %(argv)s
 echo $$ > %(pid)s
 mount -t tmpfs tracefs "$MNT" || exit 1
 T="$MNT/sys/kernel/tracing"
-mkdir -p "$T/instances"
+mkdir -p "$T/instances" "$MNT/sys/devices/system/cpu/cpu0" "$MNT/proc/sys/kernel"
 echo 0 > "$T/tracing_on"
+echo 950000 > "$MNT/proc/sys/kernel/sched_rt_runtime_us"
+echo 1000000 > "$MNT/proc/sys/kernel/sched_rt_period_us"
 trap 'exit 0' TERM
 while :; do sleep 0.1; done
 """

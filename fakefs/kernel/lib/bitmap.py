@@ -127,3 +127,19 @@ def cpulist_parse(text: str, nbits: int):
             b += grp
 
 
+
+
+def bitmap_list_string(mask: int) -> str:
+    """``%*pbl``: the set bits as ranges, ``0-3,8``."""
+    out = []
+    bit = 0
+    while mask >> bit:
+        if mask >> bit & 1:
+            end = bit
+            while mask >> (end + 1) & 1:
+                end += 1
+            out.append("%d" % bit if end == bit else "%d-%d" % (bit, end))
+            bit = end + 1
+        else:
+            bit += 1
+    return ",".join(out)

@@ -221,5 +221,8 @@ def machine_events() -> list[EventDef]:
         ("sched", "sched_wakeup_new", SchedWakeupNew),
         ("task", "task_newtask", TaskNewtask), ("signal", "signal_deliver", SignalDeliver),
     ]
-    kinds = {"mm_page_alloc": "page_alloc"}      # where the walk finds their stacks
+    kinds = {"mm_page_alloc": "page_alloc",      # where the walk finds their stacks
+             "sched_process_fork": "sched_process_fork",
+             "sched_process_exec": "sched_process_exec",
+             "sched_process_exit": "sched_process_exit"}
     return [cls(system, name, [], "", 0, 0, kinds.get(name)) for system, name, cls in table]

@@ -4,8 +4,8 @@ Per trace array, an :class:`FtraceOps`: the filter and notrace function
 sets (``set_ftrace_filter``, ``set_ftrace_notrace``) with cached ``:mod:``
 commands, the function probes registered through ``set_ftrace_filter``
 (``ftrace_probes.py``) and the pid lists (``set_ftrace_pid``,
-``set_ftrace_notrace_pid``; the simulated tasks never fork, so
-``function-fork`` has nothing to add to them).  While any of that is set it
+``set_ftrace_notrace_pid``; with ``function-fork`` a listed task's
+children are listed as it forks them).  While any of that is set it
 is the array's ``tr.ftrace_ops``: ``match(ip, pid)`` decides whether the
 function tracer records a call, ``after_call()`` runs the probes of the
 function called.  ``call_targets()`` tells the activity generator which
@@ -21,14 +21,12 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
-from ..params import kstrtoul
 from .ftrace_probes import (EventProbeData, FuncProbe, event_probe_command, fire_probe,
                             trace_probe_command, unregister_all)
 from .ftrace_records import FtraceRecords, ftrace_records
+from .trace_pid import add_remove_task, trace_pid_write
+from .trace_pid import pids_text as pid_list_text
 
-# trace_pid_write(): one pid word
-PID_BUF_SIZE = 127
-PID_MAX_LIMIT = 4 * 1024 * 1024
 
 ALL_ENABLED = "#### all functions enabled ####\n"
 NONE_DISABLED = "#### no functions disabled ####\n"
@@ -51,6 +49,9 @@ class FtraceOps:
         self._probe_index: dict | None = None
         self._targets_key = None
         self._targets = frozenset()
+        # bumped by every change: the function profiler, which shares the
+        # top level's filter, counts what came before under the old one
+        self.generation = 0
 
     @property
     def records(self) -> FtraceRecords:
@@ -62,6 +63,7 @@ class FtraceOps:
         return bool(self.filter) or bool(self.mod_trace)
 
     def changed(self) -> None:
+        self.generation += 1
         self._probe_index = None
         self._targets_key = None
         tr = self.tr
@@ -182,7 +184,8 @@ class FtraceOps:
             param = None
         if command == "mod":
             self._mod_command(func, param, enable)
-        elif command in ("traceon", "traceoff", "stacktrace"):
+        elif command in ("traceon", "traceoff", "stacktrace") or (
+                command == "snapshot" and self.tr.max_buffer is not None):
             trace_probe_command(self, func, command, param, enable)
         elif command in ("enable_event", "disable_event"):
             event_probe_command(self, func, command, param, enable)
@@ -238,27 +241,20 @@ class FtraceOps:
 
     def write_pids(self, text: str, notrace: bool) -> None:
         """``trace_pid_write()``: all or nothing; an empty result clears."""
-        cur = self.no_pids if notrace else self.pids
-        new = set(cur or ())
-        n = len(new)
-        for word in text.split():
-            if len(word) > PID_BUF_SIZE:
-                raise KernelError(errno.EINVAL)
-            try:
-                pid = kstrtoul(word, 0)
-            except ValueError:
-                raise KernelError(errno.EINVAL)
-            pid &= 0xffffffff
-            if pid >= PID_MAX_LIMIT:
-                raise KernelError(errno.EPERM)
-            new.add(pid)
-            n += 1
-        result = frozenset(new) if n else None
         if notrace:
-            self.no_pids = result
+            self.no_pids = trace_pid_write(self.no_pids, text)
         else:
-            self.pids = result
+            self.pids = trace_pid_write(self.pids, text)
         self.changed()
+
+    def follow_fork(self, parent: int | None, pid: int) -> None:
+        """``ftrace_pid_follow_sched_process_fork``/``_exit`` (function-fork):
+        a listed task's child is listed too; a freed task is unlisted."""
+        pids = add_remove_task(self.pids, parent, pid)
+        no_pids = add_remove_task(self.no_pids, parent, pid)
+        if pids is not self.pids or no_pids is not self.no_pids:
+            self.pids, self.no_pids = pids, no_pids
+            self.changed()
 
     def clear_pids(self, notrace: bool) -> None:
         if notrace:
@@ -271,7 +267,7 @@ class FtraceOps:
         pids = self.no_pids if notrace else self.pids
         if pids is None:
             return NO_PID
-        return "".join("%d\n" % p for p in sorted(pids))
+        return pid_list_text(pids)
 
 
 def ops_of(tr) -> FtraceOps:

@@ -10,7 +10,10 @@ write (the kernel updates it when the file is closed; FUSE delivers RELEASE
 after ``close()`` has returned, so a following command could still see the
 old set), and a word left unterminated at the end of the writes is
 processed at FLUSH, errors ignored (as the kernel ignores them at release).
-The pid files exist only while ``pid_files_wanted()``.
+The pid files exist only while ``pid_files_wanted()``.  The top level also
+has the function profiler's ``function_profile_enabled`` and
+``trace_stat/functionN`` (``ftrace_profile_tracefs()``; the model is
+``ftrace_profile.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from .ftrace import ops_of
+from .ftrace_profile import kstrtoul_from_user, register_function_profiler
 from .ftrace_records import ftrace_records
 from .trace_ref import ArrayFileOps
+from .trace_stat import StatFileOps
 
 # trace_parser size of the filter files (KSYM_SYMBOL_LEN + 4)
 FTRACE_BUFF_MAX = 670
@@ -140,6 +145,34 @@ class AvailableFilterFunctionsOps(FileOperations):
         return recs.avail_addrs_text() if self.addrs else recs.avail_text()
 
 
+class FunctionProfileOps(FileOperations):
+    """function_profile_enabled (``ftrace_profile_fops``): 0 or 1."""
+
+    observes = False
+
+    def show(self, f):
+        return "%u\n" % f.data.enabled
+
+    def write(self, f, data):
+        val = kstrtoul_from_user(data)
+        prof = f.data
+        prof.kernel.run_until_now()     # what ran so far, under the old state
+        prof.set_enabled(val != 0)
+        return len(data)
+
+
+def ftrace_profile_tracefs(tr, d) -> None:
+    """``ftrace_profile_tracefs()``: a stat file per possible CPU in
+    ``trace_stat/`` (``register_stat_tracer()`` makes the directory with
+    its first file) and the switch."""
+    k = tr.kernel
+    prof = register_function_profiler(k, ops_of(tr) if k.config.enabled("DYNAMIC_FTRACE") else None)
+    sd = k.tree.create_dir("trace_stat", d, 0o750)
+    for cpu in range(k.nr_cpus):
+        k.tree.create_file("function%d" % cpu, TRACE_MODE_WRITE, sd, prof, StatFileOps(cpu))
+    k.tree.create_file("function_profile_enabled", TRACE_MODE_WRITE, d, prof, FunctionProfileOps())
+
+
 def pid_files_wanted(kernel) -> bool:
     """set_ftrace_pid and set_ftrace_notrace_pid filter on pids.  Only the
     simulated tasks call functions here: the processes that use the mount
@@ -169,3 +202,5 @@ def ftrace_create_files(tr, d) -> None:
     if pid_files_wanted(k):
         f("set_ftrace_pid", W, d, tr, FtracePidOps(False))
         f("set_ftrace_notrace_pid", W, d, tr, FtracePidOps(True))
+    if tr.is_top and cfg.enabled("FUNCTION_PROFILER"):
+        ftrace_profile_tracefs(tr, d)

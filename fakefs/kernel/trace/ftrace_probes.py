@@ -10,9 +10,11 @@ kernel/trace/ftrace.c does: one :class:`FuncProbe` per command, counted or
 not, in ``FtraceOps.probes`` of the trace array (ftrace.py).  The functions
 here take that ``FtraceOps`` as ``ops`` where the kernel's take the array.
 
-``snapshot``, ``dump`` and ``cpudump`` probes are not there (no snapshot
-buffer, no console to dump to): like a kernel without those commands, they
-are refused with EINVAL and README does not list them.
+``snapshot[:count]`` (``ftrace_trace_snapshot_callback()`` of
+kernel/trace/trace.c) arms the array's snapshot buffer while registered and
+swaps it at each call (trace_snapshot.py).  ``dump`` and ``cpudump`` probes
+are not there: like a kernel without those commands, they are refused with
+EINVAL and README does not list them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import errno
 from ..fs.pseudo import KernelError
 from ..params import kstrtoul
 from .ftrace_records import Glob, filter_parse_regex
+from .trace_snapshot import arm_snapshot, disarm_snapshot, snapshot_instance
 
 
 class EventProbeData:
@@ -62,7 +65,7 @@ class FuncProbe:
         return "%s:%s:count=%d\n" % (name, self.cmd, data)
 
 
-PROBE_COMMANDS = ("traceon", "traceoff", "stacktrace", "enable_event", "disable_event")
+PROBE_COMMANDS = ("traceon", "traceoff", "stacktrace", "snapshot", "enable_event", "disable_event")
 
 
 # --------------------------------------------------------------- callbacks
@@ -90,6 +93,13 @@ def fire_probe(ops, probe, rec, cpu, ts, stack) -> None:
             probe.entries[rec] = data - 1
             ops.count_changed()
         _trace_stack(ops, cpu, ts, stack)
+    elif cmd == "snapshot":
+        if data is not None:
+            if data <= 0:
+                return
+            probe.entries[rec] = data - 1
+            ops.count_changed()
+        _snapshot(ops, cpu, ts, stack)
     else:
         ev = data.ev
         if probe.counted:
@@ -117,6 +127,14 @@ def _trace_stack(ops, cpu, ts, stack) -> None:
     tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
 
 
+def _snapshot(ops, cpu, ts, stack) -> None:
+    k = ops.kernel
+    task = k.workload.current(cpu)
+    act = k.trace_activity
+    flags, pc = act.context_flags(stack) if act is not None else (0, 0)
+    snapshot_instance(ops.tr, cpu, ts, task.pid, flags, pc)
+
+
 # --------------------------------------------------------------- commands
 def _find_probe(ops, cmd, counted):
     for p in ops.probes:
@@ -126,12 +144,15 @@ def _find_probe(ops, cmd, counted):
 
 
 def trace_probe_command(ops, glob, cmd, param, enable) -> None:
-    """traceon/traceoff/stacktrace (``ftrace_trace_probe_callback()``)."""
+    """traceon/traceoff/stacktrace (``ftrace_trace_probe_callback()``) and
+    snapshot (``ftrace_trace_snapshot_callback()``: armed while registered)."""
     if not enable:
         raise KernelError(errno.EINVAL)
     counted = param is not None
     if glob.startswith("!"):
         _unregister(ops, glob[1:], cmd, counted)
+        if cmd == "snapshot":
+            disarm_snapshot(ops.tr)
         return
     count = -1
     if param:
@@ -141,7 +162,15 @@ def trace_probe_command(ops, glob, cmd, param, enable) -> None:
                 count = kstrtoul(number, 0)
             except ValueError:
                 raise KernelError(errno.EINVAL)
-    _register(ops, glob, cmd, counted, lambda: count if counted else None)
+    if cmd != "snapshot":
+        _register(ops, glob, cmd, counted, lambda: count if counted else None)
+        return
+    arm_snapshot(ops.tr)
+    try:
+        _register(ops, glob, cmd, counted, lambda: count if counted else None)
+    except KernelError:
+        disarm_snapshot(ops.tr)
+        raise
 
 
 def event_probe_command(ops, glob, cmd, param, enable) -> None:

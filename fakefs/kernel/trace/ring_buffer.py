@@ -1,13 +1,23 @@
 """Per-CPU ring buffers with the kernel's size accounting (kernel/trace/ring_buffer.c).
 
-Sizes follow the kernel's layout: each sub-buffer is a 4096-byte page whose
-first 16 bytes are the page header, events are a 4-byte header plus payload
-rounded up to 4 bytes, payloads over 112 bytes carry their length in an
-extra 4-byte word, and a time delta that does not fit in 27 bits costs an
-8-byte time-extend event first.  An event never straddles pages.
+Sizes follow the kernel's layout: each sub-buffer is 2^order pages of 4096
+bytes (``buffer_subbuf_size_kb``, order 0 by default) whose first 16 bytes
+are the page header, events are a 4-byte header plus payload rounded up to
+4 bytes, payloads over 112 bytes carry their length in an extra 4-byte
+word, and a time delta that does not fit in 27 bits costs an 8-byte
+time-extend event first.  An event never straddles sub-buffers.
 
-In overwrite mode a full buffer drops its oldest page (``overrun`` counts the
-events lost); otherwise new events are dropped (``dropped events``).
+In overwrite mode a full buffer drops its oldest sub-buffer (``overrun``
+counts the events lost); otherwise new events are dropped (``dropped
+events``).
+
+Changing the sub-buffer order (``ring_buffer_subbuf_order_set()``) swaps
+every CPU's sub-buffers for new empty ones covering at least the same
+bytes.  The events go with the old sub-buffers but 6.12 resets no counter:
+``entries`` and ``bytes`` go on counting them (``freed_entries``,
+``freed_bytes`` here) until the buffer is reset.  The largest event stays
+the one of the order the buffer was allocated with (``max_data_size`` is
+set once, at allocation).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from collections import deque
 
 PAGE_SIZE = 4096
 BUF_PAGE_HDR_SIZE = 16
+RB_WRITE_MASK = 0xfffff         # a sub-buffer's write counter: 1 MB at most
 RB_EVNT_HDR_SIZE = 4
 RB_ALIGNMENT = 4
 RB_MAX_SMALL_DATA = RB_ALIGNMENT * 28
@@ -36,13 +47,19 @@ def event_length(payload: int) -> int:
     return length
 
 
+def subbuf_capacity(order: int) -> int:
+    """``rb_subbuf_capacity()``: data bytes of a sub-buffer of ``order``."""
+    return (PAGE_SIZE << order) - BUF_PAGE_HDR_SIZE
+
+
 class BufferPage:
-    __slots__ = ("events", "used", "nbytes")
+    __slots__ = ("events", "used", "nbytes", "read")
 
     def __init__(self):
-        self.events: list = []
+        self.events: deque = deque()
         self.used = 0       # bytes of the data area consumed (events + extends)
         self.nbytes = 0     # bytes of events alone
+        self.read = 0       # events a consuming reader took from it (bpage->read)
 
 
 class CpuBuffer:
@@ -52,6 +69,9 @@ class CpuBuffer:
         self.cpu = cpu
         self.subbuf_size = subbuf_size
         self.nr_pages = max(2, nr_pages)
+        # non-consuming readers open (a ``trace`` file open for reading):
+        # resizing and changing the sub-buffer order are EBUSY meanwhile
+        self.resize_disabled = 0
         self.pages: deque[BufferPage] = deque()
         self.entries = 0
         self.overrun = 0
@@ -64,10 +84,16 @@ class CpuBuffer:
         # (a reader consuming or the writer overwriting does not lower them)
         self.written = 0
         self.bytes_written = 0
-        self.charged = 0            # of its pages, those taken from the machine's memory
+        self.charged = 0            # of its 4 KB pages, those taken from the machine's memory
+        # events and bytes freed with the sub-buffers of an order change,
+        # which the counters still count (see the module's doc)
+        self.freed_entries = 0
+        self.freed_bytes = 0
 
     def reset(self) -> None:
         self.pages.clear()
+        self.freed_entries = 0
+        self.freed_bytes = 0
         self.entries = 0
         self.overrun = 0
         self.commit_overrun = 0
@@ -125,6 +151,47 @@ class CpuBuffer:
     def bytes(self) -> int:
         return sum(p.used for p in self.pages)
 
+    def counted_entries(self) -> int:
+        """``ring_buffer_entries_cpu()``: entries held, plus those an order
+        change freed (the counters still count them)."""
+        return self.entries + self.freed_entries
+
+    def counted_bytes(self) -> int:
+        """``ring_buffer_bytes_cpu()`` (the ``bytes:`` of per_cpu stats)."""
+        return self.bytes() + self.freed_bytes
+
+    def replace_pages(self, nr_pages: int, subbuf_size: int) -> None:
+        """New empty sub-buffers (an order change): the events go, the
+        counters stay."""
+        self.freed_entries += self.entries
+        self.freed_bytes += self.bytes()
+        self.entries = 0
+        self.pages.clear()
+        self.subbuf_size = subbuf_size
+        self.nr_pages = nr_pages
+
+    def dirty_pages(self) -> int:
+        """``ring_buffer_nr_dirty_pages()``: sub-buffers the writer filled and
+        moved past, that no reader took yet."""
+        pages = self.pages
+        n = len(pages) - 1
+        if n > 0 and pages[0].read:
+            n -= 1               # the reader's page
+        return max(0, n)
+
+    def watermark_hit(self, full: int) -> bool:
+        """``rb_watermark_hit()`` for one CPU: not empty, and with ``full``
+        (buffer_percent) at least that percentage of sub-buffers dirty (the
+        one written counts), unless the writer is on the reader's page."""
+        if self.peek() is None:
+            return False
+        if not full:
+            return True
+        pages = self.pages
+        if len(pages) == 1 and pages[0].read:
+            return False         # pagebusy: the writer is on the reader's page
+        return (self.dirty_pages() + 1) * 100 >= full * self.nr_pages
+
     def unrecorded(self, n: int, nbytes: int, before_ts: int, overwrite: bool) -> None:
         """``n`` entries (``nbytes`` bytes) were written before ``before_ts``
         and not kept as entries (time nobody could see, see trace_backlog):
@@ -165,7 +232,8 @@ class CpuBuffer:
         while pages:
             p = pages[0]
             if p.events:
-                ev = p.events.pop(0)  # a page holds at most ~1000 events
+                ev = p.events.popleft()
+                p.read += 1
                 self.entries -= 1
                 self.read += 1
                 if not p.events and len(pages) > 1:
@@ -186,34 +254,53 @@ class CpuBuffer:
 class RingBuffer:
     """All CPUs of one trace array's buffer."""
 
-    def __init__(self, nr_cpus: int, size_bytes: int,
-                 subbuf_size: int = PAGE_SIZE - BUF_PAGE_HDR_SIZE):
-        self.subbuf_size = subbuf_size
+    def __init__(self, nr_cpus: int, size_bytes: int, order: int = 0):
+        self.subbuf_order = order
+        self.subbuf_size = subbuf_capacity(order)
+        # the largest event payload: set at allocation, kept by order changes
+        self.max_data_size = self.subbuf_size - 8
         nr_pages = self.pages_for(size_bytes)
-        self.cpus = [CpuBuffer(c, nr_pages, subbuf_size) for c in range(nr_cpus)]
+        self.cpus = [CpuBuffer(c, nr_pages, self.subbuf_size) for c in range(nr_cpus)]
+        # per CPU, the size trace.c noted at allocation and after each
+        # resize (trace_array_cpu.entries): what buffer_size_kb shows.  An
+        # order change does not update it; a swap with the snapshot buffer
+        # does not move it.
+        self.noted = [cb.size_bytes for cb in self.cpus]
         self.record_off = False      # tracing_on = 0 (RB_BUFFER_OFF)
         self.record_disabled = 0     # nested disables, e.g. a paused reader
 
     def pages_for(self, size_bytes: int) -> int:
         return max(2, -(-size_bytes // self.subbuf_size))
 
+    def max_event_size(self) -> int:
+        """``ring_buffer_max_event_size()`` (timestamps are deltas here)."""
+        return self.max_data_size
+
     def resize(self, size_bytes: int, cpu: int | None = None, mem=None) -> int:
-        """``ring_buffer_resize()``: 0, or -ENOMEM (and nothing changed) when
-        ``mem`` (a ``PageAccount``: where pages come from) has fewer pages
-        available than a CPU's buffer must grow by, CPU after CPU."""
+        """``ring_buffer_resize()``: 0; -EBUSY while a non-consuming reader
+        is open; -ENOMEM (and nothing changed) when ``mem`` (a
+        ``PageAccount``: where pages come from) has fewer pages available
+        than a CPU's buffer must grow by, CPU after CPU.  The noted size
+        (buffer_size_kb) becomes the buffer's size."""
         nr = self.pages_for(size_bytes)
-        cpus = self.cpus if cpu is None else [self.cpus[cpu]]
+        idx = range(len(self.cpus)) if cpu is None else (cpu,)
+        cpus = [self.cpus[c] for c in idx]
+        if cpu is None or nr != cpus[0].nr_pages:
+            if any(cb.resize_disabled for cb in cpus):
+                return -errno.EBUSY
+        per = 1 << self.subbuf_order          # 4 KB pages per sub-buffer
         if mem is not None:
             avail = mem.available_pages()
             for cb in cpus:
-                grow = nr - cb.nr_pages
+                grow = (nr - cb.nr_pages) * per
                 if grow > 0:
                     if avail < grow:
                         return -errno.ENOMEM
                     avail -= grow
-        for cb in cpus:
-            grow = nr - cb.nr_pages
+        for c, cb in zip(idx, cpus):
+            grow = (nr - cb.nr_pages) * per
             cb.resize(nr)
+            self.noted[c] = cb.size_bytes
             if mem is None:
                 continue
             if grow > 0:
@@ -225,17 +312,46 @@ class RingBuffer:
                 cb.charged -= give
         return 0
 
+    def set_subbuf_order(self, order: int, mem=None) -> int:
+        """``ring_buffer_subbuf_order_set()``: 0, -EINVAL (order out of
+        range), -EBUSY (a non-consuming reader is open) or -ENOMEM (the new
+        sub-buffers of every CPU, all allocated before the old ones are
+        freed, do not fit in ``mem``).  Each CPU gets enough sub-buffers of
+        the new size for the bytes it had (two at least), empty."""
+        if order < 0 or (PAGE_SIZE << order) > RB_WRITE_MASK + 1:
+            return -errno.EINVAL
+        if order == self.subbuf_order:
+            return 0
+        if any(cb.resize_disabled for cb in self.cpus):
+            return -errno.EBUSY
+        old_cap, new_cap = self.subbuf_size, subbuf_capacity(order)
+        nrs = [max(2, -(-(old_cap * cb.nr_pages) // new_cap)) for cb in self.cpus]
+        new_pages = [nr << order for nr in nrs]
+        if mem is not None and mem.available_pages() < sum(new_pages):
+            return -errno.ENOMEM
+        self.subbuf_order = order
+        self.subbuf_size = new_cap
+        for cb, nr, pages in zip(self.cpus, nrs, new_pages):
+            cb.replace_pages(nr, new_cap)
+            if mem is not None:
+                mem.uncharge(cb.charged)
+                mem.charge(pages)
+                cb.charged = pages
+        return 0
+
     def allocate(self, size_bytes: int, mem) -> int:
         """A new buffer's pages (an instance's), all from ``mem`` (None:
         nobody counts them): 0 or -ENOMEM (one CPU after the other)."""
         nr = self.pages_for(size_bytes)
+        pages = nr << self.subbuf_order
         if mem is not None:
-            if mem.available_pages() < nr * len(self.cpus):
+            if mem.available_pages() < pages * len(self.cpus):
                 return -errno.ENOMEM
-            mem.charge(nr * len(self.cpus))
-        for cb in self.cpus:
+            mem.charge(pages * len(self.cpus))
+        for c, cb in enumerate(self.cpus):
             cb.resize(nr)
-            cb.charged = nr if mem is not None else 0
+            self.noted[c] = cb.size_bytes
+            cb.charged = pages if mem is not None else 0
         return 0
 
     def release(self, mem) -> None:
@@ -258,7 +374,7 @@ class RingBuffer:
 
     def total_written(self) -> int:
         """entries + overrun: the 'entries-written' of the trace header."""
-        return sum(cb.entries + cb.overrun for cb in self.cpus)
+        return sum(cb.counted_entries() + cb.overrun for cb in self.cpus)
 
     def bytes(self) -> int:
         return sum(cb.bytes() for cb in self.cpus)

@@ -15,11 +15,15 @@ from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..params import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
+from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from .ring_buffer import RingBuffer, event_length
-from .trace_sched_switch import SavedCmdlines, resized
+from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
+from .trace_clock import TRACE_CLOCKS
+from .trace_events_hist import HistRegistry
+from .trace_events_trigger import clear_event_triggers
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
 # the call site charged for ring-buffer pages (file, function, allocator)
@@ -143,6 +147,7 @@ class TraceArray:
         self.open_refs = 0
         self.formatter = None
         self.enabled_events: set = set()     # EVENT_FILE_FL_ENABLED
+        self.event_pids = EventPids()          # set_event_pid, set_event_notrace_pid
         # soft mode (function probes enable_event/disable_event): events in
         # soft_mode (with their reference count) stay registered; the ones in
         # soft_disabled are registered but record nothing
@@ -158,6 +163,16 @@ class TraceArray:
         self.filter_state = None          # trace_events_filter.EventFilters
         self.ftrace = None                # ftrace.FtraceOps of set_ftrace_filter & co.
         self.err_log = collections.deque(maxlen=TRACING_LOG_ERRS_MAX)   # error_log
+        # the snapshot buffer (CONFIG_TRACER_SNAPSHOT, trace_snapshot.py): the
+        # minimum until allocated; ``snapshot_arms`` counts the triggers and
+        # probes keeping it allocated (``tr->snapshot``)
+        self.max_buffer = RingBuffer(k.nr_cpus, 1) if k.config.enabled("TRACER_SNAPSHOT") else None
+        self.allocated_snapshot = False
+        self.snapshot_arms = 0
+        # event -> trace_events_trigger.EventTriggers, for events with triggers
+        self.event_triggers: dict = {}
+        self.buffer_percent = 50          # per_cpu trace_pipe poll watermark
+        self.tgid_recorded: set = set()   # EVENT_FILE_FL_RECORDED_TGID (trace_sched_switch)
 
     def log_err(self, loc: str, cmd: str, errs, err_type: int, pos: int) -> None:
         """``tracing_log_err()``: remember an error for ``error_log`` (the last
@@ -184,27 +199,53 @@ class TraceArray:
     def ensure_expanded(self) -> None:
         if not self.expanded:
             self.expanded = True
-            self.buffer.resize(self.buffer_size, None, self.tracing.buffer_memory())
+            self._resize(self.buffer_size, None)
 
     def resize_buffer(self, size: int, cpu: int | None = None, remember: bool = True) -> None:
         """``tracing_resize_ring_buffer()``: pages come from the machine's
         memory, ENOMEM (nothing changed) when it has too few."""
         self.expanded = True
-        err = self.buffer.resize(size, cpu, self.tracing.buffer_memory())
+        err = self._resize(size, cpu)
         if err:
             raise KernelError(-err)
         if cpu is None and remember:
             self.buffer_size = size
 
+    def _resize(self, size: int, cpu: int | None) -> int:
+        """``__tracing_resize_ring_buffer()``: the main buffer, then an
+        allocated snapshot buffer to the same size; when that fails the main
+        buffer goes back to its noted sizes.  0 or an -errno."""
+        mem = self.tracing.buffer_memory()
+        buf = self.buffer
+        old = list(buf.noted)
+        err = buf.resize(size, cpu, mem)
+        if err or not self.allocated_snapshot:
+            return err
+        err = self.max_buffer.resize(size, cpu, mem)
+        if err:
+            for c in (range(len(old)) if cpu is None else (cpu,)):
+                buf.resize(old[c], c, mem)
+        return err
+
     def reset_buffer(self) -> None:
         self.buffer.reset()
+
+    def set_clock(self, name: str) -> None:
+        """``tracing_set_clock()``: EINVAL for a clock it does not know; a
+        new clock empties the buffer and the snapshot buffer."""
+        if name not in TRACE_CLOCKS:
+            raise KernelError(errno.EINVAL)
+        if self.clock != name:
+            self.clock = name
+            self.reset_buffer()
+            if self.max_buffer is not None:
+                self.max_buffer.reset()
 
     def find_cmdline(self, pid: int) -> str:
         return self.tracing.savedcmd.find(pid)
 
     def find_tgid(self, pid: int) -> int:
-        t = self.kernel.sched.find(pid)
-        return t.tgid if t is not None else 0
+        return self.tracing.tgids.find(pid)
 
     def set_flag(self, name: str, on: bool) -> None:
         """``set_tracer_flag()``"""
@@ -213,6 +254,10 @@ class TraceArray:
         if name == "trace_printk_dest" and not on and self.is_top:
             raise KernelError(errno.EINVAL)
         self.flags[name] = on
+        if name == "record-tgid":
+            tgids = self.tracing.tgids
+            tgids.alloc()
+            tgids.record(self.tracing.arrays(), on)
 
     def set_tracer(self, name: str) -> None:
         """``tracing_set_tracer()``"""
@@ -264,6 +309,7 @@ class TraceArray:
                 disable = ev not in self.soft_mode
             if disable and ev in self.enabled_events:
                 self.enabled_events.discard(ev)
+                self.tracing.tgids.event_disabled(self.tgid_recorded, ev)
                 self.tracing.tracepoint_use(ev, -1)
             if ev in self.soft_mode:
                 self.soft_disabled.add(ev)
@@ -281,7 +327,16 @@ class TraceArray:
             if soft:
                 self.soft_disabled.add(ev)
             self.enabled_events.add(ev)
+            self.tracing.tgids.event_enabled(self.tgid_recorded, ev, self.flags.get("record-tgid", False))
             self.tracing.tracepoint_use(ev, 1)
+
+    def event_ignored(self, ev, entry, cpu: int) -> bool:
+        """Is a hit of ``ev`` left out of this array: by its pid lists
+        (``set_event_pid``/``set_event_notrace_pid``) or its filter?"""
+        if self.event_pids.ignore(ev.tracepoint, entry):
+            return True
+        flt = self.event_filters.get(ev)
+        return flt is not None and not flt(entry, cpu)
 
     def event_recording(self, ev) -> bool:
         """Enabled and not soft-disabled: hits go into the buffer."""
@@ -295,10 +350,18 @@ class TraceArray:
         return s + "\n"
 
     # --- recording ---------------------------------------------------------
-    def write_entry(self, cpu: int, entry, payload: int) -> bool:
+    def write_entry(self, cpu: int, entry, payload: int, into=None) -> bool:
         """Reserve and commit ``entry``; the committing task's comm is saved
-        (``record-cmd``) when another task committed last on that CPU."""
-        if not self.buffer.write(cpu, entry[0], entry, event_length(payload), self.flags["overwrite"]):
+        (``record-cmd``) when another task committed last on that CPU, and
+        its tgid while tgids are recorded (``SavedTgids.ref``).  ``into``:
+        the CPU buffer it was reserved in before triggers ran (which may
+        have switched tracing or swapped it out since); default: reserve
+        now in the CPU's buffer."""
+        if into is None:
+            if not self.buffer.write(cpu, entry[0], entry, event_length(payload),
+                                     self.flags["overwrite"]):
+                return False
+        elif not into.write(entry[0], entry, event_length(payload), self.flags["overwrite"]):
             return False
         pid = entry[2]
         tracing = self.tracing
@@ -307,6 +370,11 @@ class TraceArray:
             t = self.kernel.sched.find(pid) if pid else None
             if t is not None:
                 tracing.savedcmd.save(pid, t.comm)
+        tgids = tracing.tgids
+        if tgids.ref and pid != tgids.last[cpu]:     # the sched probes record tgids too
+            t = self.kernel.sched.find(pid) if pid else None
+            if t is not None:
+                tgids.save(cpu, pid, t.tgid)
         return True
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
@@ -327,6 +395,8 @@ class TraceArray:
         mem = self.tracing.buffer_memory()
         if mem is not None:
             self.buffer.release(mem)
+            if self.max_buffer is not None:
+                self.max_buffer.release(mem)
         self.current.reset(self)
         ops = self.ftrace
         if ops is not None:
@@ -363,6 +433,7 @@ class Tracing:
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
         self.savedcmd = SavedCmdlines()           # saved_cmdlines (trace_sched_switch)
+        self.tgids = SavedTgids(kernel.nr_cpus)   # saved_tgids
         # per CPU, the task whose comm was saved last (tracing_record_taskinfo)
         self.taskinfo_pid: list[int | None] = [None] * kernel.nr_cpus
         self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
@@ -371,6 +442,7 @@ class Tracing:
         # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
+        self.hist_named = HistRegistry()          # named hist triggers, of all arrays
 
     def buffer_memory(self) -> PageAccount | None:
         """Where ring-buffer pages come from: the page allocator, charged
@@ -438,9 +510,11 @@ class Tracing:
             raise KernelError(errno.ENODEV)
         if tr.open_refs:
             raise KernelError(errno.EBUSY)
+        clear_event_triggers(tr)
         tr.destroy()
         for ev in tr.enabled_events:
             self.tracepoint_use(ev, -1)
+            self.tgids.event_disabled(tr.tgid_recorded, ev)
         tr.enabled_events.clear()
         del self.instances[name]
         self.kernel.tree.remove(tr.dir)

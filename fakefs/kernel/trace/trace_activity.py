@@ -28,6 +28,7 @@ import zlib
 
 from . import trace_entries as te
 from .trace_backlog import TraceBacklog
+from .trace_events_commit import trace_event_commit
 from .trace_syscalls import SyscallEvent
 
 FN_RATE_DEFAULT = 4000
@@ -48,7 +49,11 @@ SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
 # made by the running task for itself (GFP_KERNEL: never in an interrupt)
 TASK_TRACEPOINTS = frozenset(("kmalloc", "kmem_cache_alloc", "mm_page_alloc"))
-FOLLOWED = ("sched_switch",)   # tracepoints always probed
+# tracepoints always probed: the switches (who runs), and the code a
+# task goes through for them (the calls on its way) — a switch's
+# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
+CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
+FOLLOWED = CODE_PATHS
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
 
@@ -183,9 +188,12 @@ class TraceActivity:
         tracing = self.kernel.tracing
         arrays = list(tracing.arrays())
         probe_trs = [tr for tr in arrays if tr.ftrace_ops is not None and tr.ftrace_ops.probes]
-        # an array with function probes may have tracing switched on by one;
-        # one a reader paused (pause-on-trace) takes nothing: nothing to make
-        live = [tr for tr in arrays if tr.recording() or tr in probe_trs]
+        # arrays whose function probes or event triggers act on the array
+        # (tracing_on, events, snapshot): they see everything, in time order
+        acting = [tr for tr in arrays if tr in probe_trs or tr.event_triggers]
+        # an array with function probes or triggers may have tracing switched
+        # on by one; one a reader paused (pause-on-trace) takes nothing
+        live = [tr for tr in arrays if tr.recording() or tr in acting]
         fn_trs = [tr for tr in live if tr.current.name == "function" and tr.flag("function-trace")]
         ev_trs = [tr for tr in live if tr.enabled_events]
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
@@ -203,8 +211,9 @@ class TraceActivity:
             return
         events = set()
         for tr in ev_trs:
-            # soft-disabled events are left out, unless a probe may enable them
-            events |= tr.enabled_events if tr in probe_trs else tr.enabled_events - tr.soft_disabled
+            # soft-disabled events are left out, unless a probe or a trigger
+            # may enable them (or has triggers of its own)
+            events |= tr.enabled_events if tr in acting else tr.enabled_events - tr.soft_disabled
         tps = self.kernel.tracepoints
         # the others never fire, or fire from a modelled code path
         events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
@@ -219,7 +228,7 @@ class TraceActivity:
         span = t1 - t0
         moving = bool(plain_fn or targets)
         per_cpu = []
-        self._recorders = None if probe_trs else {}
+        self._recorders = None if acting else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             if plain_fn:
@@ -243,7 +252,7 @@ class TraceActivity:
             occ.sort(key=lambda o: (o[0], o[1]))
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1])
-            if not probe_trs:
+            if not acting:
                 self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng)
             else:
                 per_cpu.append((cpu, occ, trs))
@@ -277,30 +286,29 @@ class TraceActivity:
         """A hit of one of the scheduler's tracepoints, traced where enabled
         (the stack is the running task's, before a switch takes it off).
         A switch is also the calls the task going to sleep made on its way
-        to __schedule() (schedule(), ...): function tracers and probes see
-        them."""
+        to __schedule() (schedule(), ...), a fork those on its way to
+        kernel_clone(), an exec to exec_binprm(): function tracers and
+        probes see them."""
         ts, name, pid, flags, pc, args, _after = hit
         if pid is None:
             self._unattributed_hit(hit, trs, wl, rng, cpu)
             return
         recorders = self._recorders_of(name, args, trs, cpu)
         stack = None
-        if name == "sched_switch" and (recorders or ftrs or probe_trs):
-            stack, entered = wl.switch_path(rng, cpu)
-            if ftrs or probe_trs:
+        kprobed = self._kprobed()
+        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed):
+            if name == "sched_switch":
+                stack, entered = wl.switch_path(rng, cpu)
+            else:
+                stack, entered = wl.code_path(rng, cpu, name)
+            if ftrs or probe_trs or kprobed:
                 task = self.curr[cpu]
                 for st in entered:
                     self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
         for ev, conv, etrs in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            for tr in etrs:
-                flt = tr.event_filters.get(ev)
-                if flt is not None and not flt(entry, cpu):
-                    continue
-                if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
-                    if stack is None:
-                        stack = wl.event_stack(rng, cpu, ev.kind)
-                    tr.trace_stack(cpu, ts, pid, flags, pc, stack)
+            stack = trace_event_commit(etrs, ev, cpu, entry, ev.payload, stack if stack is not None
+                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
         self._follow(wl, cpu, hit)
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
@@ -310,7 +318,8 @@ class TraceActivity:
         if recorders is None:
             recorders = []
             for ev, conv in self._hit_events(name, args):
-                etrs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
+                etrs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
+                        or ev in tr.event_triggers]
                 if etrs:
                     recorders.append((ev, conv, etrs))
             if cache is not None:
@@ -344,13 +353,7 @@ class TraceActivity:
         flags, pc = self.context_flags(stack)
         pid = task.pid
         for ev, _conv, etrs in recorders:
-            entry = (ts, ev.id, pid, flags, pc, args, None)
-            for tr in etrs:
-                flt = tr.event_filters.get(ev)
-                if flt is not None and not flt(entry, cpu):
-                    continue
-                if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
-                    tr.trace_stack(cpu, ts, pid, flags, pc, stack)
+            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None), ev.payload, stack)
 
     def _hit_events(self, name, args) -> list:
         """The events recording a hit of tracepoint ``name``, each with the
@@ -378,6 +381,8 @@ class TraceActivity:
             ops = tr.ftrace_ops
             if ops is not None:
                 addrs |= ops.call_targets(tr in fn_trs)
+        if self.kernel.kprobes is not None:
+            addrs |= self.kernel.kprobes.call_targets()       # armed kprobes
         if addrs != self._target_addrs:
             self._target_addrs = addrs
             self._targets = self._call_groups(wl, addrs) if addrs else ()
@@ -435,9 +440,18 @@ class TraceActivity:
                 tr.trace_stack(cpu, ts, pid, flags, pc, stack)
         for tr in probe_trs:
             tr.ftrace_ops.after_call(tr, cpu, ts, ip, stack)
+        kprobes = self.kernel.kprobes
+        if kprobes is not None:
+            kprobes.after_call(cpu, ts, ip, stack, task)
+
+    def _kprobed(self) -> bool:
+        """Some kprobe is armed: calls of its function are hits."""
+        kprobes = self.kernel.kprobes
+        return kprobes is not None and bool(kprobes.call_targets())
 
     def _tracepoint(self, ev, trs, wl, rng, cpu, ts) -> None:
-        trs = [tr for tr in trs if tr.event_recording(ev) and tr.cpumask >> cpu & 1]
+        trs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
+               or ev in tr.event_triggers]
         if not trs:
             return
         try:
@@ -449,13 +463,7 @@ class TraceActivity:
             task, stack = wl.sample(rng, cpu)
         flags, pc = self.context_flags(stack)
         args = ev.make(rng, cpu, task, stack, self)
-        entry = (ts, ev.id, task.pid, flags, pc, args, None)
-        for tr in trs:
-            flt = tr.event_filters.get(ev)
-            if flt is not None and not flt(entry, cpu):
-                continue
-            if tr.write_entry(cpu, entry, ev.payload) and tr.flag("stacktrace"):
-                tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
+        trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None), ev.payload, stack)
 
 
 def register_trace_activity(kernel) -> None:

@@ -24,7 +24,7 @@ invented).
 In non-overwrite mode the buffer keeps its *first* buffer-full: the gap is
 simulated in full until every recording CPU has refused an entry, and the
 rest are dropped events.  Function probes switch tracing and events on and
-off, so an array with probes needs the whole gap in full (the kernel caps
+off, so an array with probes (or event triggers) needs the whole gap in full (the kernel caps
 that at ``MAX_BACKLOG_NS``).
 
 While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
@@ -81,7 +81,8 @@ class TraceBacklog:
 
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
-        if any(tr.ftrace_ops is not None and tr.ftrace_ops.probes for tr in tracing.arrays()):
+        if any((tr.ftrace_ops is not None and tr.ftrace_ops.probes) or tr.event_triggers
+               for tr in tracing.arrays()):
             return t
         if not self.meters:
             return gap.end

@@ -9,6 +9,7 @@ TRACE_FN       ip                          parent_ip
 TRACE_STACK    tuple of return addresses   -
 TRACE_STACK_ID stack_id                    -
 TRACE_PRINT    ip                          message (str)
+TRACE_RAW_DATA id                          buf[] as shown (bytes)
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -19,6 +20,7 @@ u8, pid int).
 TRACE_FN = 1
 TRACE_STACK = 4
 TRACE_PRINT = 5
+TRACE_RAW_DATA = 18
 TRACE_STACK_ID = 20  # appended after the 6.12 types by the stackmap series
 
 TRACE_ENTRY_HDR = 8

@@ -6,7 +6,7 @@ the function tracer and the stackmap write — with their ``format`` files
 of ``events_defs.py`` with ``enable``/``filter``/``format``/``id``, each
 system with ``enable`` and ``filter``, and the top-level ``enable``,
 ``header_page`` and ``header_event``.  Filters are ``trace_events_filter.py``;
-triggers of tracepoints are not modelled yet, so their files are absent.
+every event's ``trigger`` file is ``trace_events_trigger.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE
 from ..params import kstrtoul
 from . import trace_entries as te
 from .trace_events_filter import filters_of, write_text
+from .trace_events_hist_trigger import EventHistOps
+from .trace_events_trigger import PRINT_EVENT, EventTriggerOps
 from .trace_ref import ArrayFileOps
 
 COMMON_FIELDS = (
@@ -54,7 +56,7 @@ FTRACE_EVENTS = [
 HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
                "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
                "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-               "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n")
+               "\tfield: char data;\toffset:16;\tsize:%u;\tsigned:0;\n")
 HEADER_EVENT = ("# compressed entry header\n"
                 "\ttype_len    :    5 bits\n"
                 "\ttime_delta  :   27 bits\n"
@@ -65,7 +67,14 @@ HEADER_EVENT = ("# compressed entry header\n"
                 "\ttime_stamp : type == 31\n"
                 "\tdata max type_len  == 28\n")
 
-TRIGGERS_HEADER = "# Available triggers:\n# traceon traceoff\n"
+class HeaderPageOps(FileOperations):
+    """events/header_page: ``ring_buffer_print_page_header()`` of the
+    array's buffer (the data size follows buffer_subbuf_size_kb)."""
+
+    observes = False
+
+    def show(self, f):
+        return HEADER_PAGE % f.data.buffer.subbuf_size
 
 
 class ConstOps(FileOperations):
@@ -113,20 +122,6 @@ class IdOps(FileOperations):
 
     def show(self, f):
         return "%d\n" % f.data[1]
-
-
-class TriggerOps(FileOperations):
-    """No trigger commands are implemented yet: the listing is empty and
-    any command is refused, as the kernel refuses an unknown command."""
-
-    def show(self, f):
-        return TRIGGERS_HEADER
-
-    def write(self, f, data):
-        text = data.decode("latin-1").strip()
-        if not text or text.startswith("#"):
-            return len(data)
-        raise KernelError(errno.EINVAL)
 
 
 def _enable_state(tr, events) -> str:
@@ -249,7 +244,7 @@ def event_trace_add_tracer(tr, parent) -> None:
     tree = tr.kernel.tree
     evdir = tree.create_dir("events", parent, 0o755)
     tree.create_file("enable", TRACE_MODE_WRITE, evdir, tr, EventsEnableOps())
-    tree.create_file("header_page", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_PAGE))
+    tree.create_file("header_page", TRACE_MODE_READ, evdir, tr, HeaderPageOps())
     tree.create_file("header_event", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_EVENT))
     ftrace = tree.create_dir("ftrace", evdir, 0o755)
     has_stackmap = tr.kernel.config.enabled("FTRACE_STACKMAP")
@@ -262,7 +257,9 @@ def event_trace_add_tracer(tr, parent) -> None:
             if fname == "id":
                 tree.create_file("id", TRACE_MODE_READ, d, desc, CatalogIdOps())
             else:
-                tree.create_file("trigger", TRACE_MODE_WRITE, d, desc, TriggerOps())
+                tree.create_file("trigger", TRACE_MODE_WRITE, d, (tr, PRINT_EVENT),
+                                 EventTriggerOps(tr, PRINT_EVENT))
+        _hist_file(d, tr, PRINT_EVENT if desc.name == "print" else None)
     for spec in FTRACE_EVENTS:
         name, _id, _fields, _fmt, files = spec
         if name in described or (name == "stack_id" and not has_stackmap):
@@ -274,7 +271,9 @@ def event_trace_add_tracer(tr, parent) -> None:
             elif fname == "id":
                 tree.create_file("id", TRACE_MODE_READ, d, spec, IdOps())
             elif fname == "trigger":
-                tree.create_file("trigger", TRACE_MODE_WRITE, d, spec, TriggerOps())
+                tree.create_file("trigger", TRACE_MODE_WRITE, d, (tr, PRINT_EVENT),
+                                 EventTriggerOps(tr, PRINT_EVENT))
+        _hist_file(d, tr, PRINT_EVENT if name == "print" else None)
     # eventfs: a system's directory and each event's are filled in when
     # first looked at (some 2,500 events x 4 files for every instance)
     systems: dict[str, list] = {}
@@ -301,3 +300,71 @@ def _populate_event(d) -> None:
     tree.create_file("filter", TRACE_MODE_WRITE, d, data, EventFilterOps())
     tree.create_file("format", TRACE_MODE_READ, d, data, EventFormatOps())
     tree.create_file("id", TRACE_MODE_READ, d, data, EventIdOps())
+    tree.create_file("trigger", TRACE_MODE_WRITE, d, data, EventTriggerOps(*data))
+    _hist_file(d, *data)
+
+
+def _hist_file(d, tr, ev) -> None:
+    """``hist`` (CONFIG_HIST_TRIGGERS): in every event's directory, the
+    ftrace ones included (only ``print`` takes triggers among those)."""
+    if tr.kernel.config.enabled("HIST_TRIGGERS"):
+        d.tree.create_file("hist", TRACE_MODE_READ, d, (tr, ev), EventHistOps())
+
+
+# --- dynamic events (trace_add_event_call / trace_remove_event_call) ----------------
+
+def _event_dirs(tr):
+    """(the array's events/ directory, its system directories)."""
+    evdir = tr.dir.children["events"]
+    return evdir, evdir.children
+
+
+def add_event_call(tracing, ev) -> None:
+    """``trace_add_event_call()``: register ``ev`` and give it a directory
+    in every array's ``events/<system>/`` (made for the first event of a
+    system).  ``ev.id`` must be set."""
+    tracing.events.append(ev)
+    tracing.events_by_id[ev.id] = ev
+    tracing.events_listing.append(ev)
+    if tracing.instance_listing is not tracing.events_listing:
+        tracing.instance_listing.append(ev)
+    tree = tracing.kernel.tree
+    for tr in tracing.arrays():
+        evdir, systems = _event_dirs(tr)
+        sd = systems.get(ev.system)
+        if sd is None:
+            tree.create_dir(ev.system, evdir, 0o755, data=(tr, ev.system, [ev]),
+                            populate=_populate_system, subdirs=1)
+        elif sd.populate is not None:
+            sd.data[2].append(ev)
+            sd.subdirs += 1
+        else:
+            tree.create_dir(ev.name, sd, 0o755, data=(tr, ev), populate=_populate_event)
+
+
+def remove_event_call(tracing, ev) -> None:
+    """``trace_remove_event_call()`` (the caller checked it is not busy):
+    its directories go, and a system's once its last event is gone."""
+    tracing.events.remove(ev)
+    tracing.events_by_id.pop(ev.id, None)
+    tracing.events_listing.remove(ev)
+    if tracing.instance_listing is not tracing.events_listing:
+        tracing.instance_listing.remove(ev)
+    tree = tracing.kernel.tree
+    for tr in tracing.arrays():
+        tr.event_filters.pop(ev, None)
+        _evdir, systems = _event_dirs(tr)
+        sd = systems.get(ev.system)
+        if sd is None:
+            continue
+        if sd.populate is not None:
+            sd.data[2].remove(ev)
+            sd.subdirs -= 1
+            if not sd.data[2]:
+                tree.remove(sd)
+            continue
+        d = sd.children.get(ev.name)
+        if d is not None:
+            tree.remove(d)
+        if not any(c.is_dir for c in sd.created_children()):
+            tree.remove(sd)

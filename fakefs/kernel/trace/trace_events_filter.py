@@ -114,6 +114,16 @@ class EventFilters:
         tree = self._parser(ev).parse(text)
         return compile_filter(tree, event_fields(ev), self._comm_of(), self._cpu_of())
 
+    def create_filter(self, ev, text: str):
+        """``create_event_filter(..., set_str=true)`` (a trigger's ``if``):
+        the filter function; a refused one goes to error_log as
+        ``append_filter_err()`` reports it, and is raised as KernelError."""
+        try:
+            return self.build(ev, text)
+        except FilterError as e:
+            self._error_text(text, e)
+            raise KernelError(e.errno)
+
     def _error_text(self, text: str, err: FilterError) -> str:
         """``append_filter_err()``: the string the filter file shows, and the
         error_log entry."""

@@ -14,15 +14,19 @@ from ..params import ULONG_MAX, RangeError, kstrtoul
 from .readme import readme_text
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
+from .trace_events_pid import event_pid_files
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
+from .trace_snapshot import SnapshotOps
+from .trace_events_commit import marker_stack, trace_print_commit
+from .trace_buffer_files import (BufferPercentOps, BufferSubbufSizeOps, SavedTgidsOps,
+                                 TraceMarkerRawOps, marker_writer)
 from .trace_ref import ArrayFileOps
+from .trace_clock import TRACE_CLOCKS
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
-TRACE_CLOCKS = ["local", "global", "counter", "uptime", "perf", "mono", "mono_raw", "boot",
-                "tai", "x86-tsc"]
 
 
 def _text(data: bytes) -> str:
@@ -46,10 +50,11 @@ class TracingOnOps(ArrayFileOps):
 
     @property
     def observes(self) -> bool:
-        """Only function probes (traceon/traceoff) switch tracing on and off
-        while nobody writes: then what it reads depends on the machine."""
+        """Only function probes and event triggers (traceon/traceoff,
+        snapshot) switch tracing on and off while nobody writes: then what
+        it reads depends on the machine."""
         ops = self.tr.ftrace_ops
-        return ops is not None and bool(ops.probes)
+        return bool(self.tr.event_triggers) or (ops is not None and bool(ops.probes))
 
     def show(self, f):
         return "%d\n" % (1 if f.data.tracing_is_on() else 0)
@@ -152,8 +157,8 @@ class BufferSizeOps(ArrayFileOps):
 
     def show(self, f):
         tr = f.data
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        sizes = {cb.size_bytes for cb in cpus}
+        noted = tr.buffer.noted        # trace_array_cpu.entries, not the ring's pages
+        sizes = set(noted) if self.cpu is None else {noted[self.cpu]}
         if len(sizes) != 1:
             return "X\n"
         kb = sizes.pop() >> 10
@@ -176,7 +181,7 @@ class BufferTotalSizeOps(ArrayFileOps):
 
     def show(self, f):
         tr = f.data
-        total = sum(cb.size_bytes >> 10 for cb in tr.buffer.cpus)
+        total = sum(size >> 10 for size in tr.buffer.noted)
         if not tr.expanded:
             return "%d (expanded: %d)\n" % (total, (tr.buffer_size >> 10) * len(tr.buffer.cpus))
         return "%d\n" % total
@@ -191,7 +196,10 @@ class FreeBufferOps(ArrayFileOps):
         super().release(f)
         if tr.flag("disable_on_free"):
             tr.set_tracing_on(False)
-        tr.resize_buffer(1, None, remember=False)
+        try:
+            tr.resize_buffer(1, None, remember=False)
+        except KernelError:
+            pass         # EBUSY while a reader has trace open: the kernel ignores it too
 
 
 class TraceClockOps(ArrayFileOps):
@@ -202,13 +210,7 @@ class TraceClockOps(ArrayFileOps):
         return " ".join("[%s]" % c if c == cur else c for c in TRACE_CLOCKS) + "\n"
 
     def write(self, f, data):
-        name = _text(data).strip()
-        if name not in TRACE_CLOCKS:
-            raise KernelError(errno.EINVAL)
-        tr = f.data
-        if tr.clock != name:
-            tr.clock = name
-            tr.reset_buffer()
+        f.data.set_clock(_text(data).strip())
         return len(data)
 
 
@@ -286,7 +288,7 @@ class TraceMarkerOps(ArrayFileOps):
         tr.ensure_expanded()
         cnt = min(len(data), TRACE_MARKER_MAX_SIZE)
         meta = te.TRACE_ENTRY_HDR + 8 + 2          # print_entry + '\n' + '\0'
-        max_event = tr.buffer.subbuf_size - 8
+        max_event = tr.buffer.max_event_size()
         if cnt + meta > max_event:
             cnt = max_event - meta
         size = cnt + meta + max(0, FAULTED_SIZE - cnt)
@@ -295,17 +297,9 @@ class TraceMarkerOps(ArrayFileOps):
         if not msg.endswith("\n"):
             msg += "\n"
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
-        if tr.flag("record-cmd"):
-            tr.tracing.save_cmdline(f.pid)
-        cpu, ts = 0, k.sim_time
-        if k.driver is not None and f.pid:
-            # the writer runs on a CPU of the simulated machine for its write;
-            # everything before that instant is traced before the marker
-            comm = tr.tracing.savedcmd.find(f.pid)
-            cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
-            k.advance_to(ts + 1)
+        cpu, ts = marker_writer(tr, f)     # what ran before is traced before the marker
         entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
-        tr.write_entry(cpu, entry, size)
+        trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k))
         return cnt
 
 
@@ -401,9 +395,14 @@ def init_tracer_tracefs(tr, d) -> None:
     f("buffer_total_size_kb", R, d, tr, BufferTotalSizeOps())
     f("free_buffer", 0o200, d, tr, FreeBufferOps())
     f("trace_marker", 0o220, d, tr, TraceMarkerOps())
+    f("trace_marker_raw", 0o220, d, tr, TraceMarkerRawOps())
     f("trace_clock", W, d, tr, TraceClockOps())
     f("tracing_on", W, d, tr, TracingOnOps(tr))
     f("timestamp_mode", R, d, tr, TimestampModeOps())
+    f("buffer_percent", W, d, tr, BufferPercentOps())
+    f("buffer_subbuf_size_kb", W, d, tr, BufferSubbufSizeOps())
+    if tr.max_buffer is not None:
+        f("snapshot", W, d, tr, SnapshotOps())
     tr.err_log.clear()
     f("error_log", W, d, tr, ErrorLogOps())
     opts = tree.create_dir("options", d, 0o750)
@@ -421,8 +420,11 @@ def init_tracer_tracefs(tr, d) -> None:
         f("stats", R, cd, tr, CpuStatsOps(cpu))
         f("trace", W, cd, tr, TraceOps(cpu))
         f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
+        if tr.max_buffer is not None:
+            f("snapshot", W, cd, tr, SnapshotOps(cpu))
     event_trace_add_tracer(tr, d)
     f("set_event", W, d, tr, SetEventOps())
+    event_pid_files(tr, d)
     ftrace_create_files(tr, d)
 
 
@@ -434,6 +436,7 @@ def create_top_level_files(tracing, root) -> None:
     f("README", R, root, tr, ReadmeOps())
     f("saved_cmdlines", R, root, tr, SavedCmdlinesOps())
     f("saved_cmdlines_size", W, root, tr, SavedCmdlinesSizeOps())
+    f("saved_tgids", R, root, tr, SavedTgidsOps())
     f("available_events", R, root, tr, AvailableEventsOps())      # top level only
     tree.create_dir("instances", root, 0o750, dops=InstancesDir(tracing))
     if tr.stackmap is not None:

@@ -13,8 +13,10 @@ from ..fs.pseudo import KernelError
 from . import trace
 from .trace import TRACE_BUF_SIZE_DEFAULT, Tracing
 from .trace_activity import register_trace_activity
+from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
+from .trace_kprobe import init_kprobe_trace
 from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
 
@@ -56,4 +58,7 @@ def tracer_init_tracefs(kernel) -> None:
                                      rng=kernel.subsystem_rng("stackmap"))
     init_tracer_tracefs(gt, root)
     create_top_level_files(tracing, root)
+    if kernel.kprobes is not None and kernel.config.enabled("KPROBE_EVENTS"):
+        init_kprobe_trace(tracing, root)
     register_trace_activity(kernel)
+    register_pid_follow(tracing)

@@ -24,9 +24,11 @@ def catch_up(tr) -> None:
 
 # --- trace / trace_pipe ------------------------------------------------------
 
-def merged_events(tr, cpu=None):
-    """All buffered entries in timestamp order, each as (entry, cpu)."""
-    cpus = tr.buffer.cpus if cpu is None else [tr.buffer.cpus[cpu]]
+def merged_events(tr, cpu=None, buffer=None):
+    """All buffered entries in timestamp order, each as (entry, cpu), of
+    ``buffer`` (the array's main buffer unless told)."""
+    buf = tr.buffer if buffer is None else buffer
+    cpus = buf.cpus if cpu is None else [buf.cpus[cpu]]
     streams = [[(e, cb.cpu) for e in cb.events()] for cb in cpus]
     if len(streams) == 1:
         return streams[0]
@@ -36,15 +38,18 @@ def merged_events(tr, cpu=None):
 class TraceIter:
     """Per-open state of ``trace``: the line generator over the snapshot
     (None before the first read, False once exhausted) and the text made
-    but not yet read (``buf``, starting at offset ``base``)."""
+    but not yet read (``buf``, starting at offset ``base``); ``pinned``: the
+    per-CPU buffers its open keeps from being resized (a reader's
+    ``ring_buffer_read_start()``)."""
 
-    __slots__ = ("paused", "lines", "buf", "base")
+    __slots__ = ("paused", "lines", "buf", "base", "pinned")
 
     def __init__(self, paused: bool):
         self.paused = paused
         self.lines = None
         self.buf = bytearray()
         self.base = 0
+        self.pinned: list = []
 
 
 class TraceOps(ArrayFileOps):
@@ -70,11 +75,18 @@ class TraceOps(ArrayFileOps):
         f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"))
         if f.private.paused:
             tr.buffer.record_disabled += 1
+        if f.readable:
+            buf = self.ring(tr)
+            pinned = f.private.pinned = list(buf.cpus) if self.cpu is None else [buf.cpus[self.cpu]]
+            for cb in pinned:
+                cb.resize_disabled += 1
         super().open(f)
 
     def release(self, f):
         if f.private.paused:
             f.data.buffer.record_disabled -= 1
+        for cb in f.private.pinned:
+            cb.resize_disabled -= 1
         super().release(f)
 
     def read_observes(self, f, off):
@@ -84,21 +96,34 @@ class TraceOps(ArrayFileOps):
     def write(self, f, data):
         return len(data)     # writes are accepted; only O_TRUNC clears
 
+    def ring(self, tr):
+        """The buffer the file shows (``iter->array_buffer``)."""
+        return tr.buffer
+
+    def empty_help(self, tr, buf):
+        """Text shown instead of the column header (the snapshot file's
+        help while it is empty), or None."""
+        return None
+
     def _generate(self, f):
         tr = f.data
         if not f.private.paused:     # paused since the open: nothing new
             catch_up(tr)
-        events = merged_events(tr, self.cpu)
+        buf = self.ring(tr)
+        events = merged_events(tr, self.cpu, buf)
         # the header counts every CPU's entries, per_cpu/cpuN/trace's too
         # (get_total_entries()), and the overruns of any CPU make annotations
-        cpus = tr.buffer.cpus
-        entries = sum(cb.entries for cb in cpus)
-        total = sum(cb.entries + cb.overrun for cb in cpus)
+        cpus = buf.cpus
+        entries = sum(cb.counted_entries() for cb in cpus)
+        total = entries + sum(cb.overrun for cb in cpus)
         annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)
+        help_text = self.empty_help(tr, buf)
 
         def gen():
             yield "# tracer: %s\n#\n" % tr.current.name
-            if tr.flag("context-info") and not tr.flag("verbose"):
+            if help_text is not None:
+                yield help_text
+            elif tr.flag("context-info") and not tr.flag("verbose"):
                 yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
             line = formatter(tr).printer()
             started = set()
@@ -188,12 +213,20 @@ class TracePipeOps(ArrayFileOps):
         return bytes(out)
 
     def poll(self, f):
+        """``trace_poll()``: readable at once with ``options/block``; else
+        the top-level file when any CPU has an entry, a per-CPU file when
+        its buffer reached ``buffer_percent`` (trace_buffer_files)."""
         tr = f.data
-        catch_up(tr)
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        if f.private["pending"] or any(cb.entries for cb in cpus):
+        if tr.flag("block"):
             return POLLIN | POLLRDNORM
-        return 0
+        catch_up(tr)
+        if f.private["pending"]:
+            return POLLIN | POLLRDNORM
+        if self.cpu is None:
+            ready = any(cb.peek() is not None for cb in tr.buffer.cpus)
+        else:
+            ready = tr.buffer.cpus[self.cpu].watermark_hit(tr.buffer_percent)
+        return POLLIN | POLLRDNORM if ready else 0
 
 
 class CpuStatsOps(ArrayFileOps):
@@ -212,7 +245,8 @@ class CpuStatsOps(ArrayFileOps):
             return "%5d.%06d" % (us // 1_000_000, us % 1_000_000)
         return ("entries: %d\noverrun: %d\ncommit overrun: %d\nbytes: %d\n"
                 "oldest event ts: %s\nnow ts: %s\ndropped events: %d\nread events: %d\n"
-                % (cb.entries, cb.overrun, cb.commit_overrun, cb.bytes(), t(old), t(now),
+                % (cb.counted_entries(), cb.overrun, cb.commit_overrun, cb.counted_bytes(),
+                   t(old), t(now),
                    cb.dropped, cb.read))
 
 

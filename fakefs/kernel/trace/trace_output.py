@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_STACK, TRACE_STACK_ID,
+from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
                             TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED, TRACE_FLAG_NMI,
                             TRACE_FLAG_PREEMPT_RESCHED, TRACE_FLAG_SOFTIRQ)
@@ -101,6 +101,8 @@ class TraceFormatter:
             if t == TRACE_PRINT:
                 msg = entry[6]
                 return msg if msg.endswith("\n") else msg + "\n"
+            if t == TRACE_RAW_DATA:
+                return raw_data_text(entry)
             ev = events.get(t)
             if ev is not None:
                 return ev.text(entry[5], self)
@@ -126,6 +128,11 @@ class TraceFormatter:
             usecs = entry[0] // 1000
             return "%s %5d.%06d: %s" % (s, usecs // 1_000_000, usecs % 1_000_000, body(entry))
         return line
+
+
+def raw_data_text(entry) -> str:
+    """trace_raw_data(): ``# <id> buf:`` and the bytes in hex."""
+    return "# %x buf:%s\n" % (entry[5], "".join([" %02x" % b for b in entry[6]]))
 
 
 def func_help_header(tr, entries: int, total: int, nr_cpus: int) -> str:

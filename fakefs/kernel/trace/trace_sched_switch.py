@@ -14,6 +14,12 @@ the tasks they see on a CPU that committed an event since it last saved
 at the commit itself, when another task committed last on that CPU and the
 array has ``record-cmd`` (``TraceArray.write_entry``), and ``trace_marker``
 writers from the host; the same tasks end up in the table, a little earlier.
+
+``saved_tgids`` (:class:`SavedTgids`) maps pids to thread-group ids.  The map
+exists once some array set ``record-tgid``; the same probes fill it, but
+only while an event file is enabled that was enabled under ``record-tgid``
+(``sched_tgid_ref``): with the function tracer alone nothing is saved and
+the trace's TGID column shows ``(-------)``, as on a stock kernel.
 """
 
 from __future__ import annotations
@@ -83,6 +89,72 @@ class SavedCmdlines:
         """saved_cmdlines: the slots in order, ``pid comm``."""
         return "".join("%d %s\n" % (pid, self.find(pid))
                        for pid in self.map_cmdline_to_pid if pid is not None)
+
+
+# pid_max when the map is allocated: systemd's setting on Debian 12
+# (/usr/lib/sysctl.d/50-pid-max.conf), the 64-bit PID_MAX_LIMIT
+TGID_MAP_MAX = 4 * 1024 * 1024
+
+
+class SavedTgids:
+    """``tgid_map`` (None until ``record-tgid`` is first set) and
+    ``sched_tgid_ref``: the count of event files enabled with
+    EVENT_FILE_FL_RECORDED_TGID, kept as the kernel keeps it (setting
+    ``record-tgid`` counts every enabled file of every array again)."""
+
+    __slots__ = ("map", "ref", "last")
+
+    def __init__(self, nr_cpus: int):
+        self.map: dict[int, int] | None = None
+        self.ref = 0
+        self.last: list[int | None] = [None] * nr_cpus   # the pid saved last, per CPU
+
+    def alloc(self) -> None:
+        """trace_alloc_tgid_map(): once, never freed."""
+        if self.map is None:
+            self.map = {}
+
+    def save(self, cpu: int, pid: int, tgid: int) -> None:
+        """trace_save_tgid() from the probes (only while ``ref``)."""
+        if pid and self.map is not None and pid <= TGID_MAP_MAX:
+            self.map[pid] = tgid
+            self.last[cpu] = pid
+
+    def event_enabled(self, recorded: set, ev, record_tgid: bool) -> None:
+        """An event file of an array with ``record-tgid`` (``record_tgid``)
+        was enabled: it takes a reference (``recorded``: the array's files
+        with the flag)."""
+        if record_tgid:
+            self.ref += 1
+            recorded.add(ev)
+
+    def event_disabled(self, recorded: set, ev) -> None:
+        if ev in recorded:
+            recorded.discard(ev)
+            self.ref -= 1
+
+    def record(self, arrays, enable: bool) -> None:
+        """trace_event_enable_tgid_record(): ``record-tgid`` changed in some
+        array; every enabled file of every array takes (or drops) a
+        reference, whether it had one or not."""
+        for tr in arrays:
+            for ev in tr.enabled_events:
+                if enable:
+                    self.ref += 1
+                    tr.tgid_recorded.add(ev)
+                else:
+                    self.ref -= 1
+                    tr.tgid_recorded.discard(ev)
+
+    def find(self, pid: int) -> int:
+        """trace_find_tgid(): 0 when none was saved."""
+        m = self.map
+        return m.get(pid, 0) if m is not None and pid <= TGID_MAP_MAX else 0
+
+    def text(self) -> str:
+        """saved_tgids: ``pid tgid`` by pid, the pids with a tgid saved."""
+        m = self.map or {}
+        return "".join("%d %d\n" % (pid, m[pid]) for pid in sorted(m) if m[pid])
 
 
 def resized(val: int) -> SavedCmdlines:

@@ -35,3 +35,11 @@ def test_bitmap_string_pads_the_first_chunk_to_its_bits():
     assert bitmap_string(1, 8) == "01"
     assert bitmap_string((1 << 40) - 1, 40) == "ff,ffffffff"
     assert bitmap_string(1, 64) == "00000000,00000001"
+
+
+def test_bitmap_list_string_ranges():
+    from fakefs.kernel.lib.bitmap import bitmap_list_string
+    assert bitmap_list_string(0b11) == "0-1"
+    assert bitmap_list_string(0b1) == "0"
+    assert bitmap_list_string(0b1_0000_1101) == "0,2-3,8"
+    assert bitmap_list_string(0) == ""

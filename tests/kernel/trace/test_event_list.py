@@ -63,7 +63,7 @@ def test_eventfs_fills_directories_on_first_look():
     hinted = sd.nr_subdirs()
     assert hinted == len([c for c in sd.children.values() if c.is_dir]) == sd.nr_subdirs()
     assert sorted(k.tree.root.walk(T + "events/irq/softirq_entry").children) == [
-        "enable", "filter", "format", "id"]
+        "enable", "filter", "format", "hist", "id", "trigger"]
     assert len(k.tree.nodes) > before
 
 
@@ -106,9 +106,10 @@ def test_events_ftrace_holds_every_entry_type(k):
     cat = load_catalog()
     want = {ev.name for ev in cat.events if ev.system == "ftrace"} | {"stack_id"}
     assert set(d.children) == want and len(want) >= 19
-    assert sorted(d.children["function"].children) == ["format", "id"]
-    assert sorted(d.children["print"].children) == ["format", "id", "trigger"]
-    assert sorted(d.children["kernel_stack"].children) == ["format"]
+    # every event directory has ``hist`` (CONFIG_HIST_TRIGGERS)
+    assert sorted(d.children["function"].children) == ["format", "hist", "id"]
+    assert sorted(d.children["print"].children) == ["format", "hist", "id", "trigger"]
+    assert sorted(d.children["kernel_stack"].children) == ["format", "hist"]
     fmt = rd(k, "events/ftrace/func_repeats/format")
     assert fmt == cat.event("ftrace", "func_repeats").format_text(
         cat.event("ftrace", "func_repeats").fixed_id)

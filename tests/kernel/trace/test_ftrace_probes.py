@@ -45,7 +45,7 @@ def test_probe_errors(k):
     assert err(wr, k, "set_ftrace_filter", "!kernel_clone:traceoff\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:traceoff:x\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "nosuchfn_abc:traceoff\n") == errno.EINVAL
-    for cmd in ("snapshot", "dump", "cpudump"):
+    for cmd in ("dump", "cpudump"):
         assert err(wr, k, "set_ftrace_filter", "schedule:%s\n" % cmd) == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched:nope\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched\n") == errno.EINVAL

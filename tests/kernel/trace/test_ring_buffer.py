@@ -111,3 +111,89 @@ def test_resize_takes_pages_from_memory_cpu_after_cpu():
     assert mem.pages == 38 + 8
     rb.release(mem)
     assert mem.pages == 0
+
+
+def test_subbuf_order_keeps_the_bytes_and_the_counters_not_the_events():
+    """ring_buffer_subbuf_order_set(): nr_pages = DIV_ROUND_UP(old capacity
+    * nr_pages, new capacity), at least 2; the events go, the counters stay."""
+    import errno
+    from fakefs.kernel.trace.ring_buffer import subbuf_capacity
+    rb = RingBuffer(2, 1441792)
+    assert rb.cpus[0].nr_pages == 354 and rb.max_event_size() == 4072
+    fill(rb.cpus[0], 500, 28)
+    cb = rb.cpus[0]
+    entries, nbytes, overrun = cb.entries, cb.bytes(), cb.overrun
+    assert rb.set_subbuf_order(1) == 0
+    assert subbuf_capacity(1) == 8176 and rb.subbuf_size == 8176
+    assert [c.nr_pages for c in rb.cpus] == [177, 177]          # ceil(354 * 4080 / 8176)
+    assert cb.events() == [] and cb.peek() is None and cb.entries == 0
+    assert cb.counted_entries() == entries and cb.counted_bytes() == nbytes
+    assert cb.overrun == overrun
+    assert rb.total_written() == entries + overrun
+    assert rb.noted == [354 * 4080] * 2                        # buffer_size_kb keeps its value
+    assert rb.max_event_size() == 4072                         # set at allocation only
+    # the new sub-buffers hold 8176 bytes of events each
+    fill(cb, 8176 // 28 + 1, 28)
+    assert len(cb.pages) == 2 and cb.pages[0].used == 8176 // 28 * 28
+    assert rb.set_subbuf_order(0) == 0
+    assert cb.nr_pages == 355                                  # ceil(177 * 8176 / 4080)
+    assert cb.counted_entries() == entries + 8176 // 28 + 1
+    cb.reset()
+    assert cb.counted_entries() == 0 and cb.counted_bytes() == 0
+    assert rb.set_subbuf_order(9) == -errno.EINVAL             # over 1 MB: the write counter's limit
+    assert rb.set_subbuf_order(-1) == -errno.EINVAL
+    assert RingBuffer(1, 1).set_subbuf_order(7) == 0
+
+
+def test_subbuf_order_minimum_two_and_memory():
+    import errno
+    rb = RingBuffer(2, 1)                        # 2 pages each
+    mem = Memory(192)
+    assert rb.set_subbuf_order(3, mem) == 0      # 2 sub-buffers of 8 pages each: 32 pages
+    assert [c.nr_pages for c in rb.cpus] == [2, 2] and mem.pages == 32
+    assert rb.resize(10 * 32752, 0, mem) == 0    # 8 more sub-buffers of order 3 on CPU 0
+    assert mem.pages == 32 + 64 and rb.cpus[0].charged == 80
+    # ceil(10 * 32752 / 4080) = 81 and 17 pages, allocated before the 96
+    # old ones are freed: 2 pages short, then enough
+    assert rb.set_subbuf_order(0, mem) == -errno.ENOMEM and rb.subbuf_order == 3
+    mem.avail += 2
+    assert rb.set_subbuf_order(0, mem) == 0
+    assert [c.nr_pages for c in rb.cpus] == [81, 17] and mem.pages == 98
+    assert rb.set_subbuf_order(6, Memory(100)) == -errno.ENOMEM
+    assert rb.subbuf_order == 0 and [c.nr_pages for c in rb.cpus] == [81, 17]
+
+
+def test_open_readers_make_resizing_busy():
+    import errno
+    rb = RingBuffer(2, 1441792)
+    rb.cpus[1].resize_disabled += 1
+    assert rb.set_subbuf_order(1) == -errno.EBUSY
+    assert rb.resize(100 << 10) == -errno.EBUSY
+    assert rb.resize(100 << 10, 0) == 0                        # another CPU
+    assert rb.resize(rb.cpus[1].size_bytes, 1) == 0            # no change: not refused
+    assert rb.resize(100 << 10, 1) == -errno.EBUSY
+    rb.cpus[1].resize_disabled -= 1
+    assert rb.set_subbuf_order(1) == 0 and rb.resize(100 << 10) == 0
+
+
+def test_watermark_counts_dirty_sub_buffers():
+    cb = CpuBuffer(0, 10)
+    per_page = (PAGE_SIZE - BUF_PAGE_HDR_SIZE) // 28
+    assert not cb.watermark_hit(0) and not cb.watermark_hit(50)
+    fill(cb, 1, 28)
+    assert cb.watermark_hit(0) and not cb.watermark_hit(50) and cb.watermark_hit(10)
+    fill(cb, per_page * 4, 28)                   # 4 pages full, writer on the 5th
+    assert cb.dirty_pages() == 4
+    assert cb.watermark_hit(50) and not cb.watermark_hit(51)  # (4 + 1) * 100 >= 50 * 10
+    cb.consume()                                 # the reader takes the first page
+    assert cb.dirty_pages() == 3 and not cb.watermark_hit(50)
+    fill(cb, per_page * 20, 28)                  # wrapped: every page but the writer's
+    assert cb.dirty_pages() == 9 and cb.watermark_hit(100)
+
+
+def test_watermark_not_while_the_writer_is_on_the_readers_page():
+    cb = CpuBuffer(0, 2)
+    fill(cb, 3, 28)
+    cb.consume()
+    assert cb.peek() is not None and cb.watermark_hit(0)
+    assert not cb.watermark_hit(1)               # pagebusy

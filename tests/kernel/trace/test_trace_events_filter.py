@@ -34,7 +34,7 @@ def test_filter_files_exist_where_the_kernel_has_them(k):
     assert node(k, SW).mode & 0o777 == 0o640
     assert "filter" not in ev.children["ftrace"].children
     assert "filter" not in node(k, "events/ftrace/print").children
-    assert "trigger" not in node(k, "events/sched/sched_switch").children
+    assert node(k, "events/sched/sched_switch/trigger").mode & 0o777 == 0o640
     assert node(k, "error_log").mode & 0o777 == 0o640
 
 

@@ -68,3 +68,45 @@ def test_a_resize_saves_the_next_committer_even_if_it_committed_last():
     assert k.tracing.savedcmd.lookup(task.pid) is None
     assert tr.write_entry(0, entry, 8)
     assert k.tracing.savedcmd.lookup(task.pid) == task.comm
+
+
+def test_saved_tgids_map():
+    from fakefs.kernel.trace.trace_sched_switch import TGID_MAP_MAX, SavedTgids
+    t = SavedTgids(2)
+    t.save(0, 10, 10)                       # no map before record-tgid was set
+    assert t.find(10) == 0 and t.text() == ""
+    t.alloc()
+    for pid, tgid in ((300, 299), (10, 10), (0, 5), (TGID_MAP_MAX + 1, 7)):
+        t.save(1, pid, tgid)
+    assert t.text() == "10 10\n300 299\n"   # by pid; the idle task and pids past the map are not kept
+    assert (t.find(300), t.find(0), t.find(11)) == (299, 0, 0)
+
+
+def test_tgid_references_are_counted_as_the_kernel_counts_them():
+    """trace_event_enable_tgid_record() counts every enabled file of every
+    array, with the flag or not: references can outlive their events."""
+    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    tg = k.tracing.tgids
+    k.tracing.instance_mkdir("foo")
+    wr(k, "events/sched/sched_switch/enable", "1")           # top: no record-tgid
+    assert tg.ref == 0
+    wr(k, "instances/foo/options/record-tgid", "1")         # counts the top's file too
+    assert tg.ref == 1
+    wr(k, "events/sched/sched_switch/enable", "0")
+    assert tg.ref == 0
+    wr(k, "options/record-tgid", "1")
+    wr(k, "events/sched/sched_wakeup/enable", "1")           # enabled under the flag: 1
+    wr(k, "instances/foo/options/record-tgid", "0")         # not set there... but counts down
+    assert tg.ref == 0
+    wr(k, "events/sched/sched_wakeup/enable", "0")           # it had lost its reference
+    assert tg.ref == 0
+    wr(k, "events/sched/sched_wakeup/enable", "1")
+    assert tg.ref == 1
+    wr(k, "instances/foo/options/record-tgid", "1")         # a second one for the same file
+    assert tg.ref == 2
+    wr(k, "events/sched/sched_wakeup/enable", "0")
+    assert tg.ref == 1                                       # one left, with no event enabled
+    wr(k, "instances/foo/events/sched/sched_switch/enable", "1")
+    assert tg.ref == 2
+    k.tracing.instance_rmdir("foo")                          # its events are disabled
+    assert tg.ref == 1

@@ -91,3 +91,60 @@ def register_sysctl(kernel, path: str, table: list[CtlTable]) -> list:
 def proc_root_init(kernel) -> None:
     proc_root(kernel)
     proc_mkdir(kernel, "sys")
+
+
+# --- proc_dointvec_minmax (kernel/sysctl.c) ----------------------------------
+
+SYSCTL_PAGE_SIZE = 4096
+U64_MAX = (1 << 64) - 1
+_WSPACE = b" \t\n\v\f\r"
+
+
+def parse_dointvec_minmax(data: bytes, lo: int = 0, hi: int = 1) -> tuple[int, int]:
+    """``proc_dointvec_minmax`` for one int: returns (value, bytes consumed)
+    or raises KernelError(EINVAL)."""
+    p = 0
+    n = min(len(data), SYSCTL_PAGE_SIZE - 1)
+    left = n
+    while left and data[p] in _WSPACE:
+        p += 1
+        left -= 1
+    if not left:
+        raise KernelError(errno.EINVAL)
+    tmp = data[p:p + min(left, 21)]
+    q = 0
+    neg = False
+    if tmp[:1] == b"-" and left > 1:
+        neg = True
+        q = 1
+    if q >= len(tmp) or not (48 <= tmp[q] <= 57):
+        raise KernelError(errno.EINVAL)
+    # strtoul base 0
+    base = 10
+    if tmp[q] == 48 and q + 1 < len(tmp) and tmp[q + 1] in b"xX" and q + 2 < len(tmp) \
+            and chr(tmp[q + 2]) in "0123456789abcdefABCDEF":
+        base = 16
+        q += 2
+    elif tmp[q] == 48:
+        base = 8
+    digits = "0123456789abcdef"[:base]
+    start = q
+    while q < len(tmp) and chr(tmp[q]).lower() in digits:
+        q += 1
+    value = int(tmp[start:q].decode(), base) if q > start else 0
+    if value > U64_MAX:
+        raise KernelError(errno.EINVAL)
+    if q == 21:
+        raise KernelError(errno.EINVAL)
+    if q < left and tmp[q:q + 1] not in (b" ", b"\t", b"\n"):
+        raise KernelError(errno.EINVAL)
+    p += q
+    left -= q
+    if neg:
+        value = -value
+    if value > 0x7FFFFFFF or value < -0x80000000 or value < lo or value > hi:
+        raise KernelError(errno.EINVAL)
+    while left and data[p] in _WSPACE:
+        p += 1
+        left -= 1
+    return value, n - left

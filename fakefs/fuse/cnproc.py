@@ -1,0 +1,266 @@
+"""The real machine's process events, from the Linux proc connector.
+
+The processes that use the mount (ftracetest's shells, ``cat``, ``echo``)
+are tasks of the simulated kernel too: their forks, execs and exits are
+its ``sched_process_fork``/``exec``/``exit`` and ``kernel_clone`` calls.
+The host kernel reports them on a netlink socket (``NETLINK_CONNECTOR``,
+group ``CN_IDX_PROC``, include/uapi/linux/cn_proc.h), queued inside
+``copy_process()``/``exec``/``do_exit`` — before the child runs — so a
+drain at the start of every FUSE request sees every fork that request
+could depend on.
+
+Only root in the initial user and pid namespaces may listen (the host
+refuses others, or sends nothing): :func:`open_proc_connector` then
+returns None and the simulated kernel does without them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import socket
+import struct
+import threading
+import time
+
+NETLINK_CONNECTOR = 11
+CN_IDX_PROC = 1
+CN_VAL_PROC = 1
+PROC_CN_MCAST_LISTEN = 1
+NLMSG_DONE = 3
+NLMSG_HDR = struct.Struct("=IHHII")          # len, type, flags, seq, pid
+CN_MSG = struct.Struct("=IIIIHH")            # idx, val, seq, ack, len, flags
+PROC_EVENT = struct.Struct("=IIQ")            # what, cpu, timestamp_ns
+PROC_EVENT_FORK = 0x00000001
+PROC_EVENT_EXEC = 0x00000002
+PROC_EVENT_COMM = 0x00000200
+PROC_EVENT_EXIT = 0x80000000
+FORK_DATA = struct.Struct("=IIII")            # parent pid, tgid, child pid, tgid
+EXEC_DATA = struct.Struct("=II")              # pid, tgid
+COMM_DATA = struct.Struct("=II16s")           # pid, tgid, comm
+EXIT_DATA = struct.Struct("=IIII")            # pid, tgid, exit code, signal
+RCVBUF = 4 << 20
+
+
+class ProcEvent:
+    """One event: ``kind`` is "fork", "exec", "comm" or "exit"; ``ts`` the
+    host's CLOCK_MONOTONIC nanoseconds; ``pid``/``tgid`` the task it is
+    about (the child of a fork), ``ppid`` the forking task, ``comm`` the new
+    name of a "comm" event, ``code`` an exit's status."""
+
+    __slots__ = ("kind", "cpu", "ts", "pid", "tgid", "ppid", "comm", "code")
+
+    def __init__(self, kind: str, cpu: int, ts: int, pid: int, tgid: int, ppid: int = 0,
+                 comm: str = "", code: int = 0):
+        self.kind = kind
+        self.cpu = cpu
+        self.ts = ts
+        self.pid = pid
+        self.tgid = tgid
+        self.ppid = ppid
+        self.comm = comm
+        self.code = code
+
+    def __repr__(self):
+        return "ProcEvent(%s %d/%d ppid=%d @%d)" % (self.kind, self.pid, self.tgid, self.ppid,
+                                                    self.ts)
+
+
+def parse_message(data: bytes) -> list[ProcEvent]:
+    """The events of one datagram (netlink messages, each a cn_msg)."""
+    out = []
+    off = 0
+    while off + NLMSG_HDR.size <= len(data):
+        nl_len, _type, _flags, _seq, _pid = NLMSG_HDR.unpack_from(data, off)
+        if nl_len < NLMSG_HDR.size or off + nl_len > len(data):
+            break
+        body = off + NLMSG_HDR.size
+        idx, val, _s, _a, ln, _f = CN_MSG.unpack_from(data, body)
+        ev_off = body + CN_MSG.size
+        if idx == CN_IDX_PROC and val == CN_VAL_PROC and ln >= PROC_EVENT.size:
+            ev = _parse_event(data, ev_off)
+            if ev is not None:
+                out.append(ev)
+        off += (nl_len + 3) & ~3
+    return out
+
+
+def _parse_event(data: bytes, off: int) -> ProcEvent | None:
+    what, cpu, ts = PROC_EVENT.unpack_from(data, off)
+    off += PROC_EVENT.size
+    if what == PROC_EVENT_FORK:
+        ppid, _ptgid, pid, tgid = FORK_DATA.unpack_from(data, off)
+        return ProcEvent("fork", cpu, ts, pid, tgid, ppid)
+    if what == PROC_EVENT_EXEC:
+        pid, tgid = EXEC_DATA.unpack_from(data, off)
+        return ProcEvent("exec", cpu, ts, pid, tgid)
+    if what == PROC_EVENT_COMM:
+        pid, tgid, comm = COMM_DATA.unpack_from(data, off)
+        return ProcEvent("comm", cpu, ts, pid, tgid,
+                         comm=comm.split(b"\0", 1)[0].decode("latin-1"))
+    if what == PROC_EVENT_EXIT:
+        pid, tgid, code, _sig = EXIT_DATA.unpack_from(data, off)
+        return ProcEvent("exit", cpu, ts, pid, tgid, code=code)
+    return None
+
+
+class ProcConnector:
+    """A listening proc-connector socket; ``drain()`` takes what is queued."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.overruns = 0          # times the host dropped events (ENOBUFS)
+
+    def drain(self) -> list[ProcEvent]:
+        out: list[ProcEvent] = []
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                return out
+            except OSError as e:
+                if e.errno == errno.ENOBUFS:
+                    self.overruns += 1
+                    continue
+                return out
+            out.extend(parse_message(data))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def open_proc_connector() -> ProcConnector | None:
+    """Listen to the host's process events, or None where that is not
+    possible (not root, another pid namespace, no CONFIG_PROC_EVENTS)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
+    except OSError:
+        return None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+        sock.bind((0, CN_IDX_PROC))
+        op = struct.pack("=I", PROC_CN_MCAST_LISTEN)
+        msg = CN_MSG.pack(CN_IDX_PROC, CN_VAL_PROC, 0, 0, len(op), 0) + op
+        hdr = NLMSG_HDR.pack(NLMSG_HDR.size + len(msg), NLMSG_DONE, 0, 0, os.getpid())
+        sock.send(hdr + msg)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        return None
+    conn = ProcConnector(sock)
+    # prove it: a fork of our own must be reported (with the pid we see:
+    # in another pid namespace the host sends nothing or other numbers)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        if any(e.kind == "fork" and e.pid == pid for e in conn.drain()):
+            return conn
+        time.sleep(0.005)
+    conn.close()
+    return None
+
+
+def _proc_read(pid: int, what: str) -> str:
+    try:
+        if what == "exe":
+            return os.readlink(f"/proc/{pid}/exe")
+        with open(f"/proc/{pid}/{what}") as fh:
+            return fh.read().rstrip("\n")
+    except OSError:
+        return ""
+
+
+def exec_filename(pid: int) -> str:
+    """The file a process just executed, as ``execve()`` was given it
+    (``bprm->filename``, whose base name became the comm): argv[0] when it
+    is that path, else the program's directory and the comm (``/bin/sh``
+    runs ``dash`` but its comm is ``sh``)."""
+    comm = _proc_read(pid, "comm")
+    argv0 = _proc_read(pid, "cmdline").split("\0", 1)[0]
+    if argv0.startswith("/") and os.path.basename(argv0)[:15] == comm:
+        return argv0
+    exe = _proc_read(pid, "exe")
+    if exe and comm:
+        return os.path.join(os.path.dirname(exe), comm)
+    return exe or comm
+
+
+def host_pid_exists(pid: int) -> bool:
+    """Does a process of the real machine hold ``pid``?  (The simulated
+    kernel's pid allocation skips those pids.)"""
+    return os.path.exists(f"/proc/{pid}")
+
+
+class HostWatch:
+    """Tells the simulated machine what the real processes that use the
+    mount do.  A thread takes the host's events as they come, and reads at
+    once what only a living process can tell (an exec's program, a comm);
+    ``drain()``, at the start of every request, hands the machine
+    everything up to that instant."""
+
+    def __init__(self, conn: ProcConnector, procs, clock):
+        self.conn = conn
+        self.procs = procs             # sim.host.HostProcesses
+        self.clock = clock             # kernel.time.Clock
+        self.lock = threading.Lock()
+        self.queue: list[tuple[ProcEvent, str]] = []
+        self.stopping = False
+        self.thread = threading.Thread(target=self._loop, name="cnproc", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    def _loop(self) -> None:
+        while not self.stopping:
+            try:
+                select.select([self.conn.sock], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            with self.lock:
+                self._take()
+
+    def _take(self) -> None:
+        """Under the lock: what the socket holds, with the program of each
+        exec read while the process lives."""
+        for ev in self.conn.drain():
+            extra = ""
+            if ev.kind == "exec":
+                extra = exec_filename(ev.pid)
+            elif ev.kind == "fork":
+                extra = _proc_read(ev.ppid, "comm")
+            self.queue.append((ev, extra))
+
+    def caller(self, pid: int) -> None:
+        """``pid`` made a request."""
+        if pid and pid not in self.procs.followed:
+            self.procs.caller(pid, _proc_read(pid, "comm"))
+
+    def drain(self) -> int | None:
+        """Hand the machine every event so far; the instant by which it
+        will have done them (None: nothing of the followed processes)."""
+        with self.lock:
+            self._take()
+            got, self.queue = self.queue, []
+        settle = None
+        for ev, extra in got:
+            t = self.clock.from_monotonic(ev.ts)
+            if ev.kind == "fork":
+                done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid, comm=extra)
+            elif ev.kind == "exec":
+                done = self.procs.event("exec", t, ev.pid, filename=extra)
+            elif ev.kind == "comm":
+                done = self.procs.event("comm", t, ev.pid, comm=ev.comm)
+            else:
+                done = self.procs.event("exit", t, ev.pid)
+            if done is not None:
+                settle = done if settle is None else max(settle, done)
+        return settle

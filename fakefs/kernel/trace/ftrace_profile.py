@@ -1,0 +1,263 @@
+"""The function profiler (kernel/trace/ftrace.c, CONFIG_FUNCTION_PROFILER).
+
+``function_profile_enabled`` turns it on and off; ``trace_stat/functionN``
+shows, per CPU, how many times each function was called while it was on
+(the files are ``ftrace_files.py``'s, the sorted table ``trace_stat.py``'s).
+This kernel has no function_graph tracer, so the profiler is the plain one:
+an ftrace_ops of its own, counting every call of every function the global
+filter lets through (the top level's ``set_ftrace_filter`` and
+``set_ftrace_notrace``, whose hash it shares; pids do not matter), whatever
+``current_tracer`` and ``tracing_on`` say.  Turning it on empties the
+tables; turning it off keeps them.
+
+Calls are not made one by one: each function is called at the rate the
+activity generator gives a filtered function tracer
+(``trace_activity.R_CALLS`` times its share in ``Workload.call_profile()``,
+``CALL_PRIOR`` calls for one it never got to), so the profiler and a
+tracer filtered on a function agree.  The counts of a stretch of time are
+Poisson draws, made when someone looks (a stat file is opened or read, the
+profiler is turned off) and when the global filter changes (the timer and
+skip hooks see its generation move on: what was called before the change
+is counted under the old filter).  Skipped time counts like simulated time.
+
+A CPU's records are kept in the order the functions were first called
+(``ftrace_profile_alloc()`` hands out the slots of its pages in that
+order): the order of the functions first called in a stretch is drawn from
+their first calls' instants.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+
+from ..fs.pseudo import KernelError
+from .ftrace_records import ftrace_records
+from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, R_CALLS
+
+FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"
+                         "  --------                               ---\n")
+# kstrtoul_from_user(): sign, 64 binary digits and a newline fit its buffer
+ULONG_FROM_USER_MAX = 66
+ULONG_MAX = (1 << 64) - 1
+POISSON_INVERSION_MAX = 12     # below this mean: inversion; above: transformed rejection
+
+
+def poisson(rng, mean: float) -> int:
+    """A Poisson-distributed count of the given mean."""
+    if mean <= 0:
+        return 0
+    if mean < POISSON_INVERSION_MAX:
+        limit = math.exp(-mean)
+        k, p = 0, rng.random()
+        while p > limit:
+            k += 1
+            p *= rng.random()
+        return k
+    return _poisson_ptrs(rng, mean)
+
+
+def _poisson_ptrs(rng, lam: float) -> int:
+    """Hörmann's transformed rejection with squeeze (PTRS, 1993), for
+    means of 10 and more."""
+    slam = math.sqrt(lam)
+    loglam = math.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
+    v_r = 0.9277 - 3.6224 / (b - 2)
+    while True:
+        u = rng.random() - 0.5
+        v = rng.random()
+        us = 0.5 - abs(u)
+        if us <= 0 or v <= 0:
+            continue
+        k = math.floor((2 * a / us + b) * u + lam + 0.43)
+        if us >= 0.07 and v <= v_r:
+            return k
+        if k < 0 or (us < 0.013 and v > us):
+            continue
+        if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
+                <= -lam + k * loglam - math.lgamma(k + 1)):
+            return k
+
+
+def kstrtoul_from_user(data: bytes) -> int:
+    """``kstrtoul_from_user(buf, count, 10, &val)``: the first
+    ULONG_FROM_USER_MAX bytes, up to a NUL, as a decimal number with an
+    optional ``+`` and one trailing newline; EINVAL or ERANGE."""
+    s = data[:ULONG_FROM_USER_MAX].split(b"\0", 1)[0].decode("latin-1")
+    if s[:1] == "+":
+        s = s[1:]
+    n = 0
+    while n < len(s) and "0" <= s[n] <= "9":
+        n += 1
+    if not n:
+        raise KernelError(errno.EINVAL)
+    val = int(s[:n])
+    if val > ULONG_MAX:
+        raise KernelError(errno.ERANGE)
+    rest = s[n:]
+    if rest not in ("", "\n"):
+        raise KernelError(errno.EINVAL)
+    return val
+
+
+class CpuProfile:
+    """``struct ftrace_profile_stat`` of one CPU: records (function
+    address, hits) in the order they were handed out."""
+
+    __slots__ = ("ips", "hits", "slot_of")
+
+    def __init__(self):
+        self.ips: list[int] = []
+        self.hits: list[int] = []
+        self.slot_of: dict[int, int] = {}
+
+    def reset(self) -> None:
+        """``ftrace_profile_reset()``: every record is zeroed and free."""
+        self.ips, self.hits, self.slot_of = [], [], {}
+
+    def add(self, ip: int, n: int) -> None:
+        s = self.slot_of.get(ip)
+        if s is None:
+            s = self.slot_of[ip] = len(self.ips)
+            self.ips.append(ip)
+            self.hits.append(n)
+        else:
+            self.hits[s] += n
+
+
+class FunctionProfiler:
+    """The profiler of a kernel: ``enabled``, a :class:`CpuProfile` per CPU
+    (``stats``), and ``run(t0, t1)``, its timer and skip hook.  ``ops`` is
+    the top level's ``ftrace.FtraceOps`` (the global filter), or None when
+    the kernel has no dynamic ftrace."""
+
+    def __init__(self, kernel, ops):
+        self.kernel = kernel
+        self.ops = ops
+        self.enabled = False
+        self.stats = [CpuProfile() for _ in range(kernel.nr_cpus)]
+        self.rng = kernel.subsystem_rng("ftrace-profile")
+        self.since = 0              # calls are counted up to this instant
+        self._rates: list[tuple] = []    # per CPU: (ips, calls per second) under...
+        self._generation = None     # ...this generation of the global filter
+        self._names: dict[int, str] = {}
+
+    # --- on and off -----------------------------------------------------------
+    def set_enabled(self, on: bool) -> None:
+        """``ftrace_profile_write()`` of 1 (after 0: the tables are emptied)
+        or 0 (the tables stay)."""
+        if on == self.enabled:
+            return
+        now = self.kernel.sim_time
+        if on:
+            for st in self.stats:
+                st.reset()
+            self.since = now
+            self.enabled = True
+            self._take_filter()
+        else:
+            self.count_until(now)
+            self.enabled = False
+
+    # --- time -------------------------------------------------------------------
+    def run(self, t0: int, t1: int) -> None:
+        """Timer and skip hook: when the global filter has changed, the
+        calls made before are counted under the old one."""
+        if self.enabled and self._filter_generation() != self._generation:
+            self.count_until(t0)
+            self._take_filter()
+
+    def catch_up(self) -> None:
+        """Count the calls made up to the kernel's present."""
+        self.run(self.kernel.sim_time, self.kernel.sim_time)
+        self.count_until(self.kernel.sim_time)
+
+    def count_until(self, t: int) -> None:
+        """Draw the calls of [since, t) of every function on every CPU."""
+        if not self.enabled or t <= self.since:
+            return
+        dt = (t - self.since) / 1e9
+        self.since = t
+        rng = self.rng
+        for st, (ips, rates) in zip(self.stats, self._rates):
+            new = []
+            slot_of, hits = st.slot_of, st.hits
+            for ip, rate in zip(ips, rates):
+                n = poisson(rng, rate * dt)
+                if not n:
+                    continue
+                s = slot_of.get(ip)
+                if s is None:
+                    # when in the stretch it was first called
+                    new.append((1.0 - (1.0 - rng.random()) ** (1.0 / n), ip, n))
+                else:
+                    hits[s] += n
+            new.sort()
+            for _first, ip, n in new:
+                st.add(ip, n)
+
+    # --- the global filter ----------------------------------------------------
+    def _filter_generation(self):
+        return None if self.ops is None else self.ops.generation
+
+    def _take_filter(self) -> None:
+        """The functions counted, and their rates, under the filter now."""
+        self._generation = self._filter_generation()
+        self._rates = self._cpu_rates()
+
+    def _cpu_rates(self) -> list[tuple]:
+        k = self.kernel
+        wl = k.workload
+        if wl is None:
+            return [((), ()) for _ in self.stats]
+        recs = ftrace_records(k)
+        ops = self.ops
+        counts, n = wl.call_profile(CALL_PROFILE_N)
+        ids = []
+        for i in sorted(wl.call_ids(recs.addrs)):
+            rec = recs.by_addr[wl.wg.addr[i]]
+            if ops is not None:
+                if ops.filtering() and rec not in ops.filter:
+                    continue
+                if rec in ops.notrace:
+                    continue
+            ids.append(i)
+        ips = tuple(wl.wg.addr[i] for i in ids)
+        return [(ips, tuple(R_CALLS * (c.get(i, 0) + CALL_PRIOR) / n for i in ids))
+                for c in counts]
+
+    # --- the stat files (function_stat_*) ---------------------------------------
+    def stat_start(self, cpu: int) -> list[int]:
+        """The records of ``cpu`` in use, in the order they were handed out."""
+        return list(range(len(self.stats[cpu].ips)))
+
+    def stat_cmp_key(self, cpu: int, slot: int) -> int:
+        """``function_stat_cmp()`` without function_graph: the hits."""
+        return self.stats[cpu].hits[slot]
+
+    def stat_headers(self) -> str:
+        return FUNCTION_STAT_HEADERS
+
+    def stat_show(self, cpu: int, slot: int) -> str:
+        """``function_stat_show()`` of a record (EBUSY if the tables were
+        emptied since the file was opened and the record is free)."""
+        st = self.stats[cpu]
+        if slot >= len(st.ips) or not st.hits[slot]:
+            raise KernelError(errno.EBUSY)
+        ip = st.ips[slot]
+        name = self._names.get(ip)
+        if name is None:
+            hit = self.kernel.kallsyms.lookup(ip)
+            name = self._names[ip] = hit[0] if hit else "0x%x" % ip
+        return "  %-30.30s  %10d\n" % (name, st.hits[slot])
+
+
+def register_function_profiler(kernel, ops) -> FunctionProfiler:
+    """The profiler and its hooks (``ftrace_profile_tracefs()`` makes the
+    files; the profiler's state exists from boot)."""
+    prof = FunctionProfiler(kernel, ops)
+    kernel.add_timer_hook(prof.run, skip=prof.run, observer=True)
+    return prof

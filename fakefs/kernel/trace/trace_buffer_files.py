@@ -1,0 +1,168 @@
+"""More files of kernel/trace/trace.c: the ring buffer's sub-buffer size
+(``buffer_subbuf_size_kb``), the watermark of per-CPU readers
+(``buffer_percent``), binary markers (``trace_marker_raw``) and the saved
+tgids (``saved_tgids``).
+
+``buffer_percent`` is what a poll of ``per_cpu/cpuN/trace_pipe`` waits for
+(``trace_poll()`` -> ``ring_buffer_poll_wait()`` with the array's
+percentage): the CPU's buffer must be that full, in sub-buffers, before the
+file polls readable; 0 means any entry.  A read blocks only until the first
+entry (``tracing_wait_pipe()`` waits with 0), the top-level ``trace_pipe``
+polls readable on any entry, and ``options/block`` makes every poll
+readable at once.  (Stock 6.12 also uses it for ``trace_pipe_raw`` and
+splice, which this tracefs does not have.)
+
+A ``trace_marker_raw`` entry shows, after ``# <id> buf:``, every byte of
+the event's data past the id, as the kernel does: the bytes written, then
+the padding the reservation adds (at least the 4 bytes the kernel
+reserves beyond the data, up to the 4-byte alignment).  The kernel shows
+whatever that padding held; its sub-buffers are allocated zeroed and this
+model never reuses one, so it shows ``00``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import FileOperations, KernelError
+from ..params import ULONG_MAX, RangeError, kstrtoul
+from . import trace_entries as te
+from .ring_buffer import PAGE_SIZE, RB_MAX_SMALL_DATA, event_length
+from .trace_iter import catch_up
+from .trace_ref import ArrayFileOps
+
+FAULTED_SIZE = len("<faulted>")
+RAW_DATA_HDR = te.TRACE_ENTRY_HDR + 4            # struct raw_data_entry before buf[]
+FAULT_SIZE_ID = FAULTED_SIZE + 4
+SUBBUF_ORDER_MAX = 7                             # "between 1 and 128 system pages"
+
+
+def _ulong(data: bytes) -> int:
+    """kstrtoul_from_user(..., 10, ...)"""
+    try:
+        return kstrtoul(data.decode("latin-1"), 10)
+    except RangeError:
+        raise KernelError(errno.ERANGE)
+    except ValueError:
+        raise KernelError(errno.EINVAL)
+
+
+def subbuf_order_for(kb: int) -> int:
+    """buffer_subbuf_size_write(): the order of ``kb`` KB, with the
+    kernel's arithmetic (unsigned long KB << 10, pages in an int, fls of
+    pages - 1 as unsigned); > SUBBUF_ORDER_MAX means EINVAL."""
+    val = (kb * 1024) & ULONG_MAX
+    pages = (((val + PAGE_SIZE - 1) & ULONG_MAX) // PAGE_SIZE) & 0xFFFFFFFF
+    return ((pages - 1) & 0xFFFFFFFF).bit_length()
+
+
+def set_subbuf_order(tr, order: int) -> None:
+    """The array's buffer takes ``order``, then its snapshot buffer if
+    allocated (both must have the same); when the snapshot's fails, the
+    main buffer goes back to its order (errors as KernelError)."""
+    mem = tr.tracing.buffer_memory()
+    main = tr.buffer
+    old = main.subbuf_order
+    err = main.set_subbuf_order(order, mem)
+    if not err and tr.allocated_snapshot:
+        err = tr.max_buffer.set_subbuf_order(order, mem)
+        if err:
+            main.set_subbuf_order(old, mem)
+    if err:
+        raise KernelError(-err)
+
+
+class BufferSubbufSizeOps(ArrayFileOps):
+    """buffer_subbuf_size_kb: the sub-buffer size in KB; a write rounds up
+    to a power of two of pages, 1 to 128 of them, else EINVAL."""
+
+    observes = False
+
+    def show(self, f):
+        return "%d\n" % ((PAGE_SIZE << f.data.buffer.subbuf_order) // 1024)
+
+    def write(self, f, data):
+        tr = f.data
+        order = subbuf_order_for(_ulong(data))
+        if order > SUBBUF_ORDER_MAX:
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)          # what ran before the change went into the old sub-buffers
+        if order != tr.buffer.subbuf_order:
+            set_subbuf_order(tr, order)
+        return len(data)
+
+
+class BufferPercentOps(ArrayFileOps):
+    """buffer_percent: 0..100 (default 50), see the module's doc."""
+
+    observes = False
+
+    def show(self, f):
+        return "%d\n" % f.data.buffer_percent
+
+    def write(self, f, data):
+        val = _ulong(data)
+        if val > 100:
+            raise KernelError(errno.EINVAL)
+        f.data.buffer_percent = val
+        return len(data)
+
+
+def marker_writer(tr, f) -> tuple[int, int]:
+    """Where and when the writer of a marker runs its write: (CPU, ns).
+    Everything the machine did before is traced first; the writer's comm
+    is saved (``record-cmd``)."""
+    k = tr.kernel
+    if tr.flag("record-cmd"):
+        tr.tracing.save_cmdline(f.pid)
+    cpu, ts = 0, k.sim_time
+    if k.driver is not None and f.pid:
+        # the writer runs on a CPU of the simulated machine for its write
+        comm = tr.tracing.savedcmd.find(f.pid)
+        cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
+        k.advance_to(ts + 1)
+    return cpu, ts
+
+
+def raw_data_shown(size: int) -> int:
+    """Bytes of buf[] the trace shows for a raw_data entry of ``size``
+    reserved bytes: the event's data length (``ring_buffer_event_length()``
+    of the reserved event) less the id and the entry header."""
+    length = event_length(size)
+    data = length - 4 if length - 4 <= RB_MAX_SMALL_DATA + 4 else length - 8
+    return data - RAW_DATA_HDR
+
+
+class TraceMarkerRawOps(ArrayFileOps):
+    """trace_marker_raw: a write of a 4-byte id (native endian) and data
+    becomes one TRACE_RAW_DATA entry; too short or too long for one event
+    is EINVAL, never cut (``tracing_mark_raw_write()``)."""
+
+    def write(self, f, data):
+        tr = f.data
+        if not tr.flag("markers"):
+            raise KernelError(errno.EINVAL)
+        cnt = len(data)
+        if cnt < 4:
+            raise KernelError(errno.EINVAL)
+        size = RAW_DATA_HDR + cnt
+        if cnt < FAULT_SIZE_ID:
+            size += FAULT_SIZE_ID - cnt
+        if size > tr.buffer.max_event_size():
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)
+        if not tr.recording():
+            raise KernelError(errno.EBADF)     # the reservation fails: "as if not open for write"
+        tr.ensure_expanded()
+        cpu, ts = marker_writer(tr, f)
+        buf = bytes(data[4:]).ljust(raw_data_shown(size), b"\0")
+        entry = (ts, te.TRACE_RAW_DATA, f.pid, 0, 0, int.from_bytes(data[:4], "little"), buf)
+        tr.write_entry(cpu, entry, size)
+        return cnt
+
+
+class SavedTgidsOps(FileOperations):
+    """saved_tgids (top level): ``pid tgid`` of the saved pids."""
+
+    def show(self, f):
+        return f.data.tracing.tgids.text()

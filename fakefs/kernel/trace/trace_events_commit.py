@@ -1,0 +1,139 @@
+"""The commit of a tracepoint hit into the trace arrays that see it
+(``trace_event_buffer_commit()``, ``event_triggers_call()`` of
+kernel/trace/trace_events_trigger.c, ``tracing_mark_write()``).
+
+:func:`trace_event_commit` is the one place where a hit goes into the
+arrays: the pid lists and the event filter (``TraceArray.event_ignored``),
+the triggers (``trace_events_trigger.py``), soft-disable and the
+``stacktrace`` option are handled there.  As the kernel does it: with no
+trigger needing the record (no filter, no post trigger) the triggers run
+first, before anything else, even for a soft-disabled event or while
+tracing is off; otherwise the record is built (whatever the buffer
+accepts), the triggers whose filter matches run (post triggers are held
+back), the record is committed unless soft-disabled or filtered out, and
+then the held-back ones run.  ``trace_marker`` writes go through
+:func:`trace_print_commit`.
+"""
+
+from __future__ import annotations
+
+from . import trace_entries as te
+from .trace_events_trigger import ETT_NONE, PRINT_EVENT, EventTriggers, TriggerData
+
+
+# --- the commit path ----------------------------------------------------------------
+
+def _run(data: TriggerData, tr, cpu, rec, stack) -> None:
+    """``data_ops_trigger()``"""
+    cmd = data.cmd
+    if data.counted and not cmd.count_func(data, tr):
+        return
+    cmd.trigger(data, tr, cpu, rec, stack)
+
+
+def event_triggers_call(tr, trig: EventTriggers, cpu, rec, stack) -> int:
+    """``event_triggers_call()`` with the record: the triggers whose filter
+    matches run, post triggers are returned (their types) for later."""
+    tt = ETT_NONE
+    for data in list(trig.triggers):
+        if data.paused:
+            continue
+        flt = data.filter
+        if flt is not None and not flt(rec, cpu):
+            continue
+        if data.cmd.post_trigger:
+            tt |= data.cmd.trigger_type
+            continue
+        _run(data, tr, cpu, rec, stack)
+    return tt
+
+
+def event_triggers_post_call(tr, trig: EventTriggers, tt: int, cpu, rec, stack) -> None:
+    for data in list(trig.triggers):
+        if not data.paused and data.cmd.trigger_type & tt:
+            _run(data, tr, cpu, rec, stack)
+
+
+def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack):
+    """A hit of ``ev`` (its record ``entry``, ``payload`` bytes) for the
+    arrays ``trs`` that see it (event enabled and not soft-disabled, CPU in
+    tracing_cpumask; or with triggers on it).  ``stack`` is the hit's stack
+    or a function making it, called at most once; it is returned as made."""
+    for tr in trs:
+        trig = tr.event_triggers.get(ev)
+        if trig is not None:
+            stack = _commit_triggered(tr, trig, ev, cpu, entry, payload, stack)
+            continue
+        if tr.event_ignored(ev, entry, cpu):
+            continue
+        if tr.write_entry(cpu, entry, payload) and tr.flag("stacktrace"):
+            stack = _stack(tr, cpu, entry, stack)
+    return stack
+
+
+def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
+    on_cpu = tr.cpumask >> cpu & 1
+    if not trig.cond:
+        # trace_trigger_soft_disabled(): they all run first, whatever follows
+        soft_off = ev in tr.soft_disabled
+        for data in list(trig.triggers):
+            if not data.paused:
+                _run(data, tr, cpu, entry, stack)
+        if soft_off or not on_cpu or tr.event_ignored(ev, entry, cpu):
+            return stack
+        if tr.write_entry(cpu, entry, payload) and tr.flag("stacktrace"):
+            stack = _stack(tr, cpu, entry, stack)
+        return stack
+    # set_event_pid leaves it out before the record is made; else it is
+    # reserved in the buffer (or in a scratch buffer when the buffer refuses
+    # it: off, paused, CPU left out), the triggers see it, and it is
+    # committed where it was reserved, even if a trigger has switched
+    # tracing or swapped the buffers since
+    if tr.event_pids.ignore(ev.tracepoint, entry):
+        return stack
+    into = tr.buffer.cpus[cpu] if on_cpu and tr.recording() else None
+    tt = event_triggers_call(tr, trig, cpu, entry, stack)
+    if into is not None and ev not in tr.soft_disabled:
+        flt = tr.event_filters.get(ev)
+        if (flt is None or flt(entry, cpu)) and tr.write_entry(cpu, entry, payload, into) \
+                and tr.flag("stacktrace"):
+            stack = _stack(tr, cpu, entry, stack)
+    if tt:
+        event_triggers_post_call(tr, trig, tt, cpu, entry, stack)
+    return stack
+
+
+def _stack(tr, cpu, entry, stack):
+    """The ``stacktrace`` option's stack after an entry; the stack made."""
+    if callable(stack):
+        stack = stack()
+    tr.trace_stack(cpu, entry[0], entry[2], entry[3], entry[4], stack)
+    return stack
+
+
+def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> None:
+    """``tracing_mark_write()`` after its reserve: the triggers of
+    ``ftrace/print`` see the record with ``buf`` as written (before a
+    newline is added), then the entry is committed where it was reserved,
+    then the post triggers run."""
+    trig = tr.event_triggers.get(PRINT_EVENT)
+    if trig is None or not tr.recording():      # (a paused buffer: no reserve)
+        tr.write_entry(cpu, entry, payload)
+        return
+    into = tr.buffer.cpus[cpu]
+    rec = (entry[0], te.TRACE_PRINT, entry[2], entry[3], entry[4], (entry[5], buf), None)
+    tt = event_triggers_call(tr, trig, cpu, rec, stack)
+    tr.write_entry(cpu, entry, payload, into)
+    if tt:
+        event_triggers_post_call(tr, trig, tt, cpu, rec, stack)
+
+
+# the path of a write(2) to trace_marker, innermost first
+MARKER_PATH = ("tracing_mark_write", "vfs_write", "ksys_write", "__x64_sys_write",
+               "x64_sys_call", "do_syscall_64", "entry_SYSCALL_64_after_hwframe")
+
+
+def marker_stack(kernel) -> tuple:
+    """The kernel stack of a trace_marker write (what ``stacktrace`` shows)."""
+    ks = kernel.kallsyms
+    return tuple(a for a in map(ks.addr_of, MARKER_PATH) if a)

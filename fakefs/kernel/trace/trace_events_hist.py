@@ -1,0 +1,449 @@
+"""Hist triggers (kernel/trace/trace_events_hist.c): the ``hist`` event
+command and the ``hist`` file.
+
+API for the trigger framework (``trace_events_trigger.py``)
+------------------------------------------------------------
+* ``HistRegistry()`` — one per ``Tracing``: the kernel-wide list of named
+  triggers (``named_triggers``), shared by all trace arrays.
+* ``event_hist_trigger_parse(reg, tr, ev, glob, param, triggers, fields=None,
+  set_filter=None) -> HistOp`` — the command's ``parse``: ``glob`` is
+  ``"hist"`` or ``"!hist"``, ``param`` the text after ``hist:`` as
+  ``trigger_process_regex()`` hands it over (None when there is none),
+  ``triggers`` the event file's hist triggers in list order.  Raises
+  ``KernelError`` (after logging to ``tr``'s error_log as stock does), or
+  returns ``HistOp(kind, trigger)``:
+
+  - ``"add"``: append ``trigger`` at the *tail* of the event's trigger list
+    and enable the event in soft mode (``hist_trigger_enable``);
+  - ``"remove"``: ``!hist:...`` matched ``trigger``; it was freed, take it
+    off the list (and drop the soft-mode reference);
+  - ``"none"``: nothing to add or remove (``pause``/``cont``/``clear`` of an
+    existing trigger, or ``!hist`` matching nothing: success as stock).
+  ``fields`` defaults to ``event_fields(ev)``; ``set_filter(text)`` compiles
+  the trigger's ``if`` filter (default: the event filter language, errors
+  logged as ``event filter parse error``); ``ftrace_print_fields()`` are
+  those of ``ftrace/print``.
+* ``HistTrigger.hit(entry, cpu, stack=None)`` — the event fired (called
+  after the record exists: hist is a post-record trigger with
+  ``EVENT_CMD_FL_NEEDS_REC``).  Paused triggers and entries the filter
+  rejects are skipped here.  ``stack`` (return addresses, innermost
+  first) is only read for ``stacktrace`` keys; without it they are 0.
+* ``HistTrigger.listing()`` — the trigger file line (``...[active]\\n``).
+* ``HistTrigger.free()`` — when the framework drops a trigger without
+  ``!hist`` (O_TRUNC of the trigger file: ``hist_unreg_all``, or the event
+  going away).
+* ``HistTrigger.pause()/cont()/clear()`` — as ``enable_hist``/``disable_hist``
+  and ``:pause``/``:cont``/``:clear`` do.
+* ``hist_text(tr, triggers) -> str`` — the ``hist`` file of an event.
+"""
+
+from __future__ import annotations
+
+import errno
+import zlib
+
+from ..fs.pseudo import KernelError
+from .trace_clock import clock_in_ns
+from .trace_events_filter import filters_of
+from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STATIC_STRING, GENERIC,
+                                         Field, event_fields)
+from .trace_events_filter_parse import ERR_TEXT as FILTER_ERR_TEXT, FILT_ERR_ERRNO, FilterError
+from .trace_events_hist_data import create_actions, create_hist_data, hist_data_match, parse_hist_trigger_attrs
+from .trace_events_hist_fields import (FL_STACKTRACE, FL_STRING, FL_VAR,
+                                       HIST_STACKTRACE_DEPTH, U64, HistErr, binary_op)
+from .trace_events_hist_output import Symbols, hist_trigger_show, trigger_listing
+
+FILTER_ERR_LOC = "event filter parse error"
+# where a string would sit in a record: what a string value sums to
+_STR_ADDR_BASE = 0xffff888100000000
+
+
+class HistRegistry:
+    """The kernel's ``named_triggers`` list (newest first)."""
+
+    def __init__(self):
+        self.named: list = []
+
+    def find_named(self, name):
+        for t in self.named:
+            if t.named_data is None and t.name == name:
+                return t
+        return None
+
+    def is_named(self, t) -> bool:
+        return any(n is t for n in self.named)
+
+    def save(self, name: str, t) -> None:
+        t.name = name
+        self.named.insert(0, t)
+
+    def delete(self, t) -> None:
+        t.name = None
+        self.named = [n for n in self.named if n is not t]
+
+
+class HistOp:
+    def __init__(self, kind: str, trigger=None):
+        self.kind = kind
+        self.trigger = trigger
+
+
+def _comm_of(tr):
+    k = tr.kernel
+    sched, savedcmd = k.sched, tr.tracing.savedcmd
+
+    def comm(pid):
+        if not pid:
+            return "<idle>"
+        t = sched.find(pid)
+        if t is not None:
+            return t.comm
+        return savedcmd.lookup(pid) or "<...>"
+    return comm
+
+
+def _order_base_2(v: int) -> int:
+    return (v - 1).bit_length() if v > 1 else 0
+
+
+def _as_u64(v) -> int:
+    """A value the entry keeps in another form, as the record holds it."""
+    if isinstance(v, str):
+        return _STR_ADDR_BASE + (zlib.crc32(v.encode("latin-1", "replace")) << 4)
+    return int(v)
+
+
+class _Compiler:
+    """Evaluators of hist fields over entries of one event."""
+
+    def __init__(self, tr, hd, fields: dict):
+        self.hd = hd
+        self.fields = fields
+        env = {"comm": _comm_of(tr)}
+        for f in fields.values():
+            if f.conv is not None:
+                env["cv_" + f.name] = f.conv
+        self.env = env
+
+    def read(self, field):
+        """The value of event field ``field`` (by name on this event)."""
+        f = self.fields.get(field.name, field)
+        return eval("lambda e, a, cpu: " + f.expr, self.env)
+
+    def build(self, hf):
+        fn = hf.fn
+        if fn == "counter":
+            return lambda e, a, cpu, elt: 1
+        if fn == "const":
+            c = hf.constant
+            return lambda e, a, cpu, elt: c
+        if fn == "cpu":
+            return lambda e, a, cpu, elt: cpu
+        if fn == "execname":
+            return lambda e, a, cpu, elt: elt.private
+        if fn == "timestamp":
+            hd = self.hd
+            return lambda e, a, cpu, elt: (
+                (e[0] + 500) // 1000
+                if hd.ts_in_usecs and clock_in_ns(hd.tr.clock) else e[0])
+        if fn in ("log2", "bucket", "uminus"):
+            g = self.build(hf.operands[0])
+            if fn == "log2":
+                return lambda e, a, cpu, elt: _order_base_2(g(e, a, cpu, elt))
+            if fn == "uminus":
+                return lambda e, a, cpu, elt: -g(e, a, cpu, elt) & U64
+            b = hf.buckets
+            return lambda e, a, cpu, elt: g(e, a, cpu, elt) // b * b
+        if fn in ("plus", "minus", "mult", "div", "div_power2", "div_not_power2",
+                  "div_mult_shift"):
+            g1, g2 = self.build(hf.operands[0]), self.build(hf.operands[1])
+            d = hf.operands[1]
+            return lambda e, a, cpu, elt: binary_op(fn, g1(e, a, cpu, elt), g2(e, a, cpu, elt), d)
+        if fn == "string":
+            r = self.read(hf.field)
+            return lambda e, a, cpu, elt: str(r(e, a, cpu)).encode("latin-1", "replace")
+        if fn[0] in "su" and fn[1:].isdigit():
+            r = self.read(hf.field)
+            bits = int(fn[1:])
+            mask, sign = (1 << bits) - 1, 1 << (bits - 1)
+            if fn[0] == "s":
+                return lambda e, a, cpu, elt: (((_as_u64(r(e, a, cpu)) & mask) ^ sign) - sign) & U64
+            return lambda e, a, cpu, elt: _as_u64(r(e, a, cpu)) & mask
+        return lambda e, a, cpu, elt: 0
+
+
+def _key_part(hf, v, stack):
+    """(key value, its bytes in the compound key) of key field ``hf``."""
+    if hf.flags & FL_STACKTRACE:
+        frames = tuple(stack or ())[:HIST_STACKTRACE_DEPTH]
+        frames += (0,) * (HIST_STACKTRACE_DEPTH - len(frames))
+        return frames, b"".join(x.to_bytes(8, "little") for x in frames)
+    if hf.flags & FL_STRING:
+        s = v.split(b"\0", 1)[0][:hf.size - 1]
+        return s, s.ljust(hf.size, b"\0")
+    return v, v.to_bytes(8, "little")
+
+
+class HistTrigger:
+    """One hist trigger on one event (``struct event_trigger_data`` whose
+    private data is the histogram, shared by the triggers of one name)."""
+
+    def __init__(self, reg: HistRegistry, tr, ev, hist, fields: dict):
+        self.reg = reg
+        self.tr = tr
+        self.ev = ev
+        self.hist = hist
+        self.fields = fields
+        self.name = None            # "name=<name>" once registered as named
+        self.named_data = None      # the named trigger whose histogram this shares
+        self.ref = 0
+        self.paused = False
+        self.filter_str = None
+        self.filter = None
+        self.comm = _comm_of(tr)
+        self._keys: list = []
+        self._vals: list = []
+        self._compile()
+
+    def _compile(self) -> None:
+        hd = self.hist
+        c = _Compiler(self.tr, hd, self.fields)
+        self._keys = [(hf, c.build(hf)) for hf in hd.key_fields]
+        self._vals = [(i, hf, c.build(hf)) for i, hf in enumerate(hd.fields[:hd.n_vals])]
+
+    def share(self, named) -> None:
+        """Use the histogram of named trigger ``named``."""
+        self.named_data = named
+        self.hist = named.hist
+        self._compile()
+
+    # -- event_hist_trigger -------------------------------------------------
+    def hit(self, entry, cpu: int, stack=None) -> None:
+        if self.paused:
+            return
+        if self.filter is not None and not self.filter(entry, cpu):
+            return
+        a = entry[5]
+        key, raw = [], []
+        for hf, g in self._keys:
+            v = None if hf.flags & FL_STACKTRACE else g(entry, a, cpu, None)
+            k, b = _key_part(hf, v, stack)
+            key.append(k)
+            raw.append(b)
+        hd = self.hist
+        new_private = None
+        if hd.has_execname():
+            comm, pid = self.comm, entry[2]
+            new_private = lambda: comm(pid)[:15].encode("latin-1", "replace")  # noqa: E731
+        m = hd.map
+        elt = m.insert(tuple(key), b"".join(raw), new_private)
+        if elt is None:
+            return
+        for i, hf, g in self._vals:
+            v = g(entry, a, cpu, elt)
+            if hf.flags & FL_VAR:
+                m.set_var(elt, hf.var_idx, v)
+            else:
+                m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(_cstr(v)))
+
+    # -- state -----------------------------------------------------------------
+    def listing(self) -> str:
+        return trigger_listing(self)
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def cont(self) -> None:
+        self.paused = False
+
+    def clear(self) -> None:
+        self.hist.map.clear()
+
+    def init(self) -> None:
+        """``event_hist_trigger_init`` / ``_named_init``."""
+        named = self.named_data
+        if named is not None:
+            named.init()
+            self.ref += 1
+            self.reg.save(named.name, self)
+            return
+        if not self.ref and self.hist.attrs.name:
+            self.reg.save(self.hist.attrs.name, self)
+        self.ref += 1
+
+    def free(self) -> None:
+        """``event_hist_trigger_free`` / ``_named_free``."""
+        if self.ref <= 0:
+            return
+        if self.named_data is not None:
+            self.named_data.free()
+        self.ref -= 1
+        if not self.ref and self.name:
+            self.reg.delete(self)
+
+
+def _cstr(b: bytes) -> str:
+    return b.decode("latin-1")
+
+
+def hist_trigger_match(reg: HistRegistry, data: HistTrigger, test: HistTrigger, named,
+                       ignore_filter: bool) -> bool:
+    if named is not None and named is not test and named is not test.named_data:
+        return False
+    if named is None and reg.is_named(test):
+        return False
+    if not ignore_filter and (data.filter_str is None) != (test.filter_str is None):
+        return False
+    if not hist_data_match(data.hist, test.hist):
+        return False
+    if not ignore_filter and data.filter_str is not None and data.filter_str != test.filter_str:
+        return False
+    return True
+
+
+def _separate_filter(param: str):
+    """(trigger text, filter text starting with ``if`` or None)."""
+    p = 0
+    while True:
+        p = param.find("if", p)
+        if p < 0:
+            return param, None
+        if p == 0:
+            raise KernelError(errno.EINVAL)
+        if param[p - 1] not in " \t":
+            p += 1
+            continue
+        if p >= len(param) - 3:
+            raise KernelError(errno.EINVAL)
+        if param[p + 2] not in " \t":
+            p += 1
+            continue
+        return param[:p - 1].strip(), param[p:].strip()
+
+
+def _event_filter(tr, ev):
+    def set_filter(text: str):
+        try:
+            return filters_of(tr).build(ev, text)
+        except FilterError as e:
+            if e.lasterr > 0:
+                tr.log_err(FILTER_ERR_LOC, text, FILTER_ERR_TEXT, e.lasterr, e.pos)
+            else:
+                tr.log_err(FILTER_ERR_LOC, text, FILTER_ERR_TEXT, FILT_ERR_ERRNO, 0)
+            raise KernelError(e.errno)
+    return set_filter
+
+
+def _set_trigger_filter(t: HistTrigger, text: str, set_filter) -> None:
+    """``set_trigger_filter()``: ``text`` is ``if <filter>``."""
+    cut = min((i for i in (text.find(" "), text.find("\t")) if i >= 0), default=-1)
+    if cut < 0 or text[:cut] != "if":
+        raise KernelError(errno.EINVAL)
+    rest = text[cut + 1:]
+    t.filter = set_filter(rest)
+    t.filter_str = rest
+
+
+def _set_clock(err: HistErr, tr, clock: str) -> None:
+    """``tracing_set_clock()`` (a new clock empties the buffers)."""
+    try:
+        tr.set_clock(clock)
+    except KernelError:
+        err.fail("SET_CLOCK_FAIL", clock)
+
+
+def _update_only(reg, t: HistTrigger, triggers: list) -> bool:
+    """``existing_hist_update_only()``: pause, continue or clear."""
+    attrs = t.hist.attrs
+    if not (attrs.pause or attrs.cont or attrs.clear):
+        return False
+    named = reg.find_named(attrs.name) if attrs.name else None
+    if named is not None and not hist_trigger_match(reg, t, named, named, True):
+        return False
+    if attrs.name and named is None:
+        return False
+    for test in triggers:
+        if hist_trigger_match(reg, t, test, named, False):
+            if attrs.pause:
+                test.pause()
+            elif attrs.cont:
+                test.cont()
+            else:
+                test.clear()
+            return True
+    return False
+
+
+def _register(reg, err: HistErr, t: HistTrigger, triggers: list) -> HistOp:
+    """``hist_register_trigger()`` and the trigger's ``init``."""
+    hd = t.hist
+    attrs = hd.attrs
+    named = reg.find_named(attrs.name) if attrs.name else None
+    if named is not None and not hist_trigger_match(reg, t, named, named, True):
+        err.fail("NAMED_MISMATCH", attrs.name)
+    if not (attrs.name and named is None):
+        for test in triggers:
+            if hist_trigger_match(reg, t, test, named, False):
+                err.fail("TRIGGER_EEXIST", 0, errno.EEXIST)
+    if attrs.cont or attrs.clear:
+        err.fail("TRIGGER_ENOENT_CLEAR", 0, errno.ENOENT)
+    if attrs.pause:
+        t.paused = True
+    if named is not None:
+        t.share(named)
+    if hd.enable_timestamps:
+        _set_clock(err, t.tr, attrs.clock)
+    t.init()
+    return HistOp("add", t)
+
+
+def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, triggers: list,
+                             fields: dict | None = None, set_filter=None) -> HistOp:
+    """The ``hist`` command (see the module's doc)."""
+    if param is None:
+        raise KernelError(errno.EINVAL)
+    err = HistErr(tr, ev.system, ev.name, param)
+    remove = glob.startswith("!")
+    param, filter_text = _separate_filter(param)
+    param = param.replace(".sym-offset", ".symXoffset")
+    attrs = parse_hist_trigger_attrs(err, param)
+    if fields is None:
+        fields = event_fields(ev)
+    hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers])
+    t = HistTrigger(reg, tr, ev, hd, fields)
+    if filter_text is not None:
+        _set_trigger_filter(t, filter_text, set_filter or _event_filter(tr, ev))
+    if remove:
+        named = reg.find_named(attrs.name) if attrs.name else None
+        for test in triggers:
+            if hist_trigger_match(reg, t, test, named, False):
+                test.free()
+                return HistOp("remove", test)
+        return HistOp("none")
+    if _update_only(reg, t, triggers):
+        return HistOp("none")
+    create_actions(err, hd)
+    return _register(reg, err, t, triggers)
+
+
+def ftrace_print_fields() -> dict:
+    """The fields of ``ftrace/print`` (``struct print_entry``: ``ip`` and the
+    ``char buf[]`` of size 0, which a hist cannot use) over the records
+    its triggers see, ``(ts, TRACE_PRINT, pid, flags, pc, (ip, buf), None)``
+    (``trace_events_commit.trace_print_commit``)."""
+    out = {"ip": Field("ip", "unsigned long", 8, 0, FILTER_OTHER, "a[0]"),
+           "buf": Field("buf", "char[]", 0, 0, FILTER_STATIC_STRING, "a[1]")}
+    for f in GENERIC + COMMON:
+        out.setdefault(f.name, f)
+    return out
+
+
+def hist_text(tr, triggers: list) -> str:
+    """``hist_show()``: the ``hist`` file of an event with these hist
+    triggers (in the event's trigger-list order)."""
+    sym = Symbols(tr.kernel.kallsyms, tr.tracing.events)
+    return "".join(hist_trigger_show(t, n, sym) for n, t in enumerate(triggers))
+
+
+__all__ = ["ftrace_print_fields", "HistOp", "HistRegistry", "HistTrigger", "event_hist_trigger_parse",
+           "hist_text"]

@@ -1,0 +1,122 @@
+"""The state a kprobe sees at a hit (``struct pt_regs`` and the stack).
+
+The walk gives a call's stack of return addresses; the rest is drawn,
+deterministically from the function and the instant, the way a kernel
+looks: the argument registers hold pointers into the direct map and small
+numbers, ``sp`` points into the task's 16 KiB kernel stack, whose words
+are saved registers and locals between the return addresses of the
+calls.  At the function's entry ``*sp`` is the return address (``$stack0``),
+inside its body the registers it pushed come first.  A call the model
+makes itself (``call``: arguments and memory regions, e.g. the name string
+``eventfs_create_dir()`` gets) puts its own values in the argument
+registers and memory.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from ..sched import Task
+from .trace_probe import REGISTERS
+from .trace_probe_tmpl import (M64, THREAD_SIZE, ProbeMemory, ProbeRegs, mix64,
+                               plausible_word)
+
+STACK_AREA = 0xffffc90000000000          # vmalloc'ed kernel stacks
+STACK_WORDS = 64                         # words of stack a probe can see here
+ARG_REGS = ("di", "si", "dx", "cx", "r8", "r9")
+
+
+class ModelCall:
+    """A call the simulated kernel makes itself: argument values and the
+    memory they point to ({address: bytes})."""
+
+    def __init__(self, args=(), regions=None):
+        self.args = tuple(args)
+        self.regions = dict(regions or {})
+
+
+def caller_task(kernel, pid: int):
+    """The task of a process using the files: the simulated one with that
+    pid, else the host's process (its comm saved for the trace)."""
+    task = kernel.sched.find(pid) if pid else None
+    if task is None:
+        lookup = kernel.host_comm
+        task = Task(pid, (lookup(pid) if lookup and pid else None) or "<...>")
+        if kernel.tracing is not None:
+            kernel.tracing.save_cmdline(pid)
+    return task
+
+
+def _text(kernel) -> tuple[int, int]:
+    ks = kernel.kallsyms
+    lo = ks.addr_of("_stext") or 0xffffffff81000000
+    hi = ks.addr_of("_etext") or lo + 0x1000000
+    return lo, hi
+
+
+def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall | None) -> ProbeRegs:
+    """The registers, stack and memory at a hit of ``kp``."""
+    text = _text(kernel)
+    seed = mix64(zlib.crc32(kp.func_name.encode()) ^ (ts * 0x100 + cpu) ^ kernel.seed)
+    regs = {}
+    for i, name in enumerate(REGISTERS):
+        regs[name] = plausible_word(mix64(seed + i), *text)
+    if call is not None:
+        for name, val in zip(ARG_REGS, call.args):
+            regs[name] = val & M64
+    regs.update(ip=kp.addr, flags=0x246, cs=0x10, ss=0x18, ds=0, es=0, fs=0, gs=0,
+                orig_ax=M64)
+    base = STACK_AREA | (mix64(task.pid ^ kernel.seed) & 0xffffff) << 14
+    depth = min(len(stack), 40)
+    sp = base + THREAD_SIZE - 8 * (STACK_WORDS + 6 * depth) - 8 * (mix64(seed) & 7)
+    regs["sp"] = sp
+    regs["bp"] = sp + 8 * (4 + (mix64(seed ^ 1) & 7))
+    words = _stack_words(kp, seed, stack, text)
+    mem = ProbeMemory(kernel.seed, text, call.regions if call is not None else None,
+                      (sp, words))
+    comm = task.comm if task.pid else "swapper/%d" % cpu
+    return ProbeRegs(regs, words, comm, mem, kernel.kallsyms)
+
+
+def _stack_words(kp, seed: int, stack: tuple, text) -> list:
+    """``$stack0..``: at the entry the return address first; in the body
+    the registers the function pushed (one to four), then it; every few
+    words further the return address of the next caller."""
+    words = []
+    entry = kp.func_offset <= 4 or kp.ftrace
+    if not entry:
+        pushes = 1 + zlib.crc32(kp.func_name.encode()) % 4
+        words += [plausible_word(mix64(seed + 100 + i), *text) for i in range(pushes)]
+    callers = list(stack[1:]) or [0]
+    k = 0
+    while len(words) < STACK_WORDS:
+        words.append(callers[k] if k < len(callers) else plausible_word(mix64(seed + 200 + k), *text))
+        k += 1
+        gap = 1 + mix64(seed + 300 + k) % 6
+        words += [plausible_word(mix64(seed + 400 + 8 * k + i), *text) for i in range(gap)]
+    return words[:STACK_WORDS]
+
+
+def return_regs(regs: ProbeRegs, entry_args: list, kp) -> ProbeRegs:
+    """At the function's return: ``$retval`` in ax, the entry arguments a
+    return probe kept (``$argN``), the caller's stack (past the return
+    address)."""
+    edata = [regs.arg(n) for n in entry_args]
+    retval = _retval(kp, regs.regs["ax"])
+    out = ProbeRegs(dict(regs.regs, ax=retval, sp=regs.regs["sp"] + 8), regs.stack[1:], regs.comm,
+                    regs.mem, regs.kallsyms, retval, edata)
+    return out
+
+
+def _retval(kp, ax: int) -> int:
+    """Mostly 0 or a small number (a count, an id), now and then a pointer
+    or a negative errno."""
+    m = mix64(ax)
+    kind = m % 10
+    if kind < 4:
+        return 0
+    if kind < 7:
+        return (m >> 20) % 4096
+    if kind < 9:
+        return ax
+    return (-(1 + (m >> 20) % 40)) & M64

@@ -1,0 +1,595 @@
+"""Probe event arguments (kernel/trace/trace_probe.c, trace_probe.h).
+
+What kprobe events share with the other probe events: the error log of a
+probe command (``ProbeLog``: the ``ERRORS`` texts, the command re-joined
+from its words and the caret under the failing word), event and group
+names, and the fetch arguments: ``[name=]fetcharg[:type]`` parsed into a
+``ProbeArg`` (a list of fetch instructions, a type, an array count) with
+the kernel's checks, error positions and errnos, the event fields and
+print format they give, and their evaluation against the state of a hit
+(``ProbeRegs``, ``trace_kprobe_regs.py``).
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..params import RangeError, kstrtoul
+
+ERRORS = [
+    ("FILE_NOT_FOUND", "Failed to find the given file"),
+    ("NO_REGULAR_FILE", "Not a regular file"),
+    ("BAD_REFCNT", "Invalid reference counter offset"),
+    ("REFCNT_OPEN_BRACE", "Reference counter brace is not closed"),
+    ("BAD_REFCNT_SUFFIX", "Reference counter has wrong suffix"),
+    ("BAD_UPROBE_OFFS", "Invalid uprobe offset"),
+    ("BAD_MAXACT_TYPE", "Maxactive is only for function exit"),
+    ("BAD_MAXACT", "Invalid maxactive number"),
+    ("MAXACT_TOO_BIG", "Maxactive is too big"),
+    ("BAD_PROBE_ADDR", "Invalid probed address or symbol"),
+    ("NON_UNIQ_SYMBOL", "The symbol is not unique"),
+    ("BAD_RETPROBE", "Retprobe address must be an function entry"),
+    ("NO_TRACEPOINT", "Tracepoint is not found"),
+    ("BAD_TP_NAME", "Invalid character in tracepoint name"),
+    ("BAD_ADDR_SUFFIX", "Invalid probed address suffix"),
+    ("NO_GROUP_NAME", "Group name is not specified"),
+    ("GROUP_TOO_LONG", "Group name is too long"),
+    ("BAD_GROUP_NAME", "Group name must follow the same rules as C identifiers"),
+    ("NO_EVENT_NAME", "Event name is not specified"),
+    ("EVENT_TOO_LONG", "Event name is too long"),
+    ("BAD_EVENT_NAME", "Event name must follow the same rules as C identifiers"),
+    ("EVENT_EXIST", "Given group/event name is already used by another event"),
+    ("RETVAL_ON_PROBE", "$retval is not available on probe"),
+    ("NO_RETVAL", "This function returns 'void' type"),
+    ("BAD_STACK_NUM", "Invalid stack number"),
+    ("BAD_ARG_NUM", "Invalid argument number"),
+    ("BAD_VAR", "Invalid $-variable specified"),
+    ("BAD_REG_NAME", "Invalid register name"),
+    ("BAD_MEM_ADDR", "Invalid memory address"),
+    ("BAD_IMM", "Invalid immediate value"),
+    ("IMMSTR_NO_CLOSE", "String is not closed with '\"'"),
+    ("FILE_ON_KPROBE", "File offset is not available with kprobe"),
+    ("BAD_FILE_OFFS", "Invalid file offset value"),
+    ("SYM_ON_UPROBE", "Symbol is not available with uprobe"),
+    ("TOO_MANY_OPS", "Dereference is too much nested"),
+    ("DEREF_NEED_BRACE", "Dereference needs a brace"),
+    ("BAD_DEREF_OFFS", "Invalid dereference offset"),
+    ("DEREF_OPEN_BRACE", "Dereference brace is not closed"),
+    ("COMM_CANT_DEREF", "$comm can not be dereferenced"),
+    ("BAD_FETCH_ARG", "Invalid fetch argument"),
+    ("ARRAY_NO_CLOSE", "Array is not closed"),
+    ("BAD_ARRAY_SUFFIX", "Array has wrong suffix"),
+    ("BAD_ARRAY_NUM", "Invalid array size"),
+    ("ARRAY_TOO_BIG", "Array number is too big"),
+    ("BAD_TYPE", "Unknown type is specified"),
+    ("BAD_STRING", "String accepts only memory argument"),
+    ("BAD_SYMSTRING", "Symbol String doesn't accept data/userdata"),
+    ("BAD_BITFIELD", "Invalid bitfield"),
+    ("ARG_NAME_TOO_LONG", "Argument name is too long"),
+    ("NO_ARG_NAME", "Argument name is not specified"),
+    ("BAD_ARG_NAME", "Argument name must follow the same rules as C identifiers"),
+    ("USED_ARG_NAME", "This argument name is already used"),
+    ("ARG_TOO_LONG", "Argument expression is too long"),
+    ("NO_ARG_BODY", "No argument expression"),
+    ("BAD_INSN_BNDRY", "Probe point is not an instruction boundary"),
+    ("FAIL_REG_PROBE", "Failed to register probe event"),
+    ("DIFF_PROBE_TYPE", "Probe type is different from existing probe"),
+    ("DIFF_ARG_TYPE", "Argument type or name is different from existing probe"),
+    ("SAME_PROBE", "There is already the exact same probe event"),
+    ("NO_EVENT_INFO", "This requires both group and event name to attach"),
+    ("BAD_ATTACH_EVENT", "Attached event does not exist"),
+    ("BAD_ATTACH_ARG", "Attached event does not have this field"),
+    ("NO_EP_FILTER", "No filter rule after 'if'"),
+    ("NOSUP_BTFARG", "BTF is not available or not supported"),
+    ("NO_BTFARG", "This variable is not found at this probe point"),
+    ("NO_BTF_ENTRY", "No BTF entry for this probe point"),
+    ("BAD_VAR_ARGS", "$arg* must be an independent parameter without name etc."),
+    ("NOFENTRY_ARGS", "$arg* can be used only on function entry or exit"),
+    ("DOUBLE_ARGS", "$arg* can be used only once in the parameters"),
+    ("ARGS_2LONG", "$arg* failed because the argument list is too long"),
+    ("ARGIDX_2BIG", "$argN index is too big"),
+    ("NO_PTR_STRCT", "This is not a pointer to union/structure."),
+    ("NOSUP_DAT_ARG", "Non pointer structure/union argument is not supported."),
+    ("BAD_HYPHEN", "Failed to parse single hyphen. Forgot '>'?"),
+    ("NO_BTF_FIELD", "This field is not found."),
+    ("BAD_BTF_TID", "Failed to get BTF type info."),
+    ("BAD_TYPE4STR", "This type does not fit for string."),
+    ("NEED_STRING_TYPE", "$comm and immediate-string only accepts string type"),
+    ("EVENT_TOO_BIG", "Event too big (too many fields?)"),
+]
+ERR_TEXTS = [text for _name, text in ERRORS]
+ERR = {name: i for i, (name, _text) in enumerate(ERRORS)}
+
+MAX_TRACE_ARGS = 128
+MAX_ARGSTR_LEN = 63
+MAX_ARRAY_LEN = 64
+MAX_ARG_NAME_LEN = 32
+MAX_EVENT_NAME_LEN = 64
+MAX_PROBE_EVENT_SIZE = 3072
+MAX_STRING_SIZE = 4096            # PATH_MAX
+FETCH_INSN_MAX = 16
+PARAM_MAX_STACK = 16384 // 8      # THREAD_SIZE / sizeof(unsigned long)
+FAULT_STRING = "(fault)"
+FIELD_STRING_IP = "__probe_ip"
+FIELD_STRING_RETIP = "__probe_ret_ip"
+FIELD_STRING_FUNC = "__probe_func"
+RESERVED_FIELD_NAMES = ("common_type", "common_flags", "common_preempt_count", "common_pid",
+                        "common_tgid", FIELD_STRING_IP, FIELD_STRING_RETIP, FIELD_STRING_FUNC)
+# x86_64 pt_regs (regoffset_table)
+REGISTERS = ("r15", "r14", "r13", "r12", "r11", "r10", "r9", "r8", "bx", "cx", "dx", "si",
+             "di", "bp", "ax", "ds", "es", "fs", "gs", "orig_ax", "ip", "cs", "flags", "sp",
+             "ss")
+
+# parse context flags (TPARG_FL_*)
+FL_RETURN = 1
+FL_KERNEL = 2
+FL_FENTRY = 4
+FL_LOC_MASK = FL_RETURN | FL_KERNEL | FL_FENTRY
+
+
+def is_function_entry(flags: int) -> bool:
+    return flags & FL_LOC_MASK == FL_KERNEL | FL_FENTRY
+
+
+def is_function_return(flags: int) -> bool:
+    return flags & FL_LOC_MASK == FL_KERNEL | FL_RETURN
+
+
+class ProbeError(Exception):
+    """A probe command failed with ``errno`` (its error_log entry is made)."""
+
+    def __init__(self, err: int):
+        super().__init__(err)
+        self.errno = err
+
+
+class ProbeLog:
+    """``trace_probe_log``: the words of the command being parsed and the
+    index of the one being looked at; ``err()`` logs an error there."""
+
+    def __init__(self, tr, subsystem: str, argv: list[str]):
+        self.tr = tr
+        self.subsystem = subsystem
+        self.argv = argv
+        self.index = 0
+
+    def set_index(self, index: int) -> None:
+        self.index = index
+
+    def err(self, offset: int, name: str) -> None:
+        """``__trace_probe_log_err()``: the caret goes under word ``index``
+        plus ``offset``; past the last word, one past the command's end."""
+        argv = self.argv
+        pos = sum(len(a) + 1 for a in argv[:self.index])
+        if self.index >= len(argv):
+            pos, offset = sum(len(a) + 1 for a in argv), 0
+        self.tr.log_err(self.subsystem, " ".join(argv), ERR_TEXTS, ERR[name], pos + offset)
+
+    def fail(self, offset: int, name: str, err: int = errno.EINVAL):
+        self.err(offset, name)
+        return ProbeError(err)
+
+
+# --- names ----------------------------------------------------------------------
+
+def _good(name: str, hyphen: bool) -> bool:
+    if not name:
+        return False
+    first = name[0]
+    if not (first.isascii() and (first.isalpha() or first == "_" or (hyphen and first == "-"))):
+        return False
+    return all(c.isascii() and (c.isalnum() or c == "_" or (hyphen and c == "-")) for c in name[1:])
+
+
+def is_good_name(name: str) -> bool:
+    return _good(name, False)
+
+
+def is_good_system_name(name: str) -> bool:
+    return _good(name, True)
+
+
+def sanitize_event_name(name: str) -> str:
+    """``:``, ``.`` and ``*`` become ``_`` (all but the first character)."""
+    return name[:1] + "".join("_" if c in ":.*" else c for c in name[1:])
+
+
+def parse_event_name(text: str, log: ProbeLog, offset: int):
+    """``traceprobe_parse_event_name()``: (group or None, event or None)
+    of ``[GROUP/]EVENT``; a group with an empty event gives event None."""
+    slash = text.find("/")
+    if slash < 0:
+        slash = text.find(".")
+    group = None
+    event = text
+    if slash >= 0:
+        if slash == 0:
+            raise log.fail(offset, "NO_GROUP_NAME")
+        if slash + 1 > MAX_EVENT_NAME_LEN:
+            raise log.fail(offset, "GROUP_TOO_LONG")
+        group = text[:slash]
+        if not is_good_system_name(group):
+            raise log.fail(offset, "BAD_GROUP_NAME")
+        event = text[slash + 1:]
+        offset += slash + 1
+    if not event:
+        if slash >= 0:
+            return group, None
+        raise log.fail(offset, "NO_EVENT_NAME")
+    if len(event) >= MAX_EVENT_NAME_LEN:
+        raise log.fail(offset, "EVENT_TOO_LONG")
+    if not is_good_name(event):
+        raise log.fail(offset, "BAD_EVENT_NAME")
+    return group, event
+
+
+# --- numbers ---------------------------------------------------------------------
+
+def kstrtol(text: str, base: int = 0) -> int:
+    neg = text.startswith("-")
+    val = kstrtoul(text[1:] if neg else text, base)
+    if neg:
+        if val > 1 << 63:
+            raise RangeError(text)
+        return -val
+    if val >= 1 << 63:
+        raise RangeError(text)
+    return val
+
+
+def simple_strtoul(text: str, start: int = 0) -> tuple[int, int]:
+    """``simple_strtoul(s, &end, 0)``: (value, index after the digits)."""
+    i = start
+    base = 10
+    if text[i:i + 2].lower() == "0x" and i + 2 < len(text) and text[i + 2] in "0123456789abcdefABCDEF":
+        base, i = 16, i + 2
+    elif text[i:i + 1] == "0":
+        base = 8
+    digits = "0123456789abcdef"[:base]
+    val = 0
+    while i < len(text) and text[i].lower() in digits:
+        val = (val * base + int(text[i], 16)) & (1 << 64) - 1
+        i += 1
+    return val, i
+
+
+def split_symbol_offset(symbol: str):
+    """``traceprobe_split_symbol_offset()``: (symbol, offset); raises
+    ValueError for a bad offset."""
+    cut = min((i for i in (symbol.find("+"), symbol.find("-")) if i >= 0), default=-1)
+    if cut < 0:
+        return symbol, 0
+    return symbol[:cut], kstrtol(symbol[cut:].lstrip("+") if symbol[cut] == "+" else symbol[cut:])
+
+
+# --- fetch types -----------------------------------------------------------------
+
+class FetchType:
+    """``struct fetch_type``: name, size, signedness, print format and the
+    type the event's ``format`` shows."""
+
+    __slots__ = ("name", "size", "signed", "is_string", "fmt", "fmttype")
+
+    def __init__(self, name, size, signed, is_string, fmt, fmttype):
+        self.name = name
+        self.size = size
+        self.signed = signed
+        self.is_string = is_string
+        self.fmt = fmt
+        self.fmttype = fmttype
+
+
+_STR_FMT = '\\"%s\\"'
+FETCH_TYPES = {t.name: t for t in [
+    FetchType("string", 4, False, True, _STR_FMT, "__data_loc char[]"),
+    FetchType("ustring", 4, False, True, _STR_FMT, "__data_loc char[]"),
+    FetchType("symstr", 4, False, True, _STR_FMT, "__data_loc char[]"),
+    FetchType("u8", 1, False, False, "%u", "u8"),
+    FetchType("u16", 2, False, False, "%u", "u16"),
+    FetchType("u32", 4, False, False, "%u", "u32"),
+    FetchType("u64", 8, False, False, "%Lu", "u64"),
+    FetchType("s8", 1, True, False, "%d", "s8"),
+    FetchType("s16", 2, True, False, "%d", "s16"),
+    FetchType("s32", 4, True, False, "%d", "s32"),
+    FetchType("s64", 8, True, False, "%Ld", "s64"),
+    FetchType("x8", 1, False, False, "0x%x", "u8"),
+    FetchType("x16", 2, False, False, "0x%x", "u16"),
+    FetchType("x32", 4, False, False, "0x%x", "u32"),
+    FetchType("x64", 8, False, False, "0x%Lx", "u64"),
+    FetchType("char", 1, False, False, "'%c'", "u8"),
+    FetchType("symbol", 8, False, False, "%pS", "u64"),
+]}
+DEFAULT_TYPE = "x64"
+
+
+def find_fetch_type(name: str | None):
+    if name is None:
+        name = DEFAULT_TYPE
+    if name.startswith("b"):
+        slash = name.find("/")
+        if slash < 0:
+            return None
+        try:
+            bs = kstrtoul(name[slash + 1:], 0)
+        except ValueError:
+            return None
+        return FETCH_TYPES.get({8: "u8", 16: "u16", 32: "u32", 64: "u64"}.get(bs, ""))
+    return FETCH_TYPES.get(name)
+
+
+# --- arguments ---------------------------------------------------------------------
+
+class ParseContext:
+    """``traceprobe_parse_context``: where the probe is (FL_* flags), the
+    offset of the text being parsed in its word, the entry data a return
+    probe keeps for ``$argN`` (argument numbers, in slot order)."""
+
+    def __init__(self, flags: int):
+        self.flags = flags
+        self.offset = 0
+        self.entry_args: list[int] = []
+
+
+class ProbeArg:
+    """One argument: name, the text it was given (``comm``), its type,
+    array count, fetch instructions and bitfield."""
+
+    def __init__(self, name: str, comm: str):
+        self.name = name
+        self.comm = comm
+        self.type: FetchType | None = None
+        self.count = 0
+        self.code: list[tuple] = []
+        self.bitfield: tuple[int, int] | None = None     # (width, offset)
+        self.offset = 0
+
+    def field_type(self) -> str:
+        if self.count:
+            return "%s[%d]" % (self.type.fmttype, self.count)
+        return self.type.fmttype
+
+    def size(self) -> int:
+        return self.type.size * (self.count or 1)
+
+    def same_type(self, other: "ProbeArg") -> bool:
+        return (self.name == other.name and self.type is other.type
+                and self.count == other.count)
+
+
+def parse_probe_arg(args: list[ProbeArg], i: int, arg: str, ctx: ParseContext,
+                    log: ProbeLog, size: int) -> tuple[ProbeArg, int]:
+    """``traceprobe_parse_probe_arg()``: argument ``i`` (after ``args``);
+    returns it and the event's data size with it."""
+    eq = arg.find("=")
+    if eq >= 0:
+        if eq > MAX_ARG_NAME_LEN:
+            raise log.fail(0, "ARG_NAME_TOO_LONG")
+        if eq == 0:
+            raise log.fail(0, "NO_ARG_NAME")
+        name, body = arg[:eq], arg[eq + 1:]
+    else:
+        name, body = "arg%d" % (i + 1), arg
+    if not is_good_name(name):
+        raise log.fail(0, "BAD_ARG_NAME")
+    if name in RESERVED_FIELD_NAMES or any(a.name == name for a in args):
+        raise log.fail(0, "USED_ARG_NAME")
+    ctx.offset = len(arg) - len(body)
+    if len(body) > MAX_ARGSTR_LEN:
+        raise log.fail(ctx.offset, "ARG_TOO_LONG", errno.E2BIG)
+    if not body:
+        raise log.fail(ctx.offset, "NO_ARG_BODY")
+    parg = ProbeArg(name, body)
+    text, tname = _parse_type(body, parg, ctx, log)
+    code: list[tuple] = []
+    _parse_fetch(text, code, ctx, log)
+    parg.offset = size
+    size += parg.size()
+    if size > MAX_PROBE_EVENT_SIZE:
+        raise log.fail(ctx.offset, "EVENT_TOO_BIG", errno.E2BIG)
+    tofs = len(text) + 1 if tname is not None else 0
+    _finalize(code, parg, tname, tofs, ctx, log)
+    parg.code = code
+    return parg, size
+
+
+def _parse_type(body: str, parg: ProbeArg, ctx: ParseContext, log: ProbeLog):
+    """``parse_probe_arg_type()``: (fetcharg text, type text or None)."""
+    colon = body.find(":")
+    text, tname = body, None
+    if colon >= 0:
+        text, tname = body[:colon], body[colon + 1:]
+        lb = tname.find("[")
+        if lb >= 0:
+            t2 = colon + 1 + lb + 1                 # the count's offset in body
+            rest = tname[lb + 1:]
+            rb = rest.find("]")
+            if rb < 0:
+                raise log.fail(ctx.offset + t2 + len(rest), "ARRAY_NO_CLOSE")
+            if rb + 1 != len(rest):
+                raise log.fail(ctx.offset + t2 + rb + 1, "BAD_ARRAY_SUFFIX")
+            try:
+                count = kstrtoul(rest[:rb], 0)
+            except ValueError:
+                count = 0
+            if not count or count > 0xFFFFFFFF:
+                raise log.fail(ctx.offset + t2, "BAD_ARRAY_NUM")
+            if count > MAX_ARRAY_LEN:
+                raise log.fail(ctx.offset + t2, "ARRAY_TOO_BIG")
+            parg.count = count
+            tname = tname[:lb]
+    offs = colon + 1 if colon >= 0 else 0
+    if text in ("$comm", "$COMM") or text.startswith('\\"'):
+        if parg.count or (tname is not None and tname != "string"):
+            raise log.fail(ctx.offset + offs, "NEED_STRING_TYPE")
+        parg.type = FETCH_TYPES["string"]
+    else:
+        parg.type = find_fetch_type(tname)
+    if parg.type is None:
+        raise log.fail(ctx.offset + offs, "BAD_TYPE")
+    return text, tname
+
+
+def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
+    """``parse_probe_vars()``: ``$retval``, ``$stack[N]``, ``$comm``, ``$argN``."""
+    name = arg[1:]
+    err = "BAD_VAR"
+    if name.startswith("retval"):
+        if not ctx.flags & FL_RETURN:
+            raise log.fail(ctx.offset, "RETVAL_ON_PROBE")
+        code.append(("retval",))
+        return
+    if name.startswith("stack"):
+        rest = name[5:]
+        if not rest:
+            code.append(("stackp",))
+            return
+        if rest[0].isdigit():
+            try:
+                n = kstrtoul(rest, 10)
+            except ValueError:
+                raise log.fail(ctx.offset, err)
+            if n > PARAM_MAX_STACK:
+                raise log.fail(ctx.offset, "BAD_STACK_NUM")
+            code.append(("stack", n))
+            return
+        raise log.fail(ctx.offset, err)
+    if name in ("comm", "COMM"):
+        code.append(("comm",))
+        return
+    if name.startswith("arg"):
+        try:
+            n = kstrtoul(name[3:], 10)
+        except ValueError:
+            raise log.fail(ctx.offset, err)
+        if not n or n > PARAM_MAX_STACK:
+            raise log.fail(ctx.offset, "BAD_ARG_NUM")
+        n -= 1
+        if is_function_entry(ctx.flags):
+            code.append(("arg", n))
+        elif is_function_return(ctx.flags):
+            if n not in ctx.entry_args:
+                ctx.entry_args.append(n)
+            code.append(("edata", ctx.entry_args.index(n)))
+        else:
+            raise log.fail(ctx.offset, "NOFENTRY_ARGS")
+        return
+    raise log.fail(ctx.offset, err)
+
+
+def _push(code: list, op: tuple, ctx: ParseContext, log: ProbeLog) -> None:
+    if len(code) >= FETCH_INSN_MAX - 1:
+        raise log.fail(ctx.offset, "TOO_MANY_OPS")
+    code.append(op)
+
+
+def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
+    """``parse_probe_arg()`` (recursive): appends fetch instructions."""
+    c = arg[:1]
+    if c == "$":
+        _parse_vars(arg, code, ctx, log)
+    elif c == "%":
+        if arg[1:] not in REGISTERS:
+            raise log.fail(ctx.offset, "BAD_REG_NAME")
+        code.append(("reg", arg[1:]))
+    elif c == "@":
+        if arg[1:2].isdigit():
+            try:
+                addr = kstrtoul(arg[1:], 0)
+            except ValueError:
+                raise log.fail(ctx.offset, "BAD_MEM_ADDR")
+            code.append(("imm", addr))
+        elif arg[1:2] == "+":
+            raise log.fail(ctx.offset, "FILE_ON_KPROBE")
+        else:
+            code.append(("symbol", arg[1:]))
+            _push(code, ("imm", 0), ctx, log)
+        _push(code, ("deref", 0), ctx, log)
+    elif c in ("+", "-"):
+        user = arg[1:2] == "u"
+        if user:
+            arg = arg[0] + arg[2:]
+        if arg[0] == "+":
+            arg = arg[1:]
+        lb = arg.find("(")
+        if lb < 0:
+            raise log.fail(ctx.offset, "DEREF_NEED_BRACE")
+        try:
+            offset = kstrtol(arg[:lb])
+        except ValueError:
+            raise log.fail(ctx.offset, "BAD_DEREF_OFFS")
+        # (as the kernel counts it: the ``u`` is not)
+        ctx.offset += lb + 1 + (1 if arg[0] != "-" else 0)
+        inner = arg[lb + 1:]
+        rb = inner.rfind(")")
+        if rb < 0:
+            raise log.fail(ctx.offset + len(inner), "DEREF_OPEN_BRACE")
+        cur = ctx.offset
+        _parse_fetch(inner[:rb], code, ctx, log)
+        ctx.offset = cur
+        if code[-1][0] in ("comm", "data"):
+            raise log.fail(ctx.offset, "COMM_CANT_DEREF")
+        _push(code, ("uderef" if user else "deref", offset), ctx, log)
+    elif c == "\\":
+        if arg[1:2] == '"':
+            s = arg[2:]
+            if not s or s[-1] != '"':
+                raise log.fail(ctx.offset + 2 + len(s), "IMMSTR_NO_CLOSE")
+            code.append(("data", s[:-1]))
+        else:
+            imm = _str_to_immediate(arg[1:])
+            if imm is None:
+                raise log.fail(ctx.offset + 1, "BAD_IMM")
+            code.append(("imm", imm))
+    elif c and (c.isalpha() or c == "_"):
+        # a BTF variable: this kernel has no BTF argument support
+        raise log.fail(ctx.offset, "NOSUP_BTFARG", errno.EOPNOTSUPP)
+    else:
+        raise log.fail(ctx.offset, "BAD_FETCH_ARG")
+
+
+def _str_to_immediate(s: str):
+    try:
+        if s[:1].isdigit():
+            return kstrtoul(s, 0)
+        if s[:1] == "-":
+            return kstrtol(s, 0) & (1 << 64) - 1
+        if s[:1] == "+":
+            return kstrtol(s[1:], 0) & (1 << 64) - 1
+    except ValueError:
+        return None
+    return None
+
+
+def _finalize(code: list, parg: ProbeArg, tname, tofs: int, ctx: ParseContext,
+              log: ProbeLog) -> None:
+    """``finalize_fetch_insn()``: the store operation, bitfield, array."""
+    t = parg.type
+    last = code[-1][0]
+    if t.is_string:
+        if t.name == "symstr":
+            if last not in ("reg", "stack", "retval", "arg", "deref"):
+                raise log.fail(ctx.offset + tofs, "BAD_SYMSTRING")
+        elif last not in ("deref", "uderef", "imm", "comm", "data"):
+            raise log.fail(ctx.offset + tofs, "BAD_STRING")
+        if t.name == "symstr":
+            _push(code, ("st_symstr",), ctx, log)
+        elif last in ("imm", "comm", "data") or parg.count:
+            _push(code, ("st_string",), ctx, log)
+        else:
+            code[-1] = ("st_string_at", code[-1][1])
+    elif last in ("deref", "uderef"):
+        code[-1] = ("st_mem", code[-1][1])
+    else:
+        _push(code, ("st_raw",), ctx, log)
+    if tname is not None and tname.startswith("b"):
+        bw, i = simple_strtoul(tname, 1)
+        ok = bw != 0 and tname[i:i + 1] == "@"
+        if ok:
+            bo, j = simple_strtoul(tname, i + 1)
+            ok = j != i + 1 and tname[j:j + 1] == "/" and bw + bo <= t.size * 8
+        if not ok:
+            raise log.fail(ctx.offset + tofs, "BAD_BITFIELD")
+        parg.bitfield = (bw, bo)
+    if parg.count:
+        if code[-1][0] not in ("st_mem", "st_string_at", "st_string"):
+            raise log.fail(ctx.offset + tofs, "BAD_STRING")

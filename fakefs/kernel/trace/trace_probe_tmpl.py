@@ -1,0 +1,310 @@
+"""Running a probe's fetch arguments (kernel/trace/trace_probe_tmpl.h,
+trace_probe_kernel.h) and printing them (``trace_probe_print_args()``,
+``__set_print_fmt()``, the event's fields).
+
+A hit is a :class:`ProbeRegs`: the registers and stack of the probed
+instruction, the current task's comm, the return value of a return probe
+and the entry arguments it kept, and the machine's memory
+(:class:`ProbeMemory`).  ``fetch_args()`` gives each argument's value:
+an int (the type's size, unsigned), bytes for strings (None when the read
+faulted), or a tuple for arrays.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP,
+                          FAULT_STRING, MAX_STRING_SIZE, ProbeArg, split_symbol_offset)
+
+KERNEL_SPACE = 0xffff800000000000
+DIRECT_MAP = 0xffff888000000000
+THREAD_SIZE = 16384
+M64 = (1 << 64) - 1
+
+
+def mix64(x: int) -> int:
+    """splitmix64: a well-spread 64-bit value from ``x``."""
+    x = (x + 0x9e3779b97f4a7c15) & M64
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M64
+    return x ^ (x >> 31)
+
+
+def plausible_word(m: int, text_lo: int, text_hi: int) -> int:
+    """What a kernel memory word or register holds, drawn from ``m``: zero,
+    a small number, a pointer into the direct map or into kernel text."""
+    kind = m & 7
+    if kind < 2:
+        return 0
+    if kind < 4:
+        return (m >> 40) & 0xffff
+    if kind < 7:
+        return DIRECT_MAP | ((m >> 8) & 0x3ffffffff8)
+    return text_lo + ((m >> 16) % max(1, text_hi - text_lo))
+
+
+class ProbeMemory:
+    """Kernel memory as a probe reads it (``copy_from_kernel_nofault``):
+    the regions a hit placed (strings, structures), the stack of the task,
+    and elsewhere in kernel space plausible words that stay the same for
+    the same address; user and unmapped addresses fault."""
+
+    def __init__(self, seed: int, text: tuple[int, int], regions=None,
+                 stack: tuple[int, list] | None = None):
+        self.seed = seed
+        self.text = text
+        self.regions: dict[int, bytes] = dict(regions or {})
+        self.stack = stack                  # (sp, words)
+
+    def _byte(self, addr: int):
+        for base, data in self.regions.items():
+            if base <= addr < base + len(data):
+                return data[addr - base]
+        if self.stack is not None:
+            sp, words = self.stack
+            if sp <= addr < sp + 8 * len(words):
+                n, b = divmod(addr - sp, 8)
+                return (words[n] >> (8 * b)) & 0xff
+        if addr < KERNEL_SPACE or addr > M64:
+            return None
+        w = plausible_word(mix64(self.seed ^ (addr >> 3)), *self.text)
+        return (w >> (8 * (addr & 7))) & 0xff
+
+    def read(self, addr: int, size: int):
+        """``size`` bytes at ``addr`` as a little-endian int, None on a fault."""
+        val = 0
+        for i in range(size):
+            b = self._byte((addr + i) & M64)
+            if b is None:
+                return None
+            val |= b << (8 * i)
+        return val
+
+    def read_string(self, addr: int):
+        out = bytearray()
+        for i in range(MAX_STRING_SIZE - 1):
+            b = self._byte((addr + i) & M64)
+            if b is None:
+                return None
+            if b == 0:
+                break
+            out.append(b)
+        return bytes(out)
+
+
+class ProbeRegs:
+    """The state a probe sees: registers (x86_64 names), the stack words
+    from ``sp`` up, the task's comm, the return value and entry data of a
+    return probe, memory, and kallsyms for ``symstr``."""
+
+    def __init__(self, regs: dict, stack: list, comm: str, mem: ProbeMemory, kallsyms,
+                 retval: int = 0, edata=()):
+        self.regs = regs
+        self.stack = stack
+        self.comm = comm
+        self.mem = mem
+        self.kallsyms = kallsyms
+        self.retval = retval
+        self.edata = list(edata)
+
+    def arg(self, n: int) -> int:
+        """``regs_get_kernel_argument()``: di si dx cx r8 r9, then the stack."""
+        order = ("di", "si", "dx", "cx", "r8", "r9")
+        if n < len(order):
+            return self.regs.get(order[n], 0)
+        return self.stack_word(n - len(order) + 1)
+
+    def stack_word(self, n: int) -> int:
+        if n < len(self.stack):
+            return self.stack[n]
+        return self.mem.read(self.regs["sp"] + 8 * n, 8) or 0
+
+
+def update_arg(parg: ProbeArg, lookup) -> int:
+    """``traceprobe_update_arg()``: resolve ``@symbol[+-offs]`` with
+    ``lookup(name)`` (None when unknown); 0 or a negative errno."""
+    code = parg.code
+    for i, op in enumerate(code):
+        if op[0] == "symbol":
+            try:
+                sym, offset = split_symbol_offset(op[1])
+            except ValueError:
+                return -errno.EINVAL
+            addr = lookup(sym)
+            if not addr:
+                return -errno.ENOENT
+            code[i + 1] = ("imm", (addr + offset) & M64)
+    return 0
+
+
+def _fetch(parg: ProbeArg, r: ProbeRegs):
+    """``process_fetch_insn()`` and its bottom half for one argument."""
+    t = parg.type
+    size = t.size
+    val = 0
+    data = None                    # $comm / immediate string
+    for op in parg.code:
+        kind = op[0]
+        if kind == "reg":
+            val = r.regs.get(op[1], 0)
+        elif kind == "stack":
+            val = r.stack_word(op[1])
+        elif kind == "stackp":
+            val = r.regs["sp"]
+        elif kind == "retval":
+            val = r.retval
+        elif kind == "imm":
+            val = op[1]
+        elif kind == "comm":
+            data = r.comm.encode("latin-1")
+        elif kind == "data":
+            data = op[1].encode("latin-1")
+        elif kind == "arg":
+            val = r.arg(op[1])
+        elif kind == "edata":
+            val = r.edata[op[1]] if op[1] < len(r.edata) else 0
+        elif kind == "deref":
+            val = r.mem.read((val + op[1]) & M64, 8)
+            if val is None:
+                return None
+        elif kind == "uderef":
+            return None                # no user memory is mapped for probes
+        elif kind == "st_raw":
+            return _bits(parg, val & ((1 << 8 * size) - 1))
+        elif kind == "st_mem":
+            return _array(parg, r, (val + op[1]) & M64)
+        elif kind == "st_string_at":
+            return _strings(parg, r, (val + op[1]) & M64, None)
+        elif kind == "st_string":
+            return _strings(parg, r, val, data)
+        elif kind == "st_symstr":
+            return r.kallsyms.sprint_symbol(val).encode("latin-1")
+    return val
+
+
+def _bits(parg: ProbeArg, v: int) -> int:
+    if parg.bitfield is None:
+        return v
+    bw, bo = parg.bitfield
+    return (v >> bo) & ((1 << bw) - 1)
+
+
+def _array(parg: ProbeArg, r: ProbeRegs, addr: int):
+    size = parg.type.size
+    if not parg.count:
+        v = r.mem.read(addr, size)
+        return None if v is None else _bits(parg, v)
+    out = []
+    for i in range(parg.count):
+        v = r.mem.read(addr + i * size, size)
+        out.append(None if v is None else _bits(parg, v))
+    return tuple(out)
+
+
+def _strings(parg: ProbeArg, r: ProbeRegs, addr: int, data):
+    if data is not None:
+        return data
+    if parg.type.name == "ustring":
+        return None
+    if not parg.count:
+        return r.mem.read_string(addr)
+    out = []
+    for i in range(parg.count):
+        p = r.mem.read(addr + 8 * i, 8)
+        out.append(None if p is None else r.mem.read_string(p))
+    return tuple(out)
+
+
+def _stored(a: ProbeArg, v):
+    """What the record holds, as filters compare it: strings as text,
+    signed types as signed numbers."""
+    if isinstance(v, tuple):
+        return tuple(_stored(a, x) for x in v)
+    if v is None:
+        return None
+    if isinstance(v, bytes):
+        return v.decode("latin-1")
+    t = a.type
+    if t.signed and a.bitfield is None and v >> (8 * t.size - 1):
+        return v - (1 << 8 * t.size)
+    return v
+
+
+def fetch_args(args: list[ProbeArg], r: ProbeRegs) -> tuple:
+    return tuple(_stored(a, _fetch(a, r)) for a in args)
+
+
+def data_size(args: list[ProbeArg], values: tuple) -> int:
+    """The bytes an entry's arguments take (strings after the fixed part)."""
+    n = 0
+    for a, v in zip(args, values):
+        n += a.size()
+        if a.type.is_string:
+            for s in (v if a.count else (v,)):
+                n += len(s) + 1 if s is not None else 0
+    return n
+
+
+def _one(a: ProbeArg, v, kallsyms) -> str:
+    t = a.type
+    if t.is_string:
+        return FAULT_STRING if v is None else '"%s"' % v
+    if v is None:
+        v = 0
+    name = t.name
+    if name == "char":
+        return "'%s'" % chr(v)
+    if name == "symbol":
+        return kallsyms.sprint_symbol(v)
+    if name.startswith("x"):
+        return "0x%x" % v
+    return "%d" % v
+
+
+def print_args(args: list[ProbeArg], values: tuple, kallsyms) -> str:
+    """``trace_probe_print_args()``"""
+    out = []
+    for a, v in zip(args, values):
+        if a.count:
+            items = v if v is not None else (None,) * a.count
+            out.append(" %s={%s}" % (a.name, ",".join(_one(a, x, kallsyms) for x in items)))
+        else:
+            out.append(" %s=%s" % (a.name, _one(a, v, kallsyms)))
+    return "".join(out)
+
+
+def print_fmt(args: list[ProbeArg], is_return: bool) -> str:
+    """``__set_print_fmt()``"""
+    if is_return:
+        out = ['"(%lx <- %lx)']
+        tail = ", REC->" + FIELD_STRING_FUNC + ", REC->" + FIELD_STRING_RETIP
+    else:
+        out = ['"(%lx)']
+        tail = ", REC->" + FIELD_STRING_IP
+    for a in args:
+        out.append(" %s=" % a.name)
+        if a.count:
+            out.append("{" + ",".join([a.type.fmt] * a.count) + "}")
+        else:
+            out.append(a.type.fmt)
+    out.append('"' + tail)
+    for a in args:
+        fmt = ", __get_str(%s)" if a.type.is_string else ", REC->%s"
+        if a.count:
+            fmt = ", __get_str(%s[%d])" if a.type.is_string else ", REC->%s[%d]"
+            out.extend(fmt % (a.name, j) for j in range(a.count))
+        else:
+            out.append(fmt % a.name)
+    return "".join(out)
+
+
+def field_line(ftype: str, name: str, offset: int, size: int, signed: bool) -> str:
+    """One field of an event's ``format`` (``f_show()``: an array's
+    dimension follows the name)."""
+    lb = ftype.find("[")
+    if lb >= 0 and not ftype.startswith("__data_loc"):
+        decl = "%s %s%s" % (ftype[:lb], name, ftype[lb:])
+    else:
+        decl = "%s %s" % (ftype, name)
+    return "\tfield:%s;\toffset:%d;\tsize:%d;\tsigned:%d;\n" % (decl, offset, size, int(signed))

@@ -1,0 +1,205 @@
+"""The real machine's processes that use the mount, as tasks of the simulated one.
+
+A shell running ftracetest writes to ``set_event_pid`` with its own pid,
+forks ``cat``, waits for it: the simulated kernel must know those tasks.
+The daemon reports what it learns (see ``fakefs/fuse/cnproc.py``):
+
+* ``caller(pid, comm)``: a process made a request (a write to
+  ``trace_marker`` runs in its system call);
+* ``event(ev)``: a fork, exec, exit or rename of a followed process, at the
+  instant the host stamped it.
+
+A process is followed from its first request on, and so are the children
+it forks afterwards.  Each of its events becomes the machine's at its own
+instant (a ``HOST`` entry of the machine's queue), driving the kernel code
+paths a real one goes through: the forking task is woken (its terminal's
+interrupt) and runs ``clone()`` (``kernel_clone``: ``task_newtask``,
+``sched_process_fork``, ``sched_wakeup_new``), the child runs and calls
+``execve()`` (``sched_process_exec``), and at its end ``exit_group()``
+(``sched_process_exit``, SIGCHLD to its parent, which is woken).  Between
+those, a real process is asleep here: only its system calls into this
+kernel (and the ones the host reports) show it running.
+"""
+
+from __future__ import annotations
+
+from ..kernel.sched import CTX_HARDIRQ
+
+HOST = 7                   # the machine's queue: a real process's event
+# a real process's event is simulated this long after its instant (the
+# daemon makes sure a request sees what its callers did before it)
+SETTLE_NS = 200_000
+CALL_NS = {"clone": 15000, "execve": 30000}
+HOST_PROFILE = "shell"
+EXITED_KEPT = 4096     # the system calls a real process makes meanwhile
+
+
+class HostProcesses:
+    """What the machine knows of the real processes it follows."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        self.followed: set[int] = set()
+        self.comms: dict[int, str] = {}
+        self.exited: set[int] = set()      # exit done: nothing more of them runs
+        # fn(pid) -> bool: does a process of the real machine hold the pid
+        # (the daemon's /proc check; None: only the followed ones count)
+        self.exists = None
+
+    def pid_taken(self, pid: int) -> bool:
+        """For the scheduler's pid allocation: a real process has ``pid``."""
+        return pid in self.followed or (self.exists is not None and self.exists(pid))
+
+    # --- what the daemon reports ---------------------------------------------
+    def caller(self, pid: int, comm: str | None) -> None:
+        """``pid`` made a request: it is followed from now on."""
+        if pid and pid not in self.followed:
+            r = self.machine.runs.get(pid)
+            if r is not None and not r.host:
+                return                 # a simulated task holds that pid
+            self.followed.add(pid)
+            if comm:
+                self.comms[pid] = comm
+
+    def event(self, kind: str, t: int, pid: int, ppid: int = 0, tgid: int = 0,
+              comm: str = "", filename: str = "") -> int | None:
+        """A followed process forked, exec'ed, exited or was renamed at
+        ``t`` (the simulated clock): queued for the machine.  Returns the
+        instant by which the machine will have done it, or None when the
+        process is not followed."""
+        m = self.machine
+        if kind == "fork":
+            if ppid not in self.followed:
+                return None
+            self.followed.add(pid)
+            if comm:
+                self.comms[pid] = comm
+            action = ("fork", ppid, pid, tgid or pid)
+        elif pid not in self.followed:
+            return None
+        elif kind == "exec":
+            action = ("exec", pid, filename)
+        elif kind == "exit":
+            self.followed.discard(pid)
+            action = ("exit", pid)
+        elif kind == "comm":
+            action = ("comm", pid, comm)
+        else:
+            raise ValueError(kind)
+        t = max(t, m.kernel.sim_time)
+        m.queue_host(t, action)
+        return t + SETTLE_NS
+
+    # --- the machine runs them -----------------------------------------------
+    def run(self, t: int, action) -> None:
+        kind = action[0]
+        if kind == "fork":
+            self.exited.discard(action[2])       # the pid is in use again
+        if action[1] in self.exited:
+            return
+        m = self.machine
+        r = m.runs.get(action[1])
+        if r is not None:
+            c = m.clock[r.task.cpu]
+            if t <= c:      # where it ran last is further on: what it does is later
+                m.queue_host(c + 1, action)
+                return
+        if kind == "fork":
+            self._fork(t, *action[1:])
+        elif kind == "exec":
+            self._exec(t, *action[1:])
+        elif kind == "exit":
+            self._exit(t, action[1])
+        else:
+            task = self.machine.sched.tasks.get(action[1])
+            if task is not None and self._is_host(task.pid):
+                task.comm = action[2][:15]
+
+    def _is_host(self, pid: int) -> bool:
+        r = self.machine.runs.get(pid)
+        return r is not None and r.host
+
+    def task(self, pid: int):
+        """The host task ``pid`` (made on first need: a new one where an
+        exited task had the pid), or None when a simulated task holds it."""
+        m = self.machine
+        r = m.runs.get(pid)
+        if r is not None:
+            return r.task if r.host else None
+        task = m.sched.spawn(self.comms.get(pid) or "?", pid=pid)
+        task.state = "S"
+        m.runs[pid] = m._run(task, m.host_behaviour, HOST_PROFILE, host=True)
+        return task
+
+    def on_cpu(self, task, t: int) -> tuple[int, int]:
+        """The real process runs now (woken by its terminal's interrupt if
+        it slept): (its CPU, the instant it runs)."""
+        m = self.machine
+        sched = m.sched
+        r = m.runs[task.pid]
+        if task.on_cpu:
+            cpu = task.cpu
+            return cpu, m._at(cpu, t)
+        if task.state == "R":                 # preempted earlier, still queued
+            cpu = task.cpu
+            t = m._at(cpu, t)
+        else:
+            idle = [c for c in range(sched.nr_cpus) if sched.curr[c].pid == 0]
+            cpu = idle[0] if idle else m.rng.randrange(sched.nr_cpus)
+            t = m._at(cpu, t)
+            task.cpu = cpu
+            sched.idle_exit(cpu, t)
+            sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
+        t = m._at(cpu, t + m.switch_ns)
+        r.left = 5000 + m._burst(r)          # it runs a moment, then sleeps again
+        m._switch(cpu, t, "R+", pick=task)
+        return cpu, m._at(cpu, t + 1000)
+
+    def _fork(self, t: int, ppid: int, pid: int, tgid: int) -> None:
+        m = self.machine
+        parent = self.task(ppid)
+        if parent is None or pid in m.runs:
+            return
+        cpu, t = self.on_cpu(parent, t)
+        r = m.runs[ppid]
+
+        def fork(t):
+            child = m.life.fork(parent, cpu, t, pid=pid, tgid=tgid)
+            cr = m.runs[pid] = m._run(child, m.host_behaviour, HOST_PROFILE, host=True)
+            if cr.calls is not None:          # it returns from clone() when it first runs
+                cr.sys, cr.sysret = m.calls.clone, 0
+            return pid
+
+        if r.calls is not None:
+            m._call(r, cpu, t, m.calls.clone, CALL_NS["clone"], fork)
+        else:
+            fork(t)
+
+    def _exec(self, t: int, pid: int, filename: str) -> None:
+        m = self.machine
+        task = self.task(pid)
+        if task is None:
+            return
+        cpu, t = self.on_cpu(task, t)
+        r = m.runs[pid]
+        name = filename or task.comm
+
+        def exec_(t):
+            m.life.exec(task, cpu, t, name)
+            return None
+
+        if r.calls is not None:
+            m._call(r, cpu, t, m.calls.execve, CALL_NS["execve"], exec_)
+        else:
+            exec_(t)
+
+    def _exit(self, t: int, pid: int) -> None:
+        m = self.machine
+        task = self.task(pid)
+        if task is None:
+            return
+        cpu, t = self.on_cpu(task, t)
+        self.exited.add(pid)
+        if len(self.exited) > EXITED_KEPT:
+            self.exited.clear()
+        m._exit(m.runs[pid], cpu, t)

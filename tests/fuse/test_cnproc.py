@@ -1,0 +1,111 @@
+"""The proc connector: parsing the host's process events, feeding the machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from fakefs.fuse import cnproc
+from fakefs.fuse.cnproc import (CN_IDX_PROC, CN_MSG, CN_VAL_PROC, FORK_DATA, NLMSG_DONE,
+                                NLMSG_HDR, PROC_EVENT, HostWatch, open_proc_connector,
+                                parse_message)
+
+
+def datagram(what, ts, data, cpu=1):
+    body = PROC_EVENT.pack(what, cpu, ts) + data
+    msg = CN_MSG.pack(CN_IDX_PROC, CN_VAL_PROC, 0, 0, len(body), 0) + body
+    return NLMSG_HDR.pack(NLMSG_HDR.size + len(msg), NLMSG_DONE, 0, 0, 0) + msg
+
+
+def test_parse_fork_exec_comm_exit():
+    evs = parse_message(datagram(cnproc.PROC_EVENT_FORK, 7, FORK_DATA.pack(10, 10, 11, 11)))
+    evs += parse_message(datagram(cnproc.PROC_EVENT_EXEC, 8, cnproc.EXEC_DATA.pack(11, 11)))
+    evs += parse_message(datagram(cnproc.PROC_EVENT_COMM, 9,
+                                  cnproc.COMM_DATA.pack(11, 11, b"worker\0")))
+    evs += parse_message(datagram(cnproc.PROC_EVENT_EXIT, 10,
+                                  cnproc.EXIT_DATA.pack(11, 11, 256, 17)))
+    assert [(e.kind, e.pid, e.ppid, e.ts) for e in evs] == [
+        ("fork", 11, 10, 7), ("exec", 11, 0, 8), ("comm", 11, 0, 9), ("exit", 11, 0, 10)]
+    assert evs[2].comm == "worker" and evs[3].code == 256
+    # other connector messages and truncated ones give nothing
+    assert parse_message(datagram(0x10, 1, b"\0" * 24)) == []
+    assert parse_message(datagram(cnproc.PROC_EVENT_FORK, 7, FORK_DATA.pack(1, 1, 2, 2))[:20]) == []
+
+
+class FakeConn:
+    def __init__(self, events):
+        self.events = events
+        self.sock = None
+
+    def drain(self):
+        out, self.events = self.events, []
+        return out
+
+
+class FakeProcs:
+    def __init__(self):
+        self.followed = set()
+        self.got = []
+
+    def caller(self, pid, comm):
+        self.followed.add(pid)
+
+    def event(self, kind, t, pid, **kw):
+        self.got.append((kind, t, pid, kw))
+        return t + 5
+
+
+class FakeClock:
+    def from_monotonic(self, ns):
+        return ns - 100
+
+
+def test_drain_hands_over_events_in_kernel_time():
+    evs = [cnproc.ProcEvent("fork", 0, 1000, os.getpid(), os.getpid(), ppid=1),
+           cnproc.ProcEvent("exit", 0, 2000, 99999999, 99999999)]
+    procs = FakeProcs()
+    w = HostWatch(FakeConn(evs), procs, FakeClock())
+    assert w.drain() == 1905
+    kinds = [(g[0], g[1]) for g in procs.got]
+    assert kinds == [("fork", 900), ("exit", 1900)]
+    assert w.drain() is None
+    w.caller(os.getpid())
+    assert os.getpid() in procs.followed
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the host reports process events to root only")
+def test_the_host_reports_a_fork_and_exec():
+    conn = open_proc_connector()
+    assert conn is not None
+    try:
+        p = subprocess.Popen(["true"])
+        p.wait()
+        deadline = time.monotonic() + 2
+        seen = set()
+        while time.monotonic() < deadline and not {"fork", "exec", "exit"} <= seen:
+            seen |= {e.kind for e in conn.drain() if e.pid == p.pid}
+            time.sleep(0.01)
+        assert {"fork", "exec", "exit"} <= seen
+    finally:
+        conn.close()
+
+
+def test_exec_filename_is_the_path_execve_was_given():
+    from fakefs.fuse.cnproc import exec_filename
+    # /bin/sh is dash on Debian: the comm is "sh", the file "/bin/sh"
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 0.5"])
+    try:
+        time.sleep(0.1)
+        assert exec_filename(p.pid) == "/bin/sh"
+    finally:
+        p.wait()
+    p = subprocess.Popen(["sleep", "0.5"])       # found on PATH: argv[0] is no path
+    try:
+        time.sleep(0.1)
+        got = exec_filename(p.pid)
+        assert got.endswith("/sleep") and os.path.isabs(got)
+    finally:
+        p.wait()

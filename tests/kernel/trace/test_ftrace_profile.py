@@ -1,0 +1,318 @@
+"""The function profiler (ftrace_profile.py) and its files: function_profile_enabled
+and trace_stat/functionN (ftrace_files.py, trace_stat.py)."""
+
+import errno
+import os
+import random
+import re
+import statistics
+
+import pytest
+
+import ftrace_helpers
+from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.ftrace_profile import poisson
+from fakefs.kernel.trace.trace_activity import R_CALLS
+from fakefs.kernel.trace.trace_stat import StatFileOps
+from kfiles import errno_of, node, rd, wr
+
+booted = ftrace_helpers.booted
+S = 1_000_000_000
+HEADER = ("  Function                               Hit\n"
+          "  --------                               ---\n")
+LINE = re.compile(r"^  (.{30})  ([ \d]{10})$")
+
+
+@pytest.fixture
+def k(booted):
+    k, _clock = booted
+    yield k
+    wr(k, "function_profile_enabled", "0\n")
+    wr(k, "set_ftrace_filter", "\n")
+    wr(k, "set_ftrace_notrace", "\n")
+    wr(k, "current_tracer", "nop\n")
+
+
+@pytest.fixture
+def clock(booted):
+    return booted[1]
+
+
+def table(text):
+    """{function: hits} of a stat file, checking every line's format."""
+    assert text.startswith(HEADER)
+    out = {}
+    for ln in text[len(HEADER):].splitlines():
+        m = LINE.match(ln)
+        assert m, ln
+        name = m.group(1).rstrip()
+        assert name not in out
+        out[name] = int(m.group(2))
+    return out
+
+
+def hits(text):
+    return [int(ln.split()[-1]) for ln in text[len(HEADER):].splitlines()]
+
+
+# --------------------------------------------------------------- the files
+def test_files_modes_and_first_read(k):
+    assert rd(k, "function_profile_enabled") == "0\n"
+    assert node(k, "function_profile_enabled").mode & 0o7777 == 0o640
+    d = node(k, "trace_stat")
+    assert d.is_dir and d.mode & 0o7777 == 0o750
+    assert sorted(d.children) == ["function%d" % c for c in range(k.nr_cpus)]
+    for c in range(k.nr_cpus):
+        assert node(k, "trace_stat/function%d" % c).mode & 0o7777 == 0o640
+    # never enabled: the headers alone
+    assert rd(k, "trace_stat/function0") == HEADER
+    # top level only
+    k.tracing.instance_mkdir("prof")
+    try:
+        assert k.tree.root.walk("sys/kernel/tracing/instances/prof/function_profile_enabled") is None
+        assert k.tree.root.walk("sys/kernel/tracing/instances/prof/trace_stat") is None
+    finally:
+        k.tracing.instance_rmdir("prof")
+
+
+def test_not_built_without_the_option():
+    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+               config_overrides={"FUNCTION_PROFILER": False}).boot()
+    assert k.tree.root.walk("sys/kernel/tracing/function_profile_enabled") is None
+    assert k.tree.root.walk("sys/kernel/tracing/trace_stat") is None
+
+
+def test_bad_writes(k):
+    err = errno_of
+    assert err(wr, k, "function_profile_enabled", "x\n") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "-1\n") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "0x1\n") == errno.EINVAL     # base 10
+    assert err(wr, k, "function_profile_enabled", " 1\n") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "1 \n") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "1\n\n") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "") == errno.EINVAL
+    assert err(wr, k, "function_profile_enabled", "18446744073709551616") == errno.ERANGE
+    assert err(wr, k, "function_profile_enabled", "99999999999999999999x") == errno.ERANGE
+    assert rd(k, "function_profile_enabled") == "0\n"
+    # what kstrtoul takes: a '+', any value (!!val), what a NUL ends
+    assert wr(k, "function_profile_enabled", "+1\n") == 3
+    assert rd(k, "function_profile_enabled") == "1\n"
+    assert wr(k, "function_profile_enabled", "0\0junk") == 6
+    assert rd(k, "function_profile_enabled") == "0\n"
+    assert wr(k, "function_profile_enabled", "18446744073709551615") == 20
+    assert rd(k, "function_profile_enabled") == "1\n"
+    # only the first 66 bytes are parsed; the whole write is taken
+    assert wr(k, "function_profile_enabled", "0" * 66 + "junk") == 70
+    assert rd(k, "function_profile_enabled") == "0\n"
+    # the stat files have no write handler
+    assert err(wr, k, "trace_stat/function0", "1\n") == errno.EINVAL
+
+
+# --------------------------------------------------------------- counting
+def test_counts_grow_while_enabled_and_freeze_when_disabled(k, clock):
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 2)
+    a = rd(k, "trace_stat/function0")
+    clock.advance(S // 2)
+    b = rd(k, "trace_stat/function0")
+    assert a != b
+    ta, tb = table(a), table(b)
+    assert all(tb[f] >= n for f, n in ta.items())
+    assert sum(tb.values()) > sum(ta.values()) + R_CALLS // 4
+    wr(k, "function_profile_enabled", "0\n")
+    c = rd(k, "trace_stat/function0")
+    clock.advance(S)
+    assert rd(k, "trace_stat/function0") == c
+    clock.advance(5 * S)              # a gap: skipped, nothing counted either
+    assert rd(k, "trace_stat/function0") == c
+    # writing 0 again changes nothing; 1 after 0 empties the tables
+    wr(k, "function_profile_enabled", "0\n")
+    assert rd(k, "trace_stat/function0") == c
+    wr(k, "function_profile_enabled", "1\n")
+    assert rd(k, "trace_stat/function0") == HEADER
+    clock.advance(S // 10)
+    d = table(rd(k, "trace_stat/function0"))
+    assert 0 < sum(d.values()) < sum(table(c).values())
+    # writing 1 while on does not empty them
+    wr(k, "function_profile_enabled", "1\n")
+    assert sum(table(rd(k, "trace_stat/function0")).values()) >= sum(d.values())
+
+
+def test_the_rate_and_the_table(k, clock):
+    """Every CPU makes R_CALLS calls a second (plus the prior of the
+    functions the call profile never saw), spread over the functions the
+    way the walk calls them, sorted by hits."""
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(2 * S)
+    wr(k, "function_profile_enabled", "0\n")
+    tables = [rd(k, "trace_stat/function%d" % c) for c in range(k.nr_cpus)]
+    assert tables[0] != tables[1]
+    for text in tables:
+        h = hits(text)
+        assert h == sorted(h, reverse=True)
+        t = table(text)
+        assert 0.98 * 2 * R_CALLS < sum(t.values()) < 1.08 * 2 * R_CALLS
+        assert len(t) > 1000                 # a long tail
+        top = list(t)[:30]
+        assert "update_curr" in top and "try_to_wake_up" in top
+        assert 400 < t["schedule"] < 20000        # hundreds a second
+        assert t["schedule"] > t.get("do_sys_openat2", 0)
+
+
+def test_long_names_are_cut_at_30(k, clock):
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S)
+    wr(k, "function_profile_enabled", "0\n")
+    prof = node(k, "function_profile_enabled").data
+    names = {k.kallsyms.lookup(ip)[0] for ip in prof.stats[0].ips}
+    long = [n for n in names if len(n) > 30]
+    assert long
+    t = table(rd(k, "trace_stat/function0"))
+    assert all(n[:30] in t for n in long)
+
+
+def test_gaps_count_by_rate(k, clock):
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(60 * S)             # unobserved: mostly skipped
+    t = table(rd(k, "trace_stat/function1"))
+    assert 0.98 * 60 * R_CALLS < sum(t.values()) < 1.08 * 60 * R_CALLS
+
+
+# --------------------------------------------------------------- the global filter
+def test_the_global_filter_counts_from_its_change(k, clock):
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S)
+    # nobody looked: the second before the change is counted under no filter
+    wr(k, "set_ftrace_filter", "schedule\n")
+    clock.advance(10 * S)             # a gap: skipped time counts under the filter
+    t = table(rd(k, "trace_stat/function0"))
+    others = sum(n for f, n in t.items() if f != "schedule")
+    assert 0.98 * R_CALLS < others < 1.08 * R_CALLS
+    before = dict(t)
+    clock.advance(S)
+    t = table(rd(k, "trace_stat/function0"))
+    assert {f: n for f, n in t.items() if f != "schedule"} == \
+        {f: n for f, n in before.items() if f != "schedule"}
+    rate = (t["schedule"] - before["schedule"])
+    assert 9 * rate < t["schedule"] < 13 * rate        # ~11 s of schedule()
+    # notrace wins, and an instance's filter is not the global one
+    wr(k, "set_ftrace_notrace", "schedule\n")
+    k.tracing.instance_mkdir("prof")
+    try:
+        wr(k, "instances/prof/set_ftrace_filter", "*\n")
+        clock.advance(S)
+        assert table(rd(k, "trace_stat/function0")) == t
+    finally:
+        k.tracing.instance_rmdir("prof")
+
+
+def test_independent_of_the_tracer_and_tracing_on(k, clock):
+    wr(k, "tracing_on", "0\n")
+    try:
+        wr(k, "function_profile_enabled", "1\n")
+        clock.advance(S // 2)
+        off = sum(table(rd(k, "trace_stat/function0")).values())
+        wr(k, "function_profile_enabled", "0\n")
+        wr(k, "function_profile_enabled", "1\n")
+        wr(k, "current_tracer", "function\n")
+        clock.advance(S // 2)
+        on = sum(table(rd(k, "trace_stat/function0")).values())
+        assert 0.9 < on / off < 1.1
+    finally:
+        wr(k, "tracing_on", "1\n")
+
+
+def test_determinism_for_a_seed():
+    def run(seed):
+        clock = ManualClock()
+        k = Kernel(seed=seed, nr_cpus=2, clock=clock, host_kallsyms=False).boot()
+        wr(k, "function_profile_enabled", "1\n")
+        clock.advance(S // 3)
+        a = rd(k, "trace_stat/function0")
+        clock.advance(S // 3)
+        return a + rd(k, "trace_stat/function1")
+
+    first = run(7)
+    assert run(7) == first
+    assert run(8) != first
+
+
+# --------------------------------------------------------------- trace_stat
+class _Stats:
+    """A stat tracer with fixed records: (name, hits)."""
+
+    def __init__(self, recs):
+        self.recs = recs
+
+    def catch_up(self):
+        pass
+
+    def stat_start(self, key):
+        return list(range(len(self.recs)))
+
+    def stat_cmp_key(self, key, r):
+        return self.recs[r][1]
+
+    def stat_headers(self):
+        return "H\n"
+
+    def stat_show(self, key, r):
+        name, n = self.recs[r]
+        if not n:
+            raise KernelError(errno.EBUSY)
+        return "%s %d\n" % (name, n)
+
+
+def _open(ts):
+    n = FileNode("f", 0o640, None, ts, StatFileOps(0))
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    return n.fops, f
+
+
+def test_stat_order_is_taken_at_open_ties_latest_first():
+    ts = _Stats([("a", 5), ("b", 9), ("c", 5), ("d", 1), ("e", 5)])
+    fops, f = _open(ts)
+    assert fops.read(f, 0, 4096) == b"H\nb 9\ne 5\nc 5\na 5\nd 1\n"
+    # the order stays until the next open; the values are read at show time
+    ts.recs[3] = ("d", 100)
+    assert fops.read(f, 0, 4096) == b"H\nb 9\ne 5\nc 5\na 5\nd 100\n"
+    fops, f = _open(ts)               # a new open sorts again
+    assert fops.read(f, 0, 4096).startswith(b"H\nd 100\n")
+
+
+def test_stat_show_error_ends_the_text():
+    ts = _Stats([("a", 3), ("b", 2), ("c", 1)])
+    fops, f = _open(ts)
+    ts.recs[1] = ("b", 0)             # emptied since the open
+    text = fops.read(f, 0, 4096)
+    assert text == b"H\na 3\n"
+    with pytest.raises(KernelError) as e:
+        fops.read(f, len(text), 4096)
+    assert e.value.errno == errno.EBUSY
+
+
+def test_reenabled_while_open(k, clock):
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 10)
+    k.run_until_now()
+    n = node(k, "trace_stat/function0")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    wr(k, "function_profile_enabled", "0\n")
+    wr(k, "function_profile_enabled", "1\n")
+    text = n.fops.read(f, 0, 1 << 20)
+    assert text == HEADER.encode()
+    assert errno_of(n.fops.read, f, len(text), 4096) == errno.EBUSY
+
+
+# --------------------------------------------------------------- poisson
+@pytest.mark.parametrize("mean", [0.3, 4.0, 11.9, 12.0, 50.0, 3000.0])
+def test_poisson(mean):
+    rng = random.Random(1)
+    xs = [poisson(rng, mean) for _ in range(20000)]
+    assert min(xs) >= 0
+    assert abs(statistics.fmean(xs) - mean) < 0.05 * mean + 0.02
+    assert abs(statistics.pvariance(xs) - mean) < 0.08 * mean + 0.02

@@ -1,0 +1,128 @@
+"""The real processes that use the mount are tasks of the simulated machine."""
+
+from __future__ import annotations
+
+from fakefs import sim
+from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.timeline import check
+
+T = "sys/kernel/tracing/"
+STEP = 20_000_000
+MS = 1_000_000
+
+
+def boot():
+    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.host_tasks = True
+    k.boot()
+    return k, sim.attach(k)
+
+
+def run(k, seconds):
+    for _ in range(int(seconds * 1e9 // STEP)):
+        k.clock.advance(STEP)
+        k.run_until_now()
+
+
+def write(k, path, data):
+    kernel_write(k.tree, T + path, data.encode())
+
+
+def lines(k):
+    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
+            if not ln.startswith("#")]
+
+
+def fork_exec_exit(k, m, parent=5000, child=5001, t=None):
+    m.host.caller(parent, "ftracetest")
+    t = k.sim_time + MS if t is None else t
+    m.host.event("fork", t, child, ppid=parent, tgid=child, comm="ftracetest")
+    m.host.event("exec", t + 2 * MS, child, filename="/usr/bin/sleep")
+    m.host.event("exit", t + 4 * MS, child)
+
+
+def test_a_followed_process_forks_execs_and_exits_in_the_trace():
+    k, m = boot()
+    write(k, "events/sched/enable", "1")
+    run(k, 0.04)
+    fork_exec_exit(k, m)
+    run(k, 0.06)
+    write(k, "tracing_on", "0")
+    got = lines(k)
+    text = "\n".join(got)
+    assert "sched_process_fork: comm=ftracetest pid=5000 child_comm=ftracetest child_pid=5001" in text
+    assert "sched_wakeup_new: comm=ftracetest pid=5001" in text
+    assert "sched_process_exec: filename=/usr/bin/sleep pid=5001 old_pid=5001" in text
+    assert "sched_process_exit: comm=sleep pid=5001" in text
+    assert "prev_pid=5001 prev_prio=120 prev_state=Z" in text
+    assert "sched_process_free: comm=sleep pid=5001" in text
+    # in that order, and on a consistent timeline
+    order = [i for i, ln in enumerate(got) for ev in ("sched_process_fork", "sched_process_exec",
+                                                      "sched_process_exit", "sched_process_free")
+             if ev + ":" in ln and "5001" in ln]
+    assert order == sorted(order) and len(order) == 4
+    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    assert report.total == 0, report.text()
+
+
+def test_the_function_tracer_sees_kernel_clone_and_exec_of_host_processes():
+    k, m = boot()
+    write(k, "set_ftrace_filter", "kernel_clone do_execve*")
+    write(k, "current_tracer", "function")
+    run(k, 0.04)
+    fork_exec_exit(k, m)
+    run(k, 0.04)
+    text = "\n".join(lines(k))
+    assert "ftracetest-5000" in text and "kernel_clone <-" in text
+    assert any("-5001 " in ln and "do_execveat_common" in ln for ln in lines(k))
+
+
+def test_unfollowed_processes_and_pids_of_simulated_tasks_are_left_alone():
+    k, m = boot()
+    run(k, 0.02)
+    assert m.host.event("fork", k.sim_time, 6001, ppid=6000) is None     # parent unknown
+    sim_pid = next(p for p, r in m.runs.items() if not r.host and r.task.pid > 1)
+    m.host.caller(sim_pid, "bash")
+    assert sim_pid not in m.host.followed
+
+
+def test_host_events_survive_a_skipped_stretch():
+    k, m = boot()
+    run(k, 0.02)
+    m.host.caller(5000, "sh")
+    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000, comm="sh")
+    k.driver.skip(k.sim_time, k.sim_time + 10 * MS)
+    run(k, 0.04)
+    assert 5001 in m.runs and m.runs[5001].host
+
+
+def test_simulated_forks_skip_pids_the_host_holds():
+    k, m = boot()
+    held = set(range(k.sched.next_pid, k.sched.next_pid + 5))
+    k.sched.pid_in_use = held.__contains__
+    t = k.sched.spawn("x")
+    assert t.pid not in held and t.pid == max(held) + 1
+
+
+def test_many_short_lived_children_keep_the_machine_consistent():
+    import random
+    rng = random.Random(5)
+    k, m = boot()
+    k.sched.pid_in_use = m.host.pid_taken
+    write(k, "events/sched/enable", "1")
+    run(k, 0.02)
+    m.host.caller(5000, "sh")
+    base = k.sim_time
+    for i in range(60):
+        t = base + rng.randrange(0, 80 * MS)
+        pid = 6000 + i
+        m.host.event("fork", t, pid, ppid=5000, comm="sh")
+        t_exec = t + rng.randrange(0, 40_000)
+        m.host.event("exec", t_exec, pid, filename="/bin/true")
+        m.host.event("exit", t_exec + rng.randrange(0, 60_000), pid)
+    run(k, 0.2)
+    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    assert report.total == 0, report.text()
+    assert not any(r.host and r.task.pid >= 6000 for r in m.runs.values())
