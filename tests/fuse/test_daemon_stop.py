@@ -79,7 +79,8 @@ def test_foreground_sigint_unmounts():
         with open(os.path.join(mnt, "sys/kernel/tracing/tracing_on")) as fh:
             assert fh.read() == "1\n"
         p.send_signal(signal.SIGINT)
-        assert p.wait(timeout=2) == 0
+        rc = p.wait(timeout=2)
+        assert rc == 0, p.stdout.read().decode(errors="replace")[-3000:]
         reader.wait(timeout=1)
         assert not mountlib.is_mounted(mnt)
     finally:
