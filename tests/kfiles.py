@@ -33,3 +33,18 @@ def errno_of(fn, *a):
     with pytest.raises(KernelError) as e:
         fn(*a)
     return e.value.errno
+
+
+def reset_triggers(k, prefix="", flags=os.O_WRONLY | os.O_TRUNC):
+    """test.d/functions reset_trigger_file() over the trigger files that have
+    triggers (of the top level, or of the instance at ``prefix``): ``!`` and
+    each listing line up to its ``[`` (O_APPEND keeps the hist triggers a
+    truncating open would drop)."""
+    for tr in list(k.tracing.arrays()):
+        if (prefix == "") != tr.is_top:
+            continue
+        for ev in list(tr.event_triggers):
+            path = prefix + "events/%s/%s/trigger" % (ev.system, ev.name)
+            for line in rd(k, path).splitlines():
+                if not line.startswith("#"):
+                    wr(k, path, "!" + line.split("[")[0] + "\n", flags)

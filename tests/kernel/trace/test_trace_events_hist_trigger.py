@@ -11,7 +11,7 @@ import pytest
 from fakefs.kernel.fs.pseudo import File, KernelError, kernel_write
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
-from kfiles import errno_of, node, rd, wr
+from kfiles import errno_of, node, rd, reset_triggers, wr
 
 MS = 1_000_000
 FORK = "events/sched/sched_process_fork/"
@@ -24,23 +24,11 @@ def booted():
     return Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
 
 
-def _clear(k, prefix=""):
-    """reset_trigger_file() of test.d/functions over the files with triggers."""
-    for tr in list(k.tracing.arrays()):
-        if (prefix == "") != tr.is_top:
-            continue
-        for ev in list(tr.event_triggers):
-            path = prefix + "events/%s/%s/trigger" % (ev.system, ev.name)
-            for line in rd(k, path).splitlines():
-                if not line.startswith("#"):
-                    wr(k, path, "!" + line.split("[")[0] + "\n", APPEND)
-
-
 @pytest.fixture
 def k(booted):
     k = booted
     yield k
-    _clear(k)
+    reset_triggers(k, flags=APPEND)
     for inst in list(k.tracing.instances):
         k.tracing.instance_rmdir(inst)
     wr(k, "events/enable", "0\n")

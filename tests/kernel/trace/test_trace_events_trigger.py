@@ -9,7 +9,7 @@ import pytest
 
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
-from kfiles import errno_of, rd, wr
+from kfiles import errno_of, rd, reset_triggers, wr
 
 MS = 1_000_000
 FORK = "events/sched/sched_process_fork/"
@@ -26,23 +26,11 @@ def booted():
     return Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False).boot(), clock
 
 
-def reset_trigger(k, prefix=""):
-    """test.d/functions reset_trigger_file() over the files with triggers."""
-    for tr in list(k.tracing.arrays()):
-        if (prefix == "") != tr.is_top:
-            continue
-        for ev in list(tr.event_triggers):
-            path = prefix + "events/%s/%s/trigger" % (ev.system, ev.name)
-            for line in rd(k, path).splitlines():
-                if not line.startswith("#"):
-                    wr(k, path, "!" + line.split("[")[0] + "\n")
-
-
 @pytest.fixture
 def k(booted):
     k, _clock = booted
     yield k
-    reset_trigger(k)
+    reset_triggers(k)
     for inst in list(k.tracing.instances):
         k.tracing.instance_rmdir(inst)
     wr(k, "events/enable", "0\n")
@@ -96,7 +84,7 @@ def test_listing_round_trips(k):
                         "enable_event:sched:sched_switch:count=2\n"
                         "stacktrace:unlimited\n"
                         "traceoff:count=3 if child_pid == 0\n")
-    reset_trigger(k)
+    reset_triggers(k)
     assert rd(k, t) == HEADER
     assert rd(k, FORK + "enable") == "0\n"
     assert rd(k, SWITCH + "enable") == "0\n"
@@ -165,7 +153,7 @@ def test_traceoff_and_traceon(k):
     assert rd(k, "tracing_on") == "1\n"              # no fork: nothing
     fork(k)
     assert rd(k, "tracing_on") == "0\n"
-    reset_trigger(k)
+    reset_triggers(k)
     wr(k, t, "traceon:2\n")
     fork(k)
     assert rd(k, "tracing_on") == "1\n"
@@ -211,7 +199,7 @@ def test_enable_and_disable_event(k):
     assert rd(k, SWITCH + "enable") == "1*\n"
     k.clock.advance(50 * MS)
     assert any("sched_switch:" in ln for ln in lines(k))
-    reset_trigger(k)
+    reset_triggers(k)
     # leaving soft mode keeps the state the trigger gave it (the kernel's too)
     assert rd(k, SWITCH + "enable") == "1\n"
     wr(k, t, "disable_event:sched:sched_switch:1\n")
@@ -257,7 +245,7 @@ def test_snapshot_trigger(k):
     fork(k)
     assert any("sched_process_fork:" in ln for ln in lines(k, "snapshot"))
     assert rd(k, FORK + "trigger") == "snapshot:count=0\n"
-    reset_trigger(k)
+    reset_triggers(k)
     assert k.tracing.global_trace.snapshot_arms == 0
     assert errno_of(wr, k, FORK + "trigger", "snapshot+1\n") == errno.EINVAL
     wr(k, FORK + "trigger", "snapshot\n")
@@ -297,7 +285,7 @@ def test_instance_triggers_are_their_own(k):
     fork(k)
     assert rd(k, "instances/foo/tracing_on") == "0\n"
     assert rd(k, "tracing_on") == "1\n"
-    reset_trigger(k, "instances/foo/")
+    reset_triggers(k, "instances/foo/")
     assert rd(k, "instances/foo/" + FORK + "enable") == "0\n"
 
 
