@@ -154,8 +154,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
         own, opts = make_ownership(kernel, opts)
     except OwnershipError as e:
         return fail(f"fakefs: {e}\n")
-    ops = FakeFS(kernel, own)
-    ops.host = host
+    ops = FakeFS(kernel, own, host)
     libfuse: list[str] = []
     try:
         with captured_stderr(libfuse):
@@ -196,7 +195,8 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
         # pyfuse3.terminate() notifies trio that the FUSE fd closes under the
         # task waiting on it; when the fd also turns readable in that epoll
         # round, trio reschedules the task twice and gives up.  We were
-        # stopping: it is a stop (measured: 1 in ~20 SIGINTs with a CPU hog).
+        # stopping: it is a stop (seen under a CPU hog beside a selftest run,
+        # on this code and on fd6b669's).
         log.debug("trio gave up while stopping", exc_info=True)
     finally:
         if host is not None:

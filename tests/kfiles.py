@@ -48,3 +48,16 @@ def reset_triggers(k, prefix="", flags=os.O_WRONLY | os.O_TRUNC):
             for line in rd(k, path).splitlines():
                 if not line.startswith("#"):
                     wr(k, path, "!" + line.split("[")[0] + "\n", flags)
+
+
+def sim_fork(k, cpu=0, step=1_000_000):
+    """A task of the simulated kernel forks (copy_process() on ``cpu``) a
+    step after now, and the kernel catches up a step past it: (parent,
+    child)."""
+    k.clock.advance(step)
+    k.run_until_now()
+    parent = next(t for t in k.sched.tasks.values() if t.pid > 1)
+    child = k.lifecycle.fork(parent, cpu, k.sim_time)
+    k.clock.advance(step)
+    k.run_until_now()
+    return parent, child

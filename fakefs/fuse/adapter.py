@@ -37,7 +37,7 @@ import pyfuse3
 import trio
 
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
-from ..kernel.fs.vfs import vfs_call
+from ..kernel.fs.vfs import vfs_call, vfs_probed
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
 from .signals import signal_pending
@@ -67,6 +67,8 @@ def _invalidate_all(items) -> None:
             pyfuse3.invalidate_entry(parent, name, deleted=deleted)
         except OSError:
             pass                 # not in the kernel's cache
+        except Exception:        # never instead of the request's reply
+            log.debug("invalidate %r failed", name, exc_info=True)
 
 
 def handler(fn):
@@ -105,7 +107,7 @@ class FakeFS(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, kernel, ownership: Ownership | None = None):
+    def __init__(self, kernel, ownership: Ownership | None = None, host=None):
         super().__init__()
         self.kernel = kernel
         self.tree = kernel.tree
@@ -129,8 +131,8 @@ class FakeFS(pyfuse3.Operations):
         self.vfs_removing: DirNode | None = None
         self.tree.listeners.append(self._tree_changed)
         # the real processes using the mount, as the simulated machine's
-        # (cnproc.HostWatch, set by the daemon where the host reports them)
-        self.host = None
+        # (cnproc.HostWatch, where the host reports them)
+        self.host = host
         self.host_settle: int | None = None   # their events done by this instant
 
     def terminate(self) -> None:
@@ -392,7 +394,9 @@ class FakeFS(pyfuse3.Operations):
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
         until = None
-        if n.fops.observes or flags & os.O_ACCMODE != os.O_RDONLY:
+        # a probed vfs_open() is a hit of the machine's timeline: after the rest
+        if n.fops.observes or flags & os.O_ACCMODE != os.O_RDONLY or \
+                vfs_probed(self.kernel, "vfs_open"):
             until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
         with self.at(until):
@@ -408,7 +412,10 @@ class FakeFS(pyfuse3.Operations):
     async def read(self, fh, off, size):
         f = self.file(fh)
         fops = f.node.fops
-        until = await self.observe() if fops.read_observes(f, off) else None
+        if fops.read_observes(f, off) or vfs_probed(self.kernel, "vfs_read"):
+            until = await self.observe()
+        else:
+            until = None
         try:
             with self.at(until):
                 vfs_call(self.kernel, "vfs_read", f.node, f.pid, fh, size)
@@ -458,7 +465,9 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.pop(fh, None)
         if f is not None:
             f.node.fops.release(f)
-            vfs_call(self.kernel, "dput", f.node, f.pid, fh)
+            if vfs_probed(self.kernel, "dput"):       # __fput(): release, then dput()
+                with self.at(await self.observe()):
+                    vfs_call(self.kernel, "dput", f.node, f.pid, fh)
 
     @handler
     async def poll(self, inode, fh, poll_handle, ctx):

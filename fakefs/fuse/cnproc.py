@@ -202,7 +202,10 @@ class HostWatch:
     mount do.  A thread takes the host's events as they come, and reads at
     once what only a living process can tell (an exec's program, a comm);
     ``drain()``, at the start of every request, hands the machine
-    everything up to that instant."""
+    everything up to that instant.  The host reports every process of
+    the machine: only the events of followed ones (and of the children
+    they forked since the last drain) are kept, and only theirs cost a
+    /proc read, so an idle mount on a busy host holds nothing back."""
 
     def __init__(self, conn: ProcConnector, procs, clock):
         self.conn = conn
@@ -210,6 +213,7 @@ class HostWatch:
         self.clock = clock             # kernel.time.Clock
         self.lock = threading.Lock()
         self.queue: list[tuple[ProcEvent, str]] = []
+        self.recent: set[int] = set()  # children forked since the last drain
         self.stopping = False
         self.thread = threading.Thread(target=self._loop, name="cnproc", daemon=True)
 
@@ -228,16 +232,24 @@ class HostWatch:
             with self.lock:
                 self._take()
 
+    def _wanted(self, ev: ProcEvent) -> bool:
+        """Under the lock: is ``ev`` about a followed process?  A pre-filter
+        only (``HostProcesses.event`` keeps the rule); the followed set is
+        read here, never changed."""
+        followed = self.procs.followed
+        if ev.kind == "fork":
+            if ev.ppid in followed or ev.ppid in self.recent:
+                self.recent.add(ev.pid)
+                return True
+            return False
+        return ev.pid in followed or ev.pid in self.recent
+
     def _take(self) -> None:
-        """Under the lock: what the socket holds, with the program of each
-        exec read while the process lives."""
+        """Under the lock: what the socket holds about followed processes,
+        with the program of each exec read while the process lives."""
         for ev in self.conn.drain():
-            extra = ""
-            if ev.kind == "exec":
-                extra = exec_filename(ev.pid)
-            elif ev.kind == "fork":
-                extra = _proc_read(ev.ppid, "comm")
-            self.queue.append((ev, extra))
+            if self._wanted(ev):
+                self.queue.append((ev, exec_filename(ev.pid) if ev.kind == "exec" else ""))
 
     def caller(self, pid: int) -> None:
         """``pid`` made a request."""
@@ -250,11 +262,12 @@ class HostWatch:
         with self.lock:
             self._take()
             got, self.queue = self.queue, []
+            self.recent.clear()
         settle = None
         for ev, extra in got:
             t = self.clock.from_monotonic(ev.ts)
             if ev.kind == "fork":
-                done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid, comm=extra)
+                done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid)
             elif ev.kind == "exec":
                 done = self.procs.event("exec", t, ev.pid, filename=extra)
             elif ev.kind == "comm":

@@ -320,14 +320,19 @@ class Kprobes:
         for kp in by.get(ip - hit[1], ()):
             kp.handler(kp, cpu, ts, stack, task)
 
+    def armed_on(self, func_name: str) -> list:
+        """The enabled probes in the function ``func_name``."""
+        func = self.kernel.kallsyms.addr_of(func_name)
+        return self._armed().get(func, []) if func is not None else []
+
     def fire(self, func_name: str, callers: tuple, cpu: int, task, call) -> None:
         """The model itself calls ``func_name`` (from ``callers``, innermost
         first) with the arguments and memory of ``call``: its probes run."""
-        ks = self.kernel.kallsyms
-        func = ks.addr_of(func_name)
-        kps = self._armed().get(func) if func is not None else None
+        kps = self.armed_on(func_name)
         if not kps:
             return
+        ks = self.kernel.kallsyms
+        func = ks.addr_of(func_name)
         stack = [func + ENDBR_LEN + FENTRY_CALL_LEN]
         for name in callers:
             a = ks.addr_of(name)

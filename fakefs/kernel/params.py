@@ -75,39 +75,6 @@ class CommandLine:
                    "will be passed to user space." % " ".join(self.unknown))
 
 
-ULONG_MAX = (1 << 64) - 1
-
-
-class RangeError(ValueError):
-    """What ``kstrtoul()`` answers -ERANGE for: a number beyond ULONG_MAX."""
-
-
-def kstrtoul(text: str, base: int = 0) -> int:
-    """``kstrtoul()``: optional trailing newline, an optional ``+``, no junk;
-    raises ValueError (RangeError when the number does not fit in 64 bits)."""
-    s = text[:-1] if text.endswith("\n") else text
-    if s.startswith("+"):
-        s = s[1:]
-    if not s or s[0] in "+-" or s != s.strip() or "_" in s:
-        raise ValueError(text)
-    if base == 0:
-        if s[:2].lower() == "0x":
-            val = int(s[2:], 16) if s[2:] else _bad(text)
-        elif s.startswith("0") and len(s) > 1:
-            val = int(s[1:], 8)
-        else:
-            val = int(s, 10)
-    else:
-        val = int(s, base)
-    if val > ULONG_MAX:
-        raise RangeError(text)
-    return val
-
-
-def _bad(text):
-    raise ValueError(text)
-
-
 def kstrtobool(text: str) -> bool:
     """``kstrtobool()``: y/Y/1/on and n/N/0/off."""
     if not text:

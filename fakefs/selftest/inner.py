@@ -24,7 +24,6 @@ from .errors import SelftestError, log
 from .namespace import (TRACING_DIR, detach_tracefs_mounts, in_private_mount_ns, mounts,
                         tracefs_lines, umount)
 
-SCHED_RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 # What tests write outside the tracing directory: CPU hotplug
 # (ftrace/func_hotplug.tc writes cpuN/online), the RT bandwidth that
 # ftracetest's setup() lifts.  Each is bound from the daemon's tree over
@@ -136,15 +135,10 @@ def inner_main(cfg_path: str) -> int:
     daemon = None
     bound = False
     host_binds: list[str] = []
-    rt_orig = None
     mnt = Path(cfg["mountpoint"])
     try:
         if not in_private_mount_ns(cfg.get("outer_mnt_ns", "")):
             raise SelftestError("refusing to mount: not in a private mount namespace")
-        try:
-            rt_orig = Path(SCHED_RT_RUNTIME).read_text()
-        except OSError:
-            pass
         detach_tracefs_mounts(cfg.get("userns", False))
         mnt.mkdir(exist_ok=True)
         with open(cfg["daemon_log"], "wb") as log_file:
@@ -194,12 +188,6 @@ def inner_main(cfg_path: str) -> int:
         if daemon is not None:
             _stop(daemon, grace=2)
             status["daemon_rc"] = daemon.returncode
-        if rt_orig is not None:
-            try:
-                if Path(SCHED_RT_RUNTIME).read_text() != rt_orig:
-                    Path(SCHED_RT_RUNTIME).write_text(rt_orig)
-            except OSError:
-                pass
         show_log = cfg.get("verbose", 0) >= 2 or (status.get("error") and daemon is not None)
         if show_log and os.path.exists(cfg["daemon_log"]):
             text = Path(cfg["daemon_log"]).read_text(errors="replace")

@@ -71,9 +71,7 @@ class HostProcesses:
         if kind == "fork":
             if ppid not in self.followed:
                 return None
-            self.followed.add(pid)
-            if comm:
-                self.comms[pid] = comm
+            self.followed.add(pid)             # named after its parent, as fork does
             action = ("fork", ppid, pid, tgid or pid)
         elif pid not in self.followed:
             return None

@@ -234,3 +234,27 @@ async def test_the_kernel_serves_a_request_at_the_instant_it_came():
     fi = await fs.open((await lookup(fs, "f")).st_ino, os.O_RDONLY, Ctx())
     await fs.release(fi.fh)
     assert seen == [1234] and k.clock.held is None
+
+
+async def test_a_probed_vfs_call_comes_after_the_catch_up():
+    """A kprobe on vfs_read makes a read of any file a hit: the kernel is
+    caught up with the request first, so the hit is the newest entry of its
+    CPU (not stamped ahead of what is simulated after it)."""
+    from fakefs import sim
+    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.kernel.time import ManualClock
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
+    t = "sys/kernel/tracing/"
+    kernel_write(k.tree, t + "kprobe_events", b"p:myread vfs_read\n")
+    kernel_write(k.tree, t + "events/kprobes/myread/enable", b"1\n")
+    fs = FakeFS(k)
+    k.clock.advance(50_000_000)
+    ino = k.tree.root.walk(t + "README").ino
+    fi = await fs.open(ino, os.O_RDONLY, Ctx())
+    await fs.read(fi.fh, 0, 4096)
+    await fs.release(fi.fh)
+    stamps = [float(ln.split(": ", 1)[0].split()[-1])
+              for ln in kernel_read(k.tree, t + "trace").decode().splitlines()
+              if not ln.startswith("#")]
+    assert any("myread" in ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines())
+    assert stamps == sorted(stamps)

@@ -63,17 +63,24 @@ class FakeClock:
         return ns - 100
 
 
-def test_drain_hands_over_events_in_kernel_time():
-    evs = [cnproc.ProcEvent("fork", 0, 1000, os.getpid(), os.getpid(), ppid=1),
-           cnproc.ProcEvent("exit", 0, 2000, 99999999, 99999999)]
+def test_drain_hands_over_the_followed_processes_events_in_kernel_time():
+    me = os.getpid()
+    evs = [cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me),     # a followed parent
+           cnproc.ProcEvent("exec", 0, 1500, 7001, 7001),             # its new child
+           cnproc.ProcEvent("fork", 0, 1600, 8001, 8001, ppid=1),     # somebody else's
+           cnproc.ProcEvent("exec", 0, 1700, 8001, 8001),
+           cnproc.ProcEvent("exit", 0, 2000, 7001, 7001)]
     procs = FakeProcs()
     w = HostWatch(FakeConn(evs), procs, FakeClock())
+    w.caller(me)
+    assert me in procs.followed
     assert w.drain() == 1905
-    kinds = [(g[0], g[1]) for g in procs.got]
-    assert kinds == [("fork", 900), ("exit", 1900)]
-    assert w.drain() is None
-    w.caller(os.getpid())
-    assert os.getpid() in procs.followed
+    assert [(g[0], g[1], g[2]) for g in procs.got] == [
+        ("fork", 900, 7001), ("exec", 1400, 7001), ("exit", 1900, 7001)]
+    assert w.drain() is None and not w.recent
+    # a child forked before the last drain is the machine's to follow now
+    w.conn.events = [cnproc.ProcEvent("exec", 0, 3000, 7001, 7001)]
+    assert w.drain() is None                   # FakeProcs follows nobody it was not told of
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the host reports process events to root only")

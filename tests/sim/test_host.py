@@ -38,7 +38,7 @@ def lines(k):
 def fork_exec_exit(k, m, parent=5000, child=5001, t=None):
     m.host.caller(parent, "ftracetest")
     t = k.sim_time + MS if t is None else t
-    m.host.event("fork", t, child, ppid=parent, tgid=child, comm="ftracetest")
+    m.host.event("fork", t, child, ppid=parent, tgid=child)
     m.host.event("exec", t + 2 * MS, child, filename="/usr/bin/sleep")
     m.host.event("exit", t + 4 * MS, child)
 
@@ -92,7 +92,7 @@ def test_host_events_survive_a_skipped_stretch():
     k, m = boot()
     run(k, 0.02)
     m.host.caller(5000, "sh")
-    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000, comm="sh")
+    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000)
     k.driver.skip(k.sim_time, k.sim_time + 10 * MS)
     run(k, 0.04)
     assert 5001 in m.runs and m.runs[5001].host
@@ -118,7 +118,7 @@ def test_many_short_lived_children_keep_the_machine_consistent():
     for i in range(60):
         t = base + rng.randrange(0, 80 * MS)
         pid = 6000 + i
-        m.host.event("fork", t, pid, ppid=5000, comm="sh")
+        m.host.event("fork", t, pid, ppid=5000)
         t_exec = t + rng.randrange(0, 40_000)
         m.host.event("exec", t_exec, pid, filename="/bin/true")
         m.host.event("exit", t_exec + rng.randrange(0, 60_000), pid)

@@ -29,10 +29,15 @@ CALLERS = {
 }
 
 
+def vfs_probed(kernel, func: str) -> bool:
+    """Is a kprobe armed on ``func`` (a hit of it would be traced)?"""
+    return kernel.kprobes is not None and bool(kernel.kprobes.armed_on(func))
+
+
 def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> None:
-    """``func`` ran for the file ``node`` opened (``fh``) by ``pid``."""
-    kprobes = kernel.kprobes
-    if kprobes is None or not kprobes.call_targets():
+    """``func`` ran for the file ``node`` opened (``fh``) by ``pid``; nothing
+    is made (not even the caller's task) unless a probe is on ``func``."""
+    if not vfs_probed(kernel, func):
         return
     dentry = DENTRIES + node.ino * 0xc0
     name_ptr = dentry + 0x38                      # d_iname: the short name inline
@@ -49,4 +54,4 @@ def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> 
     else:
         args = (dentry,)
     task = caller_task(kernel, pid)
-    kprobes.fire(func, CALLERS[func], pid % kernel.nr_cpus, task, ModelCall(args, regions))
+    kernel.kprobes.fire(func, CALLERS[func], pid % kernel.nr_cpus, task, ModelCall(args, regions))

@@ -22,8 +22,9 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from .ftrace import ops_of
-from .ftrace_profile import kstrtoul_from_user, register_function_profiler
+from .ftrace_profile import register_function_profiler
 from .ftrace_records import ftrace_records
+from .trace_parser import user_ulong
 from .trace_ref import ArrayFileOps
 from .trace_stat import StatFileOps
 
@@ -154,7 +155,7 @@ class FunctionProfileOps(FileOperations):
         return "%u\n" % f.data.enabled
 
     def write(self, f, data):
-        val = kstrtoul_from_user(data)
+        val = user_ulong(data)
         prof = f.data
         prof.kernel.run_until_now()     # what ran so far, under the old state
         prof.set_enabled(val != 0)

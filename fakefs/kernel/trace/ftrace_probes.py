@@ -22,7 +22,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 from .ftrace_records import Glob, filter_parse_regex
 from .trace_snapshot import arm_snapshot, disarm_snapshot, snapshot_instance
 
@@ -116,23 +116,23 @@ def fire_probe(ops, probe, rec, cpu, ts, stack) -> None:
             tr.soft_disabled.add(ev)
 
 
+def _context(ops, cpu, stack) -> tuple:
+    """(pid, flags, preempt count) of the call on ``cpu``."""
+    k = ops.kernel
+    act = k.trace_activity
+    flags, pc = act.context_flags(stack) if act is not None else (0, 0)
+    return k.workload.current(cpu).pid, flags, pc
+
+
 def _trace_stack(ops, cpu, ts, stack) -> None:
     tr = ops.tr
     if not tr.cpumask >> cpu & 1:
         return                       # tracing_cpumask: that CPU records nothing
-    k = ops.kernel
-    task = k.workload.current(cpu)
-    act = k.trace_activity
-    flags, pc = act.context_flags(stack) if act is not None else (0, 0)
-    tr.trace_stack(cpu, ts, task.pid, flags, pc, stack)
+    tr.trace_stack(cpu, ts, *_context(ops, cpu, stack), stack)
 
 
 def _snapshot(ops, cpu, ts, stack) -> None:
-    k = ops.kernel
-    task = k.workload.current(cpu)
-    act = k.trace_activity
-    flags, pc = act.context_flags(stack) if act is not None else (0, 0)
-    snapshot_instance(ops.tr, cpu, ts, task.pid, flags, pc)
+    snapshot_instance(ops.tr, cpu, ts, *_context(ops, cpu, stack))
 
 
 # --------------------------------------------------------------- commands

@@ -37,8 +37,6 @@ from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, R_CALLS
 
 FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"
                          "  --------                               ---\n")
-# kstrtoul_from_user(): sign, 64 binary digits and a newline fit its buffer
-ULONG_FROM_USER_MAX = 66
 ULONG_MAX = (1 << 64) - 1
 POISSON_INVERSION_MAX = 12     # below this mean: inversion; above: transformed rejection
 
@@ -80,27 +78,6 @@ def _poisson_ptrs(rng, lam: float) -> int:
         if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
                 <= -lam + k * loglam - math.lgamma(k + 1)):
             return k
-
-
-def kstrtoul_from_user(data: bytes) -> int:
-    """``kstrtoul_from_user(buf, count, 10, &val)``: the first
-    ULONG_FROM_USER_MAX bytes, up to a NUL, as a decimal number with an
-    optional ``+`` and one trailing newline; EINVAL or ERANGE."""
-    s = data[:ULONG_FROM_USER_MAX].split(b"\0", 1)[0].decode("latin-1")
-    if s[:1] == "+":
-        s = s[1:]
-    n = 0
-    while n < len(s) and "0" <= s[n] <= "9":
-        n += 1
-    if not n:
-        raise KernelError(errno.EINVAL)
-    val = int(s[:n])
-    if val > ULONG_MAX:
-        raise KernelError(errno.ERANGE)
-    rest = s[n:]
-    if rest not in ("", "\n"):
-        raise KernelError(errno.EINVAL)
-    return val
 
 
 class CpuProfile:

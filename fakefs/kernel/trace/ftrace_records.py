@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from ..lib.glob import glob_regex
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 from ..workload import FENTRY_IP
 
 # filter_parse_regex() types

@@ -12,7 +12,7 @@ import collections
 import errno
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
 from .trace_events_pid import EventPids
@@ -192,6 +192,17 @@ class TraceArray:
     def recording(self) -> bool:
         """Its buffer takes entries now: tracing on, and no reader paused it."""
         return not self.buffer.record_off and not self.buffer.record_disabled
+
+    def reserves_on(self, cpu: int) -> bool:
+        """A reserve on ``cpu`` may succeed: recording, and the CPU in
+        tracing_cpumask (the kernel disables the others' buffers)."""
+        return self.recording() and bool(self.cpumask >> cpu & 1)
+
+    def acts_on_itself(self) -> bool:
+        """Function probes or event triggers may switch its tracing, its
+        events or its snapshot while the machine runs."""
+        ops = self.ftrace_ops
+        return bool(self.event_triggers) or (ops is not None and bool(ops.probes))
 
     def set_tracing_on(self, on: bool) -> None:
         self.buffer.record_off = not on

@@ -190,7 +190,7 @@ class TraceActivity:
         probe_trs = [tr for tr in arrays if tr.ftrace_ops is not None and tr.ftrace_ops.probes]
         # arrays whose function probes or event triggers act on the array
         # (tracing_on, events, snapshot): they see everything, in time order
-        acting = [tr for tr in arrays if tr in probe_trs or tr.event_triggers]
+        acting = [tr for tr in arrays if tr.acts_on_itself()]
         # an array with function probes or triggers may have tracing switched
         # on by one; one a reader paused (pause-on-trace) takes nothing
         live = [tr for tr in arrays if tr.recording() or tr in acting]

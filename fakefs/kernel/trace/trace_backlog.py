@@ -81,8 +81,7 @@ class TraceBacklog:
 
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
-        if any((tr.ftrace_ops is not None and tr.ftrace_ops.probes) or tr.event_triggers
-               for tr in tracing.arrays()):
+        if any(tr.acts_on_itself() for tr in tracing.arrays()):
             return t
         if not self.meters:
             return gap.end

@@ -25,7 +25,8 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import FileOperations, KernelError
-from ..params import ULONG_MAX, RangeError, kstrtoul
+from ..lib.kstrtox import ULONG_MAX
+from .trace_parser import user_ulong
 from . import trace_entries as te
 from .ring_buffer import PAGE_SIZE, RB_MAX_SMALL_DATA, event_length
 from .trace_iter import catch_up
@@ -35,16 +36,6 @@ FAULTED_SIZE = len("<faulted>")
 RAW_DATA_HDR = te.TRACE_ENTRY_HDR + 4            # struct raw_data_entry before buf[]
 FAULT_SIZE_ID = FAULTED_SIZE + 4
 SUBBUF_ORDER_MAX = 7                             # "between 1 and 128 system pages"
-
-
-def _ulong(data: bytes) -> int:
-    """kstrtoul_from_user(..., 10, ...)"""
-    try:
-        return kstrtoul(data.decode("latin-1"), 10)
-    except RangeError:
-        raise KernelError(errno.ERANGE)
-    except ValueError:
-        raise KernelError(errno.EINVAL)
 
 
 def subbuf_order_for(kb: int) -> int:
@@ -83,7 +74,7 @@ class BufferSubbufSizeOps(ArrayFileOps):
 
     def write(self, f, data):
         tr = f.data
-        order = subbuf_order_for(_ulong(data))
+        order = subbuf_order_for(user_ulong(data))
         if order > SUBBUF_ORDER_MAX:
             raise KernelError(errno.EINVAL)
         catch_up(tr)          # what ran before the change went into the old sub-buffers
@@ -101,7 +92,7 @@ class BufferPercentOps(ArrayFileOps):
         return "%d\n" % f.data.buffer_percent
 
     def write(self, f, data):
-        val = _ulong(data)
+        val = user_ulong(data)
         if val > 100:
             raise KernelError(errno.EINVAL)
         f.data.buffer_percent = val
@@ -157,7 +148,8 @@ class TraceMarkerRawOps(ArrayFileOps):
         cpu, ts = marker_writer(tr, f)
         buf = bytes(data[4:]).ljust(raw_data_shown(size), b"\0")
         entry = (ts, te.TRACE_RAW_DATA, f.pid, 0, 0, int.from_bytes(data[:4], "little"), buf)
-        tr.write_entry(cpu, entry, size)
+        if not (tr.reserves_on(cpu) and tr.write_entry(cpu, entry, size)):
+            raise KernelError(errno.EBADF)     # a CPU out of tracing_cpumask, a full buffer
         return cnt
 
 

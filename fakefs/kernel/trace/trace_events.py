@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 from . import trace_entries as te
 from .trace_events_filter import filters_of, write_text
 from .trace_events_hist_trigger import EventHistOps

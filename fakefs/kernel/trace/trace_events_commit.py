@@ -72,14 +72,13 @@ def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack):
 
 
 def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
-    on_cpu = tr.cpumask >> cpu & 1
     if not trig.cond:
         # trace_trigger_soft_disabled(): they all run first, whatever follows
         soft_off = ev in tr.soft_disabled
         for data in list(trig.triggers):
             if not data.paused:
                 _run(data, tr, cpu, entry, stack)
-        if soft_off or not on_cpu or tr.event_ignored(ev, entry, cpu):
+        if soft_off or not tr.cpumask >> cpu & 1 or tr.event_ignored(ev, entry, cpu):
             return stack
         if tr.write_entry(cpu, entry, payload) and tr.flag("stacktrace"):
             stack = _stack(tr, cpu, entry, stack)
@@ -91,7 +90,7 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
     # tracing or swapped the buffers since
     if tr.event_pids.ignore(ev.tracepoint, entry):
         return stack
-    into = tr.buffer.cpus[cpu] if on_cpu and tr.recording() else None
+    into = tr.buffer.cpus[cpu] if tr.reserves_on(cpu) else None
     tt = event_triggers_call(tr, trig, cpu, entry, stack)
     if into is not None and ev not in tr.soft_disabled:
         flt = tr.event_filters.get(ev)
@@ -111,21 +110,26 @@ def _stack(tr, cpu, entry, stack):
     return stack
 
 
-def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> None:
-    """``tracing_mark_write()`` after its reserve: the triggers of
+def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> bool:
+    """``tracing_mark_write()`` from its reserve on: the triggers of
     ``ftrace/print`` see the record with ``buf`` as written (before a
     newline is added), then the entry is committed where it was reserved,
-    then the post triggers run."""
+    then the post triggers run.  False when the buffer took nothing (the
+    writer's EBADF): the reserve failed (tracing off, a reader paused it,
+    the CPU out of tracing_cpumask; no trigger ran) or the commit did (full
+    without overwrite: here found after the triggers ran)."""
+    if not tr.reserves_on(cpu):
+        return False
     trig = tr.event_triggers.get(PRINT_EVENT)
-    if trig is None or not tr.recording():      # (a paused buffer: no reserve)
-        tr.write_entry(cpu, entry, payload)
-        return
+    if trig is None:
+        return tr.write_entry(cpu, entry, payload)
     into = tr.buffer.cpus[cpu]
     rec = (entry[0], te.TRACE_PRINT, entry[2], entry[3], entry[4], (entry[5], buf), None)
     tt = event_triggers_call(tr, trig, cpu, rec, stack)
-    tr.write_entry(cpu, entry, payload, into)
+    committed = tr.write_entry(cpu, entry, payload, into)
     if tt:
         event_triggers_post_call(tr, trig, tt, cpu, rec, stack)
+    return committed
 
 
 # the path of a write(2) to trace_marker, innermost first

@@ -89,16 +89,12 @@ class HistOp:
 
 
 def _comm_of(tr):
-    k = tr.kernel
-    sched, savedcmd = k.sched, tr.tracing.savedcmd
+    """The comm an ``execname`` key keeps: the task's, else the saved one."""
+    sched, savedcmd = tr.kernel.sched, tr.tracing.savedcmd
 
     def comm(pid):
-        if not pid:
-            return "<idle>"
-        t = sched.find(pid)
-        if t is not None:
-            return t.comm
-        return savedcmd.lookup(pid) or "<...>"
+        t = sched.find(pid) if pid else None
+        return savedcmd.find(pid) if t is None else t.comm
     return comm
 
 
@@ -109,21 +105,20 @@ def _order_base_2(v: int) -> int:
 def _as_u64(v) -> int:
     """A value the entry keeps in another form, as the record holds it."""
     if isinstance(v, str):
-        return _STR_ADDR_BASE + (zlib.crc32(v.encode("latin-1", "replace")) << 4)
+        v = v.encode("latin-1", "replace")
+    if isinstance(v, bytes):
+        return _STR_ADDR_BASE + (zlib.crc32(v) << 4)
     return int(v)
 
 
 class _Compiler:
     """Evaluators of hist fields over entries of one event."""
 
-    def __init__(self, tr, hd, fields: dict):
+    def __init__(self, hd, fields: dict):
         self.hd = hd
         self.fields = fields
-        env = {"comm": _comm_of(tr)}
-        for f in fields.values():
-            if f.conv is not None:
-                env["cv_" + f.name] = f.conv
-        self.env = env
+        # no hist field reads the generic comm (it has no size): no comm() here
+        self.env = {"cv_" + f.name: f.conv for f in fields.values() if f.conv is not None}
 
     def read(self, field):
         """The value of event field ``field`` (by name on this event)."""
@@ -188,10 +183,9 @@ class HistTrigger:
     """One hist trigger on one event (``struct event_trigger_data`` whose
     private data is the histogram, shared by the triggers of one name)."""
 
-    def __init__(self, reg: HistRegistry, tr, ev, hist, fields: dict):
+    def __init__(self, reg: HistRegistry, tr, hist, fields: dict):
         self.reg = reg
         self.tr = tr
-        self.ev = ev
         self.hist = hist
         self.fields = fields
         self.name = None            # "name=<name>" once registered as named
@@ -201,15 +195,19 @@ class HistTrigger:
         self.filter_str = None
         self.filter = None
         self.comm = _comm_of(tr)
+        self.takes_stack = False    # a stacktrace key: hit() wants the stack
+        self._execname = False      # an execname field: elements keep the comm
         self._keys: list = []
         self._vals: list = []
         self._compile()
 
     def _compile(self) -> None:
         hd = self.hist
-        c = _Compiler(self.tr, hd, self.fields)
+        c = _Compiler(hd, self.fields)
         self._keys = [(hf, c.build(hf)) for hf in hd.key_fields]
         self._vals = [(i, hf, c.build(hf)) for i, hf in enumerate(hd.fields[:hd.n_vals])]
+        self.takes_stack = any(hf.flags & FL_STACKTRACE for hf in hd.key_fields)
+        self._execname = hd.has_execname()
 
     def share(self, named) -> None:
         """Use the histogram of named trigger ``named``."""
@@ -230,12 +228,11 @@ class HistTrigger:
             k, b = _key_part(hf, v, stack)
             key.append(k)
             raw.append(b)
-        hd = self.hist
         new_private = None
-        if hd.has_execname():
+        if self._execname:
             comm, pid = self.comm, entry[2]
             new_private = lambda: comm(pid)[:15].encode("latin-1", "replace")  # noqa: E731
-        m = hd.map
+        m = self.hist.map
         elt = m.insert(tuple(key), b"".join(raw), new_private)
         if elt is None:
             return
@@ -244,7 +241,7 @@ class HistTrigger:
             if hf.flags & FL_VAR:
                 m.set_var(elt, hf.var_idx, v)
             else:
-                m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(_cstr(v)))
+                m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(v))
 
     # -- state -----------------------------------------------------------------
     def listing(self) -> str:
@@ -280,10 +277,6 @@ class HistTrigger:
         self.ref -= 1
         if not self.ref and self.name:
             self.reg.delete(self)
-
-
-def _cstr(b: bytes) -> str:
-    return b.decode("latin-1")
 
 
 def hist_trigger_match(reg: HistRegistry, data: HistTrigger, test: HistTrigger, named,
@@ -410,7 +403,7 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
     if fields is None:
         fields = event_fields(ev)
     hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers])
-    t = HistTrigger(reg, tr, ev, hd, fields)
+    t = HistTrigger(reg, tr, hd, fields)
     if filter_text is not None:
         _set_trigger_filter(t, filter_text, set_filter or _event_filter(tr, ev))
     if remove:

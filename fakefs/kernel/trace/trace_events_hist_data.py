@@ -14,12 +14,12 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
+from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_hist_fields import (FL_BUCKET, FL_CPU, FL_EXECNAME, FL_GRAPH,
                                        FL_HITCOUNT, FL_KEY, FL_LOG2, FL_PERCENT, FL_STACKTRACE, FL_STRING,
                                        FL_SYM, FL_SYM_OFFSET, FL_SYSCALL, FL_VAR,
                                        HIST_STACKTRACE_DEPTH, MAX_FILTER_STR_VAL, FieldParser,
-                                       HistErr, create_hist_field, hist_field_name, kstrtoull,
-                                       strsep)
+                                       HistErr, create_hist_field, hist_field_name, strsep)
 from .tracing_map import (TRACING_MAP_BITS_DEFAULT, TRACING_MAP_BITS_MAX, TRACING_MAP_BITS_MIN,
                           TRACING_MAP_KEYS_MAX, TRACING_MAP_SORT_KEYS_MAX, TRACING_MAP_VALS_MAX,
                           TRACING_MAP_VARS_MAX, SortKey, TracingMap, cmp_none, cmp_num,
@@ -50,8 +50,8 @@ class HistAttrs:
 def parse_map_size(s: str) -> int:
     """``parse_map_size()``: map bits, or a raised KernelError."""
     try:
-        size = kstrtoull(s)
-    except OverflowError:
+        size = kstrtoul(s, 0)
+    except RangeError:
         raise KernelError(errno.ERANGE)
     except ValueError:
         raise KernelError(errno.EINVAL)
@@ -121,7 +121,6 @@ class HistData:
         self.remove = remove
         self.fields: list = []
         self.n_vals = 0
-        self.n_keys = 0
         self.n_vars = 0
         self.key_size = 0
         self.sort_keys: list[SortKey] = [SortKey()]
@@ -267,12 +266,11 @@ def _create_var_fields(err, parser, hd: HistData, others: list) -> None:
         if hf.flags & FL_EXECNAME:
             # update_var_execname(): the variable holds the comm
             hf.flags = FL_STRING | FL_VAR | FL_EXECNAME
-            hf.size, hf.is_signed, hf.type, hf.fn = MAX_FILTER_STR_VAL, 0, "char[]", "execname"
+            hf.size, hf.is_signed, hf.fn = MAX_FILTER_STR_VAL, 0, "execname"
 
 
 def _create_key_fields(err, parser, hd: HistData) -> None:
     rest = hd.attrs.keys_str
-    offset = 0
     for _ in range(TRACING_MAP_KEYS_MAX):
         field_str, rest = strsep(rest, ",")
         if field_str is None:
@@ -284,13 +282,11 @@ def _create_key_fields(err, parser, hd: HistData) -> None:
             hf = parser.parse_expr(field_str, FL_KEY, None, [0])
             size = hf.size
         size = (size + 7) & ~7
-        hf.size, hf.offset = size, offset
+        hf.size, hf.offset = size, hd.key_size
         hd.fields.append(hf)
         hd.key_size += size
         if hd.key_size > HIST_KEY_SIZE_MAX:
             raise KernelError(errno.EINVAL)
-        hd.n_keys += 1
-        offset += size
     if rest is not None:
         raise KernelError(errno.EINVAL)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
+from ..lib.kstrtox import kstrtoul
 from .trace_events_filter_fields import (FILTER_COMM, FILTER_CPU, FILTER_PTR_STRING,
                                          FILTER_STACKTRACE, FILTER_STATIC_STRING,
                                          FILTER_TRACE_FN)
@@ -134,24 +135,6 @@ def strsep(s: str | None, delims: str):
     return s, None
 
 
-def kstrtoull(s: str) -> int:
-    """``kstrtoull(s, 0)``: ValueError on anything but a whole number."""
-    t = s[:-1] if s.endswith("\n") else s
-    if t.startswith("+"):
-        t = t[1:]
-    base, digits = 10, "0123456789"
-    if t[:2].lower() == "0x":
-        base, digits, t = 16, "0123456789abcdefABCDEF", t[2:]
-    elif t.startswith("0") and len(t) > 1:
-        base, digits, t = 8, "01234567", t[1:]
-    if not t or any(c not in digits for c in t):
-        raise ValueError(s)
-    v = int(t, base)
-    if v > U64:
-        raise OverflowError(s)
-    return v
-
-
 class HistField:
     """One key, value, variable or (sub)expression."""
 
@@ -159,7 +142,6 @@ class HistField:
         self.field = field              # trace_events_filter_fields.Field or None
         self.flags = flags
         self.buckets = 0
-        self.type = None
         self.operands: list = [None, None]
         self.fn = "nop"                 # enum hist_field_fn, by name
         self.size = 0
@@ -179,10 +161,6 @@ def select_value_fn(size: int, signed) -> str:
     return "nop"
 
 
-def is_string_field(field) -> bool:
-    return field.is_string
-
-
 def create_hist_field(field, flags: int, var_name=None) -> HistField | None:
     """``create_hist_field()``: None where the kernel returns NULL."""
     if field is not None and field.filter_type == FILTER_TRACE_FN:
@@ -191,35 +169,35 @@ def create_hist_field(field, flags: int, var_name=None) -> HistField | None:
     if flags & (FL_EXPR | FL_ALIAS):
         pass
     elif flags & FL_HITCOUNT:
-        hf.fn, hf.size, hf.type = "counter", 8, "u64"
+        hf.fn, hf.size = "counter", 8
     elif flags & FL_CONST:
-        hf.fn, hf.size, hf.type = "const", 8, "u64"
+        hf.fn, hf.size = "const", 8
     elif flags & FL_STACKTRACE:
         hf.fn = "stack" if field is not None else "nop"
-        hf.size, hf.type = HIST_STACKTRACE_SIZE, "unsigned long[]"
+        hf.size = HIST_STACKTRACE_SIZE
     elif flags & (FL_LOG2 | FL_BUCKET):
         op = create_hist_field(field, flags & ~(FL_LOG2 | FL_BUCKET))
         if op is None:
             return None
         hf.fn = "log2" if flags & FL_LOG2 else "bucket"
         hf.operands[0] = op
-        hf.size, hf.type = op.size, op.type
+        hf.size = op.size
     elif flags & FL_TIMESTAMP:
-        hf.fn, hf.size, hf.type = "timestamp", 8, "u64"
+        hf.fn, hf.size = "timestamp", 8
     elif flags & FL_CPU:
-        hf.fn, hf.size, hf.type = "cpu", 4, "unsigned int"
+        hf.fn, hf.size = "cpu", 4
     elif field is None:
         pass
     elif field.is_string and field.filter_type != FILTER_PTR_STRING:
         flags |= FL_STRING
-        hf.size, hf.type, hf.fn = MAX_FILTER_STR_VAL, field.type, "string"
+        hf.size, hf.fn = MAX_FILTER_STR_VAL, "string"
         if field.filter_type == FILTER_STATIC_STRING:
             hf.size = field.size
     elif field.filter_type == FILTER_STACKTRACE:
         flags |= FL_STACKTRACE
-        hf.size, hf.type, hf.fn = MAX_FILTER_STR_VAL, field.type, "stack"
+        hf.size, hf.fn = MAX_FILTER_STR_VAL, "stack"
     else:
-        hf.size, hf.is_signed, hf.type = field.size, field.signed, field.type
+        hf.size, hf.is_signed = field.size, field.signed
         hf.fn = select_value_fn(field.size, field.signed)
         if hf.fn == "nop":
             return None
@@ -377,10 +355,10 @@ class FieldParser:
                 try:
                     if not m.startswith("="):
                         raise ValueError(m)
-                    buckets = kstrtoull(m[1:])
+                    buckets = kstrtoul(m[1:], 0)
                     if not buckets:
                         raise ValueError(m)
-                except (ValueError, OverflowError):
+                except ValueError:
                     err.fail("BAD_FIELD_MODIFIER", modifier)
                 flags |= FL_BUCKET
             elif modifier.startswith("percent") and not flags & (FL_VAR | FL_KEY):
@@ -425,8 +403,8 @@ class FieldParser:
     def parse_atom(self, s: str, flags: int, var_name):
         if s[:1] and s[0] in "0123456789":
             try:
-                constant = kstrtoull(s)
-            except (ValueError, OverflowError):
+                constant = kstrtoul(s, 0)
+            except ValueError:
                 self.err.fail("EXPECT_NUMBER", s)
             hf = create_hist_field(None, flags | FL_CONST, var_name)
             hf.constant = constant
@@ -498,7 +476,6 @@ class FieldParser:
         expr.size, expr.is_signed = op.size, op.is_signed
         expr.operator = OP_UNARY_MINUS
         expr.name = expr_str(expr, 0)
-        expr.type = op.type
         return expr
 
     def parse_expr(self, s: str, flags: int, var_name, n: list):
@@ -542,7 +519,6 @@ class FieldParser:
         else:
             expr.size, expr.is_signed = op1.size, op1.is_signed
             expr.operator = op
-            expr.type = op1.type
             expr.name = expr_str(expr, 0)
         return expr
 

@@ -19,23 +19,34 @@ own, in ``register_trigger_cmds()`` order.
 from __future__ import annotations
 
 from .trace_events_hist import event_hist_trigger_parse, ftrace_print_fields, hist_text
-from .trace_events_hist_fields import FL_STACKTRACE
 from .trace_events_trigger import (ETT_EVENT_HIST, ETT_HIST_ENABLE, PRINT_EVENT, EnableEventCommand,
                                    EventCommand, TriggerData, forget_if_empty, register_event_command,
                                    trigger_enable_disable, triggers_of)
 from .trace_ref import ArrayFileOps
 
 
-def hist_datas(tr, ev) -> list:
-    """The event's hist triggers (their TriggerData), in list order."""
+def hist_datas(tr, ev, trigger_type=ETT_EVENT_HIST) -> list:
+    """The event's hist triggers (their TriggerData), in list order; or
+    those of another type."""
     trig = tr.event_triggers.get(ev)
     if trig is None:
         return []
-    return [d for d in trig.triggers if d.cmd.trigger_type == ETT_EVENT_HIST]
+    return [d for d in trig.triggers if d.cmd.trigger_type == trigger_type]
 
 
-def _takes_stack(t) -> bool:
-    return any(hf.flags & FL_STACKTRACE for hf in t.hist.key_fields)
+def _unlink(tr, ev, data) -> None:
+    trig = tr.event_triggers[ev]
+    trig.triggers.remove(data)
+    trigger_enable_disable(tr, ev, trig, False)
+    trig.update_cond()
+    forget_if_empty(tr, ev, trig)
+
+
+def _unreg_all(tr, ev, trigger_type) -> None:
+    """What an O_TRUNC open of the trigger file removes of a type."""
+    for data in hist_datas(tr, ev, trigger_type):
+        _unlink(tr, ev, data)
+        data.cmd.free(tr, data)
 
 
 class HistCommand(EventCommand):
@@ -64,15 +75,7 @@ class HistCommand(EventCommand):
             # hist_unregister_trigger(): the histogram was freed already
             data = next(d for d in datas if d.private is op.trigger)
             data.ref -= 1
-            self._unlink(tr, ev, data)
-
-    @staticmethod
-    def _unlink(tr, ev, data) -> None:
-        trig = tr.event_triggers[ev]
-        trig.triggers.remove(data)
-        trigger_enable_disable(tr, ev, trig, False)
-        trig.update_cond()
-        forget_if_empty(tr, ev, trig)
+            _unlink(tr, ev, data)
 
     def unreg(self, tr, ev, test) -> bool:
         return False              # only ``!hist:...`` through parse() removes one
@@ -81,9 +84,7 @@ class HistCommand(EventCommand):
         """``hist_unreg_all()``: what an O_TRUNC open of the trigger file
         removes (no histogram's variables can be referenced from another
         here: no synthetic events, no actions)."""
-        for data in hist_datas(tr, ev):
-            self._unlink(tr, ev, data)
-            self.free(tr, data)
+        _unreg_all(tr, ev, ETT_EVENT_HIST)
 
     def free(self, tr, data) -> None:
         """``event_hist_trigger_free()``"""
@@ -94,7 +95,7 @@ class HistCommand(EventCommand):
         """``event_hist_trigger()``: paused triggers and records its own
         filter rejects are skipped by the trigger itself."""
         t = data.private
-        if callable(stack) and _takes_stack(t):
+        if callable(stack) and t.takes_stack:
             stack = stack()
         t.hit(rec, cpu, None if callable(stack) else stack)
 
@@ -122,15 +123,7 @@ class HistEnableCommand(EnableEventCommand):
 
     def unreg_all(self, tr, ev) -> None:
         """``hist_enable_unreg_all()``: O_TRUNC removes these too."""
-        trig = tr.event_triggers.get(ev)
-        if trig is None:
-            return
-        for data in [d for d in trig.triggers if d.cmd.trigger_type == ETT_HIST_ENABLE]:
-            trig.triggers.remove(data)
-            trig.update_cond()
-            trigger_enable_disable(tr, ev, trig, False)
-            data.cmd.free(tr, data)
-        forget_if_empty(tr, ev, trig)
+        _unreg_all(tr, ev, ETT_HIST_ENABLE)
 
 
 class HistDisableCommand(HistEnableCommand):

@@ -24,7 +24,7 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..lib.ctype import skip_spaces
-from ..params import RangeError, kstrtoul
+from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_filter import filters_of
 from .trace_events_filter_fields import COMMON, FILTER_OTHER, GENERIC, Field
 from .trace_iter import catch_up

@@ -10,19 +10,19 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..lib.bitmap import bitmap_parse, bitmap_string
-from ..params import ULONG_MAX, RangeError, kstrtoul
+from ..lib.kstrtox import ULONG_MAX
 from .readme import readme_text
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer
 from .trace_events_pid import event_pid_files
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
-from .trace_parser import EVENT_BUF_SIZE, get_user_word
+from .trace_parser import EVENT_BUF_SIZE, get_user_word, user_ulong
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
 from .trace_snapshot import SnapshotOps
 from .trace_events_commit import marker_stack, trace_print_commit
-from .trace_buffer_files import (BufferPercentOps, BufferSubbufSizeOps, SavedTgidsOps,
-                                 TraceMarkerRawOps, marker_writer)
+from .trace_buffer_files import (FAULTED_SIZE, BufferPercentOps, BufferSubbufSizeOps,
+                                 SavedTgidsOps, TraceMarkerRawOps, marker_writer)
 from .trace_ref import ArrayFileOps
 from .trace_clock import TRACE_CLOCKS
 from .ftrace_files import ftrace_create_files, pid_files_wanted
@@ -31,15 +31,6 @@ from .ftrace_files import ftrace_create_files, pid_files_wanted
 
 def _text(data: bytes) -> str:
     return data.decode("latin-1")
-
-
-def _ulong(data: bytes) -> int:
-    try:
-        return kstrtoul(_text(data), 10)
-    except RangeError:
-        raise KernelError(errno.ERANGE)
-    except ValueError:
-        raise KernelError(errno.EINVAL)
 
 
 # --- simple control files ---------------------------------------------------
@@ -53,14 +44,13 @@ class TracingOnOps(ArrayFileOps):
         """Only function probes and event triggers (traceon/traceoff,
         snapshot) switch tracing on and off while nobody writes: then what
         it reads depends on the machine."""
-        ops = self.tr.ftrace_ops
-        return bool(self.tr.event_triggers) or (ops is not None and bool(ops.probes))
+        return self.tr.acts_on_itself()
 
     def show(self, f):
         return "%d\n" % (1 if f.data.tracing_is_on() else 0)
 
     def write(self, f, data):
-        val = _ulong(data)
+        val = user_ulong(data)
         catch_up(f.data)
         f.data.set_tracing_on(bool(val))
         return len(data)
@@ -120,7 +110,7 @@ class CoreOptionOps(FileOperations):
 
     def write(self, f, data):
         tr, name = f.data
-        val = _ulong(data)
+        val = user_ulong(data)
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
         catch_up(tr)
@@ -139,7 +129,7 @@ class TracerOptionOps(FileOperations):
 
     def write(self, f, data):
         tracer, name = f.data
-        val = _ulong(data)
+        val = user_ulong(data)
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
         if tracer.opts.get(name) != bool(val):   # only a change asks the tracer
@@ -168,7 +158,7 @@ class BufferSizeOps(ArrayFileOps):
 
     def write(self, f, data):
         tr = f.data
-        val = _ulong(data)
+        val = user_ulong(data)
         if not val:
             raise KernelError(errno.EINVAL)
         catch_up(tr)
@@ -260,14 +250,13 @@ class SavedCmdlinesSizeOps(FileOperations):
         return "%d\n" % f.data.tracing.savedcmd.cmdline_num
 
     def write(self, f, data):
-        val = _ulong(data)
+        val = user_ulong(data)
         catch_up(f.data)              # what ran before the write was saved in the old table
         f.data.tracing.resize_saved_cmdlines(val)
         return len(data)
 
 
 TRACE_MARKER_MAX_SIZE = 4096
-FAULTED_SIZE = len("<faulted>")
 
 
 class TraceMarkerOps(ArrayFileOps):
@@ -299,7 +288,8 @@ class TraceMarkerOps(ArrayFileOps):
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
         cpu, ts = marker_writer(tr, f)     # what ran before is traced before the marker
         entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
-        trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k))
+        if not trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k)):
+            raise KernelError(errno.EBADF)      # the reserve failed: "as if not open for write"
         return cnt
 
 

@@ -24,10 +24,9 @@ def catch_up(tr) -> None:
 
 # --- trace / trace_pipe ------------------------------------------------------
 
-def merged_events(tr, cpu=None, buffer=None):
-    """All buffered entries in timestamp order, each as (entry, cpu), of
-    ``buffer`` (the array's main buffer unless told)."""
-    buf = tr.buffer if buffer is None else buffer
+def merged_events(buf, cpu=None):
+    """All entries of the ring buffer ``buf`` (of one CPU) in timestamp
+    order, each as (entry, cpu)."""
     cpus = buf.cpus if cpu is None else [buf.cpus[cpu]]
     streams = [[(e, cb.cpu) for e in cb.events()] for cb in cpus]
     if len(streams) == 1:
@@ -76,11 +75,16 @@ class TraceOps(ArrayFileOps):
         if f.private.paused:
             tr.buffer.record_disabled += 1
         if f.readable:
-            buf = self.ring(tr)
-            pinned = f.private.pinned = list(buf.cpus) if self.cpu is None else [buf.cpus[self.cpu]]
-            for cb in pinned:
-                cb.resize_disabled += 1
+            self.pin(f, tr)
         super().open(f)
+
+    def pin(self, f, tr) -> None:
+        """``ring_buffer_read_start()`` of every CPU the reader shows: those
+        buffers cannot be resized until the release."""
+        buf = self.ring(tr)
+        pinned = f.private.pinned = list(buf.cpus) if self.cpu is None else [buf.cpus[self.cpu]]
+        for cb in pinned:
+            cb.resize_disabled += 1
 
     def release(self, f):
         if f.private.paused:
@@ -110,7 +114,7 @@ class TraceOps(ArrayFileOps):
         if not f.private.paused:     # paused since the open: nothing new
             catch_up(tr)
         buf = self.ring(tr)
-        events = merged_events(tr, self.cpu, buf)
+        events = merged_events(buf, self.cpu)
         # the header counts every CPU's entries, per_cpu/cpuN/trace's too
         # (get_total_entries()), and the overruns of any CPU make annotations
         cpus = buf.cpus

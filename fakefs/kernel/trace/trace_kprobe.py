@@ -20,8 +20,9 @@ import errno
 import fnmatch
 
 from ..fs.pseudo import TRACE_MODE_READ, TRACE_MODE_WRITE, FileOperations, KernelError
+from ..fs.vfs import DENTRY_NAME, FILE_DENTRY
 from ..kprobes import Kprobe
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 from .events_defs import EventDef, hashed_ptr
 from .trace_dynevent import DynamicEventsOps, DynEventOps, DynEvents, parse_run_command
 from .trace_events import add_event_call, remove_event_call
@@ -38,9 +39,6 @@ from .trace_probe_tmpl import (DIRECT_MAP, data_size, fetch_args, field_line, mi
 KPROBE_EVENT_SYSTEM = "kprobes"
 KRETPROBE_MAXACTIVE_MAX = 4096
 UINT_MAX = 0xFFFFFFFF
-# offsetof(struct dentry, d_name.name), offsetof(struct file, f_path.dentry)
-DENTRY_NAME = 0x28
-FILE_DENTRY = 0x48
 # who calls eventfs_create_dir() when a probe event is made, innermost first
 EVENT_DIR_CALLERS = ("event_create_dir", "__trace_add_new_event", "trace_add_event_call",
                      "trace_probe_register_event_call", "register_trace_kprobe",
@@ -355,6 +353,8 @@ class KprobeOps(DynEventOps):
         """``event_create_dir()`` in each array: the eventfs directories of
         the system (when new) and of the event are made by
         ``eventfs_create_dir(name, parent, entries, size, data)``."""
+        if not self.kprobes.armed_on("eventfs_create_dir"):
+            return
         pid = self.dyn.caller_pid
         task = caller_task(self.kernel, pid)
         cpu = pid % self.kernel.nr_cpus

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
+from ..lib.kstrtox import RangeError, kstrtoul_from_user
 
 EVENT_BUF_SIZE = 127        # set_event's parser holds EVENT_BUF_SIZE + 1 bytes
 
@@ -30,3 +31,14 @@ def get_user_word(text: str, size: int) -> tuple[str | None, int]:
     if j - i > size - 1:
         raise KernelError(errno.EINVAL)
     return text[i:j], min(j + 1, n)
+
+
+def user_ulong(data: bytes) -> int:
+    """``kstrtoul_from_user(ubuf, cnt, 10, &val)`` of a write: the number,
+    or KernelError EINVAL / ERANGE."""
+    try:
+        return kstrtoul_from_user(data, 10)
+    except RangeError:
+        raise KernelError(errno.ERANGE) from None
+    except ValueError:
+        raise KernelError(errno.EINVAL) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
-from ..params import kstrtoul
+from ..lib.kstrtox import kstrtoul
 
 PID_BUF_SIZE = 127           # one pid word (trace_pid_write())
 PID_MAX_LIMIT = 4 * 1024 * 1024

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import errno
 
-from ..params import RangeError, kstrtoul
+from ..lib.kstrtox import kstrtoll, kstrtoul
 
 ERRORS = [
     ("FILE_NOT_FOUND", "Failed to find the given file"),
@@ -225,18 +225,6 @@ def parse_event_name(text: str, log: ProbeLog, offset: int):
 
 # --- numbers ---------------------------------------------------------------------
 
-def kstrtol(text: str, base: int = 0) -> int:
-    neg = text.startswith("-")
-    val = kstrtoul(text[1:] if neg else text, base)
-    if neg:
-        if val > 1 << 63:
-            raise RangeError(text)
-        return -val
-    if val >= 1 << 63:
-        raise RangeError(text)
-    return val
-
-
 def simple_strtoul(text: str, start: int = 0) -> tuple[int, int]:
     """``simple_strtoul(s, &end, 0)``: (value, index after the digits)."""
     i = start
@@ -259,7 +247,10 @@ def split_symbol_offset(symbol: str):
     cut = min((i for i in (symbol.find("+"), symbol.find("-")) if i >= 0), default=-1)
     if cut < 0:
         return symbol, 0
-    return symbol[:cut], kstrtol(symbol[cut:].lstrip("+") if symbol[cut] == "+" else symbol[cut:])
+    offset = kstrtoll(symbol[cut:])
+    if offset is None:
+        raise ValueError(symbol)
+    return symbol[:cut], offset
 
 
 # --- fetch types -----------------------------------------------------------------
@@ -513,9 +504,8 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
         lb = arg.find("(")
         if lb < 0:
             raise log.fail(ctx.offset, "DEREF_NEED_BRACE")
-        try:
-            offset = kstrtol(arg[:lb])
-        except ValueError:
+        offset = kstrtoll(arg[:lb])
+        if offset is None:
             raise log.fail(ctx.offset, "BAD_DEREF_OFFS")
         # (as the kernel counts it: the ``u`` is not)
         ctx.offset += lb + 1 + (1 if arg[0] != "-" else 0)
@@ -548,16 +538,13 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
 
 
 def _str_to_immediate(s: str):
-    try:
-        if s[:1].isdigit():
+    if s[:1].isdigit():
+        try:
             return kstrtoul(s, 0)
-        if s[:1] == "-":
-            return kstrtol(s, 0) & (1 << 64) - 1
-        if s[:1] == "+":
-            return kstrtol(s[1:], 0) & (1 << 64) - 1
-    except ValueError:
-        return None
-    return None
+        except ValueError:
+            return None
+    v = kstrtoll(s) if s[:1] == "-" else kstrtoll(s[1:]) if s[:1] == "+" else None
+    return None if v is None else v & (1 << 64) - 1
 
 
 def _finalize(code: list, parg: ProbeArg, tname, tofs: int, ctx: ParseContext,

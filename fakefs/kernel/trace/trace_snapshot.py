@@ -29,13 +29,12 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
-from ..params import RangeError, kstrtoul
 from . import trace_entries as te
 from .trace_iter import TraceIter, TraceOps, catch_up
+from .trace_parser import user_ulong
 from .trace_ref import ArrayFileOps
 
 UINT_MAX = (1 << 32) - 1
-KSTRTOUL_USER_MAX = 2 + 64          # kstrtoull_from_user(): '0x' and 64 binary digits
 
 SNAPSHOT_MAIN_HELP = (
     "# echo 0 > snapshot : Clears and frees snapshot buffer\n"
@@ -186,26 +185,16 @@ def _puts(tr, cpu, ts, pid, flags, pc, text) -> None:
 
 # --- the snapshot files ---------------------------------------------------------
 
-def _user_ulong(data: bytes) -> int:
-    """``kstrtoul_from_user(ubuf, cnt, 10)``: what fits in its buffer."""
-    text = data[:KSTRTOUL_USER_MAX].decode("latin-1")
-    try:
-        return kstrtoul(text, 10)
-    except RangeError:
-        raise KernelError(errno.ERANGE)
-    except ValueError:
-        raise KernelError(errno.EINVAL)
-
-
 class SnapshotOps(TraceOps):
     """``snapshot`` and ``per_cpu/cpuN/snapshot`` (``snapshot_fops``)."""
 
     def open(self, f):
         tr = f.data
-        if f.readable:
-            catch_up(tr)
         # never paused (pause-on-trace spares the snapshot), O_TRUNC ignored
         f.private = TraceIter(paused=False)
+        if f.readable:
+            catch_up(tr)
+            self.pin(f, tr)                     # the snapshot buffer's CPUs
         ArrayFileOps.open(self, f)
 
     def ring(self, tr):
@@ -221,7 +210,7 @@ class SnapshotOps(TraceOps):
         """``tracing_snapshot_write()``"""
         tr = f.data
         tr.ensure_expanded()                    # tracing_update_buffers()
-        val = _user_ulong(data)
+        val = user_ulong(data)
         catch_up(tr)                            # what ran before is in the old buffer
         cpu = self.cpu
         if val == 0:

@@ -134,14 +134,13 @@ class MapElt:
     """``struct tracing_map_elt``: the key, the sums, the variables, and
     what the map's user keeps per element (``private``)."""
 
-    __slots__ = ("key", "key_bytes", "sums", "vars", "var_set", "private")
+    __slots__ = ("key", "key_bytes", "sums", "vars", "private")
 
     def __init__(self, key, key_bytes: bytes, n_sums: int, n_vars: int, private):
         self.key = key
         self.key_bytes = key_bytes
         self.sums = [0] * n_sums
         self.vars = [0] * n_vars
-        self.var_set = [False] * n_vars
         self.private = private
 
 
@@ -163,7 +162,6 @@ class TracingMap:
         self.max_elts = 1 << map_bits
         self.fields: list[MapField] = []
         self.n_keys = 0
-        self.n_sums = 0
         self.n_vars = 0
         self.elts: dict = {}
         self.hits = 0
@@ -177,10 +175,7 @@ class TracingMap:
         return len(self.fields) - 1
 
     def add_sum_field(self) -> int:
-        idx = self._add_field(MapField(cmp_u64, None))
-        if idx >= 0:
-            self.n_sums = len(self.fields)
-        return idx
+        return self._add_field(MapField(cmp_u64, None))
 
     def add_key_field(self, cmp) -> int:
         idx = self._add_field(MapField(cmp, self.n_keys))
@@ -211,9 +206,6 @@ class TracingMap:
         self.hits += 1
         return elt
 
-    def lookup(self, key) -> MapElt | None:
-        return self.elts.get(key)
-
     def clear(self) -> None:
         self.elts = {}
         self.hits = 0
@@ -226,7 +218,6 @@ class TracingMap:
     @staticmethod
     def set_var(elt: MapElt, i: int, n) -> None:
         elt.vars[i] = n
-        elt.var_set[i] = True
 
     # -- sorting ----------------------------------------------------------------
     def _cmp_fn(self, sk: SortKey):

@@ -28,3 +28,19 @@ def test_probes_on_vfs_calls_read_the_files_names():
     assert "<- vfs_open)" in mine[1]
     assert mine[2].endswith('(vfs_read+0x4/%s) arg1="enable"' % mine[2].split("/")[1].split(")")[0])
     assert "(dput+0x4/" in mine[3] and mine[3].endswith('name="enable"')
+
+
+def test_calls_nobody_probes_make_nothing():
+    """With probes armed elsewhere, a file's use neither looks up the
+    caller's comm nor saves it in saved_cmdlines."""
+    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    looked_up = []
+    k.host_comm = lambda pid: looked_up.append(pid) or "reader"
+    wr(k, "kprobe_events", "p:c kernel_clone\n", os.O_WRONLY | os.O_APPEND)
+    wr(k, "events/kprobes/enable", "1\n")
+    n = node(k, "events/kprobes/enable")
+    for func in ("vfs_open", "vfs_read", "dput"):
+        vfs_call(k, func, n, 4242, 7, 10)
+    wr(k, "events/kprobes/enable", "0\n")
+    assert looked_up == []
+    assert "4242" not in rd(k, "saved_cmdlines")

@@ -20,3 +20,27 @@ def test_kstrtoull(s, val):
 ])
 def test_kstrtoll(s, val):
     assert kstrtoll(s) == val
+
+
+def test_kstrtoul_raises_like_the_kernel():
+    import pytest
+    from fakefs.kernel.lib.kstrtox import RangeError, kstrtoul
+    assert kstrtoul("+10\n", 10) == 10 and kstrtoul("0x1f", 16) == 31 and kstrtoul("017") == 15
+    for bad in ("", "-1", "++1", " 1", "1 ", "1_0", "0x", "1\n\n"):
+        with pytest.raises(ValueError):
+            kstrtoul(bad, 0)
+    # the overflow is seen before the junk after it (ERANGE, not EINVAL)
+    with pytest.raises(RangeError):
+        kstrtoul("99999999999999999999x", 10)
+    with pytest.raises(RangeError):
+        kstrtoul("18446744073709551616", 10)
+
+
+def test_kstrtoul_from_user_takes_66_bytes_up_to_a_nul():
+    import pytest
+    from fakefs.kernel.lib.kstrtox import kstrtoul_from_user
+    assert kstrtoul_from_user(b"1\0junk") == 1
+    assert kstrtoul_from_user(b"0" * 65 + b"7") == 7
+    assert kstrtoul_from_user(b"0" * 66 + b"7x") == 0    # from the 67th byte on: not read
+    with pytest.raises(ValueError):
+        kstrtoul_from_user(b"1x\0")

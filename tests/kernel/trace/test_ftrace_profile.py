@@ -30,9 +30,7 @@ def k(booted):
     k, _clock = booted
     yield k
     wr(k, "function_profile_enabled", "0\n")
-    wr(k, "set_ftrace_filter", "\n")
-    wr(k, "set_ftrace_notrace", "\n")
-    wr(k, "current_tracer", "nop\n")
+    ftrace_helpers.undo_ftrace(k)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import errno
 import os
 import re
 
-from fakefs.kernel.fs.pseudo import POLLIN, File
+from fakefs.kernel.fs.pseudo import POLLIN, File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_buffer_files import raw_data_shown, subbuf_order_for
@@ -281,3 +281,40 @@ def test_free_buffer_while_trace_is_read_keeps_the_buffer():
         n.fops.release(f)
     wr(k, "free_buffer", "1")
     assert rd(k, "buffer_size_kb") == "7\n"
+
+
+def test_markers_the_buffer_refuses_are_ebadf():
+    """tracing_mark_write()/tracing_mark_raw_write(): a failed reserve is
+    EBADF (no trigger of ftrace/print runs): a reader paused the buffer
+    (pause-on-trace), the writer's CPU is out of tracing_cpumask, the
+    buffer is full without overwrite."""
+    k = boot()
+    wr(k, "trace_marker", "kept")
+    wr(k, "options/pause-on-trace", "1")
+    n, f = opened(k, "trace")
+    try:
+        assert errno_of(wr, k, "trace_marker", "paused") == errno.EBADF
+        assert errno_of(wr, k, "trace_marker_raw", "abcd") == errno.EBADF
+    finally:
+        n.fops.release(f)
+    wr(k, "events/ftrace/print/trigger", "traceoff")
+    wr(k, "tracing_cpumask", "2")                       # markers come on CPU 0 here
+    assert errno_of(wr, k, "trace_marker", "left out") == errno.EBADF
+    assert errno_of(wr, k, "trace_marker_raw", "abcd") == errno.EBADF
+    assert rd(k, "tracing_on") == "1\n"                 # the trigger did not run
+    wr(k, "tracing_cpumask", "3")
+    wr(k, "events/ftrace/print/trigger", "!traceoff")
+    assert marker_bodies(k) == ["kept"]
+    wr(k, "buffer_size_kb", "8")                        # 3 pages a CPU
+    wr(k, "options/overwrite", "0")
+    written = 0
+    while written < 100:
+        try:
+            wr(k, "trace_marker", "x" * 1000)
+        except KernelError as e:
+            assert e.errno == errno.EBADF
+            break
+        written += 1
+    assert 0 < written < 100
+    assert errno_of(write_all, k, "trace_marker_raw", b"abcd" + b"y" * 1000) == errno.EBADF
+    assert marker_bodies(k) == ["kept"] + ["x" * 1000] * written

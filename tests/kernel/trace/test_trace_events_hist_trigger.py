@@ -11,17 +11,16 @@ import pytest
 from fakefs.kernel.fs.pseudo import File, KernelError, kernel_write
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
-from kfiles import errno_of, node, rd, reset_triggers, wr
+from ftrace_helpers import APPEND, MS, boot
+from kfiles import errno_of, node, rd, reset_triggers, wr, sim_fork
 
-MS = 1_000_000
 FORK = "events/sched/sched_process_fork/"
 SWITCH = "events/sched/sched_switch/"
-APPEND = os.O_WRONLY | os.O_APPEND
 
 
 @pytest.fixture(scope="module")
 def booted():
-    return Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    return boot()[0]
 
 
 @pytest.fixture
@@ -33,16 +32,6 @@ def k(booted):
         k.tracing.instance_rmdir(inst)
     wr(k, "events/enable", "0\n")
     wr(k, "tracing_on", "1\n")
-
-
-def fork(k, cpu=0):
-    k.clock.advance(MS)
-    k.run_until_now()
-    parent = next(t for t in k.sched.tasks.values() if t.pid > 1)
-    child = k.lifecycle.fork(parent, cpu, k.sim_time)
-    k.clock.advance(MS)
-    k.run_until_now()
-    return parent, child
 
 
 def hits(text):
@@ -77,8 +66,8 @@ def test_hist_counts_forks_and_lists_at_the_tail(k):
     # other triggers go at the head, hist at the tail
     assert rd(k, t) == ("traceoff:count=5 if child_pid == 0\n"
                         "hist:keys=child_pid:vals=hitcount:sort=hitcount:size=2048 [active]\n")
-    _p1, c1 = fork(k)
-    _p2, c2 = fork(k)
+    _p1, c1 = sim_fork(k)
+    _p2, c2 = sim_fork(k)
     text = rd(k, FORK + "hist")
     assert "# trigger info: hist:keys=child_pid:vals=hitcount:sort=hitcount:size=2048 [active]\n" in text
     for c in (c1, c2):
@@ -95,10 +84,10 @@ def test_hist_filter_and_values(k):
     wr(k, t, "hist:keys=common_pid:vals=child_pid if child_pid == 0\n")
     assert rd(k, t) == ("hist:keys=common_pid:vals=hitcount,child_pid:sort=hitcount:size=2048"
                         " if child_pid == 0 [active]\n")
-    fork(k)
+    sim_fork(k)
     assert hits(rd(k, FORK + "hist")) == 0               # its filter rejects every fork
     wr(k, t, "hist:keys=common_pid:vals=child_pid\n", APPEND)
-    _p, c = fork(k)
+    _p, c = sim_fork(k)
     assert "child_pid: %*d\n" % (10, c.pid) in rd(k, FORK + "hist")
 
 
@@ -130,7 +119,7 @@ def test_enable_hist_and_disable_hist(k):
     wr(k, t, "enable_hist:sched:sched_switch:1\n")
     assert rd(k, t) == "enable_hist:sched:sched_switch:count=1\n"
     assert errno_of(wr, k, t, "disable_hist:sched:sched_switch\n", APPEND) == errno.EEXIST
-    fork(k)
+    sim_fork(k)
     assert rd(k, t) == "enable_hist:sched:sched_switch:count=0\n"
     assert "[active]" in rd(k, SWITCH + "trigger")
     k.clock.advance(20 * MS)
@@ -138,7 +127,7 @@ def test_enable_hist_and_disable_hist(k):
     assert n and n > 0
     wr(k, t, "!enable_hist:sched:sched_switch\n", APPEND)
     wr(k, t, "disable_hist:sched:sched_switch\n", APPEND)
-    fork(k)
+    sim_fork(k)
     assert "[paused]" in rd(k, SWITCH + "trigger")
     before = hits(rd(k, SWITCH + "hist"))
     k.clock.advance(20 * MS)
@@ -165,7 +154,7 @@ def test_named_hist_freed_with_its_instance(k):
     # a named histogram is shared between arrays, and must match
     assert errno_of(wr, k, FORK + "trigger", "hist:name=h1:keys=parent_pid\n") == errno.EINVAL
     wr(k, FORK + "trigger", "hist:name=h1:keys=child_pid\n")
-    _p, c = fork(k)
+    _p, c = sim_fork(k)
     line = "{ child_pid: %*d } hitcount:          2\n" % (10, c.pid)
     assert line in rd(k, FORK + "hist")                  # both arrays hit the one map
     wr(k, FORK + "trigger", "!hist:name=h1:keys=child_pid\n", APPEND)

@@ -81,7 +81,7 @@ def test_only_listed_tasks_and_their_switches_are_recorded():
     wr(k, "events/sched/enable", "1")
     run(k, 40)
     for i in range(3):
-        m.host.event("fork", k.sim_time + MS, 5001 + i, ppid=5000, comm="sh")
+        m.host.event("fork", k.sim_time + MS, 5001 + i, ppid=5000)
         m.host.event("exit", k.sim_time + 3 * MS, 5001 + i)
         run(k, 20)
     got = entries(k)
@@ -102,7 +102,7 @@ def test_event_fork_lists_children_until_they_are_freed():
     wr(k, "options/event-fork", "1")
     wr(k, "events/sched/sched_switch/enable", "1")
     run(k, 20)
-    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000, comm="sh")
+    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000)
     run(k, 20)
     assert rd(k, "set_event_pid") == "5000\n5001\n"
     assert any("5001" in ln for ln in entries(k))
@@ -110,7 +110,7 @@ def test_event_fork_lists_children_until_they_are_freed():
     run(k, 100)                                   # reaped, freed a grace period later
     assert rd(k, "set_event_pid") == "5000\n"
     wr(k, "options/event-fork", "0")
-    m.host.event("fork", k.sim_time + MS, 5002, ppid=5000, comm="sh")
+    m.host.event("fork", k.sim_time + MS, 5002, ppid=5000)
     run(k, 20)
     assert rd(k, "set_event_pid") == "5000\n"
 
@@ -121,6 +121,6 @@ def test_function_fork_follows_set_ftrace_pid():
     wr(k, "set_ftrace_pid", "5000")
     wr(k, "options/function-fork", "1")
     run(k, 20)
-    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000, comm="sh")
+    m.host.event("fork", k.sim_time + MS, 5001, ppid=5000)
     run(k, 20)
     assert rd(k, "set_ftrace_pid") == "5000\n5001\n"

@@ -9,7 +9,7 @@ import pytest
 
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
-from kfiles import errno_of, rd, reset_triggers, wr
+from kfiles import errno_of, rd, reset_triggers, wr, sim_fork
 
 MS = 1_000_000
 FORK = "events/sched/sched_process_fork/"
@@ -38,18 +38,6 @@ def k(booted):
     wr(k, "options/stacktrace", "0\n")
     wr(k, "trace", "")
     wr(k, "snapshot", "0\n")
-
-
-def fork(k, cpu=0):
-    """A task of the simulated machine forks (copy_process() on ``cpu``),
-    and the kernel catches up past it."""
-    k.clock.advance(MS)
-    k.run_until_now()
-    parent = next(t for t in k.sched.tasks.values() if t.pid > 1)
-    child = k.lifecycle.fork(parent, cpu, k.sim_time)
-    k.clock.advance(MS)
-    k.run_until_now()
-    return parent, child
 
 
 def lines(k, path="trace"):
@@ -151,37 +139,37 @@ def test_traceoff_and_traceon(k):
     assert rd(k, FORK + "enable") == "0*\n"          # soft mode, soft-disabled
     k.clock.advance(100 * MS)
     assert rd(k, "tracing_on") == "1\n"              # no fork: nothing
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "0\n"
     reset_triggers(k)
     wr(k, t, "traceon:2\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "1\n"
     assert rd(k, t) == "traceon:count=1\n"
-    fork(k)                                          # already on: no count
+    sim_fork(k)                                          # already on: no count
     assert rd(k, t) == "traceon:count=1\n"
 
 
 def test_filtered_trigger_sees_the_record(k):
     t = FORK + "trigger"
     wr(k, t, "traceoff if child_pid == 0\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "1\n"
     wr(k, t, "!traceoff\n")
-    _parent, child = fork(k)
+    _parent, child = sim_fork(k)
     wr(k, t, "traceoff:1 if child_pid > %d\n" % child.pid)
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "0\n"
     assert rd(k, t) == "traceoff:count=0 if child_pid > %d\n" % child.pid
 
 
 def test_soft_disabled_event_records_nothing(k):
     wr(k, FORK + "trigger", "traceon\n")
-    fork(k)
+    sim_fork(k)
     assert not any("sched_process_fork" in ln for ln in lines(k))
     wr(k, FORK + "enable", "1\n")
     assert rd(k, FORK + "enable") == "1*\n"
-    parent, child = fork(k)
+    parent, child = sim_fork(k)
     assert any("sched_process_fork: comm=%s pid=%d child_comm=%s child_pid=%d"
                % (parent.comm, parent.pid, child.comm, child.pid) in ln for ln in lines(k))
     wr(k, "events/enable", "0\n")                   # a plain disable keeps soft mode
@@ -195,7 +183,7 @@ def test_enable_and_disable_event(k):
     assert rd(k, SWITCH + "enable") == "0*\n"
     k.clock.advance(50 * MS)
     assert not any("sched_switch:" in ln for ln in lines(k))
-    fork(k)
+    sim_fork(k)
     assert rd(k, SWITCH + "enable") == "1*\n"
     k.clock.advance(50 * MS)
     assert any("sched_switch:" in ln for ln in lines(k))
@@ -203,7 +191,7 @@ def test_enable_and_disable_event(k):
     # leaving soft mode keeps the state the trigger gave it (the kernel's too)
     assert rd(k, SWITCH + "enable") == "1\n"
     wr(k, t, "disable_event:sched:sched_switch:1\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, SWITCH + "enable") == "0*\n"
     assert rd(k, t) == "disable_event:sched:sched_switch:count=0\n"
 
@@ -211,15 +199,15 @@ def test_enable_and_disable_event(k):
 def test_stacktrace_of_a_soft_disabled_event(k):
     wr(k, "trace", "")
     wr(k, FORK + "trigger", "stacktrace\n")
-    fork(k)
+    sim_fork(k)
     text = rd(k, "trace")
     assert "<stack trace>" in text
     assert "sched_process_fork:" not in text
     wr(k, FORK + "trigger", "!stacktrace\n")
     wr(k, "trace", "")
     wr(k, FORK + "trigger", "stacktrace:1\n")
-    fork(k)
-    fork(k)
+    sim_fork(k)
+    sim_fork(k)
     assert rd(k, "trace").count("<stack trace>") == 1
 
 
@@ -239,10 +227,10 @@ def test_stacktrace_through_the_stackmap(k):
 def test_snapshot_trigger(k):
     wr(k, "snapshot", "0\n")
     wr(k, FORK + "enable", "1\n")
-    fork(k)
+    sim_fork(k)
     wr(k, FORK + "trigger", "snapshot:1\n")
     assert "Snapshot is allocated" in rd(k, "snapshot")
-    fork(k)
+    sim_fork(k)
     assert any("sched_process_fork:" in ln for ln in lines(k, "snapshot"))
     assert rd(k, FORK + "trigger") == "snapshot:count=0\n"
     reset_triggers(k)
@@ -282,7 +270,7 @@ def test_instance_triggers_are_their_own(k):
     k.tracing.instance_mkdir("foo")
     wr(k, "instances/foo/" + FORK + "trigger", "traceoff\n")
     assert rd(k, FORK + "trigger") == HEADER
-    fork(k)
+    sim_fork(k)
     assert rd(k, "instances/foo/tracing_on") == "0\n"
     assert rd(k, "tracing_on") == "1\n"
     reset_triggers(k, "instances/foo/")
@@ -294,7 +282,7 @@ def test_cpumask_leaves_out_the_record_not_the_trigger(k):
     wr(k, FORK + "trigger", "traceoff\n")
     wr(k, "tracing_cpumask", "2\n")
     try:
-        fork(k, cpu=0)
+        sim_fork(k, cpu=0)
         assert rd(k, "tracing_on") == "0\n"
         assert not any("sched_process_fork" in ln for ln in lines(k))
     finally:
@@ -313,16 +301,16 @@ def test_when_triggers_run_against_the_record(k):
     wr(k, FORK + "enable", "1\n")
     wr(k, "tracing_on", "0\n")
     wr(k, t, "traceon\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "1\n" and forks_in_trace(k) == 1
     wr(k, t, "!traceon\n")
     wr(k, "tracing_on", "0\n")
     wr(k, t, "traceon if child_pid > 0\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "1\n" and forks_in_trace(k) == 1
     wr(k, t, "!traceon\n")
     wr(k, t, "traceoff\n")
-    fork(k)
+    sim_fork(k)
     assert rd(k, "tracing_on") == "0\n" and forks_in_trace(k) == 2
 
 

@@ -6,13 +6,11 @@ import re
 
 import pytest
 
-from ftrace_helpers import APPEND, MS, boot, entries
+import ftrace_helpers
+from ftrace_helpers import APPEND, MS, entries
 from kfiles import errno_of, node, rd, wr
 
-
-@pytest.fixture(scope="module")
-def booted():
-    return boot()
+booted = ftrace_helpers.booted              # the shared kernel
 
 
 @pytest.fixture
@@ -111,6 +109,7 @@ def test_multiprobe(k):
     ("p ^non_exist_func", errno.EINVAL),
     ("p ^hoge-fuga", errno.EINVAL),
     ("p ^hoge+1000-1000", errno.EINVAL),
+    ("p ^vfs_read++0", errno.EINVAL),           # kstrtol() takes one '+' only
     ("r ^vfs_read+10", errno.EINVAL),
     ("p:^/bar vfs_read", errno.EINVAL),
     ("p:^12345678901234567890123456789012345678901234567890123456789012345/bar vfs_read",

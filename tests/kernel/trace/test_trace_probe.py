@@ -61,6 +61,7 @@ def caret(marked):
     ('p vfs_read arg1=\\"abcd^', "String is not closed with '\"'"),
     ("p vfs_read ^+0@0)", "Dereference needs a brace"),
     ("p vfs_read ^+0ab1(@0)", "Invalid dereference offset"),
+    ("p vfs_read ^-+8(%ax)", "Invalid dereference offset"),
     ("p vfs_read +0(+0(@0^)", "Dereference brace is not closed"),
     ("p vfs_read +0(^$comm)", "$comm can not be dereferenced"),
     ("p vfs_read ^&1", "Invalid fetch argument"),
@@ -131,8 +132,9 @@ def test_event_names():
     assert sanitize_event_name("p_foo.isra.0_0") == "p_foo_isra_0_0"
     assert split_symbol_offset("vfs_read+10") == ("vfs_read", 10)
     assert split_symbol_offset("vfs_read-0x10") == ("vfs_read", -16)
-    with pytest.raises(ValueError):
-        split_symbol_offset("hoge+1000-1000")
+    for bad in ("hoge+1000-1000", "vfs_read++5", "vfs_read-+5", "vfs_read+"):
+        with pytest.raises(ValueError):
+            split_symbol_offset(bad)
 
 
 def test_print_fmt_and_fetch():

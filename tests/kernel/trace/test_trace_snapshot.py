@@ -262,3 +262,25 @@ def test_probe_on_a_freed_snapshot_stops_tracing(k):
     assert ": *** SNAPSHOT NOT ALLOCATED ***\n" in text
     assert ": *** stopping trace here!   ***\n" in text
     wr(k, "set_ftrace_filter", "!schedule:snapshot\n", APPEND)
+
+
+def test_an_open_snapshot_reader_makes_resizes_busy(k):
+    """A reader of ``snapshot`` pins the snapshot buffer's CPUs (its
+    ``ring_buffer_read_start()``): the main buffer would follow a resize,
+    the snapshot cannot, so the main one goes back and it is EBUSY."""
+    tr = k.tracing.global_trace
+    wr(k, "snapshot", "1\n")
+    old = [cb.nr_pages for cb in tr.buffer.cpus]
+    n = node(k, "snapshot")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    try:
+        assert errno_of(wr, k, "buffer_size_kb", "2048\n") == errno.EBUSY
+        assert [cb.nr_pages for cb in tr.buffer.cpus] == old
+        assert errno_of(wr, k, "buffer_subbuf_size_kb", "8\n") == errno.EBUSY
+        assert rd(k, "buffer_subbuf_size_kb") == "4\n"
+        wr(k, "snapshot", "1\n")                    # same sizes: swapped, no resize
+    finally:
+        n.fops.release(f)
+    wr(k, "buffer_size_kb", "2048\n")
+    assert [cb.nr_pages for cb in tr.max_buffer.cpus] == [cb.nr_pages for cb in tr.buffer.cpus]
