@@ -262,7 +262,6 @@ class HostWatch:
         with self.lock:
             self._take()
             got, self.queue = self.queue, []
-            self.recent.clear()
         settle = None
         for ev, extra in got:
             t = self.clock.from_monotonic(ev.ts)
@@ -276,4 +275,10 @@ class HostWatch:
                 done = self.procs.event("exit", t, ev.pid)
             if done is not None:
                 settle = done if settle is None else max(settle, done)
+        # a child stays "recent" until the machine follows it: the thread
+        # may take its own fork meanwhile (the test's shell forks at once)
+        handed = {ev.pid for ev, _ in got if ev.kind == "fork"}
+        if handed:
+            with self.lock:
+                self.recent -= handed
         return settle

@@ -83,6 +83,41 @@ def test_drain_hands_over_the_followed_processes_events_in_kernel_time():
     assert w.drain() is None                   # FakeProcs follows nobody it was not told of
 
 
+class FollowingProcs(FakeProcs):
+    """Follows forked children as HostProcesses does; ``during_fork`` runs
+    before it does (the watch thread taking events meanwhile)."""
+
+    def __init__(self):
+        super().__init__()
+        self.during_fork = None
+
+    def event(self, kind, t, pid, **kw):
+        if kind == "fork" and kw["ppid"] in self.followed:
+            if self.during_fork:
+                self.during_fork()
+            self.followed.add(pid)
+        return super().event(kind, t, pid, **kw)
+
+
+def test_a_child_forking_while_its_own_fork_is_handed_over_is_followed():
+    me = os.getpid()
+    conn = FakeConn([cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me)])
+    procs = FollowingProcs()
+    w = HostWatch(conn, procs, FakeClock())
+    w.caller(me)
+
+    def thread_takes():                        # the child forks at once
+        conn.events = [cnproc.ProcEvent("fork", 0, 1100, 7002, 7002, ppid=7001)]
+        with w.lock:
+            w._take()
+    procs.during_fork = thread_takes
+    w.drain()
+    procs.during_fork = None
+    w.drain()
+    assert [(g[0], g[2]) for g in procs.got] == [("fork", 7001), ("fork", 7002)]
+    assert 7002 in procs.followed and not w.recent
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the host reports process events to root only")
 def test_the_host_reports_a_fork_and_exec():
     conn = open_proc_connector()
