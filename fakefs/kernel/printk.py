@@ -59,8 +59,12 @@ class LogBuffer:
         """check_syslog_permissions(SYSLOG_ACTION_READ_ALL, SYSLOG_FROM_READER)"""
         return not self.dmesg_restrict or uid == 0
 
-    def printk(self, text: str, level: int = KERN_INFO, facility: int = 0) -> None:
-        self.records.append(LogRecord(self.next_seq, self.clock.now_ns(), level, facility, text))
+    def printk(self, text: str, level: int = KERN_INFO, facility: int = 0, ts: int | None = None) -> None:
+        """Log ``text``; ``ts``: the instant it was printed, when the
+        machine's catch-up prints it (default: now)."""
+        if ts is None:
+            ts = self.clock.now_ns()
+        self.records.append(LogRecord(self.next_seq, ts, level, facility, text))
         self.next_seq += 1
 
     def pr_warn(self, text: str) -> None:
@@ -150,6 +154,7 @@ def devkmsg_init(kernel) -> None:
             f.private = KmsgUser(f.data.first_seq)
 
         def read(self, f, off, size):
+            kernel.run_until_now()            # the machine prints too (a dump probe)
             user = f.private
             r = f.data.record(user.seq)
             if r is None:
@@ -164,6 +169,7 @@ def devkmsg_init(kernel) -> None:
             return out
 
         def poll(self, f):
+            kernel.run_until_now()
             user = f.private
             r = f.data.record(user.seq)
             if r is None:

@@ -88,3 +88,21 @@ def test_small_buffer_and_overwritten_records():
     for i in range(10):
         log.printk("m%d" % i)
     assert log.first_seq == 6 and log.record(2).seq == 6 and log.record(10) is None
+
+
+def test_a_reader_sees_what_the_machine_printed_until_now():
+    """A dump probe prints from the running machine: a /dev/kmsg read
+    catches up with the instant of the read first."""
+    clock = ManualClock()
+    k = Kernel(host_kallsyms=False, clock=clock).boot()
+    f = kmsg(k)
+    records(k, f)
+    node = k.tree.root.walk("sys/kernel/tracing/set_ftrace_filter")
+    w = File(node, os.O_WRONLY | os.O_TRUNC, pid=1, uid=0)
+    node.fops.open(w)
+    node.fops.write(w, b"schedule:dump\n")
+    node.fops.release(w)
+    clock.advance(50_000_000)
+    assert f.node.fops.poll(f)
+    got = records(k, f)
+    assert got[0].startswith("0,") and got[0].endswith(";Dumping ftrace buffer:\n")

@@ -184,7 +184,7 @@ class FtraceOps:
             param = None
         if command == "mod":
             self._mod_command(func, param, enable)
-        elif command in ("traceon", "traceoff", "stacktrace") or (
+        elif command in ("traceon", "traceoff", "stacktrace", "dump", "cpudump") or (
                 command == "snapshot" and self.tr.max_buffer is not None):
             trace_probe_command(self, func, command, param, enable)
         elif command in ("enable_event", "disable_event"):

@@ -12,9 +12,11 @@ here take that ``FtraceOps`` as ``ops`` where the kernel's take the array.
 
 ``snapshot[:count]`` (``ftrace_trace_snapshot_callback()`` of
 kernel/trace/trace.c) arms the array's snapshot buffer while registered and
-swaps it at each call (trace_snapshot.py).  ``dump`` and ``cpudump`` probes
-are not there: like a kernel without those commands, they are refused with
-EINVAL and README does not list them.
+swaps it at each call (trace_snapshot.py).  ``dump`` and ``cpudump``
+(``ftrace_dump_probe()``/``ftrace_cpudump_probe()``) always carry a count
+of 1, whatever was written: the first call dumps the top-level buffer (all
+CPUs, or only the calling one) into the kernel log (trace_dump.py), later
+calls do nothing until the probe is written again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import errno
 from ..fs.pseudo import KernelError
 from ..lib.kstrtox import kstrtoul
 from .ftrace_records import Glob, filter_parse_regex
+from .trace_dump import DUMP_ALL, DUMP_ORIG, ftrace_dump
 from .trace_snapshot import arm_snapshot, disarm_snapshot, snapshot_instance
 
 
@@ -65,7 +68,9 @@ class FuncProbe:
         return "%s:%s:count=%d\n" % (name, self.cmd, data)
 
 
-PROBE_COMMANDS = ("traceon", "traceoff", "stacktrace", "snapshot", "enable_event", "disable_event")
+PROBE_COMMANDS = ("traceon", "traceoff", "stacktrace", "snapshot", "dump", "cpudump",
+                  "enable_event", "disable_event")
+DUMP_COMMANDS = {"dump": DUMP_ALL, "cpudump": DUMP_ORIG}
 
 
 # --------------------------------------------------------------- callbacks
@@ -100,6 +105,12 @@ def fire_probe(ops, probe, rec, cpu, ts, stack) -> None:
             probe.entries[rec] = data - 1
             ops.count_changed()
         _snapshot(ops, cpu, ts, stack)
+    elif cmd in DUMP_COMMANDS:
+        if data <= 0:                 # update_count()
+            return
+        probe.entries[rec] = data - 1
+        ops.count_changed()
+        ftrace_dump(tr.tracing, DUMP_COMMANDS[cmd], cpu, ts)
     else:
         ev = data.ev
         if probe.counted:
@@ -144,10 +155,13 @@ def _find_probe(ops, cmd, counted):
 
 
 def trace_probe_command(ops, glob, cmd, param, enable) -> None:
-    """traceon/traceoff/stacktrace (``ftrace_trace_probe_callback()``) and
-    snapshot (``ftrace_trace_snapshot_callback()``: armed while registered)."""
+    """traceon/traceoff/stacktrace/dump/cpudump
+    (``ftrace_trace_probe_callback()``) and snapshot
+    (``ftrace_trace_snapshot_callback()``: armed while registered)."""
     if not enable:
         raise KernelError(errno.EINVAL)
+    if cmd in DUMP_COMMANDS:
+        param = "1"                   # "Only dump once."
     counted = param is not None
     if glob.startswith("!"):
         _unregister(ops, glob[1:], cmd, counted)

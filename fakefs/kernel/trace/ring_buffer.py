@@ -268,6 +268,9 @@ class RingBuffer:
         self.noted = [cb.size_bytes for cb in self.cpus]
         self.record_off = False      # tracing_on = 0 (RB_BUFFER_OFF)
         self.record_disabled = 0     # nested disables, e.g. a paused reader
+        # array_buffer.time_start: the clock at the last reset of every CPU
+        # (the latency format counts from it); 0 until then
+        self.time_start = 0
 
     def pages_for(self, size_bytes: int) -> int:
         return max(2, -(-size_bytes // self.subbuf_size))

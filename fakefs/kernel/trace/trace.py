@@ -239,7 +239,10 @@ class TraceArray:
         return err
 
     def reset_buffer(self) -> None:
+        """``tracing_reset_online_cpus()``: every CPU emptied, and the
+        buffer's ``time_start`` is now."""
         self.buffer.reset()
+        self.buffer.time_start = self.kernel.now_ns()
 
     def set_clock(self, name: str) -> None:
         """``tracing_set_clock()``: EINVAL for a clock it does not know; a
@@ -454,6 +457,7 @@ class Tracing:
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
         self.hist_named = HistRegistry()          # named hist triggers, of all arrays
+        self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 
     def buffer_memory(self) -> PageAccount | None:
         """Where ring-buffer pages come from: the page allocator, charged

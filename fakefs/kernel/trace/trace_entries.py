@@ -8,7 +8,7 @@ type           a                           b
 TRACE_FN       ip                          parent_ip
 TRACE_STACK    tuple of return addresses   -
 TRACE_STACK_ID stack_id                    -
-TRACE_PRINT    ip                          message (str)
+TRACE_PRINT    ip                          buf (str, ends in a newline)
 TRACE_RAW_DATA id                          buf[] as shown (bytes)
 =============  ==========================  =====================
 

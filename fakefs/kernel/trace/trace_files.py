@@ -287,7 +287,7 @@ class TraceMarkerOps(ArrayFileOps):
             msg += "\n"
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
         cpu, ts = marker_writer(tr, f)     # what ran before is traced before the marker
-        entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, "tracing_mark_write: " + msg)
+        entry = (ts, te.TRACE_PRINT, f.pid, 0, 0, ip, msg)
         if not trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k)):
             raise KernelError(errno.EBADF)      # the reserve failed: "as if not open for write"
         return cnt

@@ -8,7 +8,8 @@ from __future__ import annotations
 import heapq
 
 from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
-from .trace_output import TraceFormatter, func_help_header
+from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
+                           print_trace_header)
 from .trace_ref import ArrayFileOps
 
 
@@ -34,6 +35,23 @@ def merged_events(buf, cpu=None):
     return list(heapq.merge(*streams, key=lambda x: x[0][0]))
 
 
+def consume_next(buf, cpu=None):
+    """A consuming reader's next entry of ``buf`` (of one CPU): the oldest
+    at the head of a CPU, taken off it, as (entry, cpu, events the writer
+    overwrote before it); None when empty."""
+    cpus = buf.cpus if cpu is None else [buf.cpus[cpu]]
+    best = None
+    for cb in cpus:
+        e = cb.peek()
+        if e is not None and (best is None or e[0] < best[1][0]):
+            best = (cb, e)
+    if best is None:
+        return None
+    cb = best[0]
+    cb.consume()
+    return best[1], cb.cpu, cb.lost_events()
+
+
 class TraceIter:
     """Per-open state of ``trace``: the line generator over the snapshot
     (None before the first read, False once exhausted) and the text made
@@ -41,10 +59,11 @@ class TraceIter:
     per-CPU buffers its open keeps from being resized (a reader's
     ``ring_buffer_read_start()``)."""
 
-    __slots__ = ("paused", "lines", "buf", "base", "pinned")
+    __slots__ = ("paused", "lat", "lines", "buf", "base", "pinned")
 
-    def __init__(self, paused: bool):
+    def __init__(self, paused: bool, lat: bool):
         self.paused = paused
+        self.lat = lat                # latency-format when opened (TRACE_FILE_LAT_FMT)
         self.lines = None
         self.buf = bytearray()
         self.base = 0
@@ -67,11 +86,12 @@ class TraceOps(ArrayFileOps):
         catch_up(tr)                 # what ran until the open is in the buffer
         if f.trunc:
             if self.cpu is None:
-                tr.buffer.reset()
+                tr.reset_buffer()
             else:
                 tr.buffer.cpus[self.cpu].reset()
         # pause-on-trace: recording stops while the file is open for reading
-        f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"))
+        f.private = TraceIter(paused=f.readable and tr.flag("pause-on-trace"),
+                              lat=tr.flag("latency-format"))
         if f.private.paused:
             tr.buffer.record_disabled += 1
         if f.readable:
@@ -122,21 +142,33 @@ class TraceOps(ArrayFileOps):
         total = entries + sum(cb.overrun for cb in cpus)
         annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)
         help_text = self.empty_help(tr, buf)
+        lat = f.private.lat
+        verbose = tr.flag("verbose")
+        # test_cpu_buff_start() belongs to the normal printer only
+        annotate = annotate and not any(tr.flag(o) for o in ("bin", "hex", "raw"))
 
         def gen():
             yield "# tracer: %s\n#\n" % tr.current.name
             if help_text is not None:
                 yield help_text
-            elif tr.flag("context-info") and not tr.flag("verbose"):
+            elif not tr.flag("context-info"):
+                pass
+            elif lat:                   # trace_default_header(): nothing for an empty buffer
+                if events:
+                    yield print_trace_header(tr, entries, total)
+                    if not verbose:
+                        yield LAT_HELP_HEADER
+            elif not verbose:
                 yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
-            line = formatter(tr).printer()
+            line = formatter(tr).printer(lat)
             started = set()
-            for idx, (e, cpu) in enumerate(events, 1):
+            n = len(events)
+            for idx, (e, cpu) in enumerate(events):
                 if annotate and cpu not in started:
                     started.add(cpu)
-                    if idx > 1:
+                    if idx:
                         yield "##### CPU %u buffer started ####\n" % cpu
-                yield line(e, cpu)
+                yield line(e, cpu, events[idx + 1][0][0] if idx + 1 < n else None, idx)
         return gen()
 
     def read(self, f, off, size):
@@ -156,7 +188,7 @@ class TraceOps(ArrayFileOps):
                     break
             else:
                 it.lines = False          # exhausted
-            it.buf += "".join(chunk).encode()
+            it.buf += "".join(chunk).encode("latin-1", "replace")
         del it.buf[:off - it.base]        # what was read is not kept
         it.base = off
         return bytes(it.buf[:size])
@@ -171,21 +203,8 @@ class TracePipeOps(ArrayFileOps):
         self.cpu = cpu
 
     def open(self, f):
-        f.private = {"pos": 0, "pending": b""}
+        f.private = {"pos": 0, "pending": b"", "lat": f.data.flag("latency-format")}
         super().open(f)
-
-    def _pop(self, tr):
-        cpus = tr.buffer.cpus if self.cpu is None else [tr.buffer.cpus[self.cpu]]
-        best = None
-        for cb in cpus:
-            e = cb.peek()
-            if e is not None and (best is None or e[0] < best[1][0]):
-                best = (cb, e)
-        if best is None:
-            return None
-        cb = best[0]
-        cb.consume()
-        return best[1], cb.cpu, cb.lost_events()
 
     def read(self, f, off, size):
         tr = f.data
@@ -193,12 +212,17 @@ class TracePipeOps(ArrayFileOps):
         catch_up(tr)
         out = bytearray(st["pending"])
         st["pending"] = b""
-        text = formatter(tr).printer()
+        # a consuming reader's latency columns: the entry is still at the
+        # head of its CPU when printed, so it is its own "next" (delay 0),
+        # and the index counts from 1 at each read (trace_iterator_reset())
+        text = formatter(tr).printer(st["lat"])
+        idx = 0
         while len(out) < size:
-            ev = self._pop(tr)
+            ev = consume_next(tr.buffer, self.cpu)
             if ev is None:
                 break
-            line = text(ev[0], ev[1]).encode()
+            idx += 1
+            line = text(ev[0], ev[1], None, idx).encode("latin-1", "replace")
             if ev[2]:           # print_trace_line(): what the writer overwrote first
                 line = b"CPU:%d [LOST %d EVENTS]\n" % (ev[1], ev[2]) + line
             if out and len(out) + len(line) > size:
@@ -245,7 +269,7 @@ class CpuStatsOps(ArrayFileOps):
         old = cb.oldest_ts()
 
         def t(ns):
-            us = ns // 1000
+            us = ns2usecs(ns)
             return "%5d.%06d" % (us // 1_000_000, us % 1_000_000)
         return ("entries: %d\noverrun: %d\ncommit overrun: %d\nbytes: %d\n"
                 "oldest event ts: %s\nnow ts: %s\ndropped events: %d\nread events: %d\n"

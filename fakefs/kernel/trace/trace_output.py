@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import struct
+
 from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
                             TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED, TRACE_FLAG_NMI,
@@ -74,23 +76,36 @@ class TraceFormatter:
             self._sym_cache[key] = s
         return s
 
-    def printer(self):
-        """``line(entry, cpu)``: the text of one entry, with the options as
-        they are now (taken once for a whole read, not per line)."""
+    def printer(self, lat: bool = False):
+        """``line(entry, cpu, next_ts, idx)``: the text of one entry
+        (``print_trace_line()``), with the options as they are now (taken
+        once for a whole read, not per line).  ``lat``: the latency format
+        the reader was opened with (``TRACE_FILE_LAT_FMT``), whose columns
+        need the next entry's timestamp and the entry's index.  The
+        ``bin`` output is bytes carried as latin-1 text, as all the text is."""
         tr = self.tr
         flag = tr.flag
         context, tgid, irq = flag("context-info"), flag("record-tgid"), flag("irq-info")
-        offset, addr, raw, parent = flag("sym-offset"), flag("sym-addr"), flag("raw"), flag("print-parent")
+        offset, addr, parent = flag("sym-offset"), flag("sym-addr"), flag("print-parent")
+        verbose = flag("verbose")
+        msg_only = flag("trace_printk") and flag("printk-msg-only")
+        mode = "bin" if flag("bin") else "hex" if flag("hex") else "raw" if flag("raw") else ""
+        time_start = tr.buffer.time_start
         comm, sym, find_tgid = self.comm, self.sym, tr.find_tgid
         events = tr.tracing.events_by_id
-        lat: dict = {}
+        flags_text: dict = {}
         heads: dict = {}        # (pid, cpu) -> "comm-pid (tgid) [cpu] ": one read sees one table
+
+        def lat_flags(entry) -> str:
+            key = (entry[3], entry[4])
+            f = flags_text.get(key)
+            if f is None:
+                f = flags_text[key] = lat_fmt(*key)
+            return f
 
         def body(entry) -> str:
             t = entry[1]
             if t == TRACE_FN:
-                if raw:
-                    return "%x %x\n" % (entry[5], entry[6])
                 if parent and entry[6]:
                     return sym(entry[5], offset, addr) + " <-" + sym(entry[6], offset, addr) + "\n"
                 return sym(entry[5], offset, addr) + "\n"
@@ -99,8 +114,7 @@ class TraceFormatter:
             if t == TRACE_STACK:
                 return "<stack trace>\n" + "".join([" => " + sym(ip, offset, addr) + "\n" for ip in entry[5]])
             if t == TRACE_PRINT:
-                msg = entry[6]
-                return msg if msg.endswith("\n") else msg + "\n"
+                return sym(entry[5], offset, addr) + ": " + entry[6]
             if t == TRACE_RAW_DATA:
                 return raw_data_text(entry)
             ev = events.get(t)
@@ -108,9 +122,8 @@ class TraceFormatter:
                 return ev.text(entry[5], self)
             return "Unknown type %d\n" % t
 
-        def line(entry, cpu: int) -> str:
-            if not context:
-                return body(entry)
+        def context_columns(entry, cpu: int) -> str:
+            """``trace_print_context()``"""
             pid = entry[2]
             s = heads.get((pid, cpu))
             if s is None:
@@ -120,19 +133,125 @@ class TraceFormatter:
                     s += "(%7d) " % t if t else "(-------) "
                 s = heads[pid, cpu] = s + "[%03d] " % cpu
             if irq:
-                key = (entry[3], entry[4])
-                f = lat.get(key)
-                if f is None:
-                    f = lat[key] = lat_fmt(*key)
-                s += f
-            usecs = entry[0] // 1000
-            return "%s %5d.%06d: %s" % (s, usecs // 1_000_000, usecs % 1_000_000, body(entry))
+                s += lat_flags(entry)
+            usecs = ns2usecs(entry[0])
+            return "%s %5d.%06d: " % (s, usecs // 1_000_000, usecs % 1_000_000)
+
+        def lat_columns(entry, cpu: int, next_ts, idx: int) -> str:
+            """``trace_print_lat_context()``: the delay mark looks at the
+            next entry the reader will show (none: this one)."""
+            pid, ts = entry[2], entry[0]
+            if verbose:
+                s = "%16s %7d %3d %d %08x %08x " % (comm(pid), pid, cpu, entry[3], entry[4] & 0xF, idx)
+            else:
+                s = "%8.8s-%-7d %3d" % (comm(pid), pid, cpu) + lat_flags(entry)
+            abs_us = ns2usecs(ts - time_start)
+            rel_us = ns2usecs((ts if next_ts is None else next_ts) - ts)
+            if verbose:
+                return s + "[%08x] %d.%03dms (+%d.%03dms): " % (ns2usecs(ts), abs_us // 1000, abs_us % 1000,
+                                                               rel_us // 1000, rel_us % 1000)
+            return s + " %4dus%s: " % (abs_us, trace_find_mark(rel_us * 1000))
+
+        def raw_line(entry, cpu: int) -> str:
+            """``print_raw_fmt()``: the raw printer of the entry's event (the
+            function and print entries have one; the rest print their type)."""
+            s = "%d %d %d " % (entry[2], cpu, entry[0]) if context else ""
+            t = entry[1]
+            if t == TRACE_FN:
+                return s + "%x %x\n" % (entry[5], entry[6])
+            if t == TRACE_PRINT:
+                return s + "# %x %s" % (entry[5], entry[6])
+            return s + nop_text(t)
+
+        def hex_line(entry, cpu: int) -> str:
+            """``print_hex_fmt()``: each field's bytes in hex, most
+            significant first, then a newline."""
+            s = "%08x %08x %016x " % (entry[2] & MASK32, cpu, entry[0]) if context else ""
+            t = entry[1]
+            if t == TRACE_FN:
+                return s + "%016x %016x \n" % (entry[5], entry[6])
+            return s + nop_text(t) + "\n"
+
+        def bin_line(entry, cpu: int) -> str:
+            """``print_bin_fmt()``: the fields' bytes as they are in memory."""
+            s = struct.pack("<iiQ", entry[2], cpu, entry[0]) if context else b""
+            t = entry[1]
+            if t == TRACE_FN:
+                return (s + struct.pack("<QQ", entry[5], entry[6])).decode("latin-1")
+            return s.decode("latin-1") + nop_text(t)
+
+        def line(entry, cpu: int, next_ts=None, idx: int = 0) -> str:
+            if msg_only and entry[1] == TRACE_PRINT:
+                return entry[6]            # trace_print_printk_msg_only()
+            if mode == "bin":
+                return bin_line(entry, cpu)
+            if mode == "hex":
+                return hex_line(entry, cpu)
+            if mode == "raw":
+                return raw_line(entry, cpu)
+            if not context:
+                return body(entry)
+            if lat:
+                return lat_columns(entry, cpu, next_ts, idx) + body(entry)
+            return context_columns(entry, cpu) + body(entry)
         return line
+
+
+def ns2usecs(ns: int) -> int:
+    """``ns2usecs()``: nanoseconds to the nearest microsecond."""
+    return (ns + 500) // 1000
+
+
+# trace_find_mark(): the delay marks, largest first (nanoseconds)
+DELAY_MARKS = ((1_000_000_000, "$"), (100_000_000, "@"), (10_000_000, "*"),
+               (1_000_000, "#"), (100_000, "!"), (10_000, "+"))
+MASK32 = 0xFFFFFFFF
+
+
+def trace_find_mark(delay_ns: int) -> str:
+    for limit, mark in DELAY_MARKS:
+        if delay_ns > limit:
+            return mark
+    return " "
+
+
+def nop_text(type_id: int) -> str:
+    """``trace_nop_print()``: what an event without a raw/hex/binary printer shows."""
+    return "type: %d\n" % type_id
 
 
 def raw_data_text(entry) -> str:
     """trace_raw_data(): ``# <id> buf:`` and the bytes in hex."""
     return "# %x buf:%s\n" % (entry[5], "".join([" %02x" % b for b in entry[6]]))
+
+
+# print_lat_help_header(): the latency format's column header
+LAT_HELP_HEADER = ("#                    _------=> CPU#            \n"
+                   "#                   / _-----=> irqs-off/BH-disabled\n"
+                   "#                  | / _----=> need-resched    \n"
+                   "#                  || / _---=> hardirq/softirq \n"
+                   "#                  ||| / _--=> preempt-depth   \n"
+                   "#                  |||| / _-=> migrate-disable \n"
+                   "#                  ||||| /     delay           \n"
+                   "#  cmd     pid     |||||| time  |   caller     \n"
+                   "#     \\   /        ||||||  \\    |    /       \n")
+# preempt_model_*() as print_trace_header() names it: the simulated kernel
+# is Debian's PREEMPT_DYNAMIC build booted with its default, voluntary
+PREEMPT_MODEL = "desktop"
+
+
+def print_trace_header(tr, entries: int, total: int) -> str:
+    """``print_trace_header()`` for a tracer that measures no latency: the
+    max-latency record of CPU 0 of the buffer is empty (no task, 0 us)."""
+    k = tr.kernel
+    return ("# %s latency trace v1.1.5 on %s\n" % (tr.current.name, k.config.release)
+            + "# " + "-" * 68 + "\n"
+            + "# latency: 0 us, #%d/%d, CPU#0 | (M:%s VP:0, KP:0, SP:0 HP:0 #P:%d)\n"
+            % (entries, total, PREEMPT_MODEL, k.nr_cpus)
+            + "#    -----------------\n"
+            + "#    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)\n"
+            + "#    -----------------\n"
+            + "#\n")
 
 
 def func_help_header(tr, entries: int, total: int, nr_cpus: int) -> str:

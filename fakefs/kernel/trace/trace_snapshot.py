@@ -174,12 +174,8 @@ def _puts(tr, cpu, ts, pid, flags, pc, text) -> None:
     if not tr.flag("trace_printk"):
         return
     ks = tr.kernel.kallsyms
-    site = "tracing_snapshot_instance_cond"
-    ip = ks.addr_of(site)
-    if not ip:
-        site = "tracing_snapshot_instance"
-        ip = ks.addr_of(site) or 0
-    entry = (ts, te.TRACE_PRINT, pid, flags, pc, ip, "%s: %s" % (site, text))
+    ip = ks.addr_of("tracing_snapshot_instance_cond") or ks.addr_of("tracing_snapshot_instance") or 0
+    entry = (ts, te.TRACE_PRINT, pid, flags, pc, ip, text)
     tr.write_entry(cpu, entry, te.TRACE_ENTRY_HDR + 8 + len(text) + 2)
 
 
@@ -191,7 +187,7 @@ class SnapshotOps(TraceOps):
     def open(self, f):
         tr = f.data
         # never paused (pause-on-trace spares the snapshot), O_TRUNC ignored
-        f.private = TraceIter(paused=False)
+        f.private = TraceIter(paused=False, lat=False)   # tracing_snapshot_open(): no latency format
         if f.readable:
             catch_up(tr)
             self.pin(f, tr)                     # the snapshot buffer's CPUs

@@ -68,4 +68,4 @@ def test_readme_lists_what_is_there(k):
     readme = rd(k, "README")
     assert re.search("accepts: .* glob-matching-pattern", readme)
     assert "\t\t      stacktrace\n" in readme and "enable_event:<system>:<event>" in readme
-    assert "\t\t      snapshot\n" in readme and "cpudump" not in readme
+    assert "\t\t      snapshot\n\t\t      dump\n\t\t      cpudump\n\t     example:" in readme

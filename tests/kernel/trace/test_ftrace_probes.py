@@ -45,8 +45,7 @@ def test_probe_errors(k):
     assert err(wr, k, "set_ftrace_filter", "!kernel_clone:traceoff\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:traceoff:x\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "nosuchfn_abc:traceoff\n") == errno.EINVAL
-    for cmd in ("dump", "cpudump"):
-        assert err(wr, k, "set_ftrace_filter", "schedule:%s\n" % cmd) == errno.EINVAL
+    assert err(wr, k, "set_ftrace_filter", "schedule:dumpall\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched:nope\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_filter", "schedule:enable_event:sched\n") == errno.EINVAL
     assert err(wr, k, "set_ftrace_notrace", "schedule:traceoff\n") == errno.EINVAL
@@ -107,6 +106,70 @@ def test_stacktrace_probe_with_the_nop_tracer(k, booted):
     clock.advance(1000 * MS)
     assert rd(k, "trace").count("<stack trace>") == 1
     assert "kernel_clone:stacktrace:count=0\n" in rd(k, "set_ftrace_filter")
+
+
+def _log_since(k, seq):
+    k.run_until_now()                  # as a /dev/kmsg read does
+    return [r for r in k.log.records if r.seq >= seq]
+
+
+LAT_LINE = re.compile(r"^[ -~]{8}-\d+ +\s+(\d+)[dDbX.][Nnp.][ZzHhs.][0-9a-f.][0-9a-f.] +\d+us : \S")
+
+
+def test_dump_probe_prints_the_buffer_into_the_log_once(k, booted):
+    clock = booted[1]
+    wr(k, "trace", "")
+    wr(k, "events/sched/sched_switch/enable", "1\n")
+    clock.advance(20 * MS)
+    assert entries(k)
+    seq = k.log.next_seq
+    # whatever count is written, it dumps once
+    wr(k, "set_ftrace_filter", "schedule:dump:5\n", APPEND)
+    assert "schedule:dump:count=1\n" in rd(k, "set_ftrace_filter")
+    clock.advance(20 * MS)
+    assert rd(k, "tracing_on") == "0\n"
+    assert "schedule:dump:count=0\n" in rd(k, "set_ftrace_filter")
+    assert entries(k) == []                       # consumed
+    recs = _log_since(k, seq)
+    texts = [r.text for r in recs]
+    assert texts[0] == "Dumping ftrace buffer:" and texts[1] == "-" * 33 and texts[-1] == "-" * 33
+    body = texts[2:-1]
+    assert body and all(LAT_LINE.match(t) for t in body), body[:3]
+    assert all("sched_switch: prev_comm=" in t for t in body)
+    assert {r.level for r in recs} == {0}          # KERN_TRACE is KERN_EMERG
+    # later calls do nothing; removal works as ftracetest's reset does
+    wr(k, "tracing_on", "1\n")
+    seq = k.log.next_seq
+    clock.advance(20 * MS)
+    assert _log_since(k, seq) == [] and entries(k)
+    wr(k, "set_ftrace_filter", "!schedule:dump:0\n", APPEND)
+    assert "dump" not in rd(k, "set_ftrace_filter")
+    wr(k, "events/sched/sched_switch/enable", "0\n")
+
+
+def test_dump_of_an_empty_buffer_and_cpudump_takes_one_cpu(k, booted):
+    clock = booted[1]
+    wr(k, "trace", "")
+    seq = k.log.next_seq
+    wr(k, "set_ftrace_filter", "schedule:dump\n", APPEND)
+    clock.advance(20 * MS)
+    assert [r.text for r in _log_since(k, seq)] == ["Dumping ftrace buffer:", "   (ftrace buffer empty)"]
+    wr(k, "set_ftrace_filter", "!schedule:dump\n", APPEND)
+    wr(k, "tracing_on", "1\n")
+    wr(k, "events/sched/sched_switch/enable", "1\n")
+    clock.advance(20 * MS)
+    both = {int(ln.split("[", 1)[1][:3]) for ln in entries(k)}
+    assert both == {0, 1}
+    seq = k.log.next_seq
+    wr(k, "set_ftrace_filter", "schedule:cpudump\n", APPEND)
+    clock.advance(20 * MS)
+    dumped = {int(LAT_LINE.match(r.text).group(1)) for r in _log_since(k, seq)[2:-1]}
+    assert len(dumped) == 1
+    left = {int(ln.split("[", 1)[1][:3]) for ln in entries(k)}
+    assert left == both - dumped
+    wr(k, "set_ftrace_filter", "!schedule:cpudump\n", APPEND)
+    wr(k, "events/sched/sched_switch/enable", "0\n")
+    wr(k, "tracing_on", "1\n")
 
 
 def test_event_probes_soft_mode(k, booted):

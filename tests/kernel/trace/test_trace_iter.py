@@ -1,6 +1,7 @@
 """Reading the ring buffer as text (trace_iter.py)."""
 
 import os
+import re
 
 from fakefs.kernel.fs.pseudo import File
 from fakefs.kernel.init import Kernel
@@ -50,3 +51,29 @@ def test_per_cpu_trace_header_counts_every_cpu():
         assert [ln for ln in text.splitlines() if "entries-in-buffer" in ln] == head
         body = [ln for ln in text.splitlines() if not ln.startswith("#")]
         assert body and all("[%03d]" % cpu in ln for ln in body)
+
+
+def test_trace_pipe_latency_columns_see_the_entry_as_its_own_next():
+    """A consuming reader prints an entry while it is still the head of its
+    CPU: every delay is 0 (no mark), and the verbose index counts from 1 at
+    each read."""
+    k = boot()
+    wr(k, "options/latency-format", "1")
+    wr(k, "options/verbose", "1")
+    n = node(k, "trace_pipe")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    for r in range(2):
+        lines = n.fops.read(f, 0, 4096).decode().splitlines()
+        # a later read starts with what did not fit the last one (made then)
+        full = [ln for ln in lines[r:] if "ms (+" in ln]
+        assert full
+        assert all("(+0.000ms): " in ln for ln in full)
+        assert [int(ln.split()[5], 16) for ln in full] == list(range(1, len(full) + 1))
+    n.fops.release(f)
+    wr(k, "options/verbose", "0")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    lines = n.fops.read(f, 0, 4096).decode().splitlines()[:-1]
+    assert lines and all(re.search(r" \d+us : ", ln) for ln in lines)
+    n.fops.release(f)

@@ -235,7 +235,7 @@ def test_readme(k):
     assert ("\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
             "\t\t\t  snapshot buffer. Read the contents for more\n"
             "\t\t\t  information\n") in text
-    assert "\t\t      stacktrace\n\t\t      snapshot\n\t     example:" in text
+    assert "\t\t      stacktrace\n\t\t      snapshot\n\t\t      dump\n" in text
     assert "\t\t    stacktrace\n\t\t    snapshot\n\t\t    hist (see below)\n\t   example: echo traceoff" in text
 
 

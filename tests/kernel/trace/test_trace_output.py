@@ -1,0 +1,160 @@
+"""The text of trace entries (trace_output.py): the latency format and
+verbose columns, the raw/hex/bin printers, printk-msg-only, timestamps."""
+
+import re
+import struct
+
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.trace_output import trace_find_mark
+from kfiles import TRACING, kernel_read, rd, wr
+
+
+def boot(cmdline="ftrace=function"):
+    k = Kernel(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    k.clock.advance(20_000_000)
+    wr(k, "tracing_on", "0")
+    return k
+
+
+def body_lines(text):
+    return [ln for ln in text.splitlines() if not ln.startswith("#")]
+
+
+def raw_entries(k):
+    """(pid, cpu, ts, rest) of every entry, from the raw printer."""
+    wr(k, "options/raw", "1")
+    out = []
+    for ln in body_lines(rd(k, "trace")):
+        pid, cpu, ts, rest = ln.split(" ", 3)
+        out.append((int(pid), int(cpu), int(ts), rest))
+    wr(k, "options/raw", "0")
+    return out
+
+
+LAT = re.compile(r"^(.{8})-(\d+) +(\d+)([.dDbX][.Nnp][.hsHzZ][.0-9a-f][.0-9a-f]) +(\d+)us(.): (.*)$")
+
+
+def test_latency_format_columns_count_from_the_reset_and_mark_the_delay():
+    k = boot()
+    raw = raw_entries(k)
+    wr(k, "options/latency-format", "1")
+    text = rd(k, "trace")
+    head = text.split("\n")
+    assert head[:4] == ["# tracer: function", "#", "# function latency trace v1.1.5 on %s" % k.config.release,
+                        "# " + "-" * 68]
+    assert re.match(r"^# latency: 0 us, #%d/%d, CPU#0 \| \(M:desktop VP:0, KP:0, SP:0 HP:0 #P:2\)$" %
+                    (len(raw), len(raw)), head[4])
+    assert "#  cmd     pid     |||||| time  |   caller     " in head
+    lines = body_lines(text)
+    assert len(lines) == len(raw)
+    for i, (ln, (pid, cpu, ts, _)) in enumerate(zip(lines, raw)):
+        m = LAT.match(ln)
+        assert m, ln
+        assert int(m.group(2)) == pid and int(m.group(3)) == cpu
+        assert int(m.group(5)) == (ts + 500) // 1000          # never reset: from 0
+        nxt = raw[i + 1][2] if i + 1 < len(raw) else ts
+        assert m.group(6) == trace_find_mark(((nxt - ts + 500) // 1000) * 1000)
+    # after "echo > trace" the columns count from the reset
+    wr(k, "tracing_on", "1")
+    wr(k, "trace", "")
+    reset_at = k.clock.now_ns()
+    k.clock.advance(5_000_000)
+    wr(k, "tracing_on", "0")
+    first = LAT.match(body_lines(rd(k, "trace"))[0])
+    assert 0 <= int(first.group(5)) <= 5000
+    assert reset_at > 5_000_000
+    # the format is the one of the open: an empty buffer has no header
+    wr(k, "trace", "")
+    assert rd(k, "trace") == "# tracer: function\n#\n"
+
+
+def test_verbose_latency_columns():
+    k = boot()
+    raw = raw_entries(k)
+    wr(k, "options/latency-format", "1")
+    wr(k, "options/verbose", "1")
+    text = rd(k, "trace")
+    assert "#  cmd     pid" not in text               # no column help
+    lines = body_lines(text)
+    pat = re.compile(r"^ *(\S+) +(\d+) +(\d+) (\d+) ([0-9a-f]{8}) ([0-9a-f]{8}) \[([0-9a-f]{8,})\] "
+                     r"(\d+)\.(\d{3})ms \(\+(\d+)\.(\d{3})ms\): ")
+    for i, ln in enumerate(lines[:50]):
+        m = pat.match(ln)
+        assert m, ln
+        pid, cpu, ts = raw[i][:3]
+        assert int(m.group(2)) == pid and int(m.group(3)) == cpu
+        assert int(m.group(6), 16) == i
+        assert int(m.group(7), 16) == (ts + 500) // 1000
+        us = (ts + 500) // 1000
+        assert (int(m.group(8)), int(m.group(9))) == (us // 1000, us % 1000)
+
+
+def test_raw_hex_and_bin_printers_of_function_entries():
+    k = boot()
+    normal = body_lines(rd(k, "trace"))[:20]
+    raw = raw_entries(k)[:20]
+    for ln, (pid, cpu, ts, rest) in zip(normal, raw):
+        ip, parent = (int(x, 16) for x in rest.split())
+        assert ln.split(": ", 1)[1].split(" <-")[0] == k.kallsyms.sprint_symbol_no_offset(ip)
+        assert "-%d " % pid in ln and "[%03d]" % cpu in ln and parent
+    wr(k, "options/hex", "1")
+    hexed = body_lines(rd(k, "trace"))[:20]
+    for ln, (pid, cpu, ts, rest) in zip(hexed, raw):
+        ip, parent = (int(x, 16) for x in rest.split())
+        assert ln == "%08x %08x %016x %016x %016x " % (pid, cpu, ts, ip, parent)
+    wr(k, "options/bin", "1")                         # bin comes before hex
+    data = kernel_read(k.tree, TRACING + "trace")
+    body = data.split(b"FUNCTION\n#              | |         |   |||||     |         |\n", 1)[1]
+    for i, (pid, cpu, ts, rest) in enumerate(raw):
+        ip, parent = (int(x, 16) for x in rest.split())
+        assert struct.unpack_from("<iiQQQ", body, 32 * i) == (pid, cpu, ts, ip, parent)
+
+
+def test_events_without_raw_printers_print_their_type():
+    k = boot(cmdline="")
+    wr(k, "tracing_on", "1")
+    wr(k, "events/sched/sched_switch/enable", "1")
+    k.clock.advance(20_000_000)
+    wr(k, "tracing_on", "0")
+    ev_id = int(rd(k, "events/sched/sched_switch/id"))
+    wr(k, "options/raw", "1")
+    lines = body_lines(rd(k, "trace"))
+    assert lines and all(re.match(r"^\d+ \d \d+ type: %d$" % ev_id, ln) for ln in lines)
+    wr(k, "options/raw", "0")
+    wr(k, "options/hex", "1")
+    text = rd(k, "trace")
+    assert re.search(r"\n[0-9a-f]{8} 0000000[01] [0-9a-f]{16} type: %d\n\n" % ev_id, text)
+
+
+def test_print_entries_msg_only_and_raw():
+    k = boot(cmdline="")
+    wr(k, "tracing_on", "1")
+    wr(k, "trace_marker", "hello")
+    wr(k, "trace_marker", "café\n")
+    last = body_lines(rd(k, "trace"))
+    assert last[-2].endswith(": tracing_mark_write: hello")
+    # the bytes written come back as they were (UTF-8 stays UTF-8)
+    assert last[-1].endswith(": tracing_mark_write: café")
+    wr(k, "options/printk-msg-only", "1")
+    assert body_lines(rd(k, "trace"))[-2] == "hello"
+    wr(k, "options/trace_printk", "0")               # msg-only needs trace_printk too
+    assert body_lines(rd(k, "trace"))[-2].endswith(": tracing_mark_write: hello")
+    wr(k, "options/raw", "1")
+    ip = k.kallsyms.addr_of("tracing_mark_write")
+    assert body_lines(rd(k, "trace"))[-2].endswith(" # %x hello" % ip)
+    wr(k, "options/raw", "0")
+    wr(k, "options/sym-offset", "1")
+    assert re.search(r": tracing_mark_write\+0x[0-9a-f]+/0x[0-9a-f]+: hello$",
+                     body_lines(rd(k, "trace"))[-2])
+
+
+def test_timestamps_round_to_the_nearest_microsecond():
+    k = boot()
+    raw = raw_entries(k)
+    lines = body_lines(rd(k, "trace"))
+    up = [i for i, e in enumerate(raw) if e[2] % 1000 >= 500]
+    assert up                                        # some would show one less if truncated
+    for i in up:
+        us = (raw[i][2] + 500) // 1000
+        assert " %5d.%06d: " % (us // 1_000_000, us % 1_000_000) in lines[i]
