@@ -21,7 +21,7 @@ from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from .ring_buffer import RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
-from .trace_clock import TRACE_CLOCKS
+from .trace_clock import TRACE_CLOCKS, TraceClocks
 from .trace_events_hist import HistRegistry
 from .trace_events_trigger import clear_event_triggers
 
@@ -142,6 +142,7 @@ class TraceArray:
         self.current = self.tracers["nop"]
         self.cpumask = (1 << k.nr_cpus) - 1
         self.clock = "local"
+        self.clock_reader = None        # TraceClocks.reader(clock): None reads ns as they are
         self.stackmap: FtraceStackMap | None = None
         self.dir: DirNode | None = None
         self.open_refs = 0
@@ -242,18 +243,26 @@ class TraceArray:
         """``tracing_reset_online_cpus()``: every CPU emptied, and the
         buffer's ``time_start`` is now."""
         self.buffer.reset()
-        self.buffer.time_start = self.kernel.now_ns()
+        self.buffer.time_start = self.clock_now()
 
     def set_clock(self, name: str) -> None:
         """``tracing_set_clock()``: EINVAL for a clock it does not know; a
-        new clock empties the buffer and the snapshot buffer."""
+        new clock empties the buffer and the snapshot buffer, and entries
+        are stamped with its readings from then on (``write_entry``)."""
         if name not in TRACE_CLOCKS:
             raise KernelError(errno.EINVAL)
         if self.clock != name:
             self.clock = name
+            self.clock_reader = self.tracing.clocks.reader(name)
             self.reset_buffer()
             if self.max_buffer is not None:
                 self.max_buffer.reset()
+                self.max_buffer.time_start = self.buffer.time_start
+
+    def clock_now(self) -> int:
+        """The array's clock read now (``ring_buffer_time_stamp()``)."""
+        ns = self.kernel.now_ns()
+        return ns if self.clock_reader is None else self.clock_reader(ns)
 
     def find_cmdline(self, pid: int) -> str:
         return self.tracing.savedcmd.find(pid)
@@ -371,6 +380,8 @@ class TraceArray:
         the CPU buffer it was reserved in before triggers ran (which may
         have switched tracing or swapped it out since); default: reserve
         now in the CPU's buffer."""
+        if self.clock_reader is not None:
+            entry = (self.clock_reader(entry[0]),) + entry[1:]
         if into is None:
             if not self.buffer.write(cpu, entry[0], entry, event_length(payload),
                                      self.flags["overwrite"]):
@@ -436,6 +447,8 @@ class Tracing:
         self.tracer_classes = list(tracer_classes) + [NopTracer]
         # creates an instance's files (trace_files.init_tracer_tracefs)
         self.init_instance = init_instance
+        self.clocks = TraceClocks(int(kernel.config.options.get("CONFIG_HZ") or 250),
+                                  int(kernel.clock.boot_wall * 1e9))
         self.global_trace = TraceArray(self, None)
         self.instances: dict[str, TraceArray] = {}
         registered = register_events(kernel.config)

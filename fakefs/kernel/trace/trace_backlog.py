@@ -70,6 +70,9 @@ class TraceBacklog:
         self.kernel = kernel
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
+        # the counter clock's reading at each instant the gap's simulation
+        # asked where to go on from: its reading when the skip began
+        self.counter_at: dict[int, int] = {}
 
     def gap_threshold(self) -> int:
         if any(recording(tr) for tr in self.kernel.tracing.arrays()):
@@ -78,9 +81,11 @@ class TraceBacklog:
 
     def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
+        self.counter_at = {}
 
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
+        self.counter_at[t] = tracing.clocks.counter
         if any(tr.acts_on_itself() for tr in tracing.arrays()):
             return t
         if not self.meters:
@@ -112,17 +117,28 @@ class TraceBacklog:
             if tr not in live:
                 continue
             overwrite = tr.flag("overwrite")
+            before = self._stamp(tr, gap)
             for c, cb in enumerate(tr.buffer.cpus):
                 n = cb.written - m.written[c]
                 if n <= 0:
                     continue
                 cb.unrecorded(self._scale(n, gap), (cb.bytes_written - m.bytes[c]) * gap.skipped // gap.full,
-                              gap.skip_end, overwrite)
+                              before, overwrite)
             smap = tr.stackmap
             if smap is not None and m.successes is not None:
                 for c in range(len(smap.successes)):
                     smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], gap),
                                         self._scale(smap.drops[c] - m.drops[c], gap), c, self.rng)
+
+    def _stamp(self, tr, gap) -> int:
+        """The end of the skip as ``tr``'s entries are stamped (its clock):
+        what is older was there before the skip."""
+        reader = tr.clock_reader
+        if reader is None:
+            return gap.skip_end
+        if tr.clock == "counter":
+            return self.counter_at.get(gap.skip_end - gap.skipped, self.kernel.tracing.clocks.counter) + 1
+        return reader(gap.skip_end)
 
     def _scale(self, n: int, gap) -> int:
         """``n`` things in the gap's full part: how many in its skipped time

@@ -98,6 +98,21 @@ def _comm_of(tr):
     return comm
 
 
+def _event_time_stamp(hd, ns: int) -> int:
+    """``common_timestamp``: the event's stamp in the array's clock (the
+    entry is stamped when committed, after its triggers: a counter's next
+    reading), in microseconds with ``.usecs`` for the clocks counting ns."""
+    tr = hd.tr
+    reader = tr.clock_reader
+    if reader is None:
+        t = ns
+    elif tr.clock == "counter":
+        t = tr.tracing.clocks.counter + 1
+    else:
+        t = reader(ns)
+    return (t + 500) // 1000 if hd.ts_in_usecs and clock_in_ns(tr.clock) else t
+
+
 def _order_base_2(v: int) -> int:
     return (v - 1).bit_length() if v > 1 else 0
 
@@ -138,9 +153,7 @@ class _Compiler:
             return lambda e, a, cpu, elt: elt.private
         if fn == "timestamp":
             hd = self.hd
-            return lambda e, a, cpu, elt: (
-                (e[0] + 500) // 1000
-                if hd.ts_in_usecs and clock_in_ns(hd.tr.clock) else e[0])
+            return lambda e, a, cpu, elt: _event_time_stamp(hd, e[0])
         if fn in ("log2", "bucket", "uminus"):
             g = self.build(hf.operands[0])
             if fn == "log2":

@@ -10,6 +10,7 @@ import heapq
 from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
                            print_trace_header)
+from .trace_clock import clock_in_ns
 from .trace_ref import ArrayFileOps
 
 
@@ -265,10 +266,13 @@ class CpuStatsOps(ArrayFileOps):
         tr = f.data
         catch_up(tr)
         cb = tr.buffer.cpus[self.cpu]
-        now = tr.kernel.now_ns()
         old = cb.oldest_ts()
+        now = tr.clock_now()
+        in_ns = clock_in_ns(tr.clock)
 
         def t(ns):
+            if not in_ns:                    # counter or tsc: the reading itself
+                return "%d" % ns
             us = ns2usecs(ns)
             return "%5d.%06d" % (us // 1_000_000, us % 1_000_000)
         return ("entries: %d\noverrun: %d\ncommit overrun: %d\nbytes: %d\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from .trace_clock import clock_in_ns
 from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
                             TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED, TRACE_FLAG_NMI,
@@ -91,6 +92,7 @@ class TraceFormatter:
         msg_only = flag("trace_printk") and flag("printk-msg-only")
         mode = "bin" if flag("bin") else "hex" if flag("hex") else "raw" if flag("raw") else ""
         time_start = tr.buffer.time_start
+        in_ns = clock_in_ns(tr.clock)           # TRACE_FILE_TIME_IN_NS
         comm, sym, find_tgid = self.comm, self.sym, tr.find_tgid
         events = tr.tracing.events_by_id
         flags_text: dict = {}
@@ -134,6 +136,8 @@ class TraceFormatter:
                 s = heads[pid, cpu] = s + "[%03d] " % cpu
             if irq:
                 s += lat_flags(entry)
+            if not in_ns:
+                return "%s %12d: " % (s, entry[0])
             usecs = ns2usecs(entry[0])
             return "%s %5d.%06d: " % (s, usecs // 1_000_000, usecs % 1_000_000)
 
@@ -145,8 +149,13 @@ class TraceFormatter:
                 s = "%16s %7d %3d %d %08x %08x " % (comm(pid), pid, cpu, entry[3], entry[4] & 0xF, idx)
             else:
                 s = "%8.8s-%-7d %3d" % (comm(pid), pid, cpu) + lat_flags(entry)
+            rel = (ts if next_ts is None else next_ts) - ts
+            if not in_ns:                        # the clock's own units
+                if verbose:
+                    return s + "[%016x] %d (+%d): " % (ts, ts - time_start, rel)
+                return s + " %4d: " % (ts - time_start)
             abs_us = ns2usecs(ts - time_start)
-            rel_us = ns2usecs((ts if next_ts is None else next_ts) - ts)
+            rel_us = ns2usecs(rel)
             if verbose:
                 return s + "[%08x] %d.%03dms (+%d.%03dms): " % (ns2usecs(ts), abs_us // 1000, abs_us % 1000,
                                                                rel_us // 1000, rel_us % 1000)
