@@ -7,7 +7,7 @@ MNT ?= /tmp/fakefs
 CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
-SYSPKGS := fuse3 libfuse3-dev pkg-config
+SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
 .PHONY: install sysdeps run test unit selftests ftracetest-table bench stress clean
 

@@ -9,7 +9,8 @@ import re
 import subprocess
 import sys
 
-from .kernel.config import PERSONAS, DEFAULT_PERSONA, parse_value
+from .kernel.config import parse_value
+from .mountargs import add_boot_arguments, check_persona
 
 
 def _split_opts(values: list[str]) -> tuple[list[str], dict]:
@@ -30,14 +31,9 @@ def _split_opts(values: list[str]) -> tuple[list[str], dict]:
 
 def cmd_mount(args) -> int:
     from . import daemon
-    if args.persona == "help":
-        for name, p in PERSONAS.items():
-            mark = " (default)" if name == DEFAULT_PERSONA else ""
-            print(f"{name}{mark}: {p.get('description', '')}")
-        return 0
-    if args.persona not in PERSONAS:
-        print(f"fakefs: unknown persona '{args.persona}' (try --persona help)", file=sys.stderr)
-        return 2
+    rc = check_persona(args.persona)
+    if rc is not None:
+        return rc
     from .fuse import mountpoint
     fuse_opts, args.config = _split_opts(args.o)
     mnt = os.path.abspath(args.mountpoint)
@@ -139,6 +135,11 @@ def cmd_dmesg(args) -> int:
     return 0
 
 
+def cmd_sandbox(args) -> int:
+    from . import sandbox
+    return sandbox.run(args)
+
+
 def cmd_selftest(args) -> int:
     from . import selftest
     return selftest.run(args)
@@ -149,15 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("mount", help="boot a simulated kernel and mount its tree")
     m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
-    m.add_argument("-d", "--debug", action="store_true", help="log debugging output")
-    m.add_argument("-o", action="append", default=[], metavar="OPT[,OPT...]",
-                   help="FUSE mount options (fsname=, allow_other, ...), tracefs's uid=N, gid=N, "
-                        "mode=OCTAL (owner and mode of the tracing directory; the tree is the "
-                        "mounting user's otherwise) and CONFIG_X=y overrides")
-    m.add_argument("--cmdline", default="", help="kernel command line (boot parameters)")
-    m.add_argument("--seed", type=int, default=1, help="seed of the simulated workload")
-    m.add_argument("--persona", default=DEFAULT_PERSONA,
-                   help="kernel build to simulate ('help' lists them)")
+    add_boot_arguments(m)
     m.add_argument("--log", help="daemon log file")
     m.add_argument("mountpoint")
     m.set_defaults(func=cmd_mount)
@@ -169,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("heatmap", add_help=False,
                    help="kernel heatmap (top functions) from MOUNTPOINT/proc/profile "
                         "(see fakefs heatmap --help)")
+    sb = sub.add_parser("sandbox", help="run a command (default: a shell) where the simulated "
+                        "kernel's files are at the real paths (a private mount namespace)")
+    from . import sandbox
+    sandbox.add_arguments(sb)
+    sb.set_defaults(func=cmd_sandbox)
     dm = sub.add_parser("dmesg", help="print the simulated kernel's log")
     dm.add_argument("mountpoint")
     dm.set_defaults(func=cmd_dmesg)

@@ -14,7 +14,7 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
-from .fuse.cnproc import HostWatch, host_pid_exists, open_proc_connector
+from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_connector
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
@@ -64,6 +64,10 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     kernel.host_comm = host_comm
     conn = open_proc_connector()
     kernel.host_tasks = conn is not None
+    if conn is not None:
+        # the real machine hands out its pids again and again: a simulated
+        # task holding one would keep a real process from being its task
+        kernel.sched.pid_floor = host_pid_max()
     kernel.boot()
     watch = None
     if kernel.workload is not None:

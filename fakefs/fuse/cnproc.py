@@ -197,6 +197,16 @@ def host_pid_exists(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
 
 
+def host_pid_max() -> int | None:
+    """The real machine's ``kernel.pid_max``: it hands out no pid from
+    there on (None where it cannot be read)."""
+    try:
+        with open("/proc/sys/kernel/pid_max") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
 class HostWatch:
     """Tells the simulated machine what the real processes that use the
     mount do.  A thread takes the host's events as they come, and reads at

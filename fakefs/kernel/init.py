@@ -48,6 +48,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
+    ("fakefs.kernel.trace.ftrace_sysctl", "ftrace_sysctl_init"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
@@ -133,6 +134,7 @@ class Kernel:
         self.tracing = None
         self.trace_activity = None
         self.kprobes = None               # kprobes.Kprobes (CONFIG_KPROBES)
+        self.ftrace_sysctl = None         # trace.ftrace_sysctl.FtraceSysctl (CONFIG_FUNCTION_TRACER)
         self.profile = None
         self.alloc_tag = None
         self.alloc_workload = None

@@ -55,6 +55,7 @@ CTX_HARDIRQ = (IRQS_OFF | HARDIRQ, 2)
 SWITCH_CTX = (IRQS_OFF, 2)
 SLEEP_STATES = ("S", "D", "I")
 BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
+RESERVED_PIDS = 300          # alloc_pid() never hands out a lower pid again
 PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
@@ -122,6 +123,11 @@ class Scheduler:
         # pids the real machine's processes hold, when they are tasks here
         # too (see sim/host.py): fn(pid) -> bool, or None
         self.pid_in_use = None
+        # where pids from RESERVED_PIDS on start (None: at once): past the
+        # real machine's pid_max, where it hands out none, when its
+        # processes are tasks here too -- it hands out the others again
+        # and again as its pids wrap
+        self.pid_floor: int | None = None
         # 6.12 scales the base slice by 1 + ilog2(min(ncpus, 8)) (SCHED_TUNABLESCALING_LOG)
         self.slice_ns = BASE_SLICE_NS * (1 + _ilog2(min(nr_cpus, 8)))
         self.tp_sched_switch = tps.get("sched_switch")
@@ -139,15 +145,25 @@ class Scheduler:
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
               tgid: int | None = None, prio: int = 120) -> Task:
         if pid is None:
-            pid = self.next_pid
-            while pid in self.tasks or (self.pid_in_use is not None and self.pid_in_use(pid)):
-                pid += 1                     # alloc_pid() skips the pids in use
+            pid = self._alloc_pid()
             self.next_pid = pid + 1
         elif pid >= self.next_pid and self.pid_in_use is None:
             self.next_pid = pid + 1
         t = Task(pid, comm, cpu=cpu, kthread=kthread, tgid=tgid, prio=prio)
         self.tasks[pid] = t
         return t
+
+    def _alloc_pid(self) -> int:
+        """``alloc_pid()``: the next pid not in use (here or, for the pids the
+        real machine's processes hold, there)."""
+        in_use = self.pid_in_use
+        pid = self.next_pid
+        floor = self.pid_floor
+        if floor is not None and RESERVED_PIDS <= pid < floor:
+            pid = floor
+        while pid in self.tasks or (in_use is not None and in_use(pid)):
+            pid += 1
+        return pid
 
     def find(self, pid: int) -> Task | None:
         if pid == 0:

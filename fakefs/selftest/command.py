@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..namespace import child_env as _child_env
 from .errors import SelftestError, log
 from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
 from .inner import inner_main
@@ -76,18 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fail-unresolved", action="store_true",
                    help="count UNRESOLVED as a failure (ftracetest option)")
     g.add_argument("--stop-fail", action="store_true", help="stop at the first failure")
-
-
-def _package_root() -> str:
-    return str(Path(__file__).resolve().parent.parent.parent)
-
-
-def _child_env() -> dict:
-    env = dict(os.environ)
-    root = _package_root()
-    pp = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
-    return env
 
 
 def daemon_argv(args) -> list[str]:

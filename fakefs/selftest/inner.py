@@ -17,75 +17,16 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
+from ..namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
+                         NamespaceError, bind_served, detach_tracefs_mounts,
+                         in_private_mount_ns, tracefs_lines, umount)
+from ..namespace import stop as _stop
+from ..namespace import wait_ready as _wait_ready
 from .errors import SelftestError, log
-from .namespace import (TRACING_DIR, detach_tracefs_mounts, in_private_mount_ns, mounts,
-                        tracefs_lines, umount)
 
-# What tests write outside the tracing directory: CPU hotplug
-# (ftrace/func_hotplug.tc writes cpuN/online), the RT bandwidth that
-# ftracetest's setup() lifts.  Each is bound from the daemon's tree over
-# the host's path inside the private namespace.
-SIMULATED_HOST_FILES = ("/sys/devices/system/cpu", "/proc/sys/kernel/sched_rt_runtime_us",
-                        "/proc/sys/kernel/sched_rt_period_us")
-# bound when the daemon serves them (a kernel with kprobes):
-# kprobe_opt_types.tc writes kprobes-optimization and reads kprobes/list
-SIMULATED_IF_SERVED = ("/proc/sys/debug", "/sys/kernel/debug")
-
-
-def bind_served(mnt: Path, path: str, bound: list[str], userns: bool) -> None:
-    """Bind the daemon's ``path`` (under ``mnt``) over the host's ``path``
-    in this private namespace.  The daemon must serve it: otherwise a test
-    would change the host.  In a user namespace the host may refuse the
-    bind: then the test that writes it fails instead of changing the host
-    (the host refuses such a write there too)."""
-    src = mnt / path.lstrip("/")
-    if not src.exists():
-        raise SelftestError("the daemon serves no %s: a test would change the host's" % path)
-    r = subprocess.run(["mount", "--bind", str(src), path],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        if userns:
-            log("note: %s stays the host's here (%s)" % (path, r.stdout.strip()))
-            return
-        raise SelftestError("mount --bind of %s failed: %s" % (path, r.stdout.strip()))
-    bound.append(path)
 READY_TIMEOUT = 60
-
-
-def _wait_ready(mnt: Path, daemon: subprocess.Popen, timeout: float) -> None:
-    target = mnt / "sys" / "kernel" / "tracing" / "tracing_on"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            raise SelftestError("the daemon exited with status %d before the mount was "
-                                "ready" % daemon.returncode)
-        if any(m == str(mnt) for _, m, _ in mounts()) and target.exists():
-            return
-        time.sleep(0.05)
-    raise SelftestError("the mount was not ready after %ds" % timeout)
-
-
-def _stop(proc: subprocess.Popen, grace: float) -> None:
-    """Wait *grace* s for *proc* to exit, then SIGTERM, then SIGKILL its group."""
-    if proc is None:
-        return
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None and proc.poll() is None:
-            try:
-                if sig == signal.SIGKILL:
-                    os.killpg(proc.pid, sig)   # its own session (start_new_session)
-                else:
-                    proc.send_signal(sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _tee(stream, out_path: str, done: threading.Event) -> None:
@@ -165,17 +106,17 @@ def inner_main(cfg_path: str) -> int:
         # Host files the tests (or the harness) write: the simulated
         # kernel's, never the host's
         for path in SIMULATED_HOST_FILES:
-            bind_served(mnt, path, host_binds, cfg.get("userns", False))
+            bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
         for path in SIMULATED_IF_SERVED:
             if (mnt / path.lstrip("/")).is_dir() and os.path.isdir(path):
-                bind_served(mnt, path, host_binds, cfg.get("userns", False))
+                bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
         umount(str(mnt), lazy=True)
         lines = tracefs_lines()
         if not lines or lines[0][1] != TRACING_DIR:
             raise SelftestError("the first tracefs line of /proc/mounts is %r, not %s"
                                 % (lines[:1], TRACING_DIR))
         _run_ftracetest(cfg, status)
-    except SelftestError as e:
+    except NamespaceError as e:          # SelftestError too
         status["error"] = str(e)
     except KeyboardInterrupt:
         status["error"] = "interrupted"

@@ -108,7 +108,7 @@ echo 1 > tracing_on
 def test_errors_reach_the_shell(tracing):
     r = sh('''
 ! echo no_such_function_xyz > set_ftrace_filter
-! echo 'schedule:cpudump' > set_ftrace_filter
+! echo 'schedule:dumpall' > set_ftrace_filter
 ! echo '!schedule:traceoff' > set_ftrace_filter
 ! echo 'schedule:traceoff' > set_ftrace_notrace
 printf schedule > set_ftrace_filter

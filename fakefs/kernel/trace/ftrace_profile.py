@@ -156,7 +156,8 @@ class FunctionProfiler:
         """Draw the calls of [since, t) of every function on every CPU."""
         if not self.enabled or t <= self.since:
             return
-        dt = (t - self.since) / 1e9
+        sysctl = self.kernel.ftrace_sysctl          # ftrace_enabled 0: no calls reach it
+        dt = (t - self.since if sysctl is None else sysctl.enabled_ns(self.since, t)) / 1e9
         self.since = t
         rng = self.rng
         for st, (ips, rates) in zip(self.stats, self._rates):

@@ -27,6 +27,7 @@ import heapq
 import zlib
 
 from . import trace_entries as te
+from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_syscalls import SyscallEvent
@@ -194,7 +195,9 @@ class TraceActivity:
         # an array with function probes or triggers may have tracing switched
         # on by one; one a reader paused (pause-on-trace) takes nothing
         live = [tr for tr in arrays if tr.recording() or tr in acting]
-        fn_trs = [tr for tr in live if tr.current.name == "function" and tr.flag("function-trace")]
+        calls = ftrace_calls_enabled(self.kernel)      # /proc/sys/kernel/ftrace_enabled
+        fn_trs = [tr for tr in live if calls and tr.current.name == "function"
+                  and tr.flag("function-trace")]
         ev_trs = [tr for tr in live if tr.enabled_events]
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
@@ -379,7 +382,7 @@ class TraceActivity:
         addrs = frozenset()
         for tr in arrays:
             ops = tr.ftrace_ops
-            if ops is not None:
+            if ops is not None and ftrace_calls_enabled(self.kernel):
                 addrs |= ops.call_targets(tr in fn_trs)
         if self.kernel.kprobes is not None:
             addrs |= self.kernel.kprobes.call_targets()       # armed kprobes

@@ -1,0 +1,185 @@
+"""``fakefs sandbox`` (fakefs/sandbox.py), run for real: the fake's files at
+the real paths inside, the exit status passed through, nothing left outside."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fakefs import cli, namespace, sandbox
+
+_PROBLEM = sandbox.host_problem(namespace.use_userns())
+needs_ns = pytest.mark.skipif(_PROBLEM is not None, reason="fakefs sandbox cannot run "
+                              "here: %s" % _PROBLEM)
+FAKEFS = [sys.executable, "-m", "fakefs"]
+TIMEOUT = 120
+
+
+def sandbox_run(*args, **kw):
+    kw.setdefault("env", namespace.child_env())
+    return subprocess.run(FAKEFS + ["sandbox"] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, **kw)
+
+
+def host_mountinfo() -> set[str]:
+    """The host namespace's mounts (mount point, fstype) that could be ours."""
+    out = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            mnt, fstype = pre.split()[4], post.split()[0]
+            if mnt.startswith(("/sys", "/proc", "/boot")) or "fakefs-sandbox." in mnt \
+                    or fstype == "tracefs":
+                out.add((mnt, fstype, pre.split()[2]))
+    return out
+
+
+def processes_naming(word: str) -> list[str]:
+    r = subprocess.run(["pgrep", "-af", word], stdout=subprocess.PIPE, text=True)
+    return [ln for ln in r.stdout.splitlines() if "pgrep" not in ln]
+
+
+def assert_nothing_left(tmpdir: str, before: set) -> None:
+    for _ in range(50):                 # the daemon may take a moment after SIGTERM
+        if not processes_naming(tmpdir):
+            break
+        time.sleep(0.1)
+    assert not processes_naming(tmpdir)
+    assert not os.path.exists(tmpdir)
+    assert host_mountinfo() == before
+
+
+INSIDE = r"""
+grep -m1 ' tracefs ' /proc/mounts
+head -1 /sys/kernel/tracing/README
+ls /sys/kernel/tracing/options/stackmap /sys/kernel/debug/tracing/options/stackmap
+cat /proc/sys/kernel/ftrace_enabled
+echo 0 > /proc/sys/kernel/ftrace_enabled; echo "now $(cat /proc/sys/kernel/ftrace_enabled)"
+awk '$2 == "/proc/sys/kernel/ftrace_enabled" || $2 == "/proc/kallsyms" {print "bound", $2, $3}' /proc/mounts
+cmp /boot/System.map-$(uname -r) $FAKEFS_ROOT/boot/System.map && echo same-map
+head -1 /proc/allocinfo 2>/dev/null || head -1 $FAKEFS_ROOT/proc/allocinfo
+head -c 4 /proc/profile 2>/dev/null | od -An -tx1 | head -1; ls $FAKEFS_ROOT/proc/profile
+echo "root=$FAKEFS_ROOT"
+exit 7
+"""
+
+
+@needs_ns
+def test_the_fakes_files_at_the_real_paths_and_nothing_left():
+    before = host_mountinfo()
+    host_ftrace_enabled = open("/proc/sys/kernel/ftrace_enabled").read() \
+        if os.path.exists("/proc/sys/kernel/ftrace_enabled") else None
+    r = sandbox_run("--cmdline", "profile=2", "--", "sh", "-c", INSIDE)
+    out = r.stdout.splitlines()
+    assert r.returncode == 7, (r.stdout, r.stderr)
+    # the first line of type tracefs is at /sys/kernel/tracing (libtracefs, perf)
+    if not namespace.use_userns():
+        assert out[0].split()[1:3] == ["/sys/kernel/tracing", "tracefs"], out
+    assert "tracing mini-HOWTO:" in out
+    # the stackmap series' file: the fake's (no host kernel has it)
+    assert "/sys/kernel/tracing/options/stackmap" in out
+    assert "/sys/kernel/debug/tracing/options/stackmap" in out
+    assert "1" in out and "now 0" in out
+    assert "bound /proc/sys/kernel/ftrace_enabled fuse.fakefs" in out
+    assert "bound /proc/kallsyms fuse.fakefs" in out
+    assert "same-map" in out
+    assert "allocinfo - version: 1.0" in out
+    root = [ln for ln in out if ln.startswith("root=")][0][len("root="):]
+    assert re.fullmatch(r"/tmp/fakefs-sandbox\.[^/]+/root", root)
+    assert root + "/proc/profile" in out
+    if not os.path.exists("/proc/allocinfo"):     # procfs takes no new file: said so
+        assert "note: /proc/allocinfo: the host's procfs has none" in r.stderr
+    # the host's ftrace_enabled was not written
+    if host_ftrace_enabled is not None:
+        assert open("/proc/sys/kernel/ftrace_enabled").read() == host_ftrace_enabled
+    assert_nothing_left(os.path.dirname(root), before)
+
+
+@needs_ns
+def test_exit_status_is_commands():
+    r = sandbox_run("-q", "--", "sh", "-c", "kill -TERM $$")
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
+    r = sandbox_run("-q", "--", "false")
+    assert r.returncode == 1 and r.stderr == ""
+    r = sandbox_run("-q", "--", "/nonexistent/command")
+    assert r.returncode == 127 and "command not found" in r.stderr
+    # the default command: $SHELL, reading its commands from stdin
+    r = sandbox_run("-q", input="test -e /sys/kernel/tracing/stack_map && exit 3\n",
+                    env=dict(namespace.child_env(), SHELL="/bin/sh"))
+    assert r.returncode == 3, r.stderr
+
+
+@needs_ns
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_ends_command_and_daemon(sig):
+    before = host_mountinfo()
+    p = subprocess.Popen(FAKEFS + ["sandbox", "-q", "--", "sh", "-c",
+                                   'echo "$FAKEFS_ROOT"; exec sleep 60'],
+                         stdout=subprocess.PIPE, text=True, env=namespace.child_env())
+    try:
+        root = p.stdout.readline().strip()
+        assert root.endswith("/root")
+        tmpdir = os.path.dirname(root)
+        assert processes_naming(tmpdir)             # the daemon runs
+        t0 = time.monotonic()
+        p.send_signal(sig)
+        rc = p.wait(timeout=30)
+        assert time.monotonic() - t0 < 10           # not the GRACE_S kill
+        assert rc == 128 + sig                       # sleep's status
+        assert_nothing_left(tmpdir, before)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@needs_ns
+@pytest.mark.skipif(not shutil.which("trace-cmd"), reason="trace-cmd is not installed "
+                    "(make install brings it)")
+def test_trace_cmd_finds_the_fake():
+    r = sandbox_run("-q", "--", "sh", "-c", "trace-cmd list -t; trace-cmd list -o | "
+                    "grep -x nostackmap; trace-cmd start -e sched_switch && sleep 0.3 && "
+                    "trace-cmd stop && trace-cmd show | grep -c sched_switch; trace-cmd reset")
+    out = r.stdout.split()
+    assert r.returncode == 0, r.stderr
+    # the tracers and options of the simulated 6.12 (the stackmap series' option)
+    assert out[:2] == ["function", "nop"] and out[2] == "nostackmap", r.stdout
+    assert int(out[3]) > 10
+
+
+# --- without running it ------------------------------------------------------------------
+
+def test_host_problems_are_explained(monkeypatch):
+    monkeypatch.setattr(sandbox, "userns_problem", lambda: "unprivileged user namespaces "
+                        "are not allowed here")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/" + name)
+    msg = sandbox.host_problem(userns=True)
+    assert msg.startswith("without root, the sandbox is a user namespace: unprivileged")
+    assert "run fakefs sandbox as root" in msg
+    monkeypatch.setattr(sandbox, "userns_problem", lambda: None)
+    monkeypatch.setattr(namespace.os, "access", lambda path, mode: False)
+    msg = sandbox.host_problem(userns=True)
+    assert "chmod 0666 /dev/fuse" in msg and "run fakefs sandbox as root" in msg
+    assert sandbox.host_problem(userns=False) is None or "missing" in msg
+
+
+def test_the_mount_options_are_mounts():
+    p = cli.build_parser()
+    a = p.parse_args(["sandbox", "--persona", "6.18", "--seed", "3", "--cmdline", "profile=2",
+                      "-o", "CONFIG_KPROBES=n", "--", "trace-cmd", "list", "-t"])
+    assert a.func is cli.cmd_sandbox
+    assert a.command == ["--", "trace-cmd", "list", "-t"]
+    assert "--cmdline" in sandbox.boot_argv(a) and "CONFIG_KPROBES=n" in sandbox.boot_argv(a)
+    sub = next(x for x in p._actions if x.dest == "cmd").choices
+
+    def opts(name):
+        return {o for act in sub[name]._actions for o in act.option_strings}
+    shared = {"-d", "-o", "--cmdline", "--seed", "--persona"}
+    assert shared <= opts("mount") and shared <= opts("sandbox")
