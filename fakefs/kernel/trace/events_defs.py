@@ -53,12 +53,6 @@ def show_gfp(flags: int) -> str:
     return "|".join(out)
 
 
-def hashed_ptr(ptr: int) -> str:
-    """``%p`` with hash-ptr on: a 32-bit hash printed as 16 hex digits."""
-    h = (ptr * 0x9E3779B97F4A7C15 >> 17) & 0xFFFFFFFF
-    return "%016x" % h
-
-
 TASK_STATES = [(0, "R"), (1, "S"), (2, "D")]
 # prev_state as the field holds it (__trace_sched_switch_state()): a bit per
 # state, TASK_REPORT_MAX for a preempted task ("R+")
@@ -84,6 +78,23 @@ class EventDef:
         self.id = 0
         self.desc = None          # the catalogue's description, when there is one
         self.filter_fields = None  # trace_events_filter_fields.event_fields(), once computed
+        self._dynamic = None      # indexes of its __data_loc fields, once computed
+
+    def record_size(self, args) -> int:
+        """Bytes a hit's record takes: the struct, plus the strings of its
+        ``__data_loc`` fields (each with its NUL) that go after it."""
+        dyn = self._dynamic
+        if dyn is None:
+            fields = self.desc.fields if self.desc is not None else ()
+            dyn = self._dynamic = tuple(i for i, f in enumerate(fields) if f.is_dynamic)
+        n = self.payload
+        for i in dyn:
+            v = args[i]
+            if isinstance(v, str):
+                n += len(v) + 1
+            elif isinstance(v, (bytes, bytearray)):
+                n += len(v)
+        return n
 
     def format_text(self) -> str:
         if self.desc is not None:
@@ -139,7 +150,7 @@ class KmemCacheAlloc(EventDef):
     def render(self, a, fmt):
         cs, ptr, req, alloc, gfp, node, acct = a
         return ("call_site=%s ptr=%s bytes_req=%d bytes_alloc=%d gfp_flags=%s node=%d accounted=%s"
-                % (fmt.sym(cs, True, False), hashed_ptr(ptr), req, alloc, show_gfp(gfp), node,
+                % (fmt.sym(cs, True, False), fmt.ptr(ptr), req, alloc, show_gfp(gfp), node,
                    "true" if acct else "false"))
 
     def make(self, rng, cpu, task, stack, src):
@@ -154,7 +165,7 @@ class Kmalloc(EventDef):
     def render(self, a, fmt):
         cs, ptr, req, alloc, gfp, node = a
         return ("call_site=%s ptr=%s bytes_req=%d bytes_alloc=%d gfp_flags=%s node=%d accounted=%s"
-                % (fmt.sym(cs, True, False), hashed_ptr(ptr), req, alloc, show_gfp(gfp), node,
+                % (fmt.sym(cs, True, False), fmt.ptr(ptr), req, alloc, show_gfp(gfp), node,
                    "true" if gfp & GFP_ACCOUNT_BIT else "false"))
 
     def make(self, rng, cpu, task, stack, src):
@@ -167,7 +178,7 @@ class Kmalloc(EventDef):
 class KmemCacheFree(EventDef):
     def render(self, a, fmt):
         cs, ptr, name = a
-        return "call_site=%s ptr=%s name=%s" % (fmt.sym(cs, True, False), hashed_ptr(ptr), name)
+        return "call_site=%s ptr=%s name=%s" % (fmt.sym(cs, True, False), fmt.ptr(ptr), name)
 
     def make(self, rng, cpu, task, stack, src):
         return (_call_site(stack), _slab_ptr(rng), rng.choice(SLAB_CACHES)[0])
@@ -176,7 +187,7 @@ class KmemCacheFree(EventDef):
 class Kfree(EventDef):
     def render(self, a, fmt):
         cs, ptr = a
-        return "call_site=%s ptr=%s" % (fmt.sym(cs, True, False), hashed_ptr(ptr))
+        return "call_site=%s ptr=%s" % (fmt.sym(cs, True, False), fmt.ptr(ptr))
 
     def make(self, rng, cpu, task, stack, src):
         return (_call_site(stack), _slab_ptr(rng))

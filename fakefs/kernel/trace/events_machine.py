@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..timer import TIMER_CPUMASK, TIMER_ARRAYSHIFT, timer_flags_text
 from ..mm.kmem_trace import STRUCT_PAGE_SIZE, VMEMMAP
-from .events_defs import EventDef, hashed_ptr, show_gfp
+from .events_defs import EventDef, show_gfp
 
 SOFTIRQ_NAMES = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
                  "HRTIMER", "RCU")
@@ -58,20 +58,20 @@ class Vector(MachineEvent):
 class HrtimerExpireEntry(MachineEvent):
     def render(self, a, fmt):
         timer, now, fn = a
-        return "hrtimer=%s function=%s now=%d" % (hashed_ptr(timer), _sym_or_null(fmt, fn, False),
+        return "hrtimer=%s function=%s now=%d" % (fmt.ptr(timer), _sym_or_null(fmt, fn, False),
                                                    now)
 
 
 class HrtimerExpireExit(MachineEvent):
     def render(self, a, fmt):
-        return "hrtimer=%s" % hashed_ptr(a[0])
+        return "hrtimer=%s" % fmt.ptr(a[0])
 
 
 class HrtimerStart(MachineEvent):
     def render(self, a, fmt):
         timer, fn, expires, soft, mode, armed = a
         return ("hrtimer=%s function=%s expires=%d softexpires=%d mode=%s was_armed=%d"
-                % (hashed_ptr(timer), _sym_or_null(fmt, fn, False), expires, soft,
+                % (fmt.ptr(timer), _sym_or_null(fmt, fn, False), expires, soft,
                    HRTIMER_MODES.get(mode, "0x%x" % mode), armed))
 
 
@@ -79,14 +79,14 @@ class TimerPtr(MachineEvent):
     """timer_init / timer_cancel / timer_expire_exit."""
 
     def render(self, a, fmt):
-        return "timer=%s" % hashed_ptr(a[0])
+        return "timer=%s" % fmt.ptr(a[0])
 
 
 class TimerStart(MachineEvent):
     def render(self, a, fmt):
         timer, fn, expires, bucket, now, flags = a
         return ("timer=%s function=%s expires=%d [timeout=%d] bucket_expiry=%d cpu=%d idx=%d "
-                "flags=%s" % (hashed_ptr(timer), _sym_or_null(fmt, fn, False), expires,
+                "flags=%s" % (fmt.ptr(timer), _sym_or_null(fmt, fn, False), expires,
                               expires - now, bucket, flags & TIMER_CPUMASK,
                               flags >> TIMER_ARRAYSHIFT, timer_flags_text(flags)))
 
@@ -95,40 +95,40 @@ class TimerExpireEntry(MachineEvent):
     def render(self, a, fmt):
         timer, now, fn, baseclk = a
         return "timer=%s function=%s now=%d baseclk=%d" % (
-            hashed_ptr(timer), _sym_or_null(fmt, fn, False), now, baseclk)
+            fmt.ptr(timer), _sym_or_null(fmt, fn, False), now, baseclk)
 
 
 class WorkqueueQueueWork(MachineEvent):
     def render(self, a, fmt):
         work, fn, wq, req_cpu, cpu = a
         return "work struct=%s function=%s workqueue=%s req_cpu=%d cpu=%d" % (
-            hashed_ptr(work), _sym_or_null(fmt, fn, False), wq, req_cpu, cpu)
+            fmt.ptr(work), _sym_or_null(fmt, fn, False), wq, req_cpu, cpu)
 
 
 class WorkqueueActivateWork(MachineEvent):
     def render(self, a, fmt):
-        return "work struct %s function=%s " % (hashed_ptr(a[0]), _sym_or_null(fmt, a[1], False))
+        return "work struct %s function=%s " % (fmt.ptr(a[0]), _sym_or_null(fmt, a[1], False))
 
 
 class WorkqueueExecute(MachineEvent):
     def render(self, a, fmt):
-        return "work struct %s: function %s" % (hashed_ptr(a[0]), _sym_or_null(fmt, a[1], False))
+        return "work struct %s: function %s" % (fmt.ptr(a[0]), _sym_or_null(fmt, a[1], False))
 
 
-def _page(pfn):
-    return hashed_ptr(VMEMMAP + pfn * STRUCT_PAGE_SIZE)
+def _page(fmt, pfn):
+    return fmt.ptr(VMEMMAP + pfn * STRUCT_PAGE_SIZE)
 
 
 class MmPageAlloc(MachineEvent):
     def render(self, a, fmt):
         pfn, order, gfp, mt = a
         return "page=%s pfn=0x%x order=%d migratetype=%d gfp_flags=%s" % (
-            _page(pfn), pfn, order, mt, show_gfp(gfp))
+            _page(fmt, pfn), pfn, order, mt, show_gfp(gfp))
 
 
 class MmPageFree(MachineEvent):
     def render(self, a, fmt):
-        return "page=%s pfn=0x%x order=%d" % (_page(a[0]), a[0], a[1])
+        return "page=%s pfn=0x%x order=%d" % (_page(fmt, a[0]), a[0], a[1])
 
 
 class CpuIdle(MachineEvent):

@@ -18,6 +18,7 @@ from .event_list import register_events
 from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
+from ..printk import KERN_DEBUG
 from .ring_buffer import RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
@@ -93,7 +94,8 @@ class Tracer:
     options: dict[str, bool] = {}
     allow_instances = True
 
-    def __init__(self):
+    def __init__(self, tr):
+        self.tr = tr                       # the array it is a tracer of
         self.opts = dict(self.options)
 
     def init(self, tr) -> None:
@@ -113,7 +115,11 @@ class NopTracer(Tracer):
     options = {"test_nop_accept": False, "test_nop_refuse": False}
 
     def set_flag(self, name: str, on: bool) -> None:
-        """nop_set_flag(): ``test_nop_refuse`` refuses either way."""
+        """nop_set_flag(): each test option says so in the kernel log;
+        ``test_nop_refuse`` refuses either way."""
+        verdict = "refuse" if name == "test_nop_refuse" else "accept"
+        self.tr.kernel.printk("nop_test_%s flag set to %d: we %s. Now cat trace_options to see the result"
+                              % (verdict, on, verdict), KERN_DEBUG)
         if name == "test_nop_refuse":
             raise KernelError(errno.EINVAL)
         super().set_flag(name, on)
@@ -138,7 +144,7 @@ class TraceArray:
         self.buffer = RingBuffer(k.nr_cpus, 1)          # minimum until expanded
         self.expanded = False
         self.buffer_size = TRACE_BUF_SIZE_DEFAULT
-        self.tracers = {t.name: t for t in (cls() for cls in tracing.tracer_classes)}
+        self.tracers = {t.name: t for t in (cls(self) for cls in tracing.tracer_classes)}
         self.current = self.tracers["nop"]
         self.cpumask = (1 << k.nr_cpus) - 1
         self.clock = "local"
@@ -274,8 +280,9 @@ class TraceArray:
         """``set_tracer_flag()``"""
         if self.flags.get(name) == on:
             return
-        if name == "trace_printk_dest" and not on and self.is_top:
-            raise KernelError(errno.EINVAL)
+        if name == "trace_printk_dest":
+            self.tracing.set_printk_dest(self, on)
+            return
         self.flags[name] = on
         if name == "record-tgid":
             tgids = self.tracing.tgids
@@ -450,6 +457,7 @@ class Tracing:
         self.clocks = TraceClocks(int(kernel.config.options.get("CONFIG_HZ") or 250),
                                   int(kernel.clock.boot_wall * 1e9))
         self.global_trace = TraceArray(self, None)
+        self.printk_trace = self.global_trace      # where trace_printk() writes
         self.instances: dict[str, TraceArray] = {}
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
@@ -544,8 +552,30 @@ class Tracing:
             self.tracepoint_use(ev, -1)
             self.tgids.event_disabled(tr.tgid_recorded, ev)
         tr.enabled_events.clear()
+        if self.printk_trace is tr:
+            self.update_printk_trace(self.global_trace)
         del self.instances[name]
         self.kernel.tree.remove(tr.dir)
+
+
+    def update_printk_trace(self, tr) -> None:
+        """``update_printk_trace()``: ``tr`` takes trace_printk() output and
+        the flag, the array that had them loses the flag."""
+        if self.printk_trace is tr:
+            return
+        self.printk_trace.flags["trace_printk_dest"] = False
+        self.printk_trace = tr
+        tr.flags["trace_printk_dest"] = True
+
+    def set_printk_dest(self, tr, on: bool) -> None:
+        """options/trace_printk_dest: one array always has it; clearing it
+        gives it back to the top level, which cannot clear its own."""
+        if on:
+            self.update_printk_trace(tr)
+        elif self.printk_trace is self.global_trace:
+            raise KernelError(errno.EINVAL)
+        elif self.printk_trace is tr:
+            self.update_printk_trace(self.global_trace)
 
 
 def register_params(kernel) -> None:

@@ -196,8 +196,9 @@ class TraceActivity:
         # on by one; one a reader paused (pause-on-trace) takes nothing
         live = [tr for tr in arrays if tr.recording() or tr in acting]
         calls = ftrace_calls_enabled(self.kernel)      # /proc/sys/kernel/ftrace_enabled
-        fn_trs = [tr for tr in live if calls and tr.current.name == "function"
-                  and tr.flag("function-trace")]
+        # (options/function-trace is the latency tracers' switch: the
+        # function tracer does not look at it)
+        fn_trs = [tr for tr in live if calls and tr.current.name == "function"]
         ev_trs = [tr for tr in live if tr.enabled_events]
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]

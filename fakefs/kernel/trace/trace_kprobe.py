@@ -23,7 +23,8 @@ from ..fs.pseudo import TRACE_MODE_READ, TRACE_MODE_WRITE, FileOperations, Kerne
 from ..fs.vfs import DENTRY_NAME, FILE_DENTRY
 from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
-from .events_defs import EventDef, hashed_ptr
+from ..lib.vsprintf import hashed_ptr
+from .events_defs import EventDef
 from .trace_dynevent import DynamicEventsOps, DynEventOps, DynEvents, parse_run_command
 from .trace_events import add_event_call, remove_event_call
 from .trace_events_commit import trace_event_commit

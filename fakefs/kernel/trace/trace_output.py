@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from ..lib.vsprintf import hashed_ptr
 from .trace_clock import clock_in_ns
 from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
@@ -63,6 +64,14 @@ class TraceFormatter:
         if pid == 0:
             return "<idle>"
         return self.tr.find_cmdline(pid)
+
+    def ptr(self, value: int) -> str:
+        """An event's ``%p``: hashed while ``hash-ptr`` is set (the
+        default), else the address itself (``trace_event_format()`` makes it
+        ``%px``)."""
+        if self.tr.flag("hash-ptr"):
+            return hashed_ptr(value)
+        return "%016x" % value
 
     def sym(self, ip: int, offset: bool, addr: bool) -> str:
         if not ip:

@@ -9,7 +9,7 @@ from kfiles import rd, wr
 from fakefs import sim
 from fakefs.kernel.mm.kmem_trace import GFP_COMP_BIT, kernel_gfp, page_address
 from fakefs.kernel.time import ManualClock
-from fakefs.kernel.trace.events_defs import hashed_ptr
+from fakefs.kernel.lib.vsprintf import hashed_ptr
 from fakefs.timeline import check
 
 EVENTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free", "mm_page_alloc",

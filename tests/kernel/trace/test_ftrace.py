@@ -116,3 +116,16 @@ def test_pid_filters():
     assert pids[0] not in seen and len(seen) > 3
     wr(k, "set_ftrace_notrace_pid", "\n")
     assert k.tracing.global_trace.ftrace_ops is None
+
+
+def test_function_trace_option_is_the_latency_tracers_alone(k, booted):
+    """options/function-trace only switches the irqsoff/wakeup tracers'
+    function calls: the function tracer goes on with it off."""
+    clock = booted[1]
+    wr(k, "current_tracer", "function")
+    wr(k, "options/function-trace", "0")
+    wr(k, "trace", "")
+    clock.advance(5 * MS)
+    assert entries(k)
+    wr(k, "options/function-trace", "1")
+    wr(k, "current_tracer", "nop")

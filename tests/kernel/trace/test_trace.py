@@ -327,6 +327,10 @@ def test_nop_refuses_test_nop_refuse_either_way():
     assert errno_of(wr, k, "options/test_nop_refuse", "1") == errno.EINVAL
     wr(k, "trace_options", "test_nop_accept")
     assert "test_nop_accept\nnotest_nop_refuse\n" in rd(k, "trace_options")
+    said = [(r.level, r.text) for r in k.log.records if "nop_test" in r.text]
+    assert said[-2:] == [
+        (7, "nop_test_refuse flag set to 1: we refuse. Now cat trace_options to see the result"),
+        (7, "nop_test_accept flag set to 1: we accept. Now cat trace_options to see the result")]
 
 
 def test_set_event_takes_one_word_per_write():
@@ -454,3 +458,21 @@ def test_buffer_pages_of_boot_are_not_counted_twice():
     assert pa.si_mem_available() == avail - 2 * 354
     k.tracing.instance_rmdir("a")
     assert pa.si_mem_available() == avail
+
+
+def test_trace_printk_dest_belongs_to_one_array():
+    k, _ = boot()
+    inst = k.tree.root.walk("sys/kernel/tracing/instances")
+    inst.dops.mkdir(inst, "pd")
+    assert rd(k, "options/trace_printk_dest") == "1\n"
+    assert rd(k, "instances/pd/options/trace_printk_dest") == "0\n"
+    assert errno_of(wr, k, "options/trace_printk_dest", "0") == errno.EINVAL
+    wr(k, "instances/pd/options/trace_printk_dest", "1")
+    assert rd(k, "options/trace_printk_dest") == "0\n"        # taken from the top level
+    wr(k, "options/trace_printk_dest", "0")                    # already 0: fine
+    wr(k, "instances/pd/options/trace_printk_dest", "0")       # given back
+    assert rd(k, "options/trace_printk_dest") == "1\n"
+    wr(k, "instances/pd/options/trace_printk_dest", "1")
+    inst.dops.rmdir(inst, "pd")                                 # and on removal
+    assert rd(k, "options/trace_printk_dest") == "1\n"
+    assert k.tracing.printk_trace is k.tracing.global_trace

@@ -158,3 +158,16 @@ def test_timestamps_round_to_the_nearest_microsecond():
     for i in up:
         us = (raw[i][2] + 500) // 1000
         assert " %5d.%06d: " % (us // 1_000_000, us % 1_000_000) in lines[i]
+
+
+def test_hash_ptr_off_prints_the_addresses():
+    k = boot(cmdline="")
+    wr(k, "tracing_on", "1")
+    wr(k, "events/kmem/kmalloc/enable", "1")
+    k.clock.advance(50_000_000)
+    wr(k, "tracing_on", "0")
+    hashed = re.findall(r" ptr=([0-9a-f]{16}) ", rd(k, "trace"))
+    assert hashed and all(p.startswith("00000000") for p in hashed)
+    wr(k, "options/hash-ptr", "0")
+    real = re.findall(r" ptr=([0-9a-f]{16}) ", rd(k, "trace"))
+    assert len(real) == len(hashed) and all(p.startswith("ffff") for p in real)
