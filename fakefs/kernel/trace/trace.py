@@ -12,19 +12,18 @@ import collections
 import errno
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
-from ..lib.kstrtox import kstrtoul
 from . import trace_entries as te
 from .event_list import register_events
 from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
-from ..printk import KERN_DEBUG
 from .ring_buffer import RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 from .trace_clock import TRACE_CLOCKS, TraceClocks
 from .trace_events_hist import HistRegistry
 from .trace_events_trigger import clear_event_triggers
+from .trace_nop import NopTracer
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
 # the call site charged for ring-buffer pages (file, function, allocator)
@@ -87,44 +86,6 @@ TRACING_LOG_ERRS_MAX = 8
 TRACING_LOG_LOC_MAX = 128
 
 
-class Tracer:
-    """A tracer (``struct tracer``): name, options, instance support."""
-
-    name = "nop"
-    options: dict[str, bool] = {}
-    allow_instances = True
-
-    def __init__(self, tr):
-        self.tr = tr                       # the array it is a tracer of
-        self.opts = dict(self.options)
-
-    def init(self, tr) -> None:
-        pass
-
-    def reset(self, tr) -> None:
-        pass
-
-    def set_flag(self, name: str, on: bool) -> None:
-        """``__set_tracer_option()``: the tracer's ``set_flag`` may refuse
-        (a KernelError), else the option takes the value."""
-        self.opts[name] = on
-
-
-class NopTracer(Tracer):
-    name = "nop"
-    options = {"test_nop_accept": False, "test_nop_refuse": False}
-
-    def set_flag(self, name: str, on: bool) -> None:
-        """nop_set_flag(): each test option says so in the kernel log;
-        ``test_nop_refuse`` refuses either way."""
-        verdict = "refuse" if name == "test_nop_refuse" else "accept"
-        self.tr.kernel.printk("nop_test_%s flag set to %d: we %s. Now cat trace_options to see the result"
-                              % (verdict, on, verdict), KERN_DEBUG)
-        if name == "test_nop_refuse":
-            raise KernelError(errno.EINVAL)
-        super().set_flag(name, on)
-
-
 class TraceArray:
     def __init__(self, tracing: "Tracing", name: str | None):
         self.tracing = tracing
@@ -149,6 +110,7 @@ class TraceArray:
         self.cpumask = (1 << k.nr_cpus) - 1
         self.clock = "local"
         self.clock_reader = None        # TraceClocks.reader(clock): None reads ns as they are
+        self.max_latency = 0            # ns, tracing_max_latency (trace_latency_files)
         self.stackmap: FtraceStackMap | None = None
         self.dir: DirNode | None = None
         self.open_refs = 0
@@ -264,6 +226,16 @@ class TraceArray:
             if self.max_buffer is not None:
                 self.max_buffer.reset()
                 self.max_buffer.time_start = self.buffer.time_start
+
+    def next_stamp(self, ns: int) -> int:
+        """The stamp an entry committed at ``ns`` gets (the counter's next
+        reading, not taken)."""
+        reader = self.clock_reader
+        if reader is None:
+            return ns
+        if self.clock == "counter":
+            return self.tracing.clocks.counter + 1
+        return reader(ns)
 
     def clock_now(self) -> int:
         """The array's clock read now (``ring_buffer_time_stamp()``)."""
@@ -458,6 +430,7 @@ class Tracing:
                                   int(kernel.clock.boot_wall * 1e9))
         self.global_trace = TraceArray(self, None)
         self.printk_trace = self.global_trace      # where trace_printk() writes
+        self.tracing_thresh = 0                   # ns (trace_latency_files)
         self.instances: dict[str, TraceArray] = {}
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
@@ -576,44 +549,3 @@ class Tracing:
             raise KernelError(errno.EINVAL)
         elif self.printk_trace is tr:
             self.update_printk_trace(self.global_trace)
-
-
-def register_params(kernel) -> None:
-    def stackmap_bits(val):
-        try:
-            bits = kstrtoul(val or "", 0)
-        except ValueError:
-            return          # -EINVAL: the default stays
-        kernel.setup["ftrace_stackmap.bits"] = max(10, min(18, bits))
-
-    def trace_options(val):
-        kernel.setup["trace_options"] = (val or "").split(",")
-
-    def trace_buf_size(val):
-        try:
-            kernel.setup["trace_buf_size"] = _memparse(val)
-        except (TypeError, ValueError):
-            pass
-
-    def ftrace(val):
-        kernel.setup["ftrace"] = val
-
-    kernel.early_param("ftrace_stackmap.bits", stackmap_bits)
-    kernel.early_param("trace_options", trace_options)
-    kernel.early_param("trace_buf_size", trace_buf_size)
-    kernel.early_param("ftrace", ftrace)
-    def fn_rate(val):
-        try:
-            kernel.setup["fakefs.fn_rate"] = kstrtoul(val or "", 0)
-        except ValueError:
-            pass
-
-    kernel.early_param("fakefs.fn_rate", fn_rate)
-
-
-def _memparse(text: str) -> int:
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower()
-    if t and t[-1] in mult:
-        return int(t[:-1], 0) * mult[t[-1]]
-    return int(t, 0)

@@ -439,6 +439,9 @@ class TraceActivity:
             ops = tr.ftrace_ops
             if ops is not None and not ops.match(ip, pid):
                 continue
+            cur = tr.current
+            if cur.opts.get("func-no-repeats") and cur.repeat(tr, cpu, entry):
+                continue
             if tr.write_entry(cpu, entry, te.FN_PAYLOAD) and (
                     tr.flag("stacktrace") or tr.current.opts.get("func_stack_trace")):
                 tr.trace_stack(cpu, ts, pid, flags, pc, stack)

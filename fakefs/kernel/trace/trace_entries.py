@@ -10,6 +10,7 @@ TRACE_STACK    tuple of return addresses   -
 TRACE_STACK_ID stack_id                    -
 TRACE_PRINT    ip                          buf (str, ends in a newline)
 TRACE_RAW_DATA id                          buf[] as shown (bytes)
+TRACE_FUNC_REPEATS (ip, parent_ip, count)  delta of the last repeat (clock units)
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -21,6 +22,7 @@ TRACE_FN = 1
 TRACE_STACK = 4
 TRACE_PRINT = 5
 TRACE_RAW_DATA = 18
+TRACE_FUNC_REPEATS = 19
 TRACE_STACK_ID = 20  # appended after the 6.12 types by the stackmap series
 
 TRACE_ENTRY_HDR = 8
@@ -37,6 +39,7 @@ TRACE_FLAG_BH_OFF = 0x80
 
 FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
 STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
+FUNC_REPEATS_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 + 2 + 2 + 4   # ip, parent_ip, count, delta
 
 
 def stack_payload(nr: int) -> int:

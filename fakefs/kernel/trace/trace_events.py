@@ -48,6 +48,12 @@ FTRACE_EVENTS = [
     ("print", te.TRACE_PRINT,
      [_field("unsigned long ip", 8, 8, 0), _field("char buf[]", 16, 0, 0)],
      '"%ps: %s", (void *)REC->ip, REC->buf', ("format", "id", "trigger")),
+    ("func_repeats", te.TRACE_FUNC_REPEATS,
+     [_field("unsigned long ip", 8, 8, 0), _field("unsigned long parent_ip", 16, 8, 0),
+      _field("u16 count", 24, 2, 0), _field("u16 top_delta_ts", 26, 2, 0),
+      _field("u32 bottom_delta_ts", 28, 4, 0)],
+     '" %ps <-%ps\\t(repeats:%u  delta: -%llu)", (void *)REC->ip, (void *)REC->parent_ip, '
+     'REC->count, (((u64)(REC)->top_delta_ts << 32) | (REC)->bottom_delta_ts)', ("format",)),
     ("stack_id", te.TRACE_STACK_ID,
      [_field("int stack_id", 8, 4, 1)],
      '"<stack_id %d>", REC->stack_id', ("format",)),

@@ -103,13 +103,7 @@ def _event_time_stamp(hd, ns: int) -> int:
     entry is stamped when committed, after its triggers: a counter's next
     reading), in microseconds with ``.usecs`` for the clocks counting ns."""
     tr = hd.tr
-    reader = tr.clock_reader
-    if reader is None:
-        t = ns
-    elif tr.clock == "counter":
-        t = tr.tracing.clocks.counter + 1
-    else:
-        t = reader(ns)
+    t = tr.next_stamp(ns)
     return (t + 500) // 1000 if hd.ts_in_usecs and clock_in_ns(tr.clock) else t
 
 

@@ -24,6 +24,7 @@ from .trace_events_commit import marker_stack, trace_print_commit
 from .trace_buffer_files import (FAULTED_SIZE, BufferPercentOps, BufferSubbufSizeOps,
                                  SavedTgidsOps, TraceMarkerRawOps, marker_writer)
 from .trace_ref import ArrayFileOps
+from .trace_latency_files import MaxLatencyOps, TracingThreshOps
 from .trace_clock import TRACE_CLOCKS
 from .ftrace_files import ftrace_create_files, pid_files_wanted
 
@@ -391,7 +392,8 @@ def init_tracer_tracefs(tr, d) -> None:
     f("timestamp_mode", R, d, tr, TimestampModeOps())
     f("buffer_percent", W, d, tr, BufferPercentOps())
     f("buffer_subbuf_size_kb", W, d, tr, BufferSubbufSizeOps())
-    if tr.max_buffer is not None:
+    if tr.max_buffer is not None:      # CONFIG_TRACER_SNAPSHOT selects TRACER_MAX_TRACE
+        f("tracing_max_latency", W, d, tr, MaxLatencyOps())
         f("snapshot", W, d, tr, SnapshotOps())
     tr.err_log.clear()
     f("error_log", W, d, tr, ErrorLogOps())
@@ -423,6 +425,7 @@ def create_top_level_files(tracing, root) -> None:
     tree = tracing.kernel.tree
     W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
     f = tree.create_file
+    f("tracing_thresh", W, root, tracing, TracingThreshOps())
     f("README", R, root, tr, ReadmeOps())
     f("saved_cmdlines", R, root, tr, SavedCmdlinesOps())
     f("saved_cmdlines_size", W, root, tr, SavedCmdlinesSizeOps())

@@ -5,14 +5,53 @@ buffer (see ``trace_activity.py`` for the rate and the stacks).  A stack
 follows each call when the tracer option ``func_stack_trace`` is set or —
 following the stackmap series, which documents it for this kernel persona —
 when the ``stacktrace`` option is set.
+
+``func-no-repeats`` (``function_no_repeats_trace_call()``): a call from the
+same place to the same function as the CPU's last one is only counted
+(up to U16_MAX), with the clock read at it; the next different call first
+writes a ``func_repeats`` entry (the function, its caller, the count, and
+how long before this entry the last repeat was), then its own.  The
+counts stay per CPU until the next different call, across buffer resets.
 """
 
 from __future__ import annotations
 
-from .trace import Tracer
+from . import trace_entries as te
+from .trace_nop import Tracer
+
+U16_MAX = 0xFFFF
 
 
 class FunctionTracer(Tracer):
     name = "function"
     options = {"func_stack_trace": False, "func-no-repeats": False}
     allow_instances = True
+
+    def __init__(self, tr):
+        super().__init__(tr)
+        # per CPU: [ip, parent_ip, count, stamp of the last repeat]
+        # (struct trace_func_repeats), allocated when the option is first set
+        self.last_repeats: list | None = None
+
+    def set_flag(self, name: str, on: bool) -> None:
+        if name == "func-no-repeats" and on and self.last_repeats is None:
+            self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
+        super().set_flag(name, on)
+
+    def repeat(self, tr, cpu: int, entry) -> bool:
+        """With func-no-repeats: True when the call (a TRACE_FN entry) only
+        counts; else a pending count is written first."""
+        last = self.last_repeats[cpu]
+        ip, parent = entry[5], entry[6]
+        if last[0] == ip and last[1] == parent and last[2] < U16_MAX:
+            last[3] = tr.next_stamp(entry[0])    # ring_buffer_time_stamp()
+            last[2] += 1
+            return True
+        if last[2]:
+            delta = tr.next_stamp(entry[0]) - last[3]
+            tr.write_entry(cpu, (entry[0], te.TRACE_FUNC_REPEATS, entry[2], entry[3], entry[4],
+                                 (last[0], last[1], last[2]), delta), te.FUNC_REPEATS_PAYLOAD)
+            last[2] = 0
+        last[0], last[1] = ip, parent
+        return False
+

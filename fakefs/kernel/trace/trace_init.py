@@ -1,7 +1,7 @@
 """Booting tracing: ``tracer_init_tracefs()`` (kernel/trace/trace.c).
 
 Applies the boot options (``trace_buf_size``, ``ftrace_stackmap.bits``,
-``trace_options``, ``ftrace=``; parsed by ``trace.register_params``),
+``trace_options``, ``ftrace=``, ``tracing_thresh``; parsed by ``register_params``),
 creates the tracefs tree of the top-level trace array, and starts what
 writes the ring buffers.  Kept apart from ``trace.py`` so that the trace
 array core imports none of the files built on it.
@@ -10,7 +10,7 @@ array core imports none of the files built on it.
 from __future__ import annotations
 
 from ..fs.pseudo import KernelError
-from . import trace
+from ..lib.kstrtox import kstrtoul
 from .trace import TRACE_BUF_SIZE_DEFAULT, Tracing
 from .trace_activity import register_trace_activity
 from .trace_events_pid import register_pid_follow
@@ -21,8 +21,53 @@ from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
 
 def register_params(kernel) -> None:
-    """The boot parameters tracing reads (``trace.register_params``)."""
-    trace.register_params(kernel)
+    """The boot parameters tracing reads (the ``__setup()``s of trace.c)."""
+    def stackmap_bits(val):
+        try:
+            bits = kstrtoul(val or "", 0)
+        except ValueError:
+            return          # -EINVAL: the default stays
+        kernel.setup["ftrace_stackmap.bits"] = max(10, min(18, bits))
+
+    def trace_options(val):
+        kernel.setup["trace_options"] = (val or "").split(",")
+
+    def trace_buf_size(val):
+        try:
+            kernel.setup["trace_buf_size"] = _memparse(val)
+        except (TypeError, ValueError):
+            pass
+
+    def ftrace(val):
+        kernel.setup["ftrace"] = val
+
+    kernel.early_param("ftrace_stackmap.bits", stackmap_bits)
+    kernel.early_param("trace_options", trace_options)
+    kernel.early_param("trace_buf_size", trace_buf_size)
+    kernel.early_param("ftrace", ftrace)
+
+    def tracing_thresh(val):
+        try:
+            kernel.setup["tracing_thresh"] = kstrtoul(val or "", 0) * 1000 & ((1 << 64) - 1)
+        except ValueError:
+            pass
+
+    kernel.early_param("tracing_thresh", tracing_thresh)
+    def fn_rate(val):
+        try:
+            kernel.setup["fakefs.fn_rate"] = kstrtoul(val or "", 0)
+        except ValueError:
+            pass
+
+    kernel.early_param("fakefs.fn_rate", fn_rate)
+
+
+def _memparse(text: str) -> int:
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower()
+    if t and t[-1] in mult:
+        return int(t[:-1], 0) * mult[t[-1]]
+    return int(t, 0)
 
 
 def tracer_init_tracefs(kernel) -> None:
@@ -35,6 +80,7 @@ def tracer_init_tracefs(kernel) -> None:
     gt = tracing.global_trace
     gt.buffer_size = kernel.setup.get("trace_buf_size", TRACE_BUF_SIZE_DEFAULT)
     tracing.stackmap_bits = kernel.setup.get("ftrace_stackmap.bits", BITS_DEFAULT)
+    tracing.tracing_thresh = kernel.setup.get("tracing_thresh", 0)
     for opt in kernel.setup.get("trace_options", []):
         if opt:
             try:

@@ -11,7 +11,7 @@ import struct
 
 from ..lib.vsprintf import hashed_ptr
 from .trace_clock import clock_in_ns
-from .trace_entries import (TRACE_FN, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
+from .trace_entries import (TRACE_FN, TRACE_FUNC_REPEATS, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
                             TRACE_FLAG_IRQS_OFF, TRACE_FLAG_NEED_RESCHED, TRACE_FLAG_NMI,
                             TRACE_FLAG_PREEMPT_RESCHED, TRACE_FLAG_SOFTIRQ)
@@ -122,6 +122,18 @@ class TraceFormatter:
                 return sym(entry[5], offset, addr) + "\n"
             if t == TRACE_STACK_ID:
                 return "<stack_id %d>\n" % entry[5]
+            if t == TRACE_FUNC_REPEATS:          # trace_func_repeats_print()
+                rip, rparent, count = entry[5]
+                s = sym(rip, offset, addr)
+                if parent and rparent:
+                    s += " <-" + sym(rparent, offset, addr)
+                last = entry[0] - entry[6]
+                if in_ns:
+                    us = ns2usecs(last)
+                    when = " %5d.%06d" % (us // 1_000_000, us % 1_000_000)
+                else:
+                    when = " %12d" % last
+                return "%s (repeats: %d, last_ts:%s)\n" % (s, count, when)
             if t == TRACE_STACK:
                 return "<stack trace>\n" + "".join([" => " + sym(ip, offset, addr) + "\n" for ip in entry[5]])
             if t == TRACE_PRINT:
@@ -179,6 +191,8 @@ class TraceFormatter:
                 return s + "%x %x\n" % (entry[5], entry[6])
             if t == TRACE_PRINT:
                 return s + "# %x %s" % (entry[5], entry[6])
+            if t == TRACE_FUNC_REPEATS:
+                return s + "%d %d %d %d\n" % (entry[5] + (entry[6],))
             return s + nop_text(t)
 
         def hex_line(entry, cpu: int) -> str:

@@ -171,3 +171,32 @@ def test_hash_ptr_off_prints_the_addresses():
     wr(k, "options/hash-ptr", "0")
     real = re.findall(r" ptr=([0-9a-f]{16}) ", rd(k, "trace"))
     assert len(real) == len(hashed) and all(p.startswith("ffff") for p in real)
+
+
+def test_func_no_repeats_counts_repeated_calls():
+    k = boot()
+    wr(k, "tracing_on", "1")
+    wr(k, "options/func-no-repeats", "1")
+    wr(k, "trace", "")
+    k.clock.advance(30_000_000)
+    wr(k, "tracing_on", "0")
+    raw = raw_entries(k)
+    fn = [(c, rest) for _p, c, _t, rest in raw if len(rest.split()) == 2]
+    for cpu in (0, 1):
+        calls = [r for c, r in fn if c == cpu]
+        # no call right after the same call on a CPU, unless a count came between
+        seq = [(c, r) for _p, c, _t, r in raw if c == cpu]
+        for (c1, a), (c2, b) in zip(seq, seq[1:]):
+            if len(a.split()) == 2 and len(b.split()) == 2:
+                assert a != b
+        assert calls
+    reps = [ln for ln in body_lines(rd(k, "trace")) if "(repeats: " in ln]
+    assert reps
+    m = re.search(r": (\S+) <-(\S+) \(repeats: (\d+), last_ts: +(\d+)\.(\d{6})\)$", reps[0])
+    assert m and int(m.group(3)) >= 1
+    ts = float(reps[0].split(": ", 1)[0].split()[-1])
+    assert float(m.group(4) + "." + m.group(5)) <= ts
+    rep_raw = [rest for _p, _c, _t, rest in raw if len(rest.split()) == 4]
+    assert rep_raw and all(int(x.split()[2]) >= 1 for x in rep_raw)
+    assert "field:u16 count;\toffset:24;\tsize:2;\tsigned:0;" in rd(k, "events/ftrace/func_repeats/format")
+    wr(k, "options/func-no-repeats", "0")

@@ -1,0 +1,48 @@
+"""Tracers (``struct tracer`` of kernel/trace/trace.h) and the nop tracer
+(kernel/trace/trace_nop.c), whose two test options show how a tracer's
+``set_flag`` may accept or refuse an option."""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import KernelError
+from ..printk import KERN_DEBUG
+
+
+class Tracer:
+    """A tracer (``struct tracer``): name, options, instance support."""
+
+    name = "nop"
+    options: dict[str, bool] = {}
+    allow_instances = True
+
+    def __init__(self, tr):
+        self.tr = tr                       # the array it is a tracer of
+        self.opts = dict(self.options)
+
+    def init(self, tr) -> None:
+        pass
+
+    def reset(self, tr) -> None:
+        pass
+
+    def set_flag(self, name: str, on: bool) -> None:
+        """``__set_tracer_option()``: the tracer's ``set_flag`` may refuse
+        (a KernelError), else the option takes the value."""
+        self.opts[name] = on
+
+
+class NopTracer(Tracer):
+    name = "nop"
+    options = {"test_nop_accept": False, "test_nop_refuse": False}
+
+    def set_flag(self, name: str, on: bool) -> None:
+        """nop_set_flag(): each test option says so in the kernel log;
+        ``test_nop_refuse`` refuses either way."""
+        verdict = "refuse" if name == "test_nop_refuse" else "accept"
+        self.tr.kernel.printk("nop_test_%s flag set to %d: we %s. Now cat trace_options to see the result"
+                              % (verdict, on, verdict), KERN_DEBUG)
+        if name == "test_nop_refuse":
+            raise KernelError(errno.EINVAL)
+        super().set_flag(name, on)
