@@ -311,7 +311,8 @@ class TraceActivity:
                     self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
         for ev, conv, etrs in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            stack = trace_event_commit(etrs, ev, cpu, entry, ev.payload, stack if stack is not None
+            stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
+                                       stack if stack is not None
                                        else lambda: wl.event_stack(rng, cpu, ev.kind))
         self._follow(wl, cpu, hit)
 
@@ -357,7 +358,8 @@ class TraceActivity:
         flags, pc = self.context_flags(stack)
         pid = task.pid
         for ev, _conv, etrs in recorders:
-            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None), ev.payload, stack)
+            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
+                               ev.record_size(args), stack)
 
     def _hit_events(self, name, args) -> list:
         """The events recording a hit of tracepoint ``name``, each with the
@@ -470,7 +472,8 @@ class TraceActivity:
             task, stack = wl.sample(rng, cpu)
         flags, pc = self.context_flags(stack)
         args = ev.make(rng, cpu, task, stack, self)
-        trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None), ev.payload, stack)
+        trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None),
+                           ev.record_size(args), stack)
 
 
 def register_trace_activity(kernel) -> None:

@@ -1,7 +1,8 @@
 """More files of kernel/trace/trace.c: the ring buffer's sub-buffer size
 (``buffer_subbuf_size_kb``), the watermark of per-CPU readers
-(``buffer_percent``), binary markers (``trace_marker_raw``) and the saved
-tgids (``saved_tgids``).
+(``buffer_percent``), binary markers (``trace_marker_raw``), the saved
+tgids (``saved_tgids``) and the binary per-CPU reader
+(``per_cpu/cpuN/trace_pipe_raw``).
 
 ``buffer_percent`` is what a poll of ``per_cpu/cpuN/trace_pipe`` waits for
 (``trace_poll()`` -> ``ring_buffer_poll_wait()`` with the array's
@@ -9,8 +10,20 @@ percentage): the CPU's buffer must be that full, in sub-buffers, before the
 file polls readable; 0 means any entry.  A read blocks only until the first
 entry (``tracing_wait_pipe()`` waits with 0), the top-level ``trace_pipe``
 polls readable on any entry, and ``options/block`` makes every poll
-readable at once.  (Stock 6.12 also uses it for ``trace_pipe_raw`` and
-splice, which this tracefs does not have.)
+readable at once.  ``trace_pipe_raw`` polls the same way.  (Its splice,
+which also waits for the watermark, is not modelled: through FUSE a splice
+goes through the page cache of a file of size 0 and gets nothing.)
+
+``trace_pipe_raw`` (``tracing_buffers_read()``) gives the CPU's buffer a
+sub-buffer page at a time in the ring buffer's binary format
+(``ring_buffer_page.py``, records by ``trace_events_raw.py``), consuming
+what it gives like ``trace_pipe``.  A read takes a page
+(``ring_buffer_read_page()`` with the read's size as the room for events)
+and returns it from its start, up to the read's size; later reads return
+the rest of that page before a new one is taken.  An empty buffer blocks
+the read (EAGAIN with O_NONBLOCK) until an entry comes, whether tracing is
+on or not; a buffer whose first event does not fit in the read's size
+returns 0 bytes.
 
 A ``trace_marker_raw`` entry shows, after ``# <id> buf:``, every byte of
 the event's data past the id, as the kernel does: the bytes written, then
@@ -24,11 +37,13 @@ from __future__ import annotations
 
 import errno
 
-from ..fs.pseudo import FileOperations, KernelError
+from ..fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock
 from ..lib.kstrtox import ULONG_MAX
 from .trace_parser import user_ulong
 from . import trace_entries as te
 from .ring_buffer import PAGE_SIZE, RB_MAX_SMALL_DATA, event_length
+from .ring_buffer_page import read_page
+from .trace_events_raw import RecordEncoder
 from .trace_iter import catch_up
 from .trace_ref import ArrayFileOps
 
@@ -158,3 +173,62 @@ class SavedTgidsOps(FileOperations):
 
     def show(self, f):
         return f.data.tracing.tgids.text()
+
+
+class BufferInfo:
+    """Per-open state of ``trace_pipe_raw`` (``struct ftrace_buffer_info``):
+    the page read last (``spare``) and how much of it was returned."""
+
+    __slots__ = ("spare", "read", "encoder", "closed")
+
+    def __init__(self, encoder):
+        self.spare = b""
+        self.read = 0
+        self.encoder = encoder
+        self.closed = False
+
+
+class TracePipeRawOps(ArrayFileOps):
+    """per_cpu/cpuN/trace_pipe_raw, see the module's doc."""
+
+    nonseekable = True
+
+    def __init__(self, cpu: int):
+        self.cpu = cpu
+
+    def open(self, f):
+        f.private = BufferInfo(RecordEncoder(f.data.tracing))
+        super().open(f)
+
+    def read(self, f, off, size):
+        if not size:
+            return b""
+        tr = f.data
+        info = f.private
+        if info.read >= len(info.spare):
+            catch_up(tr)
+            buf = tr.buffer
+            cb = buf.cpus[self.cpu]
+            page = read_page(cb, info.encoder.encode, size, buf.subbuf_size)
+            if page is None:
+                if cb.peek() is None and not info.closed:
+                    raise WouldBlock()
+                return b""
+            info.spare = page
+            info.read = 0
+        out = info.spare[info.read:info.read + size]
+        info.read += len(out)
+        return out
+
+    def flush(self, f):
+        """``tracing_buffers_flush()``: a closing reader no longer waits."""
+        f.private.closed = True
+
+    def poll(self, f):
+        """``trace_poll()``: as a per-CPU ``trace_pipe`` (buffer_percent)."""
+        tr = f.data
+        if tr.flag("block"):
+            return POLLIN | POLLRDNORM
+        catch_up(tr)
+        ready = tr.buffer.cpus[self.cpu].watermark_hit(tr.buffer_percent)
+        return POLLIN | POLLRDNORM if ready else 0

@@ -22,7 +22,8 @@ from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
 from .trace_snapshot import SnapshotOps
 from .trace_events_commit import marker_stack, trace_print_commit
 from .trace_buffer_files import (FAULTED_SIZE, BufferPercentOps, BufferSubbufSizeOps,
-                                 SavedTgidsOps, TraceMarkerRawOps, marker_writer)
+                                 SavedTgidsOps, TraceMarkerRawOps, TracePipeRawOps,
+                                 marker_writer)
 from .trace_ref import ArrayFileOps
 from .trace_latency_files import MaxLatencyOps, TracingThreshOps
 from .trace_clock import TRACE_CLOCKS
@@ -412,6 +413,7 @@ def init_tracer_tracefs(tr, d) -> None:
         f("stats", R, cd, tr, CpuStatsOps(cpu))
         f("trace", W, cd, tr, TraceOps(cpu))
         f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
+        f("trace_pipe_raw", R, cd, tr, TracePipeRawOps(cpu))
         if tr.max_buffer is not None:
             f("snapshot", W, cd, tr, SnapshotOps(cpu))
     event_trace_add_tracer(tr, d)

@@ -1,0 +1,244 @@
+"""The binary record of a ring-buffer entry: the bytes an event's ``format``
+file describes (the ``struct trace_event_raw_<event>`` that
+include/trace/trace_events.h lays out for a tracepoint, the structs of
+kernel/trace/trace_entries.h for the ftrace-internal entry types, and the
+record of a kprobe event).
+
+Every record starts with ``struct trace_entry`` (type u16, flags u8,
+preempt_count u8, pid s32); the fields follow at the offsets and sizes
+their ``format`` gives, little endian (x86-64).  A ``__data_loc`` field is
+a u32 of ``length << 16 | offset``, the offset counted from the record's
+start; a ``__rel_loc`` one counts it from the end of the field.  The
+dynamic data goes where the struct's flexible ``__data[]`` starts, right
+after the last field (inside the struct's tail padding), and the record is
+``sizeof()`` the struct plus that data, as the kernel reserves it.
+
+Values come from the entry tuple ``(ts, type, pid, flags, preempt_count,
+args, extra)``: a tracepoint's ``args`` hold its fields in order (what
+``trace_events_filter_fields`` also relies on), converted by the event's
+``filter_values`` where the model keeps a field in another form (the
+``prev_state`` of sched_switch kept as its letter).  A string of a
+``__data_loc`` field that is None (a probe's fetch that faulted) has
+length 0, which the kernel prints as ``(fault)``.
+
+The ftrace entry types (``trace_entries.py``):
+
+* ``function``: ip, parent_ip.
+* ``kernel_stack``: ``int size`` (the number of callers) then that many
+  addresses from offset 16 (the format says ``caller[8]``; 6.12 reserves
+  ``size`` of them).
+* ``stack_id`` (the stackmap series): the id.
+* ``print``: ip, then ``buf`` (what was written, with the newline the
+  kernel adds) and its NUL.  Records shorter than the kernel's minimum
+  reservation (``"<faulted>"`` must fit) are padded with zeros like its
+  zeroed sub-buffers.
+* ``raw_data``: the id, then ``buf[]`` as the model keeps it (the bytes
+  written and the reservation's padding).
+* ``func_repeats`` (``func-no-repeats``): ip, parent_ip, the u16 count and
+  the delta since the last repeat split in a u16 (bits 32..47) and a u32.
+
+An entry of a type none of these nor any registered event is raises
+:class:`RecordError` (a reader gets EIO): a new entry type needs its record
+here.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from . import trace_entries as te
+
+FAULTED_SIZE = len("<faulted>")
+
+_HDR = struct.Struct("<HBBi")
+_FN = struct.Struct("<HBBiQQ")
+_STACK_HDR = struct.Struct("<HBBii4x")
+_STACK_ID = struct.Struct("<HBBi")
+_PRINT_HDR = struct.Struct("<HBBiQ")
+_RAW_HDR = struct.Struct("<HBBiI")
+_REPEATS = struct.Struct("<HBBiQQHHI")
+TRACE_FUNC_REPEATS = 19          # enum trace_type (6.12)
+
+_FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
+
+# field kinds
+INT, STR, ARRAY, DATA_LOC, REL_LOC = range(5)
+
+
+class RecordError(ValueError):
+    """An entry whose values do not fit its event's format."""
+
+
+class FieldSlot:
+    """Where one field goes: kind, offset, size, element size and count,
+    whether signed, and the conversion of its value (or None)."""
+
+    __slots__ = ("name", "kind", "offset", "size", "elem", "count", "signed", "conv", "text")
+
+    def __init__(self, name, kind, offset, size, elem, count, signed, conv, text):
+        self.name = name
+        self.kind = kind
+        self.offset = offset
+        self.size = size
+        self.elem = elem
+        self.count = count
+        self.signed = signed
+        self.conv = conv
+        self.text = text          # a char (byte) array or a char string
+
+
+def _slot(type_: str, name: str, offset: int, size: int, signed: int, conv,
+          length: int = 0) -> FieldSlot:
+    text = "char" in type_
+    if type_.startswith("__data_loc"):
+        return FieldSlot(name, DATA_LOC, offset, size, 0, 0, signed, conv, text)
+    if type_.startswith("__rel_loc"):
+        return FieldSlot(name, REL_LOC, offset, size, 0, 0, signed, conv, text)
+    if "[" in type_:
+        dim = type_[type_.index("[") + 1:type_.index("]")]
+        count = length or (int(dim) if dim.isdigit() else 0)
+        if text and size == count:
+            return FieldSlot(name, STR, offset, size, 1, count, signed, conv, True)
+        elem = size // count if count else 0
+        return FieldSlot(name, ARRAY, offset, size, elem, count, signed, conv, text)
+    return FieldSlot(name, INT, offset, size, size, 1, signed, conv, False)
+
+
+def event_slots(ev) -> tuple[list, int, int]:
+    """(field slots in the event's order, where the dynamic data starts,
+    the fixed size of the record) for a tracepoint or probe event."""
+    convs = ev.filter_values
+    slots = []
+    desc = ev.desc
+    if desc is not None:
+        for f in desc.fields:
+            slots.append(_slot(f.type, f.name, f.offset, f.size, f.signed, convs.get(f.name),
+                               f.len))
+    else:
+        for line in ev.fields:
+            m = _FIELD_RE.match(line)
+            if m is None:
+                raise RecordError("%s: bad field line %r" % (ev.name, line))
+            type_, _, name = m.group(1).rpartition(" ")
+            if "[" in name:
+                name, _, dim = name.partition("[")
+                type_ = type_ + "[" + dim
+            name = name.strip()
+            slots.append(_slot(type_.strip(), name, int(m.group(2)), int(m.group(3)),
+                               int(m.group(4)), convs.get(name)))
+    dyn = max([s.offset + s.size for s in slots], default=te.TRACE_ENTRY_HDR)
+    fixed = max(dyn, ev.payload or 0) if desc is not None else dyn
+    return slots, dyn, fixed
+
+
+def _int_bytes(v, size: int, where) -> bytes:
+    if isinstance(v, bool):
+        v = int(v)
+    if not isinstance(v, int):
+        raise RecordError("%s: %r is not a number" % (where, v))
+    return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+
+
+def _text_bytes(v) -> bytes:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    return str(v).encode("latin-1", "replace")
+
+
+class RecordEncoder:
+    """Binary records of the entries of one kernel's tracing."""
+
+    def __init__(self, tracing):
+        self.tracing = tracing
+        self._layouts: dict = {}      # event -> (slots, dyn, fixed)
+
+    def layout(self, ev):
+        got = self._layouts.get(ev)
+        if got is None:
+            got = self._layouts[ev] = event_slots(ev)
+        return got
+
+    def encode(self, entry) -> bytes:
+        """The record of ``entry`` (RecordError if it cannot be made)."""
+        t = entry[1]
+        pid, flags, pc = entry[2], entry[3] & 0xff, entry[4] & 0xff
+        if t == te.TRACE_FN:
+            return _FN.pack(t, flags, pc, pid, entry[5], entry[6])
+        if t == te.TRACE_STACK:
+            stack = entry[5]
+            return _STACK_HDR.pack(t, flags, pc, pid, len(stack)) + b"".join(
+                (ip & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for ip in stack)
+        if t == te.TRACE_STACK_ID:
+            return _STACK_ID.pack(t, flags, pc, pid) + _int_bytes(entry[5], 4, "stack_id")
+        if t == te.TRACE_PRINT:
+            return self._print(entry, flags, pc)
+        if t == TRACE_FUNC_REPEATS:
+            ip, parent, count = entry[5]
+            delta = entry[6]
+            return _REPEATS.pack(t, flags, pc, pid, ip, parent, count & 0xffff,
+                                 (delta >> 32) & 0xffff, delta & 0xFFFFFFFF)
+        if t == te.TRACE_RAW_DATA:
+            return _RAW_HDR.pack(t, flags, pc, pid, entry[5] & 0xFFFFFFFF) + bytes(entry[6])
+        ev = self.tracing.events_by_id.get(t)
+        if ev is None:
+            raise RecordError("no event of type %d" % t)
+        return self.event_record(ev, entry, flags, pc)
+
+    @staticmethod
+    def _print(entry, flags, pc) -> bytes:
+        buf = _text_bytes(entry[6]) + b"\0"
+        if len(buf) < FAULTED_SIZE + 1:
+            buf = buf.ljust(FAULTED_SIZE + 1, b"\0")
+        return _PRINT_HDR.pack(te.TRACE_PRINT, flags, pc, entry[2], entry[5]) + buf
+
+    def event_record(self, ev, entry, flags, pc) -> bytes:
+        slots, dyn_start, fixed = self.layout(ev)
+        args = entry[5]
+        if not isinstance(args, tuple):
+            args = (args,)
+        if len(args) != len(slots):
+            raise RecordError("%s:%s: %d values for %d fields"
+                              % (ev.system, ev.name, len(args), len(slots)))
+        rec = bytearray(fixed)
+        _HDR.pack_into(rec, 0, entry[1], flags, pc, entry[2])
+        dyn = bytearray()
+        for s, v in zip(slots, args):
+            if s.conv is not None:
+                v = s.conv(v)
+            where = "%s:%s.%s" % (ev.system, ev.name, s.name)
+            kind = s.kind
+            if kind == INT:
+                rec[s.offset:s.offset + s.size] = _int_bytes(v, s.size, where)
+            elif kind == STR:
+                b = _text_bytes(v)[:s.size]
+                rec[s.offset:s.offset + len(b)] = b
+            elif kind == ARRAY:
+                if isinstance(v, (bytes, bytearray, str)):
+                    b = _text_bytes(v)[:s.size]
+                    rec[s.offset:s.offset + len(b)] = b
+                    continue
+                if len(v) > s.count:
+                    raise RecordError("%s: %d elements for %d" % (where, len(v), s.count))
+                for i, x in enumerate(v):
+                    off = s.offset + i * s.elem
+                    rec[off:off + s.elem] = _int_bytes(x, s.elem, where)
+            else:
+                data = self._dynamic(v, where)
+                pos = dyn_start + len(dyn)
+                rel = pos if kind == DATA_LOC else pos - (s.offset + s.size)
+                rec[s.offset:s.offset + 4] = ((len(data) << 16) | rel).to_bytes(4, "little")
+                dyn += data
+        if not dyn:
+            return bytes(rec)
+        return bytes(rec[:dyn_start] + dyn + rec[dyn_start:])
+
+    @staticmethod
+    def _dynamic(v, where) -> bytes:
+        if v is None:
+            return b""                    # a fetch that faulted: length 0
+        if isinstance(v, str):
+            return v.encode("latin-1", "replace") + b"\0"
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v)
+        raise RecordError("%s: no bytes for %r" % (where, v))
