@@ -29,3 +29,9 @@ def skip_spaces(text: str) -> str:
     while i < len(text) and text[i] in SPACE:
         i += 1
     return text[i:]
+
+
+def isprint(c: int) -> bool:
+    """``isprint()`` of a byte: ASCII 32-126 and the Latin-1 upper half from
+    0xa0 (its no-break space, punctuation and letters)."""
+    return 0x20 <= c < 0x7F or 0xA0 <= c <= 0xFF

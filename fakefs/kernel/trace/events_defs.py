@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from .trace_events import COMMON_FIELDS, _field
+from .trace_export import COMMON_FIELDS, _field
 
 with open(os.path.join(os.path.dirname(__file__), "data", "show_gfp_flags.txt")) as _fh:
     SHOW_GFP_FLAGS = _fh.read().strip()

@@ -24,6 +24,7 @@ TRACE_PRINT = 5
 TRACE_RAW_DATA = 18
 TRACE_FUNC_REPEATS = 19
 TRACE_STACK_ID = 20  # appended after the 6.12 types by the stackmap series
+TRACE_LAST_TYPE = TRACE_STACK_ID        # __TRACE_LAST_TYPE - 1
 
 TRACE_ENTRY_HDR = 8
 

@@ -15,49 +15,11 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..lib.kstrtox import kstrtoul
-from . import trace_entries as te
 from .trace_events_filter import filters_of, write_text
 from .trace_events_hist_trigger import EventHistOps
 from .trace_events_trigger import PRINT_EVENT, EventTriggerOps
 from .trace_ref import ArrayFileOps
-
-COMMON_FIELDS = (
-    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-    "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-    "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-)
-
-
-def _field(decl: str, offset: int, size: int, signed: int) -> str:
-    return "\tfield:%s;\toffset:%d;\tsize:%d;\tsigned:%d;\n" % (decl, offset, size, signed)
-
-
-_STACK_FMT = ('"\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" "\\t=> %ps\\n\\t=> %ps\\n\\t=> %ps\\n" '
-              '"\\t=> %ps\\n\\t=> %ps\\n", '
-              + ", ".join("(void *)REC->caller[%d]" % i for i in range(8)))
-
-# name, id, fields, print fmt, files
-FTRACE_EVENTS = [
-    ("function", te.TRACE_FN,
-     [_field("unsigned long ip", 8, 8, 0), _field("unsigned long parent_ip", 16, 8, 0)],
-     '" %ps <-- %ps", (void *)REC->ip, (void *)REC->parent_ip', ("format", "id")),
-    ("kernel_stack", te.TRACE_STACK,
-     [_field("int size", 8, 4, 1), _field("unsigned long caller[8]", 16, 64, 0)],
-     _STACK_FMT, ("format",)),
-    ("print", te.TRACE_PRINT,
-     [_field("unsigned long ip", 8, 8, 0), _field("char buf[]", 16, 0, 0)],
-     '"%ps: %s", (void *)REC->ip, REC->buf', ("format", "id", "trigger")),
-    ("func_repeats", te.TRACE_FUNC_REPEATS,
-     [_field("unsigned long ip", 8, 8, 0), _field("unsigned long parent_ip", 16, 8, 0),
-      _field("u16 count", 24, 2, 0), _field("u16 top_delta_ts", 26, 2, 0),
-      _field("u32 bottom_delta_ts", 28, 4, 0)],
-     '" %ps <-%ps\\t(repeats:%u  delta: -%llu)", (void *)REC->ip, (void *)REC->parent_ip, '
-     'REC->count, (((u64)(REC)->top_delta_ts << 32) | (REC)->bottom_delta_ts)', ("format",)),
-    ("stack_id", te.TRACE_STACK_ID,
-     [_field("int stack_id", 8, 4, 1)],
-     '"<stack_id %d>", REC->stack_id', ("format",)),
-]
+from .trace_export import COMMON_FIELDS, FTRACE_EVENTS
 
 HEADER_PAGE = ("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
                "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"

@@ -58,7 +58,6 @@ _STACK_ID = struct.Struct("<HBBi")
 _PRINT_HDR = struct.Struct("<HBBiQ")
 _RAW_HDR = struct.Struct("<HBBiI")
 _REPEATS = struct.Struct("<HBBiQQHHI")
-TRACE_FUNC_REPEATS = 19          # enum trace_type (6.12)
 
 _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
 
@@ -173,7 +172,7 @@ class RecordEncoder:
             return _STACK_ID.pack(t, flags, pc, pid) + _int_bytes(entry[5], 4, "stack_id")
         if t == te.TRACE_PRINT:
             return self._print(entry, flags, pc)
-        if t == TRACE_FUNC_REPEATS:
+        if t == te.TRACE_FUNC_REPEATS:
             ip, parent, count = entry[5]
             delta = entry[6]
             return _REPEATS.pack(t, flags, pc, pid, ip, parent, count & 0xffff,

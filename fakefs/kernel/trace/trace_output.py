@@ -10,6 +10,10 @@ from __future__ import annotations
 import struct
 
 from ..lib.vsprintf import hashed_ptr
+from . import trace_entries as te
+from .trace_export import FTRACE_EVENTS
+from .trace_events_raw import RecordEncoder, RecordError
+from .trace_output_fields import EventFields, fields_text
 from .trace_clock import clock_in_ns
 from .trace_entries import (TRACE_FN, TRACE_FUNC_REPEATS, TRACE_PRINT, TRACE_RAW_DATA, TRACE_STACK, TRACE_STACK_ID,
                             TRACE_FLAG_BH_OFF, TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_NOSUPPORT,
@@ -59,6 +63,7 @@ class TraceFormatter:
         self.tr = tr
         self.kallsyms = tr.kernel.kallsyms
         self._sym_cache: dict[int, str] = {}
+        self._fields = None          # (EventFields, RecordEncoder), made when first asked
 
     def comm(self, pid: int) -> str:
         if pid == 0:
@@ -100,6 +105,7 @@ class TraceFormatter:
         verbose = flag("verbose")
         msg_only = flag("trace_printk") and flag("printk-msg-only")
         mode = "bin" if flag("bin") else "hex" if flag("hex") else "raw" if flag("raw") else ""
+        fields = self.fields_printer() if flag("fields") else None
         time_start = tr.buffer.time_start
         in_ns = clock_in_ns(tr.clock)           # TRACE_FILE_TIME_IN_NS
         comm, sym, find_tgid = self.comm, self.sym, tr.find_tgid
@@ -221,12 +227,36 @@ class TraceFormatter:
                 return hex_line(entry, cpu)
             if mode == "raw":
                 return raw_line(entry, cpu)
+            text = body(entry) if fields is None else fields(entry, body)
             if not context:
-                return body(entry)
+                return text
             if lat:
-                return lat_columns(entry, cpu, next_ts, idx) + body(entry)
-            return context_columns(entry, cpu) + body(entry)
+                return lat_columns(entry, cpu, next_ts, idx) + text
+            return context_columns(entry, cpu) + text
         return line
+
+    def fields_printer(self):
+        """``fields(entry, body)``: the ``fields`` option's text of an entry
+        (``print_event_fields()``), ``body(entry)`` where its record cannot
+        be made."""
+        if self._fields is None:
+            self._fields = (EventFields(self.tr.tracing, FTRACE_EVENTS), RecordEncoder(self.tr.tracing))
+        known, encoder = self._fields
+        ks = self.kallsyms
+
+        def fields(entry, body) -> str:
+            t = entry[1]
+            got = known.of(t)
+            if got is None:
+                if t <= te.TRACE_LAST_TYPE:
+                    return "UNKNOWN TYPE %d\n" % t
+                return "Unknown type %d\n" % t
+            try:
+                rec = encoder.encode(entry)
+            except RecordError:
+                return body(entry)
+            return fields_text(got[0], got[1], rec, ks.sprint_symbol)
+        return fields
 
 
 def ns2usecs(ns: int) -> int:
