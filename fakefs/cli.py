@@ -34,6 +34,10 @@ def cmd_mount(args) -> int:
     rc = check_persona(args.persona)
     if rc is not None:
         return rc
+    if args.mountpoint is None:
+        print("fakefs mount: error: the following arguments are required: mountpoint",
+              file=sys.stderr)
+        return 2
     from .fuse import mountpoint
     fuse_opts, args.config = _split_opts(args.o)
     mnt = os.path.abspath(args.mountpoint)
@@ -152,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
     add_boot_arguments(m)
     m.add_argument("--log", help="daemon log file")
-    m.add_argument("mountpoint")
+    m.add_argument("mountpoint", nargs="?", help="where to mount (not needed for --persona help)")
     m.set_defaults(func=cmd_mount)
     u = sub.add_parser("umount", help="unmount a fakefs mount")
     u.add_argument("-z", "--lazy", action="store_true",

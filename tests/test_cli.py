@@ -17,6 +17,15 @@ def test_persona_help_lists_default():
     assert "6.12-stackmap (default)" in r.stdout
 
 
+def test_persona_help_needs_no_mountpoint_and_says_what_is_modern():
+    r = fakefs("mount", "--persona", "help")
+    assert r.returncode == 0
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("2.6.30-eqware"))
+    assert "tracing directory is modern" in line
+    r = fakefs("mount")
+    assert r.returncode == 2 and "required: mountpoint" in r.stderr
+
+
 def test_unknown_persona_is_refused():
     r = fakefs("mount", "--persona", "9.99-nope", "/tmp")
     assert r.returncode == 2 and "unknown persona" in r.stderr

@@ -49,7 +49,9 @@ PERSONAS: dict[str, dict] = {
     },
     "2.6.30-eqware": {
         "description": "Linux 2.6.30 on a small x86_64 board with EQware's heap-stress "
-                       "/proc/allocinfo (2009)",
+                       "/proc/allocinfo (2009); its debugfs tracing directory is modern: "
+                       "6.12's files and formats (instances, error_log, the migrate-disable "
+                       "column, event triggers...), not 2.6.30's",
         "version": (2, 6, 30),
         "release": "2.6.30-eqware",
         # out-of-tree patches in this build (no Kconfig symbol of their own)
