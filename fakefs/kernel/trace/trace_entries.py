@@ -11,6 +11,7 @@ TRACE_STACK_ID stack_id                    -
 TRACE_PRINT    ip                          buf (str, ends in a newline)
 TRACE_RAW_DATA id                          buf[] as shown (bytes)
 TRACE_FUNC_REPEATS (ip, parent_ip, count)  delta of the last repeat (clock units)
+TRACE_USER_STACK tgid                      tuple of user return addresses (at most 8)
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -20,6 +21,7 @@ u8, pid int).
 
 TRACE_FN = 1
 TRACE_STACK = 4
+TRACE_USER_STACK = 12
 TRACE_PRINT = 5
 TRACE_RAW_DATA = 18
 TRACE_FUNC_REPEATS = 19
@@ -40,6 +42,7 @@ TRACE_FLAG_BH_OFF = 0x80
 
 FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
 STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
+USERSTACK_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 * 8   # unsigned int tgid (padded), caller[8]
 FUNC_REPEATS_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 + 2 + 2 + 4   # ip, parent_ip, count, delta
 
 

@@ -17,6 +17,7 @@ then the held-back ones run.  ``trace_marker`` writes go through
 
 from __future__ import annotations
 
+from ..mm.mmap import user_stack
 from . import trace_entries as te
 from .trace_events_trigger import ETT_NONE, PRINT_EVENT, EventTriggers, TriggerData
 
@@ -66,8 +67,8 @@ def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack):
             continue
         if tr.event_ignored(ev, entry, cpu):
             continue
-        if tr.write_entry(cpu, entry, payload) and tr.flag("stacktrace"):
-            stack = _stack(tr, cpu, entry, stack)
+        if tr.write_entry(cpu, entry, payload):
+            stack = _after_commit(tr, cpu, entry, stack)
     return stack
 
 
@@ -80,8 +81,8 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
                 _run(data, tr, cpu, entry, stack)
         if soft_off or not tr.cpumask >> cpu & 1 or tr.event_ignored(ev, entry, cpu):
             return stack
-        if tr.write_entry(cpu, entry, payload) and tr.flag("stacktrace"):
-            stack = _stack(tr, cpu, entry, stack)
+        if tr.write_entry(cpu, entry, payload):
+            stack = _after_commit(tr, cpu, entry, stack)
         return stack
     # set_event_pid leaves it out before the record is made; else it is
     # reserved in the buffer (or in a scratch buffer when the buffer refuses
@@ -94,12 +95,34 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
     tt = event_triggers_call(tr, trig, cpu, entry, stack)
     if into is not None and ev not in tr.soft_disabled:
         flt = tr.event_filters.get(ev)
-        if (flt is None or flt(entry, cpu)) and tr.write_entry(cpu, entry, payload, into) \
-                and tr.flag("stacktrace"):
-            stack = _stack(tr, cpu, entry, stack)
+        if (flt is None or flt(entry, cpu)) and tr.write_entry(cpu, entry, payload, into):
+            stack = _after_commit(tr, cpu, entry, stack)
     if tt:
         event_triggers_post_call(tr, trig, tt, cpu, entry, stack)
     return stack
+
+
+def _after_commit(tr, cpu, entry, stack):
+    """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
+    kernel stack (``stacktrace``), then the user stack
+    (``userstacktrace``); the stack made."""
+    if tr.flag("stacktrace"):
+        stack = _stack(tr, cpu, entry, stack)
+    if tr.flag("userstacktrace"):
+        ftrace_trace_userstack(tr, cpu, entry)
+    return stack
+
+
+def ftrace_trace_userstack(tr, cpu, entry) -> None:
+    """``ftrace_trace_userstack()``: the current task's tgid and user
+    stack (mm/mmap.py); none in NMI context."""
+    if entry[3] & te.TRACE_FLAG_NMI:
+        return
+    k = tr.kernel
+    task = k.sched.find(entry[2])
+    tgid = task.tgid if task is not None and task.pid else 0
+    tr.write_entry(cpu, (entry[0], te.TRACE_USER_STACK, entry[2], entry[3], entry[4], tgid,
+                         user_stack(k.seed, task)), te.USERSTACK_PAYLOAD)
 
 
 def _stack(tr, cpu, entry, stack):

@@ -27,6 +27,7 @@ The ftrace entry types (``trace_entries.py``):
 * ``kernel_stack``: ``int size`` (the number of callers) then that many
   addresses from offset 16 (the format says ``caller[8]``; 6.12 reserves
   ``size`` of them).
+* ``user_stack``: the tgid, then ``caller[8]`` (zeros after the last).
 * ``stack_id`` (the stackmap series): the id.
 * ``print``: ip, then ``buf`` (what was written, with the newline the
   kernel adds) and its NUL.  Records shorter than the kernel's minimum
@@ -58,6 +59,7 @@ _STACK_ID = struct.Struct("<HBBi")
 _PRINT_HDR = struct.Struct("<HBBiQ")
 _RAW_HDR = struct.Struct("<HBBiI")
 _REPEATS = struct.Struct("<HBBiQQHHI")
+_USTACK = struct.Struct("<HBBiI4x8Q")
 
 _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
 
@@ -168,6 +170,9 @@ class RecordEncoder:
             stack = entry[5]
             return _STACK_HDR.pack(t, flags, pc, pid, len(stack)) + b"".join(
                 (ip & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") for ip in stack)
+        if t == te.TRACE_USER_STACK:
+            callers = tuple(entry[6][:8]) + (0,) * (8 - len(entry[6][:8]))
+            return _USTACK.pack(t, flags, pc, pid, entry[5] & 0xFFFFFFFF, *callers)
         if t == te.TRACE_STACK_ID:
             return _STACK_ID.pack(t, flags, pc, pid) + _int_bytes(entry[5], 4, "stack_id")
         if t == te.TRACE_PRINT:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 
 from ..lib.vsprintf import hashed_ptr
+from ..mm.mmap import find_vma
 from . import trace_entries as te
 from .trace_export import FTRACE_EVENTS
 from .trace_events_raw import RecordEncoder, RecordError
@@ -103,6 +104,7 @@ class TraceFormatter:
         context, tgid, irq = flag("context-info"), flag("record-tgid"), flag("irq-info")
         offset, addr, parent = flag("sym-offset"), flag("sym-addr"), flag("print-parent")
         verbose = flag("verbose")
+        userobj = flag("sym-userobj")
         msg_only = flag("trace_printk") and flag("printk-msg-only")
         mode = "bin" if flag("bin") else "hex" if flag("hex") else "raw" if flag("raw") else ""
         fields = self.fields_printer() if flag("fields") else None
@@ -142,6 +144,8 @@ class TraceFormatter:
                 return "%s (repeats: %d, last_ts:%s)\n" % (s, count, when)
             if t == TRACE_STACK:
                 return "<stack trace>\n" + "".join([" => " + sym(ip, offset, addr) + "\n" for ip in entry[5]])
+            if t == te.TRACE_USER_STACK:
+                return self.user_stack_text(entry, userobj, addr)
             if t == TRACE_PRINT:
                 return sym(entry[5], offset, addr) + ": " + entry[6]
             if t == TRACE_RAW_DATA:
@@ -234,6 +238,25 @@ class TraceFormatter:
                 return lat_columns(entry, cpu, next_ts, idx) + text
             return context_columns(entry, cpu) + text
         return line
+
+    def user_stack_text(self, entry, userobj: bool, addr: bool) -> str:
+        """``trace_user_stack_print()``: each address up to the first 0, as
+        ``<object>[+0xoff]`` (with ``sym-userobj``, when the process still
+        runs and a mapping holds it) and/or `` <address>``."""
+        k = self.tr.kernel
+        task = k.sched.find(entry[5]) if userobj and entry[5] else None
+        out = ["<user stack trace>\n"]
+        for ip in entry[6][:8]:
+            if not ip:
+                break
+            s = " => "
+            vma = find_vma(k.seed, task, ip) if task is not None else None
+            if vma is not None:
+                s += "%s[+0x%x]" % (vma.path, ip - vma.start)
+            if addr or vma is None:
+                s += " <%016x>" % ip
+            out.append(s + "\n")
+        return "".join(out)
 
     def fields_printer(self):
         """``fields(entry, body)``: the ``fields`` option's text of an entry

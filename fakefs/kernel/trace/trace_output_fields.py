@@ -35,7 +35,7 @@ FILTER_OTHER, FILTER_STATIC_STRING, FILTER_DYN_STRING, FILTER_RDYN_STRING, \
 # the ftrace entry types trace_entries.h declares, by event name
 FTRACE_TYPES = {"function": te.TRACE_FN, "kernel_stack": te.TRACE_STACK, "print": te.TRACE_PRINT,
                 "raw_data": te.TRACE_RAW_DATA, "func_repeats": te.TRACE_FUNC_REPEATS,
-                "stack_id": te.TRACE_STACK_ID}
+                "stack_id": te.TRACE_STACK_ID, "user_stack": te.TRACE_USER_STACK}
 
 
 def filter_assign_type(type_: str) -> int:

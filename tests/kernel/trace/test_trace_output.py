@@ -200,3 +200,52 @@ def test_func_no_repeats_counts_repeated_calls():
     assert rep_raw and all(int(x.split()[2]) >= 1 for x in rep_raw)
     assert "field:u16 count;\toffset:24;\tsize:2;\tsigned:0;" in rd(k, "events/ftrace/func_repeats/format")
     wr(k, "options/func-no-repeats", "0")
+
+
+def test_userstacktrace_follows_events_and_sym_userobj_names_the_object():
+    from fakefs.kernel.mm.mmap import LIBC_PATH, libc_text
+    k = boot(cmdline="")
+    wr(k, "tracing_on", "1")
+    wr(k, "events/sched/sched_switch/enable", "1")
+    wr(k, "options/userstacktrace", "1")
+    k.clock.advance(20_000_000)
+    wr(k, "tracing_on", "0")
+    text = rd(k, "trace")
+    lines = body_lines(text)
+    switches = [i for i, ln in enumerate(lines) if "sched_switch:" in ln]
+    assert switches
+    # each event is followed by its user stack: none for a kernel thread,
+    # the libc return address for a user task
+    user = kthread = 0
+    for i in switches:
+        nxt = lines[i + 1]
+        assert nxt.endswith(": <user stack trace>"), nxt
+        pid = int(re.match(r"^.{16}-(\d+) ", lines[i]).group(1))
+        task = k.sched.find(pid)
+        frames = []
+        j = i + 2
+        while j < len(lines) and lines[j].startswith(" => "):
+            frames.append(lines[j])
+            j += 1
+        if task is None or task.kthread or pid == 0:
+            kthread += 1
+            assert frames == []
+        else:
+            user += 1
+            vma = libc_text(k.seed, task.tgid)
+            ip = int(re.match(r"^ =>  <([0-9a-f]{16})>$", frames[0]).group(1), 16)
+            assert vma.start <= ip < vma.end and len(frames) == 1
+    assert user and kthread
+    wr(k, "options/sym-userobj", "1")
+    objs = [ln for ln in body_lines(rd(k, "trace")) if ln.startswith(" => ")]
+    assert objs and all(re.match(r"^ => %s\[\+0x[0-9a-f]+\]$" % re.escape(LIBC_PATH), ln) for ln in objs)
+    wr(k, "options/sym-addr", "1")
+    objs = [ln for ln in body_lines(rd(k, "trace")) if ln.startswith(" => ")]
+    assert all(re.match(r"^ => \S+\[\+0x[0-9a-f]+\] <[0-9a-f]{16}>$", ln) for ln in objs)
+    # the record, as the fields option reads it
+    wr(k, "options/fields", "1")
+    us = [ln for ln in body_lines(rd(k, "trace")) if ": user_stack: " in ln]
+    assert us and all(re.search(r": user_stack: tgid=0x([0-9a-f]+) \((\d+)\) caller=<INVALID-SIZE>$", ln)
+                      for ln in us)
+    wr(k, "options/fields", "0")
+    wr(k, "options/userstacktrace", "0")
