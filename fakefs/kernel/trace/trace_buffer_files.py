@@ -196,6 +196,10 @@ class TracePipeRawOps(ArrayFileOps):
     def __init__(self, cpu: int):
         self.cpu = cpu
 
+    def ring(self, tr):
+        """The buffer it reads (``iter->array_buffer``)."""
+        return tr.buffer
+
     def open(self, f):
         f.private = BufferInfo(RecordEncoder(f.data.tracing))
         super().open(f)
@@ -207,7 +211,7 @@ class TracePipeRawOps(ArrayFileOps):
         info = f.private
         if info.read >= len(info.spare):
             catch_up(tr)
-            buf = tr.buffer
+            buf = self.ring(tr)
             cb = buf.cpus[self.cpu]
             page = read_page(cb, info.encoder.encode, size, buf.subbuf_size)
             if page is None:
@@ -230,5 +234,14 @@ class TracePipeRawOps(ArrayFileOps):
         if tr.flag("block"):
             return POLLIN | POLLRDNORM
         catch_up(tr)
-        ready = tr.buffer.cpus[self.cpu].watermark_hit(tr.buffer_percent)
+        ready = self.ring(tr).cpus[self.cpu].watermark_hit(tr.buffer_percent)
         return POLLIN | POLLRDNORM if ready else 0
+
+
+class SnapshotRawOps(TracePipeRawOps):
+    """per_cpu/cpuN/snapshot_raw (``snapshot_raw_fops``, CONFIG_TRACER_SNAPSHOT):
+    the same pages, consumed from the snapshot buffer, which only a swap
+    fills (an empty one blocks its reader)."""
+
+    def ring(self, tr):
+        return tr.max_buffer

@@ -22,7 +22,7 @@ from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
 from .trace_snapshot import SnapshotOps
 from .trace_events_commit import marker_stack, trace_print_commit
 from .trace_buffer_files import (FAULTED_SIZE, BufferPercentOps, BufferSubbufSizeOps,
-                                 SavedTgidsOps, TraceMarkerRawOps, TracePipeRawOps,
+                                 SavedTgidsOps, SnapshotRawOps, TraceMarkerRawOps, TracePipeRawOps,
                                  marker_writer)
 from .trace_ref import ArrayFileOps
 from .trace_latency_files import MaxLatencyOps, TracingThreshOps
@@ -416,6 +416,7 @@ def init_tracer_tracefs(tr, d) -> None:
         f("trace_pipe_raw", R, cd, tr, TracePipeRawOps(cpu))
         if tr.max_buffer is not None:
             f("snapshot", W, cd, tr, SnapshotOps(cpu))
+            f("snapshot_raw", R, cd, tr, SnapshotRawOps(cpu))
     event_trace_add_tracer(tr, d)
     f("set_event", W, d, tr, SetEventOps())
     event_pid_files(tr, d)

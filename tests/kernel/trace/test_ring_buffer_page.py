@@ -436,3 +436,32 @@ def test_func_repeats_record():
     assert (v["common_pid"], v["common_flags"], v["common_preempt_count"]) == (42, 1, 2)
     assert (v["ip"], v["parent_ip"], v["count"]) == (0xffffffff81000010, 0xffffffff81000020, 7)
     assert (v["top_delta_ts"] << 32 | v["bottom_delta_ts"]) == delta
+
+
+def test_snapshot_raw_reads_the_swapped_out_buffer():
+    k = boot()
+    n, f = opened(k, "per_cpu/cpu0/snapshot_raw", os.O_RDONLY | os.O_NONBLOCK)
+    with pytest.raises(WouldBlock):
+        n.fops.read(f, 0, 4096)                 # an empty snapshot blocks its reader
+    wr(k, "events/sched/sched_switch/enable", "1")
+    k.clock.advance(20_000_000)
+    k.run_until_now()
+    wr(k, "snapshot", "1")                      # allocate and swap
+    shown = [ln for ln in rd(k, "per_cpu/cpu0/snapshot").splitlines() if not ln.startswith("#")]
+    assert shown
+    fm = formats_for(k)
+    load_used(k, fm)
+    events = []
+    while True:
+        try:
+            page = n.fops.read(f, 0, 4096)
+        except WouldBlock:
+            break
+        events += fm.page(page)[0]
+    n.fops.release(f)
+    assert len(events) == len(shown)
+    assert [fm.fields(rec)["common_pid"] for _ts, rec in events] == \
+        [int(re.match(r"^\s*.*-(\d+)\s+\[", ln).group(1)) for ln in shown]
+    # consumed from the snapshot, not from the live buffer
+    assert not [ln for ln in rd(k, "per_cpu/cpu0/snapshot").splitlines() if not ln.startswith("#")]
+    assert node(k, "per_cpu/cpu0/snapshot_raw").mode & 0o777 == 0o440
