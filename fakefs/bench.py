@@ -6,7 +6,8 @@
 2. stackmap ``get_id`` throughput (stack events/s), vs a plain dict-based deduplication;
 3. ring-buffer retention for the same simulated workload with and without the stackmap;
 4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
-   the same stretch simulated in full.
+   the same stretch simulated in full;
+5. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_catchup
+from . import bench_catchup, bench_costs
 
 ROUNDS = 5
 
@@ -259,6 +260,7 @@ def main(argv=None) -> int:
     sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
                      "event; 2 CPUs, default buffer)", bench_catchup.bench_catchup))
     sections.append(("cat trace of a full buffer", bench_catchup.bench_trace_read))
+    sections += bench_costs.SECTIONS
     try:
         from . import bench_alloc_tag
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))
@@ -268,7 +270,8 @@ def main(argv=None) -> int:
         sections = [(t, fn) for t, fn in sections if fn.__name__ in names
                     or fn.__name__.removeprefix("bench_") in names]
     for title, fn in sections:
-        print("== %s" % title + ("" if "one run" in title else " (median of %d rounds)" % ROUNDS))
+        print("== %s" % title + ("" if "one run" in title or "median" in title
+                                 else " (median of %d rounds)" % ROUNDS))
         for name, value, unit in fn():
             if isinstance(value, float) and value < 100:
                 print("  %-62s %12.3f %s" % (name, value, unit))
