@@ -31,6 +31,7 @@ from .fs.pseudo import FileOperations, KernelError
 from .fs.proc.base import CtlTable, register_sysctl
 from .kallsyms import PFX
 from .timer import HZ
+from .trace.ftrace_ops_list import ftrace_ops_update
 from .trace.ftrace_records import ftrace_records
 
 OPTIMIZE_DELAY = 5                       # jiffies
@@ -218,6 +219,7 @@ class Kprobes:
         self._by_func = None
         if not kp.disabled:
             self._arm(kp)
+        self._ftrace_changed(kp)
 
     def unregister(self, kp: Kprobe) -> None:
         if kp.registered:
@@ -225,6 +227,7 @@ class Kprobes:
             kp.registered = False
             self._unoptimized(kp)
             self._by_func = None
+            self._ftrace_changed(kp)
 
     def enable(self, kp: Kprobe) -> None:
         if kp.disabled:
@@ -232,6 +235,7 @@ class Kprobes:
             if kp.registered:
                 self._arm(kp)
             self._by_func = None
+            self._ftrace_changed(kp)
 
     def disable(self, kp: Kprobe) -> None:
         """``disarm_kprobe()``: a probe still queued for optimization leaves
@@ -246,6 +250,13 @@ class Kprobes:
                 else:
                     self._unoptimized(kp)
             self._by_func = None
+            self._ftrace_changed(kp)
+
+    def _ftrace_changed(self, kp: Kprobe) -> None:
+        """A probe on a ``__fentry__`` site is armed through
+        ``kprobe_ftrace_ops`` (``arm_kprobe_ftrace()``)."""
+        if kp.ftrace:
+            ftrace_ops_update(self.kernel)
 
     def _kick(self, now: int) -> int:
         """``kick_kprobe_optimizer()``: the delayed work runs OPTIMIZE_DELAY

@@ -23,6 +23,7 @@ import errno
 from ..fs.pseudo import KernelError
 from .ftrace_probes import (EventProbeData, FuncProbe, event_probe_command, fire_probe,
                             trace_probe_command, unregister_all)
+from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_records import FtraceRecords, ftrace_records
 from .trace_pid import add_remove_task, trace_pid_write
 from .trace_pid import pids_text as pid_list_text
@@ -70,6 +71,7 @@ class FtraceOps:
         active = (self.filtering() or self.notrace or self.pids is not None
                   or self.no_pids is not None or self.probes)
         tr.ftrace_ops = self if active else None
+        ftrace_ops_update(self.kernel)     # the hashes of its ops changed
 
     def count_changed(self) -> None:
         """A probe's count went down: ``call_targets()`` looks again."""

@@ -13,7 +13,9 @@ processed at FLUSH, errors ignored (as the kernel ignores them at release).
 The pid files exist only while ``pid_files_wanted()``.  The top level also
 has the function profiler's ``function_profile_enabled`` and
 ``trace_stat/functionN`` (``ftrace_profile_tracefs()``; the model is
-``ftrace_profile.py``).
+``ftrace_profile.py``), ``enabled_functions`` and ``touched_functions``
+(the registered ops and the records they patch: ``ftrace_ops_list.py``) and
+trace.c's ``dyn_ftrace_total_info`` (the record pages, ``ftrace_records.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from .ftrace import ops_of
+from .ftrace_ops_list import ftrace_ops_list
 from .ftrace_profile import register_function_profiler
-from .ftrace_records import ftrace_records
+from .ftrace_records import dyn_ftrace_total_info, ftrace_records
 from .trace_parser import user_ulong
 from .trace_ref import ArrayFileOps
 from .trace_stat import StatFileOps
@@ -146,6 +149,29 @@ class AvailableFilterFunctionsOps(FileOperations):
         return recs.avail_addrs_text() if self.addrs else recs.avail_text()
 
 
+class EnabledFunctionsOps(FileOperations):
+    """enabled_functions / touched_functions (``ftrace_enabled_fops``,
+    ``ftrace_touched_fops``: FTRACE_ITER_ENABLED / FTRACE_ITER_TOUCHED)."""
+
+    observes = False
+
+    def __init__(self, touched: bool):
+        self.touched = touched
+
+    def show(self, f):
+        st = ftrace_ops_list(f.data.kernel)
+        return st.touched_text() if self.touched else st.enabled_text()
+
+
+class DynInfoOps(FileOperations):
+    """dyn_ftrace_total_info (``tracing_dyn_info_fops``)."""
+
+    observes = False
+
+    def show(self, f):
+        return dyn_ftrace_total_info(f.data.kernel)
+
+
 class FunctionProfileOps(FileOperations):
     """function_profile_enabled (``ftrace_profile_fops``): 0 or 1."""
 
@@ -198,6 +224,8 @@ def ftrace_create_files(tr, d) -> None:
         if tr.is_top:
             f("available_filter_functions", R, d, tr, AvailableFilterFunctionsOps())
             f("available_filter_functions_addrs", R, d, tr, AvailableFilterFunctionsOps(True))
+            f("enabled_functions", R, d, tr, EnabledFunctionsOps(False))
+            f("touched_functions", R, d, tr, EnabledFunctionsOps(True))
         f("set_ftrace_filter", W, d, tr, FtraceFilterOps(False))
         f("set_ftrace_notrace", W, d, tr, FtraceFilterOps(True))
     if pid_files_wanted(k):
@@ -205,3 +233,6 @@ def ftrace_create_files(tr, d) -> None:
         f("set_ftrace_notrace_pid", W, d, tr, FtracePidOps(True))
     if tr.is_top and cfg.enabled("FUNCTION_PROFILER"):
         ftrace_profile_tracefs(tr, d)
+    if tr.is_top and cfg.enabled("DYNAMIC_FTRACE"):
+        # (trace.c's tracer_init_tracefs_work_func() makes it)
+        f("dyn_ftrace_total_info", R, d, tr, DynInfoOps())

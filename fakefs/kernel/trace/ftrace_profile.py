@@ -32,6 +32,7 @@ import errno
 import math
 
 from ..fs.pseudo import KernelError
+from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
 from .ftrace_records import ftrace_records
 from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, R_CALLS
 
@@ -138,6 +139,7 @@ class FunctionProfiler:
         else:
             self.count_until(now)
             self.enabled = False
+        ftrace_ops_update(self.kernel)     # (un)register_ftrace_profiler()
 
     # --- time -------------------------------------------------------------------
     def run(self, t0: int, t1: int) -> None:
@@ -238,4 +240,6 @@ def register_function_profiler(kernel, ops) -> FunctionProfiler:
     files; the profiler's state exists from boot)."""
     prof = FunctionProfiler(kernel, ops)
     kernel.add_timer_hook(prof.run, skip=prof.run, observer=True)
+    if ops is not None:
+        ftrace_ops_list(kernel).profiler = prof     # ftrace_profile_ops
     return prof

@@ -6,14 +6,36 @@
   symbols, init text (freed after boot), the entry, noinstr and cpuidle
   text, static-call trampolines and thunks, and whatever the workload's
   call graph marks ``%notrace``.
+  The ``[__builtin__ftrace]`` and ``[bpf]`` symbols of kallsyms are
+  trampolines and BPF programs, not modules: no records.
 * The globs of the filter files (``filter_parse_regex()``, ``struct
   ftrace_glob``, ``ftrace_match()``) and ``match_records()``: a function
   name, a ``*`` glob, a record index or a ``:mod:`` module pattern.
+* The record pages ``dyn_ftrace_total_info`` counts (``dyn_info()``).
+  ``ftrace_process_locs()`` gets the core kernel's records at boot (the
+  traceable functions above plus those of the init text) and
+  ``ftrace_allocate_pages()`` puts them in groups: each group is one
+  ``__get_free_pages()`` block of order ``fls(pages) - 1`` where ``pages``
+  is what the records still to place need (``DIV_ROUND_UP(count *
+  ENTRY_SIZE, PAGE_SIZE)``), so the largest power of two that they fill
+  completely, except the last, which takes what remains; on x86-64
+  ``sizeof(struct dyn_ftrace)`` is 16 (``ip``, ``flags``; ``struct
+  dyn_arch_ftrace`` is empty): 256 records a page.  The records are placed
+  in address order, group after group.  ``ftrace_free_init_mem()`` then
+  drops the init text's records (``ftrace_update_tot_cnt`` goes down by
+  one each) and frees every group left empty (pages and groups go down);
+  those records are the highest core addresses, so they empty the last
+  groups.  Each module gets its own groups the same way.  The model has no
+  ``__mcount_loc`` entries that the kernel would skip (zeroed weak
+  functions): no group is allocated for them.  E.g. 50000 records: 196
+  pages are needed, a group of 128 pages (32768 records), then of 64
+  (16384), then 848 records need 4 pages: 196 pages in 3 groups.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import groupby
 
 from ..lib.glob import glob_regex
 from ..lib.kstrtox import kstrtoul
@@ -25,6 +47,10 @@ MATCH_FULL, MATCH_FRONT_ONLY, MATCH_MIDDLE_ONLY, MATCH_END_ONLY, MATCH_GLOB, MAT
 # symbols that are text but never ftrace records
 _SKIP_PREFIXES = ("__pfx_", "__cfi_", "__pi_", "__SCT__", "__x86_indirect_", "__x86_return_thunk",
                   "srso_", "retbleed_")
+# kallsyms' pseudo-modules (ftrace trampolines, BPF programs)
+_PSEUDO_MODULES = ("__builtin__ftrace", "bpf")
+PAGE_SIZE = 4096
+ENTRY_SIZE = 16                        # sizeof(struct dyn_ftrace) on x86-64
 _SKIP_RANGES = (("__entry_text_start", "__entry_text_end"),
                 ("__noinstr_text_start", "__noinstr_text_end"),
                 ("__cpuidle_text_start", "__cpuidle_text_end"),
@@ -114,6 +140,10 @@ class FtraceRecords:
             else:
                 merged.append([a, b])
         bounds = [x for span in merged for x in span]     # inside: odd bisect
+        init_lo, init_hi = ks.addr_of("_sinittext"), ks.addr_of("_einittext")
+        if init_lo is None or init_hi is None:
+            init_lo = init_hi = 0
+        init_addrs = set()
         markers = {"_stext", "_text", "_etext", "_sinittext", "_einittext"}
         self.names: list[str] = []
         self.mods: list[str | None] = []
@@ -128,8 +158,12 @@ class FtraceRecords:
                 continue
             if mod is None:
                 if bisect_right(bounds, addr) & 1:
+                    if init_lo <= addr < init_hi:
+                        init_addrs.add(addr)      # a record until init memory is freed
                     continue
                 core.append((addr, name))
+            elif mod in _PSEUDO_MODULES:
+                continue
             else:
                 modrecs.append((addr, name, mod))
         core.sort(key=lambda r: r[0])           # ftrace_process_locs() sorts
@@ -154,6 +188,10 @@ class FtraceRecords:
         for i, n in enumerate(self.names):
             self.by_name.setdefault(n, []).append(i)
         self._ks = ks
+        self._boot_core = sorted(init_addrs.union(a for a, m in zip(self.addrs, self.mods) if m is None))
+        self._init_addrs = init_addrs
+        self._dyn_info = None
+        self.ops_list = None              # ftrace_ops_list.FtraceOpsList, made on first use
         self._ip_cache: dict[int, int | None] = {}
         self._avail = None
         self._avail_addrs = None
@@ -169,6 +207,21 @@ class FtraceRecords:
     def ip(self, i: int) -> int:
         """The record's ip: the ``__fentry__`` call after ``endbr64``."""
         return self.addrs[i] + FENTRY_IP
+
+    def dyn_info(self) -> tuple[int, int, int]:
+        """(``ftrace_update_tot_cnt``, ``ftrace_number_of_pages``,
+        ``ftrace_number_of_groups``) after boot (see the module's doc)."""
+        if self._dyn_info is None:
+            init = self._init_addrs
+            mods = [m for m in self.mods if m is not None]
+            counts = [sum(1 for _ in grp) for _m, grp in groupby(mods)]
+            pages, groups = record_pages([a not in init for a in self._boot_core], counts)
+            self._dyn_info = (len(self.names), pages, groups)
+        return self._dyn_info
+
+    def boot_count(self) -> int:
+        """The core records ``ftrace_update_code()`` converted at boot."""
+        return len(self._boot_core)
 
     def rec_of_ip(self, ip: int):
         """The record of the function holding ``ip`` (None if untraceable)."""
@@ -228,6 +281,53 @@ class FtraceRecords:
             if not len(fg) or fg.match(n):
                 out.append(i)
         return out, clear
+
+
+def record_pages(boot_kept: list, module_counts: list) -> tuple[int, int]:
+    """(pages, groups) of the record pages: the core records placed at boot
+    (``boot_kept[i]``: the i-th, in address order, is still there), with the
+    groups the freed records left empty freed; a module's records in
+    groups of their own."""
+    pages = groups = 0
+    i = 0
+    for order, cnt in allocate_pages(len(boot_kept)):
+        if any(boot_kept[i:i + cnt]):
+            pages += 1 << order
+            groups += 1
+        i += cnt
+    for n in module_counts:
+        for order, _cnt in allocate_pages(n):
+            pages += 1 << order
+            groups += 1
+    return pages, groups
+
+
+def allocate_pages(count: int) -> list[tuple[int, int]]:
+    """``ftrace_allocate_pages()``: (order, records placed) of each group
+    for ``count`` records."""
+    out = []
+    per_page = PAGE_SIZE // ENTRY_SIZE
+    while count > 0:
+        pages = -(-count * ENTRY_SIZE // PAGE_SIZE)
+        order = pages.bit_length() - 1                 # fls(pages) - 1
+        cnt = min(count, per_page << order)
+        out.append((order, cnt))
+        count -= cnt
+    return out
+
+
+def dyn_ftrace_total_info(kernel) -> str:
+    """``tracing_read_dyn_info()``: ``"%ld pages:%ld groups: %ld\n"``; from
+    6.13 also how long the boot's nop patching took (``ftrace_update_time``,
+    a draw of 230-330 ns a record, what x86-64 machines report) and the
+    modules' (``ftrace_total_mod_time``: no module was loaded)."""
+    recs = ftrace_records(kernel)
+    text = "%d pages:%d groups: %d\n" % recs.dyn_info()
+    if kernel.config.version_at_least(6, 13):
+        ns = int(recs.boot_count() * kernel.subsystem_rng("ftrace-update").uniform(230, 330))
+        text += ("ftrace boot update time = %d (ns)\n"
+                 "ftrace module total update time = %d (ns)\n" % (ns, 0))
+    return text
 
 
 def ftrace_records(kernel) -> FtraceRecords:

@@ -19,6 +19,7 @@ writes 1 when it finds 0.
 from __future__ import annotations
 
 from ..fs.proc.base import CtlTable, parse_dointvec_minmax, register_sysctl
+from .ftrace_ops_list import ftrace_ops_update
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -44,6 +45,7 @@ class FtraceSysctl:
         if bool(value) != self.last:      # ftrace_startup_sysctl() / ftrace_shutdown_sysctl()
             self.last = bool(value)
             self.changes.append((self.kernel.sim_time, self.last))
+            ftrace_ops_update(self.kernel)     # the calls are patched again, or not
 
     def enabled_ns(self, t0: int, t1: int) -> int:
         """How long calls reached the ops in [t0, t1)."""

@@ -17,6 +17,7 @@ counts stay per CPU until the next different call, across buffer resets.
 from __future__ import annotations
 
 from . import trace_entries as te
+from .ftrace_ops_list import ftrace_ops_update
 from .trace_nop import Tracer
 
 U16_MAX = 0xFFFF
@@ -32,6 +33,10 @@ class FunctionTracer(Tracer):
         # per CPU: [ip, parent_ip, count, stamp of the last repeat]
         # (struct trace_func_repeats), allocated when the option is first set
         self.last_repeats: list | None = None
+
+    def init(self, tr) -> None:
+        """``function_trace_init()``: ``register_ftrace_function(tr->ops)``."""
+        ftrace_ops_update(tr.kernel)
 
     def set_flag(self, name: str, on: bool) -> None:
         if name == "func-no-repeats" and on and self.last_repeats is None:

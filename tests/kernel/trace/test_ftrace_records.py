@@ -3,13 +3,18 @@ and which functions a word written to set_ftrace_filter picks."""
 
 import errno
 import re
+import types
 
 import pytest
 
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.kallsyms import Kallsyms
+from fakefs.kernel.time import ManualClock
 from fakefs.kernel.lib.glob import glob_regex
 from fakefs.kernel.trace.ftrace_records import (MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL,
-                                                MATCH_GLOB, MATCH_INDEX, MATCH_MIDDLE_ONLY, Glob,
-                                                filter_parse_regex, ftrace_records)
+                                                MATCH_GLOB, MATCH_INDEX, MATCH_MIDDLE_ONLY,
+                                                FtraceRecords, Glob, allocate_pages,
+                                                filter_parse_regex, ftrace_records, record_pages)
 import ftrace_helpers
 from kfiles import errno_of, rd, wr
 
@@ -102,6 +107,18 @@ def test_ftrace_glob(typ, search, s, hit):
 
 
 # --------------------------------------------------------------- records
+def with_module(k):
+    """The records of the kernel's symbol table with a module loaded
+    (``testmod``) beside the ftrace trampoline's pseudo-module."""
+    ks = k.kallsyms
+    core = [(a, t, n) for a, t, n, m in ks.symbols() if m is None]
+    base = 0xffffffffc1000000
+    mods = [(base + 0x40 * i, "t", name, "testmod")
+            for i, name in enumerate(("tm_open", "tm_read", "tm_write"))]
+    mods.append((base - 0x2000, "t", "ftrace_trampoline", "__builtin__ftrace"))
+    return FtraceRecords(types.SimpleNamespace(kallsyms=Kallsyms(core, mods), workload=None))
+
+
 def test_records_match(k):
     r = ftrace_records(k)
     assert ftrace_records(k) is r                      # one per kernel
@@ -115,8 +132,13 @@ def test_records_match(k):
     n = len(r)
     assert r.match("1", None) == ([0], False) and r.match(str(n), None) == ([n - 1], False)
     assert r.match("0", None) == ([], False) and r.match(str(n + 1), None) == ([], False)
+    # kallsyms' pseudo-module of ftrace trampolines has no records
+    assert not any(m == "__builtin__ftrace" for _a, _t, _n, m in k.kallsyms.symbols()) or \
+        "__builtin__ftrace" not in r.modules
     # :mod: patterns: a module, any module (blank) or, with "!", the others
-    assert r.modules
+    r = with_module(k)
+    n = len(r)
+    assert r.modules == {"testmod"}
     mod = sorted(r.modules)[0]
     recs = r.match("*", mod)[0]
     assert recs and all(r.mods[x] == mod for x in recs)
@@ -125,3 +147,58 @@ def test_records_match(k):
     assert all(r.mods[x] is not None for x in in_mods) and all(r.mods[x] is None for x in core)
     assert len(in_mods) + len(core) == n
     assert len(r.match("*", "!" + mod)[0]) == n - len(recs)
+
+
+# --------------------------------------------------------------- record pages
+def test_dyn_ftrace_total_info(k):
+    r = ftrace_records(k)
+    text = rd(k, "dyn_ftrace_total_info")
+    m = re.fullmatch(r"(\d+) pages:(\d+) groups: (\d+)\n", text)
+    assert m, text
+    count, pages, groups = map(int, m.groups())
+    # the functions ftrace manages are the ones it lists
+    assert count == len(rd(k, "available_filter_functions").splitlines()) == len(r)
+    # the init text's records were there at boot, in the last groups
+    assert r._init_addrs and len(r._boot_core) == count + len(r._init_addrs)
+    assert (pages, groups) == record_pages([a not in r._init_addrs for a in r._boot_core], [])
+    assert pages * 4096 // 16 >= count
+    # a module gets groups of its own
+    rm = with_module(k)
+    core_pages = record_pages([a not in rm._init_addrs for a in rm._boot_core], [])
+    assert rm.dyn_info() == (len(rm), core_pages[0] + 1, core_pages[1] + 1)
+    assert len(rm) == len(rm._boot_core) - len(rm._init_addrs) + 3
+
+
+@pytest.mark.parametrize("count, groups", [
+    (1, [(0, 1)]),
+    (256, [(0, 256)]),
+    (257, [(1, 257)]),                          # 2 pages: one order-1 block
+    (32768, [(7, 32768)]),
+    (50000, [(7, 32768), (6, 16384), (2, 848)]),
+    # 256 records a page; the largest block the remaining records need, down
+    (57615, [(7, 32768), (6, 16384), (5, 8192), (1, 271)]),
+])
+def test_allocate_pages(count, groups):
+    assert allocate_pages(count) == groups
+
+
+def test_record_pages_against_a_real_boot():
+    """This machine (a 6.18 kernel, same code): boot log "ftrace: allocated
+    200 pages with 3 groups" for 50752 entries, and after init memory is
+    freed dyn_ftrace_total_info says "48514 pages:192 groups: 2"."""
+    boot = [True] * 48514 + [False] * (50752 - 48514)
+    assert record_pages([True] * 50752, []) != (200, 3)     # 50752 + skipped were allocated
+    assert record_pages(boot, []) == (192, 2)
+    # a boot count that needs the same 3 groups: 128 + 64 + 8 pages
+    assert sum(1 << o for o, _c in allocate_pages(51000)) == 200
+    assert record_pages([True] * 48514 + [False] * (51000 - 48514), []) == (192, 2)
+
+
+def test_dyn_ftrace_total_info_from_6_13_has_the_patching_times():
+    """"ftrace: Show timings of how long nop patching took" (6.13): two lines more."""
+    k = Kernel(persona="6.18", seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    lines = rd(k, "dyn_ftrace_total_info").splitlines()
+    assert len(lines) == 3 and lines[0] == "%d pages:%d groups: %d" % ftrace_records(k).dyn_info()
+    m = re.fullmatch(r"ftrace boot update time = (\d+) \(ns\)", lines[1])
+    assert m and 230 * 50000 < int(m.group(1)) < 330 * 60000
+    assert lines[2] == "ftrace module total update time = 0 (ns)"

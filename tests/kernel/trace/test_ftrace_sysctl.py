@@ -66,6 +66,7 @@ def test_the_profiler_counts_nothing_while_0():
 
     class K:
         sim_time = 0
+        booted = False
     k = K()
     st = FtraceSysctl(k)
     k.sim_time = 100
