@@ -154,6 +154,34 @@ def test_trace_cmd_finds_the_fake():
     assert int(out[3]) > 10
 
 
+RECORD = r"""
+cd "$(mktemp -d)"
+trace-cmd record -q -e sched:sched_switch -T -O stackmap sleep 0.5 >/dev/null 2>&1; echo "rc=$?"
+trace-cmd report 2>/dev/null | grep -c ' sched_switch: '
+trace-cmd report 2>/dev/null | grep -c 'stack_id: *<stack_id [0-9]*>'
+trace-cmd record -q -p function -l schedule sleep 0.3 >/dev/null 2>&1
+trace-cmd report 2>/dev/null | grep -c ' function: *schedule'
+trace-cmd reset >/dev/null 2>&1
+perf list tracepoint 2>/dev/null | grep -c 'sched:sched_switch'
+sysctl -n vm.mem_profiling
+"""
+
+
+@needs_ns
+@pytest.mark.skipif(not shutil.which("trace-cmd") or not shutil.which("perf"),
+                    reason="trace-cmd/perf not installed (make install brings trace-cmd)")
+def test_trace_cmd_records_and_reports_events_stack_ids_and_functions():
+    """trace-cmd reads per_cpu/cpuN/trace_pipe_raw and the formats; the
+    stackmap option makes stack_id entries; perf and sysctl see the fake."""
+    r = sandbox_run("-q", "--", "sh", "-c", RECORD)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.split()
+    assert out[0] == "rc=0", r.stdout
+    switches, ids, calls, perf_hits = (int(x) for x in out[1:5])
+    assert switches > 10 and ids > 10 and calls > 5 and perf_hits >= 1, r.stdout
+    assert out[5] == "1", r.stdout
+
+
 # --- without running it ------------------------------------------------------------------
 
 def test_host_problems_are_explained(monkeypatch):
