@@ -1,4 +1,4 @@
-"""The ``fakefs`` command: mount, umount, selftest and friends."""
+"""The fakefs command: mount, umount, selftest and friends."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import re
 import subprocess
 import sys
 
-from .kernel.config import parse_value
+from .kernel.config import known_symbols, parse_value
+
+DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through FUSE: "
+               "mount it, run a command with it at the real paths (sandbox), run the "
+               "upstream ftrace selftests against it, read its log and profile.")
 from .mountargs import add_boot_arguments, check_persona
 
 
@@ -40,6 +44,11 @@ def cmd_mount(args) -> int:
         return 2
     from .fuse import mountpoint
     fuse_opts, args.config = _split_opts(args.o)
+    unknown = sorted(set(args.config) - known_symbols())
+    if unknown:
+        print("fakefs: %s: not a Kconfig symbol of the simulated kernel (its own, see "
+              "fakefs/kernel/config.py)" % ", ".join(unknown), file=sys.stderr)
+        return 2
     mnt = os.path.abspath(args.mountpoint)
     problem = mountpoint.fuse_device_problem()
     if problem:
@@ -104,10 +113,16 @@ def cmd_umount(args) -> int:
                        stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         err = r.stderr.strip()
-        print(err, file=sys.stderr)
-        if "busy" in err and not args.lazy:
-            print(f"hint: files are open on the mount; fakefs umount -z {args.mountpoint} "
-                  f"detaches it now and stops the daemon", file=sys.stderr)
+        if not os.path.exists(mnt):
+            print(f"fakefs umount: {args.mountpoint}: no such directory", file=sys.stderr)
+        elif "Invalid argument" in err or "not found in /etc/mtab" in err:
+            print(f"fakefs umount: {args.mountpoint}: nothing is mounted there", file=sys.stderr)
+        elif "busy" in err and not args.lazy:
+            print(f"fakefs umount: {args.mountpoint}: files are open on the mount; "
+                  f"fakefs umount -z {args.mountpoint} detaches it now and stops the daemon",
+                  file=sys.stderr)
+        else:
+            print("fakefs umount: " + err.removeprefix("fusermount3: "), file=sys.stderr)
     return r.returncode
 
 
@@ -149,9 +164,18 @@ def cmd_selftest(args) -> int:
     return selftest.run(args)
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("fakefs")
+    except Exception:              # not installed as a package (PYTHONPATH=.)
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fakefs", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(prog="fakefs", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version="fakefs " + _version())
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
     m = sub.add_parser("mount", help="boot a simulated kernel and mount its tree")
     m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
     add_boot_arguments(m)
@@ -190,7 +214,12 @@ def main(argv=None) -> int:
     if argv[:1] == ["heatmap"]:            # its own argument parser
         from . import heatmap
         return heatmap.main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.cmd is None:
+        parser.print_help(sys.stderr)
+        print("\nfakefs: a COMMAND is needed (e.g. fakefs mount /tmp/k)", file=sys.stderr)
+        return 2
     try:
         return args.func(args)
     except BrokenPipeError:                # `fakefs dmesg MNT | head`

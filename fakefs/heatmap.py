@@ -135,7 +135,9 @@ def format_heatmap(rows, total: int, top: int, nr_buckets: int, lego_percent: bo
     for addr, name, hits in rows[:n]:
         if not hits:
             continue
-        out.append("%x  %20s  %10d  %s\n" % (addr, name[:19], hits,
+        # a long name is printed whole (cut, it could read as another
+        # symbol); the original cut it to 19 characters
+        out.append("%x  %20s  %10d  %s\n" % (addr, name[:19] if lego_percent else name, hits,
                                             percent(hits, total, lego_percent)))
     out.append(RULE)
     out.append("%40s%10d     100.00\n" % ("", total))
@@ -155,7 +157,8 @@ def main(argv=None) -> int:
     ap.add_argument("-x", "--exclude", action="append", default=[], metavar="FUNCTION",
                     help="leave a function out of rows and total (e.g. the idle loop)")
     ap.add_argument("--lego-percent", action="store_true",
-                    help="print percentages with the original's remainder bug")
+                    help="print as the original did: percentages with its remainder bug, "
+                         "names cut to 19 characters")
     args = ap.parse_args(argv)
     prof = args.profile or os.path.join(args.mountpoint, "proc/profile")
     mapf = args.map or os.path.join(args.mountpoint, "boot/System.map")
@@ -166,8 +169,18 @@ def main(argv=None) -> int:
             maptext = f.read()
         step, counts = parse_profile(data)
         stext, addrs, names = parse_system_map(maptext)
-    except (OSError, ValueError) as e:
-        print("fakefs heatmap: %s" % e, file=sys.stderr)
+    except FileNotFoundError as e:
+        hint = ""
+        if e.filename == prof and not args.profile:
+            hint = (" (the kernel keeps no profile unless booted with profile=N: "
+                    "fakefs mount --cmdline profile=2 MOUNTPOINT)")
+        print("fakefs heatmap: %s: no such file%s" % (e.filename, hint), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print("fakefs heatmap: %s: %s" % (e.filename or prof, e.strerror or e), file=sys.stderr)
+        return 1
+    except ValueError as e:
+        print("fakefs heatmap: %s: %s" % (prof, e), file=sys.stderr)
         return 1
     if step <= 0:
         print("fakefs heatmap: %s: bad sampling step" % prof, file=sys.stderr)

@@ -118,3 +118,13 @@ def test_readprofile_agrees_on_this_layout(tmp_path):
     got = {ln.split()[1]: int(ln.split()[0]) for ln in out.splitlines()}
     # each symbol gets the bucket before it and loses its own last one
     assert got == {"startup_64": 5, "foo": 8, "bar": 5, "*unknown*": 4, "total": 18}
+
+
+def test_long_names_are_whole_and_a_missing_profile_says_why(tmp_path, capsys):
+    out = hm.format_heatmap([(0xffffffff81000000, "a_function_with_a_very_long_name", 7)], 7, 10, 10)
+    assert "a_function_with_a_very_long_name" in out
+    (tmp_path / "boot").mkdir()
+    (tmp_path / "boot" / "System.map").write_text("ffffffff81000000 T _stext\n")
+    assert hm.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "proc/profile: no such file" in err and "profile=" in err and "Errno" not in err

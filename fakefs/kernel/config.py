@@ -87,6 +87,26 @@ PERSONAS: dict[str, dict] = {
 }
 
 
+# Kconfig symbols the model reads besides those the personas list
+# (tests/test_cli.py checks every literal enabled("X") in fakefs/ is known)
+READ_SYMBOLS = frozenset({
+    "CONFIG_HIST_TRIGGERS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS", "CONFIG_LRU_GEN",
+    "CONFIG_MEMCG", "CONFIG_MEM_ALLOC_PROFILING_DEBUG",
+    "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT", "CONFIG_NUMA", "CONFIG_NUMA_BALANCING",
+    "CONFIG_RANDOMIZE_BASE", "CONFIG_SECURITY_DMESG_RESTRICT", "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP",
+    "CONFIG_FUNCTION_PROFILER", "CONFIG_DYNAMIC_FTRACE",
+})
+
+
+def known_symbols() -> frozenset:
+    """Every Kconfig symbol an override may set: those of the personas'
+    configurations and those the model reads."""
+    out = set(READ_SYMBOLS)
+    for p in PERSONAS.values():
+        out |= set(p["config"])
+    return frozenset(out)
+
+
 def parse_value(text: str):
     if text in ("y", "Y"):
         return True

@@ -48,12 +48,23 @@ class LogRecord:
         self.text = text
 
 
+# Debian's CONFIG_CONSOLE_LOGLEVEL_DEFAULT, _QUIET, MESSAGE_LOGLEVEL_DEFAULT;
+# CONSOLE_LOGLEVEL_MIN and _DEBUG of include/linux/printk.h
+CONSOLE_LOGLEVEL_DEFAULT, CONSOLE_LOGLEVEL_QUIET, MESSAGE_LOGLEVEL_DEFAULT = 7, 4, 4
+CONSOLE_LOGLEVEL_MIN, CONSOLE_LOGLEVEL_DEBUG = 1, 10
+
+
 class LogBuffer:
     def __init__(self, clock, capacity: int = 4096):
         self.clock = clock
         self.records: deque[LogRecord] = deque(maxlen=capacity)
         self.next_seq = 0
         self.dmesg_restrict = 0
+        # console_printk[]: console_loglevel, default_message_loglevel,
+        # minimum_console_loglevel, default_console_loglevel
+        # (/proc/sys/kernel/printk; ``quiet``, ``debug``, ``loglevel=``)
+        self.console_printk = [CONSOLE_LOGLEVEL_DEFAULT, MESSAGE_LOGLEVEL_DEFAULT,
+                               CONSOLE_LOGLEVEL_MIN, CONSOLE_LOGLEVEL_DEFAULT]
 
     def syslog_read_allowed(self, uid: int) -> bool:
         """check_syslog_permissions(SYSLOG_ACTION_READ_ALL, SYSLOG_FROM_READER)"""
@@ -140,9 +151,47 @@ def devkmsg_write_text(data: bytes) -> tuple[int, int, str]:
     return level, facility, text
 
 
+def register_params(kernel) -> None:
+    """``quiet``, ``debug`` and ``loglevel=`` (init/main.c): the console's
+    level, which /proc/sys/kernel/printk shows."""
+    def quiet(_val):
+        kernel.setup["console_loglevel"] = CONSOLE_LOGLEVEL_QUIET
+
+    def debug(_val):
+        kernel.setup["console_loglevel"] = CONSOLE_LOGLEVEL_DEBUG
+
+    def loglevel(val):
+        try:                                   # get_option(): an int, else nothing changes
+            kernel.setup["console_loglevel"] = int(val or "", 0)
+        except ValueError:
+            kernel.printk("Malformed early option 'loglevel'", KERN_WARNING)
+
+    kernel.early_param("quiet", quiet)
+    kernel.early_param("debug", debug)
+    kernel.early_param("loglevel", loglevel)
+
+
+def store_intvec(text: str, vec: list) -> None:
+    """``proc_dointvec`` into ``vec``: the ints written replace its first
+    entries; a bad one is EINVAL, after the good ones before it are kept."""
+    for i, tok in enumerate(text.split()[:len(vec)]):
+        try:
+            v = int(tok, 10)
+        except ValueError:
+            raise KernelError(errno.EINVAL) from None
+        if not -0x80000000 <= v <= 0x7FFFFFFF:
+            raise KernelError(errno.EINVAL)
+        vec[i] = v
+
+
 def devkmsg_init(kernel) -> None:
-    """``/dev/kmsg``."""
+    """``/dev/kmsg`` and the log's sysctls."""
     log = kernel.log
+    if "console_loglevel" in kernel.setup:
+        log.console_printk[0] = kernel.setup["console_loglevel"]
+    register_sysctl(kernel, "kernel", [
+        CtlTable("printk", 0o644, lambda: "\t".join("%d" % v for v in log.console_printk) + "\n",
+                 lambda text: store_intvec(text, log.console_printk))])
 
     class DevKmsgOps(FileOperations):
         nonseekable = True

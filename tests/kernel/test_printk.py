@@ -106,3 +106,27 @@ def test_a_reader_sees_what_the_machine_printed_until_now():
     assert f.node.fops.poll(f)
     got = records(k, f)
     assert got[0].startswith("0,") and got[0].endswith(";Dumping ftrace buffer:\n")
+
+
+def test_console_loglevels_from_the_command_line_and_the_sysctl():
+    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+
+    def printk_of(cmdline):
+        k = Kernel(cmdline=cmdline, host_kallsyms=False, clock=ManualClock()).boot()
+        unknown = [r.text for r in k.log.records if "Unknown kernel command line" in r.text]
+        return k, kernel_read(k.tree, "proc/sys/kernel/printk"), unknown
+
+    assert printk_of("")[1] == b"7\t4\t1\t7\n"
+    k, text, unknown = printk_of("quiet")
+    assert text == b"4\t4\t1\t7\n" and unknown == []
+    assert printk_of("debug")[1] == b"10\t4\t1\t7\n"
+    assert printk_of("loglevel=3")[1] == b"3\t4\t1\t7\n"
+    k, text, _ = printk_of("loglevel=x")
+    assert text == b"7\t4\t1\t7\n"
+    assert any(r.text == "Malformed early option 'loglevel'" for r in k.log.records)
+    kernel_write(k.tree, "proc/sys/kernel/printk", b"5 6\n")
+    assert kernel_read(k.tree, "proc/sys/kernel/printk") == b"5\t6\t1\t7\n"
+    with pytest.raises(KernelError) as e:
+        kernel_write(k.tree, "proc/sys/kernel/printk", b"2 x\n")
+    assert e.value.errno == errno.EINVAL
+    assert kernel_read(k.tree, "proc/sys/kernel/printk") == b"2\t6\t1\t7\n"
