@@ -278,6 +278,14 @@ def test_every_event_the_machine_fires():
     for _ in range(10):
         k.clock.advance(20_000_000)
         k.run_until_now()
+    # a command run by a shell (about one a second): its fork and exec
+    exec_id = next(ev.id for ev in k.tracing.events if ev.name == "sched_process_exec")
+    for _ in range(150):
+        if any(e[1] == exec_id for cb in k.tracing.global_trace.buffer.cpus
+               for page in list(cb.pages)[-8:] for e in page.events):
+            break
+        k.clock.advance(20_000_000)
+        k.run_until_now()
     wr(k, "tracing_on", "0")
     fm = formats_for(k)
     load_used(k, fm)
