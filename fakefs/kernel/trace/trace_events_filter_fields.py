@@ -50,13 +50,17 @@ class Field:
 
 
 def filter_assign_type(type_: str) -> int:
+    """``filter_assign_type()`` of a tracepoint field's type."""
     if "__data_loc" in type_:
         if "char" in type_:
             return FILTER_DYN_STRING
         if "cpumask_t" in type_:
             return FILTER_CPUMASK
-    if "__rel_loc" in type_ and "char" in type_:
-        return FILTER_RDYN_STRING
+    if "__rel_loc" in type_:
+        if "char" in type_:
+            return FILTER_RDYN_STRING
+        if "cpumask_t" in type_:
+            return FILTER_CPUMASK
     if "[" in type_ and "char" in type_:
         return FILTER_STATIC_STRING
     if type_ in ("char *", "const char *"):

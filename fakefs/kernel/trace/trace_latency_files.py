@@ -30,6 +30,11 @@ def nsecs_text(ns: int) -> str:
     return "%d\n" % (us - (1 << 64) if us >> 63 else us)
 
 
+def nsecs_write(data: bytes) -> int:
+    """``tracing_nsecs_write()``: microseconds in, nanoseconds kept."""
+    return user_ulong(data) * 1000 & ULONG
+
+
 class TracingThreshOps(FileOperations):
     """``tracing_thresh``: ``f.data`` is the Tracing."""
 
@@ -39,12 +44,12 @@ class TracingThreshOps(FileOperations):
         return nsecs_text(f.data.tracing_thresh)
 
     def write(self, f, data):
-        f.data.tracing_thresh = user_ulong(data) * 1000 & ULONG
+        f.data.tracing_thresh = nsecs_write(data)
         return len(data)
 
 
 class MaxLatencyOps(ArrayFileOps):
-    """``tracing_max_latency`` of one trace array."""
+    """``tracing_max_latency`` of one trace array (pins it while open)."""
 
     observes = False
 
@@ -52,5 +57,5 @@ class MaxLatencyOps(ArrayFileOps):
         return nsecs_text(f.data.max_latency)
 
     def write(self, f, data):
-        f.data.max_latency = user_ulong(data) * 1000 & ULONG
+        f.data.max_latency = nsecs_write(data)
         return len(data)

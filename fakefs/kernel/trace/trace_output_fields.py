@@ -28,33 +28,16 @@ import re
 
 from ..lib.ctype import isprint
 from . import trace_entries as te
+from .trace_events_filter_fields import (FILTER_DYN_STRING, FILTER_OTHER,
+                                         FILTER_PTR_STRING, FILTER_RDYN_STRING,
+                                         FILTER_STATIC_STRING, FILTER_TRACE_FN,
+                                         filter_assign_type)
 
 _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
-FILTER_OTHER, FILTER_STATIC_STRING, FILTER_DYN_STRING, FILTER_RDYN_STRING, \
-    FILTER_PTR_STRING, FILTER_TRACE_FN, FILTER_CPUMASK = range(7)
 # the ftrace entry types trace_entries.h declares, by event name
 FTRACE_TYPES = {"function": te.TRACE_FN, "kernel_stack": te.TRACE_STACK, "print": te.TRACE_PRINT,
                 "raw_data": te.TRACE_RAW_DATA, "func_repeats": te.TRACE_FUNC_REPEATS,
                 "stack_id": te.TRACE_STACK_ID, "user_stack": te.TRACE_USER_STACK}
-
-
-def filter_assign_type(type_: str) -> int:
-    """``filter_assign_type()`` of a tracepoint field's type."""
-    if "__data_loc" in type_:
-        if "char" in type_:
-            return FILTER_DYN_STRING
-        if "cpumask_t" in type_:
-            return FILTER_CPUMASK
-    if "__rel_loc" in type_:
-        if "char" in type_:
-            return FILTER_RDYN_STRING
-        if "cpumask_t" in type_:
-            return FILTER_CPUMASK
-    if "[" in type_ and "char" in type_:
-        return FILTER_STATIC_STRING
-    if type_ in ("char *", "const char *"):
-        return FILTER_PTR_STRING
-    return FILTER_OTHER
 
 
 class Field:
