@@ -58,6 +58,9 @@ class HostProcesses:
             if r is not None and not r.host:
                 return                 # a simulated task holds that pid
             self.followed.add(pid)
+            # a process that makes a request lives: an earlier one with its
+            # pid (the host's pids wrap) has exited, this one has not
+            self.exited.discard(pid)
             if comm:
                 self.comms[pid] = comm
 

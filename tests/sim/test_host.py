@@ -126,3 +126,17 @@ def test_many_short_lived_children_keep_the_machine_consistent():
     report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()
     assert not any(r.host and r.task.pid >= 6000 for r in m.runs.values())
+
+
+def test_a_reused_pid_is_a_new_process():
+    """The host's pids wrap: a process that makes a request with the pid of
+    one that exited earlier is alive, and its forks are the machine's."""
+    k, m = boot()
+    run(k, 0.02)
+    fork_exec_exit(k, m, parent=5000, child=5001)
+    run(k, 0.02)
+    assert 5001 in m.host.exited and 5001 not in m.runs
+    m.host.caller(5001, "sh")                 # another process, the same pid
+    m.host.event("fork", k.sim_time + MS, 5002, ppid=5001, tgid=5002)
+    run(k, 0.02)
+    assert 5002 in m.runs and m.runs[5002].host
