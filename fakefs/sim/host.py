@@ -42,6 +42,8 @@ class HostProcesses:
         self.followed: set[int] = set()
         self.comms: dict[int, str] = {}
         self.exited: set[int] = set()      # exit done: nothing more of them runs
+        # children whose fork is queued but not done: when it will run
+        self.forking: dict[int, int] = {}
         # fn(pid) -> bool: does a process of the real machine hold the pid
         # (the daemon's /proc check; None: only the followed ones count)
         self.exists = None
@@ -89,23 +91,35 @@ class HostProcesses:
             raise ValueError(kind)
         t = max(t, m.kernel.sim_time)
         m.queue_host(t, action)
+        if kind == "fork":
+            self.forking[pid] = t
         return t + SETTLE_NS
 
     # --- the machine runs them -----------------------------------------------
     def run(self, t: int, action) -> None:
         kind = action[0]
+        m = self.machine
         if kind == "fork":
             self.exited.discard(action[2])       # the pid is in use again
-        if action[1] in self.exited:
+        elif action[1] in self.forking:
+            # the child's own events come after its fork, which a busy CPU
+            # put off: they follow it
+            m.queue_host(max(t, self.forking[action[1]]) + 1, action)
             return
-        m = self.machine
+        if action[1] in self.exited:
+            if kind == "fork":
+                self.forking.pop(action[2], None)
+            return
         r = m.runs.get(action[1])
         if r is not None:
             c = m.clock[r.task.cpu]
             if t <= c:      # where it ran last is further on: what it does is later
                 m.queue_host(c + 1, action)
+                if kind == "fork":
+                    self.forking[action[2]] = c + 1
                 return
         if kind == "fork":
+            self.forking.pop(action[2], None)
             self._fork(t, *action[1:])
         elif kind == "exec":
             self._exec(t, *action[1:])

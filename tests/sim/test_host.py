@@ -140,3 +140,23 @@ def test_a_reused_pid_is_a_new_process():
     m.host.event("fork", k.sim_time + MS, 5002, ppid=5001, tgid=5002)
     run(k, 0.02)
     assert 5002 in m.runs and m.runs[5002].host
+
+
+def test_a_child_acts_after_its_fork_even_when_the_fork_is_put_off():
+    """The parent's CPU ran further than the fork's instant, so the fork is
+    put off; the child's exec (stamped later, but due earlier than the put
+    off fork) waits for it, and the fork is not lost."""
+    k, m = boot()
+    write(k, "set_ftrace_filter", "kernel_clone")
+    write(k, "current_tracer", "function")
+    run(k, 0.04)
+    m.host.caller(5000, "sh")
+    parent = m.host.task(5000)
+    t = k.sim_time + MS
+    m.clock[parent.cpu] = t + 5 * MS          # its CPU is busy past the fork
+    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 10_000, 5001, filename="/usr/bin/true")
+    run(k, 0.04)
+    assert 5001 in m.runs or 5001 in m.host.exited
+    assert any("ftracetest" in ln or "sh-5000" in ln for ln in lines(k) if "kernel_clone" in ln)
+    assert not m.host.forking
