@@ -58,12 +58,10 @@ def test_latency_format_columns_count_from_the_reset_and_mark_the_delay():
     # after "echo > trace" the columns count from the reset
     wr(k, "tracing_on", "1")
     wr(k, "trace", "")
-    reset_at = k.clock.now_ns()
     k.clock.advance(5_000_000)
     wr(k, "tracing_on", "0")
     first = LAT.match(body_lines(rd(k, "trace"))[0])
     assert 0 <= int(first.group(5)) <= 5000
-    assert reset_at > 5_000_000
     # the format is the one of the open: an empty buffer has no header
     wr(k, "trace", "")
     assert rd(k, "trace") == "# tracer: function\n#\n"
