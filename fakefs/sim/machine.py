@@ -79,6 +79,9 @@ class Machine:
         self.heap: list = []
         self.seq = 0
         self.runs: dict[int, TaskRun] = {}
+        # tasks between do_exit() and their last switch (a task preempted
+        # there goes on to its end when it runs again)
+        self.exiting: set[int] = set()
         self.host = HostProcesses(self)       # the real processes using the mount
         self.rcu: list[list] = [[] for _ in range(self.sched.nr_cpus)]   # (due, comm, pid, prio)
         # per CPU: wheel timers armed, as a heap of (bucket instant, seq, pid)
@@ -127,10 +130,11 @@ class Machine:
     def start(self, t: int) -> None:
         """Every task asleep where it waits, every CPU idle, at ``t``.
         What the real processes did meanwhile still happens (from ``t``)."""
-        host = [(max(e[0], t), e[4]) for e in self.heap if e[2] == HOST]
+        # (in the order they happened: the heap's list is not in time order)
+        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
         self.heap.clear()
-        for when, action in host:
-            self.queue_host(when, action)
+        for when, _seq, action in host:
+            self.queue_host(max(when, t), action)
         self.time = t
         sched = self.sched
         for cpu in range(sched.nr_cpus):
@@ -140,6 +144,11 @@ class Machine:
             self.clock[cpu] = t
             self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
                        _TICK, cpu, 0)
+        for pid in self.exiting:          # on their way out when nobody looked
+            r = self.runs.pop(pid, None)
+            if r is not None:
+                r.task.state = "Z"
+        self.exiting.clear()
         for q in self.rcu:
             q.clear()
         for q in self.wheel:
@@ -222,6 +231,9 @@ class Machine:
             return
         r = self.runs.get(nxt.pid)
         if r is None:
+            return
+        if nxt.pid in self.exiting:             # preempted in do_exit(): it ends now
+            self._push(self._at(cpu, t + 1000), _CONT, cpu, (nxt.pid, _EXIT_WAKE))
             return
         if r.sys is not None:                   # back from the call it slept in
             t = self._at(cpu, t + 1000)
@@ -354,6 +366,7 @@ class Machine:
 
     def _exit(self, r, cpu: int, t: int) -> None:
         r.token += 1                          # its burst's end is void: it exits
+        self.exiting.add(r.task.pid)
         if r.calls is not None:
             args, _ret = self.calls.values(r.tc, self.calls.exit_group)
             self.entry.enter(cpu, t, r.task.pid, self.calls.exit_group.nr, args)
@@ -365,6 +378,8 @@ class Machine:
 
     def _exit_notify(self, t: int, cpu: int, r) -> None:
         task = r.task
+        if self.sched.curr[cpu] is not task:
+            return          # preempted on its way out: it goes on when it runs again
         pr = self.runs.get(r.parent)
         if pr is not None and pr.task.state in ("S", "D", "I"):
             last = self.clock[pr.task.cpu]
@@ -375,6 +390,7 @@ class Machine:
             pr.reap = (task.comm, task.pid, task.prio)
             self._try_wake(pr, cpu, t, CTX_TASK)
         del self.runs[task.pid]
+        self.exiting.discard(task.pid)
         self._switch(cpu, self._at(cpu, t + 3000), "Z")
 
     def _wake(self, t: int, pid: int) -> None:
@@ -422,7 +438,8 @@ class Machine:
             self._wheel_wake(t, cpu, r, what[2], what[3])
             return
         if how == _EXIT_WAKE:
-            self._exit_notify(t, cpu, r)
+            if r is not None and r.task.pid in self.exiting:
+                self._exit_notify(t, cpu, r)
             return
         if how == _TIMER_WAKE:
             self._try_wake(r, cpu, t, CTX_HARDIRQ)

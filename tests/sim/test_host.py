@@ -160,3 +160,66 @@ def test_a_child_acts_after_its_fork_even_when_the_fork_is_put_off():
     assert 5001 in m.runs or 5001 in m.host.exited
     assert any("ftracetest" in ln or "sh-5000" in ln for ln in lines(k) if "kernel_clone" in ln)
     assert not m.host.forking
+
+
+def _machine_is_sane(k, m):
+    """Every CPU runs its idle task or a task of the machine, and no
+    followed process is a zombie while it still acts."""
+    for cpu in range(k.sched.nr_cpus):
+        curr = k.sched.curr[cpu]
+        assert curr.pid == 0 or curr.pid in m.runs, (cpu, curr)
+    for pid in m.host.followed:
+        r = m.runs.get(pid)
+        assert r is None or r.task.state != "Z", pid
+
+
+def test_a_busy_machine_never_preempts_a_task_in_the_middle_of_its_exit():
+    """Children exit while every CPU is busy: the parent, woken for its
+    next fork, must not take a CPU whose task is between do_exit() and its
+    last switch (that switch would then make the parent the zombie)."""
+    import random
+    for seed in range(6):
+        rng = random.Random(seed)
+        k, m = boot()
+        k.sched.pid_in_use = m.host.pid_taken
+        run(k, 0.02)
+        m.host.caller(5000, "sh")
+        t = k.sim_time + MS
+        pid = 6000
+        for _ in range(150):
+            for _child in range(rng.randrange(1, 4)):
+                m.host.event("fork", t, pid, ppid=5000)
+                m.host.event("exit", t + rng.randrange(5_000, 40_000), pid)
+                pid += 1
+                t += rng.randrange(1_000, 30_000)
+            t += rng.randrange(10_000, 300_000)
+        run(k, 0.2)
+        _machine_is_sane(k, m)
+        assert m.runs[5000].task.state != "Z"
+
+
+def test_host_events_put_off_by_a_skipped_stretch_keep_their_order():
+    """A gap restarts the machine: the real processes' events still to do
+    are done after it in the order they happened (an exec before the exit)."""
+    k, m = boot()
+    run(k, 0.02)
+    m.host.caller(5000, "sh")
+    t = k.sim_time + MS
+    for i in range(12):
+        pid = 6000 + i
+        m.host.event("fork", t + i * 100_000, pid, ppid=5000)
+        m.host.event("exec", t + i * 100_000 + 20_000, pid, filename="/bin/true")
+        m.host.event("exit", t + i * 100_000 + 40_000, pid)
+    done = []
+    real = m.host.run
+    m.host.run = lambda when, action: (done.append(action), real(when, action))
+    k.driver.skip(k.sim_time, k.sim_time + 10 * MS)
+    run(k, 0.04)
+    firsts = []
+    for a in done:
+        if a not in firsts:
+            firsts.append(a)
+    for i in range(12):
+        pid = 6000 + i
+        order = [a[0] for a in firsts if a[1] == pid or (a[0] == "fork" and a[2] == pid)]
+        assert order == ["fork", "exec", "exit"], (pid, order)
