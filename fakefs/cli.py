@@ -15,6 +15,7 @@ DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through
                "mount it, run a command with it at the real paths (sandbox), run the "
                "upstream ftrace selftests against it, read its log and profile.")
 from .mountargs import add_boot_arguments, check_persona
+from . import vclock
 
 
 def _split_opts(values: list[str]) -> tuple[list[str], dict]:
@@ -195,6 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     from . import sandbox
     sandbox.add_arguments(sb)
     sb.set_defaults(func=cmd_sandbox)
+    ck = sub.add_parser("clock", help="print or move the simulated time of a mount "
+                        "made with --clock virtual")
+    vclock.add_arguments(ck)
+    ck.set_defaults(func=vclock.cmd_clock)
     dm = sub.add_parser("dmesg", help="print the simulated kernel's log")
     dm.add_argument("mountpoint")
     dm.set_defaults(func=cmd_dmesg)

@@ -18,7 +18,7 @@ from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_con
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
-from . import sim
+from . import sim, vclock
 from .kernel.init import Kernel
 
 log = logging.getLogger("fakefs")
@@ -59,16 +59,22 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     """The simulated kernel on its machine, and what tells the machine
     about the real processes using the mount (None where the host does
     not report them: then the kernel has no files that need them)."""
+    virtual = args.clock == "virtual"
     kernel = Kernel(persona=args.persona, cmdline=args.cmdline or "", seed=args.seed,
-                    config_overrides=args.config or None)
+                    config_overrides=args.config or None,
+                    clock=vclock.virtual_clock() if virtual else None)
     kernel.host_comm = host_comm
-    conn = open_proc_connector()
+    # on a virtual clock the real processes are not followed: what they do
+    # happens in real time, which that clock does not follow
+    conn = None if virtual else open_proc_connector()
     kernel.host_tasks = conn is not None
     if conn is not None:
         # the real machine hands out its pids again and again: a simulated
         # task holding one would keep a real process from being its task
         kernel.sched.pid_floor = host_pid_max()
     kernel.boot()
+    if virtual:
+        vclock.install(kernel.tree, kernel.clock)
     watch = None
     if kernel.workload is not None:
         machine = sim.attach(kernel)

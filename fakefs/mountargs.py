@@ -20,6 +20,10 @@ def add_boot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed of the simulated workload")
     p.add_argument("--persona", default=DEFAULT_PERSONA,
                    help="kernel build to simulate ('help' lists them)")
+    p.add_argument("--clock", choices=("wall", "virtual"), default="wall",
+                   help="wall: simulated time follows the real clock (default); virtual: it "
+                        "moves only when told (fakefs clock MOUNTPOINT +1s), so the same seed "
+                        "and commands give the same files, timestamps included")
 
 
 def check_persona(persona: str) -> int | None:
@@ -38,7 +42,8 @@ def check_persona(persona: str) -> int | None:
 
 def boot_argv(args) -> list[str]:
     """The parsed boot arguments again, for a ``fakefs mount`` command line."""
-    argv = ["--cmdline", args.cmdline, "--seed", str(args.seed), "--persona", args.persona]
+    argv = ["--cmdline", args.cmdline, "--seed", str(args.seed), "--persona", args.persona,
+            "--clock", args.clock]
     for o in args.o:
         argv += ["-o", o]
     if args.debug:

@@ -34,9 +34,10 @@ class Clock:
 class ManualClock:
     """A clock that moves only when told to (for deterministic tests)."""
 
-    def __init__(self, start_ns: int = 0):
+    def __init__(self, start_ns: int = 0, boot_wall: float | None = None):
         self.t = start_ns
-        self.boot_wall = time.time()
+        # the wall-clock time of boot (the wall trace clocks count from it)
+        self.boot_wall = time.time() if boot_wall is None else boot_wall
         self.held: int | None = None
 
     def now_ns(self) -> int:

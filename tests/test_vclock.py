@@ -1,0 +1,100 @@
+"""The virtual clock: time moves only when told, and the same seed and
+commands give byte-identical files, timestamps included."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mountlib import REPO, mounted, requires_fuse
+
+from fakefs import vclock
+from fakefs.kernel.fs.pseudo import KernelError, PseudoTree, kernel_read, kernel_write
+
+
+def test_durations():
+    assert vclock.parse_duration("1s") == 10 ** 9
+    assert vclock.parse_duration("250ms") == 250 * 10 ** 6
+    assert vclock.parse_duration("10us") == 10_000
+    assert vclock.parse_duration("500ns") == 500
+    assert vclock.parse_duration("1.5") == 1_500_000_000
+    assert vclock.parse_duration("0.001ms") == 1000
+    for bad in ("", "s", "-1s", "1m", "1 s x", "1e3", "+1s"):
+        with pytest.raises(ValueError):
+            vclock.parse_duration(bad)
+
+
+def _control():
+    tree = PseudoTree()
+    clock = vclock.virtual_clock()
+    vclock.install(tree, clock)
+    return tree, clock
+
+
+def test_the_control_file_moves_the_clock_on_and_never_back():
+    tree, clock = _control()
+    assert kernel_read(tree, vclock.CONTROL_FILE) == b"0.000000000\n"
+    kernel_write(tree, vclock.CONTROL_FILE, b"+1.25s\n")
+    assert clock.now_ns() == 1_250_000_000
+    kernel_write(tree, vclock.CONTROL_FILE, b"2")
+    assert kernel_read(tree, vclock.CONTROL_FILE) == b"2.000000000\n"
+    for bad in (b"1s", b"+-1", b"soon", b"", b"+99999999999s"):
+        with pytest.raises(KernelError) as e:
+            kernel_write(tree, vclock.CONTROL_FILE, bad)
+        assert e.value.errno == errno.EINVAL
+    assert clock.now_ns() == 2 * 10 ** 9            # nothing lost, nothing moved
+
+
+def test_the_wall_clock_of_boot_is_fixed():
+    assert vclock.virtual_clock().boot_wall == vclock.virtual_clock().boot_wall
+
+
+SCRIPT = r"""
+set -e
+T=$1/sys/kernel/tracing
+clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
+echo 1 > $T/events/sched/enable
+echo 1 > $T/events/kmem/kmalloc/enable
+echo 1 > $T/options/stackmap
+echo 1 > $T/options/stacktrace
+clock $1 +150ms
+echo '--- trace'; cat $T/trace
+echo '--- stack_map_stat'; cat $T/stack_map_stat
+echo '--- stack_map'; cat $T/stack_map
+echo 0 > $T/tracing_on
+clock $1 +1s
+echo '--- allocinfo'; cat $1/proc/allocinfo
+echo '--- profile'; od -An -tx4 $1/proc/profile | sort | uniq -c | sort -rn | head -50
+echo '--- per_cpu stats'; cat $T/per_cpu/cpu0/stats $T/per_cpu/cpu1/stats
+echo '--- clock'; "$PY" -m fakefs clock $1
+"""
+
+
+def _session(seed: int) -> str:
+    with mounted(cmdline="profile=2", seed=seed, extra_args=["--clock", "virtual"]) as mnt:
+        env = dict(os.environ, PY=sys.executable,
+                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        out = subprocess.run(["sh", "-c", SCRIPT, "sh", mnt], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+
+@requires_fuse
+def test_the_same_seed_and_commands_give_the_same_files():
+    first = _session(7)
+    assert first.count("sched_switch") > 20 and "<stack_id" in first
+    assert "1.150000000" in first.splitlines()[-1]
+    second = _session(7)
+    assert first == second
+    assert _session(8) != first
+
+
+def test_clock_on_a_mount_without_a_virtual_clock_says_so(tmp_path, capsys):
+    from fakefs.cli import main
+    assert main(["clock", str(tmp_path)]) == 1
+    assert "--clock virtual" in capsys.readouterr().err
