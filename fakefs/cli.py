@@ -15,7 +15,7 @@ DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through
                "mount it, run a command with it at the real paths (sandbox), run the "
                "upstream ftrace selftests against it, read its log and profile.")
 from .mountargs import add_boot_arguments, check_persona
-from . import vclock
+from . import pictures, vclock
 
 
 def _split_opts(values: list[str]) -> tuple[list[str], dict]:
@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "made with --clock virtual")
     vclock.add_arguments(ck)
     ck.set_defaults(func=vclock.cmd_clock)
+    pic = sub.add_parser("picture", help="draw stack_map, allocinfo or /proc/profile as SVG")
+    pictures.add_arguments(pic)
+    pic.set_defaults(func=pictures.cmd_picture)
     dm = sub.add_parser("dmesg", help="print the simulated kernel's log")
     dm.add_argument("mountpoint")
     dm.set_defaults(func=cmd_dmesg)
