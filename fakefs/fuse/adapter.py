@@ -338,7 +338,8 @@ class FakeFS(pyfuse3.Operations):
         name = os.fsdecode(name)
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
-        with self.at(await self.observe()):
+        until = await self.observe() if parent.dops.observes(parent, name) else None
+        with self.at(until):
             parent.dops.mkdir(parent, name)
         child = parent.lookup(name)
         if child is None:
@@ -355,7 +356,7 @@ class FakeFS(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.ENOENT)
         if not isinstance(child, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
-        until = await self.observe()
+        until = await self.observe() if parent.dops.observes(parent, name) else None
         # the VFS drops this dentry itself when we answer: no notification
         # (it would take the directory's lock once more per rmdir)
         self.vfs_removing = child

@@ -144,6 +144,11 @@ class DirOperations:
     def mkdir(self, parent: "DirNode", name: str) -> None:
         raise KernelError(errno.EPERM)
 
+    def observes(self, parent: "DirNode", name: str) -> bool:
+        """Whether a mkdir or rmdir of ``name`` must first see what the
+        machine did up to its instant (as ``FileOperations.observes``)."""
+        return True
+
     def rmdir(self, parent: "DirNode", name: str) -> None:
         raise KernelError(errno.EPERM)
 

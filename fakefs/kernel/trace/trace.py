@@ -167,6 +167,11 @@ class TraceArray:
         tracing_cpumask (the kernel disables the others' buffers)."""
         return self.recording() and bool(self.cpumask >> cpu & 1)
 
+    def follows_machine(self) -> bool:
+        """What the simulated machine does may reach its buffer (a tracer,
+        events, triggers or probes); a buffer of markers only does not."""
+        return self.current.name != "nop" or bool(self.enabled_events) or self.acts_on_itself()
+
     def acts_on_itself(self) -> bool:
         """Function probes or event triggers may switch its tracing, its
         events or its snapshot while the machine runs."""
@@ -416,6 +421,13 @@ class InstancesDir(DirOperations):
 
     def rmdir(self, parent, name):
         self.tracing.instance_rmdir(name)
+
+    def observes(self, parent, name):
+        """A new instance records nothing of the past (no tracer, no
+        events): made at once.  One removed needs the machine caught up
+        only if it records what the machine does."""
+        tr = self.tracing.instances.get(name)
+        return tr is not None and tr.follows_machine()
 
 
 class Tracing:

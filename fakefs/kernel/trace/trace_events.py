@@ -208,9 +208,16 @@ class SubsystemFilterOps(_FilterFileOps):
 
 
 def event_trace_add_tracer(tr, parent) -> None:
-    """Create ``events/`` for a trace array."""
+    """Create ``events/`` for a trace array: as eventfs does, its entries
+    are made when first looked at (an instance's mkdir makes none)."""
+    systems = len({ev.system for ev in tr.tracing.events})
+    tr.kernel.tree.create_dir("events", parent, 0o755, data=tr, populate=_populate_events,
+                              subdirs=1 + systems)
+
+
+def _populate_events(evdir) -> None:
+    tr = evdir.data
     tree = tr.kernel.tree
-    evdir = tree.create_dir("events", parent, 0o755)
     tree.create_file("enable", TRACE_MODE_WRITE, evdir, tr, EventsEnableOps())
     tree.create_file("header_page", TRACE_MODE_READ, evdir, tr, HeaderPageOps())
     tree.create_file("header_event", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_EVENT))
@@ -282,8 +289,11 @@ def _hist_file(d, tr, ev) -> None:
 # --- dynamic events (trace_add_event_call / trace_remove_event_call) ----------------
 
 def _event_dirs(tr):
-    """(the array's events/ directory, its system directories)."""
+    """(the array's events/ directory, its system directories); None
+    while ``events/`` is not filled in (it will be from the events then)."""
     evdir = tr.dir.children["events"]
+    if evdir.populate is not None:
+        return None
     return evdir, evdir.children
 
 
@@ -298,7 +308,10 @@ def add_event_call(tracing, ev) -> None:
         tracing.instance_listing.append(ev)
     tree = tracing.kernel.tree
     for tr in tracing.arrays():
-        evdir, systems = _event_dirs(tr)
+        dirs = _event_dirs(tr)
+        if dirs is None:
+            continue
+        evdir, systems = dirs
         sd = systems.get(ev.system)
         if sd is None:
             tree.create_dir(ev.system, evdir, 0o755, data=(tr, ev.system, [ev]),
@@ -321,8 +334,10 @@ def remove_event_call(tracing, ev) -> None:
     tree = tracing.kernel.tree
     for tr in tracing.arrays():
         tr.event_filters.pop(ev, None)
-        _evdir, systems = _event_dirs(tr)
-        sd = systems.get(ev.system)
+        dirs = _event_dirs(tr)
+        if dirs is None:
+            continue
+        sd = dirs[1].get(ev.system)
         if sd is None:
             continue
         if sd.populate is not None:

@@ -476,3 +476,23 @@ def test_trace_printk_dest_belongs_to_one_array():
     inst.dops.rmdir(inst, "pd")                                 # and on removal
     assert rd(k, "options/trace_printk_dest") == "1\n"
     assert k.tracing.printk_trace is k.tracing.global_trace
+
+
+def test_instance_mkdir_and_rmdir_catch_up_only_where_the_machine_is_recorded():
+    """A new instance records nothing of the past: made without catching
+    up.  Removing one waits for the machine only if the instance records
+    what it does (a tracer, events, triggers)."""
+    k, _ = boot()
+    inst = k.tracing.root.children["instances"]
+    assert not inst.dops.observes(inst, "a")            # mkdir
+    inst.dops.mkdir(inst, "a")
+    assert not inst.dops.observes(inst, "a")            # markers only
+    wr(k, "instances/a/events/sched/sched_switch/enable", "1")
+    assert inst.dops.observes(inst, "a")
+    wr(k, "instances/a/events/sched/sched_switch/enable", "0")
+    assert not inst.dops.observes(inst, "a")
+    wr(k, "instances/a/current_tracer", "function")
+    assert inst.dops.observes(inst, "a")
+    wr(k, "instances/a/current_tracer", "nop")
+    wr(k, "instances/a/events/sched/sched_switch/trigger", "traceoff")
+    assert inst.dops.observes(inst, "a")
