@@ -13,6 +13,9 @@ from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns
 from .trace_clock import clock_in_ns
 from .trace_ref import ArrayFileOps
 
+# a trace_seq's text: TRACE_SEQ_SIZE (8192) less its other fields (64-bit)
+SEQ_BUFFER_SIZE = 8192 - (24 + 8 + 4)
+
 
 def formatter(tr) -> TraceFormatter:
     if tr.formatter is None:
@@ -204,42 +207,57 @@ class TracePipeOps(ArrayFileOps):
         self.cpu = cpu
 
     def open(self, f):
-        f.private = {"pos": 0, "pending": b"", "lat": f.data.flag("latency-format")}
+        # pending: the rest of the text of the last read (trace_seq_to_user()
+        # hands it out first, alone); held: an entry whose line did not fit
+        # in the text buffer (the kernel leaves it in the ring, printed again)
+        f.private = {"pos": 0, "pending": b"", "held": None,
+                     "lat": f.data.flag("latency-format")}
         super().open(f)
 
     def read(self, f, off, size):
+        """``tracing_read_pipe()``: lines into a text buffer of
+        SEQ_BUFFER_SIZE until it holds ``size`` bytes (the line that gets it
+        there is consumed whole; one that does not fit is left for the next
+        read), then ``size`` bytes of it; the rest comes with the next read."""
         tr = f.data
         st = f.private
+        if st["pending"]:
+            out, st["pending"] = st["pending"][:size], st["pending"][size:]
+            st["pos"] += len(out)
+            return out
         catch_up(tr)
-        out = bytearray(st["pending"])
-        st["pending"] = b""
+        cnt = min(size, SEQ_BUFFER_SIZE - 1)
+        seq = bytearray()
         # a consuming reader's latency columns: the entry is still at the
         # head of its CPU when printed, so it is its own "next" (delay 0),
         # and the index counts from 1 at each read (trace_iterator_reset())
         text = formatter(tr).printer(st["lat"])
         idx = 0
-        while len(out) < size:
-            ev = consume_next(tr.buffer, self.cpu)
+        while len(seq) < cnt:
+            ev, st["held"] = st["held"], None
             if ev is None:
-                break
+                ev = consume_next(tr.buffer, self.cpu)
+                if ev is None:
+                    break
             idx += 1
             line = text(ev[0], ev[1], None, idx).encode("latin-1", "replace")
             if ev[2]:           # print_trace_line(): what the writer overwrote first
                 line = b"CPU:%d [LOST %d EVENTS]\n" % (ev[1], ev[2]) + line
-            if out and len(out) + len(line) > size:
-                st["pending"] = line
+            if len(seq) + len(line) > SEQ_BUFFER_SIZE - 1:
+                if not seq:
+                    seq += b"[LINE TOO BIG]\n"
+                else:
+                    st["held"] = ev
                 break
-            out += line
-        if not out:
+            seq += line
+        if not seq:
             # tracing_wait_pipe(): EOF once something was read and tracing is off
             if not tr.tracing_is_on() and st["pos"]:
                 return b""
             raise WouldBlock()
-        if len(out) > size:
-            st["pending"] = bytes(out[size:]) + st["pending"]
-            out = out[:size]
+        out, st["pending"] = bytes(seq[:size]), bytes(seq[size:])
         st["pos"] += len(out)
-        return bytes(out)
+        return out
 
     def poll(self, f):
         """``trace_poll()``: readable at once with ``options/block``; else
@@ -249,7 +267,7 @@ class TracePipeOps(ArrayFileOps):
         if tr.flag("block"):
             return POLLIN | POLLRDNORM
         catch_up(tr)
-        if f.private["pending"]:
+        if f.private["pending"] or f.private["held"] is not None:
             return POLLIN | POLLRDNORM
         if self.cpu is None:
             ready = any(cb.peek() is not None for cb in tr.buffer.cpus)

@@ -64,9 +64,12 @@ def test_trace_pipe_latency_columns_see_the_entry_as_its_own_next():
     f = File(n, os.O_RDONLY)
     n.fops.open(f)
     for r in range(2):
-        lines = n.fops.read(f, 0, 4096).decode().splitlines()
-        # a later read starts with what did not fit the last one (made then)
-        full = [ln for ln in lines[r:] if "ms (+" in ln]
+        data = n.fops.read(f, 0, 4096)
+        if r:       # the rest of the line the last read split comes alone
+            assert data.count(b"\n") == 1 and data.endswith(b"\n")
+            data = n.fops.read(f, 0, 4096)
+        lines = data.decode().split("\n")[:-1]         # whole lines
+        full = [ln for ln in lines if "ms (+" in ln]
         assert full
         assert all("(+0.000ms): " in ln for ln in full)
         assert [int(ln.split()[5], 16) for ln in full] == list(range(1, len(full) + 1))
@@ -76,4 +79,36 @@ def test_trace_pipe_latency_columns_see_the_entry_as_its_own_next():
     n.fops.open(f)
     lines = n.fops.read(f, 0, 4096).decode().splitlines()[:-1]
     assert lines and all(re.search(r" \d+us : ", ln) for ln in lines)
+    n.fops.release(f)
+
+
+def _pipe(k):
+    n = node(k, "trace_pipe")
+    f = File(n, os.O_RDONLY)
+    n.fops.open(f)
+    return n, f
+
+
+def test_trace_pipe_reads_as_tracing_read_pipe_does():
+    """A short read gets ``size`` bytes: whole lines and the start of the
+    line that reached ``size`` (consumed); the next read gets the rest of
+    that line alone.  A big read stops before the line that would not fit
+    in the 8 KB text buffer (left in the ring) and never splits a line."""
+    k = boot()
+    whole = rd(k, "trace")
+    lines = [ln + "\n" for ln in whole.splitlines() if not ln.startswith("#")]
+    assert len(lines) > 200
+    n, f = _pipe(k)
+    first = n.fops.read(f, 0, 300)
+    assert len(first) == 300
+    head = "".join(lines[:8]).encode()
+    assert head.startswith(first)
+    k_full = sum(1 for i in range(1, 9) if len("".join(lines[:i]).encode()) < 300)
+    rest = n.fops.read(f, 300, 4096)      # the leftover of the split line, alone
+    assert first + rest == "".join(lines[:k_full + 1]).encode()
+    big = n.fops.read(f, 0, 1 << 20)
+    assert big.endswith(b"\n") and len(big) <= 8155
+    assert big == "".join(lines[k_full + 1:k_full + 1 + big.count(b"\n")]).encode()
+    nxt = n.fops.read(f, 0, 1 << 20)      # the line that did not fit comes next
+    assert nxt.startswith(lines[k_full + 1 + big.count(b"\n")].encode())
     n.fops.release(f)
