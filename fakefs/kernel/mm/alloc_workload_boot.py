@@ -25,6 +25,7 @@ state a running system has:
 from __future__ import annotations
 
 from ..lib.rhashtable import rhashtable_init
+from ..printk import KERN_ERR
 from .alloc_tag import load_tag_table
 from .alloc_tag_module import load_module
 from .alloc_workload_sites import SITES, SiteProfile, lognormal
@@ -34,6 +35,8 @@ GiB = 1 << 30
 DEFAULT_RAM = 16 * GiB
 SECTION_SIZE = 128 << 20            # x86-64 SECTION_SIZE_BITS = 27
 PAGE_EXT_SIZE = 16                  # struct page_ext flags + codetag_ref
+MODULES_LOAD_PID = 231              # systemd-modules-load, early in boot
+LOG_DAEMON = 3                      # syslog facility of system daemons
 
 # the most one ordinary call site holds in the background footprint
 BACKGROUND_MAX_BYTES = 1536 << 10
@@ -72,8 +75,14 @@ def modules_load_param(wl) -> tuple:
         if key in ("modules-load", "rd.modules-load") and val:
             for name in val.replace(" ", ",").split(","):
                 name = name.strip().replace("-", "_")
-                if (name in known or name == "ctagmod") and name not in names:
+                if not name or name in names:
+                    continue
+                if name in known or name == "ctagmod":
                     names.append(name)
+                else:               # what it says in the kernel log (daemon facility)
+                    wl.kernel.log.printk("systemd-modules-load[%d]: Failed to find module '%s'"
+                                         % (MODULES_LOAD_PID, name), level=KERN_ERR,
+                                         facility=LOG_DAEMON)
     return tuple(names)
 
 

@@ -49,6 +49,9 @@ def test_modules_load_from_the_command_line():
     mods = list(k.alloc_tag.modules)
     assert mods[-2:] == ["btrfs", "zram"]
     assert "Unknown kernel command line parameters" in k.log.dmesg()     # passed to user space
+    # a module that does not exist is not loaded, and user space says so
+    assert "systemd-modules-load[231]: Failed to find module 'nosuchmod'" in k.log.dmesg()
+    assert "'btrfs'" not in k.log.dmesg()
 
 
 def test_the_distribution_modules_are_loaded_at_boot(kernel):
