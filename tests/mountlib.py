@@ -104,3 +104,19 @@ def gone(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+@contextlib.contextmanager
+def fresh_mountpoint(prefix: str = "fakefs-"):
+    """A path that does not exist yet, for commands that make their own
+    mount point and mount there; whatever is left mounted is detached and
+    the directory removed afterwards."""
+    mnt = tempfile.mkdtemp(prefix=prefix)
+    os.rmdir(mnt)
+    try:
+        yield mnt
+    finally:
+        if os.path.isdir(mnt) and is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        with contextlib.suppress(OSError):
+            os.rmdir(mnt)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 
 import pytest
 
-from mountlib import REPO, is_mounted, requires_fuse
+from mountlib import REPO, fresh_mountpoint, is_mounted, requires_fuse
 
 # doc -> the mount point its commands use
 DOCS = {"docs/pictures.md": "/tmp/k"}
@@ -30,17 +29,15 @@ def test_the_docs_have_blocks_to_run():
 @requires_fuse
 @pytest.mark.parametrize("doc", sorted(DOCS))
 def test_the_shell_blocks_of_a_doc_run_as_written(doc, tmp_path):
-    mnt = tempfile.mkdtemp(prefix="fakefs-doc-")
-    os.rmdir(mnt)                                # the doc makes it
-    script = "set -e\nfakefs() { \"$PY\" -m fakefs \"$@\"; }\n"
-    for block in sh_blocks(doc):
-        script += block.replace(DOCS[doc], mnt)
-    script += "fakefs umount %s\n" % mnt
-    env = dict(os.environ, PY=os.path.join(REPO, ".venv", "bin", "python"),
-               PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if not os.path.exists(env["PY"]):
-        env["PY"] = "python3"
-    try:
+    with fresh_mountpoint("fakefs-doc-") as mnt:
+        script = "set -e\nfakefs() { \"$PY\" -m fakefs \"$@\"; }\n"
+        for block in sh_blocks(doc):
+            script += block.replace(DOCS[doc], mnt)
+        script += "fakefs umount %s\n" % mnt
+        env = dict(os.environ, PY=os.path.join(REPO, ".venv", "bin", "python"),
+                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if not os.path.exists(env["PY"]):
+            env["PY"] = "python3"
         out = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
                              env=env, timeout=300)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
@@ -49,10 +46,3 @@ def test_the_shell_blocks_of_a_doc_run_as_written(doc, tmp_path):
         for name in made:
             assert (tmp_path / name).stat().st_size > 0, name
         assert not is_mounted(mnt)
-    finally:
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 
-from mountlib import REPO, is_mounted, requires_fuse
+from mountlib import REPO, fresh_mountpoint, is_mounted, requires_fuse
 
 
 def tour() -> str:
@@ -25,11 +24,9 @@ def test_the_tour_uses_only_commands_it_sets_up():
 
 @requires_fuse
 def test_the_readme_tour_runs_as_written():
-    mnt = tempfile.mkdtemp(prefix="fakefs-tour-")
-    os.rmdir(mnt)                                # the tour makes it
-    script = "set -e\n" + tour().replace("/tmp/k", mnt)
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    try:
+    with fresh_mountpoint("fakefs-tour-") as mnt:
+        script = "set -e\n" + tour().replace("/tmp/k", mnt)
+        env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
         out = subprocess.run(["sh", "-c", script], cwd=REPO, capture_output=True, text=True,
                              env=env, timeout=300)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
@@ -38,10 +35,3 @@ def test_the_readme_tour_runs_as_written():
         assert re.search(r"^successes: [1-9]", text, re.M)  # stack_map_stat
         assert re.search(r"^stack_id \d+ \[ref \d+, depth \d+\]", text, re.M)  # stack_map
         assert not is_mounted(mnt)
-    finally:
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass
