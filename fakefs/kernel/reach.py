@@ -38,6 +38,10 @@ class Reach:
         self.p_event_irq = p_event_irq      # path(): chance an interrupt gets there instead
         self._reach_cache: dict = {}
         self._target_sets: list = []        # frozenset kinds in _reach_cache
+        # where the last path called down from: a frame the task was in
+        # (not entered again), or a new one (a root, an interrupt: entered)
+        self.turn = None
+        self.turn_entered = False
 
     def path(self, c, rng, kind, targets, irq=False, task_only=False):
         """A frame of one of ``targets`` (the sites of ``kind``) that the
@@ -55,13 +59,14 @@ class Reach:
         n = interrupted(ts.frame) if task_only else ts.frame
         while n is not None:
             if n.fn not in targets and rtab[n.fn] is not None:
-                got = self.descend(n, targets, rtab, dist, rng.random)
+                got = self._descend_from(n, False, targets, rtab, dist, rng.random)
                 if got is not None:
                     return got
             n = n.parent
         if ts.user:
             for g, _ in root_opts:
-                got = self.descend(self.frames.root(g, ts.mode), targets, rtab, dist, rng.random)
+                got = self._descend_from(self.frames.root(g, ts.mode), True, targets, rtab,
+                                         dist, rng.random)
                 if got is not None:
                     return got
         return None
@@ -131,10 +136,14 @@ class Reach:
                     n = self.frames.irq_child(at, _choose(iopts, x))
         for start in (n, cand) if n is not cand else (n,):
             if start is not None:
-                got = self.descend(start, targets, rtab, dist, rnd)
+                got = self._descend_from(start, start is not cand, targets, rtab, dist, rnd)
                 if got is not None:
                     return got
         return None
+
+    def _descend_from(self, n, entered, targets, rtab, dist, rnd):
+        self.turn, self.turn_entered = n, entered
+        return self.descend(n, targets, rtab, dist, rnd)
 
     def descend(self, n, targets, rtab, dist, rnd):
         """Call down from ``n`` to one of ``targets`` (None if stuck)."""
@@ -195,7 +204,8 @@ class Reach:
             while opts:
                 tot = sum(w for _, w in opts)
                 g = _choose(opts, rnd() * tot)
-                got = self.descend(self.frames.irq_child(at, g), targets, rtab, dist, rnd)
+                got = self._descend_from(self.frames.irq_child(at, g), True, targets, rtab,
+                                         dist, rnd)
                 if got is not None:
                     return got
                 opts = [o for o in opts if o[0] != g]

@@ -171,24 +171,33 @@ class Workload:
         return self._enter_path(c, rng, "sched_switch", self.wg.events["sched_switch"])
 
     def _enter_path(self, c, rng, kind, targets, move=True):
-        before = set()
-        f = c.ts.frame
-        while f is not None:
-            before.add(f)
-            f = f.parent
         n = self.reach.path(c, rng, kind, targets)
         if n is None:
             return None
-        entered = []
-        f = n
-        while f is not None and f not in before:
-            if self.wg.flags[f.fn] & F_TRACE:
-                entered.append(f.stack)
-            f = f.parent
-        entered.reverse()
+        entered = self._entered(n)
         if move:
             c.ts.frame, c.ts.phase = n, RESUME
-        return n, tuple(entered)
+        return n, entered
+
+    def _entered(self, f) -> tuple:
+        """The stacks of the traced functions from ``f`` up to where the
+        last path called down from (``Reach.turn``, itself only if it was
+        entered: a root or an interrupt): those the task entered to get to
+        ``f``, outermost first.  Frames are shared by every call of a
+        function from one caller, so the turn, not frame identity, tells
+        a new call from the one the task is in."""
+        turn, flags = self.reach.turn, self.wg.flags
+        entered = []
+        while f is not None:
+            if f is turn and not self.reach.turn_entered:
+                break
+            if flags[f.fn] & F_TRACE:
+                entered.append(f.stack)
+            if f is turn:
+                break
+            f = f.parent
+        entered.reverse()
+        return tuple(entered)
 
     def event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
         """The stack of the running task (or an interrupt on top of it,
@@ -328,12 +337,23 @@ class Workload:
         on by one call, now and then its task sleeps, then the running task
         (or an interrupt) walks down a path to a target.  ``stack[0]`` is the
         target's entry (as in ``sample()``), where the task now is."""
+        got = self.call_path(rng, cpu, targets)
+        return None if got is None else got[:2]
+
+    def call_path(self, rng, cpu, targets: frozenset):
+        """As ``calls_to()``, with the stacks of the traced functions the
+        task entered on its way to the target (outermost first): a function
+        tracer sees those calls first."""
         if not targets:
             return None
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         c = self.walk.cpus[cpu]
-        self.walk.run(c, rng)              # whatever it was doing goes on
+        # whatever it was doing goes on, to its next traced call: when that
+        # is a target, it is the call
+        _task, fr = self.walk.run(c, rng)
+        if fr is not None and fr.fn in targets and c.ts.phase == ENTER:
+            return c.ts.task, fr.stack, ()
         if rng.random() < self.p_event_switch and not self.walk.driven:
             self.walk.event_switch(c, rng)
         for _ in range(CALL_TRIES):
@@ -350,8 +370,11 @@ class Workload:
         else:
             return None
         ts = c.ts
+        entered = self._entered(n)
+        if entered and entered[-1] is n.stack:
+            entered = entered[:-1]            # the call itself
         ts.frame, ts.phase = n, ENTER
-        return ts.task, n.stack
+        return ts.task, n.stack, entered
 
 
     def follow(self, cpu, task) -> None:

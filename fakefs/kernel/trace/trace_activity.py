@@ -427,10 +427,14 @@ class TraceActivity:
         self._record_call(trs, task, stack, cpu, ts, wl.function_ip(stack), probe_trs)
 
     def _targeted_call(self, trs, wl, rng, cpu, ts, probe_trs, targets) -> None:
-        """A call of one of the functions filtered on or probed."""
-        got = wl.calls_to(rng, cpu, targets)
+        """A call of one of the functions filtered on or probed, after the
+        calls the task made on its way there (a filter on a caller and its
+        callee sees the caller first)."""
+        got = wl.call_path(rng, cpu, targets)
         if got is not None:
-            task, stack = got
+            task, stack, entered = got
+            for st in entered:
+                self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
             self._record_call(trs, task, stack, cpu, ts, wl.function_ip(stack), probe_trs)
 
     def _record_call(self, trs, task, stack, cpu, ts, ip, probe_trs) -> None:

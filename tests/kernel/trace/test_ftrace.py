@@ -111,7 +111,7 @@ def test_pid_filters():
     wr(k, "set_ftrace_pid", "\n")
     assert rd(k, "set_ftrace_pid") == "no pid\n"
     wr(k, "trace", "")
-    clock.advance(100 * MS)
+    clock.advance(400 * MS)
     seen = {int(re.match(r"\s*\S+-(\d+)", ln).group(1)) for ln in entries(k)}
     assert pids[0] not in seen and len(seen) > 3
     wr(k, "set_ftrace_notrace_pid", "\n")
@@ -129,3 +129,29 @@ def test_function_trace_option_is_the_latency_tracers_alone(k, booted):
     assert entries(k)
     wr(k, "options/function-trace", "1")
     wr(k, "current_tracer", "nop")
+
+
+def test_a_filter_on_a_caller_and_its_callee_sees_the_caller_first():
+    """Every ``vfs_read <-ksys_read`` comes after a ``ksys_read`` of the same
+    task on that CPU (the task entered it on its way), never on its own."""
+    k, clock = boot()
+    wr(k, "set_ftrace_filter", "vfs_read ksys_read\n")
+    wr(k, "current_tracer", "function\n")
+    for _ in range(20):
+        clock.advance(20 * MS)
+        k.run_until_now()
+    wr(k, "tracing_on", "0\n")
+    inside = {}          # pid -> in a ksys_read that has not called vfs_read yet
+    callees = 0
+    for ln in entries(k):
+        m = re.match(r"\s*(\S+)-(\d+)\s+\[(\d+)\].*?: (\S+) <-(\S+)", ln)
+        assert m, ln
+        pid, fn, parent = m.group(2), m.group(4), m.group(5)
+        if fn == "ksys_read":
+            inside[pid] = True
+        elif parent == "ksys_read":
+            callees += 1
+            # a task may have been in ksys_read already when tracing began
+            assert inside.get(pid, pid not in inside), ln
+            inside[pid] = False
+    assert callees > 5
