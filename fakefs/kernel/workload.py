@@ -46,8 +46,10 @@ from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
 # kinds only a task that goes there itself takes (``code_path()``: a fork, an
-# exec, an exit of the machine's tasks), never drawn for whatever runs
-CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_exit")
+# exec, an exit of the machine's tasks; its system calls' entry and exit),
+# never drawn for whatever runs
+CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_exit",
+                   "sys_enter", "sys_exit")
 # kinds whose stacks never come with a context switch: the task that wakes
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})

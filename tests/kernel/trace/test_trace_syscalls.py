@@ -68,3 +68,27 @@ def test_no_syscall_is_simulated_while_nobody_traces_them():
     assert k.syscalls.traced()
     wr(k, "events/raw_syscalls/enable", "0")
     assert not k.syscalls.traced()
+
+
+def test_the_stack_of_a_system_call_event_is_its_entry_or_exit_path():
+    """With options/stacktrace, sys_enter's stack starts where the
+    tracepoint is (syscall_trace_enter, from do_syscall_64), sys_exit's in
+    syscall_exit_work: not wherever the task's walk happened to be."""
+    k = _boot()
+    wr(k, "events/raw_syscalls/enable", "1")
+    wr(k, "events/syscalls/sys_enter_read/enable", "1")
+    wr(k, "options/stacktrace", "1")
+    _run(k, 60_000_000)
+    lines = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
+    seen = {"sys_enter": 0, "sys_exit": 0, "sys_read(": 0}
+    want = {"sys_enter": "syscall_trace_enter", "sys_exit": "syscall_exit_work",
+            "sys_read(": "syscall_trace_enter"}
+    for i, ln in enumerate(lines[:-3]):
+        if not lines[i + 1].endswith("<stack trace>"):
+            continue
+        for ev, site in want.items():
+            if ": %s" % ev in ln:
+                seen[ev] += 1
+                assert lines[i + 2] == " => " + site, (ln, lines[i + 2])
+                assert lines[i + 3] == " => do_syscall_64", (ln, lines[i + 3])
+    assert all(n > 5 for n in seen.values()), seen
