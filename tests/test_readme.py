@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from mountlib import REPO, fresh_mountpoint, is_mounted, requires_fuse
 
 
@@ -35,3 +37,36 @@ def test_the_readme_tour_runs_as_written():
         assert re.search(r"^successes: [1-9]", text, re.M)  # stack_map_stat
         assert re.search(r"^stack_id \d+ \[ref \d+, depth \d+\]", text, re.M)  # stack_map
         assert not is_mounted(mnt)
+
+
+def sandbox_block() -> list[str]:
+    """The commands of the README's sandbox section, without comments."""
+    with open(os.path.join(REPO, "README.md")) as fh:
+        text = fh.read()
+    section = text[text.index("## The simulated kernel at the real paths"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    return [ln.split("  #")[0].strip() for ln in block.splitlines() if ln.strip()]
+
+
+def test_the_sandbox_examples_run_as_written():
+    from fakefs import namespace, sandbox
+    import shutil
+    problem = sandbox.host_problem(namespace.use_userns())
+    if problem is not None:
+        pytest.skip("fakefs sandbox cannot run here: %s" % problem)
+    for tool in ("trace-cmd", "readprofile"):
+        if not shutil.which(tool):
+            pytest.skip("%s is not installed (make install brings it)" % tool)
+    env = dict(namespace.child_env(), PATH=os.path.join(REPO, ".venv", "bin") + os.pathsep
+               + os.environ.get("PATH", ""))
+    outs = []
+    for cmd in sandbox_block():
+        # the interactive one gets its commands on standard input
+        out = subprocess.run(["sh", "-c", cmd], input="cat /sys/kernel/tracing/tracing_on\n",
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, (cmd, out.stderr[-2000:])
+        outs.append(out.stdout)
+    assert len(outs) == 3
+    assert outs[0].split() == ["function", "nop"]            # trace-cmd list -t
+    assert outs[1].strip() == "1"                            # the shell's cat
+    assert re.search(r"^\s*\d+ total", outs[2], re.M)        # readprofile | sort | head
