@@ -70,3 +70,34 @@ def test_the_sandbox_examples_run_as_written():
     assert outs[0].split() == ["function", "nop"]            # trace-cmd list -t
     assert outs[1].strip() == "1"                            # the shell's cat
     assert re.search(r"^\s*\d+ total", outs[2], re.M)        # readprofile | sort | head
+
+
+@requires_fuse
+def test_make_run_mounts_in_the_foreground_until_ctrl_c():
+    """README's first command: `make run` (with MNT= and CMDLINE= as it says)."""
+    import signal
+    import time
+    with fresh_mountpoint("fakefs-run-") as mnt:
+        p = subprocess.Popen(["make", "-s", "run", "MNT=" + mnt,
+                              "CMDLINE=ftrace_stackmap.bits=12 trace_options=stackmap,stacktrace"],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, start_new_session=True)
+        try:
+            for _ in range(300):
+                if is_mounted(mnt):
+                    break
+                time.sleep(0.1)
+            assert is_mounted(mnt)
+            t = os.path.join(mnt, "sys/kernel/tracing")
+            with open(os.path.join(t, "options/stackmap")) as fh:
+                assert fh.read() == "1\n"
+            with open(os.path.join(t, "stack_map_stat")) as fh:
+                assert fh.read().startswith("entries: 0 / 4096\n")
+            os.killpg(p.pid, signal.SIGINT)               # Ctrl-C
+            out = p.communicate(timeout=30)[0]
+            assert "Ctrl-C to unmount" in out
+            assert not is_mounted(mnt)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
