@@ -333,19 +333,15 @@ class Workload:
         return self._call_counts
 
     def calls_to(self, rng, cpu, targets: frozenset):
-        """(task, stack) of the next call on ``cpu`` of one of the functions
-        ``targets`` (ids from ``call_ids()``), or None when nothing running
-        there gets to one.  Like ``stacks_for_event()``: the CPU first goes
-        on by one call, now and then its task sleeps, then the running task
-        (or an interrupt) walks down a path to a target.  ``stack[0]`` is the
-        target's entry (as in ``sample()``), where the task now is."""
-        got = self.call_path(rng, cpu, targets)
-        return None if got is None else got[:2]
-
-    def call_path(self, rng, cpu, targets: frozenset):
-        """As ``calls_to()``, with the stacks of the traced functions the
-        task entered on its way to the target (outermost first): a function
-        tracer sees those calls first."""
+        """(task, stack, entered) of the next call on ``cpu`` of one of the
+        functions ``targets`` (ids from ``call_ids()``), or None when nothing
+        running there gets to one.  Like ``stacks_for_event()``: the CPU
+        first goes on by one call, now and then its task sleeps, then the
+        running task (or an interrupt) walks down a path to a target.
+        ``stack[0]`` is the target's entry (as in ``sample()``), where the
+        task now is; ``entered`` the stacks of the traced functions it
+        entered on its way there (outermost first): a function tracer sees
+        those calls first."""
         if not targets:
             return None
         if self.frames.count > FRAME_CAP:

@@ -93,7 +93,9 @@ def test_calls_to_reaches_the_targets(k):
     for i in range(400):
         got = w.calls_to(rng, i % 4, ids)
         assert got is not None
-        task, stack = got
+        task, stack, entered = got
+        for e in entered:        # callers of the target, entered on the way
+            assert len(e) < len(stack) and stack[len(stack) - len(e) + 1:] == e[1:]
         name, off, _size, _mod = ks.lookup(stack[0])
         assert name in ("schedule", "kernel_clone") and off == FENTRY_RET
         assert w.current(i % 4) is task
@@ -110,7 +112,7 @@ def test_calls_to_is_deterministic():
     for w in (a.workload, b.workload):
         ids = w.call_ids([w.kernel.kallsyms.addr_of("schedule")])
         rng = random.Random(9)
-        out.append([(t.pid, s) for t, s in (w.calls_to(rng, i % 2, ids) for i in range(200))])
+        out.append([(t.pid, s) for t, s, _ in (w.calls_to(rng, i % 2, ids) for i in range(200))])
     assert out[0] == out[1]
 
 

@@ -430,7 +430,7 @@ class TraceActivity:
         """A call of one of the functions filtered on or probed, after the
         calls the task made on its way there (a filter on a caller and its
         callee sees the caller first)."""
-        got = wl.call_path(rng, cpu, targets)
+        got = wl.calls_to(rng, cpu, targets)
         if got is not None:
             task, stack, entered = got
             for st in entered:

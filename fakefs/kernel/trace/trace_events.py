@@ -210,9 +210,13 @@ class SubsystemFilterOps(_FilterFileOps):
 def event_trace_add_tracer(tr, parent) -> None:
     """Create ``events/`` for a trace array: as eventfs does, its entries
     are made when first looked at (an instance's mkdir makes none)."""
-    systems = len({ev.system for ev in tr.tracing.events})
     tr.kernel.tree.create_dir("events", parent, 0o755, data=tr, populate=_populate_events,
-                              subdirs=1 + systems)
+                              subdirs=_nr_subdirs(tr.tracing))
+
+
+def _nr_subdirs(tracing) -> int:
+    """What ``events/`` will hold as directories: ftrace/ and one a system."""
+    return 1 + len({ev.system for ev in tracing.events})
 
 
 def _populate_events(evdir) -> None:
@@ -290,9 +294,11 @@ def _hist_file(d, tr, ev) -> None:
 
 def _event_dirs(tr):
     """(the array's events/ directory, its system directories); None
-    while ``events/`` is not filled in (it will be from the events then)."""
+    while ``events/`` is not filled in (it will be from the events then:
+    only its count of directories follows them)."""
     evdir = tr.dir.children["events"]
     if evdir.populate is not None:
+        evdir.subdirs = _nr_subdirs(tr.tracing)
         return None
     return evdir, evdir.children
 

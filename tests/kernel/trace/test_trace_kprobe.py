@@ -219,3 +219,23 @@ def test_filters_see_typed_fields(k, clock):
     assert entries(k) == []
     wr(k, "events/kprobes/myevent/filter", "0\n")
     wr(k, "events/kprobes/myevent/enable", "0\n")
+
+
+def test_an_instance_events_dir_not_yet_filled_counts_a_new_system(k):
+    """An instance's events/ is filled in when first looked at; its link
+    count (directories inside) follows a kprobe system made meanwhile."""
+    k.tracing.instance_mkdir("lazy")
+    try:
+        evdir = k.tracing.instances["lazy"].dir.created_children()
+        evdir = next(d for d in evdir if d.name == "events")
+        assert evdir.populate is not None
+        before = evdir.nr_subdirs()
+        add(k, "p:lazygroup/lazyprobe vfs_read")
+        assert evdir.populate is not None and evdir.nr_subdirs() == before + 1
+        filled = evdir.nr_subdirs()
+        assert "lazygroup" in evdir.children            # fills it in
+        assert evdir.nr_subdirs() == filled
+        wr(k, "kprobe_events", "-:lazygroup/lazyprobe\n", APPEND)
+        assert "lazygroup" not in evdir.children and evdir.nr_subdirs() == before
+    finally:
+        k.tracing.instance_rmdir("lazy")
