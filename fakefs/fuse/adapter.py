@@ -149,22 +149,29 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.clear()
 
     # --- helpers -----------------------------------------------------------
-    def host_seen(self, ctx) -> None:
+    def host_seen(self, ctx, changes: bool = True) -> None:
         """A request: its caller, and whatever the real processes the
-        machine follows did before it, become the simulated machine's."""
+        machine follows did before it, become the simulated machine's.
+        While the machine stands still (nothing sees it) a request that
+        changes nothing leaves them queued (the host watch bounds the
+        queue): only what can change what is seen needs them first."""
         if self.host is None:
             return
         if ctx is not None:
             self.host.caller(ctx.pid)
+        driver = self.kernel.driver
+        if not changes and driver is not None and driver.frozen and not self.host.backlogged():
+            return
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
-    async def observe(self) -> int:
+    async def observe(self, changes: bool = False) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in every OBSERVE_SLICE;
-        what the followed real processes did before it is done by then."""
-        self.host_seen(None)
+        what the followed real processes did before it is done by then
+        (``changes``: the request may change settings)."""
+        self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.kernel.now_ns()          # the request came now: no later
         while self.kernel.catch_up(1, until):
@@ -266,7 +273,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def lookup(self, parent_inode, name, ctx=None):
-        self.host_seen(ctx)
+        self.host_seen(ctx, changes=False)
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
@@ -331,7 +338,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def mkdir(self, parent_inode, name, mode, ctx):
-        self.host_seen(ctx)
+        self.host_seen(ctx, changes=False)      # a new instance records nothing yet
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
@@ -348,7 +355,7 @@ class FakeFS(pyfuse3.Operations):
 
     @handler
     async def rmdir(self, parent_inode, name, ctx):
-        self.host_seen(ctx)
+        self.host_seen(ctx, changes=False)      # what goes sees nothing any more
         parent = self.node(parent_inode)
         name = os.fsdecode(name)
         child = parent.lookup(name) if isinstance(parent, DirNode) else None
@@ -393,7 +400,7 @@ class FakeFS(pyfuse3.Operations):
     # --- files -------------------------------------------------------------
     @handler
     async def open(self, inode, flags, ctx):
-        self.host_seen(ctx)
+        self.host_seen(ctx, changes=flags & os.O_ACCMODE != os.O_RDONLY or bool(flags & os.O_TRUNC))
         n = self.node(inode)
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
@@ -449,14 +456,14 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def write(self, fh, off, buf):
         f = self.file(fh)
-        with self.at(await self.observe()):
+        with self.at(await self.observe(changes=True)):
             return f.node.fops.write(f, bytes(buf))
 
     @handler
     async def flush(self, fh):
         f = self.files.get(fh)
         if f is not None and type(f.node.fops).flush is not FileOperations.flush:
-            with self.at(await self.observe()):
+            with self.at(await self.observe(changes=True)):
                 f.node.fops.flush(f)
 
     @handler

@@ -207,6 +207,9 @@ def host_pid_max() -> int | None:
         return None
 
 
+QUEUE_CAP = 2048          # events held back while the machine stands still
+
+
 class HostWatch:
     """Tells the simulated machine what the real processes that use the
     mount do.  A thread takes the host's events as they come, and reads at
@@ -256,10 +259,19 @@ class HostWatch:
 
     def _take(self) -> None:
         """Under the lock: what the socket holds about followed processes,
-        with the program of each exec read while the process lives."""
+        with the program of each exec read while the process lives (while
+        the machine stands still, only its name: nobody sees the exec)."""
         for ev in self.conn.drain():
             if self._wanted(ev):
-                self.queue.append((ev, exec_filename(ev.pid) if ev.kind == "exec" else ""))
+                extra = ""
+                if ev.kind == "exec":
+                    extra = _proc_read(ev.pid, "comm") if self.procs.standing_still() \
+                        else exec_filename(ev.pid)
+                self.queue.append((ev, extra))
+
+    def backlogged(self) -> bool:
+        """Enough queued that it is handed over whatever the request."""
+        return len(self.queue) >= QUEUE_CAP
 
     def caller(self, pid: int) -> None:
         """``pid`` made a request."""

@@ -7,6 +7,11 @@ subsystem in order.  Subsystems register:
 * time hooks (``kernel.add_timer_hook(fn)``): ``fn(t0_ns, t1_ns)`` simulates
   what happened between two instants.  They run only when somebody observes
   the kernel (``catch_up``), so an idle mount costs nothing.
+* machine watchers (``kernel.add_machine_watcher(fn)``): ``fn()`` says
+  whether anything can see what the simulated machine does now (a tracer,
+  an event, a probe, the profilers).  While none can, the machine stands
+  still: only the timer hooks see time pass, and the machine starts again
+  (every CPU idle, every task asleep) at the instant something looks.
 * gap watchers (``kernel.add_gap_watcher(w)``): what of a long unobserved
   stretch (a *gap*) can still be seen.  ``catch_up`` simulates in full only
   that, and skips the rest (the machine starts again after it, skip hooks
@@ -112,11 +117,13 @@ class Kernel:
         self._observers: list = []
         self._skip_hooks: list = []
         self._gap_watchers: list = []
+        self._machine_watchers: list = []
         self._gap: Gap | None = None       # the gap being caught up
         self.sim_time = 0
         self.booted = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
-        # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1)
+        # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1);
+        # ``freeze(t)``/``thaw(t)`` while nothing sees it (``frozen``)
         self.driver = None
         # the host's view of a real process talking to the mount (its comm),
         # given by whoever serves the kernel; None: unknown
@@ -154,6 +161,13 @@ class Kernel:
         (self._observers if observer else self._timer_hooks).append(fn)
         if skip is not None:
             self._skip_hooks.append(skip)
+
+    def add_machine_watcher(self, fn) -> None:
+        """``fn()``: can anything see what the machine does now?"""
+        self._machine_watchers.append(fn)
+
+    def machine_seen(self) -> bool:
+        return any(fn() for fn in self._machine_watchers)
 
     def add_gap_watcher(self, w) -> None:
         """``w`` says what of an unobserved stretch can be seen (see above)."""
@@ -201,13 +215,17 @@ class Kernel:
         """
         now = self.clock.now_ns() if until is None else until
         now -= now % TICK_NS
+        # what can see the machine changes only with settings, which a
+        # catch-up does not change unless something sees it
+        seen = self.machine_seen() if self.driver is not None else None
+        # (unseen, nothing records: no gap watcher asks for less than GAP_NS)
         for _ in range(max_steps):
             gap = self._gap
             if gap is None:
                 if self.sim_time >= now:
                     break
-                if now - self.sim_time <= self._gap_threshold():
-                    self._step(min(now, self.sim_time + STEP_NS))
+                if now - self.sim_time <= (GAP_NS if seen is False else self._gap_threshold()):
+                    self._step(min(now, self.sim_time + STEP_NS), seen)
                     continue
                 gap = self._gap = Gap(self.sim_time, now)
                 for w in self._gap_watchers:
@@ -220,7 +238,7 @@ class Kernel:
             else:
                 t1 = min(gap.end, self.sim_time + STEP_NS)
                 gap.full += t1 - self.sim_time
-                self._step(t1)
+                self._step(t1, seen)
             if self.sim_time >= gap.end:
                 self._gap = None
                 for w in self._gap_watchers:
@@ -244,21 +262,29 @@ class Kernel:
     def _skip(self, t1: int) -> None:
         """Nobody can see [sim_time, t1): the machine starts again at ``t1``."""
         t0 = self.sim_time
-        if self.driver is not None:
+        if self.driver is not None and not self.driver.frozen:
             self.driver.skip(t0, t1)
         for fn in self._skip_hooks:
             fn(t0, t1)
         self.sim_time = t1
 
-    def _step(self, t1: int) -> None:
-        """Simulate [sim_time, t1): the machine, then the timer hooks."""
+    def _step(self, t1: int, seen: bool | None = None) -> None:
+        """Simulate [sim_time, t1): the machine, then the timer hooks
+        (``seen``: ``machine_seen()``, when the caller knows it)."""
         self.sched.forget_before(self.sim_time)
-        if self.driver is not None:
-            self.driver.run(self.sim_time, t1)
+        driver = self.driver
+        if driver is not None:
+            if self.machine_seen() if seen is None else seen:
+                if driver.frozen:
+                    driver.thaw(self.sim_time)
+                driver.run(self.sim_time, t1)
+            elif not driver.frozen:
+                driver.freeze(self.sim_time)
         for fn in self._timer_hooks:
             fn(self.sim_time, t1)
-        for fn in self._observers:
-            fn(self.sim_time, t1)
+        if driver is None or not driver.frozen:
+            for fn in self._observers:
+                fn(self.sim_time, t1)
         self.sim_time = t1
 
     def advance_to(self, t: int) -> None:

@@ -65,6 +65,20 @@ class LogBuffer:
         # (/proc/sys/kernel/printk; ``quiet``, ``debug``, ``loglevel=``)
         self.console_printk = [CONSOLE_LOGLEVEL_DEFAULT, MESSAGE_LOGLEVEL_DEFAULT,
                                CONSOLE_LOGLEVEL_MIN, CONSOLE_LOGLEVEL_DEFAULT]
+        # what must run before the log is read: the machine's owed work
+        # that may print (the allocation workload's warnings)
+        self.settle_hooks: list = []
+        self._settling = False
+
+    def settle(self) -> None:
+        if self._settling:
+            return
+        self._settling = True
+        try:
+            for fn in self.settle_hooks:
+                fn()
+        finally:
+            self._settling = False
 
     def syslog_read_allowed(self, uid: int) -> bool:
         """check_syslog_permissions(SYSLOG_ACTION_READ_ALL, SYSLOG_FROM_READER)"""
@@ -90,12 +104,14 @@ class LogBuffer:
 
     def record(self, seq: int) -> LogRecord | None:
         """The record ``seq`` (the first one kept if it is older), or None."""
+        self.settle()
         first = self.first_seq
         if seq >= self.next_seq:
             return None
         return self.records[max(0, seq - first)]
 
     def dmesg(self) -> str:
+        self.settle()
         return "".join("[%5d.%06d] %s\n" % (r.ts // 1_000_000_000, r.ts % 1_000_000_000 // 1000, r.text)
                        for r in self.records)
 

@@ -288,6 +288,7 @@ class Profiler:
             return
         self._hooked = True
         self.kernel.add_timer_hook(self.run, skip=self.skip)
+        self.kernel.add_machine_watcher(lambda: bool(self.prof_on))
         wl = self.kernel.workload
         if self.prof_on == SCHED_PROFILING and wl is not None:
             wl.switch_hooks.append(self._on_switch)

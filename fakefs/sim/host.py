@@ -48,6 +48,10 @@ class HostProcesses:
         # (the daemon's /proc check; None: only the followed ones count)
         self.exists = None
 
+    def standing_still(self) -> bool:
+        """Nothing sees the machine: its real processes' events are facts only."""
+        return self.machine.frozen
+
     def pid_taken(self, pid: int) -> bool:
         """For the scheduler's pid allocation: a real process has ``pid``."""
         return pid in self.followed or (self.exists is not None and self.exists(pid))
@@ -89,11 +93,45 @@ class HostProcesses:
             action = ("comm", pid, comm)
         else:
             raise ValueError(kind)
+        if m.frozen:
+            self.note(action)
+            return None
         t = max(t, m.kernel.sim_time)
         m.queue_host(t, action)
         if kind == "fork":
             self.forking[pid] = t
         return t + SETTLE_NS
+
+    def note(self, action) -> None:
+        """While the machine stands still (nothing can see it): what the
+        event leaves behind, without running it.  A child is made a task
+        when first needed; an exec renames; an exit takes the task away."""
+        kind, pid = action[0], action[1]
+        m = self.machine
+        if kind == "fork":                        # ("fork", ppid, pid, tgid)
+            self.exited.discard(action[2])
+            self.forking.pop(action[2], None)
+            parent = m.sched.tasks.get(pid) if self._is_host(pid) else None
+            comm = self.comms.get(pid) or (parent.comm if parent is not None else "")
+            if comm:
+                self.comms[action[2]] = comm      # fork keeps the comm
+            return
+        self.forking.pop(pid, None)
+        task = m.sched.tasks.get(pid) if self._is_host(pid) else None
+        if kind in ("exec", "comm"):
+            name = action[2].rsplit("/", 1)[-1][:15] if kind == "exec" else action[2][:15]
+            if name:
+                self.comms[pid] = name
+                if task is not None:
+                    task.comm = name
+        elif kind == "exit":
+            self.exited.add(pid)
+            if len(self.exited) > EXITED_KEPT:
+                self.exited.clear()
+            if task is not None:
+                m.runs.pop(pid, None)
+                m.exiting.discard(pid)
+                m.sched.tasks.pop(pid, None)
 
     # --- the machine runs them -----------------------------------------------
     def run(self, t: int, action) -> None:

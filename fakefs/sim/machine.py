@@ -87,6 +87,7 @@ class Machine:
         # per CPU: wheel timers armed, as a heap of (bucket instant, seq, pid)
         self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
         self.time = 0
+        self.frozen = False                   # nothing can see it: it stands still
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
@@ -556,9 +557,26 @@ class Machine:
         task = self.host.task(pid)
         if task is None:                      # a simulated task has that pid
             cpu = self.sched.tasks[pid].cpu
-            return cpu, self._at(cpu, t)
+            return cpu, t if self.frozen else self._at(cpu, t)
+        if self.frozen:                       # nobody sees the CPUs: where it ran last
+            return task.cpu, t
         return self.host.on_cpu(task, t)
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""
         self.start(t1)
+
+    def freeze(self, t: int) -> None:
+        """From ``t`` nothing can see the machine: it stands still.  The
+        real processes' events queued so far are kept as facts only (the
+        host's bookkeeping), and so are the ones that come meanwhile."""
+        self.frozen = True
+        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
+        self.heap.clear()
+        for _when, _seq, action in host:
+            self.host.note(action)
+
+    def thaw(self, t: int) -> None:
+        """Something looks again at ``t``: the machine starts from there."""
+        self.frozen = False
+        self.start(t)

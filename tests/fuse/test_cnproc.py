@@ -53,6 +53,9 @@ class FakeProcs:
     def caller(self, pid, comm):
         self.followed.add(pid)
 
+    def standing_still(self):
+        return False
+
     def event(self, kind, t, pid, **kw):
         self.got.append((kind, t, pid, kw))
         return t + 5

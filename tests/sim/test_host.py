@@ -17,6 +17,7 @@ def boot():
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
     k.boot()
+    k.add_machine_watcher(lambda: True)     # the machine itself is under test: always seen
     return k, sim.attach(k)
 
 
@@ -223,3 +224,24 @@ def test_host_events_put_off_by_a_skipped_stretch_keep_their_order():
         pid = 6000 + i
         order = [a[0] for a in firsts if a[1] == pid or (a[0] == "fork" and a[2] == pid)]
         assert order == ["fork", "exec", "exit"], (pid, order)
+
+
+def test_while_the_machine_stands_still_host_events_are_facts_only():
+    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.host_tasks = True
+    k.boot()
+    m = sim.attach(k)
+    run(k, 0.02)
+    assert m.frozen                                 # nothing traces
+    cpu, t = m.host_task(5000, "sh", k.sim_time)    # a marker's writer
+    assert m.runs[5000].host and not m.heap and cpu == k.sched.tasks[5000].cpu
+    for i in range(50):                             # a busy shell
+        m.host.event("fork", k.sim_time, 6000 + i, ppid=5000)
+        m.host.event("exec", k.sim_time, 6000 + i, filename="/usr/bin/cat")
+        m.host.event("exit", k.sim_time, 6000 + i)
+    m.host.event("fork", k.sim_time, 7000, ppid=5000)
+    m.host.event("exec", k.sim_time, 7000, filename="/usr/bin/head")
+    assert not m.heap and 6000 not in m.runs
+    assert m.host.task(7000).comm == "head" and 7000 in m.host.followed
+    m.host.event("exit", k.sim_time, 5000)
+    assert 5000 not in m.runs and 5000 not in k.sched.tasks

@@ -304,6 +304,7 @@ def test_busy_spans_are_who_ran_when():
     """The scheduler's record of who ran: the spans of non-idle tasks per
     CPU in a window, forgotten before the start of the next step."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.add_machine_watcher(lambda: True)           # as if something traced
     t0 = k.sim_time
     k.advance_to(t0 + 20_000_000)
     spans = k.sched.busy_spans(t0, k.sim_time)
@@ -316,3 +317,44 @@ def test_busy_spans_are_who_ran_when():
     k.sched.forget_before(k.sim_time)
     assert all(h[0][0] <= k.sim_time for h in k.sched.history)
     assert all(len(h) == 1 or h[1][0] > k.sim_time for h in k.sched.history)
+
+
+# --- nothing sees the machine: it stands still --------------------------------
+
+def test_unseen_the_machine_stands_still_and_starts_again_when_looked_at():
+    k = boot()
+    m = k.driver
+    k.clock.advance(STEP)
+    k.run_until_now()
+    assert m.frozen and not m.heap                # nothing traces: nothing simulated
+    frozen_at = m.time
+    k.clock.advance(500_000_000)
+    k.run_until_now()
+    assert m.time == frozen_at
+    write(k, T + "events/sched/enable", "1")
+    enabled = k.sim_time
+    k.clock.advance(200_000_000)
+    k.run_until_now()
+    assert not m.frozen and m.time >= enabled + 199_000_000
+    trace = read(k, T + "trace")
+    stamps = [float(ln.split(": ", 1)[0].rsplit(None, 1)[-1])
+              for ln in trace.splitlines() if "sched_switch:" in ln]
+    assert len(stamps) > 20 and min(stamps) >= enabled / 1e9
+    rep = check(trace.splitlines())                # one consistent timeline from there
+    assert rep.total == 0, rep.text()
+    write(k, T + "events/sched/enable", "0")
+    k.clock.advance(STEP)
+    k.run_until_now()
+    assert m.frozen
+
+
+def test_what_a_machine_watcher_sees_keeps_it_running():
+    k = boot(cmdline="profile=2")                   # the profile's ticks see it
+    k.clock.advance(STEP)
+    k.run_until_now()
+    assert not k.driver.frozen
+    k = boot()
+    write(k, T + "options/event-fork", "1")        # a pid list follows forks
+    k.clock.advance(STEP)
+    k.run_until_now()
+    assert not k.driver.frozen

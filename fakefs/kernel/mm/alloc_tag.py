@@ -224,6 +224,20 @@ class AllocTagging:
         self.warn_task = ("swapper/0", 0, 0)    # (comm, pid, cpu) shown by WARN splats
         self.warn_trace: tuple = ()             # callers shown under the WARN
         self.warn_count = 0
+        # bring the machine's allocations up to the present before their
+        # state is seen or changed (the workload's owed time)
+        self.settle_hooks: list = []
+        self._settling = False
+
+    def settle(self) -> None:
+        if self._settling:
+            return
+        self._settling = True
+        try:
+            for fn in self.settle_hooks:
+                fn()
+        finally:
+            self._settling = False
 
     # --- current->alloc_tag ---------------------------------------------------
     def alloc_hooks(self, tag, fn, *args):
@@ -318,6 +332,7 @@ class AllocTagging:
 
     # --- output ---------------------------------------------------------------
     def allocinfo_text(self) -> str:
+        self.settle()
         header = ALLOCINFO_HEADER_2 if self.version >= V_FORMAT_2 else ALLOCINFO_HEADER_1
         v2 = self.version >= V_FORMAT_2
         out = [header]
@@ -335,6 +350,7 @@ class AllocTagging:
 
     def top_users(self, count: int = 10) -> list:
         """``alloc_tag_top_users``: the tags with most bytes, ties in list order."""
+        self.settle()
         tops: list = []
         for t in self.iter_tags():
             b = t.bytes

@@ -44,6 +44,7 @@ def module_load(at: AllocTagging, name: str, tags: list | None = None) -> list:
     """``codetag_load_module``: register a module's tags (fresh counters)."""
     if name in at.modules:
         raise KernelError(errno.EEXIST)
+    at.settle()                 # the time before it, without its tags
     if tags is None:
         rows = load_tag_table(at.version)[1].get(name, [])
         tags = make_tags(rows, name)
@@ -64,9 +65,10 @@ def module_load(at: AllocTagging, name: str, tags: list | None = None) -> list:
 def module_unload(at: AllocTagging, name: str) -> bool:
     """``codetag_unload_module``: drop the tags; False if memory is still
     charged to them (the kernel then keeps the module's memory)."""
-    tags = at.modules.pop(name, None)
-    if tags is None:
+    if name not in at.modules:
         raise KernelError(errno.ENOENT)
+    at.settle()
+    del at.modules[name]
     ok = True
     if at.cttype is not None:
         saved = at.warn_task, at.warn_trace

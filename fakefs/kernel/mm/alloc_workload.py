@@ -42,6 +42,15 @@ NS = 1_000_000_000
 # their buffers, path lookups (getname() -> names_cache, freed at once)
 SKB_RATE = 1500.0
 GETNAME_RATE = 2500.0
+# The workload runs when what it does can be seen: at once while a kmem
+# tracepoint is in use (its events take their place in the trace), else
+# owed until something looks at the allocators (``AllocTagging.settle``:
+# /proc/allocinfo, the mem_profiling sysctl, a module load, a request for
+# pages near the memory limit) or reads the kernel log (it may warn).  Of a longer unseen stretch only the last OWED_MAX_NS is
+# simulated: the rest is time the machine's allocators did nothing, as in
+# a gap the kernel skips.
+OWED_MAX_NS = 2 * NS
+OWED_STEP_NS = 20_000_000
 
 
 class Process:
@@ -112,6 +121,9 @@ class AllocWorkload:
         self.moments = kernel.subsystem_rng("alloc_workload-moments")
         self._window = None                  # (workload time, kernel time, span) of the step
         self._busy = None                    # its busy CPU time (_busy_spans)
+        self.owed = 0                        # kernel time stepped but not yet simulated
+        kernel.alloc_tag.settle_hooks.append(self.settle)
+        kernel.log.settle_hooks.append(self.settle)
 
     # ------------------------------------------------------------------ helpers
     def site(self, key: str) -> AllocTag | None:
@@ -142,6 +154,9 @@ class AllocWorkload:
             return
         base, k0, span = win
         r = self.moments
+        if k0 is None:                       # owed time, simulated untraced
+            self.op_time = base + int(r.random() * span) if w is None else w
+            return
         if w is None:
             spans = self._busy
             if spans is None:
@@ -389,17 +404,36 @@ class AllocWorkload:
 
     # ------------------------------------------------------------------ run time
     def step(self, t0: int, t1: int) -> None:
-        """Simulate the interval [t0, t1): new allocations by rate, then
-        expirations.  The workload keeps its own clock (``now``), advanced
-        by the length of each interval: time the kernel skips (an idle
-        mount looked at after a long while) is time the machine did
-        nothing, so nothing due in it is freed either."""
+        """The kernel's time went on over [t0, t1) (its timer hook): with a
+        kmem tracepoint in use, simulate it now, else owe it."""
         if t1 <= t0:
             return
-        dt = (t1 - t0) / NS
-        self._window = (self.now, t0, t1 - t0)
+        if self.trace.traced():
+            self.settle()
+            self._run(t0, t1 - t0)
+        else:
+            self.owed += t1 - t0
+
+    def settle(self) -> None:
+        """Simulate the time owed (its last OWED_MAX_NS), untraced."""
+        owed = min(self.owed, OWED_MAX_NS)
+        self.owed = 0
+        while owed > 0:
+            span = min(owed, OWED_STEP_NS)
+            self._run(None, span)
+            owed -= span
+
+    def _run(self, t0: int | None, span: int) -> None:
+        """Simulate ``span`` ns from kernel time ``t0`` (None: owed time,
+        nothing traced): new allocations by rate, then expirations.  The
+        workload keeps its own clock (``now``), advanced by ``span``: time
+        the kernel skips (an idle mount looked at after a long while) is
+        time the machine did nothing, so nothing due in it is freed
+        either."""
+        dt = span / NS
+        self._window = (self.now, t0, span)
         self._busy = None
-        t1 = self.now + (t1 - t0)
+        t1 = self.now + span
         rng = self.rng
         self.steps += 1
         # generic call sites
@@ -505,8 +539,9 @@ class AllocWorkload:
 
     def run_for(self, ns: int, step_ns: int = 20_000_000) -> None:
         """Drive the workload directly (tests, benchmarks)."""
+        self.settle()
         while ns > 0:
-            self.step(0, min(ns, step_ns))
+            self._run(None, min(ns, step_ns))
             ns -= step_ns
 
     def live_bytes(self) -> int:

@@ -67,6 +67,12 @@ class KmemTrace:
         self.inlined_into = inlined_into
         self._sites: dict = {}
 
+    def traced(self) -> bool:
+        """Whether any of the allocators' tracepoints is in use."""
+        return bool(self.tp_kmalloc.probes or self.tp_cache_alloc.probes or self.tp_kfree.probes
+                    or self.tp_cache_free.probes or self.tp_page_alloc.probes
+                    or self.tp_page_free.probes)
+
     def at(self, cpu: int, ts: int) -> None:
         """The next operations happen on ``cpu`` at ``ts`` (None: untraced)."""
         self.when = (cpu, ts)

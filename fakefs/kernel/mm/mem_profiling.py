@@ -134,6 +134,7 @@ def sysctl_write(at, data: bytes, pos: int = 0, from_kernel: bool = False,
     if pos:
         return len(data)        # sysctl_writes_strict: writes past the start are ignored
     val, n = parse_dointvec_minmax(data)
+    at.settle()                 # what happened so far, counted as it was
     if compressed_key:
         at.compressed = bool(val)
     else:

@@ -196,6 +196,11 @@ class PageAllocator:
         return max(0, self.totalram_pages - self.nr_used)
 
 
+# within this of running out, a request for pages waits for the owed
+# allocation work (2 s of it moves far less)
+SETTLE_MARGIN_PAGES = (1 << 30) >> 12
+
+
 class PageAccount:
     """Order-0 pages one call site allocates one by one and keeps, such as
     the ring buffer's (``__rb_allocate_pages``): counted, not each a
@@ -211,10 +216,18 @@ class PageAccount:
         self.pages = 0            # held now
         self.tagged = 0           # of them, charged to the tag
 
-    def available_pages(self) -> int:
+    def available_pages(self, want: int = 0) -> int:
+        """What the machine could still hand out, for a request of ``want``
+        pages.  Near the limit the allocators' owed work is done first (it
+        could tip the answer); charging and giving back pages only adds to
+        counters, in any order."""
         if self.pa is None:
             return max(0, self.ram_pages - self.pages)
-        return self.pa.si_mem_available()
+        avail = self.pa.si_mem_available()
+        if avail - want < SETTLE_MARGIN_PAGES:
+            self.pa.at.settle()
+            avail = self.pa.si_mem_available()
+        return avail
 
     def charge(self, n: int) -> None:
         self.pages += n

@@ -240,6 +240,7 @@ def register_function_profiler(kernel, ops) -> FunctionProfiler:
     files; the profiler's state exists from boot)."""
     prof = FunctionProfiler(kernel, ops)
     kernel.add_timer_hook(prof.run, skip=prof.run, observer=True)
+    kernel.add_machine_watcher(lambda: prof.enabled)
     if ops is not None:
         ftrace_ops_list(kernel).profiler = prof     # ftrace_profile_ops
     return prof

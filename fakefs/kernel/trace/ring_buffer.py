@@ -293,7 +293,7 @@ class RingBuffer:
                 return -errno.EBUSY
         per = 1 << self.subbuf_order          # 4 KB pages per sub-buffer
         if mem is not None:
-            avail = mem.available_pages()
+            avail = mem.available_pages(sum(max(0, (nr - cb.nr_pages) * per) for cb in cpus))
             for cb in cpus:
                 grow = (nr - cb.nr_pages) * per
                 if grow > 0:
@@ -330,7 +330,7 @@ class RingBuffer:
         old_cap, new_cap = self.subbuf_size, subbuf_capacity(order)
         nrs = [max(2, -(-(old_cap * cb.nr_pages) // new_cap)) for cb in self.cpus]
         new_pages = [nr << order for nr in nrs]
-        if mem is not None and mem.available_pages() < sum(new_pages):
+        if mem is not None and mem.available_pages(sum(new_pages)) < sum(new_pages):
             return -errno.ENOMEM
         self.subbuf_order = order
         self.subbuf_size = new_cap
@@ -348,7 +348,7 @@ class RingBuffer:
         nr = self.pages_for(size_bytes)
         pages = nr << self.subbuf_order
         if mem is not None:
-            if mem.available_pages() < pages * len(self.cpus):
+            if mem.available_pages(pages * len(self.cpus)) < pages * len(self.cpus):
                 return -errno.ENOMEM
             mem.charge(pages * len(self.cpus))
         for c, cb in enumerate(self.cpus):

@@ -446,6 +446,9 @@ class Tracing:
         self.instances: dict[str, TraceArray] = {}
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
+        self.event_systems: dict[str, int] = {}    # system -> its number of events
+        for ev in self.events:
+            self.event_systems[ev.system] = self.event_systems.get(ev.system, 0) + 1
         self.events_listing = registered.listing   # available_events order
         self.instance_listing = registered.instance_listing   # an instance's set_event order
         self.events_by_id = registered.by_id

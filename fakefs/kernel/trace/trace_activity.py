@@ -486,3 +486,13 @@ def register_trace_activity(kernel) -> None:
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
     kernel.add_gap_watcher(TraceBacklog(kernel))
+    kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
+
+
+def machine_seen_by_tracing(tracing) -> bool:
+    """What the machine does may reach a buffer (a tracer, events,
+    triggers, probes), or a pid list follows its forks."""
+    for tr in tracing.arrays():
+        if tr.follows_machine() or tr.flag("event-fork") or tr.flag("function-fork"):
+            return True
+    return False

@@ -216,7 +216,7 @@ def event_trace_add_tracer(tr, parent) -> None:
 
 def _nr_subdirs(tracing) -> int:
     """What ``events/`` will hold as directories: ftrace/ and one a system."""
-    return 1 + len({ev.system for ev in tracing.events})
+    return 1 + len(tracing.event_systems)
 
 
 def _populate_events(evdir) -> None:
@@ -308,6 +308,7 @@ def add_event_call(tracing, ev) -> None:
     in every array's ``events/<system>/`` (made for the first event of a
     system).  ``ev.id`` must be set."""
     tracing.events.append(ev)
+    tracing.event_systems[ev.system] = tracing.event_systems.get(ev.system, 0) + 1
     tracing.events_by_id[ev.id] = ev
     tracing.events_listing.append(ev)
     if tracing.instance_listing is not tracing.events_listing:
@@ -333,6 +334,9 @@ def remove_event_call(tracing, ev) -> None:
     """``trace_remove_event_call()`` (the caller checked it is not busy):
     its directories go, and a system's once its last event is gone."""
     tracing.events.remove(ev)
+    left = tracing.event_systems.pop(ev.system) - 1
+    if left:
+        tracing.event_systems[ev.system] = left
     tracing.events_by_id.pop(ev.id, None)
     tracing.events_listing.remove(ev)
     if tracing.instance_listing is not tracing.events_listing:

@@ -398,25 +398,11 @@ def init_tracer_tracefs(tr, d) -> None:
         f("snapshot", W, d, tr, SnapshotOps())
     tr.err_log.clear()
     f("error_log", W, d, tr, ErrorLogOps())
-    opts = tree.create_dir("options", d, 0o750)
-    for name in tr.flag_names:
-        if tr.is_top or name not in TOP_LEVEL_FLAGS:
-            f(name, W, opts, (tr, name), CoreOptionOps())
-    for tracer in tr.tracers.values():
-        for oname in tracer.opts:
-            if oname not in opts.children:
-                f(oname, W, opts, (tracer, oname), TracerOptionOps())
-    pcpu = tree.create_dir("per_cpu", d, 0o750)
-    for cpu in range(tr.kernel.nr_cpus):
-        cd = tree.create_dir("cpu%d" % cpu, pcpu, 0o750)
-        f("buffer_size_kb", W, cd, tr, BufferSizeOps(cpu))
-        f("stats", R, cd, tr, CpuStatsOps(cpu))
-        f("trace", W, cd, tr, TraceOps(cpu))
-        f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
-        f("trace_pipe_raw", R, cd, tr, TracePipeRawOps(cpu))
-        if tr.max_buffer is not None:
-            f("snapshot", W, cd, tr, SnapshotOps(cpu))
-            f("snapshot_raw", R, cd, tr, SnapshotRawOps(cpu))
+    # options/ and per_cpu/ are filled in when first looked at (an
+    # instance's mkdir makes neither: what nobody looks at costs nothing)
+    tree.create_dir("options", d, 0o750, data=tr, populate=_populate_options)
+    tree.create_dir("per_cpu", d, 0o750, data=tr, populate=_populate_per_cpu,
+                    subdirs=tr.kernel.nr_cpus)
     event_trace_add_tracer(tr, d)
     f("set_event", W, d, tr, SetEventOps())
     event_pid_files(tr, d)
@@ -440,3 +426,32 @@ def create_top_level_files(tracing, root) -> None:
         f("stack_map", W, root, tr.stackmap, StackMapOps(ks))
         f("stack_map_stat", R, root, tr.stackmap, StackMapStatOps())
         f("stack_map_bin", R, root, tr.stackmap, StackMapBinOps())
+
+
+def _populate_options(opts) -> None:
+    tr = opts.data
+    f = tr.kernel.tree.create_file
+    for name in tr.flag_names:
+        if tr.is_top or name not in TOP_LEVEL_FLAGS:
+            f(name, TRACE_MODE_WRITE, opts, (tr, name), CoreOptionOps())
+    for tracer in tr.tracers.values():
+        for oname in tracer.opts:
+            if oname not in opts.children:
+                f(oname, TRACE_MODE_WRITE, opts, (tracer, oname), TracerOptionOps())
+
+
+def _populate_per_cpu(pcpu) -> None:
+    tr = pcpu.data
+    tree = tr.kernel.tree
+    W, R = TRACE_MODE_WRITE, TRACE_MODE_READ
+    f = tree.create_file
+    for cpu in range(tr.kernel.nr_cpus):
+        cd = tree.create_dir("cpu%d" % cpu, pcpu, 0o750)
+        f("buffer_size_kb", W, cd, tr, BufferSizeOps(cpu))
+        f("stats", R, cd, tr, CpuStatsOps(cpu))
+        f("trace", W, cd, tr, TraceOps(cpu))
+        f("trace_pipe", R, cd, tr, TracePipeOps(cpu))
+        f("trace_pipe_raw", R, cd, tr, TracePipeRawOps(cpu))
+        if tr.max_buffer is not None:
+            f("snapshot", W, cd, tr, SnapshotOps(cpu))
+            f("snapshot_raw", R, cd, tr, SnapshotRawOps(cpu))

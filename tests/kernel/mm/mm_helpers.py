@@ -23,12 +23,15 @@ def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, perso
 
 
 def run(k, seconds: float) -> None:
-    """Let ``seconds`` of simulated time pass, observed every second (of
-    a longer unobserved stretch, the kernel simulates only what can be seen)."""
+    """Let ``seconds`` of simulated time pass, observed every second as a
+    reader of /proc/allocinfo would (of a longer unobserved stretch, the
+    kernel simulates only what can be seen)."""
     left = int(seconds * 1e9)
     while left > 0:
         k.clock.advance(min(left, 1_000_000_000))
         k.run_until_now()
+        if k.alloc_tag is not None:
+            k.alloc_tag.settle()
         left -= 1_000_000_000
 
 

@@ -81,3 +81,63 @@ def test_ctagmod_missing_annotation_under_debug():
     run(k, 25)
     assert "current->alloc_tag not set" not in k.log.dmesg()
 
+
+
+# --- owed time: the workload runs when what it does can be seen ------------
+
+def _advance(k, seconds: float) -> None:
+    """Time passes with requests every 100 ms that do not look at memory."""
+    for _ in range(int(seconds * 10)):
+        k.clock.advance(100_000_000)
+        k.run_until_now()
+
+
+def test_nobody_looking_the_workload_owes_its_time_and_reading_allocinfo_pays_it(kernel):
+    k = kernel
+    wl = k.alloc_workload
+    steps, now = wl.steps, wl.now
+    _advance(k, 1.0)
+    assert wl.steps == steps and wl.now == now and wl.owed == 1_000_000_000
+    read(k, "proc/allocinfo")
+    assert wl.owed == 0 and wl.now == now + 1_000_000_000 and wl.steps == steps + 50
+
+
+def test_an_unseen_stretch_longer_than_two_seconds_is_simulated_for_its_last_two(kernel):
+    k = kernel
+    wl = k.alloc_workload
+    now = wl.now
+    _advance(k, 5.0)
+    k.log.dmesg()                                  # the log is a reader too
+    assert wl.owed == 0 and wl.now == now + 2_000_000_000
+
+
+def test_the_sysctl_counts_owed_time_under_the_setting_it_had(kernel):
+    k = kernel
+    sk = k.alloc_tag.find("net/core/skbuff.c", "__alloc_skb")
+    _advance(k, 1.0)
+    calls = sk.calls
+    write(k, "proc/sys/vm/mem_profiling", b"0\n")    # the second before is counted
+    assert sk.calls > calls
+    calls = sk.calls
+    _advance(k, 1.0)
+    read(k, "proc/allocinfo")
+    assert sk.calls == calls                         # while off, nothing charged
+
+
+def test_owed_and_watched_runs_agree_within_sampling_error():
+    """One kernel read every 100 ms, one read once after 2 s: the owed
+    time is simulated in the same 20 ms steps, so the allocators did the
+    very same work."""
+    grown = []
+    for look_often in (True, False):
+        k = boot(seed=3)
+        pa = k.page_alloc
+        before = pa.nr_allocs, pa.nr_frees
+        for _ in range(20):
+            k.clock.advance(100_000_000)
+            k.run_until_now()
+            if look_often:
+                read(k, "proc/allocinfo")
+        read(k, "proc/allocinfo")
+        grown += [pa.nr_allocs - before[0], pa.nr_frees - before[1]]
+    assert grown[:2] == grown[2:] and min(grown) > 100, grown

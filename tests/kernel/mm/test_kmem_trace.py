@@ -141,3 +141,34 @@ def test_a_tag_in_a_cloned_function_calls_from_the_clone():
     fake = type(tag)(tag.filename, tag.lineno, clone[:-len(".isra.0")])
     site = kt.call_site(fake)
     assert site and ks.lookup(site)[0] == clone
+
+
+def test_while_a_kmem_event_records_the_workload_runs_at_once_then_owes_again():
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wl = k.alloc_workload
+    k.clock.advance(300_000_000)
+    k.run_until_now()
+    assert wl.owed == 300_000_000                 # nobody looks: owed
+    wr(k, "events/kmem/kfree/enable", "1")
+    k.clock.advance(300_000_000)
+    k.run_until_now()
+    assert wl.owed == 0 and wl.now >= 600_000_000  # the owed time first, untraced
+    assert "kfree: call_site=" in rd(k, "trace")
+    wr(k, "events/kmem/kfree/enable", "0")
+    k.clock.advance(100_000_000)
+    k.run_until_now()
+    assert wl.owed == 100_000_000
+
+
+def test_buffer_pages_wait_for_owed_work_only_near_the_memory_limit():
+    import errno
+    from kfiles import errno_of
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wl = k.alloc_workload
+    k.clock.advance(200_000_000)
+    k.run_until_now()
+    k.tracing.instance_mkdir("inst")                 # pages far from the limit: counters only
+    wr(k, "buffer_size_kb", "4096")
+    assert wl.owed == 200_000_000
+    assert errno_of(wr, k, "buffer_size_kb", "9000000") == errno.ENOMEM   # 2 x 8.6 GiB
+    assert wl.owed == 0

@@ -14,6 +14,7 @@ class K:
 
 class Tracing:
     events = []
+    event_systems = {}
     ftrace_events = []          # no catalogue: the hand-written entry types
 
 
