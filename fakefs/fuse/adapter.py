@@ -160,7 +160,8 @@ class FakeFS(pyfuse3.Operations):
         if ctx is not None:
             self.host.caller(ctx.pid)
         driver = self.kernel.driver
-        if not changes and driver is not None and driver.frozen and not self.host.backlogged():
+        if not changes and driver is not None and driver.frozen and not self.host.backlogged() \
+                and not self.kernel.machine_seen():
             return
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):

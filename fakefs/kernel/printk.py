@@ -26,6 +26,7 @@ from collections import deque
 
 from .fs.proc.base import CtlTable, register_sysctl
 from .fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock
+from .owed import Settle
 
 KERN_EMERG, KERN_ALERT, KERN_CRIT, KERN_ERR, KERN_WARNING, KERN_NOTICE, KERN_INFO, KERN_DEBUG = range(8)
 
@@ -67,18 +68,7 @@ class LogBuffer:
                                CONSOLE_LOGLEVEL_MIN, CONSOLE_LOGLEVEL_DEFAULT]
         # what must run before the log is read: the machine's owed work
         # that may print (the allocation workload's warnings)
-        self.settle_hooks: list = []
-        self._settling = False
-
-    def settle(self) -> None:
-        if self._settling:
-            return
-        self._settling = True
-        try:
-            for fn in self.settle_hooks:
-                fn()
-        finally:
-            self._settling = False
+        self.settle = Settle()
 
     def syslog_read_allowed(self, uid: int) -> bool:
         """check_syslog_permissions(SYSLOG_ACTION_READ_ALL, SYSLOG_FROM_READER)"""

@@ -41,7 +41,7 @@ from .kallsyms import Kallsyms
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
 from .walk import Walk
-from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
+from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph, tp_off
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
@@ -231,6 +231,40 @@ class Workload:
             self._event_memo.clear()
         self._event_memo.setdefault(key, []).append(ts.frame if ts.frame is not before else None)
         return stack
+
+    def call_site_stack(self, rng, cpu, kind, site: int, task_only=False):
+        """The stack at a tracepoint of ``kind`` (an allocator's) called
+        from the function holding the return address ``site`` (an
+        allocation tag's): the running task (or an interrupt on top of it,
+        unless ``task_only``) goes down a path to that function, which
+        calls the allocator.  None when the graph does not have the
+        function or nothing running gets to it."""
+        hit = self.ks.lookup(site)
+        fid = self.wg.ids.get(hit[0]) if hit is not None else None
+        allocs = self.wg.events.get(kind)
+        if fid is None or not allocs:
+            return None
+        targets = frozenset((fid,))
+        c = self.walk.cpus[cpu]
+        ts = c.ts
+        key = (ts.frame, ts is c.idle, targets, task_only)
+        seen = self._event_memo.get(key)
+        if seen is not None and len(seen) >= EVENT_MEMO:
+            n = seen[int(rng.random() * len(seen))]
+        else:
+            n = self.reach.path(c, rng, targets, targets, task_only=task_only)
+            if n is None and not task_only:
+                n = self.reach.irq_path(c, rng, targets, targets)
+            if len(self._event_memo) > EVENT_MEMO_KEYS:
+                self._event_memo.clear()
+            self._event_memo.setdefault(key, []).append(n)
+        if n is None:
+            return None
+        ts.frame, ts.phase = n, ENTER
+        wg = self.wg
+        # the allocator it calls: one the graph has it call, else the kind's first
+        a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
+        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + n.stack[1:]
 
     def stacks_for_event(self, rng, cpu, kind):
         """(task, stack) for a tracepoint ``kind`` firing on ``cpu``.

@@ -94,8 +94,10 @@ class HostProcesses:
         else:
             raise ValueError(kind)
         if m.frozen:
-            self.note(action)
-            return None
+            if not m.kernel.machine_seen():
+                self.note(action)
+                return None
+            m.thaw(m.kernel.sim_time)          # something looks since the last step
         t = max(t, m.kernel.sim_time)
         m.queue_host(t, action)
         if kind == "fork":

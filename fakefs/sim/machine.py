@@ -553,6 +553,8 @@ class Machine:
         simulated kernel at ``t`` (a write to trace_marker): it is woken
         (its terminal's interrupt), preempts a CPU, runs for a moment and
         goes back to sleep.  Returns (its CPU, the instant its call runs)."""
+        if self.frozen and self.kernel.machine_seen():
+            self.thaw(self.kernel.sim_time)       # something looks since the last step
         self.host.caller(pid, comm)
         task = self.host.task(pid)
         if task is None:                      # a simulated task has that pid

@@ -245,3 +245,20 @@ def test_while_the_machine_stands_still_host_events_are_facts_only():
     assert m.host.task(7000).comm == "head" and 7000 in m.host.followed
     m.host.event("exit", k.sim_time, 5000)
     assert 5000 not in m.runs and 5000 not in k.sched.tasks
+
+
+def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
+    """Enabled while the machine stood still, and no step since: the
+    fork the host reports is the machine's (it starts again first)."""
+    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.host_tasks = True
+    k.boot()
+    m = sim.attach(k)
+    run(k, 0.02)
+    m.host.caller(5000, "sh")
+    assert m.frozen
+    kernel_write(k.tree, "sys/kernel/tracing/events/sched/sched_process_fork/enable", b"1")
+    done = m.host.event("fork", k.sim_time, 5001, ppid=5000)
+    assert done is not None and not m.frozen
+    run(k, 0.02)
+    assert "child_pid=5001" in kernel_read(k.tree, "sys/kernel/tracing/trace").decode()

@@ -37,6 +37,7 @@ import os
 from ..fs.pseudo import FileOperations, KernelError
 from ..fs.proc.base import proc_create, proc_remove
 from ..panic import warn_report
+from ..owed import Settle
 from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE
 from .codetag import CODETAG_FLAG_INACCURATE, CodeTag, codetag_register_type
 from .mem_profiling import (U64, V_COMPRESSED, V_FORMAT_2, V_SYSCTL_REWORK, setup_early_mem_profiling,
@@ -225,19 +226,8 @@ class AllocTagging:
         self.warn_trace: tuple = ()             # callers shown under the WARN
         self.warn_count = 0
         # bring the machine's allocations up to the present before their
-        # state is seen or changed (the workload's owed time)
-        self.settle_hooks: list = []
-        self._settling = False
-
-    def settle(self) -> None:
-        if self._settling:
-            return
-        self._settling = True
-        try:
-            for fn in self.settle_hooks:
-                fn()
-        finally:
-            self._settling = False
+        # state is seen or changed (the workload's owed time): at.settle()
+        self.settle = Settle()
 
     # --- current->alloc_tag ---------------------------------------------------
     def alloc_hooks(self, tag, fn, *args):

@@ -122,8 +122,8 @@ class AllocWorkload:
         self._window = None                  # (workload time, kernel time, span) of the step
         self._busy = None                    # its busy CPU time (_busy_spans)
         self.owed = 0                        # kernel time stepped but not yet simulated
-        kernel.alloc_tag.settle_hooks.append(self.settle)
-        kernel.log.settle_hooks.append(self.settle)
+        kernel.alloc_tag.settle.hooks.append(self.settle)
+        kernel.log.settle.hooks.append(self.settle)
 
     # ------------------------------------------------------------------ helpers
     def site(self, key: str) -> AllocTag | None:

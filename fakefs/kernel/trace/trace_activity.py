@@ -342,19 +342,26 @@ class TraceActivity:
         if not recorders:
             return
         ev = recorders[0][0]
+        stack = None
         if self.kernel.driver is not None:
             task = self.curr[cpu]
-            stack = wl.event_stack(rng, cpu, ev.kind, task_only=task.pid != 0 and name in TASK_TRACEPOINTS)
+            task_only = task.pid != 0 and name in TASK_TRACEPOINTS
+            if name in CALL_SITE_TRACEPOINTS and args[0]:
+                stack = wl.call_site_stack(rng, cpu, ev.kind, args[0], task_only)
+            if stack is None:
+                stack = wl.event_stack(rng, cpu, ev.kind, task_only=task_only)
         else:
             try:
                 task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
             except ValueError:               # no path to it: where the task is
                 task, stack = wl.sample(rng, cpu)
         if name in CALL_SITE_TRACEPOINTS and len(stack) > 1:
-            if args[0]:
-                stack = (stack[0], args[0]) + stack[2:]
-            else:
+            if not args[0]:
                 args = (stack[1],) + args[1:]
+            elif stack[1] != args[0]:
+                # the graph does not know the tag's function (or its
+                # callers): the allocator's frame, then the call site
+                stack = (stack[0], args[0])
         flags, pc = self.context_flags(stack)
         pid = task.pid
         for ev, _conv, etrs in recorders:

@@ -172,3 +172,34 @@ def test_buffer_pages_wait_for_owed_work_only_near_the_memory_limit():
     assert wl.owed == 200_000_000
     assert errno_of(wr, k, "buffer_size_kb", "9000000") == errno.ENOMEM   # 2 x 8.6 GiB
     assert wl.owed == 0
+
+
+def test_an_allocation_stack_goes_through_its_call_site():
+    """kmalloc/kmem_cache_alloc with stacktrace: frame [1] is the call site
+    (the tag's function), and every pair below it is a call of the graph;
+    a call site the graph does not know gives the allocator and it only."""
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    for e in ("kmalloc", "kmem_cache_alloc"):
+        wr(k, "events/kmem/%s/enable" % e, "1")
+    wr(k, "options/stacktrace", "1")
+    k.clock.advance(200_000_000)
+    body = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
+    wg = k.workload.wg
+    full = short = 0
+    for i, ln in enumerate(body):
+        m = re.search(r"call_site=([\w.]+)\+", ln)
+        if not m:
+            continue
+        frames = []
+        for nxt in body[i + 2:]:
+            if not nxt.startswith(" => "):
+                break
+            frames.append(nxt[4:])
+        assert frames[1] == m.group(1), (ln, frames)
+        if len(frames) == 2:
+            short += 1
+            continue
+        full += 1
+        for callee, caller in zip(frames[1:], frames[2:]):
+            assert (wg.ids[caller], wg.ids[callee]) in wg.site, (caller, callee, frames)
+    assert full > 500 and short < full / 5
