@@ -41,7 +41,7 @@ from .kallsyms import Kallsyms
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
 from .walk import Walk
-from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph, tp_off
+from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph, table_items, tp_off
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
@@ -59,6 +59,7 @@ NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 FRAME_CAP = 100_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
+WAY_KEPT = 0.9             # call_site_stack(): a task's next allocation from a site goes its last way
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 
 
@@ -93,6 +94,8 @@ class Workload:
         table = tasks if tasks is not None else load_tasks()
         self.walk = Walk(kernel, self.wg, self.frames, self.reach, table.idle_profiles)
         self._event_memo: dict[tuple, list] = {}      # event_stack(): paths seen
+        self._callers: dict = {}               # call_site_stack(): profile -> callee -> callers
+        self._ways: dict = {}                  # call_site_stack(): (pid, fid, task_only) -> way
         self._call_counts = None               # call_profile()
         self._fid_by_addr = None               # call_ids()
         spawn_boot_tasks(table, kernel.sched, kernel.subsystem_rng("workload"), self.walk.add)
@@ -235,36 +238,96 @@ class Workload:
     def call_site_stack(self, rng, cpu, kind, site: int, task_only=False):
         """The stack at a tracepoint of ``kind`` (an allocator's) called
         from the function holding the return address ``site`` (an
-        allocation tag's): the running task (or an interrupt on top of it,
-        unless ``task_only``) goes down a path to that function, which
-        calls the allocator.  None when the graph does not have the
-        function or nothing running gets to it."""
+        allocation tag's), for the task running on ``cpu``: from that
+        function up its callers (drawn by the weights of the task's
+        profile) to one of the task's entry points.  None when the graph
+        does not have the function or no way up reaches an entry.  The
+        task's own walk does not move (moving it there made the other
+        events' paths ~25% costlier to draw, their memo keyed by it)."""
         hit = self.ks.lookup(site)
         fid = self.wg.ids.get(hit[0]) if hit is not None else None
         allocs = self.wg.events.get(kind)
         if fid is None or not allocs:
             return None
-        targets = frozenset((fid,))
         c = self.walk.cpus[cpu]
         ts = c.ts
-        key = (ts.frame, ts is c.idle, targets, task_only)
-        seen = self._event_memo.get(key)
-        if seen is not None and len(seen) >= EVENT_MEMO:
-            n = seen[int(rng.random() * len(seen))]
-        else:
-            n = self.reach.path(c, rng, targets, targets, task_only=task_only)
-            if n is None and not task_only:
-                n = self.reach.irq_path(c, rng, targets, targets)
-            if len(self._event_memo) > EVENT_MEMO_KEYS:
-                self._event_memo.clear()
-            self._event_memo.setdefault(key, []).append(n)
-        if n is None:
+        # a task allocating again from the same place mostly does it the
+        # same way (one system call, a loop): its last way up, kept
+        key = (ts.task.pid, fid, task_only)
+        memo = self._ways.get(key)
+        if memo is None or rng.random() >= WAY_KEPT:
+            irq, chain = self._new_way(rng, ts, fid, task_only)
+            # (from a task's own entry the frame is the same every time)
+            memo = (irq, chain, None if irq or chain is None else self._frame_of(
+                self.frames.root(chain[0], ts.mode), chain))
+            if len(self._ways) > EVENT_MEMO_KEYS:
+                self._ways.clear()
+            self._ways[key] = memo
+        irq, chain, fr = memo
+        if chain is None:
             return None
-        ts.frame, ts.phase = n, ENTER
+        if irq:                    # an interrupt on top of what the task does
+            under = ts.frame or c.halt
+            if under is None:
+                return None
+            fr = self._frame_of(self.frames.irq_child(under, chain[0]), chain)
         wg = self.wg
         # the allocator it calls: one the graph has it call, else the kind's first
         a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
-        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + n.stack[1:]
+        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + fr.stack[1:]
+
+    def _frame_of(self, fr, chain):
+        """The frame of ``chain``'s last function, going down from frame
+        ``fr`` (its first)."""
+        for g in chain[1:]:
+            fr = self.frames.child(fr, g)
+        return fr
+
+    def _new_way(self, rng, ts, fid, task_only):
+        """(in an interrupt, function ids from an entry to ``fid``): the
+        task's own calls first, else any the kernel makes (a compiler
+        rarely sends packets, but the allocation is its), else an
+        interrupt's (unless ``task_only``); (False, None): no way."""
+        chain = self._way_up(rng, ts.profile, ts.roots, fid) or \
+            self._way_up(rng, None, ts.roots, fid)
+        if chain is not None:
+            return False, chain
+        if task_only:
+            return False, None
+        chain = self._way_up(rng, ts.profile, self.wg.irq_table, fid)
+        return chain is not None, chain
+
+    def _way_up(self, rng, profile, roots, fid, tries: int = 8):
+        """Function ids from an entry of ``roots`` down to ``fid``, each
+        calling the next in the profile's table (None: the kernel's common
+        one); None if none is found."""
+        rev = self._callers.get(profile)
+        if rev is None:
+            rev = self._callers[profile] = {}
+            tables = self.wg.base_table if profile is None else self.wg.tables[profile]
+            for caller, table in enumerate(tables):
+                for callee, w in zip(*table_items(table)):
+                    if callee >= 0 and w > 0:
+                        rev.setdefault(callee, []).append((caller, w))
+        entries = set(roots[0]) if roots is not None else set()
+        for _ in range(tries):
+            chain, seen, f = [fid], {fid}, fid
+            while f not in entries and len(chain) < self.wg.max_depth:
+                ups = [(g, w) for g, w in rev.get(f, ()) if g not in seen]
+                if not ups:
+                    break
+                x = rng.random() * sum(w for _, w in ups)
+                for g, w in ups:
+                    x -= w
+                    if x < 0:
+                        break
+                chain.append(g)
+                seen.add(g)
+                f = g
+            if f in entries:
+                chain.reverse()
+                return chain
+        return None
 
     def stacks_for_event(self, rng, cpu, kind):
         """(task, stack) for a tracepoint ``kind`` firing on ``cpu``.

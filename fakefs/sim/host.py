@@ -128,6 +128,7 @@ class HostProcesses:
                     task.comm = name
         elif kind == "exit":
             self.exited.add(pid)
+            self.comms.pop(pid, None)
             if len(self.exited) > EXITED_KEPT:
                 self.exited.clear()
             if task is not None:
@@ -255,6 +256,7 @@ class HostProcesses:
             return
         cpu, t = self.on_cpu(task, t)
         self.exited.add(pid)
+        self.comms.pop(pid, None)
         if len(self.exited) > EXITED_KEPT:
             self.exited.clear()
         m._exit(m.runs[pid], cpu, t)
