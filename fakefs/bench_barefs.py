@@ -49,6 +49,8 @@ import time
 import pyfuse3
 import trio
 
+from .fuse.mountpoint import is_mounted, unmount_and_wait
+
 STYLES = ("matched", "naive")
 
 
@@ -212,12 +214,6 @@ def main(argv=None) -> int:
 
 # --- helpers for the benchmark and the tests ---------------------------------
 
-def is_mounted(path: str) -> bool:
-    path = os.path.realpath(path)
-    with open("/proc/self/mounts") as fh:
-        return any(line.split()[1] == path for line in fh)
-
-
 def wait_mounted(path: str, proc: subprocess.Popen | None = None, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not is_mounted(path):
@@ -229,16 +225,6 @@ def wait_mounted(path: str, proc: subprocess.Popen | None = None, timeout: float
         time.sleep(0.02)
 
 
-def unmount(path: str) -> None:
-    if is_mounted(path):
-        subprocess.run(["fusermount3", "-u", path], check=False)
-    for _ in range(50):
-        if not is_mounted(path):
-            return
-        time.sleep(0.1)
-    subprocess.run(["fusermount3", "-u", "-z", path], check=False)
-
-
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -247,7 +233,7 @@ def _child_env() -> dict[str, str]:
 
 
 def _cleanup(mnt: str, *files: str) -> None:
-    unmount(mnt)
+    unmount_and_wait(mnt)
     for f in files:
         with contextlib.suppress(OSError):
             os.unlink(f)

@@ -41,6 +41,8 @@ import tempfile
 import time
 import uuid
 
+from .fuse.mountpoint import unmount_and_wait
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ELLIPSIS = "..."
 TRACING = "sys/kernel/tracing"
@@ -195,14 +197,7 @@ def mounted(lesson: Lesson, python: str = sys.executable):
         subprocess.run(cmd + [mnt], check=True, env=_env(python), timeout=60)
         yield mnt
     finally:
-        subprocess.run([python, "-m", "fakefs", "umount", mnt], env=_env(python),
-                       capture_output=True, timeout=60)
-        for _ in range(50):
-            if not os.path.ismount(mnt):
-                break
-            time.sleep(0.1)
-        else:
-            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        unmount_and_wait(mnt)
         with contextlib.suppress(OSError):
             os.rmdir(mnt)
         with contextlib.suppress(OSError):

@@ -7,9 +7,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
+
+from fakefs.fuse.mountpoint import is_mounted, unmount_and_wait  # tests import is_mounted from here
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,12 +35,6 @@ def fuse_available() -> bool:
 requires_fuse = pytest.mark.skipif(not fuse_available(), reason=fuse_problem() or "")
 requires_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: acts as another uid (setuid) on the mount")
-
-
-def is_mounted(path: str) -> bool:
-    path = os.path.realpath(path)
-    with open("/proc/self/mounts") as fh:
-        return any(line.split()[1] == path for line in fh)
 
 
 @contextlib.contextmanager
@@ -70,14 +65,7 @@ def mounted(cmdline: str = "", seed: int = 1, persona: str | None = None, opts: 
         assert is_mounted(mnt)
         yield mnt
     finally:
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", mnt], check=False)
-        for _ in range(50):
-            if not is_mounted(mnt):
-                break
-            time.sleep(0.1)
-        else:
-            subprocess.run(["fusermount3", "-u", "-z", mnt], check=False)
+        unmount_and_wait(mnt)
         with contextlib.suppress(OSError):
             os.rmdir(mnt)
         if os.path.exists(log):

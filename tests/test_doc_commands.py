@@ -201,10 +201,9 @@ def test_readme_inline_commands_run_as_written(tmp_path):
         sh(fill("python -m fakefs.timeline TRACE", TRACE=trace), REPO, env)
         top = sh("sort -g proc/allocinfo | tail | numfmt --to=iec", mnt, env).splitlines()
         assert len(top) == 10 and all(re.match(r"\s*[\d.]+[KMG]?\s+\d+ ", ln) for ln in top), top
-        if shutil.which("readprofile"):
-            prof = sh(fill("readprofile -p MNT/proc/profile -m MNT/boot/System.map", MNT=mnt),
-                      REPO, env)
-            assert re.search(r"^\s*\d+ total", prof, re.M), prof[-500:]
+        prof = sh(fill("readprofile -p MNT/proc/profile -m MNT/boot/System.map", MNT=mnt),
+                  REPO, env)                        # (util-linux: always there)
+        assert re.search(r"^\s*\d+ total", prof, re.M), prof[-500:]
         heat = sh(fill("fakefs heatmap MNT", MNT=mnt), REPO, env)
         assert "%" in heat
         # docs/tracefs-6.12.md: the function tracer's parent goes

@@ -19,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import threading
+import time
 
 from .procfd import unescape_mount_path
 
@@ -77,6 +78,26 @@ def lazy_unmount(path: str) -> tuple[bool, str]:
     except (OSError, subprocess.TimeoutExpired) as e:
         return False, str(e)
     return r.returncode == 0, r.stdout.strip()
+
+
+def is_mounted(path: str) -> bool:
+    """Something is mounted on ``path`` (as /proc/self/mounts says)."""
+    path = os.path.realpath(path)
+    with open("/proc/self/mounts") as fh:
+        return any(line.split()[1] == path for line in fh)
+
+
+def unmount_and_wait(path: str, tries: int = 50, pause: float = 0.1) -> None:
+    """``fusermount3 -u``, wait until the mount is gone, else detach it
+    lazily (a daemon that does not answer any more)."""
+    if is_mounted(path):
+        subprocess.run(["fusermount3", "-u", path], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    for _ in range(tries):
+        if not is_mounted(path):
+            return
+        time.sleep(pause)
+    lazy_unmount(path)
 
 
 def enclosing_mount(path: str, mountinfo: str = "/proc/self/mountinfo") -> tuple[str, str]:

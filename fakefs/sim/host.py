@@ -93,11 +93,10 @@ class HostProcesses:
             action = ("comm", pid, comm)
         else:
             raise ValueError(kind)
+        m.looked_at()
         if m.frozen:
-            if not m.kernel.machine_seen():
-                self.note(action)
-                return None
-            m.thaw(m.kernel.sim_time)          # something looks since the last step
+            self.note(action)
+            return None
         t = max(t, m.kernel.sim_time)
         m.queue_host(t, action)
         if kind == "fork":

@@ -131,10 +131,7 @@ class Machine:
     def start(self, t: int) -> None:
         """Every task asleep where it waits, every CPU idle, at ``t``.
         What the real processes did meanwhile still happens (from ``t``)."""
-        # (in the order they happened: the heap's list is not in time order)
-        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
-        self.heap.clear()
-        for when, _seq, action in host:
+        for when, action in self._take_host_actions():
             self.queue_host(max(when, t), action)
         self.time = t
         sched = self.sched
@@ -553,8 +550,7 @@ class Machine:
         simulated kernel at ``t`` (a write to trace_marker): it is woken
         (its terminal's interrupt), preempts a CPU, runs for a moment and
         goes back to sleep.  Returns (its CPU, the instant its call runs)."""
-        if self.frozen and self.kernel.machine_seen():
-            self.thaw(self.kernel.sim_time)       # something looks since the last step
+        self.looked_at()
         self.host.caller(pid, comm)
         task = self.host.task(pid)
         if task is None:                      # a simulated task has that pid
@@ -573,12 +569,25 @@ class Machine:
         real processes' events queued so far are kept as facts only (the
         host's bookkeeping), and so are the ones that come meanwhile."""
         self.frozen = True
-        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
-        self.heap.clear()
-        for _when, _seq, action in host:
+        for _when, action in self._take_host_actions():
             self.host.note(action)
 
     def thaw(self, t: int) -> None:
         """Something looks again at ``t``: the machine starts from there."""
         self.frozen = False
         self.start(t)
+
+    def looked_at(self) -> None:
+        """Before what the machine does now (a real process's event, a
+        marker's writer): if it stands still although something sees it
+        (a setting changed since the last step), it starts again now."""
+        if self.frozen and self.kernel.machine_seen():
+            self.thaw(self.kernel.sim_time)
+
+    def _take_host_actions(self) -> list:
+        """The real processes' queued events, (when, action) in the order
+        they happened (the heap's list is not in time order); the queue
+        is emptied."""
+        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
+        self.heap.clear()
+        return [(when, action) for when, _seq, action in host]

@@ -172,6 +172,19 @@ class TraceArray:
         events, triggers or probes); a buffer of markers only does not."""
         return self.current.name != "nop" or bool(self.enabled_events) or self.acts_on_itself()
 
+    def sees_machine(self) -> bool:
+        """Anything of the machine matters to it: it follows the machine
+        (above), or a pid list follows forks (event-fork, function-fork).
+        Asked before every request while the machine stands still: the
+        checks of ``follows_machine()`` and ``flag()``, inline."""
+        if self.enabled_events or self.event_triggers or self.current.name != "nop":
+            return True
+        ops = self.ftrace_ops
+        if ops is not None and ops.probes:
+            return True
+        flags = self.flags
+        return bool(flags.get("event-fork") or flags.get("function-fork"))
+
     def acts_on_itself(self) -> bool:
         """Function probes or event triggers may switch its tracing, its
         events or its snapshot while the machine runs."""

@@ -497,17 +497,5 @@ def register_trace_activity(kernel) -> None:
 
 
 def machine_seen_by_tracing(tracing) -> bool:
-    """What the machine does may reach a buffer (a tracer, events,
-    triggers, probes), or a pid list follows its forks."""
-    # (asked before every request while the machine stands still: the
-    # checks of follows_machine() and flag(), inline)
-    for tr in tracing.arrays():
-        if tr.enabled_events or tr.event_triggers or tr.current.name != "nop":
-            return True
-        ops = tr.ftrace_ops
-        if ops is not None and ops.probes:
-            return True
-        flags = tr.flags
-        if flags.get("event-fork") or flags.get("function-fork"):
-            return True
-    return False
+    """What the machine does matters to some trace array."""
+    return any(tr.sees_machine() for tr in tracing.arrays())

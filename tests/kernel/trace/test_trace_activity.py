@@ -10,7 +10,7 @@ from fakefs.kernel.trace.trace_activity import machine_seen_by_tracing
 
 
 def _slow(tracing) -> bool:
-    """The rule as written in the arrays' own terms."""
+    """The rule in the arrays' own terms (sees_machine() inlines it)."""
     return any(tr.follows_machine() or tr.flag("event-fork") or tr.flag("function-fork")
                for tr in tracing.arrays())
 
