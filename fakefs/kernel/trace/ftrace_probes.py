@@ -127,6 +127,40 @@ def fire_probe(ops, probe, rec, cpu, ts, stack) -> None:
             tr.soft_disabled.add(ev)
 
 
+def probes_may_act(ops) -> bool:
+    """A probe's next call may change what the array records or shows
+    beyond what a gap counts in aggregate (trace_backlog.py): switch its
+    tracing or an event, take a snapshot, dump.  A stacktrace probe writes
+    entries of the buffer, counted with them."""
+    tr = ops.tr
+    for probe in ops.probes:
+        cmd = probe.cmd
+        if cmd == "stacktrace":
+            continue
+        if cmd in ("traceon", "traceoff"):
+            if tr.tracing_is_on() == (cmd == "traceon"):
+                continue
+            if not probe.counted or any(n > 0 for n in probe.entries.values()):
+                return True
+        elif cmd == "snapshot":
+            if not probe.counted or any(n > 0 for n in probe.entries.values()):
+                return True
+        elif cmd in DUMP_COMMANDS:
+            if any(n > 0 for n in probe.entries.values()):
+                return True
+        elif any(d.count and d.enable != (d.ev not in tr.soft_disabled)
+                 for d in probe.entries.values()):
+            return True
+    return False
+
+
+def hit_counted_probes(ops) -> list:
+    """(probe, record) of the counted stacktrace probes with a count left:
+    their count goes down at every call."""
+    return [(p, rec) for p in ops.probes if p.cmd == "stacktrace" and p.counted
+            for rec, n in p.entries.items() if n > 0]
+
+
 def _context(ops, cpu, stack) -> tuple:
     """(pid, flags, preempt count) of the call on ``cpu``."""
     k = ops.kernel

@@ -208,6 +208,18 @@ class CpuBuffer:
         while pages and nbytes > 0:
             evs = pages[0].events
             if evs and evs[-1][0] >= before_ts:
+                # the page went on being written after the skip: what it
+                # held from before was overwritten as well
+                k = 0
+                while evs and evs[0][0] < before_ts:
+                    evs.popleft()
+                    k += 1
+                if k:
+                    page = pages[0]
+                    page.used -= page.used * k // (k + len(evs))
+                    page.nbytes -= page.nbytes * k // (k + len(evs))
+                    self.entries -= k
+                    self.overrun += k
                 break
             lost = pages.popleft()
             nbytes -= lost.used

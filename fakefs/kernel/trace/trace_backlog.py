@@ -23,9 +23,27 @@ invented).
 
 In non-overwrite mode the buffer keeps its *first* buffer-full: the gap is
 simulated in full until every recording CPU has refused an entry, and the
-rest are dropped events.  Function probes switch tracing and events on and
-off, so an array with probes (or event triggers) needs the whole gap in full (the kernel caps
-that at ``MAX_BACKLOG_NS``).
+rest are dropped events.
+
+Function probes and event triggers may switch tracing or events on and off,
+take snapshots, dump or count into histograms.  While one of them can still
+change something at its next hit (``may_act``: a traceoff while tracing is
+on, an enable_event of a disabled event, any snapshot, dump or histogram)
+the gap is simulated in full (the kernel caps that at ``MAX_BACKLOG_NS``).
+Once none can (tracing switched off for good, the counts used up, the
+events already in the state the triggers put them in), what they do is a
+rate like the rest: a counted stacktrace trigger or probe loses the calls of
+the skipped time from its count, and its stacks are entries of the buffer.
+An array that started recording during the gap is measured from then on.
+
+The full parts of one gap make at most GAP_ENTRIES_MAX entries (the cost
+of simulating is per entry: about 2 s of work with everything on).  A buffer
+that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
+keeps the last ones the budget allows; those before are counted as written
+and overwritten (overrun) or dropped, although the buffer had room for
+them: that is where the model gives way instead of holding the request
+that asked.  Triggers and probes that can still act are followed in full for
+the first ACTING_ENTRIES.
 
 While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
 (the kernel's own threshold is longer): simulating what tracing records
@@ -35,20 +53,34 @@ request that changes one catches the kernel up first.
 
 from __future__ import annotations
 
+from .ftrace_probes import hit_counted_probes, probes_may_act
+from .trace_events_trigger import hit_counted_triggers, triggers_may_act
+
 # while something is recorded, a stretch longer than this is a gap (what
 # tracing records costs more to simulate than the time it takes)
 TRACED_GAP_NS = 300_000_000
 PROBE_NS = 200_000_000
 PROBE_ENTRIES = 2000
 MARGIN = 1.25
+# the most entries a gap's full parts may make (about 2 s of work with
+# everything on): the window at the end is no longer than what is left, and
+# triggers or probes that can still act are followed in full for the first
+# ACTING_ENTRIES of them only
+GAP_ENTRIES_MAX = 100_000
+ACTING_ENTRIES = GAP_ENTRIES_MAX // 2
 
 
 class _Meter:
-    """One array's counters when the gap began, per CPU."""
+    """One array's counters when its measure began (the gap's start, or
+    when it started recording in the gap: ``full``, the ns of the gap
+    simulated in full by then), per CPU, and the counts of its counted
+    stacktrace triggers and probes."""
 
-    __slots__ = ("written", "bytes", "dropped", "successes", "drops")
+    __slots__ = ("full", "written", "bytes", "dropped", "successes", "drops",
+                 "trigger_counts", "probe_counts")
 
-    def __init__(self, tr):
+    def __init__(self, tr, full: int = 0):
+        self.full = full
         cpus = tr.buffer.cpus
         self.written = [cb.written for cb in cpus]
         self.bytes = [cb.bytes_written for cb in cpus]
@@ -56,11 +88,24 @@ class _Meter:
         smap = tr.stackmap
         self.successes = list(smap.successes) if smap is not None else None
         self.drops = list(smap.drops) if smap is not None else None
+        self.trigger_counts = [(d, d.count) for d in hit_counted_triggers(tr)]
+        ops = tr.ftrace_ops
+        self.probe_counts = [(p, rec, p.entries[rec]) for p, rec in hit_counted_probes(ops)] \
+            if ops is not None else []
 
 
 def recording(tr) -> bool:
     """Anything reaches ``tr``'s buffer: it records, with a tracer or events."""
     return tr.recording() and (bool(tr.enabled_events) or tr.current.name != "nop")
+
+
+def may_act(tr) -> bool:
+    """A trigger or probe of ``tr`` may still change what it records or
+    shows (see the module's text)."""
+    if tr.event_triggers and triggers_may_act(tr):
+        return True
+    ops = tr.ftrace_ops
+    return ops is not None and bool(ops.probes) and probes_may_act(ops)
 
 
 class TraceBacklog:
@@ -86,13 +131,28 @@ class TraceBacklog:
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
         self.counter_at[t] = tracing.clocks.counter
-        if any(tr.acts_on_itself() for tr in tracing.arrays()):
+        if gap.skipped:
+            return t                           # in the window at the end: to its end
+        arrays = list(tracing.arrays())
+        for tr in arrays:
+            if tr not in self.meters and recording(tr):
+                self.meters[tr] = _Meter(tr, gap.full)     # switched on in the gap
+        used = 0                  # entries the full parts made
+        rate = 0.0                # entries per ns, now
+        for tr, m in self.meters.items():
+            n = sum(cb.written - m.written[c] for c, cb in enumerate(tr.buffer.cpus))
+            used += n
+            if recording(tr) and gap.full > m.full:
+                rate += n / (gap.full - m.full)
+        if used >= GAP_ENTRIES_MAX:
+            return gap.end                     # the budget is spent: skip the rest
+        if used < ACTING_ENTRIES and any(tr.acts_on_itself() and may_act(tr) for tr in arrays):
             return t
-        if not self.meters:
-            return gap.end
-        full = gap.full
         h = gap.end
         for tr, m in self.meters.items():
+            if not recording(tr):
+                continue                       # switched off for good: nothing to fill
+            full = gap.full - m.full
             cpus = tr.buffer.cpus
             wrote = [cb.written - m.written[c] for c, cb in enumerate(cpus)]
             if full < PROBE_NS and min(wrote) < PROBE_ENTRIES:
@@ -106,6 +166,8 @@ class TraceBacklog:
                 if nbytes > 0 and full > 0:
                     fill = cb.nr_pages * cb.subbuf_size * full // nbytes
                     h = min(h, gap.end - int(fill * MARGIN))
+        if rate:                               # no longer than what is left of the budget
+            h = max(h, gap.end - int((GAP_ENTRIES_MAX - used) / rate))
         return h
 
     def gap_ends(self, gap) -> None:
@@ -114,7 +176,11 @@ class TraceBacklog:
             return
         live = set(self.kernel.tracing.arrays())
         for tr, m in meters.items():
-            if tr not in live:
+            # what it did in the skip it does now: nothing could change it
+            if tr not in live or not recording(tr):
+                continue
+            full = gap.full - m.full
+            if full <= 0:
                 continue
             overwrite = tr.flag("overwrite")
             before = self._stamp(tr, gap)
@@ -122,13 +188,31 @@ class TraceBacklog:
                 n = cb.written - m.written[c]
                 if n <= 0:
                     continue
-                cb.unrecorded(self._scale(n, gap), (cb.bytes_written - m.bytes[c]) * gap.skipped // gap.full,
+                cb.unrecorded(self._scale(n, gap, full), (cb.bytes_written - m.bytes[c]) * gap.skipped // full,
                               before, overwrite)
             smap = tr.stackmap
             if smap is not None and m.successes is not None:
                 for c in range(len(smap.successes)):
-                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], gap),
-                                        self._scale(smap.drops[c] - m.drops[c], gap), c, self.rng)
+                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], gap, full),
+                                        self._scale(smap.drops[c] - m.drops[c], gap, full), c, self.rng)
+            self._use_counts(tr, m, gap, full)
+
+    def _use_counts(self, tr, m: _Meter, gap, full: int) -> None:
+        """Counted stacktrace triggers and probes: the hits of the skipped
+        time come off their counts, at the rate of the full parts."""
+        for d, before in m.trigger_counts:
+            used = before - d.count
+            if used > 0 and d.count > 0:
+                d.count = max(0, d.count - self._scale(used, gap, full))
+        changed = False
+        for probe, rec, before in m.probe_counts:
+            now = probe.entries.get(rec)
+            if now is None or now <= 0 or before - now <= 0:
+                continue
+            probe.entries[rec] = max(0, now - self._scale(before - now, gap, full))
+            changed = True
+        if changed:
+            tr.ftrace_ops.count_changed()
 
     def _stamp(self, tr, gap) -> int:
         """The end of the skip as ``tr``'s entries are stamped (its clock):
@@ -140,11 +224,12 @@ class TraceBacklog:
             return self.counter_at.get(gap.skip_end - gap.skipped, self.kernel.tracing.clocks.counter) + 1
         return reader(gap.skip_end)
 
-    def _scale(self, n: int, gap) -> int:
-        """``n`` things in the gap's full part: how many in its skipped time
-        (the fraction rounded at random, so that the expectation is kept)."""
+    def _scale(self, n: int, gap, full: int) -> int:
+        """``n`` things in ``full`` ns of the gap simulated in full: how
+        many in its skipped time (the fraction rounded at random, so that
+        the expectation is kept)."""
         if n <= 0:
             return 0
-        x = n * gap.skipped / gap.full
+        x = n * gap.skipped / full
         k = int(x)
         return k + (self.rng.random() < x - k)

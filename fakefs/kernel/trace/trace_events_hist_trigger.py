@@ -112,6 +112,7 @@ class HistEnableCommand(EnableEventCommand):
     config = "HIST_TRIGGERS"
     enable = True
     count_func = EventCommand.count_func     # event_trigger_count(): every hit counts
+    counts_hits = True
 
     def trigger(self, data, tr, cpu, rec, stack) -> None:
         edata = data.private
@@ -120,6 +121,10 @@ class HistEnableCommand(EnableEventCommand):
                 d.private.cont()
             else:
                 d.private.pause()
+
+    def may_act(self, data, tr) -> bool:
+        edata = data.private
+        return any(d.private.paused == edata.enable for d in hist_datas(tr, edata.ev))
 
     def unreg_all(self, tr, ev) -> None:
         """``hist_enable_unreg_all()``: O_TRUNC removes these too."""

@@ -215,6 +215,7 @@ class EventCommand:
     needs_rec = False             # EVENT_CMD_FL_NEEDS_REC
     config = None                 # the CONFIG_ option it is built with
     unreg_all = None              # (tr, ev) -> None: what O_TRUNC removes
+    counts_hits = True            # a count goes down at every hit (event_trigger_count)
 
     def available(self, config) -> bool:
         return self.config is None or config.enabled(self.config)
@@ -273,6 +274,12 @@ class EventCommand:
     def trigger(self, data: TriggerData, tr, cpu: int, rec, stack) -> None:
         raise NotImplementedError
 
+    def may_act(self, data: TriggerData, tr) -> bool:
+        """Its next hit (count left) may change what the array records or
+        shows beyond what a gap counts in aggregate (trace_backlog.py):
+        a snapshot, a histogram, unless a command knows better."""
+        return True
+
     # -- listing --------------------------------------------------------------------
     def print(self, data: TriggerData) -> str:
         return self.name + _count_and_filter(data)
@@ -289,6 +296,7 @@ class TraceOnCommand(EventCommand):
     name = "traceon"
     trigger_type = ETT_TRACE_ONOFF
     on = True
+    counts_hits = False           # counts only when it switches tracing
 
     def count_func(self, data, tr) -> bool:
         """``traceon_count_func()``: counts only when it switches tracing."""
@@ -299,6 +307,9 @@ class TraceOnCommand(EventCommand):
     def trigger(self, data, tr, cpu, rec, stack) -> None:
         if tr.tracing_is_on() != self.on:
             tr.set_tracing_on(self.on)
+
+    def may_act(self, data, tr) -> bool:
+        return tr.tracing_is_on() != self.on
 
 
 class TraceOffCommand(TraceOnCommand):
@@ -345,6 +356,9 @@ class StacktraceCommand(EventCommand):
                 stack = stack()
             tr.trace_stack(cpu, rec[0], rec[2], rec[3], rec[4], stack)
 
+    def may_act(self, data, tr) -> bool:
+        return False              # its entries are the buffer's, counted with them
+
 
 class EnableEventCommand(EventCommand):
     """enable_event/disable_event:<system>:<event>[:count]
@@ -353,6 +367,7 @@ class EnableEventCommand(EventCommand):
     name = "enable_event"
     trigger_type = ETT_EVENT_ENABLE
     enable = True
+    counts_hits = False           # counts only when the target changes state
 
     def parse(self, tr, ev, glob, param_and_filter) -> None:
         if param_and_filter is None:
@@ -410,6 +425,10 @@ class EnableEventCommand(EventCommand):
         else:
             tr.soft_disabled.add(edata.ev)
 
+    def may_act(self, data, tr) -> bool:
+        edata = data.private
+        return edata.enable != (edata.ev not in tr.soft_disabled)
+
     def print(self, data) -> str:
         ev = data.private.ev
         return "%s:%s:%s%s" % (self.name, ev.system, ev.name, _count_and_filter(data))
@@ -447,6 +466,20 @@ def clear_event_triggers(tr) -> None:
             data.cmd.free(tr, data)
         trig.update_cond()
         forget_if_empty(tr, ev, trig)
+
+
+def triggers_may_act(tr) -> bool:
+    """A trigger of the array with a count left may change what it records
+    or shows at its next hit (``EventCommand.may_act``)."""
+    return any(d.count and d.cmd.may_act(d, tr)
+               for trig in tr.event_triggers.values() for d in trig.triggers)
+
+
+def hit_counted_triggers(tr) -> list:
+    """The array's triggers whose count goes down at every hit and is not
+    yet used up."""
+    return [d for trig in tr.event_triggers.values() for d in trig.triggers
+            if d.count > 0 and d.cmd.counts_hits]
 
 
 def trigger_process_regex(tr, ev, buff: str) -> None:

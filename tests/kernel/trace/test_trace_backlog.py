@@ -96,11 +96,68 @@ def test_nothing_traced_simulates_the_last_window():
     assert sum(simulated) == GAP_WINDOW_NS
 
 
-def test_function_probes_need_the_whole_gap():
-    k, simulated = boot(("set_ftrace_filter", "kernel_clone:traceoff"))
-    k.clock.advance(5_000_000_000)
-    k.run_until_now()
-    assert sum(simulated) == 5_000_000_000
+def test_a_probe_that_can_still_act_is_simulated_in_full_until_it_did():
+    # the buffer holds what came before the first kernel_clone(): the gap
+    # must reach that call in full, and give the very same trace as a
+    # kernel observed all along
+    settings = (("events/sched/enable", "1"), ("set_ftrace_filter", "kernel_clone:traceoff"))
+    full, _ = boot(*settings)
+    observed_every_step(full, 5)
+    gap, simulated = boot(*settings)
+    gap.clock.advance(5_000_000_000)
+    gap.run_until_now()
+    assert rd(full, "tracing_on") == rd(gap, "tracing_on") == "0\n"
+    assert rd(full, "trace") == rd(gap, "trace")
+    assert sum(simulated) < 4_000_000_000          # once off for good, the rest is skipped
+
+
+def test_probes_and_triggers_that_can_change_nothing_do_not_hold_a_gap():
+    # the gap is caught up as without them
+    enabled = ("events/sched/sched_switch/enable", "1")
+    for acting in (("set_ftrace_filter", "schedule:traceon"),                        # on already
+                   ("events/sched/sched_switch/trigger", "traceoff:0"),              # used up
+                   ("events/sched/sched_waking/trigger", "enable_event:sched:sched_switch")):
+        spent = []
+        for settings in ((enabled,), (enabled, acting)):
+            k, simulated = boot(*settings, kb=16)
+            k.clock.advance(5_000_000_000)
+            k.run_until_now()
+            spent.append(sum(simulated))
+        assert spent[0] < 2_000_000_000
+        assert spent[1] == spent[0], (acting, spent)
+
+
+def test_triggers_that_can_act_hold_the_whole_gap():
+    for settings in ((("events/sched/sched_switch/trigger", "hist:keys=prev_pid"),),
+                     (("events/sched/sched_switch/trigger", "snapshot"),),
+                     (("events/sched/sched_switch/trigger", "enable_event:sched:sched_wakeup"),
+                      ("events/sched/sched_waking/trigger", "disable_event:sched:sched_wakeup"))):
+        k, simulated = boot(*settings)
+        k.clock.advance(3_000_000_000)
+        k.run_until_now()
+        assert sum(simulated) == 3_000_000_000, settings
+
+
+def test_counted_stacktraces_lose_the_skipped_hits():
+    settings = (("events/sched/sched_switch/enable", "1"),
+                ("events/sched/sched_switch/trigger", "stacktrace:1000000"),
+                ("set_ftrace_filter", "schedule:stacktrace:1000000"))
+    full, _ = boot(*settings)
+    observed_every_step(full, 10)
+    gap, simulated = boot(*settings)
+    gap.clock.advance(10_000_000_000)
+    gap.run_until_now()
+    assert sum(simulated) < 4_000_000_000
+
+    def left(k):
+        trig = rd(k, "events/sched/sched_switch/trigger")
+        probe = rd(k, "set_ftrace_filter")
+        return (1_000_000 - int(trig.split("count=")[1].split()[0]),
+                1_000_000 - int(probe.split("count=")[1].split()[0]))
+
+    a, b = left(full), left(gap)
+    assert a[0] > 10_000 and a[1] > 10_000, a
+    assert close(a[0], b[0], 0.05) and close(a[1], b[1], 0.05), (a, b)
 
 
 def test_short_waits_are_simulated_in_full():
@@ -119,3 +176,18 @@ def test_while_tracing_a_second_is_a_gap():
     k.clock.advance(1_900_000_000)
     k.run_until_now()
     assert sum(simulated) < 1_000_000_000
+
+
+def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
+    from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_MAX
+    k, simulated = boot(("events/enable", "1"), kb=65536)
+    k.clock.advance(10_000_000_000)
+    k.run_until_now()
+    cpus = k.tracing.global_trace.buffer.cpus
+    entries = sum(cb.entries for cb in cpus)
+    written = sum(cb.entries + cb.overrun for cb in cpus)
+    assert entries <= GAP_ENTRIES_MAX * 1.2, entries
+    assert sum(simulated) < 8_000_000_000, sum(simulated)
+    assert written > 2 * entries, (written, entries)      # the skipped time is counted
+    # what the buffer holds is the end of the gap
+    assert min(cb.oldest_ts() for cb in cpus) >= k.clock.now_ns() - sum(simulated)
