@@ -23,7 +23,6 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import errno
 import functools
@@ -100,6 +99,22 @@ def handler(fn):
                                                   abandon_on_cancel=True)
 
     return wrapper
+
+
+class _Held:
+    """``with``: the kernel's clock held at an instant (see ``FakeFS.at``)."""
+
+    __slots__ = ("clock", "until")
+
+    def __init__(self, clock, until):
+        self.clock = clock
+        self.until = until
+
+    def __enter__(self) -> None:
+        self.clock.held = self.until
+
+    def __exit__(self, *exc) -> None:
+        self.clock.held = None
 
 
 class FakeFS(pyfuse3.Operations):
@@ -187,16 +202,10 @@ class FakeFS(pyfuse3.Operations):
             self.kernel.advance_to(settle)
         return until
 
-    @contextlib.contextmanager
-    def at(self, until: int | None):
+    def at(self, until: int | None) -> "_Held":
         """The kernel serves the request at the instant it came (``until``,
         from ``observe``; None: now).  Only around code that does not await."""
-        clock = self.kernel.clock
-        clock.held = until
-        try:
-            yield
-        finally:
-            clock.held = None
+        return _Held(self.kernel.clock, until)
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)

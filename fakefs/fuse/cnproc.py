@@ -228,6 +228,10 @@ class HostWatch:
         self.queue: list[tuple[ProcEvent, str]] = []
         self.recent: set[int] = set()  # children forked since the last drain
         self.stopping = False
+        # the thread sleeps until the host reports something or stop()
+        # writes here (no periodic wake-ups: each one takes the GIL from
+        # the requests being served)
+        self.wake_r, self.wake_w = os.pipe()
         self.thread = threading.Thread(target=self._loop, name="cnproc", daemon=True)
 
     def start(self) -> None:
@@ -235,12 +239,18 @@ class HostWatch:
 
     def stop(self) -> None:
         self.stopping = True
+        try:
+            os.write(self.wake_w, b"x")
+        except OSError:
+            pass
 
     def _loop(self) -> None:
         while not self.stopping:
             try:
-                select.select([self.conn.sock], [], [], 0.1)
+                select.select([self.conn.sock, self.wake_r], [], [])
             except (OSError, ValueError):
+                return
+            if self.stopping:
                 return
             with self.lock:
                 self._take()

@@ -333,8 +333,11 @@ class Kprobes:
 
     def armed_on(self, func_name: str) -> list:
         """The enabled probes in the function ``func_name``."""
+        by = self._armed()
+        if not by:
+            return []
         func = self.kernel.kallsyms.addr_of(func_name)
-        return self._armed().get(func, []) if func is not None else []
+        return by.get(func, []) if func is not None else []
 
     def fire(self, func_name: str, callers: tuple, cpu: int, task, call) -> None:
         """The model itself calls ``func_name`` (from ``callers``, innermost

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 
@@ -154,3 +155,19 @@ def test_exec_filename_is_the_path_execve_was_given():
         assert got.endswith("/sleep") and os.path.isabs(got)
     finally:
         p.wait()
+
+
+def test_the_watch_sleeps_until_told_and_stops_at_once():
+    a, b = socket.socketpair()
+    conn = FakeConn([])
+    conn.sock = a
+    w = HostWatch(conn, FakeProcs(), FakeClock())
+    w.start()
+    time.sleep(0.3)
+    assert w.thread.is_alive()
+    t0 = time.monotonic()
+    w.stop()
+    w.thread.join(2)
+    assert not w.thread.is_alive() and time.monotonic() - t0 < 0.5
+    a.close()
+    b.close()
