@@ -149,6 +149,10 @@ class FakeFS(pyfuse3.Operations):
         # (cnproc.HostWatch, where the host reports them)
         self.host = host
         self.host_settle: int | None = None   # their events done by this instant
+        # nothing saw the machine when last asked, and no request that may
+        # change a setting has come since (machine_seen() costs a look at
+        # every array: ~5% of the daemon under 50 shells)
+        self.unseen_settled = False
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -175,9 +179,12 @@ class FakeFS(pyfuse3.Operations):
         if ctx is not None:
             self.host.caller(ctx.pid)
         driver = self.kernel.driver
-        if not changes and driver is not None and driver.frozen and not self.host.backlogged() \
-                and not self.kernel.machine_seen():
-            return
+        if changes:
+            self.unseen_settled = False
+        elif driver is not None and driver.frozen and not self.host.backlogged():
+            if self.unseen_settled or not self.kernel.machine_seen():
+                self.unseen_settled = True
+                return
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
@@ -356,8 +363,11 @@ class FakeFS(pyfuse3.Operations):
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
         until = await self.observe() if parent.dops.observes(parent, name) else None
-        with self.at(until):
-            parent.dops.mkdir(parent, name)
+        try:
+            with self.at(until):
+                parent.dops.mkdir(parent, name)
+        finally:
+            self.settings_changed()
         child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.EIO)
@@ -382,6 +392,7 @@ class FakeFS(pyfuse3.Operations):
                 parent.dops.rmdir(parent, name)
         finally:
             self.vfs_removing = None
+            self.settings_changed()
 
     @handler
     async def create(self, parent_inode, name, mode, flags, ctx):
@@ -420,9 +431,13 @@ class FakeFS(pyfuse3.Operations):
                 vfs_probed(self.kernel, "vfs_open"):
             until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
-        with self.at(until):
-            vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
-            n.fops.open(f)
+        try:
+            with self.at(until):
+                vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
+                n.fops.open(f)
+        finally:
+            if until is not None or flags & os.O_TRUNC:
+                self.settings_changed()
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
@@ -466,15 +481,21 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def write(self, fh, off, buf):
         f = self.file(fh)
-        with self.at(await self.observe(changes=True)):
-            return f.node.fops.write(f, bytes(buf))
+        try:
+            with self.at(await self.observe(changes=True)):
+                return f.node.fops.write(f, bytes(buf))
+        finally:
+            self.settings_changed()
 
     @handler
     async def flush(self, fh):
         f = self.files.get(fh)
         if f is not None and type(f.node.fops).flush is not FileOperations.flush:
-            with self.at(await self.observe(changes=True)):
-                f.node.fops.flush(f)
+            try:
+                with self.at(await self.observe(changes=True)):
+                    f.node.fops.flush(f)
+            finally:
+                self.settings_changed()
 
     @handler
     async def fsync(self, fh, datasync):
@@ -486,6 +507,8 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.pop(fh, None)
         if f is not None:
             f.node.fops.release(f)
+            if f.flags & os.O_ACCMODE != os.O_RDONLY:
+                self.settings_changed()        # a release may commit (ftrace_regex_release)
             if vfs_probed(self.kernel, "dput"):       # __fput(): release, then dput()
                 with self.at(await self.observe()):
                     vfs_call(self.kernel, "dput", f.node, f.pid, fh)
@@ -503,6 +526,11 @@ class FakeFS(pyfuse3.Operations):
                 self.poll_wakeup.set()
             self._wake_watcher()
         return mask
+
+    def settings_changed(self) -> None:
+        """A request that may have changed a setting is done (called after
+        it: another request may have asked machine_seen() meanwhile)."""
+        self.unseen_settled = False
 
     def _wake_watcher(self) -> None:
         if self.waiter_wakeup is not None:

@@ -258,3 +258,55 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
               if not ln.startswith("#")]
     assert any("myread" in ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines())
     assert stamps == sorted(stamps)
+
+
+class Switch(FileOperations):
+    """Writing it makes something see the machine."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def write(self, f, data):
+        self.kernel.seen = True
+        return len(data)
+
+
+class FakeHost:
+    def __init__(self):
+        self.drains = 0
+
+    def caller(self, pid):
+        pass
+
+    def backlogged(self):
+        return False
+
+    def drain(self):
+        self.drains += 1
+        return None
+
+
+async def test_while_nothing_sees_the_machine_it_is_asked_once_per_setting_change():
+    k = FakeKernel()
+    k.driver = type("Driver", (), {"frozen": True})()
+    k.seen = False
+    k.asked = 0
+
+    def machine_seen():
+        k.asked += 1
+        return k.seen
+    k.machine_seen = machine_seen
+    t = k.tree
+    t.create_file("switch", 0o644, t.root, None, Switch(k))
+    host = FakeHost()
+    fs = FakeFS(k, host=host)
+    for _ in range(3):
+        await lookup(fs, "switch")
+    assert k.asked == 1 and host.drains == 0          # frozen, unseen: the queue waits
+    a = await lookup(fs, "switch")
+    fi = await fs.open(a.st_ino, os.O_WRONLY, Ctx())
+    await fs.write(fi.fh, 0, b"1")
+    await fs.release(fi.fh)
+    drains, asked = host.drains, k.asked
+    await lookup(fs, "switch")                         # asked again: now seen, drained
+    assert k.asked == asked + 1 and host.drains == drains + 1
