@@ -171,9 +171,9 @@ class FakeFS(pyfuse3.Operations):
     def host_seen(self, ctx, changes: bool = True) -> None:
         """A request: its caller, and whatever the real processes the
         machine follows did before it, become the simulated machine's.
-        While the machine stands still (nothing sees it) a request that
-        changes nothing leaves them queued (the host watch bounds the
-        queue): only what can change what is seen needs them first."""
+        While nothing sees the machine a request that changes nothing
+        leaves them queued (the host watch bounds the queue): only what can
+        change what is seen needs them first."""
         if self.host is None:
             return
         if ctx is not None:
@@ -181,7 +181,8 @@ class FakeFS(pyfuse3.Operations):
         driver = self.kernel.driver
         if changes:
             self.unseen_settled = False
-        elif driver is not None and driver.frozen and not self.host.backlogged():
+        elif driver is not None and not self.host.backlogged():
+            # (not frozen yet: no step since boot; the first one freezes it)
             if self.unseen_settled or not self.kernel.machine_seen():
                 self.unseen_settled = True
                 return

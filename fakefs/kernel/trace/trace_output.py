@@ -158,15 +158,17 @@ class TraceFormatter:
         def context_columns(entry, cpu: int) -> str:
             """``trace_print_context()``"""
             pid = entry[2]
-            s = heads.get((pid, cpu))
+            key = (pid, cpu, entry[3], entry[4]) if irq else (pid, cpu)
+            s = heads.get(key)
             if s is None:
                 s = "%16s-%-7d " % (comm(pid), pid)
                 if tgid:
                     t = find_tgid(pid)
                     s += "(%7d) " % t if t else "(-------) "
-                s = heads[pid, cpu] = s + "[%03d] " % cpu
-            if irq:
-                s += lat_flags(entry)
+                s += "[%03d] " % cpu
+                if irq:
+                    s += lat_flags(entry)
+                heads[key] = s
             if not in_ns:
                 return "%s %12d: " % (s, entry[0])
             usecs = ns2usecs(entry[0])
@@ -221,6 +223,11 @@ class TraceFormatter:
             if t == TRACE_FN:
                 return (s + struct.pack("<QQ", entry[5], entry[6])).decode("latin-1")
             return s.decode("latin-1") + nop_text(t)
+
+        if not msg_only and not mode and fields is None and context and not lat:
+            def plain_line(entry, cpu: int, next_ts=None, idx: int = 0) -> str:
+                return context_columns(entry, cpu) + body(entry)
+            return plain_line
 
         def line(entry, cpu: int, next_ts=None, idx: int = 0) -> str:
             if msg_only and entry[1] == TRACE_PRINT:
