@@ -162,9 +162,20 @@ def test_the_watch_sleeps_until_told_and_stops_at_once():
     conn = FakeConn([])
     conn.sock = a
     w = HostWatch(conn, FakeProcs(), FakeClock())
+    takes = []
+    real_take = w._take
+    w._take = lambda: takes.append(1) or real_take()
     w.start()
-    time.sleep(0.3)
+    time.sleep(0.35)
     assert w.thread.is_alive()
+    assert takes == []                 # no periodic wake-up (it woke every 0.1 s)
+    b.send(b"x")                       # the host reports: it takes at once
+    for _ in range(50):
+        if takes:
+            break
+        time.sleep(0.01)
+    assert takes
+    a.recv(16)
     t0 = time.monotonic()
     w.stop()
     w.thread.join(2)

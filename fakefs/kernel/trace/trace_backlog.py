@@ -37,7 +37,8 @@ the skipped time from its count, and its stacks are entries of the buffer.
 An array that started recording during the gap is measured from then on.
 
 The full parts of one gap make at most GAP_ENTRIES_MAX entries (the cost
-of simulating is per entry: about 2 s of work with everything on).  A buffer
+of simulating is per entry: at the ~20 us an entry measured with everything
+on, about 2 s of work).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
 keeps the last ones the budget allows; those before are counted as written
 and overwritten (overrun) or dropped, although the buffer had room for
@@ -62,8 +63,8 @@ TRACED_GAP_NS = 300_000_000
 PROBE_NS = 200_000_000
 PROBE_ENTRIES = 2000
 MARGIN = 1.25
-# the most entries a gap's full parts may make (about 2 s of work with
-# everything on): the window at the end is no longer than what is left, and
+# the most entries a gap's full parts may make (about 2 s of work at ~20 us
+# an entry with everything on): the window at the end is no longer than what is left, and
 # triggers or probes that can still act are followed in full for the first
 # ACTING_ENTRIES of them only
 GAP_ENTRIES_MAX = 100_000

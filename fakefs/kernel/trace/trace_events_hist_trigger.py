@@ -112,7 +112,6 @@ class HistEnableCommand(EnableEventCommand):
     config = "HIST_TRIGGERS"
     enable = True
     count_func = EventCommand.count_func     # event_trigger_count(): every hit counts
-    counts_hits = True
 
     def trigger(self, data, tr, cpu, rec, stack) -> None:
         edata = data.private

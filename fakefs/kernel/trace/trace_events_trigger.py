@@ -215,7 +215,6 @@ class EventCommand:
     needs_rec = False             # EVENT_CMD_FL_NEEDS_REC
     config = None                 # the CONFIG_ option it is built with
     unreg_all = None              # (tr, ev) -> None: what O_TRUNC removes
-    counts_hits = True            # a count goes down at every hit (event_trigger_count)
 
     def available(self, config) -> bool:
         return self.config is None or config.enabled(self.config)
@@ -296,16 +295,15 @@ class TraceOnCommand(EventCommand):
     name = "traceon"
     trigger_type = ETT_TRACE_ONOFF
     on = True
-    counts_hits = False           # counts only when it switches tracing
 
     def count_func(self, data, tr) -> bool:
         """``traceon_count_func()``: counts only when it switches tracing."""
-        if tr.tracing_is_on() == self.on:
+        if not self.may_act(data, tr):
             return False
         return super().count_func(data, tr)
 
     def trigger(self, data, tr, cpu, rec, stack) -> None:
-        if tr.tracing_is_on() != self.on:
+        if self.may_act(data, tr):
             tr.set_tracing_on(self.on)
 
     def may_act(self, data, tr) -> bool:
@@ -367,7 +365,6 @@ class EnableEventCommand(EventCommand):
     name = "enable_event"
     trigger_type = ETT_EVENT_ENABLE
     enable = True
-    counts_hits = False           # counts only when the target changes state
 
     def parse(self, tr, ev, glob, param_and_filter) -> None:
         if param_and_filter is None:
@@ -409,14 +406,9 @@ class EnableEventCommand(EventCommand):
 
     def count_func(self, data, tr) -> bool:
         """Counts only when the target changes state."""
-        if not data.count:
+        if not self.may_act(data, tr):
             return False
-        edata = data.private
-        if edata.enable == (edata.ev not in tr.soft_disabled):
-            return False
-        if data.count != -1:
-            data.count -= 1
-        return True
+        return super().count_func(data, tr)
 
     def trigger(self, data, tr, cpu, rec, stack) -> None:
         edata = data.private
@@ -476,10 +468,10 @@ def triggers_may_act(tr) -> bool:
 
 
 def hit_counted_triggers(tr) -> list:
-    """The array's triggers whose count goes down at every hit and is not
-    yet used up."""
+    """The array's triggers whose count goes down at every hit (their
+    command counts with ``event_trigger_count()``) and is not used up."""
     return [d for trig in tr.event_triggers.values() for d in trig.triggers
-            if d.count > 0 and d.cmd.counts_hits]
+            if d.count > 0 and type(d.cmd).count_func is EventCommand.count_func]
 
 
 def trigger_process_regex(tr, ev, buff: str) -> None:

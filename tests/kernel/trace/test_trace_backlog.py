@@ -191,3 +191,13 @@ def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
     assert written > 2 * entries, (written, entries)      # the skipped time is counted
     # what the buffer holds is the end of the gap
     assert min(cb.oldest_ts() for cb in cpus) >= k.clock.now_ns() - sum(simulated)
+
+
+def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
+    from fakefs.kernel.trace.trace_events_trigger import hit_counted_triggers
+    k, _ = boot(("events/sched/sched_switch/trigger", "stacktrace:1000000"),
+                ("events/sched/sched_switch/trigger", "traceoff:1000000"),
+                ("events/sched/sched_waking/trigger", "enable_event:sched:sched_switch:1000000"),
+                ("events/sched/sched_wakeup/trigger", "snapshot:1000000"))
+    assert sorted(d.cmd.name for d in hit_counted_triggers(k.tracing.global_trace)) == \
+        ["snapshot", "stacktrace"]

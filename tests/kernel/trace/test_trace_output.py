@@ -247,3 +247,19 @@ def test_userstacktrace_follows_events_and_sym_userobj_names_the_object():
                       for ln in us)
     wr(k, "options/fields", "0")
     wr(k, "options/userstacktrace", "0")
+
+
+def test_a_task_on_a_cpu_shows_each_entry_s_own_context_flags():
+    # the context columns are cached per (pid, cpu, flags, preempt count)
+    from fakefs.kernel.trace import trace_entries as te
+    from fakefs.kernel.trace.trace_output import TraceFormatter
+    k = boot()
+    line = TraceFormatter(k.tracing.global_trace).printer()
+    plain = (1_000_000, te.TRACE_STACK_ID, 1, 0, 0, 7)
+    irq = (2_000_000, te.TRACE_STACK_ID, 1, te.TRACE_FLAG_IRQS_OFF | te.TRACE_FLAG_HARDIRQ, 1, 8)
+    assert line(plain, 0).split("] ")[1].startswith(".....")
+    assert line(irq, 0).split("] ")[1].startswith("d.h1.")
+    assert line(plain, 0).split("] ")[1].startswith(".....")
+    wr(k, "options/irq-info", "0")
+    line = TraceFormatter(k.tracing.global_trace).printer()
+    assert line(irq, 0).split("] ")[1] == "     0.002000: <stack_id 8>\n"
