@@ -149,10 +149,6 @@ class FakeFS(pyfuse3.Operations):
         # (cnproc.HostWatch, where the host reports them)
         self.host = host
         self.host_settle: int | None = None   # their events done by this instant
-        # nothing saw the machine when last asked, and no request that may
-        # change a setting has come since (machine_seen() costs a look at
-        # every array: ~5% of the daemon under 50 shells)
-        self.unseen_settled = False
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -171,21 +167,17 @@ class FakeFS(pyfuse3.Operations):
     def host_seen(self, ctx, changes: bool = True) -> None:
         """A request: its caller, and whatever the real processes the
         machine follows did before it, become the simulated machine's.
-        While nothing sees the machine a request that changes nothing
-        leaves them queued (the host watch bounds the queue): only what can
-        change what is seen needs them first."""
+        While the machine stands still (nothing sees it) a request that
+        changes nothing leaves them queued (the host watch bounds the
+        queue): only what can change what is seen needs them first."""
         if self.host is None:
             return
         if ctx is not None:
             self.host.caller(ctx.pid)
         driver = self.kernel.driver
-        if changes:
-            self.unseen_settled = False
-        elif driver is not None and not self.host.backlogged():
-            # (not frozen yet: no step since boot; the first one freezes it)
-            if self.unseen_settled or not self.kernel.machine_seen():
-                self.unseen_settled = True
-                return
+        if not changes and driver is not None and driver.frozen and not self.host.backlogged() \
+                and not self.kernel.machine_seen():
+            return
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
@@ -364,11 +356,8 @@ class FakeFS(pyfuse3.Operations):
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
         until = await self.observe() if parent.dops.observes(parent, name) else None
-        try:
-            with self.at(until):
-                parent.dops.mkdir(parent, name)
-        finally:
-            self.settings_changed()
+        with self.at(until):
+            parent.dops.mkdir(parent, name)
         child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.EIO)
@@ -393,7 +382,6 @@ class FakeFS(pyfuse3.Operations):
                 parent.dops.rmdir(parent, name)
         finally:
             self.vfs_removing = None
-            self.settings_changed()
 
     @handler
     async def create(self, parent_inode, name, mode, flags, ctx):
@@ -432,13 +420,9 @@ class FakeFS(pyfuse3.Operations):
                 vfs_probed(self.kernel, "vfs_open"):
             until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
-        try:
-            with self.at(until):
-                vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
-                n.fops.open(f)
-        finally:
-            if until is not None or flags & os.O_TRUNC:
-                self.settings_changed()
+        with self.at(until):
+            vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
+            n.fops.open(f)
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
@@ -482,21 +466,15 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def write(self, fh, off, buf):
         f = self.file(fh)
-        try:
-            with self.at(await self.observe(changes=True)):
-                return f.node.fops.write(f, bytes(buf))
-        finally:
-            self.settings_changed()
+        with self.at(await self.observe(changes=True)):
+            return f.node.fops.write(f, bytes(buf))
 
     @handler
     async def flush(self, fh):
         f = self.files.get(fh)
         if f is not None and type(f.node.fops).flush is not FileOperations.flush:
-            try:
-                with self.at(await self.observe(changes=True)):
-                    f.node.fops.flush(f)
-            finally:
-                self.settings_changed()
+            with self.at(await self.observe(changes=True)):
+                f.node.fops.flush(f)
 
     @handler
     async def fsync(self, fh, datasync):
@@ -508,8 +486,6 @@ class FakeFS(pyfuse3.Operations):
         self.poll_waiters.pop(fh, None)
         if f is not None:
             f.node.fops.release(f)
-            if f.flags & os.O_ACCMODE != os.O_RDONLY:
-                self.settings_changed()        # a release may commit (ftrace_regex_release)
             if vfs_probed(self.kernel, "dput"):       # __fput(): release, then dput()
                 with self.at(await self.observe()):
                     vfs_call(self.kernel, "dput", f.node, f.pid, fh)
@@ -527,11 +503,6 @@ class FakeFS(pyfuse3.Operations):
                 self.poll_wakeup.set()
             self._wake_watcher()
         return mask
-
-    def settings_changed(self) -> None:
-        """A request that may have changed a setting is done (called after
-        it: another request may have asked machine_seen() meanwhile)."""
-        self.unseen_settled = False
 
     def _wake_watcher(self) -> None:
         if self.waiter_wakeup is not None:

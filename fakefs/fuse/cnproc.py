@@ -269,15 +269,14 @@ class HostWatch:
 
     def _take(self) -> None:
         """Under the lock: what the socket holds about followed processes,
-        with the program of each exec read while the process lives.  While
-        the machine stands still nobody sees the exec: its name is read
-        when it is handed over (``drain``), and not at all if the process
-        is gone by then."""
+        with the program of each exec read while the process lives (while
+        the machine stands still, only its name: nobody sees the exec)."""
         for ev in self.conn.drain():
             if self._wanted(ev):
                 extra = ""
                 if ev.kind == "exec":
-                    extra = None if self.procs.standing_still() else exec_filename(ev.pid)
+                    extra = _proc_read(ev.pid, "comm") if self.procs.standing_still() \
+                        else exec_filename(ev.pid)
                 self.queue.append((ev, extra))
 
     def backlogged(self) -> bool:
@@ -296,16 +295,8 @@ class HostWatch:
             self._take()
             got, self.queue = self.queue, []
         settle = None
-        gone = {ev.pid for ev, _ in got if ev.kind == "exit"}
         for ev, extra in got:
             t = self.clock.from_monotonic(ev.ts)
-            if extra is None:                 # an exec taken while the machine stood still
-                if ev.pid in gone:
-                    extra = ""                # gone: its name matters to nobody
-                elif self.procs.standing_still():
-                    extra = _proc_read(ev.pid, "comm")
-                else:
-                    extra = exec_filename(ev.pid)
             if ev.kind == "fork":
                 done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid)
             elif ev.kind == "exec":

@@ -182,28 +182,3 @@ def test_the_watch_sleeps_until_told_and_stops_at_once():
     assert not w.thread.is_alive() and time.monotonic() - t0 < 0.5
     a.close()
     b.close()
-
-
-def test_while_the_machine_stands_still_an_exec_is_named_when_handed_over(monkeypatch):
-    reads = []
-
-    def proc_read(pid, what):
-        reads.append((pid, what))
-        return "comm-of-%d" % pid
-    monkeypatch.setattr(cnproc, "_proc_read", proc_read)
-    me = os.getpid()
-    procs = FakeProcs()
-    procs.standing_still = lambda: True
-    evs = [cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me),
-           cnproc.ProcEvent("exec", 0, 1100, 7001, 7001),
-           cnproc.ProcEvent("exec", 0, 1200, me, me),
-           cnproc.ProcEvent("exit", 0, 1300, 7001, 7001)]
-    w = HostWatch(FakeConn(evs), procs, FakeClock())
-    procs.followed.add(me)
-    with w.lock:
-        w._take()
-    assert reads == []                        # nothing read by the thread
-    w.drain()
-    execs = [(g[2], g[3]["filename"]) for g in procs.got if g[0] == "exec"]
-    assert execs == [(7001, ""), (me, "comm-of-%d" % me)]
-    assert reads == [(me, "comm")]            # the one gone by then is not read
