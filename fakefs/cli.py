@@ -70,7 +70,8 @@ def cmd_mount(args) -> int:
             print(f"fakefs: {kernel.config.release} mounted at {mnt}"
                   + (f" (tracing at {mnt}{tracing})" if tracing else "")
                   + "; Ctrl-C to unmount", flush=True)
-        return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready, host=host)
+        return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready, host=host,
+                            links=daemon.proc_links(args.proc_links))
     r, w = os.pipe()
     pid = os.fork()
     if pid:
@@ -101,7 +102,8 @@ def cmd_mount(args) -> int:
         fd = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-    rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w, host=host)
+    rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w, host=host,
+                      links=daemon.proc_links(args.proc_links))
     os._exit(rc)
 
 
@@ -181,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-f", "--foreground", action="store_true", help="do not daemonize")
     add_boot_arguments(m)
     m.add_argument("--log", help="daemon log file")
+    # fakefs sandbox: proc/ shows the host's /proc entries as links to PREFIX/...
+    m.add_argument("--proc-links", metavar="PREFIX", help=argparse.SUPPRESS)
     m.add_argument("mountpoint", nargs="?", help="where to mount (not needed for --persona help)")
     m.set_defaults(func=cmd_mount)
     u = sub.add_parser("umount", help="unmount a fakefs mount")

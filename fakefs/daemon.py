@@ -16,6 +16,7 @@ import trio
 
 from .fuse.adapter import FakeFS
 from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_connector
+from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
@@ -157,8 +158,14 @@ def make_ownership(kernel: Kernel, opts: list[str]) -> tuple[Ownership, list[str
     return own, rest
 
 
+def proc_links(prefix: str | None) -> HostLinks | None:
+    """``--proc-links PREFIX``: the tree's proc/ shows this process's
+    /proc entries it lacks, as links to PREFIX/NAME (fakefs sandbox)."""
+    return HostLinks("proc", prefix, "/proc") if prefix else None
+
+
 def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None,
-          on_ready=None, host: HostWatch | None = None) -> int:
+          on_ready=None, host: HostWatch | None = None, links: HostLinks | None = None) -> int:
     def fail(msg: str) -> int:
         if ready_fd is not None:
             os.write(ready_fd, msg.encode())
@@ -170,7 +177,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
         own, opts = make_ownership(kernel, opts)
     except OwnershipError as e:
         return fail(f"fakefs: {e}\n")
-    ops = FakeFS(kernel, own, host)
+    ops = FakeFS(kernel, own, host, links)
     libfuse: list[str] = []
     try:
         with captured_stderr(libfuse):

@@ -173,6 +173,14 @@ def bind(src: str, dst: str) -> str | None:
     return None if r.returncode == 0 else (r.stdout.strip() or "status %d" % r.returncode)
 
 
+def rbind(src: str, dst: str) -> str | None:
+    """``mount --rbind src dst`` (with the mounts below ``src``); the error
+    text, or None."""
+    r = subprocess.run(["mount", "--rbind", src, dst],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return None if r.returncode == 0 else (r.stdout.strip() or "status %d" % r.returncode)
+
+
 def bind_served(mnt: Path, path: str, bound: list[str], userns: bool, log=_note) -> None:
     """Bind the daemon's ``path`` (under ``mnt``) over the host's ``path``
     in this private namespace.  The daemon must serve it: otherwise a test

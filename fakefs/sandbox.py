@@ -22,7 +22,12 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    that takes its directory's place with the host's entries bound in (not
    in /proc itself: those are reported);
 3. runs COMMAND with the caller's terminal, and forwards SIGINT, SIGTERM
-   and SIGHUP to it (SIGKILL after GRACE_S);
+   and SIGHUP to it (SIGKILL after GRACE_S).  COMMAND gets a namespace of
+   its own (``--cover-proc``) whose /proc is the fake's proc/ with every
+   host entry it lacks shown as a link into the host's procfs, bound at
+   DIR/hostproc there (fakefs/fuse/hostlinks.py): /proc/profile exists
+   although the host's procfs takes no new entries.  The daemon stays in
+   the namespace with the host's /proc (it reads it);
 4. stops the daemon.  The namespace, and with it every mount, goes with
    its last process; the outer stage removes the directory.
 
@@ -47,14 +52,15 @@ from pathlib import Path
 from .mountargs import add_boot_arguments, boot_argv, check_persona
 from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
                         NamespaceError, bind, bind_served, child_env, detach_tracefs_mounts,
-                        fuse_problem, in_private_mount_ns, mount_ns, mounts, stop, umount,
-                        use_userns, userns_problem, wait_ready)
+                        fuse_problem, in_private_mount_ns, mount_ns, mounts, rbind, stop,
+                        umount, use_userns, userns_problem, wait_ready)
 
 DEBUG_DIR = "/sys/kernel/debug"
 # the simulated kernel's, at the host's path (when the fake serves them)
 PROC_FILES = ("/proc/kallsyms", "/proc/allocinfo", "/proc/profile",
               "/proc/sys/vm/mem_profiling", "/proc/sys/kernel/ftrace_enabled")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HOSTPROC = "hostproc"    # where COMMAND's namespace has the host's /proc
 GRACE_S = 10            # COMMAND's time to exit after a forwarded signal
 READY_TIMEOUT = 60
 EXIT_SETUP = 125        # as env(1), timeout(1): the sandbox itself failed
@@ -109,8 +115,9 @@ def run(args) -> int:
         log("error: " + problem)
         return EXIT_SETUP
     tmp = Path(tempfile.mkdtemp(prefix="fakefs-sandbox."))
-    cfg = {"root": str(tmp / "root"), "daemon": [sys.executable, "-m", "fakefs", "mount", "-f"]
-           + boot_argv(args), "daemon_log": str(tmp / "daemon.log"), "command": command,
+    cfg = {"root": str(tmp / "root"), "hostproc": str(tmp / HOSTPROC),
+           "daemon": [sys.executable, "-m", "fakefs", "mount", "-f", "--proc-links",
+                      str(tmp / HOSTPROC)] + boot_argv(args), "daemon_log": str(tmp / "daemon.log"), "command": command,
            "outer_mnt_ns": mount_ns(), "outer_pid": os.getpid(), "userns": userns,
            "quiet": args.quiet, "uname_r": os.uname().release}
     cfg_file = tmp / "config.json"
@@ -247,11 +254,10 @@ class Inner:
             src = self.root / path.lstrip("/")
             if os.path.lexists(path):
                 bind_served(self.root, path, self.placed, self.userns, log)
-            elif os.path.dirname(path) != "/proc" and os.path.isdir(os.path.dirname(path)):
+            elif path.startswith("/proc/"):
+                self.placed.append(path)        # in COMMAND's /proc (--cover-proc)
+            elif os.path.isdir(os.path.dirname(path)):
                 missing.setdefault(os.path.dirname(path), {})[os.path.basename(path)] = src
-            else:
-                self.notes.append("%s: the host's procfs has none to bind over (it is "
-                                  "$FAKEFS_ROOT%s)" % (path, path))
         for d, entries in missing.items():
             self.merge_dir(d, entries, keep_host=True)
             self.placed += [os.path.join(d, n) for n in entries]
@@ -322,14 +328,11 @@ class Inner:
     def run_command(self) -> int:
         env = dict(os.environ, FAKEFS_ROOT=str(self.root))
         argv = self.cfg["command"]
-        try:
-            self.child = subprocess.Popen(argv, env=env)
-        except FileNotFoundError:
-            log("%s: command not found" % argv[0])
-            return 127
-        except PermissionError as e:
-            log("%s: %s" % (argv[0], e.strerror))
-            return 126
+        Path(self.cfg["hostproc"]).mkdir(exist_ok=True)
+        self.child = subprocess.Popen(
+            ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-m",
+             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"], "--"]
+            + argv, env=env)
         if self.stop_at is not None:                # came while it started
             self.child.terminate()
         while True:
@@ -390,6 +393,28 @@ def _die_with_parent() -> None:
         pass
 
 
+def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
+    """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
+    the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
+    Should /proc stay the host's, COMMAND runs with a note saying so."""
+    err = rbind("/proc", hostproc)
+    if err is None:
+        err = bind(os.path.join(root, "proc"), "/proc")
+        if err is not None:
+            umount(hostproc, lazy=True)
+    if err is not None:
+        log("note: /proc stays the host's (%s): /proc/profile and the simulated kernel's "
+            "other /proc files are in $FAKEFS_ROOT/proc" % err)
+    try:
+        os.execvp(command[0], command)
+    except FileNotFoundError:
+        log("%s: command not found" % command[0])
+        return 127
+    except PermissionError as e:
+        log("%s: %s" % (command[0], e.strerror))
+        return 126
+
+
 def inner_main(cfg_path: str) -> int:
     cfg = json.loads(Path(cfg_path).read_text())
     _die_with_parent()          # the outer stage killed: stop too
@@ -405,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--inner":
         return inner_main(argv[1])
+    if len(argv) >= 5 and argv[0] == "--cover-proc" and argv[3] == "--":
+        return cover_proc(argv[1], argv[2], argv[4:])
     parser = argparse.ArgumentParser(prog="fakefs sandbox")
     add_arguments(parser)
     return run(parser.parse_args(argv))

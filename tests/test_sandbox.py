@@ -64,8 +64,12 @@ cat /proc/sys/kernel/ftrace_enabled
 echo 0 > /proc/sys/kernel/ftrace_enabled; echo "now $(cat /proc/sys/kernel/ftrace_enabled)"
 awk '$2 == "/proc/sys/kernel/ftrace_enabled" || $2 == "/proc/kallsyms" {print "bound", $2, $3}' /proc/mounts
 cmp /boot/System.map-$(uname -r) $FAKEFS_ROOT/boot/System.map && echo same-map
-head -1 /proc/allocinfo 2>/dev/null || head -1 $FAKEFS_ROOT/proc/allocinfo
-head -c 4 /proc/profile 2>/dev/null | od -An -tx1 | head -1; ls $FAKEFS_ROOT/proc/profile
+head -1 /proc/allocinfo
+head -c 4 /proc/profile | od -An -tx1 | head -1; ls $FAKEFS_ROOT/proc/profile
+readprofile | tail -1
+echo "self $$ $(readlink /proc/self) $(cut -d' ' -f1 /proc/self/stat)"
+sleep 30 & echo "later $! $(cut -d' ' -f1 /proc/$!/stat)"; kill $!
+test -L /proc/meminfo && grep -q MemTotal /proc/meminfo && echo host-meminfo
 echo "root=$FAKEFS_ROOT"
 exit 7
 """
@@ -94,8 +98,16 @@ def test_the_fakes_files_at_the_real_paths_and_nothing_left():
     root = [ln for ln in out if ln.startswith("root=")][0][len("root="):]
     assert re.fullmatch(r"/tmp/fakefs-sandbox\.[^/]+/root", root)
     assert root + "/proc/profile" in out
-    if not os.path.exists("/proc/allocinfo"):     # procfs takes no new file: said so
-        assert "note: /proc/allocinfo: the host's procfs has none" in r.stderr
+    # /proc is the fake's proc/ with the host's entries as links: /proc/profile
+    # at readprofile's default path, /proc/self the reader's, later pids there
+    assert " 04 00 00 00" in out          # profile=2: the step, 1 << 2
+    assert re.search(r"^\s*\d+ total", r.stdout, re.M), r.stdout
+    self_line = [ln.split() for ln in out if ln.startswith("self ")][0]
+    assert self_line[2] != self_line[1] and self_line[3] != self_line[1], self_line
+    later = [ln.split() for ln in out if ln.startswith("later ")][0]
+    assert later[1] == later[2], later
+    assert "host-meminfo" in out
+    assert "note:" not in r.stderr, r.stderr
     # the host's ftrace_enabled was not written
     if host_ftrace_enabled is not None:
         assert open("/proc/sys/kernel/ftrace_enabled").read() == host_ftrace_enabled

@@ -37,6 +37,7 @@ import trio
 
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
 from ..kernel.fs.vfs import vfs_call, vfs_probed
+from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
 from .signals import signal_pending
@@ -122,7 +123,8 @@ class FakeFS(pyfuse3.Operations):
     enable_writeback_cache = False
     enable_acl = False
 
-    def __init__(self, kernel, ownership: Ownership | None = None, host=None):
+    def __init__(self, kernel, ownership: Ownership | None = None, host=None,
+                 links: HostLinks | None = None):
         super().__init__()
         self.kernel = kernel
         self.tree = kernel.tree
@@ -149,6 +151,8 @@ class FakeFS(pyfuse3.Operations):
         # (cnproc.HostWatch, where the host reports them)
         self.host = host
         self.host_settle: int | None = None   # their events done by this instant
+        # the host's entries shown beside the tree's (fakefs sandbox's /proc)
+        self.links = links
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -209,6 +213,8 @@ class FakeFS(pyfuse3.Operations):
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)
+        if n is None and self.links is not None:
+            n = self.links.node(inode)
         if n is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return n
@@ -221,10 +227,14 @@ class FakeFS(pyfuse3.Operations):
         a.attr_timeout = ATTR_TIMEOUT
         a.st_mode = n.mode
         a.st_nlink = 2 + n.nr_subdirs() if isinstance(n, DirNode) else 1
-        a.st_uid = self.own.uid_of(n)
-        a.st_gid = self.own.gid_of(n)
         a.st_rdev = 0
         size = 0
+        if isinstance(n, HostLink):          # root's, as the host's procfs has them
+            a.st_uid = a.st_gid = 0
+            size = len(n.target)
+        else:
+            a.st_uid = self.own.uid_of(n)
+            a.st_gid = self.own.gid_of(n)
         if isinstance(n, FileNode):
             sizer = getattr(n.fops, "size", None)
             if sizer is not None:
@@ -293,13 +303,24 @@ class FakeFS(pyfuse3.Operations):
         if name == "..":
             return self.attrs(parent.parent or parent)
         child = parent.lookup(name)
+        if child is None and self.links is not None:
+            child = self.links.lookup(parent, name)
         if child is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return self.attrs(child)
 
     @handler
+    async def readlink(self, inode, ctx):
+        n = self.node(inode)
+        if not isinstance(n, HostLink):
+            raise pyfuse3.FUSEError(errno.EINVAL)
+        return os.fsencode(self.links.readlink(n, ctx.pid))
+
+    @handler
     async def setattr(self, inode, attr, fields, fh, ctx):
         n = self.node(inode)
+        if isinstance(n, HostLink):
+            raise pyfuse3.FUSEError(errno.EPERM)
         if (fields.update_mode or fields.update_uid or fields.update_gid) and \
                 isinstance(n, FileNode) and not n.fops.setattr_allowed:
             raise pyfuse3.FUSEError(errno.EPERM)
@@ -337,6 +358,8 @@ class FakeFS(pyfuse3.Operations):
     async def readdir(self, fh, start_id, token):
         n = self.node(fh)
         entries = list(n.children.values())
+        if self.links is not None:
+            entries += self.links.entries(n)
         for i in range(start_id, len(entries)):
             child = entries[i]
             if not pyfuse3.readdir_reply(token, child.name.encode(), self.attrs(child), i + 1):
