@@ -147,18 +147,57 @@ def _text_bytes(v) -> bytes:
     return str(v).encode("latin-1", "replace")
 
 
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def packed_layout(slots, fixed: int):
+    """For a record of numbers and fixed-size strings only: one
+    ``struct.Struct`` for all of it (header, fields at their offsets, the
+    padding zeroed) and, per field, (conversion, mask or None for bytes);
+    None when a field needs more (arrays of numbers, dynamic data)."""
+    fmt = ["<HBBi"]
+    pos = te.TRACE_ENTRY_HDR
+    plan = []
+    for s in sorted(slots, key=lambda s: s.offset):
+        if s.offset < pos:
+            return None
+        if s.kind == INT and s.size in _UNSIGNED:
+            code, mask = _UNSIGNED[s.size], (1 << (8 * s.size)) - 1
+        elif s.kind == STR or (s.kind == ARRAY and s.text and s.elem == 1):
+            code, mask = "%ds" % s.size, None
+        else:
+            return None
+        if s.offset > pos:
+            fmt.append("%dx" % (s.offset - pos))
+        fmt.append(code)
+        plan.append((slots.index(s), s.conv, mask))
+        pos = s.offset + s.size
+    if fixed > pos:
+        fmt.append("%dx" % (fixed - pos))
+    return struct.Struct("".join(fmt)), tuple(plan)
+
+
 class RecordEncoder:
     """Binary records of the entries of one kernel's tracing."""
 
     def __init__(self, tracing):
         self.tracing = tracing
         self._layouts: dict = {}      # event -> (slots, dyn, fixed)
+        self._packed: dict = {}       # event -> packed_layout() (or None)
 
     def layout(self, ev):
         got = self._layouts.get(ev)
         if got is None:
             got = self._layouts[ev] = event_slots(ev)
         return got
+
+    def _fast(self, ev):
+        try:
+            return self._packed[ev]
+        except KeyError:
+            slots, _dyn, fixed = self.layout(ev)
+            got = self._packed[ev] = packed_layout(slots, fixed)
+            return got
 
     def encode(self, entry) -> bytes:
         """The record of ``entry`` (RecordError if it cannot be made)."""
@@ -197,10 +236,32 @@ class RecordEncoder:
         return _PRINT_HDR.pack(te.TRACE_PRINT, flags, pc, entry[2], entry[5]) + buf
 
     def event_record(self, ev, entry, flags, pc) -> bytes:
-        slots, dyn_start, fixed = self.layout(ev)
         args = entry[5]
         if not isinstance(args, tuple):
             args = (args,)
+        fast = self._fast(ev)
+        if fast is not None and len(args) == len(fast[1]):
+            values = []
+            for i, conv, mask in fast[1]:
+                v = args[i]
+                if conv is not None:
+                    v = conv(v)
+                if mask is None:
+                    if isinstance(v, str):
+                        v = v.encode("latin-1", "replace")
+                    elif not isinstance(v, (bytes, bytearray)):
+                        break               # a char array given as numbers
+                elif type(v) is int or type(v) is bool:
+                    v &= mask
+                else:
+                    break                   # not a number: said by the field walk
+                values.append(v)
+            else:
+                return fast[0].pack(entry[1], flags, pc, entry[2], *values)
+        return self._record_by_fields(ev, entry, args, flags, pc)
+
+    def _record_by_fields(self, ev, entry, args, flags, pc) -> bytes:
+        slots, dyn_start, fixed = self.layout(ev)
         if len(args) != len(slots):
             raise RecordError("%s:%s: %d values for %d fields"
                               % (ev.system, ev.name, len(args), len(slots)))

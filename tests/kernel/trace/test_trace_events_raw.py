@@ -1,0 +1,79 @@
+"""The binary records of events (trace_events_raw.py): the one-struct
+packing of records made of numbers and fixed strings gives the very bytes
+the field-by-field layout gives (the decoding itself is checked against the
+trace text in test_ring_buffer_page.py)."""
+
+import pytest
+
+from fakefs import sim
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace import trace_entries as te
+from fakefs.kernel.trace.trace_events_raw import RecordEncoder, RecordError, packed_layout
+from kfiles import wr
+
+FTRACE_TYPES = {te.TRACE_FN, te.TRACE_STACK, te.TRACE_USER_STACK, te.TRACE_STACK_ID,
+                te.TRACE_PRINT, te.TRACE_FUNC_REPEATS, te.TRACE_RAW_DATA}
+
+
+def _machine_entries():
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wr(k, "buffer_size_kb", "4096")
+    wr(k, "events/enable", "1")
+    wr(k, "events/syscalls/enable", "1")
+    for _ in range(25):
+        k.clock.advance(20_000_000)
+        k.run_until_now()
+    wr(k, "tracing_on", "0")
+    entries = [e for cb in k.tracing.global_trace.buffer.cpus for e in cb.events()
+               if e[1] not in FTRACE_TYPES]
+    return k, entries
+
+
+def test_packed_records_are_the_field_layouts_bytes():
+    k, entries = _machine_entries()
+    enc = RecordEncoder(k.tracing)
+    packed = walked = 0
+    kinds = set()
+    for e in entries:
+        ev = k.tracing.events_by_id[e[1]]
+        flags, pc = e[3] & 0xff, e[4] & 0xff
+        args = e[5] if isinstance(e[5], tuple) else (e[5],)
+        slow = enc._record_by_fields(ev, e, args, flags, pc)
+        assert enc.event_record(ev, e, flags, pc) == slow, ev.name
+        if enc._fast(ev) is not None:
+            packed += 1
+            kinds.add(ev.name)
+        else:
+            walked += 1
+    # most of what the machine fires is numbers and fixed strings; the
+    # rest (__data_loc strings, arrays of numbers) takes the field walk
+    assert packed > 2000 and len(kinds) > 30, (packed, len(kinds))
+    assert walked > 0
+
+
+def test_a_value_that_is_no_number_is_refused_on_either_path():
+    k, entries = _machine_entries()
+    enc = RecordEncoder(k.tracing)
+    e = next(e for e in entries if k.tracing.events_by_id[e[1]].name == "sched_switch")
+    ev = k.tracing.events_by_id[e[1]]
+    assert enc._fast(ev) is not None
+    args = list(e[5])
+    i = next(i for i, a in enumerate(args) if type(a) is int)
+    args[i] = "not a number"
+    bad = e[:5] + (tuple(args),) + e[6:]
+    with pytest.raises(RecordError):
+        enc.event_record(ev, bad, 0, 0)
+
+
+def test_fields_that_overlap_or_need_more_are_not_packed():
+    class Slot:
+        def __init__(self, kind, offset, size, text=False, elem=0):
+            self.kind, self.offset, self.size, self.text, self.elem = kind, offset, size, text, elem
+            self.conv = None
+    from fakefs.kernel.trace.trace_events_raw import ARRAY, DATA_LOC, INT, STR
+    fmt, plan = packed_layout([Slot(INT, 8, 4), Slot(STR, 12, 16), Slot(INT, 32, 8)], 40)
+    assert fmt.size == 40 and len(plan) == 3
+    assert packed_layout([Slot(INT, 8, 4), Slot(DATA_LOC, 12, 4)], 16) is None
+    assert packed_layout([Slot(ARRAY, 8, 16, elem=8)], 24) is None
+    assert packed_layout([Slot(INT, 8, 8), Slot(INT, 12, 4)], 16) is None     # overlap
+    assert packed_layout([Slot(INT, 8, 3)], 16) is None                       # odd size
