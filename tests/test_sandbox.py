@@ -176,6 +176,11 @@ trace-cmd report 2>/dev/null | grep -c ' function: *schedule'
 trace-cmd reset >/dev/null 2>&1
 perf list tracepoint 2>/dev/null | grep -c 'sched:sched_switch'
 sysctl -n vm.mem_profiling
+trace-cmd start -e sched_switch >/dev/null 2>&1
+trace-cmd stat 2>/dev/null | grep -cx ' *sched_switch'
+trace-cmd stop; trace-cmd extract -o ex.dat >/dev/null 2>&1; echo "extract=$?"
+trace-cmd report -i ex.dat 2>/dev/null | grep -c ' sched_switch: '
+trace-cmd reset >/dev/null 2>&1; trace-cmd stat 2>/dev/null | grep -A1 -x 'Events:' | tail -1
 """
 
 
@@ -192,6 +197,11 @@ def test_trace_cmd_records_and_reports_events_stack_ids_and_functions():
     switches, ids, calls, perf_hits = (int(x) for x in out[1:5])
     assert switches > 10 and ids > 10 and calls > 5 and perf_hits >= 1, r.stdout
     assert out[5] == "1", r.stdout
+    # trace-cmd stat sees the enabled event, extract reads what start recorded
+    rest = r.stdout.splitlines()[6:]
+    assert rest[0] == "1", r.stdout
+    assert rest[1] == "extract=0" and int(rest[2]) > 10, r.stdout
+    assert rest[3].strip() == "All disabled", r.stdout
 
 
 # --- without running it ------------------------------------------------------------------
