@@ -195,9 +195,10 @@ class HostProcesses:
         if task.on_cpu:
             cpu = task.cpu
             return cpu, m._at(cpu, t)
-        if task.state == "R":                 # preempted earlier, still queued
+        if task.state == "R":                 # preempted earlier, or woken and queued
             cpu = task.cpu
             t = m._at(cpu, t)
+            sched.idle_exit(cpu, t)           # its CPU halted, the IPI still on its way
         else:
             idle = [c for c in range(sched.nr_cpus) if sched.curr[c].pid == 0]
             cpu = idle[0] if idle else m.rng.randrange(sched.nr_cpus)

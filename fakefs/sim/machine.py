@@ -521,8 +521,8 @@ class Machine:
 
     def _resched(self, t: int, cpu: int) -> None:
         sched = self.sched
-        if not sched.need_resched[cpu]:
-            return
+        if not sched.need_resched[cpu] or sched.idling[cpu]:
+            return          # (a halted CPU waits for the reschedule IPI in flight)
         t = self._at(cpu, t)
         if not sched.rq[cpu]:
             sched.need_resched[cpu] = False

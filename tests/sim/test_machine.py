@@ -358,3 +358,44 @@ def test_what_a_machine_watcher_sees_keeps_it_running():
     k.clock.advance(STEP)
     k.run_until_now()
     assert not k.driver.frozen
+
+
+def test_a_halted_cpu_switches_only_after_the_interrupt_that_wakes_it():
+    """A task woken onto a halted CPU from another one: that CPU leaves idle
+    when the reschedule IPI arrives (cpu_idle exit, the IPI, then the
+    switch), even if a reschedule of its own was still pending (found in a
+    60 s capture: the switch came first, the idle exit after it)."""
+    from fakefs.kernel.sched import CTX_TASK
+    from fakefs.sim.machine import _RESCHED
+    k = boot(seed=4)
+    write(k, T + "events/enable", "1")
+    m = k.driver
+    sched = k.sched
+    run(k, 0.1)
+    for _ in range(2000):                   # CPU 0 halted, CPU 1 running a task
+        k.clock.advance(100_000)
+        k.run_until_now()
+        if sched.idling[0] and sched.curr[1].pid != 0 and \
+                m.clock[0] < k.sim_time and m.clock[1] < k.sim_time:
+            break
+    else:
+        pytest.skip("no moment with CPU 0 halted and CPU 1 busy")
+    sleeper = next(r for r in m.runs.values() if r.task.state == "S" and not r.host
+                   and r.task.pid > 0)
+    sleeper.task.cpu = 0
+    t = max(m.clock) + 1000
+    m._at(1, t)
+    m._try_wake(sleeper, 1, t, CTX_TASK)
+    assert sched.need_resched[0]
+    m._push(t + 500, _RESCHED, 0, 0)        # a stale one, before the IPI lands
+    run(k, 0.02)
+    write(k, T + "tracing_on", "0")
+    lines = [ln for ln in read(k, T + "trace").splitlines() if not ln.startswith("#")]
+    pid = sleeper.task.pid
+    first = next(i for i, ln in enumerate(lines)
+                 if "[000]" in ln and "sched_switch:" in ln and "next_pid=%d " % pid in ln)
+    before = [ln for ln in lines[:first] if "[000]" in ln]
+    assert any("cpu_idle: state=4294967295" in ln for ln in before[-4:]), before[-6:]
+    assert any("reschedule_entry" in ln for ln in before[-4:]), before[-6:]
+    report = check(read(k, T + "trace").splitlines())
+    assert report.total == 0, report.text()
