@@ -17,6 +17,7 @@ from .trace_events import event_trace_add_tracer
 from .trace_events_pid import event_pid_files
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word, user_ulong
+from .trace_printk import PrintkFormatsOps
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
 from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
 from .trace_snapshot import SnapshotOps
@@ -426,6 +427,8 @@ def create_top_level_files(tracing, root) -> None:
         f("stack_map", W, root, tr.stackmap, StackMapOps(ks))
         f("stack_map_stat", R, root, tr.stackmap, StackMapStatOps())
         f("stack_map_bin", R, root, tr.stackmap, StackMapBinOps())
+    # trace_printk.c's fs_initcall, after trace.c's (link order)
+    f("printk_formats", R, root, tr, PrintkFormatsOps(tracing.kernel.kallsyms))
 
 
 def _populate_options(opts) -> None:
