@@ -16,6 +16,7 @@ import trio
 
 from .fuse.adapter import FakeFS
 from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_connector
+from .fuse import noflush
 from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
@@ -178,6 +179,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     except OwnershipError as e:
         return fail(f"fakefs: {e}\n")
     ops = FakeFS(kernel, own, host, links)
+    noflush.install()
     libfuse: list[str] = []
     try:
         with captured_stderr(libfuse):

@@ -37,6 +37,7 @@ import trio
 
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
 from ..kernel.fs.vfs import vfs_call, vfs_probed
+from . import noflush
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -449,6 +450,8 @@ class FakeFS(pyfuse3.Operations):
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
+        if flags & os.O_ACCMODE == os.O_RDONLY and type(n.fops).flush is FileOperations.flush:
+            noflush.mark(fh)            # its FLUSH would do nothing (see flush())
         return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False,
                                 nonseekable=n.fops.nonseekable)
 
