@@ -707,15 +707,21 @@ def encode(data):
     return gzip.compress(text.encode() + b"\n", compresslevel=9, mtime=0)
 
 
-def main(argv=None):
+def tool_parser(doc: str, data_file: str) -> argparse.ArgumentParser:
+    """The options of a generator reading the dbg package: --cache, --out
+    (``data_file`` in fakefs/kernel/trace/data/ by default), --check."""
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/fakefs/mkevents"))
     ap.add_argument("--out", default=os.path.join(here, "..", "fakefs", "kernel", "trace",
-                                                   "data", "events-6.12.gz"))
+                                                   "data", data_file))
     ap.add_argument("--check", action="store_true",
                     help="compare with --out instead of writing it")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    args = tool_parser(__doc__, "events-6.12.gz").parse_args(argv)
     t0 = time.time()
     root = fetch(args.cache)
     data, problems = build(root)

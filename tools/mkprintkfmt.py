@@ -21,7 +21,6 @@ does.  Only the Python standard library is needed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -56,14 +55,7 @@ def build(root: str) -> str:
 
 
 def main(argv=None) -> int:
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/fakefs/mkevents"))
-    ap.add_argument("--out", default=os.path.join(here, "..", "fakefs", "kernel", "trace",
-                                                   "data", "printk_formats-6.12.tsv"))
-    ap.add_argument("--check", action="store_true",
-                    help="compare with --out instead of writing it")
-    args = ap.parse_args(argv)
+    args = mkevents.tool_parser(__doc__, "printk_formats-6.12.tsv").parse_args(argv)
     data = build(mkevents.fetch(args.cache))
     if args.check:
         with open(args.out) as fh:
