@@ -166,17 +166,10 @@ def detach_tracefs_mounts(userns: bool = False) -> None:
     raise NamespaceError("could not detach the existing tracefs mounts: %s" % tracefs_lines())
 
 
-def bind(src: str, dst: str) -> str | None:
-    """``mount --bind src dst``; the error text, or None."""
-    r = subprocess.run(["mount", "--bind", src, dst],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return None if r.returncode == 0 else (r.stdout.strip() or "status %d" % r.returncode)
-
-
-def rbind(src: str, dst: str) -> str | None:
-    """``mount --rbind src dst`` (with the mounts below ``src``); the error
-    text, or None."""
-    r = subprocess.run(["mount", "--rbind", src, dst],
+def bind(src: str, dst: str, recursive: bool = False) -> str | None:
+    """``mount --bind src dst`` (``--rbind``: with the mounts below
+    ``src``); the error text, or None."""
+    r = subprocess.run(["mount", "--rbind" if recursive else "--bind", src, dst],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return None if r.returncode == 0 else (r.stdout.strip() or "status %d" % r.returncode)
 

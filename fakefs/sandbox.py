@@ -52,8 +52,8 @@ from pathlib import Path
 from .mountargs import add_boot_arguments, boot_argv, check_persona
 from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
                         NamespaceError, bind, bind_served, child_env, detach_tracefs_mounts,
-                        fuse_problem, in_private_mount_ns, mount_ns, mounts, rbind, stop,
-                        umount, use_userns, userns_problem, wait_ready)
+                        fuse_problem, in_private_mount_ns, mount_ns, mounts, stop, umount,
+                        use_userns, userns_problem, wait_ready)
 
 DEBUG_DIR = "/sys/kernel/debug"
 # the simulated kernel's, at the host's path (when the fake serves them)
@@ -117,7 +117,8 @@ def run(args) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="fakefs-sandbox."))
     cfg = {"root": str(tmp / "root"), "hostproc": str(tmp / HOSTPROC),
            "daemon": [sys.executable, "-m", "fakefs", "mount", "-f", "--proc-links",
-                      str(tmp / HOSTPROC)] + boot_argv(args), "daemon_log": str(tmp / "daemon.log"), "command": command,
+                      str(tmp / HOSTPROC)] + boot_argv(args),
+           "daemon_log": str(tmp / "daemon.log"), "command": command,
            "outer_mnt_ns": mount_ns(), "outer_pid": os.getpid(), "userns": userns,
            "quiet": args.quiet, "uname_r": os.uname().release}
     cfg_file = tmp / "config.json"
@@ -397,7 +398,7 @@ def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
     """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
     the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
     Should /proc stay the host's, COMMAND runs with a note saying so."""
-    err = rbind("/proc", hostproc)
+    err = bind("/proc", hostproc, recursive=True)
     if err is None:
         err = bind(os.path.join(root, "proc"), "/proc")
         if err is not None:

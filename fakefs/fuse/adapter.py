@@ -72,6 +72,11 @@ def _invalidate_all(items) -> None:
             log.debug("invalidate %r failed", name, exc_info=True)
 
 
+def _flushes(fops) -> bool:
+    """The file's operations do something at FLUSH (``->flush``)."""
+    return type(fops).flush is not FileOperations.flush
+
+
 def handler(fn):
     """Map kernel errors to errno and contain every other exception.  The
     entries the request removed are invalidated before it is answered (a
@@ -232,7 +237,7 @@ class FakeFS(pyfuse3.Operations):
         size = 0
         if isinstance(n, HostLink):          # root's, as the host's procfs has them
             a.st_uid = a.st_gid = 0
-            size = len(n.target)
+            size = 0 if n.reader else len(n.target)
         else:
             a.st_uid = self.own.uid_of(n)
             a.st_gid = self.own.gid_of(n)
@@ -450,8 +455,8 @@ class FakeFS(pyfuse3.Operations):
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
-        if flags & os.O_ACCMODE == os.O_RDONLY and type(n.fops).flush is FileOperations.flush:
-            noflush.mark(fh)            # its FLUSH would do nothing (see flush())
+        if flags & os.O_ACCMODE == os.O_RDONLY and not _flushes(n.fops):
+            noflush.mark(fh)            # its FLUSH would do nothing
         return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False,
                                 nonseekable=n.fops.nonseekable)
 
@@ -498,7 +503,7 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def flush(self, fh):
         f = self.files.get(fh)
-        if f is not None and type(f.node.fops).flush is not FileOperations.flush:
+        if f is not None and _flushes(f.node.fops):
             with self.at(await self.observe(changes=True)):
                 f.node.fops.flush(f)
 

@@ -34,14 +34,16 @@ SELF_LINKS = ("self", "thread-self")      # the reader's, as procfs's own
 
 
 class HostLink:
-    """A symbolic link to the host's ``target``."""
+    """A symbolic link to the host's ``target``; ``reader`` for ``self``
+    and ``thread-self`` at the top, which read as the reader's pid."""
 
-    __slots__ = ("name", "ino", "target", "mode", "mtime")
+    __slots__ = ("name", "ino", "target", "reader", "mode", "mtime")
 
-    def __init__(self, name: str, ino: int, target: str):
+    def __init__(self, name: str, ino: int, target: str, reader: bool):
         self.name = name
         self.ino = ino
         self.target = target
+        self.reader = reader
         self.mode = LINK_MODE
         self.mtime = time.time()
 
@@ -57,7 +59,7 @@ class HostLinks:
         self.host_root = host_root.rstrip("/")
         self._next = LINK_INO_BASE
         self.by_ino: dict[int, HostLink] = {}
-        self.by_path: dict[str, HostLink] = {}      # relative path -> link
+        self.dirs: dict[str, dict[str, HostLink]] = {}   # relative dir -> name -> link
 
     def _rel(self, parent) -> str | None:
         """``parent``'s path below the mirrored directory ('' for itself);
@@ -73,23 +75,24 @@ class HostLinks:
         return self.by_ino.get(ino)
 
     def _link(self, rel: str, name: str) -> HostLink:
-        path = rel + "/" + name if rel else name
-        link = self.by_path.get(path)
+        known = self.dirs.setdefault(rel, {})
+        link = known.get(name)
         if link is None:
-            link = HostLink(name, self._next, self.prefix + "/" + path)
+            path = rel + "/" + name if rel else name
+            link = HostLink(name, self._next, self.prefix + "/" + path,
+                            reader=not rel and name in SELF_LINKS)
             self._next += 1
-            self.by_path[path] = link
-            self.by_ino[link.ino] = link
+            known[name] = self.by_ino[link.ino] = link
         return link
 
     def _drop(self, rel: str, name: str) -> None:
-        link = self.by_path.pop(rel + "/" + name if rel else name, None)
+        link = self.dirs.get(rel, {}).pop(name, None)
         if link is not None:
             del self.by_ino[link.ino]
 
     def readlink(self, link: HostLink, tid: int) -> str:
         """What ``link`` reads for the thread ``tid``."""
-        if link.name in SELF_LINKS and link.target == self.prefix + "/" + link.name:
+        if link.reader:
             tgid = self._tgid(tid)
             if tgid is not None:
                 return str(tgid) if link.name == "self" else "%d/task/%d" % (tgid, tid)
@@ -109,17 +112,17 @@ class HostLinks:
         """The link for ``name`` in ``parent`` (which has no such entry
         itself), or None when the host has none either."""
         rel = self._rel(parent)
-        if rel is None or name in (".", "..") or "/" in name:
+        if rel is None:
             return None
-        host = os.path.join(self.host_root, rel, name)
-        if not os.path.lexists(host):
+        if not os.path.lexists(os.path.join(self.host_root, rel, name)):
             self._drop(rel, name)
             return None
         return self._link(rel, name)
 
     def entries(self, parent) -> list[HostLink]:
         """The host's entries that ``parent`` does not have, as links, in
-        the host's order."""
+        the host's order; the links of entries the host no longer has go
+        (pids come and go)."""
         rel = self._rel(parent)
         if rel is None:
             return []
@@ -127,13 +130,7 @@ class HostLinks:
             names = os.listdir(os.path.join(self.host_root, rel))
         except OSError:
             names = []
+        for name in set(self.dirs.get(rel, ())) - set(names):
+            self._drop(rel, name)
         own = parent.children
-        out = [self._link(rel, n) for n in names if n not in own]
-        # what the host no longer has goes (pids come and go)
-        listed = set(names)
-        base = rel + "/" if rel else ""
-        gone = [p for p in self.by_path
-                if p.startswith(base) and "/" not in p[len(base):] and p[len(base):] not in listed]
-        for p in gone:
-            self._drop(rel, p[len(base):])
-        return out
+        return [self._link(rel, n) for n in names if n not in own]

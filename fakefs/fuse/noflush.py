@@ -63,10 +63,6 @@ def mark(fh: int) -> None:
         _marked.add(fh)
 
 
-def installed() -> bool:
-    return bool(_state)
-
-
 def install(header: str = HEADER) -> bool:
     """Patch pyfuse3 (once); False when it cannot be done safely."""
     if _state:

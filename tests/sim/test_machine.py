@@ -360,7 +360,7 @@ def test_what_a_machine_watcher_sees_keeps_it_running():
     assert not k.driver.frozen
 
 
-@pytest.mark.parametrize("seed", [1, 4, 7, 11])
+@pytest.mark.parametrize("seed", [1, 2, 4, 11])   # each fails without the fix
 def test_a_halted_cpu_switches_only_after_the_interrupt_that_wakes_it(seed):
     """A task woken onto a halted CPU from another one: that CPU leaves idle
     when the reschedule IPI arrives (cpu_idle exit, the IPI, then the

@@ -153,7 +153,8 @@ _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
 def packed_layout(slots, fixed: int):
     """For a record of numbers and fixed-size strings only: one
     ``struct.Struct`` for all of it (header, fields at their offsets, the
-    padding zeroed) and, per field, (conversion, mask or None for bytes);
+    padding zeroed) and, per field in offset order, (its index in the
+    entry's args, its conversion, the mask of a number or None for bytes);
     None when a field needs more (arrays of numbers, dynamic data)."""
     fmt = ["<HBBi"]
     pos = te.TRACE_ENTRY_HDR

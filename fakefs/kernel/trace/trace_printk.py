@@ -18,6 +18,7 @@ one, as ``t_show()`` has it).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -26,19 +27,18 @@ from ..fs.pseudo import FileOperations
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "printk_formats-6.12.tsv")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", '"': '\\"'}
 
-_CACHE: list = []
 
-
-def tracepoint_strings(path: str = DATA_PATH) -> list[tuple[int, str]]:
+@functools.cache
+def tracepoint_strings() -> tuple[tuple[int, str], ...]:
     """(offset from ``_text``, string) in the order the kernel lists them."""
-    if not _CACHE:
-        with open(path) as fh:
-            for line in fh:
-                if line.startswith("#") or not line.strip():
-                    continue
-                off, _, text = line.rstrip("\n").partition("\t")
-                _CACHE.append((int(off, 16), json.loads(text)))
-    return _CACHE
+    out = []
+    with open(DATA_PATH) as fh:
+        for line in fh:
+            if line.startswith("#") or not line.strip():
+                continue
+            off, _, text = line.rstrip("\n").partition("\t")
+            out.append((int(off, 16), json.loads(text)))
+    return tuple(out)
 
 
 def format_line(addr: int, text: str) -> str:
