@@ -30,6 +30,19 @@ from __future__ import annotations
 
 from .sched import HARDIRQ, IRQS_OFF, SOFTIRQ, task_stack
 
+# the functions an interrupt enters by: a stack through one of the first is
+# in hard-irq context, through one of the second (and none of the first
+# below it) in softirq context; code that may sleep never runs under them
+HARDIRQ_FUNCS = frozenset({
+    "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
+    "handle_irq_event", "__handle_irq_event_percpu", "common_interrupt", "__common_interrupt",
+    "sysvec_call_function_single", "__sysvec_call_function_single", "__sysvec_call_function",
+    "__sysvec_irq_work", "sysvec_reschedule_ipi"})
+SOFTIRQ_FUNCS = frozenset({
+    "__do_softirq", "handle_softirqs", "net_rx_action", "rcu_core", "run_timer_softirq",
+    "irq_exit_rcu"})
+INTERRUPT_FUNCS = HARDIRQ_FUNCS | SOFTIRQ_FUNCS
+
 US = 1000
 LOCAL_TIMER_VECTOR = 236
 RESCHEDULE_VECTOR = 253

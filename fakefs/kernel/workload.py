@@ -23,6 +23,10 @@ take most hits, over a long tail.  The tasks are those of
 one of the functions where it fires (``reach``).  ``sched_switch`` switches
 tasks, the other kinds now and then let the running task sleep first, but
 the wakeup kinds (``NOSWITCH_KINDS``) never do: the waker goes on running.
+An allocation's stack (``call_site_stack()``) goes through its call site,
+the function holding its allocation tag, and up that function's callers to
+an entry point: the graph's, and for the many call sites the graph lacks
+their callers in the 6.12 source first (``alloc_callers``, ``call_sites``).
 
 Stacks are tuples of return addresses, innermost first, as
 ``stack_trace_save()`` stores them: ``stack[0]`` is inside the function being
@@ -35,13 +39,15 @@ every frame resolves with the table in use.
 
 from __future__ import annotations
 
+from .alloc_callers import AllocCallers
+from .call_sites import CallSites
 from .callgraph import CallGraph, load_callgraph
 from .frames import ENTER, RESUME, Frames, interrupted
 from .kallsyms import Kallsyms
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
 from .walk import Walk
-from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph, table_items, tp_off
+from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
@@ -59,7 +65,6 @@ NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 FRAME_CAP = 100_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
-WAY_KEPT = 0.9             # call_site_stack(): a task's next allocation from a site goes its last way
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
 
 
@@ -70,13 +75,17 @@ class Workload:
     ``calls_to(rng, cpu, ids)`` (with ``call_ids(addrs)`` and
     ``call_profile()``: calls of chosen functions, and how common they are),
     ``current(cpu)``, ``tasks()``, ``profile_of(pid)``, ``function_ip(stack)``,
-    ``distinct_paths()``; ``switch_hooks`` (callables ``(cpu, prev, next,
-    stack)`` run at every context switch, stack as seen by sched_switch);
-    ``missing`` (graph names the symbol table lacks, spliced out).
-    Everything is deterministic given the kernel seed and the rng passed in.
-    ``graph`` (the call graph) and ``tasks`` (the task table) default to
-    the bundled ones.  Parts: ``wg`` (the resolved graph), ``frames``,
-    ``reach``, ``walk`` (the CPUs and the tasks' walk states).
+    ``distinct_paths()``; ``call_site_stack(rng, cpu, kind, site)``,
+    ``reaches(pid, site)`` and ``site_reachable(site)`` (an allocation's
+    stack from its call site, and who can make it); ``switch_hooks``
+    (callables ``(cpu, prev, next, stack)`` run at every context switch,
+    stack as seen by sched_switch); ``missing`` (graph names the symbol
+    table lacks, spliced out).  Everything is deterministic given the
+    kernel seed and the rng passed in.  ``graph`` (the call graph) and
+    ``tasks`` (the task table) default to the bundled ones.  Parts: ``wg``
+    (the resolved graph), ``frames``, ``reach``, ``walk`` (the CPUs and the
+    tasks' walk states), ``sources`` (the source callers of the call sites
+    the graph lacks), ``call_sites`` (the ways up from them).
     """
 
     def __init__(self, kernel, graph: CallGraph | None = None, tasks: TaskTable | None = None):
@@ -94,9 +103,10 @@ class Workload:
         table = tasks if tasks is not None else load_tasks()
         self.walk = Walk(kernel, self.wg, self.frames, self.reach, table.idle_profiles)
         self._event_memo: dict[tuple, list] = {}      # event_stack(): paths seen
-        self._callers: dict = {}               # call_site_stack(): profile -> callee -> callers
-        self._ways: dict = {}                  # call_site_stack(): (pid, fid, task_only) -> way
+        self.sources = AllocCallers(self.ks)   # source callers of the call sites the graph lacks
+        self.call_sites = CallSites(self.wg, self.frames, self.walk, self.sources)
         self._call_counts = None               # call_profile()
+        self._graph_callers = None             # inlined_into(): name -> its callers in the graph
         self._fid_by_addr = None               # call_ids()
         spawn_boot_tasks(table, kernel.sched, kernel.subsystem_rng("workload"), self.walk.add)
         self.walk.set_idle_weights(table.idle_weight_min, table.idle_weight_per_task_weight)
@@ -238,96 +248,23 @@ class Workload:
     def call_site_stack(self, rng, cpu, kind, site: int, task_only=False):
         """The stack at a tracepoint of ``kind`` (an allocator's) called
         from the function holding the return address ``site`` (an
-        allocation tag's), for the task running on ``cpu``: from that
-        function up its callers (drawn by the weights of the task's
-        profile) to one of the task's entry points.  None when the graph
-        does not have the function or no way up reaches an entry.  The
-        task's own walk does not move (moving it there made the other
-        events' paths ~25% costlier to draw, their memo keyed by it)."""
-        hit = self.ks.lookup(site)
-        fid = self.wg.ids.get(hit[0]) if hit is not None else None
-        allocs = self.wg.events.get(kind)
-        if fid is None or not allocs:
-            return None
-        c = self.walk.cpus[cpu]
-        ts = c.ts
-        # a task allocating again from the same place mostly does it the
-        # same way (one system call, a loop): its last way up, kept
-        key = (ts.task.pid, fid, task_only)
-        memo = self._ways.get(key)
-        if memo is None or rng.random() >= WAY_KEPT:
-            irq, chain = self._new_way(rng, ts, fid, task_only)
-            # (from a task's own entry the frame is the same every time)
-            memo = (irq, chain, None if irq or chain is None else self._frame_of(
-                self.frames.root(chain[0], ts.mode), chain))
-            if len(self._ways) > EVENT_MEMO_KEYS:
-                self._ways.clear()
-            self._ways[key] = memo
-        irq, chain, fr = memo
-        if chain is None:
-            return None
-        if irq:                    # an interrupt on top of what the task does
-            under = ts.frame or c.halt
-            if under is None:
-                return None
-            fr = self._frame_of(self.frames.irq_child(under, chain[0]), chain)
-        wg = self.wg
-        # the allocator it calls: one the graph has it call, else the kind's first
-        a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
-        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + fr.stack[1:]
+        allocation tag's), for the task running on ``cpu`` (or an
+        interrupt on top of it, unless ``task_only``): from that function
+        up its callers, in the source to the graph when the graph lacks it,
+        then the graph's (drawn by the weights of the task's profile), to
+        one of the task's entry points (``CallSites``).  None when no way
+        up reaches an entry."""
+        return self.call_sites.stack(rng, self.walk.cpus[cpu], kind, site, task_only)
 
-    def _frame_of(self, fr, chain):
-        """The frame of ``chain``'s last function, going down from frame
-        ``fr`` (its first)."""
-        for g in chain[1:]:
-            fr = self.frames.child(fr, g)
-        return fr
+    def reaches(self, pid: int, site: int) -> bool:
+        """Whether task ``pid`` can call the allocator from ``site`` (the
+        return address in an allocation tag's function)."""
+        return self.call_sites.reaches(pid, site)
 
-    def _new_way(self, rng, ts, fid, task_only):
-        """(in an interrupt, function ids from an entry to ``fid``): the
-        task's own calls first, else any the kernel makes (a compiler
-        rarely sends packets, but the allocation is its), else an
-        interrupt's (unless ``task_only``); (False, None): no way."""
-        chain = self._way_up(rng, ts.profile, ts.roots, fid) or \
-            self._way_up(rng, None, ts.roots, fid)
-        if chain is not None:
-            return False, chain
-        if task_only:
-            return False, None
-        chain = self._way_up(rng, ts.profile, self.wg.irq_table, fid)
-        return chain is not None, chain
-
-    def _way_up(self, rng, profile, roots, fid, tries: int = 8):
-        """Function ids from an entry of ``roots`` down to ``fid``, each
-        calling the next in the profile's table (None: the kernel's common
-        one); None if none is found."""
-        rev = self._callers.get(profile)
-        if rev is None:
-            rev = self._callers[profile] = {}
-            tables = self.wg.base_table if profile is None else self.wg.tables[profile]
-            for caller, table in enumerate(tables):
-                for callee, w in zip(*table_items(table)):
-                    if callee >= 0 and w > 0:
-                        rev.setdefault(callee, []).append((caller, w))
-        entries = set(roots[0]) if roots is not None else set()
-        for _ in range(tries):
-            chain, seen, f = [fid], {fid}, fid
-            while f not in entries and len(chain) < self.wg.max_depth:
-                ups = [(g, w) for g, w in rev.get(f, ()) if g not in seen]
-                if not ups:
-                    break
-                x = rng.random() * sum(w for _, w in ups)
-                for g, w in ups:
-                    x -= w
-                    if x < 0:
-                        break
-                chain.append(g)
-                seen.add(g)
-                f = g
-            if f in entries:
-                chain.reverse()
-                return chain
-        return None
+    def site_reachable(self, site: int, task_only=False) -> bool:
+        """Whether any task (or an interrupt, unless ``task_only``: then in
+        the task's own context) can call the allocator from ``site``."""
+        return self.call_sites.reachable(site, task_only)
 
     def stacks_for_event(self, rng, cpu, kind):
         """(task, stack) for a tracepoint ``kind`` firing on ``cpu``.
@@ -488,12 +425,21 @@ class Workload:
     def inlined_into(self, name: str) -> str | None:
         """The function the symbol table has that ``name`` (missing from it:
         inlined) is part of: its nearest caller in the call graph that is
-        not inlined too."""
+        not inlined too, else in the source (``AllocCallers``)."""
+        rev = self._graph_callers
+        if rev is None:                # CallGraph.callers_of(), for every name at once
+            rev = self._graph_callers = {}
+            for caller, es in self.graph.calls.items():
+                for t, _w in es:
+                    for n in t.split("|"):
+                        got = rev.setdefault(n, [])
+                        if caller not in got:
+                            got.append(caller)
         seen, todo = {name}, [name]
         while todo:
             nxt = []
             for n in todo:
-                for caller in self.graph.callers_of(n):
+                for caller in rev.get(n, ()):
                     if caller in seen:
                         continue
                     if self.ks.addr_of(caller):
@@ -501,7 +447,7 @@ class Workload:
                     seen.add(caller)
                     nxt.append(caller)
             todo = nxt
-        return None
+        return self.sources.outer(name)
 
     def profile_of(self, pid: int) -> str | None:
         return self.walk.profile_of(pid)

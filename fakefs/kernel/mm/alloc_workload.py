@@ -12,8 +12,10 @@ tables, anonymous pages), the page cache fills through readahead and
 ``__filemap_get_folio`` and is reclaimed, network buffers come and go,
 netlink sockets bind and close (their rhashtable grows and shrinks, charged
 to the tag saved at its init), dentries and inodes are created in bursts,
-and a few hundred other call sites churn (:mod:`.alloc_workload_sites`).
-Every live object expires at a time drawn when it is allocated; all choices
+and other call sites churn (:mod:`.alloc_workload_sites`): of those boot
+picks, the ones some task of the machine gets to (``keep_runtime_sites``).
+Each allocation happens where a task that makes it runs
+(:mod:`.alloc_moments`).  Every live object expires at a time drawn when it is allocated; all choices
 come from the kernel's per-subsystem RNGs, so a given seed replays the same
 history.
 
@@ -24,15 +26,15 @@ Public entry points: :func:`start` (called from ``alloc_workload_init``),
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 
+from .alloc_moments import Moments
 from .alloc_tag import AllocTag
 from .alloc_workload_boot import DEFAULT_RAM, boot
 from .alloc_workload_sites import CACHES, SITES, SiteProfile, lognormal
 from .mem_profiling import do_sysctl_args
-from .page_alloc import PAGE_SHIFT, Page, PageAllocator, get_order
+from .page_alloc import GFP_ATOMIC, PAGE_SHIFT, Page, PageAllocator, get_order
 from .percpu import Percpu, PcpuObj
 from .slub import BulkObj, Obj, SlabAllocator
 from .vmalloc import VmArea, Vmalloc
@@ -114,13 +116,10 @@ class AllocWorkload:
         self.ops = 0
         # when and where the next operation happens: the workload's clock
         # (``op_time``), and the kernel's time and CPU the allocators' trace
-        # events get (drawn from their own RNG: the workload's draws are
-        # the same whether anybody traces)
+        # events get (:mod:`.alloc_moments`)
         self.op_time = 0
         self.trace = self.pa.trace
-        self.moments = kernel.subsystem_rng("alloc_workload-moments")
-        self._window = None                  # (workload time, kernel time, span) of the step
-        self._busy = None                    # its busy CPU time (_busy_spans)
+        self.moments = Moments(kernel, self.trace)
         self.owed = 0                        # kernel time stepped but not yet simulated
         kernel.alloc_tag.settle.hooks.append(self.settle)
         kernel.log.settle.hooks.append(self.settle)
@@ -141,47 +140,13 @@ class AllocWorkload:
         self._seq += 1
         heapq.heappush(self.heap, (self.op_time + int(lifetime_s * NS), self._seq, fn, obj))
 
-    def _moment(self, w: int | None = None) -> None:
-        """The next operation happens at workload time ``w`` (drawn in the
-        step when None), on a CPU of the machine.  A drawn one (a new
-        allocation) happens where a task, not the idle task, runs: the
-        allocators' callers are tasks; it is drawn uniformly over the step's
-        busy CPU time (over all of it when every CPU idled through the
-        step).  One due at ``w`` (an object's lifetime ran out) happens on
-        any CPU, in whatever context the code freeing it runs."""
-        win = self._window
-        if win is None:
-            return
-        base, k0, span = win
-        r = self.moments
-        if k0 is None:                       # owed time, simulated untraced
-            self.op_time = base + int(r.random() * span) if w is None else w
-            return
-        if w is None:
-            spans = self._busy
-            if spans is None:
-                spans = self._busy = self._busy_spans(k0, k0 + span)
-            cum, where = spans
-            if cum:
-                x = r.random() * cum[-1]
-                i = bisect.bisect_right(cum, x)
-                cpu, start = where[i]
-                t = start + int(x - (cum[i - 1] if i else 0))
-                self.op_time = base + (t - k0)
-                self.trace.at(cpu, t)
-                return
-            w = base + int(r.random() * span)
-        self.op_time = w
-        self.trace.at(int(r.random() * self.nr_cpus), k0 + (w - base))
-
-    def _busy_spans(self, t0: int, t1: int):
-        """The busy CPU time of [t0, t1): cumulative lengths, (cpu, start)."""
-        cum, where, acc = [], [], 0
-        for cpu, start, end in self.sched.busy_spans(t0, t1):
-            acc += end - start
-            cum.append(acc)
-            where.append((cpu, start))
-        return cum, where
+    def _moment(self, w: int | None = None, tag: AllocTag | None = None) -> None:
+        """The next operation happens at workload time ``w`` (an expiry:
+        on any CPU), or, when None, at an instant of the step where a task
+        that can allocate at ``tag`` runs (:class:`.alloc_moments.Moments`)."""
+        t = self.moments.draw(w, self.trace.call_site(tag) if w is None else 0)
+        if t is not None:
+            self.op_time = t
 
     def _generic_cache(self, size: int):
         cls = max(16, 1 << (size - 1).bit_length()) if size > 256 else (size + 15) // 16 * 16
@@ -198,25 +163,27 @@ class AllocWorkload:
         at.current = p.tag
         try:
             kind = p.kind
+            gfp = p.gfp
             if kind == "kmalloc":
                 if p.size > 8192:
+                    order = get_order(p.size)
                     if n == 1:
-                        return self.pa.alloc_pages_noprof(get_order(p.size))
-                    return [self.pa.alloc_pages_noprof(get_order(p.size)) for _ in range(n)]
+                        return self.pa.alloc_pages_noprof(order, gfp)
+                    return [self.pa.alloc_pages_noprof(order, gfp) for _ in range(n)]
                 if n == 1:
-                    return self.slab.kmalloc_noprof(p.size)
-                return self.slab.kmalloc_bulk_noprof(p.size, n)
+                    return self.slab.kmalloc_noprof(p.size, gfp)
+                return self.slab.kmalloc_bulk_noprof(p.size, n, gfp)
             if kind == "cache":
                 c = self._generic_cache(p.size)
                 if n == 1:
-                    return self.slab.kmem_cache_alloc_noprof(c)
-                return self.slab.kmem_cache_alloc_bulk_noprof(c, n)
+                    return self.slab.kmem_cache_alloc_noprof(c, gfp)
+                return self.slab.kmem_cache_alloc_bulk_noprof(c, n, gfp)
             if kind == "page":
-                if p.order == 0:
-                    return self.pa.alloc_pages_bulk_noprof(n) if n > 1 else self.pa.alloc_pages_noprof(0)
+                if p.order == 0 and n > 1:
+                    return self.pa.alloc_pages_bulk_noprof(n, gfp)
                 if n == 1:
-                    return self.pa.alloc_pages_noprof(p.order)
-                return [self.pa.alloc_pages_noprof(p.order) for _ in range(n)]
+                    return self.pa.alloc_pages_noprof(p.order, gfp)
+                return [self.pa.alloc_pages_noprof(p.order, gfp) for _ in range(n)]
             if kind == "vmalloc":
                 if n == 1:
                     return self.vm.vmalloc_noprof(p.size)
@@ -263,6 +230,37 @@ class AllocWorkload:
             return self.slab.kmem_cache_alloc_bulk_noprof(self.caches[cache], n)
         finally:
             at.current = old
+
+    def keep_runtime_sites(self) -> None:
+        """Of the call sites boot left churning (``hot``), keep those the
+        machine gets to (``Workload.site_reachable``): a site only boot code
+        calls (an ``__init`` function, a driver's probe) stops allocating
+        once the machine runs, and so does one whose function cannot be
+        placed (``KmemTrace.call_site`` is 0).  A site only an interrupt
+        gets to (a softirq's packet receive) allocates with GFP_ATOMIC,
+        or stops if its allocator may sleep (vmalloc)."""
+        wl = self.kernel.workload
+        if wl is None:
+            return
+        call_site = self.trace.call_site
+        hot = []
+        for h in self.hot:
+            p = h[0]
+            site = call_site(p.tag)
+            if not site:
+                continue
+            if not wl.site_reachable(site, task_only=True):
+                if p.kind in ("vmalloc", "kvmalloc") or not wl.site_reachable(site):
+                    continue
+                p.gfp = GFP_ATOMIC
+            hot.append(h)
+        self.hot = hot
+        self.hot_cum = []
+        total = 0.0
+        for _p, rate, _life in self.hot:
+            total += rate
+            self.hot_cum.append(total)
+        self.hot_rate = total
 
     # ------------------------------------------------------------------ tasks
     def new_process(self, comm: str, kthread: bool = False, rss: int = 0, nvma: int = 0,
@@ -431,8 +429,7 @@ class AllocWorkload:
         time the machine did nothing, so nothing due in it is freed
         either."""
         dt = span / NS
-        self._window = (self.now, t0, span)
-        self._busy = None
+        self.moments.begin(self.now, t0, span)
         t1 = self.now + span
         rng = self.rng
         self.steps += 1
@@ -448,40 +445,41 @@ class AllocWorkload:
                 moment = self._moment
                 for i in picks:
                     p, _rate, life = hot[i]
-                    moment()
+                    moment(None, p.tag)
                     expire(rng.expovariate(1.0 / life), free, alloc(p))
         moment = self._moment
         # processes
+        site = self.site
         for _ in range(_poisson(rng, 2.0 * dt)):
-            moment()
+            moment(None, site("task"))
             self._short_process(rng)
         # page cache
         for _ in range(_poisson(rng, 3.3 * dt)):
-            moment()
+            moment(None, site("readahead"))
             self._readahead(rng)
         for _ in range(_poisson(rng, 25.0 * dt)):
-            moment()
+            moment(None, site("filemap"))
             self._filemap(rng)
         for _ in range(_poisson(rng, 0.6 * dt)):
-            moment()
+            moment(None, site("dentry"))
             self._dentries(rng, 16, life=lognormal(rng, 600, 1.0, 5, 7200))
         # network: packets in flight and their buffers
         for _ in range(_poisson(rng, SKB_RATE * dt)):
-            moment()
+            moment(None, site("skb"))
             self._skb(rng)
         for _ in range(_poisson(rng, 2.0 * dt)):
-            moment()
+            moment(None, site("sk"))
             self._expire(rng.expovariate(1 / 30.0), self.nl_close, self.nl_sock())
         # path lookups, open files
         for _ in range(_poisson(rng, GETNAME_RATE * dt)):
-            moment()
+            moment(None, site("getname"))
             self._expire(rng.expovariate(1 / 0.02), self.slab.kfree, self._cache_alloc("getname", "names_cache"))
         for _ in range(_poisson(rng, 20.0 * dt)):
-            moment()
+            moment(None, site("filp"))
             self._expire(rng.expovariate(1 / 5.0), self.slab.kfree, self._cache_alloc("filp", "filp"))
         # events
         if t1 >= self.next_burst:
-            moment()
+            moment(None, site("dentry"))
             self._burst(rng)
         if "ctagmod" in self.modules and t1 >= self.next_ctagmod_tick:
             moment()
@@ -493,9 +491,8 @@ class AllocWorkload:
             _t, _s, fn, obj = pop(heap)
             moment(_t)
             fn(obj)
-        self._window = None
+        self.moments.end()
         self.op_time = t1
-        self.trace.when = None
 
     def _skb(self, rng) -> None:
         s = self.slab
@@ -595,6 +592,7 @@ def start(kernel) -> AllocWorkload:
     wl = AllocWorkload(kernel)
     kernel.alloc_workload = wl
     boot(wl)
+    wl.keep_runtime_sites()
     kernel.add_timer_hook(wl.step)
     return wl
 

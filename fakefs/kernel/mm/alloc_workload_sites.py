@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from .alloc_tag import AllocTag
-from .page_alloc import PAGE_SIZE
+from .page_alloc import GFP_KERNEL, PAGE_SIZE
 from .slub import SLAB_HWCACHE_ALIGN, SLAB_RECLAIM_ACCOUNT
 
 # named caches the workload uses: name -> (object size, flags)
@@ -120,12 +120,15 @@ def lognormal(rng, median: float, sigma: float, lo: float, hi: float) -> float:
 
 
 class SiteProfile:
-    """How the workload uses one call site: allocator kind and object size."""
+    """How the workload uses one call site: allocator kind, object size and
+    allocation flags (GFP_KERNEL; GFP_ATOMIC for a site only interrupts
+    get to: ``AllocWorkload.keep_runtime_sites``)."""
 
-    __slots__ = ("tag", "kind", "size", "order")
+    __slots__ = ("tag", "kind", "size", "order", "gfp")
 
     def __init__(self, tag: AllocTag, rng):
         self.tag = tag
+        self.gfp = GFP_KERNEL
         kind = _callee_kind(tag.callee)
         self.kind = kind
         self.order = 0

@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import zlib
 
+from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_backlog import TraceBacklog
@@ -48,8 +49,11 @@ SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
-# made by the running task for itself (GFP_KERNEL: never in an interrupt)
-TASK_TRACEPOINTS = frozenset(("kmalloc", "kmem_cache_alloc", "mm_page_alloc"))
+# allocations: the index of their gfp_flags argument; one whose flags may
+# sleep (__GFP_DIRECT_RECLAIM, as GFP_KERNEL's) is the running task's own,
+# never an interrupt's (GFP_ATOMIC ones may be either)
+TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
+GFP_DIRECT_RECLAIM = 0x400
 # tracepoints always probed: the switches (who runs), and the code a
 # task goes through for them (the calls on its way) — a switch's
 # __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
@@ -66,15 +70,6 @@ class CallGroup:
     def __init__(self, ids, rates):
         self.ids = ids
         self.rates = rates
-
-HARDIRQ_FUNCS = frozenset({
-    "__sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
-    "handle_irq_event", "__handle_irq_event_percpu", "common_interrupt", "__common_interrupt",
-    "sysvec_call_function_single", "__sysvec_call_function_single", "__sysvec_call_function",
-    "__sysvec_irq_work", "sysvec_reschedule_ipi"})
-SOFTIRQ_FUNCS = frozenset({
-    "__do_softirq", "handle_softirqs", "net_rx_action", "rcu_core", "run_timer_softirq",
-    "irq_exit_rcu"})
 
 
 class TraceActivity:
@@ -345,7 +340,9 @@ class TraceActivity:
         stack = None
         if self.kernel.driver is not None:
             task = self.curr[cpu]
-            task_only = task.pid != 0 and name in TASK_TRACEPOINTS
+            gfp_arg = TASK_TRACEPOINTS.get(name)
+            task_only = (task.pid != 0 and gfp_arg is not None
+                         and bool(args[gfp_arg] & GFP_DIRECT_RECLAIM))
             if name in CALL_SITE_TRACEPOINTS and args[0]:
                 stack = wl.call_site_stack(rng, cpu, ev.kind, args[0], task_only)
             if stack is None:

@@ -8,6 +8,7 @@ from kfiles import rd, wr
 
 from fakefs import sim
 from fakefs.kernel.mm.kmem_trace import GFP_COMP_BIT, kernel_gfp, page_address
+from fakefs.kernel.irq import INTERRUPT_FUNCS
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.lib.vsprintf import hashed_ptr
 from fakefs.timeline import check
@@ -174,18 +175,16 @@ def test_buffer_pages_wait_for_owed_work_only_near_the_memory_limit():
     assert wl.owed == 0
 
 
-def test_an_allocation_stack_goes_through_its_call_site():
-    """kmalloc/kmem_cache_alloc with stacktrace: frame [1] is the call site
-    (the tag's function), and every pair below it is a call of the graph;
-    a call site the graph does not know gives the allocator and it only."""
+def _allocation_stacks(seconds=0.2):
+    """(kernel, [(event line, call site function, stack frames)]) of the
+    kmalloc/kmem_cache_alloc events of a traced run with stacktrace on."""
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for e in ("kmalloc", "kmem_cache_alloc"):
         wr(k, "events/kmem/%s/enable" % e, "1")
     wr(k, "options/stacktrace", "1")
-    k.clock.advance(200_000_000)
+    k.clock.advance(int(seconds * 1e9))
     body = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
-    wg = k.workload.wg
-    full = short = 0
+    out = []
     for i, ln in enumerate(body):
         m = re.search(r"call_site=([\w.]+)\+", ln)
         if not m:
@@ -195,11 +194,75 @@ def test_an_allocation_stack_goes_through_its_call_site():
             if not nxt.startswith(" => "):
                 break
             frames.append(nxt[4:])
-        assert frames[1] == m.group(1), (ln, frames)
+        out.append((ln, m.group(1), frames))
+    return k, out
+
+
+def test_an_allocation_stack_goes_through_its_call_site():
+    """kmalloc/kmem_cache_alloc with stacktrace: frame [1] is the call site
+    (the tag's function), every pair below it a call the kernel makes (one
+    of the walk graph, or one of the source the graph lacks:
+    data/alloc_callers.txt), down to an entry point (a task's or an
+    interrupt's): never the allocator and its caller alone."""
+    k, events = _allocation_stacks()
+    wl = k.workload
+    wg = wl.wg
+    entries = {wg.names[f] for p in wg.profiles.values() for f in p["root_table"][0]}
+    entries |= {wg.names[f] for f in wg.irq_table[0]}
+    short = via_source = 0
+    for ln, site, frames in events:
+        assert frames[1] == site, (ln, frames)
         if len(frames) == 2:
             short += 1
             continue
-        full += 1
         for callee, caller in zip(frames[1:], frames[2:]):
-            assert (wg.ids[caller], wg.ids[callee]) in wg.site, (caller, callee, frames)
-    assert full > 500 and short < full / 5
+            if caller in wg.ids and callee in wg.ids and (wg.ids[caller], wg.ids[callee]) in wg.site:
+                continue
+            assert caller in wl.sources.callers(callee), (caller, callee, frames)
+            via_source += 1
+        assert frames[-1] in entries, frames
+    assert len(events) > 500 and short <= len(events) // 100
+    assert via_source > 50                 # call sites the graph lacks climb their source callers
+
+
+def test_a_path_lookup_allocates_in_a_task_that_looks_up_paths():
+    """An allocation happens where a task that makes it runs: getname()'s
+    names_cache buffers come from tasks making system calls, never from a
+    kernel thread (which has no way to getname_flags())."""
+    k, events = _allocation_stacks()
+    getname = [ln for ln, site, _frames in events if site == "getname_flags"]
+    assert len(getname) > 100
+    states = k.workload.walk.states
+    for ln in getname:
+        pid = int(re.match(r"\s*.*-(\d+)\s+\[", ln).group(1))
+        assert pid in states and states[pid].user, ln
+
+
+def test_call_sites_only_boot_code_reaches_do_not_churn():
+    """Of the call sites boot leaves allocating, only those a task gets to
+    keep allocating while the machine runs: an __init function does not."""
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wl, aw = k.workload, k.alloc_workload
+    sites = [aw.trace.call_site(p.tag) for p, _rate, _life in aw.hot]
+    assert len(sites) > 30 and all(s and wl.site_reachable(s) for s in sites)
+    init_only = aw.trace.call_site(next(t for t in k.alloc_tag.iter_tags()
+                                        if t.function == "netlbl_domhsh_init"))
+    assert init_only and not wl.site_reachable(init_only)
+
+
+def test_an_allocation_that_may_sleep_is_never_made_under_an_interrupt():
+    """A GFP_KERNEL allocation is the running task's own: no function an
+    interrupt enters by on its stack, no hard-irq or softirq flag.  A site
+    only interrupts get to allocates with GFP_ATOMIC there (in the softirq
+    of a packet's receive), its stack going through its call site too."""
+    _k, events = _allocation_stacks()
+    kinds = {}
+    for ln, site, frames in events:
+        gfp = re.search(r"gfp_flags=(\w+)", ln).group(1)
+        ctx = re.search(r"\] (\S{5}) ", ln).group(1)[2]
+        kinds[gfp] = kinds.get(gfp, 0) + 1
+        if gfp == "GFP_KERNEL":
+            assert not set(frames) & INTERRUPT_FUNCS and ctx == ".", (ln, frames)
+        else:
+            assert gfp == "GFP_ATOMIC" and frames[1] == site, (ln, frames)
+    assert kinds.get("GFP_KERNEL", 0) > 500 and kinds.get("GFP_ATOMIC", 0) > 0, kinds
