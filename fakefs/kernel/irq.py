@@ -54,6 +54,7 @@ HARD = IRQS_OFF | HARDIRQ
 TICK_HRTIMER_BASE = 0xffff88807dc1e4c0
 SLEEPER_HRTIMER_OFF = 0x3d68      # a sleeper's hrtimer on its kernel stack
 HRTIMER_MODE_REL = 1
+CLOCK_MONOTONIC = 1
 TIMER_SLACK_NS = 50_000           # a normal task's default timer slack
 CPU_AREA = 0x40000
 
@@ -76,6 +77,7 @@ class Interrupts:
         self.tp_timer_exit = tp("local_timer_exit")
         self.tp_hrtimer_expire_entry = tp("hrtimer_expire_entry")
         self.tp_hrtimer_expire_exit = tp("hrtimer_expire_exit")
+        self.tp_hrtimer_init = tp("hrtimer_init")
         self.tp_hrtimer_start = tp("hrtimer_start")
         self.tp_resched_entry = tp("reschedule_entry")
         self.tp_resched_exit = tp("reschedule_exit")
@@ -115,7 +117,11 @@ class Interrupts:
 
     def hrtimer_sleep(self, cpu: int, t: int, pid: int, wake: int) -> None:
         """Task ``pid`` sleeps until ``wake`` (``schedule_hrtimeout_range()``,
-        ``nanosleep``): its hrtimer is armed with the default slack."""
+        ``nanosleep``): its hrtimer on its stack is set up (a stock kernel
+        has no debug objects for timers: ``hrtimer_init_sleeper()`` traces
+        it) and armed with the default slack."""
+        self.sched.fire(self.tp_hrtimer_init, cpu, t, 0, 0,
+                        (sleeper_hrtimer(pid), CLOCK_MONOTONIC, HRTIMER_MODE_REL))
         self.sched.fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
                    (sleeper_hrtimer(pid), self.wakeup_fn, wake, wake - TIMER_SLACK_NS,
                     HRTIMER_MODE_REL, 0))

@@ -149,7 +149,7 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
     fl = _flags_by_event(text)
     for name in ("irq_handler_entry", "irq_handler_exit", "softirq_raise", "softirq_entry",
                  "softirq_exit", "local_timer_entry", "local_timer_exit", "hrtimer_expire_entry",
-                 "hrtimer_expire_exit", "hrtimer_start", "cpu_idle", "ipi_send_cpu",
+                 "hrtimer_expire_exit", "hrtimer_init", "hrtimer_start", "cpu_idle", "ipi_send_cpu",
                  "reschedule_entry", "reschedule_exit", "sched_migrate_task"):
         assert name in fl, name
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}     # need-resched may be set
@@ -161,6 +161,16 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
     assert all("function=tick_" in ln for ln in lines if "hrtimer_start:" in ln and " d.h1. " in ln)
     assert all("function=hrtimer_wakeup" in ln and " mode=REL " in ln
                for ln in lines if "hrtimer_start:" in ln and " d..1. " in ln)
+    # the sleeper's timer on its stack is set up first (hrtimer_init_sleeper()),
+    # by the task with interrupts on, at the same address
+    sleeps = [i for i, ln in enumerate(lines) if "hrtimer_start:" in ln and " d..1. " in ln]
+    assert sleeps and strip_n(fl["hrtimer_init"]) == {"....."}
+    for i in sleeps:
+        cpu = lines[i].split()[1]
+        init = next(ln for ln in reversed(lines[:i]) if ln.split()[1] == cpu)
+        assert "hrtimer_init: " in init and "clockid=CLOCK_MONOTONIC mode=REL" in init, init
+        assert init.split()[0] == lines[i].split()[0]
+        assert init.split("hrtimer=")[1].split()[0] == lines[i].split("hrtimer=")[1].split()[0]
     assert strip_n(fl["softirq_entry"]) == {"..s.."}
     assert strip_n(fl["cpu_idle"]) == {"d..1."}
     lines = text.splitlines()

@@ -67,6 +67,17 @@ class HrtimerExpireExit(MachineEvent):
         return "hrtimer=%s" % fmt.ptr(a[0])
 
 
+CLOCKIDS = {0: "CLOCK_REALTIME", 1: "CLOCK_MONOTONIC", 7: "CLOCK_BOOTTIME", 11: "CLOCK_TAI"}
+
+
+class HrtimerInit(MachineEvent):
+    def render(self, a, fmt):
+        timer, clockid, mode = a
+        return "hrtimer=%s clockid=%s mode=%s" % (
+            fmt.ptr(timer), CLOCKIDS.get(clockid, "0x%x" % clockid),
+            HRTIMER_MODES.get(mode, "0x%x" % mode))
+
+
 class HrtimerStart(MachineEvent):
     def render(self, a, fmt):
         timer, fn, expires, soft, mode, armed = a
@@ -200,7 +211,7 @@ def machine_events() -> list[EventDef]:
         ("irq_vectors", "reschedule_entry", Vector), ("irq_vectors", "reschedule_exit", Vector),
         ("timer", "hrtimer_expire_entry", HrtimerExpireEntry),
         ("timer", "hrtimer_expire_exit", HrtimerExpireExit),
-        ("timer", "hrtimer_start", HrtimerStart),
+        ("timer", "hrtimer_init", HrtimerInit), ("timer", "hrtimer_start", HrtimerStart),
         ("timer", "timer_init", TimerPtr), ("timer", "timer_start", TimerStart),
         ("timer", "timer_cancel", TimerPtr), ("timer", "timer_expire_entry", TimerExpireEntry),
         ("timer", "timer_expire_exit", TimerPtr),
