@@ -11,7 +11,8 @@ under the hrtimer base lock, ``..s..`` in softirqs):
   softirq it raises, then on the way out the softirq (``softirq_entry/exit``),
   where the wakeup it brings happens, between the two halves;
 * ``hrtimer_sleep``: a task going to sleep until an instant arms its
-  on-stack hrtimer (``hrtimer_start`` of ``hrtimer_wakeup``, ``d..1.``);
+  on-stack hrtimer (``hrtimer_init``, ``hrtimer_start`` of ``hrtimer_wakeup``,
+  ``d..1.``); ``hrtimer_cancel``: one woken before takes it off (``d..1.``);
 * ``timer_begin`` / ``timer_end``: ``local_timer_entry``, a sleeper's
   hrtimer (``hrtimer_expire_entry`` of ``hrtimer_wakeup``; the wakeup happens
   between the halves), ``hrtimer_expire_exit``, ``local_timer_exit``;
@@ -79,6 +80,7 @@ class Interrupts:
         self.tp_hrtimer_expire_exit = tp("hrtimer_expire_exit")
         self.tp_hrtimer_init = tp("hrtimer_init")
         self.tp_hrtimer_start = tp("hrtimer_start")
+        self.tp_hrtimer_cancel = tp("hrtimer_cancel")
         self.tp_resched_entry = tp("reschedule_entry")
         self.tp_resched_exit = tp("reschedule_exit")
         self.tp_ipi_send_cpu = tp("ipi_send_cpu")
@@ -125,6 +127,12 @@ class Interrupts:
         self.sched.fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
                    (sleeper_hrtimer(pid), self.wakeup_fn, wake, wake - TIMER_SLACK_NS,
                     HRTIMER_MODE_REL, 0))
+
+    def hrtimer_cancel(self, cpu: int, t: int, pid: int) -> None:
+        """Task ``pid``, woken before its sleep's timeout, takes its hrtimer
+        off the queue (``hrtimer_cancel()`` at the end of
+        ``schedule_hrtimeout_range()``, under the base lock)."""
+        self.sched.fire(self.tp_hrtimer_cancel, cpu, t, IRQS_OFF, 1, (sleeper_hrtimer(pid),))
 
     def timer_begin(self, cpu: int, t: int, pid: int) -> int:
         """The hrtimer of sleeper ``pid`` fires: returns the instant

@@ -61,7 +61,8 @@ class TaskRun:
     of the real machine (``host``) is only woken by its own system calls."""
 
     __slots__ = ("task", "beh", "left", "since", "token", "host", "parent", "program",
-                 "sigchld", "calls", "tc", "sys", "sysret", "reap", "timer", "work")
+                 "sigchld", "calls", "tc", "sys", "sysret", "reap", "timer", "work",
+                 "early", "timed_out")
 
     def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = "",
                  calls=None, tc=None):
@@ -81,5 +82,9 @@ class TaskRun:
         self.reap = None              # (comm, pid, prio) of the child its wait4 reaps
         self.timer = None             # the wheel timer it sleeps on (kernel threads)
         self.work = None              # a kworker's work: the one it runs / is woken for
+        # a sleep with a timeout (epoll_wait()'s) whose device came first:
+        # its hrtimer is still queued; or whose hrtimer came first
+        self.early = False
+        self.timed_out = False
 
 

@@ -233,6 +233,10 @@ class Machine:
         if nxt.pid in self.exiting:             # preempted in do_exit(): it ends now
             self._push(self._at(cpu, t + 1000), _CONT, cpu, (nxt.pid, _EXIT_WAKE))
             return
+        if r.early:                             # the timeout it beat goes
+            r.early = False
+            t = self._at(cpu, t + 1000)
+            self.irq.hrtimer_cancel(cpu, t, nxt.pid)
         if r.sys is not None:                   # back from the call it slept in
             t = self._at(cpu, t + 1000)
             self.entry.exit(cpu, t, nxt.pid, r.sys.nr, r.sysret)
@@ -354,9 +358,11 @@ class Machine:
             r.work = self.wq.pick(r.beh.pool, cpu, self.rng.random())
             self._push(t + sleep, _WAKE, task.pid, 0)
         else:
-            if r.beh.waker == "timer":
-                self.irq.hrtimer_sleep(cpu, t, task.pid, t + sleep)
-            self._push(t + sleep, _WAKE, task.pid, 0)
+            timeout = self.calls.timeout_ns(r.sys, args) if r.sys and r.beh.waker == "irq" else 0
+            if r.beh.waker == "timer" or timeout:
+                self.irq.hrtimer_sleep(cpu, t, task.pid, t + (timeout or sleep))
+            r.early, r.timed_out = sleep < timeout, sleep >= timeout > 0
+            self._push(t + min(sleep, timeout or sleep), _WAKE, task.pid, 0)
         if done is not None:
             self.wq.execute_end(cpu, t, done)
             t = self._at(cpu, t + 1000)
@@ -398,7 +404,7 @@ class Machine:
         if r is None or r.task.on_cpu or r.task.state == "R":
             return
         sched = self.sched
-        waker = r.beh.waker
+        waker = "timer" if r.timed_out else r.beh.waker
         if waker == "task":
             busy = [c for c in range(sched.nr_cpus) if sched.curr[c].pid != 0]
             if busy:

@@ -31,13 +31,14 @@ def load_syscalls(path: str = DATA_PATH) -> dict:
 class CallSpec:
     """One system call: its number, argument specs and return spec."""
 
-    __slots__ = ("name", "nr", "args", "ret")
+    __slots__ = ("name", "nr", "args", "ret", "timeout_arg")
 
     def __init__(self, name: str, spec: dict):
         self.name = name
         self.nr = syscall_nr(name)
         self.args = list(spec["args"])
         self.ret = spec["ret"]
+        self.timeout_arg = spec.get("timeout_ms_arg")   # which argument is a timeout in ms
         for a in self.args + [self.ret]:
             if isinstance(a, str) and a not in SYMBOLS:
                 raise ValueError("%s: unknown symbol %r" % (name, a))
@@ -129,6 +130,15 @@ class Syscalls:
         if sym == "pid":
             return tc.tgid
         return 0                                 # "child": filled in by the call
+
+    @staticmethod
+    def timeout_ns(call: CallSpec, args) -> int:
+        """The timeout a blocking ``call`` made with ``args`` sleeps with
+        (0: none, a negative one waits for ever)."""
+        if call.timeout_arg is None:
+            return 0
+        ms = args[call.timeout_arg]
+        return 0 if ms >= 0x80000000 else ms * 1_000_000
 
     def values(self, tc: TaskCalls, call: CallSpec, child: int = 0) -> tuple:
         """(argument registers, return value) of ``call`` made by the task."""

@@ -149,7 +149,8 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
     fl = _flags_by_event(text)
     for name in ("irq_handler_entry", "irq_handler_exit", "softirq_raise", "softirq_entry",
                  "softirq_exit", "local_timer_entry", "local_timer_exit", "hrtimer_expire_entry",
-                 "hrtimer_expire_exit", "hrtimer_init", "hrtimer_start", "cpu_idle", "ipi_send_cpu",
+                 "hrtimer_expire_exit", "hrtimer_init", "hrtimer_start", "hrtimer_cancel",
+                 "cpu_idle", "ipi_send_cpu",
                  "reschedule_entry", "reschedule_exit", "sched_migrate_task"):
         assert name in fl, name
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}     # need-resched may be set
@@ -171,6 +172,27 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
         assert "hrtimer_init: " in init and "clockid=CLOCK_MONOTONIC mode=REL" in init, init
         assert init.split()[0] == lines[i].split()[0]
         assert init.split("hrtimer=")[1].split()[0] == lines[i].split("hrtimer=")[1].split()[0]
+    # a task a device woke before its epoll_wait() timeout takes its timer
+    # off the queue, back in its own context, before the call returns
+    assert strip_n(fl["hrtimer_cancel"]) == {"d..1."}
+    started = {}
+    cancels = 0
+    for i, ln in enumerate(lines):
+        if "hrtimer_start:" in ln and "function=hrtimer_wakeup" in ln:
+            started[ln.split("hrtimer=")[1].split()[0]] = (ln.split()[0], int(ln.split("expires=")[1].split()[0]))
+        elif "hrtimer_expire_entry:" in ln:
+            started.pop(ln.split("hrtimer=")[1].split()[0], None)
+        elif "hrtimer_cancel:" in ln:
+            got = started.pop(ln.split("hrtimer=")[1].split()[0], None)
+            if got is None:
+                continue                      # armed before the trace began
+            cancels += 1
+            ts = round(float(ln.split()[3].rstrip(":")) * 1e9)
+            assert got[0] == ln.split()[0] and got[1] > ts, (got, ln)
+            cpu = ln.split()[1]
+            nxt = next(x for x in lines[i + 1:] if x.split()[1] == cpu and " sys_e" in x)
+            assert " sys_exit: " in nxt and nxt.split()[0] == ln.split()[0], nxt
+    assert cancels > 10
     assert strip_n(fl["softirq_entry"]) == {"..s.."}
     assert strip_n(fl["cpu_idle"]) == {"d..1."}
     lines = text.splitlines()
@@ -193,8 +215,10 @@ def test_shells_fork_commands_that_exec_and_exit():
     forks = [ln for ln in lines if "sched_process_fork:" in ln]
     assert forks
     child = forks[0].split("child_pid=")[1].split()[0]
+    # (an interrupt on its CPU may signal another task: only its SIGCHLD counts)
     mine = [ln.split(": ")[1] for ln in lines
-            if "pid=%s " % child in ln or "-%s " % child in ln.split("[")[0] + " "]
+            if ("pid=%s " % child in ln or "-%s " % child in ln.split("[")[0] + " ")
+            and ("signal_generate:" not in ln or " sig=17 " in ln)]
     names = [m.split(":")[0] for m in mine]
     life = ("task_newtask", "sched_wakeup_new", "sched_process_exec", "sched_process_exit",
             "signal_generate")

@@ -63,6 +63,8 @@ class HrtimerExpireEntry(MachineEvent):
 
 
 class HrtimerExpireExit(MachineEvent):
+    """hrtimer_expire_exit / hrtimer_cancel."""
+
     def render(self, a, fmt):
         return "hrtimer=%s" % fmt.ptr(a[0])
 
@@ -212,6 +214,7 @@ def machine_events() -> list[EventDef]:
         ("timer", "hrtimer_expire_entry", HrtimerExpireEntry),
         ("timer", "hrtimer_expire_exit", HrtimerExpireExit),
         ("timer", "hrtimer_init", HrtimerInit), ("timer", "hrtimer_start", HrtimerStart),
+        ("timer", "hrtimer_cancel", HrtimerExpireExit),
         ("timer", "timer_init", TimerPtr), ("timer", "timer_start", TimerStart),
         ("timer", "timer_cancel", TimerPtr), ("timer", "timer_expire_entry", TimerExpireEntry),
         ("timer", "timer_expire_exit", TimerPtr),
