@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import os
+import textwrap
+
+import kfiles
+
+from fakefs import sim
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.trace import TraceArray
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fakefs")
 
@@ -115,8 +124,6 @@ def test_modules_are_small():
 
 def _declared(cls) -> set[str]:
     """The attributes ``cls.__init__`` assigns to ``self``."""
-    import inspect
-    import textwrap
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     init = next(f for f in tree.body[0].body
                 if isinstance(f, ast.FunctionDef) and f.name == "__init__")
@@ -135,28 +142,20 @@ def _declared(cls) -> set[str]:
 def test_kernel_and_trace_arrays_declare_their_fields():
     """Every field a busy Kernel and its TraceArrays carry is one their
     __init__ declares: nothing attached from outside."""
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from kfiles import node, rd, wr
-
-    from fakefs import sim
-    from fakefs.kernel.init import Kernel
-    from fakefs.kernel.time import ManualClock
-    from fakefs.kernel.trace.trace import TraceArray
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(),
                  cmdline="trace_options=stackmap,stacktrace profile=2")
-    wr(k, "current_tracer", "function")
-    wr(k, "events/enable", "1")
-    wr(k, "set_ftrace_filter", "schedule")
+    kfiles.wr(k, "current_tracer", "function")
+    kfiles.wr(k, "events/enable", "1")
+    kfiles.wr(k, "set_ftrace_filter", "schedule")
     k.clock.advance(30_000_000)
-    rd(k, "trace")
-    inst = node(k, "instances")
+    kfiles.rd(k, "trace")
+    inst = kfiles.node(k, "instances")
     inst.dops.mkdir(inst, "x")
-    wr(k, "instances/x/events/sched/enable", "1")
-    wr(k, "instances/x/snapshot", "1")
+    kfiles.wr(k, "instances/x/events/sched/enable", "1")
+    kfiles.wr(k, "instances/x/snapshot", "1")
     k.clock.advance(10_000_000)
-    rd(k, "instances/x/trace")
-    rd(k, "stack_map_stat")
+    kfiles.rd(k, "instances/x/trace")
+    kfiles.rd(k, "stack_map_stat")
     assert set(vars(k)) <= _declared(Kernel), set(vars(k)) - _declared(Kernel)
     arrays = list(k.tracing.arrays())
     assert len(arrays) == 2

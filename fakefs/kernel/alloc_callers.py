@@ -20,21 +20,14 @@ uses this; the function tracer's walk stays on the graph.
 from __future__ import annotations
 
 import os
-import re
 
+from .kallsyms import source_name
 from .walkgraph import call_off
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 ALLOC_CALLERS_PATH = os.path.join(DATA_DIR, "alloc_callers.txt")
 
 SPLICE_DEPTH = 8           # names the table lacks, spliced in a row at most
-_CLONE_RE = re.compile(r"\.(isra|constprop|part|llvm|lto_priv)\.\d+$")
-
-
-def source_name(name: str) -> str:
-    """The source function a symbol is compiled from (``x.isra.0``: ``x``)."""
-    m = _CLONE_RE.search(name)
-    return name[:m.start()] if m else name
 
 
 def load_alloc_callers(path: str = ALLOC_CALLERS_PATH) -> dict[str, tuple[str, ...]]:

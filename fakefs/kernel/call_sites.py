@@ -79,7 +79,7 @@ class CallSites:
             if len(self._ways) > WAYS_KEPT:
                 self._ways.clear()
             self._ways[key] = way
-        irq, chain, fr, rets = way
+        irq, chain, above, rets = way
         if chain is None:
             return None
         if irq:                    # an interrupt on top of what the task does
@@ -89,11 +89,12 @@ class CallSites:
             fr = self._frame_of(self.frames.irq_child(under, chain[0]), chain)
             if fr is None:
                 return None
+            above = fr.stack[1:]
         wg = self.wg
         # the allocator it calls: one the graph has it call, else the kind's first
         fid = wg.ids.get(name)
         a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
-        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + rets + fr.stack[1:]
+        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + rets + above
 
     def reaches(self, pid: int, site: int) -> bool:
         """Whether the task ``pid`` gets, in task context, to the function
@@ -140,8 +141,10 @@ class CallSites:
 
     def _new_way(self, rng, ts, name, task_only):
         """(in an interrupt, ids from an entry to the graph function the way
-        goes through, its frame (None in an interrupt: built on what runs),
-        the return addresses of the source callers below it): the task's
+        goes through, the stack above that function's frame (None in an
+        interrupt: built on what runs; a stack, not the frame, so that the
+        frame cache can restart), the return addresses of the source callers
+        below it): the task's
         own calls first, else any the kernel makes (a compiler rarely sends
         packets, but the allocation is its), else an interrupt's (unless
         ``task_only``); (False, None, None, ()) when there is none."""
@@ -162,7 +165,7 @@ class CallSites:
                 return True, chain, None, rets
             fr = self._frame_of(self.frames.root(chain[0], ts.mode), chain)
             if fr is not None:
-                return False, chain, fr, rets
+                return False, chain, fr.stack[1:], rets
         return False, None, None, ()
 
     def _frame_of(self, fr, chain):

@@ -37,6 +37,7 @@ class CallGraph:
         self.helpers_task: list[tuple[str, float]] = []
         self.events: dict[str, list[str]] = {}
         self.profiles: dict[str, dict] = {}
+        self._callers: dict[str, list[str]] | None = None   # callers_of(), built once parsed
 
     @classmethod
     def parse(cls, text: str) -> "CallGraph":
@@ -108,8 +109,16 @@ class CallGraph:
 
     def callers_of(self, name: str) -> list[str]:
         """The callers the common graph gives ``name`` (in file order)."""
-        return [caller for caller, es in self.calls.items()
-                if any(name in t.split("|") for t, _ in es)]
+        rev = self._callers
+        if rev is None:
+            rev = self._callers = {}
+            for caller, es in self.calls.items():
+                for t, _w in es:
+                    for n in t.split("|"):
+                        got = rev.setdefault(n, [])
+                        if caller not in got:
+                            got.append(caller)
+        return rev.get(name, [])
 
     def tokens(self):
         """Every name token the description mentions."""

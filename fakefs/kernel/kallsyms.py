@@ -36,6 +36,13 @@ _CACHE: dict = {}
 _SUFFIX_RE = re.compile(r"\.(isra|constprop|part|llvm|lto_priv)\.\d+")
 
 
+def source_name(name: str) -> str:
+    """The source function a symbol is compiled from (``x.isra.0``: ``x``;
+    a name with more than one clone suffix is kept as it is)."""
+    m = _SUFFIX_RE.search(name)
+    return name[:m.start()] if m and m.end() == len(name) else name
+
+
 class Kallsyms:
     """Text symbols sorted by address, with the kernel's lookup rules."""
 
@@ -276,9 +283,9 @@ class Kallsyms:
             base: dict[str, str] = {}
             for n in idx:
                 if "." in n:
-                    m = _SUFFIX_RE.search(n)
-                    if m and m.end() == len(n):
-                        base.setdefault(n[:m.start()], n)
+                    src = source_name(n)
+                    if src != n:
+                        base.setdefault(src, n)
             self._by_base = base
         return self._by_base.get(name)
 

@@ -106,7 +106,6 @@ class Workload:
         self.sources = AllocCallers(self.ks)   # source callers of the call sites the graph lacks
         self.call_sites = CallSites(self.wg, self.frames, self.walk, self.sources)
         self._call_counts = None               # call_profile()
-        self._graph_callers = None             # inlined_into(): name -> its callers in the graph
         self._fid_by_addr = None               # call_ids()
         spawn_boot_tasks(table, kernel.sched, kernel.subsystem_rng("workload"), self.walk.add)
         self.walk.set_idle_weights(table.idle_weight_min, table.idle_weight_per_task_weight)
@@ -426,20 +425,11 @@ class Workload:
         """The function the symbol table has that ``name`` (missing from it:
         inlined) is part of: its nearest caller in the call graph that is
         not inlined too, else in the source (``AllocCallers``)."""
-        rev = self._graph_callers
-        if rev is None:                # CallGraph.callers_of(), for every name at once
-            rev = self._graph_callers = {}
-            for caller, es in self.graph.calls.items():
-                for t, _w in es:
-                    for n in t.split("|"):
-                        got = rev.setdefault(n, [])
-                        if caller not in got:
-                            got.append(caller)
         seen, todo = {name}, [name]
         while todo:
             nxt = []
             for n in todo:
-                for caller in rev.get(n, ()):
+                for caller in self.graph.callers_of(n):
                     if caller in seen:
                         continue
                     if self.ks.addr_of(caller):

@@ -341,11 +341,13 @@ class Machine:
             self.life.wait(task, cpu, t)
             self._switch(cpu, self._at(cpu, t + 3000), "S")
             return
+        timeout = 0
         if r.calls is not None:                 # into the call it sleeps in
             r.sys = r.calls.block
             args, r.sysret = self.calls.values(r.tc, r.sys)
             self.entry.enter(cpu, t, task.pid, r.sys.nr, args)
             t = self._at(cpu, t + 1000)
+            timeout = r.sys.timeout_ns(args) if r.beh.waker == "irq" else 0
         if r.host:
             self._switch(cpu, t, r.beh.state)
             return
@@ -358,7 +360,6 @@ class Machine:
             r.work = self.wq.pick(r.beh.pool, cpu, self.rng.random())
             self._push(t + sleep, _WAKE, task.pid, 0)
         else:
-            timeout = self.calls.timeout_ns(r.sys, args) if r.sys and r.beh.waker == "irq" else 0
             if r.beh.waker == "timer" or timeout:
                 self.irq.hrtimer_sleep(cpu, t, task.pid, t + (timeout or sleep))
             r.early, r.timed_out = sleep < timeout, sleep >= timeout > 0

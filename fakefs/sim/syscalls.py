@@ -45,6 +45,14 @@ class CallSpec:
         if self.ret == "count" and len(self.args) < 3:
             raise ValueError("%s: returns its count but has none" % name)
 
+    def timeout_ns(self, args) -> int:
+        """The timeout the call made with ``args`` sleeps with (0: none; a
+        negative one waits for ever)."""
+        if self.timeout_arg is None:
+            return 0
+        ms = args[self.timeout_arg]
+        return 0 if ms >= 0x80000000 else ms * 1_000_000
+
 
 class ProfileCalls:
     """The calls of one profile: the blocking one, the others and how often."""
@@ -130,15 +138,6 @@ class Syscalls:
         if sym == "pid":
             return tc.tgid
         return 0                                 # "child": filled in by the call
-
-    @staticmethod
-    def timeout_ns(call: CallSpec, args) -> int:
-        """The timeout a blocking ``call`` made with ``args`` sleeps with
-        (0: none, a negative one waits for ever)."""
-        if call.timeout_arg is None:
-            return 0
-        ms = args[call.timeout_arg]
-        return 0 if ms >= 0x80000000 else ms * 1_000_000
 
     def values(self, tc: TaskCalls, call: CallSpec, child: int = 0) -> tuple:
         """(argument registers, return value) of ``call`` made by the task."""

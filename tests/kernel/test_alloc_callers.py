@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from fakefs.kernel.alloc_callers import ALLOC_CALLERS_PATH, AllocCallers, load_alloc_callers, source_name
-from fakefs.kernel.kallsyms import Kallsyms
+from fakefs.kernel.alloc_callers import ALLOC_CALLERS_PATH, AllocCallers, load_alloc_callers
+from fakefs.kernel.kallsyms import Kallsyms, source_name
 
 TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "mkallocpaths.py")
 

@@ -27,6 +27,7 @@ Public entry points: :func:`start` (called from ``alloc_workload_init``),
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 
 from .alloc_moments import Moments
@@ -34,7 +35,7 @@ from .alloc_tag import AllocTag
 from .alloc_workload_boot import DEFAULT_RAM, boot
 from .alloc_workload_sites import CACHES, SITES, SiteProfile, lognormal
 from .mem_profiling import do_sysctl_args
-from .page_alloc import GFP_ATOMIC, PAGE_SHIFT, Page, PageAllocator, get_order
+from .page_alloc import GFP_ATOMIC, GFP_KERNEL, PAGE_SHIFT, Page, PageAllocator, get_order
 from .percpu import Percpu, PcpuObj
 from .slub import BulkObj, Obj, SlabAllocator
 from .vmalloc import VmArea, Vmalloc
@@ -91,9 +92,8 @@ class AllocWorkload:
                        for name, (size, flags) in CACHES.items()}
         self.generic_caches: dict[int, object] = {}
         self.profiles: list[SiteProfile] = []
-        self.hot: list[tuple] = []           # (profile, rate, mean lifetime s)
-        self.hot_cum: list[float] = []
-        self.hot_rate = 0.0
+        self.hot: list[tuple] = []           # (profile, rate, mean lifetime s): set_hot()
+        self.hot_cum: list[float] = []       # their cumulative rates
         self.processes: dict[int, Process] = {}
         self.next_pid = 300
         self.cached_stacks: list = []
@@ -254,13 +254,12 @@ class AllocWorkload:
                     continue
                 p.gfp = GFP_ATOMIC
             hot.append(h)
+        self.set_hot(hot)
+
+    def set_hot(self, hot: list[tuple]) -> None:
+        """The call sites that churn: (profile, rate, mean lifetime s)."""
         self.hot = hot
-        self.hot_cum = []
-        total = 0.0
-        for _p, rate, _life in self.hot:
-            total += rate
-            self.hot_cum.append(total)
-        self.hot_rate = total
+        self.hot_cum = list(itertools.accumulate(rate for _p, rate, _life in hot))
 
     # ------------------------------------------------------------------ tasks
     def new_process(self, comm: str, kthread: bool = False, rss: int = 0, nvma: int = 0,
@@ -435,7 +434,7 @@ class AllocWorkload:
         self.steps += 1
         # generic call sites
         if self.hot:
-            n = _poisson(rng, self.hot_rate * dt)
+            n = _poisson(rng, self.hot_cum[-1] * dt)
             if n:
                 hot = self.hot
                 picks = rng.choices(range(len(hot)), cum_weights=self.hot_cum, k=n)
@@ -445,7 +444,8 @@ class AllocWorkload:
                 moment = self._moment
                 for i in picks:
                     p, _rate, life = hot[i]
-                    moment(None, p.tag)
+                    # (an atomic one comes from an interrupt: on whatever runs)
+                    moment(None, p.tag if p.gfp == GFP_KERNEL else None)
                     expire(rng.expovariate(1.0 / life), free, alloc(p))
         moment = self._moment
         # processes

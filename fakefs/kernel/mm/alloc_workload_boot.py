@@ -179,13 +179,7 @@ def boot_background(wl) -> None:
             life = min(life, 2000.0 / rate,          # at most ~2000 live objects
                        BACKGROUND_MAX_BYTES / p.size / rate)
             hot.append((p, rate, life))
-    wl.hot = hot
-    total = 0.0
-    wl.hot_cum = []
-    for _p, rate, _life in hot:
-        total += rate
-        wl.hot_cum.append(total)
-    wl.hot_rate = total
+    wl.set_hot(hot)
 
 
 def boot_tasks(wl) -> None:
