@@ -256,7 +256,11 @@ class Kernel:
         if gap.full >= MAX_BACKLOG_NS:
             return end                       # enough replayed: the rest is skipped
         h = min([end - GAP_WINDOW_NS] + [w.full_from(t, gap) for w in self._gap_watchers])
-        h = max(h, end - MAX_BACKLOG_NS + gap.full)
+        if h > t:
+            # a skip: what follows it in full fits in what is left of the cap
+            # (a watcher that needs the kernel now, measuring at the gap's
+            # start, is not skipped past: the cap above ends it)
+            h = max(h, end - MAX_BACKLOG_NS + gap.full)
         return max(t, h - h % TICK_NS)
 
     def _skip(self, t1: int) -> None:

@@ -178,6 +178,23 @@ def test_while_tracing_a_second_is_a_gap():
     assert sum(simulated) < 1_000_000_000
 
 
+def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
+    """The cap on what is replayed (MAX_BACKLOG_NS) never skips the probe
+    at the gap's start: a minute unobserved is measured, skipped and
+    refilled like ten seconds (it once replayed the last 30 s in full)."""
+    from fakefs.kernel.init import MAX_BACKLOG_NS
+    spent = {}
+    for gap_s in (10, 60):
+        k, simulated = boot(*EVERYTHING, kb=64)
+        k.clock.advance(gap_s * 1_000_000_000)
+        k.run_until_now()
+        spent[gap_s] = sum(simulated)
+        cpus = k.tracing.global_trace.buffer.cpus
+        assert sum(cb.overrun for cb in cpus) > 0             # the skipped time is counted
+    assert spent[60] < 1_000_000_000 and spent[60] < MAX_BACKLOG_NS, spent
+    assert close(spent[10], spent[60], 0.5), spent
+
+
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
     from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_MAX
     k, simulated = boot(("events/enable", "1"), kb=65536)
