@@ -7,7 +7,8 @@
 3. ring-buffer retention for the same simulated workload with and without the stackmap;
 4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
    the same stretch simulated in full;
-5. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
+5. the function tracer's rate: a second of it, counters and cost, vs the former 4000 calls/s;
+6. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -260,6 +261,8 @@ def main(argv=None) -> int:
     sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
                      "event; 2 CPUs, default buffer)", bench_catchup.bench_catchup))
     sections.append(("cat trace of a full buffer", bench_catchup.bench_trace_read))
+    sections.append(("function tracer for 1 s (in-process; entries-written, overrun, full buffer)",
+                     bench_catchup.bench_rates))
     sections += bench_costs.SECTIONS
     try:
         from . import bench_alloc_tag

@@ -16,7 +16,12 @@ through the mount, and on this machine's own tracefs in the same run
 (mounted in a private mount namespace, every event on for a second; its
 settings are put back as they were).
 
-    python -m fakefs.bench_catchup [--no-mount]
+And the rates: ``echo function > current_tracer; sleep 1; echo 0 >
+tracing_on`` (in-process) at the default rate and at the former 4000 calls
+a second: entries + overrun per CPU, how full the buffer is, what the last
+write cost; with stackmap + stacktrace, the stackmap's counters.
+
+    python -m fakefs.bench_catchup [--no-mount | --rates]
 """
 
 from __future__ import annotations
@@ -176,11 +181,61 @@ def bench_catchup(mount: bool = True) -> list[tuple[str, float, str]]:
     return rows
 
 
+def _rates_once(cmdline: str, stackmap: bool) -> dict:
+    """``echo function > current_tracer; sleep 1; echo 0 > tracing_on``
+    in-process (manual clock): per-CPU counters, and what the last write cost."""
+    from . import sim
+    from .kernel.fs.pseudo import kernel_write
+    from .kernel.time import ManualClock
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
+    if stackmap:
+        for o in ("stackmap", "stacktrace"):
+            kernel_write(k.tree, T + "options/" + o, b"1")
+    kernel_write(k.tree, T + "current_tracer", b"function")
+    k.clock.advance(1_000_000_000)
+    t0 = time.perf_counter()
+    kernel_write(k.tree, T + "tracing_on", b"0")
+    cost = time.perf_counter() - t0
+    cpus = k.tracing.global_trace.buffer.cpus
+    out = {"cost": cost, "written": [cb.entries + cb.overrun for cb in cpus],
+           "entries": [cb.entries for cb in cpus],
+           "room": [cb.size_bytes for cb in cpus], "bytes": [cb.bytes() for cb in cpus]}
+    smap = k.tracing.global_trace.stackmap
+    if stackmap and smap is not None:
+        out["refs"] = sum(e.ref_count for _, e in smap.populated())
+        out["successes"] = sum(smap.successes)
+        out["pool"] = (smap.next_elt, smap.max_elts)
+    return out
+
+
+def bench_rates() -> list[tuple[str, float, str]]:
+    """Issue 8's rates: the function tracer for a second at the default
+    rate (and the former default, 4000 calls/s, as the baseline)."""
+    rows = []
+    for label, cmdline in (("default rate", ""), ("baseline fakefs.fn_rate=4000", "fakefs.fn_rate=4000")):
+        runs = [_rates_once(cmdline, False) for _ in range(ROUNDS)]
+        r = runs[0]
+        rows += [("%s: entries + overrun, CPU 0 / CPU 1" % label, r["written"][0], "/ %d" % r["written"][1]),
+                 ("%s: entries kept, CPU 0 / CPU 1" % label, r["entries"][0], "/ %d" % r["entries"][1]),
+                 ("%s: buffer bytes used, CPU 0" % label, r["bytes"][0], "of %d" % r["room"][0]),
+                 ("%s: cost of 'echo 0 > tracing_on' after 1 s" % label,
+                  statistics.median(x["cost"] for x in runs) * 1e3, "ms")]
+    r = _rates_once("", True)
+    rows += [("with stackmap + stacktrace: entries + overrun, CPU 0", r["written"][0], "/ %d" % r["written"][1]),
+             ("  stackmap: sum of ref counts / successes", r["refs"], "/ %d" % r["successes"]),
+             ("  stackmap: entries / pool", r["pool"][0], "/ %d" % r["pool"][1]),
+             ("  cost of 'echo 0 > tracing_on' after 1 s", r["cost"] * 1e3, "ms")]
+    return rows
+
+
 def main() -> int:
     if sys.argv[1:] == ["--real"]:
         _real_trace_read()
         return 0
-    rows = bench_trace_read() + bench_catchup(mount="--no-mount" not in sys.argv[1:])
+    if sys.argv[1:] == ["--rates"]:
+        rows = bench_rates()
+    else:
+        rows = bench_trace_read() + bench_catchup(mount="--no-mount" not in sys.argv[1:])
     for name, value, unit in rows:
         print("  %-62s %12.*f %s" % (name, 3 if value < 100 else 0, value, unit))
     return 0

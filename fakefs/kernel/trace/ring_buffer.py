@@ -148,6 +148,83 @@ class CpuBuffer:
         self.last_ts = ts
         return True
 
+    def write_many(self, entries: list, length, overwrite: bool) -> int:
+        """``write()`` of each of ``entries`` (in time order, ``length``
+        bytes each, or ``length[i]`` the i-th), a sub-buffer at a time;
+        returns how many it took."""
+        n = len(entries)
+        if not n:
+            return 0
+        pages = self.pages
+        if (entries[-1][0] - entries[0][0] >= TS_DELTA_LIMIT
+                or pages and pages[-1].events and entries[0][0] - self.last_ts >= TS_DELTA_LIMIT):
+            # a time extend somewhere: one at a time
+            if type(length) is int:
+                return sum(self.write(e[0], e, length, overwrite) for e in entries)
+            return sum(self.write(e[0], e, ln, overwrite) for e, ln in zip(entries, length))
+        if type(length) is not int:
+            return self._write_lengths(entries, length, overwrite)
+        self.written += n
+        self.bytes_written += n * length
+        cap = self.subbuf_size
+        i = 0
+        while i < n:
+            tail = pages[-1] if pages else None
+            room = (cap - tail.used) // length if tail is not None else 0
+            if room <= 0:
+                if len(pages) >= self.nr_pages:
+                    if not overwrite:
+                        self.dropped += n - i
+                        break
+                    lost = pages.popleft()
+                    self.entries -= len(lost.events)
+                    self.overrun += len(lost.events)
+                tail = BufferPage()
+                pages.append(tail)
+                room = cap // length
+            k = min(room, n - i)
+            tail.events.extend(entries[i:i + k])
+            tail.used += k * length
+            tail.nbytes += k * length
+            self.entries += k
+            i += k
+        if i:
+            self.last_ts = entries[i - 1][0]
+        return i
+
+    def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
+        """``write_many()`` of entries of their own lengths (no time extend)."""
+        pages = self.pages
+        cap = self.subbuf_size
+        tail = pages[-1] if pages else None
+        used = tail.used if tail is not None else cap
+        took = 0
+        for e, length in zip(entries, lengths):
+            self.written += 1
+            self.bytes_written += length
+            if used + length > cap:
+                if tail is not None:
+                    tail.used = used
+                if len(pages) >= self.nr_pages:
+                    if not overwrite:
+                        self.dropped += 1
+                        continue
+                    lost = pages.popleft()
+                    self.entries -= len(lost.events)
+                    self.overrun += len(lost.events)
+                tail = BufferPage()
+                pages.append(tail)
+                used = 0
+            tail.events.append(e)
+            used += length
+            tail.nbytes += length
+            self.entries += 1
+            took += 1
+            self.last_ts = e[0]
+        if tail is not None:
+            tail.used = used
+        return took
+
     def bytes(self) -> int:
         return sum(p.used for p in self.pages)
 
@@ -383,6 +460,11 @@ class RingBuffer:
         if self.record_off or self.record_disabled:
             return False
         return self.cpus[cpu].write(ts, entry, length, overwrite)
+
+    def write_many(self, cpu: int, entries: list, length, overwrite: bool = True) -> int:
+        if self.record_off or self.record_disabled:
+            return 0
+        return self.cpus[cpu].write_many(entries, length, overwrite)
 
     def entries(self) -> int:
         return sum(cb.entries for cb in self.cpus)

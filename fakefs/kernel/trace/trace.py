@@ -385,7 +385,13 @@ class TraceArray:
                 return False
         elif not into.write(entry[0], entry, event_length(payload), self.flags["overwrite"]):
             return False
-        pid = entry[2]
+        self._task_info(cpu, entry[2])
+        return True
+
+    def _task_info(self, cpu: int, pid: int) -> None:
+        """``pid`` committed on ``cpu``: its comm is saved (``record-cmd``)
+        when another task committed last there, its tgid while tgids are
+        recorded."""
         tracing = self.tracing
         if pid != tracing.taskinfo_pid[cpu] and self.flags["record-cmd"]:
             tracing.taskinfo_pid[cpu] = pid
@@ -397,7 +403,22 @@ class TraceArray:
             t = self.kernel.sched.find(pid) if pid else None
             if t is not None:
                 tgids.save(cpu, pid, t.tgid)
-        return True
+
+    def write_entries(self, cpu: int, entries: list, lengths) -> int:
+        """``write_entry()`` of each of ``entries`` (in time order; in the
+        buffer, ``lengths`` bytes each, or ``lengths[i]`` the i-th) in one
+        go; returns how many were taken."""
+        reader = self.clock_reader
+        if reader is not None:
+            entries = [(reader(e[0]),) + e[1:] for e in entries]
+        n = self.buffer.write_many(cpu, entries, lengths, self.flags["overwrite"])
+        last = None
+        for i in range(n):
+            pid = entries[i][2]
+            if pid != last:                  # (the same task again changes nothing)
+                last = pid
+                self._task_info(cpu, pid)
+        return n
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
         """``__ftrace_trace_stack()`` with the stackmap series applied."""

@@ -9,7 +9,10 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
-``fn_rate`` sampled calls stand for all the calls a CPU makes.  The
+The function tracer records ``fn_rate`` calls a second per CPU (default: a
+busy machine's 500,000; ``fakefs.fn_rate=`` sets it).  A run of them with
+nothing else between is made and written in one go when every array takes
+each call as it comes (``_function_calls``).  The
 functions a filtered function tracer or a function probe names
 (``tr.ftrace_ops``, see ``ftrace.py``) get their own streams of calls at the
 rate they are really made (``Workload.calls_to()``): a filter on
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import zlib
+from bisect import bisect_left, bisect_right
 
 from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 from . import trace_entries as te
@@ -33,15 +37,15 @@ from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_syscalls import SyscallEvent
 
-FN_RATE_DEFAULT = 4000
+FN_RATE_DEFAULT = 500_000
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # Calls of the functions a filter or a probe names come at the rate a busy
-# CPU makes them: R_CALLS traced calls a second (what the function tracer's
-# fn_rate samples stand for) times the share of them the walk gives those
+# CPU makes them: R_CALLS traced calls a second (what the function tracer
+# records by default) times the share of them the walk gives those
 # functions (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU),
 # counting CALL_PRIOR calls for each function there that it never got to.
-R_CALLS = 250_000
+R_CALLS = FN_RATE_DEFAULT
 CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
@@ -77,8 +81,11 @@ class TraceActivity:
         self.kernel = kernel
         self.fn_rate = kernel.setup.get("fakefs.fn_rate", FN_RATE_DEFAULT)
         self.rng = kernel.subsystem_rng("trace-activity")
+        self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
+        # stack -> (flags, preempt count, ip, parent ip): a function entry's fields
+        self._call_fields: dict[tuple, tuple] = {}
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
         self._target_addrs = frozenset()
@@ -200,7 +207,7 @@ class TraceActivity:
         wl = self.kernel.workload
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
-        if not plain_fn and not ev_trs and not targets:
+        if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets):
             for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
                 if driven:
                     wl.follow(cpu, self.curr[cpu])
@@ -230,9 +237,10 @@ class TraceActivity:
         self._recorders = None if acting else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
+            calls = []            # the plain function calls' instants, apart
             if plain_fn:
                 n = self._count((cpu, None), self.fn_rate, dt)
-                occ += [(t0 + int(rng.random() * span), 0, None) for _ in range(n)]
+                calls = [t0 + int(rng.random() * span) for _ in range(n)]
             for group in targets:
                 n = self._count((cpu, group.ids), group.rates[cpu], dt)
                 occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]
@@ -246,13 +254,17 @@ class TraceActivity:
                 # from changing tasks
                 n = self._count((cpu, "switch"), SWITCH_RATE, dt)
                 occ += [(t0 + int(rng.random() * span), -1, SWITCH) for _ in range(n)]
-            if not occ:
+            if acting:
+                occ += [(ts, 0, None) for ts in calls]
+                calls = []
+            if not occ and not calls:
                 continue
             occ.sort(key=lambda o: (o[0], o[1]))
+            calls.sort()
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1])
             if not acting:
-                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng)
+                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls)
             else:
                 per_cpu.append((cpu, occ, trs))
         if per_cpu:
@@ -262,9 +274,18 @@ class TraceActivity:
             for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
                 self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)
 
-    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng) -> None:
+    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=()) -> None:
+        """The occurrences ``occ`` on ``cpu`` in time order, and among them
+        the plain function calls at the instants ``calls`` (in order; one
+        goes after the machine's hits of its instant, before its events)."""
         ftrs, filtered = trs
+        j = 0
         for ts, _id, ev in occ:
+            if j < len(calls) and calls[j] <= ts:
+                k = bisect_left(calls, ts, j) if _id < 0 else bisect_right(calls, ts, j)
+                if k > j:
+                    self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs)
+                    j = k
             if _id == MACHINE:
                 self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu)
             elif ev is None:
@@ -275,6 +296,8 @@ class TraceActivity:
                 wl.stacks_for_event(rng, cpu, "sched_switch")
             else:
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
+        if j < len(calls):
+            self._function_calls(ftrs, wl, rng, cpu, calls[j:], probe_trs)
 
     def _follow(self, wl, cpu, hit) -> None:
         if hit[1] == "sched_switch":
@@ -424,6 +447,35 @@ class TraceActivity:
                     g.rates[cpu] *= TARGETED_MAX / total
         return tuple(groups)
 
+    def _function_calls(self, trs, wl, rng, cpu, times, probe_trs) -> None:
+        """Function calls at ``times`` with nothing else between them.  When
+        every array records each call as it comes (no pid list or notrace,
+        no repeats check, no probe or kprobe on calls), their entries (and
+        stacks) are made and written in one go: the same entries, in the
+        same order, from the same draws as one ``_function_call()`` each."""
+        if not trs:
+            return
+        if probe_trs or self._kprobed() or any(
+                tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
+            for ts in times:
+                self._function_call(trs, wl, rng, cpu, ts, probe_trs)
+            return
+        fields = self._call_fields
+        if len(fields) > 1 << 16:
+            fields.clear()
+        calls = []
+        it = iter(times)
+        for task, stacks in wl.sample_runs(rng, cpu, len(times)):
+            head = (te.TRACE_FN, task.pid)
+            for stack, ts in zip(stacks, it):
+                f = fields.get(stack)
+                if f is None:
+                    f = fields[stack] = self.context_flags(stack) + (
+                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0)
+                calls.append(((ts,) + head + f, stack))
+        for tr in trs:
+            tr.current.record_calls(tr, cpu, calls)
+
     def _function_call(self, trs, wl, rng, cpu, ts, probe_trs=()) -> None:
         if not trs:
             return
@@ -489,7 +541,7 @@ def register_trace_activity(kernel) -> None:
     kernel.trace_activity = act
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
-    kernel.add_gap_watcher(TraceBacklog(kernel))
+    kernel.add_gap_watcher(act.backlog)
     kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
 
 

@@ -10,8 +10,11 @@ reference counts) show all of it.  So a gap is:
    each recording CPU writes now (entries, bytes and stackmap uses per
    simulated ns): PROBE_ENTRIES on every such CPU, or PROBE_NS;
 2. skipped up to a window before now in which, at those rates, every CPU
-   fills its buffer MARGIN times over;
-3. simulated in full to now.
+   fills its buffer MARGIN times over (``window_from``);
+3. simulated in full to now.  Where the kernel simulates more than that
+   window (the machine needs its last GAP_WINDOW_NS, see ``catch_up``), the
+   time before the window is *quiet*: the machine runs, tracing records
+   nothing (``untraced``), and that time is counted like the skipped.
 
 When the kernel has caught up, the skipped time is counted at the rates
 measured over all of the gap that was simulated in full (the probe and the
@@ -36,20 +39,28 @@ rate like the rest: a counted stacktrace trigger or probe loses the calls of
 the skipped time from its count, and its stacks are entries of the buffer.
 An array that started recording during the gap is measured from then on.
 
-The full parts of one gap make at most GAP_ENTRIES_MAX entries (the cost
-of simulating is per entry: at the ~20 us an entry measured with everything
-on, about 2 s of work).  A buffer
+The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
+(the cost of simulating is per entry: 1-2 us a plain function entry,
+10-20 us an event with its stack; a default buffer of function entries,
+51.6k, is refilled MARGIN times over after a probe).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
 keeps the last ones the budget allows; those before are counted as written
 and overwritten (overrun) or dropped, although the buffer had room for
 them: that is where the model gives way instead of holding the request
 that asked.  Triggers and probes that can still act are followed in full for
-the first ACTING_ENTRIES.
+the first half of that.
 
 While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
 (the kernel's own threshold is longer): simulating what tracing records
-costs more than the time it takes.  Settings cannot change inside a gap: a
-request that changes one catches the kernel up first.
+costs more than the time it takes.  Where the buffers fill faster than that
+(the function tracer at a busy machine's rate fills the default buffer in
+about 0.1 s), a stretch is a gap once it is longer than what a gap would
+simulate anyway: GAP_FILLS times the time the quickest-filling CPU buffer
+takes to fill at the rate last seen (``gap_threshold``, never below
+MIN_GAP_NS).  The rate only decides what is cheaper: a gap and the same
+stretch in full give the same counters (the equivalence above).  Settings
+cannot change inside a gap: a request that changes one catches the kernel
+up first.
 """
 
 from __future__ import annotations
@@ -63,12 +74,16 @@ TRACED_GAP_NS = 300_000_000
 PROBE_NS = 200_000_000
 PROBE_ENTRIES = 2000
 MARGIN = 1.25
-# the most entries a gap's full parts may make (about 2 s of work at ~20 us
-# an entry with everything on): the window at the end is no longer than what is left, and
-# triggers or probes that can still act are followed in full for the first
-# ACTING_ENTRIES of them only
-GAP_ENTRIES_MAX = 100_000
-ACTING_ENTRIES = GAP_ENTRIES_MAX // 2
+# the most entries a gap's full parts may make, per CPU: the window at the
+# end is no longer than what is left, and triggers or probes that can still
+# act are followed in full for the first half of them only
+GAP_ENTRIES_CPU = 75_000
+# a stretch longer than this many buffer fills is a gap (the probe and the
+# window of MARGIN fills cost about that), but never one shorter than
+# MIN_GAP_NS; rates are measured over RATE_NS or more of simulated time
+GAP_FILLS = 1.5
+MIN_GAP_NS = 40_000_000
+RATE_NS = 20_000_000
 
 
 class _Meter:
@@ -116,24 +131,70 @@ class TraceBacklog:
         self.kernel = kernel
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
+        # array -> (simulated instant, bytes written per CPU then): where the
+        # rate now being measured began; and the bytes per ns per CPU last
+        # measured
+        self.rate_from: dict = {}
+        self.rates: dict = {}
+        # the gap's window (where recording goes on again after the skip),
+        # the ns before it simulated quiet, where the quiet time ended, and
+        # the counter clock's reading then
+        self.window_from: int | None = None
+        self.quiet = 0
+        self.quiet_end = 0
+        self.quiet_counter = 0
         # the counter clock's reading at each instant the gap's simulation
         # asked where to go on from: its reading when the skip began
         self.counter_at: dict[int, int] = {}
 
     def gap_threshold(self) -> int:
-        if any(recording(tr) for tr in self.kernel.tracing.arrays()):
-            return TRACED_GAP_NS
-        return 1 << 62
+        t = self.kernel.sim_time
+        threshold = 1 << 62
+        rate_from, rates = self.rate_from, self.rates
+        self.rate_from, self.rates = {}, {}
+        for tr in self.kernel.tracing.arrays():
+            if not recording(tr):
+                continue
+            threshold = min(threshold, TRACED_GAP_NS)
+            cpus = tr.buffer.cpus
+            now = [cb.bytes_written for cb in cpus]
+            t0, before = rate_from.get(tr, (t, now))
+            rate = rates.get(tr)
+            if t - t0 >= RATE_NS:
+                if all(b >= a for a, b in zip(before, now)):      # (not reset meanwhile)
+                    rate = [(b - a) / (t - t0) for a, b in zip(before, now)]
+                t0, before = t, now
+            self.rate_from[tr] = (t0, before)
+            if rate is None:
+                continue
+            self.rates[tr] = rate
+            fills = [cb.size_bytes / r for cb, r in zip(cpus, rate) if r > 0]
+            if fills:
+                threshold = min(threshold, max(MIN_GAP_NS, int(GAP_FILLS * MARGIN * min(fills))))
+        return threshold
 
     def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
         self.counter_at = {}
+        self.window_from = None
+        self.quiet = 0
+
+    def untraced(self, t0: int, t1: int) -> bool:
+        """Is the step [t0, t1) quiet (before the window of the gap under
+        way: the machine runs, nothing is recorded)?  Counts it if so."""
+        w = self.window_from
+        if w is None or t1 > w:
+            return False
+        self.quiet += t1 - t0
+        self.quiet_end = t1
+        self.quiet_counter = self.kernel.tracing.clocks.counter
+        return True
 
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
         self.counter_at[t] = tracing.clocks.counter
-        if gap.skipped:
-            return t                           # in the window at the end: to its end
+        if gap.skipped or self.window_from is not None:
+            return t                           # the window at the end is set: to its end
         arrays = list(tracing.arrays())
         for tr in arrays:
             if tr not in self.meters and recording(tr):
@@ -145,9 +206,10 @@ class TraceBacklog:
             used += n
             if recording(tr) and gap.full > m.full:
                 rate += n / (gap.full - m.full)
-        if used >= GAP_ENTRIES_MAX:
+        budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus
+        if used >= budget:
             return gap.end                     # the budget is spent: skip the rest
-        if used < ACTING_ENTRIES and any(tr.acts_on_itself() and may_act(tr) for tr in arrays):
+        if used < budget // 2 and any(tr.acts_on_itself() and may_act(tr) for tr in arrays):
             return t
         h = gap.end
         for tr, m in self.meters.items():
@@ -168,69 +230,78 @@ class TraceBacklog:
                     fill = cb.nr_pages * cb.subbuf_size * full // nbytes
                     h = min(h, gap.end - int(fill * MARGIN))
         if rate:                               # no longer than what is left of the budget
-            h = max(h, gap.end - int((GAP_ENTRIES_MAX - used) / rate))
+            h = max(h, gap.end - int((budget - used) / rate))
+        if h > t:
+            self.window_from = h
         return h
 
     def gap_ends(self, gap) -> None:
         meters, self.meters = self.meters, {}
-        if not gap.skipped or gap.full <= 0:
+        quiet, self.quiet, self.window_from = self.quiet, 0, None
+        hidden = gap.skipped + quiet           # ns nothing recorded
+        if hidden <= 0 or gap.full - quiet <= 0:
             return
         live = set(self.kernel.tracing.arrays())
         for tr, m in meters.items():
             # what it did in the skip it does now: nothing could change it
             if tr not in live or not recording(tr):
                 continue
-            full = gap.full - m.full
+            full = gap.full - quiet - m.full
             if full <= 0:
                 continue
+            self.rates[tr] = [(cb.bytes_written - m.bytes[c]) / full for c, cb in enumerate(tr.buffer.cpus)]
             overwrite = tr.flag("overwrite")
-            before = self._stamp(tr, gap)
+            before = self._stamp(tr, gap, quiet)
             for c, cb in enumerate(tr.buffer.cpus):
                 n = cb.written - m.written[c]
                 if n <= 0:
                     continue
-                cb.unrecorded(self._scale(n, gap, full), (cb.bytes_written - m.bytes[c]) * gap.skipped // full,
+                cb.unrecorded(self._scale(n, hidden, full), (cb.bytes_written - m.bytes[c]) * hidden // full,
                               before, overwrite)
             smap = tr.stackmap
             if smap is not None and m.successes is not None:
                 for c in range(len(smap.successes)):
-                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], gap, full),
-                                        self._scale(smap.drops[c] - m.drops[c], gap, full), c, self.rng)
-            self._use_counts(tr, m, gap, full)
+                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], hidden, full),
+                                        self._scale(smap.drops[c] - m.drops[c], hidden, full), c, self.rng)
+            self._use_counts(tr, m, hidden, full)
 
-    def _use_counts(self, tr, m: _Meter, gap, full: int) -> None:
+    def _use_counts(self, tr, m: _Meter, hidden: int, full: int) -> None:
         """Counted stacktrace triggers and probes: the hits of the skipped
         time come off their counts, at the rate of the full parts."""
         for d, before in m.trigger_counts:
             used = before - d.count
             if used > 0 and d.count > 0:
-                d.count = max(0, d.count - self._scale(used, gap, full))
+                d.count = max(0, d.count - self._scale(used, hidden, full))
         changed = False
         for probe, rec, before in m.probe_counts:
             now = probe.entries.get(rec)
             if now is None or now <= 0 or before - now <= 0:
                 continue
-            probe.entries[rec] = max(0, now - self._scale(before - now, gap, full))
+            probe.entries[rec] = max(0, now - self._scale(before - now, hidden, full))
             changed = True
         if changed:
             tr.ftrace_ops.count_changed()
 
-    def _stamp(self, tr, gap) -> int:
-        """The end of the skip as ``tr``'s entries are stamped (its clock):
-        what is older was there before the skip."""
+    def _stamp(self, tr, gap, quiet: int) -> int:
+        """The end of what nothing recorded (the skip, and the quiet time
+        after it if any) as ``tr``'s entries are stamped (its clock): what
+        is older was there before."""
         reader = tr.clock_reader
+        end = self.quiet_end if quiet else gap.skip_end
         if reader is None:
-            return gap.skip_end
+            return end
         if tr.clock == "counter":
+            if quiet:
+                return self.quiet_counter + 1
             return self.counter_at.get(gap.skip_end - gap.skipped, self.kernel.tracing.clocks.counter) + 1
-        return reader(gap.skip_end)
+        return reader(end)
 
-    def _scale(self, n: int, gap, full: int) -> int:
-        """``n`` things in ``full`` ns of the gap simulated in full: how
-        many in its skipped time (the fraction rounded at random, so that
-        the expectation is kept)."""
+    def _scale(self, n: int, hidden: int, full: int) -> int:
+        """``n`` things in ``full`` ns of the gap recorded: how many in its
+        ``hidden`` ns (skipped or quiet; the fraction rounded at random, so
+        that the expectation is kept)."""
         if n <= 0:
             return 0
-        x = n * gap.skipped / full
+        x = n * hidden / full
         k = int(x)
         return k + (self.rng.random() < x - k)

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from . import trace_entries as te
 from .ftrace_ops_list import ftrace_ops_update
+from .ring_buffer import event_length
 from .trace_nop import Tracer
 
 U16_MAX = 0xFFFF
+FN_LENGTH = event_length(te.FN_PAYLOAD)
+STACK_ID_LENGTH = event_length(te.STACK_ID_PAYLOAD)
 
 
 class FunctionTracer(Tracer):
@@ -42,6 +45,37 @@ class FunctionTracer(Tracer):
         if name == "func-no-repeats" and on and self.last_repeats is None:
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
+
+    def record_calls(self, tr, cpu: int, calls: list) -> None:
+        """``function_trace_call()`` (``function_stack_trace_call()`` with
+        a stack option) of each of ``calls``, [(TRACE_FN entry, stack)] in
+        time order with nothing recorded between them, for an array whose
+        ops take every call and without ``func-no-repeats``: the entries
+        one call at a time makes, written in one go."""
+        buf = tr.buffer
+        if buf.record_off or buf.record_disabled:
+            return                               # no entry, so no stack either
+        if not (tr.flag("stacktrace") or self.opts.get("func_stack_trace")):
+            tr.write_entries(cpu, [e for e, _ in calls], FN_LENGTH)
+            return
+        if not tr.flag("overwrite"):             # a stack only after an entry taken
+            for e, stack in calls:
+                if tr.write_entry(cpu, e, te.FN_PAYLOAD):
+                    tr.trace_stack(cpu, e[0], e[2], e[3], e[4], stack)
+            return
+        smap = tr.stackmap if tr.flag("stackmap") else None
+        out, lengths = [], []
+        for e, stack in calls:
+            out.append(e)
+            lengths.append(FN_LENGTH)
+            sid = smap.get_id(stack, cpu) if smap is not None else -1
+            if sid >= 0:
+                out.append((e[0], te.TRACE_STACK_ID, e[2], e[3], e[4], sid, None))
+                lengths.append(STACK_ID_LENGTH)
+            else:
+                out.append((e[0], te.TRACE_STACK, e[2], e[3], e[4], stack, None))
+                lengths.append(event_length(te.stack_payload(len(stack))))
+        tr.write_entries(cpu, out, lengths)
 
     def repeat(self, tr, cpu: int, entry) -> bool:
         """With func-no-repeats: True when the call (a TRACE_FN entry) only

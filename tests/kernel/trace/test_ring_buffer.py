@@ -197,3 +197,31 @@ def test_watermark_not_while_the_writer_is_on_the_readers_page():
     cb.consume()
     assert cb.peek() is not None and cb.watermark_hit(0)
     assert not cb.watermark_hit(1)               # pagebusy
+
+
+def _state(cb):
+    return ([list(p.events) for p in cb.pages], [(p.used, p.nbytes) for p in cb.pages],
+            cb.entries, cb.overrun, cb.dropped, cb.written, cb.bytes_written, cb.last_ts)
+
+
+def test_write_many_is_write_of_each():
+    """The bulk write (function entries, and their stacks) leaves the buffer
+    as one write() per entry does: pages, counters, overwrite and drop
+    alike, of one length or each its own, also across a time extend."""
+    import random
+    rng = random.Random(4)
+    for overwrite in (True, False):
+        for gaps in ((1000,), (1000, 1 << 27)):
+            a, b = CpuBuffer(0, 6), CpuBuffer(0, 6)
+            ts = 0
+            for batch in range(40):
+                entries = []
+                for _ in range(rng.randrange(0, 900)):
+                    ts += rng.choice(gaps) if rng.random() < 0.01 else rng.randrange(1, 2000)
+                    entries.append((ts, te.TRACE_FN, 1, 0, 0, 0, 0))
+                lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) for _ in entries]
+                took = sum(a.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
+                           for i, e in enumerate(entries))
+                assert b.write_many(entries, lengths, overwrite) == took
+                assert _state(a) == _state(b), (overwrite, gaps, batch)
+            assert a.overrun if overwrite else a.dropped

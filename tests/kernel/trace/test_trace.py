@@ -45,7 +45,8 @@ def test_boot_options_and_bits():
 
 
 def test_function_tracer_with_stackmap_end_to_end():
-    k, clock = boot()
+    # (at a rate whose second of calls the buffer holds: every lookup shows)
+    k, clock = boot("fakefs.fn_rate=4000")
     wr(k, "options/stackmap", "1\n")
     wr(k, "options/stacktrace", "1\n")
     wr(k, "current_tracer", "function\n")
@@ -264,7 +265,8 @@ def test_trace_pipe_tells_what_was_lost():
     from fakefs.kernel.fs.pseudo import File, WouldBlock
     from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1).boot()
+    # (a rate at which 8 KB hold the first 5 ms)
+    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, cmdline="fakefs.fn_rate=4000").boot()
     T = "sys/kernel/tracing/"
 
     def wr(path, data):

@@ -35,3 +35,44 @@ def test_machine_seen_follows_every_setting_that_records_or_follows_forks():
         flags = os.O_WRONLY | (os.O_APPEND if "filter" in path else os.O_TRUNC)
         wr(k, path, value + "\n", flags)
         assert machine_seen_by_tracing(k.tracing) is want is _slow(k.tracing), path
+
+
+def _function_trace(cmdline, settings, one_by_one, monkeypatch):
+    from kfiles import rd
+    from fakefs.kernel.trace import trace_activity
+    if one_by_one:
+        def each(self, trs, wl, rng, cpu, times, probe_trs):
+            for ts in times:
+                self._function_call(trs, wl, rng, cpu, ts, probe_trs)
+        monkeypatch.setattr(trace_activity.TraceActivity, "_function_calls", each)
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
+    for path, value in settings:
+        wr(k, path, value)
+    for _ in range(8):
+        k.clock.advance(20_000_000)
+        k.run_until_now()
+    out = (rd(k, "trace"), rd(k, "per_cpu/cpu1/stats"), rd(k, "saved_cmdlines"),
+           rd(k, "stack_map_stat") if k.tracing.global_trace.stackmap is not None else "")
+    monkeypatch.undo()
+    return out
+
+
+def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
+    """A run of plain function calls is written in one go: the same trace,
+    counters, saved comms and stackmap as one _function_call() each (also
+    with a full buffer, events between the calls, another trace clock,
+    stacks through the stackmap or in full, and without overwrite)."""
+    for cmdline, settings in (
+            ("fakefs.fn_rate=300000", [("buffer_size_kb", "64"), ("current_tracer", "function")]),
+            ("fakefs.fn_rate=20000", [("current_tracer", "function"), ("events/sched/enable", "1"),
+                                      ("trace_clock", "global")]),
+            ("fakefs.fn_rate=50000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
+                                      ("options/stacktrace", "1"), ("options/stackmap", "1")]),
+            ("fakefs.fn_rate=20000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
+                                      ("options/func_stack_trace", "1"), ("options/overwrite", "0")]),
+            ("fakefs.fn_rate=20000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
+                                      ("options/func_stack_trace", "1")])):
+        bulk = _function_trace(cmdline, settings, False, monkeypatch)
+        each = _function_trace(cmdline, settings, True, monkeypatch)
+        assert bulk[0].count("\n") > 1000
+        assert bulk == each

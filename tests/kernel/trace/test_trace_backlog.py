@@ -72,6 +72,52 @@ def test_gap_counts_equal_full_simulation():
                              % (sum(b["entries"]), sum(b["written"])))
 
 
+def boot_fast(kb=256):
+    """The function tracer at a busy machine's rate: a 256 KB buffer fills
+    in about 20 ms, much less than the last GAP_WINDOW_NS the machine needs."""
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                 cmdline="fakefs.fn_rate=400000")
+    wr(k, "buffer_size_kb", str(kb))
+    wr(k, "current_tracer", "function")
+    k.clock.advance(100_000_000)
+    k.run_until_now()
+    traced = []
+    act = k.trace_activity
+    k.add_timer_hook(lambda t0, t1: traced.append(0 if act.backlog.window_from is not None
+                                                  and t1 <= act.backlog.window_from else t1 - t0))
+    return k, traced
+
+
+def test_a_quiet_stretch_counts_like_a_skip():
+    """Of a gap's last GAP_WINDOW_NS, what comes before the buffers' window
+    is simulated quiet (the machine runs, nothing is recorded) and counted
+    as skipped time is: the same counters as the gap observed every step,
+    a full buffer, and far fewer calls made."""
+    full, _ = boot_fast()
+    observed_every_step(full, 1)
+    gap, traced = boot_fast()
+    gap.clock.advance(1_000_000_000)
+    gap.run_until_now()
+    a, b = counters(full), counters(gap)
+    for x, y in zip(a["written"], b["written"]):
+        assert close(x, y, 0.03), (a, b)
+    for x, y in zip(a["entries"], b["entries"]):    # full, both
+        assert close(x, y, 0.01), (a, b)
+    assert sum(traced) < GAP_WINDOW_NS // 2, sum(traced)
+
+
+def test_a_buffer_filling_fast_makes_short_stretches_gaps():
+    """At a rate that fills the buffer in ~20 ms, 150 ms unobserved are a
+    gap (TRACED_GAP_NS would simulate them in full): the threshold follows
+    the rate measured."""
+    from fakefs.kernel.trace.trace_backlog import TRACED_GAP_NS
+    k, traced = boot_fast()
+    k.clock.advance(150_000_000)
+    k.run_until_now()
+    assert 150_000_000 < TRACED_GAP_NS
+    assert sum(traced) < 100_000_000, sum(traced)
+
+
 def test_without_overwrite_the_first_buffer_full_is_kept():
     settings = (("events/sched/enable", "1"), ("options/overwrite", "0"))
     full, _ = boot(*settings, kb=64)
@@ -196,14 +242,14 @@ def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
 
 
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
-    from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_MAX
+    from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_CPU
     k, simulated = boot(("events/enable", "1"), kb=65536)
     k.clock.advance(10_000_000_000)
     k.run_until_now()
     cpus = k.tracing.global_trace.buffer.cpus
     entries = sum(cb.entries for cb in cpus)
     written = sum(cb.entries + cb.overrun for cb in cpus)
-    assert entries <= GAP_ENTRIES_MAX * 1.2, entries
+    assert entries <= GAP_ENTRIES_CPU * 2 * 1.2, entries
     assert sum(simulated) < 8_000_000_000, sum(simulated)
     assert written > 2 * entries, (written, entries)      # the skipped time is counted
     # what the buffer holds is the end of the gap
