@@ -9,8 +9,9 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
-The function tracer records ``fn_rate`` calls a second per CPU (default: a
-busy machine's 500,000; ``fakefs.fn_rate=`` sets it).  A run of them with
+The function tracer records ``fn_rate`` calls a second per CPU (default
+4000, which stand for all the calls a CPU makes; ``fakefs.fn_rate=500000``
+is a busy machine's rate).  A run of them with
 nothing else between is made and written in one go when every array takes
 each call as it comes (``_function_calls``).  The
 functions a filtered function tracer or a function probe names
@@ -37,15 +38,15 @@ from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_syscalls import SyscallEvent
 
-FN_RATE_DEFAULT = 500_000
+FN_RATE_DEFAULT = 4000
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # Calls of the functions a filter or a probe names come at the rate a busy
-# CPU makes them: R_CALLS traced calls a second (what the function tracer
-# records by default) times the share of them the walk gives those
+# CPU makes them: R_CALLS traced calls a second (what the function tracer's
+# fn_rate calls stand for) times the share of them the walk gives those
 # functions (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU),
 # counting CALL_PRIOR calls for each function there that it never got to.
-R_CALLS = FN_RATE_DEFAULT
+R_CALLS = 250_000
 CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import heapq
+from itertools import islice, repeat
 
 from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
@@ -31,12 +32,17 @@ def catch_up(tr) -> None:
 
 def merged_events(buf, cpu=None):
     """All entries of the ring buffer ``buf`` (of one CPU) in timestamp
-    order, each as (entry, cpu)."""
+    order, each as (entry, cpu): an iterator over the entries the buffers
+    hold now (taken at the call), merged as it is read."""
     cpus = buf.cpus if cpu is None else [buf.cpus[cpu]]
-    streams = [[(e, cb.cpu) for e in cb.events()] for cb in cpus]
+    streams = [zip(cb.events(), repeat(cb.cpu)) for cb in cpus]
     if len(streams) == 1:
         return streams[0]
-    return list(heapq.merge(*streams, key=lambda x: x[0][0]))
+    return heapq.merge(*streams, key=_stamp_of)
+
+
+def _stamp_of(item) -> int:
+    return item[0][0]
 
 
 def consume_next(buf, cpu=None):
@@ -138,7 +144,9 @@ class TraceOps(ArrayFileOps):
         if not f.private.paused:     # paused since the open: nothing new
             catch_up(tr)
         buf = self.ring(tr)
-        events = merged_events(buf, self.cpu)
+        events = iter(merged_events(buf, self.cpu))
+        shown = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
+        nonempty = any(cb.entries for cb in shown)
         # the header counts every CPU's entries, per_cpu/cpuN/trace's too
         # (get_total_entries()), and the overruns of any CPU make annotations
         cpus = buf.cpus
@@ -158,25 +166,31 @@ class TraceOps(ArrayFileOps):
             elif not tr.flag("context-info"):
                 pass
             elif lat:                   # trace_default_header(): nothing for an empty buffer
-                if events:
+                if nonempty:
                     yield print_trace_header(tr, entries, total)
                     if not verbose:
                         yield LAT_HELP_HEADER
             elif not verbose:
                 yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
             line = formatter(tr).printer(lat)
-            n = len(events)
             if not annotate and not lat:       # the next entry matters to neither
-                for i in range(0, n, 256):
-                    yield "".join([line(e, cpu) for e, cpu in events[i:i + 256]])
-                return
+                while True:
+                    chunk = list(islice(events, 256))
+                    if not chunk:
+                        return
+                    yield "".join([line(e, cpu) for e, cpu in chunk])
             started = set()
-            for idx, (e, cpu) in enumerate(events):
+            prev = next(events, None)
+            idx = 0
+            while prev is not None:
+                e, cpu = prev
+                prev = next(events, None)
                 if annotate and cpu not in started:
                     started.add(cpu)
                     if idx:
                         yield "##### CPU %u buffer started ####\n" % cpu
-                yield line(e, cpu, events[idx + 1][0][0] if idx + 1 < n else None, idx)
+                yield line(e, cpu, prev[0][0] if prev is not None else None, idx)
+                idx += 1
         return gen()
 
     def read(self, f, off, size):

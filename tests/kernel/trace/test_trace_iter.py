@@ -11,7 +11,7 @@ from kfiles import node, rd, wr
 
 def boot():
     k = Kernel(cmdline="ftrace=function", seed=7, nr_cpus=2, clock=ManualClock()).boot()
-    k.clock.advance(20_000_000)             # (less than a buffer-full: nothing lost)
+    k.clock.advance(200_000_000)
     wr(k, "tracing_on", "0")
     return k
 
