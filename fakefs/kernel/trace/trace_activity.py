@@ -456,6 +456,7 @@ class TraceActivity:
         same order, from the same draws as one ``_function_call()`` each."""
         if not trs:
             return
+        self.backlog.calls += len(times)
         if probe_trs or self._kprobed() or any(
                 tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
             for ts in times:

@@ -41,26 +41,22 @@ An array that started recording during the gap is measured from then on.
 
 The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
 (the cost of simulating is per entry: 1-2 us a plain function entry,
-10-20 us an event with its stack; a default buffer of function entries,
-51.6k, is refilled MARGIN times over after a probe).  A buffer
+10-20 us an event with its stack; a default buffer holds 51.6k function
+entries, refilled MARGIN times over after a probe that is 65k a CPU).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
 keeps the last ones the budget allows; those before are counted as written
 and overwritten (overrun) or dropped, although the buffer had room for
 them: that is where the model gives way instead of holding the request
 that asked.  Triggers and probes that can still act are followed in full for
-the first half of that.
+the first half of that (the function tracer's calls count as entries there:
+probes see each of them, recorded or not).
 
 While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
 (the kernel's own threshold is longer): simulating what tracing records
-costs more than the time it takes.  Where the buffers fill faster than that
-(the function tracer at a busy machine's rate fills the default buffer in
-about 0.1 s), a stretch is a gap once it is longer than what a gap would
-simulate anyway: GAP_FILLS times the time the quickest-filling CPU buffer
-takes to fill at the rate last seen (``gap_threshold``, never below
-MIN_GAP_NS).  The rate only decides what is cheaper: a gap and the same
-stretch in full give the same counters (the equivalence above).  Settings
-cannot change inside a gap: a request that changes one catches the kernel
-up first.
+costs more than the time it takes (a gap simulates the machine's last
+GAP_WINDOW_NS and a probe in any case, so a shorter threshold would not
+pay).  Settings cannot change inside a gap: a request that changes one
+catches the kernel up first.
 """
 
 from __future__ import annotations
@@ -77,13 +73,7 @@ MARGIN = 1.25
 # the most entries a gap's full parts may make, per CPU: the window at the
 # end is no longer than what is left, and triggers or probes that can still
 # act are followed in full for the first half of them only
-GAP_ENTRIES_CPU = 75_000
-# a stretch longer than this many buffer fills is a gap (the probe and the
-# window of MARGIN fills cost about that), but never one shorter than
-# MIN_GAP_NS; rates are measured over RATE_NS or more of simulated time
-GAP_FILLS = 1.5
-MIN_GAP_NS = 40_000_000
-RATE_NS = 20_000_000
+GAP_ENTRIES_CPU = 50_000
 
 
 class _Meter:
@@ -131,11 +121,10 @@ class TraceBacklog:
         self.kernel = kernel
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
-        # array -> (simulated instant, bytes written per CPU then): where the
-        # rate now being measured began; and the bytes per ns per CPU last
-        # measured
-        self.rate_from: dict = {}
-        self.rates: dict = {}
+        # plain function calls simulated (counted by the activity), and how
+        # many there were when the gap under way began
+        self.calls = 0
+        self.calls_at_gap = 0
         # the gap's window (where recording goes on again after the skip),
         # the ns before it simulated quiet, where the quiet time ended, and
         # the counter clock's reading then
@@ -148,33 +137,13 @@ class TraceBacklog:
         self.counter_at: dict[int, int] = {}
 
     def gap_threshold(self) -> int:
-        t = self.kernel.sim_time
-        threshold = 1 << 62
-        rate_from, rates = self.rate_from, self.rates
-        self.rate_from, self.rates = {}, {}
-        for tr in self.kernel.tracing.arrays():
-            if not recording(tr):
-                continue
-            threshold = min(threshold, TRACED_GAP_NS)
-            cpus = tr.buffer.cpus
-            now = [cb.bytes_written for cb in cpus]
-            t0, before = rate_from.get(tr, (t, now))
-            rate = rates.get(tr)
-            if t - t0 >= RATE_NS:
-                if all(b >= a for a, b in zip(before, now)):      # (not reset meanwhile)
-                    rate = [(b - a) / (t - t0) for a, b in zip(before, now)]
-                t0, before = t, now
-            self.rate_from[tr] = (t0, before)
-            if rate is None:
-                continue
-            self.rates[tr] = rate
-            fills = [cb.size_bytes / r for cb, r in zip(cpus, rate) if r > 0]
-            if fills:
-                threshold = min(threshold, max(MIN_GAP_NS, int(GAP_FILLS * MARGIN * min(fills))))
-        return threshold
+        if any(recording(tr) for tr in self.kernel.tracing.arrays()):
+            return TRACED_GAP_NS
+        return 1 << 62
 
     def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
+        self.calls_at_gap = self.calls
         self.counter_at = {}
         self.window_from = None
         self.quiet = 0
@@ -206,6 +175,8 @@ class TraceBacklog:
             used += n
             if recording(tr) and gap.full > m.full:
                 rate += n / (gap.full - m.full)
+        # (the calls simulated count too: probes see them all, whatever is recorded)
+        used = max(used, self.calls - self.calls_at_gap)
         budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus
         if used >= budget:
             return gap.end                     # the budget is spent: skip the rest
@@ -249,7 +220,6 @@ class TraceBacklog:
             full = gap.full - quiet - m.full
             if full <= 0:
                 continue
-            self.rates[tr] = [(cb.bytes_written - m.bytes[c]) / full for c, cb in enumerate(tr.buffer.cpus)]
             overwrite = tr.flag("overwrite")
             before = self._stamp(tr, gap, quiet)
             for c, cb in enumerate(tr.buffer.cpus):
