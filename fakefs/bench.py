@@ -7,7 +7,7 @@
 3. ring-buffer retention for the same simulated workload with and without the stackmap;
 4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
    the same stretch simulated in full;
-5. the function tracer's rate: a second of it, counters and cost, vs the former 4000 calls/s;
+5. the function tracer at 500,000 calls/s: a second of it, counters and cost, vs the default 4000;
 6. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
 
 Medians over repeated rounds are printed; nothing here is asserted.

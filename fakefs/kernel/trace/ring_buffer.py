@@ -131,15 +131,10 @@ class CpuBuffer:
         if tail is not None and tail.events and ts - self.last_ts >= TS_DELTA_LIMIT:
             need += RB_LEN_TIME_EXTEND
         if tail is None or tail.used + need > self.subbuf_size:
-            if len(pages) >= self.nr_pages:
-                if not overwrite:
-                    self.dropped += 1
-                    return False
-                lost = pages.popleft()
-                self.entries -= len(lost.events)
-                self.overrun += len(lost.events)
-            tail = BufferPage()
-            pages.append(tail)
+            tail = self._next_page(overwrite)
+            if tail is None:
+                self.dropped += 1
+                return False
             need = length
         tail.events.append(entry)
         tail.used += need
@@ -172,15 +167,10 @@ class CpuBuffer:
             tail = pages[-1] if pages else None
             room = (cap - tail.used) // length if tail is not None else 0
             if room <= 0:
-                if len(pages) >= self.nr_pages:
-                    if not overwrite:
-                        self.dropped += n - i
-                        break
-                    lost = pages.popleft()
-                    self.entries -= len(lost.events)
-                    self.overrun += len(lost.events)
-                tail = BufferPage()
-                pages.append(tail)
+                tail = self._next_page(overwrite)
+                if tail is None:
+                    self.dropped += n - i
+                    break
                 room = cap // length
             k = min(room, n - i)
             tail.events.extend(entries[i:i + k])
@@ -191,6 +181,21 @@ class CpuBuffer:
         if i:
             self.last_ts = entries[i - 1][0]
         return i
+
+    def _next_page(self, overwrite: bool):
+        """A new sub-buffer at the tail; when all are in use, the oldest is
+        overwritten (its events counted as overrun), or without overwrite
+        there is none (None)."""
+        pages = self.pages
+        if len(pages) >= self.nr_pages:
+            if not overwrite:
+                return None
+            lost = pages.popleft()
+            self.entries -= len(lost.events)
+            self.overrun += len(lost.events)
+        tail = BufferPage()
+        pages.append(tail)
+        return tail
 
     def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
         """``write_many()`` of entries of their own lengths (no time extend)."""
@@ -203,17 +208,13 @@ class CpuBuffer:
             self.written += 1
             self.bytes_written += length
             if used + length > cap:
+                nxt = self._next_page(overwrite)
+                if nxt is None:
+                    self.dropped += 1
+                    continue
                 if tail is not None:
                     tail.used = used
-                if len(pages) >= self.nr_pages:
-                    if not overwrite:
-                        self.dropped += 1
-                        continue
-                    lost = pages.popleft()
-                    self.entries -= len(lost.events)
-                    self.overrun += len(lost.events)
-                tail = BufferPage()
-                pages.append(tail)
+                tail = nxt
                 used = 0
             tail.events.append(e)
             used += length
