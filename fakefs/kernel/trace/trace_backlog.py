@@ -40,7 +40,7 @@ the skipped time from its count, and its stacks are entries of the buffer.
 An array that started recording during the gap is measured from then on.
 
 The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
-(the cost of simulating is per entry: 1-2 us a plain function entry,
+(the cost of simulating is per entry: 2-4 us a plain function call,
 10-20 us an event with its stack; a default buffer holds 51.6k function
 entries, refilled MARGIN times over after a probe that is 65k a CPU).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
