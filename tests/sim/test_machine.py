@@ -50,9 +50,8 @@ def traced(seed=1, seconds=1.0, tracer=None, stacktrace=False):
 def test_every_event_on_gives_a_consistent_timeline(tracer, stacktrace):
     _k, text = traced(tracer=tracer, stacktrace=stacktrace, seconds=1.0)
     rep = check(text.splitlines())
-    # (the function tracer's calls fill the buffer in a tenth of the second)
-    assert rep.events["sched_switch"] > (500 if tracer is None else 100)
-    assert rep.events["sched_waking"] > (200 if tracer is None else 40)
+    assert rep.events["sched_switch"] > 500
+    assert rep.events["sched_waking"] > 200
     assert rep.total == 0, rep.text()
 
 
@@ -116,7 +115,6 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
     k = boot()
     write(k, T + "events/enable", "1")
     if tracer:
-        write(k, T + "buffer_size_kb", "8192")        # the 280 ms of calls
         write(k, T + "current_tracer", tracer)
     for i in range(40):
         k.clock.advance(7_000_000)
@@ -132,11 +130,7 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
     assert rep.total == 0, rep.text()
     lines = text.splitlines()
     i = next(j for j, ln in enumerate(lines) if "hello 0" in ln)
-    # switched in, then (with the function tracer) its calls, then the marker
-    s = max(j for j in range(i) if "sched_switch:" in lines[j] and "[000]" in lines[j])
-    assert "next_pid=40000 " in lines[s] and "-40000 " in lines[i]
-    assert all("-40000 " in ln for ln in lines[s + 1:i] if "[000]" in ln)
-    assert s == i - 1 or tracer
+    assert "next_pid=40000 " in lines[i - 1] and "-40000 " in lines[i]
 
 
 def _flags_by_event(text):
