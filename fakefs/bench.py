@@ -8,7 +8,9 @@
 4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
    the same stretch simulated in full;
 5. the function tracer at 500,000 calls/s: a second of it, counters and cost, vs the default 4000;
-6. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
+6. the daemon's memory (bench_memory.py): RSS after a minute of everything traced vs at the
+   mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
+7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -22,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_catchup, bench_costs
+from . import bench_catchup, bench_costs, bench_memory
 
 ROUNDS = 5
 
@@ -263,6 +265,10 @@ def main(argv=None) -> int:
     sections.append(("cat trace of a full buffer", bench_catchup.bench_trace_read))
     sections.append(("function tracer for 1 s (in-process; entries-written, overrun, full buffer)",
                      bench_catchup.bench_rates))
+    sections.append(("daemon memory (stackmap, stacktrace, function tracer, every event; "
+                     "one run)", bench_memory.bench_memory))
+    sections.append(("memory of full big buffers (in-process; one run)",
+                     bench_memory.in_process))
     sections += bench_costs.SECTIONS
     try:
         from . import bench_alloc_tag

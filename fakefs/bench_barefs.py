@@ -242,13 +242,14 @@ def _cleanup(mnt: str, *files: str) -> None:
 
 
 @contextlib.contextmanager
-def fakefs_mounted(debug: bool = False):
-    """A fakefs daemon (``fakefs mount``; ``-o debug`` logs each request).
-    Yields (mountpoint, daemon log)."""
+def fakefs_mounted(debug: bool = False, args: tuple = ()):
+    """A fakefs daemon (``fakefs mount``; ``-o debug`` logs each request;
+    ``args``: more options of ``fakefs mount``).  Yields (mountpoint,
+    daemon log)."""
     mnt = tempfile.mkdtemp(prefix="fakefs-bench-")
     log = mnt + ".log"
     cmd = [sys.executable, "-m", "fakefs", "mount", "--log", log] + \
-        (["-o", "debug"] if debug else []) + [mnt]
+        (["-o", "debug"] if debug else []) + list(args) + [mnt]
     try:
         subprocess.run(cmd, check=True, env=_child_env(), timeout=60)
         yield mnt, log

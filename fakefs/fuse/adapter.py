@@ -38,6 +38,7 @@ import trio
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
+from .heap import HeapTrim
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -159,6 +160,7 @@ class FakeFS(pyfuse3.Operations):
         self.host_settle: int | None = None   # their events done by this instant
         # the host's entries shown beside the tree's (fakefs sandbox's /proc)
         self.links = links
+        self.heap = HeapTrim(kernel)
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -411,6 +413,7 @@ class FakeFS(pyfuse3.Operations):
                 parent.dops.rmdir(parent, name)
         finally:
             self.vfs_removing = None
+        self.heap.after_request()
 
     @handler
     async def create(self, parent_inode, name, mode, flags, ctx):
@@ -498,7 +501,9 @@ class FakeFS(pyfuse3.Operations):
     async def write(self, fh, off, buf):
         f = self.file(fh)
         with self.at(await self.observe(changes=True)):
-            return f.node.fops.write(f, bytes(buf))
+            n = f.node.fops.write(f, bytes(buf))
+        self.heap.after_request()
+        return n
 
     @handler
     async def flush(self, fh):

@@ -215,6 +215,7 @@ class PageAccount:
         self.ram_pages = ram_pages
         self.pages = 0            # held now
         self.tagged = 0           # of them, charged to the tag
+        self.given_back = 0       # pages freed, in all
 
     def available_pages(self, want: int = 0) -> int:
         """What the machine could still hand out, for a request of ``want``
@@ -245,6 +246,7 @@ class PageAccount:
     def uncharge(self, n: int) -> None:
         n = min(n, self.pages)
         self.pages -= n
+        self.given_back += n
         pa = self.pa
         if pa is None:
             return

@@ -23,6 +23,8 @@ set once, at allocation).
 from __future__ import annotations
 
 import errno
+import marshal
+import zlib
 from collections import deque
 
 PAGE_SIZE = 4096
@@ -33,6 +35,10 @@ RB_ALIGNMENT = 4
 RB_MAX_SMALL_DATA = RB_ALIGNMENT * 28
 RB_LEN_TIME_EXTEND = 8
 TS_DELTA_LIMIT = 1 << 27
+# the newest sub-buffers of a CPU whose entries stay tuples; older ones are
+# packed (see BufferPage): a writer adds to the newest, a reader that keeps
+# up consumes them before they pack
+LOOSE_PAGES = 16
 
 
 def event_length(payload: int) -> int:
@@ -53,13 +59,72 @@ def subbuf_capacity(order: int) -> int:
 
 
 class BufferPage:
-    __slots__ = ("events", "used", "nbytes", "read")
+    """One sub-buffer's entries and byte counts.
+
+    The entries are tuples while the sub-buffer is among its CPU's newest
+    ``LOOSE_PAGES``; past them the writer packs it (``pack()``: marshal, then
+    zlib at level 1; about half the bytes the entries take in the kernel's
+    format, a sixth of the tuples), so that memory follows the buffer's
+    size.  ``events`` unpacks (for a consuming reader at the head);
+    ``snapshot()`` gives a reader the page as it is without unpacking it in
+    place.  An entry marshal cannot hold leaves its page as tuples."""
+
+    __slots__ = ("_events", "packed", "npacked", "packed_last", "used", "nbytes", "read")
 
     def __init__(self):
-        self.events: deque = deque()
+        self._events: deque | None = deque()
+        self.packed: bytes | None = None    # the entries while packed
+        self.npacked = 0                    # how many it holds
+        self.packed_last = 0                # the time of the newest
         self.used = 0       # bytes of the data area consumed (events + extends)
         self.nbytes = 0     # bytes of events alone
         self.read = 0       # events a consuming reader took from it (bpage->read)
+
+    def __len__(self) -> int:
+        ev = self._events
+        return len(ev) if ev is not None else self.npacked
+
+    @property
+    def events(self) -> deque:
+        ev = self._events
+        if ev is None:
+            ev = self._events = deque(unpack(self.packed))
+            self.packed = None
+            self.npacked = 0
+        return ev
+
+    def pack(self) -> None:
+        ev = self._events
+        if not ev:
+            return
+        try:
+            blob = zlib.compress(marshal.dumps(list(ev)), 1)
+        except ValueError:
+            return
+        self.packed = blob
+        self.npacked = len(ev)
+        self.packed_last = ev[-1][0]
+        self._events = None
+
+    def newest_ts(self) -> int:
+        """The time of its newest entry (it holds one at least)."""
+        ev = self._events
+        return ev[-1][0] if ev is not None else self.packed_last
+
+    def snapshot(self):
+        """The entries now: the packed bytes, or a list of them."""
+        ev = self._events
+        return self.packed if ev is None else list(ev)
+
+
+def unpack(blob: bytes) -> list:
+    return marshal.loads(zlib.decompress(blob))
+
+
+def snapshot_entries(snaps):
+    """The entries of ``BufferPage.snapshot()``s, in order."""
+    for snap in snaps:
+        yield from (unpack(snap) if type(snap) is bytes else snap)
 
 
 class CpuBuffer:
@@ -73,6 +138,7 @@ class CpuBuffer:
         # resizing and changing the sub-buffer order are EBUSY meanwhile
         self.resize_disabled = 0
         self.pages: deque[BufferPage] = deque()
+        self.loose_pages = LOOSE_PAGES
         self.entries = 0
         self.overrun = 0
         self.commit_overrun = 0
@@ -118,9 +184,9 @@ class CpuBuffer:
     def resize(self, nr_pages: int) -> None:
         self.nr_pages = max(2, nr_pages)
         while len(self.pages) > self.nr_pages:
-            lost = self.pages.popleft()
-            self.entries -= len(lost.events)
-            self.overrun += len(lost.events)
+            lost = len(self.pages.popleft())
+            self.entries -= lost
+            self.overrun += lost
 
     def write(self, ts: int, entry, length: int, overwrite: bool) -> bool:
         self.written += 1
@@ -128,7 +194,8 @@ class CpuBuffer:
         need = length
         pages = self.pages
         tail = pages[-1] if pages else None
-        if tail is not None and tail.events and ts - self.last_ts >= TS_DELTA_LIMIT:
+        # the tail is never packed (the newest sub-buffers stay tuples)
+        if tail is not None and tail._events and ts - self.last_ts >= TS_DELTA_LIMIT:
             need += RB_LEN_TIME_EXTEND
         if tail is None or tail.used + need > self.subbuf_size:
             tail = self._next_page(overwrite)
@@ -136,7 +203,7 @@ class CpuBuffer:
                 self.dropped += 1
                 return False
             need = length
-        tail.events.append(entry)
+        tail._events.append(entry)
         tail.used += need
         tail.nbytes += length
         self.entries += 1
@@ -152,7 +219,7 @@ class CpuBuffer:
             return 0
         pages = self.pages
         if (entries[-1][0] - entries[0][0] >= TS_DELTA_LIMIT
-                or pages and pages[-1].events and entries[0][0] - self.last_ts >= TS_DELTA_LIMIT):
+                or pages and pages[-1]._events and entries[0][0] - self.last_ts >= TS_DELTA_LIMIT):
             # a time extend somewhere: one at a time
             if type(length) is int:
                 return sum(self.write(e[0], e, length, overwrite) for e in entries)
@@ -173,7 +240,7 @@ class CpuBuffer:
                     break
                 room = cap // length
             k = min(room, n - i)
-            tail.events.extend(entries[i:i + k])
+            tail._events.extend(entries[i:i + k])
             tail.used += k * length
             tail.nbytes += k * length
             self.entries += k
@@ -190,11 +257,13 @@ class CpuBuffer:
         if len(pages) >= self.nr_pages:
             if not overwrite:
                 return None
-            lost = pages.popleft()
-            self.entries -= len(lost.events)
-            self.overrun += len(lost.events)
+            lost = len(pages.popleft())
+            self.entries -= lost
+            self.overrun += lost
         tail = BufferPage()
         pages.append(tail)
+        if len(pages) > self.loose_pages:
+            pages[-self.loose_pages - 1].pack()
         return tail
 
     def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
@@ -216,7 +285,7 @@ class CpuBuffer:
                     tail.used = used
                 tail = nxt
                 used = 0
-            tail.events.append(e)
+            tail._events.append(e)
             used += length
             tail.nbytes += length
             self.entries += 1
@@ -284,44 +353,48 @@ class CpuBuffer:
         self.overrun += n
         pages = self.pages
         while pages and nbytes > 0:
-            evs = pages[0].events
-            if evs and evs[-1][0] >= before_ts:
+            page = pages[0]
+            n = len(page)
+            if n and page.newest_ts() >= before_ts:
                 # the page went on being written after the skip: what it
                 # held from before was overwritten as well
+                evs = page.events
                 k = 0
                 while evs and evs[0][0] < before_ts:
                     evs.popleft()
                     k += 1
                 if k:
-                    page = pages[0]
                     page.used -= page.used * k // (k + len(evs))
                     page.nbytes -= page.nbytes * k // (k + len(evs))
                     self.entries -= k
                     self.overrun += k
                 break
-            lost = pages.popleft()
-            nbytes -= lost.used
-            self.entries -= len(evs)
-            self.overrun += len(evs)
+            pages.popleft()
+            nbytes -= page.used
+            self.entries -= n
+            self.overrun += n
 
     def oldest_ts(self) -> int:
         for p in self.pages:
-            if p.events:
+            if len(p):
                 return p.events[0][0]
         return 0
 
+    def iter_events(self):
+        """An iterator over the entries held now (a snapshot: later writes
+        do not change what it gives); packed sub-buffers are unpacked one
+        at a time as it goes."""
+        return snapshot_entries([p.snapshot() for p in self.pages if len(p)])
+
     def events(self) -> list:
-        out = []
-        for p in self.pages:
-            out.extend(p.events)
-        return out
+        return list(self.iter_events())
 
     def consume(self):
         """Remove and return the oldest event, or None (a trace_pipe read)."""
         pages = self.pages
         while pages:
             p = pages[0]
-            if p.events:
+            if len(p):
                 ev = p.events.popleft()
                 p.read += 1
                 self.entries -= 1
@@ -336,7 +409,7 @@ class CpuBuffer:
 
     def peek(self):
         for p in self.pages:
-            if p.events:
+            if len(p):
                 return p.events[0]
         return None
 

@@ -118,7 +118,7 @@ def reader_events(cb):
     the oldest page with events (empty pages before it are passed, as
     ``CpuBuffer.consume`` does)."""
     for p in cb.pages:
-        if p.events:
+        if len(p):
             return p.events
     return ()
 

@@ -35,7 +35,7 @@ def merged_events(buf, cpu=None):
     order, each as (entry, cpu): an iterator over the entries the buffers
     hold now (taken at the call), merged as it is read."""
     cpus = buf.cpus if cpu is None else [buf.cpus[cpu]]
-    streams = [zip(cb.events(), repeat(cb.cpu)) for cb in cpus]
+    streams = [zip(cb.iter_events(), repeat(cb.cpu)) for cb in cpus]
     if len(streams) == 1:
         return streams[0]
     return heapq.merge(*streams, key=_stamp_of)

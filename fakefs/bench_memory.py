@@ -1,0 +1,169 @@
+"""``make bench``: the daemon's memory (issue 8, done-means 3).
+
+One mount with ``trace_options=stackmap,stacktrace``, the function tracer
+and every event on; ``cat trace`` every READ_EVERY_S seconds (each read
+catches the kernel up).  The daemon's VmRSS is read from /proc:
+
+* at the mount, before anything is traced (the baseline of the same run);
+* after SECONDS of tracing at the default buffer size;
+* after ``buffer_size_kb`` goes to BIG_KB, then back to the default.
+
+A mount cannot fill big buffers with everything on (simulating it is slower
+than the time it stands for, and a request that comes after a gap makes the
+kernel keep at most ``GAP_ENTRIES_CPU`` entries per CPU of it), so the full
+buffer is measured in-process (``in_process``: this process's VmRSS; the
+same kernel code, without FUSE): boot, ``buffer_size_kb`` at BIG_KB,
+everything on, the clock moved FILL_STEP_S at a time until the buffers are
+full (entries held stop growing), against the bound buffers + stackmap
+pool + 150 MB (the pool counted as the kernel's elements would take:
+``max_elts`` of ``stack_map_stat`` x (64 addresses of 8 bytes + 16)); then
+``buffer_size_kb`` back to the default, before and after the heap trim the
+daemon makes after such a write (fuse/heap.py).
+
+    python -m fakefs.bench_memory [SECONDS]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+from .bench_barefs import fakefs_mounted
+from .fuse.heap import HeapTrim
+
+T = "sys/kernel/tracing/"
+SECONDS = 60
+READ_EVERY_S = 2
+FILL_STEP_S = 0.2
+BIG_KB = 16384
+DEFAULT_KB = 1408
+POOL_ELT_BYTES = 64 * 8 + 16
+EVERYTHING = (("current_tracer", "function"), ("events/enable", "1"))
+
+
+def _daemon_pid(mnt: str) -> int:
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if mnt.encode() in argv and b"mount" in argv and b"fakefs" in argv:
+            return int(name)
+    raise RuntimeError("no daemon for %s" % mnt)
+
+
+def rss_mb(pid: int) -> float:
+    with open("/proc/%d/status" % pid) as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _read(mnt: str, path: str) -> str:
+    with open(os.path.join(mnt, T + path)) as fh:
+        return fh.read()
+
+
+def _write(mnt: str, path: str, value: str) -> None:
+    with open(os.path.join(mnt, T + path), "w") as fh:
+        fh.write(value)
+
+
+def _trace_for(mnt: str, seconds: float, every: float = READ_EVERY_S,
+               path: str = "trace") -> None:
+    """Read ``path`` every ``every`` seconds for ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        with open(os.path.join(mnt, T + path), "rb") as fh:
+            while fh.read(1 << 17):
+                pass
+        time.sleep(every)
+
+
+def _held(mnt: str) -> int:
+    """Entries held: the 'entries-in-buffer' of the trace header."""
+    with open(os.path.join(mnt, T + "trace")) as fh:
+        for line in fh:
+            m = re.match(r"# entries-in-buffer/entries-written: (\d+)/", line)
+            if m:
+                return int(m.group(1))
+    return 0
+
+
+def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
+    out = []
+    with fakefs_mounted(args=("--cmdline", "trace_options=stackmap,stacktrace")) as (mnt, _log):
+        pid = _daemon_pid(mnt)
+        out.append(("RSS at the mount (baseline)", rss_mb(pid), "MB"))
+        for path, value in EVERYTHING:
+            _write(mnt, path, value)
+        _trace_for(mnt, seconds)
+        out.append(("RSS after %d s, everything on, default buffers" % seconds,
+                    rss_mb(pid), "MB (target <= 250)"))
+        _write(mnt, "buffer_size_kb", str(BIG_KB))
+        _trace_for(mnt, 10, READ_EVERY_S, "tracing_on")
+        out.append(("RSS 10 s after buffer_size_kb %d" % BIG_KB, rss_mb(pid), "MB"))
+        _write(mnt, "tracing_on", "0")
+        _write(mnt, "buffer_size_kb", str(DEFAULT_KB))
+        _trace_for(mnt, 4)
+        out.append(("RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(pid), "MB"))
+    return out
+
+
+def in_process() -> list[tuple[str, float, str]]:
+    from . import sim
+    from .kernel.fs.pseudo import kernel_read, kernel_write
+    from .kernel.time import ManualClock
+    me = os.getpid()
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                 cmdline="trace_options=stackmap,stacktrace")
+    out = [("in-process: RSS after boot", rss_mb(me), "MB")]
+
+    def rd(path):
+        return kernel_read(k.tree, T + path, 1 << 16).decode()
+
+    kernel_write(k.tree, T + "buffer_size_kb", str(BIG_KB).encode())
+    for path, value in EVERYTHING:
+        kernel_write(k.tree, T + path, value.encode())
+    held = -1
+    while True:
+        for _ in range(10):
+            k.clock.advance(int(FILL_STEP_S * 1e9))
+            k.run_until_now()
+        now = int(re.search(r"entries-in-buffer/entries-written: (\d+)/", rd("trace")).group(1))
+        if now <= held:
+            break
+        held = now
+    total_kb = int(rd("buffer_total_size_kb").split()[0])
+    m = re.search(r"entries: \d+ / (\d+)", rd("stack_map_stat"))
+    pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
+    out.append(("in-process: entries held, buffers full at buffer_size_kb %d" % BIG_KB,
+                now, "entries"))
+    out.append(("in-process: RSS, buffers full", rss_mb(me), "MB"))
+    out.append(("  bound: buffers %d KB + stackmap pool + 150 MB" % total_kb,
+                total_kb / 1024 + pool_mb + 150, "MB"))
+    kernel_write(k.tree, T + "tracing_on", b"0")
+    kernel_write(k.tree, T + "buffer_size_kb", str(DEFAULT_KB).encode())
+    out.append(("in-process: RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(me), "MB"))
+    HeapTrim(k).after_request()          # what the daemon does after that write
+    out.append(("in-process: RSS after that and the daemon's heap trim", rss_mb(me), "MB"))
+    return out
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    rows = in_process() if args == ["--in-process"] else bench_memory(
+        float(args[0]) if args else SECONDS)
+    for name, value, unit in rows:
+        print("  %-62s %12.1f %s" % (name, value, unit))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
