@@ -14,13 +14,15 @@ kernel keep at most ``GAP_ENTRIES_CPU`` entries per CPU of it), so the full
 buffer is measured in-process (``in_process``: this process's VmRSS; the
 same kernel code, without FUSE): boot, ``buffer_size_kb`` at BIG_KB,
 everything on, the clock moved FILL_STEP_S at a time until the buffers are
-full (entries held stop growing), against the bound buffers + stackmap
+full (entries held stop growing), packed as the idle daemon packs them
+(fuse/heap.py), against the bound buffers + stackmap
 pool + 150 MB (the pool counted as the kernel's elements would take:
 ``max_elts`` of ``stack_map_stat`` x (64 addresses of 8 bytes + 16)); then
 ``buffer_size_kb`` back to the default, before and after the heap trim the
 daemon makes after such a write (fuse/heap.py).
 
     python -m fakefs.bench_memory [SECONDS]
+    python -m fakefs.bench_memory --in-process [BUFFER_SIZE_KB]
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import sys
 import time
 
 from .bench_barefs import fakefs_mounted
-from .fuse.heap import HeapTrim
+from .fuse.heap import HeapKeeper, pack_idle
 
 T = "sys/kernel/tracing/"
 SECONDS = 60
@@ -116,7 +118,7 @@ def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
     return out
 
 
-def in_process() -> list[tuple[str, float, str]]:
+def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     from . import sim
     from .kernel.fs.pseudo import kernel_read, kernel_write
     from .kernel.time import ManualClock
@@ -128,7 +130,7 @@ def in_process() -> list[tuple[str, float, str]]:
     def rd(path):
         return kernel_read(k.tree, T + path, 1 << 16).decode()
 
-    kernel_write(k.tree, T + "buffer_size_kb", str(BIG_KB).encode())
+    kernel_write(k.tree, T + "buffer_size_kb", str(big_kb).encode())
     for path, value in EVERYTHING:
         kernel_write(k.tree, T + path, value.encode())
     held = -1
@@ -140,10 +142,12 @@ def in_process() -> list[tuple[str, float, str]]:
         if now <= held:
             break
         held = now
+    while pack_idle(k.tracing, 1 << 20):      # what the daemon does while idle
+        pass
     total_kb = int(rd("buffer_total_size_kb").split()[0])
     m = re.search(r"entries: \d+ / (\d+)", rd("stack_map_stat"))
     pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
-    out.append(("in-process: entries held, buffers full at buffer_size_kb %d" % BIG_KB,
+    out.append(("in-process: entries held, buffers full at buffer_size_kb %d" % big_kb,
                 now, "entries"))
     out.append(("in-process: RSS, buffers full", rss_mb(me), "MB"))
     out.append(("  bound: buffers %d KB + stackmap pool + 150 MB" % total_kb,
@@ -151,15 +155,17 @@ def in_process() -> list[tuple[str, float, str]]:
     kernel_write(k.tree, T + "tracing_on", b"0")
     kernel_write(k.tree, T + "buffer_size_kb", str(DEFAULT_KB).encode())
     out.append(("in-process: RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(me), "MB"))
-    HeapTrim(k).after_request()          # what the daemon does after that write
+    HeapKeeper(k).after_request()        # what the daemon does after that write
     out.append(("in-process: RSS after that and the daemon's heap trim", rss_mb(me), "MB"))
     return out
 
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    rows = in_process() if args == ["--in-process"] else bench_memory(
-        float(args[0]) if args else SECONDS)
+    if args[:1] == ["--in-process"]:
+        rows = in_process(int(args[1]) if args[1:] else BIG_KB)
+    else:
+        rows = bench_memory(float(args[0]) if args else SECONDS)
     for name, value, unit in rows:
         print("  %-62s %12.1f %s" % (name, value, unit))
     return 0

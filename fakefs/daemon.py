@@ -114,6 +114,7 @@ async def _serve(ops: FakeFS) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(ops.poll_watcher)
         nursery.start_soon(ops.detach_watcher)
+        nursery.start_soon(ops.heap.packer)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()
 

@@ -38,7 +38,7 @@ import trio
 from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
-from .heap import HeapTrim
+from .heap import HeapKeeper
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -86,6 +86,7 @@ def handler(fn):
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
+        self.heap.request_begins()
         token = _PENDING_INVAL.set([])
         try:
             return await fn(self, *args, **kwargs)
@@ -160,7 +161,7 @@ class FakeFS(pyfuse3.Operations):
         self.host_settle: int | None = None   # their events done by this instant
         # the host's entries shown beside the tree's (fakefs sandbox's /proc)
         self.links = links
-        self.heap = HeapTrim(kernel)
+        self.heap = HeapKeeper(kernel)
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers

@@ -1,5 +1,5 @@
 from fakefs import sim
-from fakefs.fuse.heap import HeapTrim
+from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.kernel.fs.pseudo import kernel_write
 from fakefs.kernel.time import ManualClock
 
@@ -8,7 +8,7 @@ T = "sys/kernel/tracing/"
 
 def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    heap = HeapTrim(k)
+    heap = HeapKeeper(k)
     kernel_write(k.tree, T + "buffer_size_kb", b"4096")      # grows: nothing freed
     heap.after_request()
     assert heap.trims == 0
@@ -22,3 +22,26 @@ def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
     k.tracing.instance_rmdir("a")
     heap.after_request()                                     # the instance's buffers went
     assert heap.trims == 2
+
+
+def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    kernel_write(k.tree, T + "current_tracer", b"function")
+    for _ in range(2):
+        k.clock.advance(3_000_000_000)
+        k.run_until_now()
+        if k.tracing.global_trace.max_buffer.entries() == 0:
+            kernel_write(k.tree, T + "snapshot", b"1")      # the snapshot buffer holds entries
+    k.tracing.instance_mkdir("a")
+    bufs = [k.tracing.global_trace.buffer, k.tracing.global_trace.max_buffer]
+    before = [list(cb.iter_events()) for b in bufs for cb in b.cpus]
+    assert all(len(cb.pages) > 40 for b in bufs for cb in b.cpus)
+    assert pack_idle(k.tracing, 10) == 10                        # a slice at a time
+    while pack_idle(k.tracing, 16):
+        pass
+    for b in bufs:
+        for cb in b.cpus:
+            pages = list(cb.pages)
+            assert all(p.packed is not None for p in pages[:-16] if len(p))
+            assert all(p.packed is None for p in pages[-16:])
+    assert [list(cb.iter_events()) for b in bufs for cb in b.cpus] == before

@@ -23,9 +23,9 @@ set once, at allocation).
 from __future__ import annotations
 
 import errno
-import marshal
-import zlib
 from collections import deque
+
+from .ring_buffer_bpage import LOOSE_PAGES, UNZIPPED_PAGES, BufferPage, snapshot_entries
 
 PAGE_SIZE = 4096
 BUF_PAGE_HDR_SIZE = 16
@@ -35,10 +35,6 @@ RB_ALIGNMENT = 4
 RB_MAX_SMALL_DATA = RB_ALIGNMENT * 28
 RB_LEN_TIME_EXTEND = 8
 TS_DELTA_LIMIT = 1 << 27
-# the newest sub-buffers of a CPU whose entries stay tuples; older ones are
-# packed (see BufferPage): a writer adds to the newest, a reader that keeps
-# up consumes them before they pack
-LOOSE_PAGES = 16
 
 
 def event_length(payload: int) -> int:
@@ -58,75 +54,6 @@ def subbuf_capacity(order: int) -> int:
     return (PAGE_SIZE << order) - BUF_PAGE_HDR_SIZE
 
 
-class BufferPage:
-    """One sub-buffer's entries and byte counts.
-
-    The entries are tuples while the sub-buffer is among its CPU's newest
-    ``LOOSE_PAGES``; past them the writer packs it (``pack()``: marshal, then
-    zlib at level 1; about half the bytes the entries take in the kernel's
-    format, a sixth of the tuples), so that memory follows the buffer's
-    size.  ``events`` unpacks (for a consuming reader at the head);
-    ``snapshot()`` gives a reader the page as it is without unpacking it in
-    place.  An entry marshal cannot hold leaves its page as tuples."""
-
-    __slots__ = ("_events", "packed", "npacked", "packed_last", "used", "nbytes", "read")
-
-    def __init__(self):
-        self._events: deque | None = deque()
-        self.packed: bytes | None = None    # the entries while packed
-        self.npacked = 0                    # how many it holds
-        self.packed_last = 0                # the time of the newest
-        self.used = 0       # bytes of the data area consumed (events + extends)
-        self.nbytes = 0     # bytes of events alone
-        self.read = 0       # events a consuming reader took from it (bpage->read)
-
-    def __len__(self) -> int:
-        ev = self._events
-        return len(ev) if ev is not None else self.npacked
-
-    @property
-    def events(self) -> deque:
-        ev = self._events
-        if ev is None:
-            ev = self._events = deque(unpack(self.packed))
-            self.packed = None
-            self.npacked = 0
-        return ev
-
-    def pack(self) -> None:
-        ev = self._events
-        if not ev:
-            return
-        try:
-            blob = zlib.compress(marshal.dumps(list(ev)), 1)
-        except ValueError:
-            return
-        self.packed = blob
-        self.npacked = len(ev)
-        self.packed_last = ev[-1][0]
-        self._events = None
-
-    def newest_ts(self) -> int:
-        """The time of its newest entry (it holds one at least)."""
-        ev = self._events
-        return ev[-1][0] if ev is not None else self.packed_last
-
-    def snapshot(self):
-        """The entries now: the packed bytes, or a list of them."""
-        ev = self._events
-        return self.packed if ev is None else list(ev)
-
-
-def unpack(blob: bytes) -> list:
-    return marshal.loads(zlib.decompress(blob))
-
-
-def snapshot_entries(snaps):
-    """The entries of ``BufferPage.snapshot()``s, in order."""
-    for snap in snaps:
-        yield from (unpack(snap) if type(snap) is bytes else snap)
-
-
 class CpuBuffer:
     """One CPU's ring: ``nr_pages`` sub-buffers of ``subbuf_size`` data bytes."""
 
@@ -139,6 +66,7 @@ class CpuBuffer:
         self.resize_disabled = 0
         self.pages: deque[BufferPage] = deque()
         self.loose_pages = LOOSE_PAGES
+        self.unzipped_pages = UNZIPPED_PAGES
         self.entries = 0
         self.overrun = 0
         self.commit_overrun = 0
@@ -262,9 +190,24 @@ class CpuBuffer:
             self.overrun += lost
         tail = BufferPage()
         pages.append(tail)
-        if len(pages) > self.loose_pages:
-            pages[-self.loose_pages - 1].pack()
+        if len(pages) > self.unzipped_pages:
+            old = pages[-self.unzipped_pages - 1]
+            old.pack()
+            old.squeeze()
         return tail
+
+    def pack_idle(self, budget: int) -> int:
+        """Pack up to ``budget`` sub-buffers between the newest
+        ``loose_pages`` and the newest ``unzipped_pages`` (older ones the
+        writer packed) that are tuples still; how many it packed."""
+        done = 0
+        for i, p in enumerate(reversed(self.pages)):
+            if i < self.loose_pages or p._events is None:
+                continue
+            if done >= budget or i >= self.unzipped_pages:
+                break
+            done += p.pack()
+        return done
 
     def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
         """``write_many()`` of entries of their own lengths (no time extend)."""
@@ -529,6 +472,12 @@ class RingBuffer:
     def reset(self) -> None:
         for cb in self.cpus:
             cb.reset()
+
+    def pack_idle(self, budget: int) -> int:
+        done = 0
+        for cb in self.cpus:
+            done += cb.pack_idle(budget - done)
+        return done
 
     def write(self, cpu: int, ts: int, entry, length: int, overwrite: bool = True) -> bool:
         if self.record_off or self.record_disabled:
