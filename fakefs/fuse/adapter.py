@@ -100,6 +100,7 @@ def handler(fn):
             log.exception("%s failed", fn.__name__)
             raise pyfuse3.FUSEError(errno.EIO)
         finally:
+            self.heap.request_ends()
             pending = _PENDING_INVAL.get()
             _PENDING_INVAL.reset(token)
             if pending:
@@ -161,7 +162,7 @@ class FakeFS(pyfuse3.Operations):
         self.host_settle: int | None = None   # their events done by this instant
         # the host's entries shown beside the tree's (fakefs sandbox's /proc)
         self.links = links
-        self.heap = HeapKeeper(kernel)
+        self.heap = HeapKeeper(kernel, lambda: self.blocked)
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers

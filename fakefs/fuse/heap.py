@@ -3,7 +3,8 @@ mount is idle, freed memory given back to the system.
 
 Packing (``RingBuffer.pack_idle``) costs about half a microsecond an entry.
 The writer packs only past a CPU's newest ``UNZIPPED_PAGES`` sub-buffers
-(buffers larger than the default); the rest waits until no request has
+(most of a default buffer is left to it); the rest waits until no request
+is under way but those waiting for data (blocked reads) and none has
 started for IDLE_S, then goes PACK_SLICE sub-buffers at a time with the
 main loop let in between, so that no request waits for it.
 
@@ -62,20 +63,30 @@ def pack_idle(tracing, budget: int) -> int:
 class HeapKeeper:
     """Packs while idle; trims the heap when ring buffers gave pages back."""
 
-    __slots__ = ("kernel", "seen", "trims", "last_request", "wakeup", "_trim")
+    __slots__ = ("kernel", "blocked", "seen", "trims", "last_request", "inflight", "wakeup",
+                 "_trim")
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, blocked=lambda: 0):
         self.kernel = kernel
+        self.blocked = blocked   # () -> requests under way that wait for data
         self.seen = 0            # given_back when last looked
         self.trims = 0
         self.last_request = 0.0  # time.monotonic() when the last request began
+        self.inflight = 0        # requests under way
         self.wakeup: trio.Event | None = None
         self._trim = _malloc_trim()
 
     def request_begins(self) -> None:
         self.last_request = time.monotonic()
+        self.inflight += 1
         if self.wakeup is not None:
             self.wakeup.set()
+
+    def request_ends(self) -> None:
+        self.inflight -= 1
+
+    def busy(self) -> bool:
+        return self.inflight > self.blocked() or time.monotonic() - self.last_request < IDLE_S
 
     def after_request(self) -> None:
         tracing = self.kernel.tracing
@@ -94,9 +105,8 @@ class HeapKeeper:
             self.wakeup = trio.Event()
             await self.wakeup.wait()
             while True:
-                quiet = time.monotonic() - self.last_request
-                if quiet < IDLE_S:
-                    await trio.sleep(IDLE_S - quiet)
+                if self.busy():
+                    await trio.sleep(IDLE_S)
                     continue
                 try:
                     if not pack_idle(self.kernel.tracing, PACK_SLICE):

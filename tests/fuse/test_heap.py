@@ -45,3 +45,35 @@ def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():
             assert all(p.packed is not None for p in pages[:-16] if len(p))
             assert all(p.packed is None for p in pages[-16:])
     assert [list(cb.iter_events()) for b in bufs for cb in b.cpus] == before
+
+
+def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers():
+    import time
+    import trio
+    from fakefs.fuse import heap as heap_mod
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    kernel_write(k.tree, T + "current_tracer", b"function")
+    k.clock.advance(3_000_000_000)
+    k.run_until_now()
+    blocked = [0]
+    keeper = HeapKeeper(k, lambda: blocked[0])
+    cpus = k.tracing.global_trace.buffer.cpus
+
+    def packed():
+        return sum(p.packed is not None for cb in cpus for p in cb.pages)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(keeper.packer)
+            await trio.sleep(0.01)                   # it waits for a request
+            keeper.request_begins()                  # a request under way
+            await trio.sleep(5 * heap_mod.IDLE_S)
+            assert keeper.busy() and packed() == 0
+            blocked[0] = 1                           # ... that waits for data
+            await trio.sleep(5 * heap_mod.IDLE_S)
+            assert not keeper.busy() and packed() > 40
+            nursery.cancel_scope.cancel()
+
+    t0 = time.monotonic()
+    trio.run(main)
+    assert time.monotonic() - t0 < 5
