@@ -3,7 +3,7 @@ mount is idle, freed memory given back to the system.
 
 Packing (``RingBuffer.pack_idle``) costs about half a microsecond an entry.
 The writer packs only past a CPU's newest ``UNZIPPED_PAGES`` sub-buffers
-(most of a default buffer is left to it); the rest waits until no request
+(never in a default buffer); the rest waits until no request
 is under way but those waiting for data (blocked reads) and none has
 started for IDLE_S, then goes PACK_SLICE sub-buffers at a time with the
 main loop let in between, so that no request waits for it.

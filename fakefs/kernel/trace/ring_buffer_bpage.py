@@ -15,10 +15,10 @@ from collections import deque
 # keeps up consumes them before they pack
 LOOSE_PAGES = 16
 # the newest sub-buffers of a CPU the writer leaves as they are; older ones
-# it packs and compresses.  Most of a default buffer (1408 KB, 352
-# sub-buffers): there the writer packs a quarter; the tuples it leaves
-# (about 12 MB a CPU) are what the memory bound must allow for.
-UNZIPPED_PAGES = 256
+# it packs and compresses.  More than a default buffer (1408 KB, 354
+# sub-buffers), whose writers then pay nothing; the tuples it may leave
+# (about 17 MB a CPU) are what the memory bound must allow for.
+UNZIPPED_PAGES = 384
 
 
 class BufferPage:
