@@ -202,11 +202,10 @@ class CpuBuffer:
         writer packed) that are tuples still; how many it packed."""
         done = 0
         for i, p in enumerate(reversed(self.pages)):
-            if i < self.loose_pages or p._events is None:
-                continue
             if done >= budget or i >= self.unzipped_pages:
                 break
-            done += p.pack()
+            if i >= self.loose_pages and p._events is not None:
+                done += p.pack()
         return done
 
     def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
