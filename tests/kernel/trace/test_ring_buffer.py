@@ -225,4 +225,3 @@ def test_write_many_is_write_of_each():
                 assert b.write_many(entries, lengths, overwrite) == took
                 assert _state(a) == _state(b), (overwrite, gaps, batch)
             assert a.overrun if overwrite else a.dropped
-
