@@ -18,7 +18,9 @@ from __future__ import annotations
 import gzip
 import os
 import re
+from array import array
 from bisect import bisect_right
+from itertools import islice
 
 from .fs.pseudo import FileOperations
 
@@ -54,17 +56,20 @@ class Kallsyms:
                     list(modules), source)
 
     def _setup(self, types, names, addrs, modules, source):
-        if addrs != sorted(addrs):
+        # (addresses in an array and the types in a string: a list of Python
+        # ints costs 5x the table's 8 bytes a symbol, and a host table has
+        # ~120k symbols)
+        if any(x > y for x, y in zip(addrs, islice(addrs, 1, None))):
             order = sorted(range(len(addrs)), key=addrs.__getitem__)   # stable
             types = [types[i] for i in order]
             names = [names[i] for i in order]
             addrs = [addrs[i] for i in order]
         self.source = source
-        self._addrs = addrs
-        self._types = types
+        self._addrs = addrs if isinstance(addrs, array) else array("Q", addrs)
+        self._types = types if isinstance(types, str) else "".join(types)
         self._names = names
         mods = sorted(modules, key=lambda s: s[0])
-        self._maddrs = [s[0] for s in mods]
+        self._maddrs = array("Q", [s[0] for s in mods])
         self._mnames = [s[2] for s in mods]
         self._mmods = [s[3] for s in mods]
         self._mod_order = modules
@@ -115,7 +120,7 @@ class Kallsyms:
         core = [ln for ln in lines if len(ln) > 19 and ln[17] in TEXT_TYPES and "\t" not in ln]
         if not core or any(len(ln) < 20 or ln[16] != " " or ln[18] != " " for ln in (core[0], core[-1])):
             return cls._from_proc_text_slow(lines, source)
-        addrs = [int(ln[:16], 16) for ln in core]
+        addrs = array("Q", (int(ln[:16], 16) for ln in core))
         if not addrs[-1]:
             return None
         mods = []
@@ -205,7 +210,7 @@ class Kallsyms:
         dt = text_base - start
         dm = (module_base - self._maddrs[0]) if self._maddrs else 0
         ks = Kallsyms.__new__(Kallsyms)
-        ks._setup(list(self._types), list(self._names), [a + dt for a in self._addrs],
+        ks._setup(self._types, self._names, array("Q", (a + dt for a in self._addrs)),
                   [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source)
         return ks
 

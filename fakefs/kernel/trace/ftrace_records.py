@@ -34,8 +34,9 @@
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from itertools import groupby
+from array import array
+from bisect import bisect_left, bisect_right
+from itertools import groupby, islice
 
 from ..lib.glob import glob_regex
 from ..lib.kstrtox import kstrtoul
@@ -83,6 +84,41 @@ def filter_parse_regex(buff: str):
     if buff.startswith("*"):
         buff = buff[1:]
     return typ, buff, neg
+
+
+class AddrIndex:
+    """The record of an address (``lookup_rec()``: the kernel bisects its
+    sorted record pages): a mapping of record addresses to indexes, held as
+    the sorted addresses (and, where the records are not in address order,
+    the permutation) rather than a dict of ~55k Python ints."""
+
+    __slots__ = ("_sorted", "_order")
+
+    def __init__(self, addrs):
+        if all(x < y for x, y in zip(addrs, islice(addrs, 1, None))):
+            self._sorted, self._order = addrs, None
+        else:
+            order = sorted(range(len(addrs)), key=addrs.__getitem__)
+            self._sorted = array("Q", (addrs[i] for i in order))
+            self._order = array("L", order)
+
+    def get(self, addr: int, default=None):
+        if type(addr) is not int:
+            return default
+        s = self._sorted
+        i = bisect_left(s, addr)
+        if i < len(s) and s[i] == addr:
+            return i if self._order is None else self._order[i]
+        return default
+
+    def __contains__(self, addr) -> bool:
+        return self.get(addr) is not None
+
+    def __getitem__(self, addr: int) -> int:
+        i = self.get(addr)
+        if i is None:
+            raise KeyError(addr)
+        return i
 
 
 class Glob:
@@ -183,12 +219,17 @@ class FtraceRecords:
             self.mods.append(mod)
             self.addrs.append(addr)
         self.modules = frozenset(m for m in self.mods if m)
-        self.by_addr = {a: i for i, a in enumerate(self.addrs)}
-        self.by_name: dict[str, list[int]] = {}
+        self.addrs = array("Q", self.addrs)
+        self.by_addr = AddrIndex(self.addrs)
+        # a name's record, or its records where several share the name
+        self._by_name: dict[str, int | tuple[int, ...]] = {}
         for i, n in enumerate(self.names):
-            self.by_name.setdefault(n, []).append(i)
+            got = self._by_name.setdefault(n, i)
+            if got != i:
+                self._by_name[n] = (got + (i,)) if type(got) is tuple else (got, i)
         self._ks = ks
-        self._boot_core = sorted(init_addrs.union(a for a, m in zip(self.addrs, self.mods) if m is None))
+        self._boot_core = array("Q", sorted(init_addrs.union(a for a, m in zip(self.addrs, self.mods)
+                                                             if m is None)))
         self._init_addrs = init_addrs
         self._dyn_info = None
         self.ops_list = None              # ftrace_ops_list.FtraceOpsList, made on first use
@@ -198,6 +239,11 @@ class FtraceRecords:
 
     def __len__(self):
         return len(self.names)
+
+    def named(self, name: str) -> list[int]:
+        """The records of the functions called ``name``."""
+        got = self._by_name.get(name, ())
+        return [got] if type(got) is int else list(got)
 
     def display(self, i: int) -> str:
         """``%ps`` of a record: ``name`` or ``name [module]``."""
@@ -262,7 +308,7 @@ class FtraceRecords:
             return ([idx] if 0 <= idx < len(self.names) else []), clear
         if mod is None:
             if fg.type == MATCH_FULL:
-                return list(self.by_name.get(fg.search, ())), clear
+                return self.named(fg.search), clear
             m = fg.match
             return [i for i, n in enumerate(self.names) if m(n)], clear
         mt, ms, exclude = filter_parse_regex(mod)

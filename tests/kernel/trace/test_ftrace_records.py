@@ -122,7 +122,7 @@ def with_module(k):
 def test_records_match(k):
     r = ftrace_records(k)
     assert ftrace_records(k) is r                      # one per kernel
-    i = r.by_name["schedule"][0]
+    i = r.named("schedule")[0]
     assert r.display(i) == "schedule"
     assert r.match("schedule", None) == ([i], False)
     assert r.match("!schedule", None) == ([i], True)
