@@ -55,6 +55,7 @@ class Frames:
         self.size = wg.size
         self.entry = wg.entry
         self.count = 0
+        self.generation = 0             # restarts so far (a cache keyed by frames follows it)
         self._intern: dict[tuple, tuple] = {}
         self._roots: dict = {}
         self._user_irq: dict = {}
@@ -129,6 +130,7 @@ class Frames:
         self._roots = {}
         self._user_irq = {}
         self.count = 0
+        self.generation += 1
         for fr in kept:
             while fr is not None:
                 fr.kids = {}

@@ -140,23 +140,24 @@ class Workload:
 
     def sample_runs(self, rng, cpu, n: int) -> list:
         """``n`` traced function calls in a row on ``cpu``, as runs of one
-        task: [(task, [stack, ...]), ...]; the draws of as many
-        ``sample()`` calls (one run while a machine decides who runs: the
-        walk then never switches tasks by itself)."""
+        task: [(task, [frame, ...]), ...] (a call's stack is its frame's
+        ``stack``); the draws of as many ``sample()`` calls (one run while
+        a machine decides who runs: the walk then never switches tasks by
+        itself)."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         walk = self.walk
         c = walk.cpus[cpu]
         if walk.driven:
             run = walk.run
-            return [(c.ts.task, [run(c, rng)[1].stack for _ in range(n)])]
+            return [(c.ts.task, [run(c, rng)[1] for _ in range(n)])]
         runs: list = []
         for _ in range(n):
             task, fr = walk.run(c, rng)
             if runs and runs[-1][0] is task:
-                runs[-1][1].append(fr.stack)
+                runs[-1][1].append(fr)
             else:
-                runs.append((task, [fr.stack]))
+                runs.append((task, [fr]))
         return runs
 
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:

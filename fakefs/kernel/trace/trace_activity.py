@@ -85,8 +85,11 @@ class TraceActivity:
         self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
-        # stack -> (flags, preempt count, ip, parent ip): a function entry's fields
-        self._call_fields: dict[tuple, tuple] = {}
+        # frame -> ((flags, preempt count, ip, parent ip), stack): a function
+        # entry's fields (a frame hashes by identity, a stack tuple by its
+        # every address), for the frames of one generation of the walk's
+        self._call_fields: dict = {}
+        self._call_fields_gen = 0
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
         self._target_addrs = frozenset()
@@ -241,7 +244,8 @@ class TraceActivity:
             calls = []            # the plain function calls' instants, apart
             if plain_fn:
                 n = self._count((cpu, None), self.fn_rate, dt)
-                calls = [t0 + int(rng.random() * span) for _ in range(n)]
+                rnd = rng.random
+                calls = [t0 + int(rnd() * span) for _ in range(n)]
             for group in targets:
                 n = self._count((cpu, group.ids), group.rates[cpu], dt)
                 occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]
@@ -463,18 +467,24 @@ class TraceActivity:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
         fields = self._call_fields
-        if len(fields) > 1 << 16:
-            fields.clear()
+        runs = wl.sample_runs(rng, cpu, len(times))
+        gen = wl.frames.generation
+        if len(fields) > 1 << 16 or gen != self._call_fields_gen:
+            fields.clear()             # (no frame of an older generation kept alive)
+            self._call_fields_gen = gen
         calls = []
+        append = calls.append
         it = iter(times)
-        for task, stacks in wl.sample_runs(rng, cpu, len(times)):
-            head = (te.TRACE_FN, task.pid)
-            for stack, ts in zip(stacks, it):
-                f = fields.get(stack)
+        fn = te.TRACE_FN
+        for task, frs in runs:
+            pid = task.pid
+            for fr, ts in zip(frs, it):
+                f = fields.get(fr)
                 if f is None:
-                    f = fields[stack] = self.context_flags(stack) + (
-                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0)
-                calls.append(((ts,) + head + f, stack))
+                    stack = fr.stack
+                    f = fields[fr] = (self.context_flags(stack) + (
+                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0), stack)
+                append(((ts, fn, pid) + f[0], f[1]))
         for tr in trs:
             tr.current.record_calls(tr, cpu, calls)
 

@@ -76,3 +76,30 @@ def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
         each = _function_trace(cmdline, settings, True, monkeypatch)
         assert bulk[0].count("\n") > 1000
         assert bulk == each
+
+
+def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch):
+    """The bulk path's fields, cached per frame, hold the frames of the
+    walk's current generation only (a restart of the frames drops them, not
+    kept alive by the cache), and the trace is still the calls one by one."""
+    from fakefs.kernel import workload
+    settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
+    monkeypatch.setattr(workload, "FRAME_CAP", 300)
+    bulk = _function_trace("fakefs.fn_rate=100000", settings, False, monkeypatch)
+    monkeypatch.setattr(workload, "FRAME_CAP", 300)
+    each = _function_trace("fakefs.fn_rate=100000", settings, True, monkeypatch)
+    assert bulk == each
+
+    monkeypatch.setattr(workload, "FRAME_CAP", 300)
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=100000",
+                 host_kallsyms=False)
+    for path, value in settings:
+        wr(k, path, value)
+    for _ in range(8):
+        k.clock.advance(20_000_000)
+        k.run_until_now()
+    frames, act = k.workload.frames, k.trace_activity
+    assert frames.generation > 3
+    assert act._call_fields
+    # (kept frames and their callers survive a restart without being counted)
+    assert len(act._call_fields) <= frames.count + 100
