@@ -61,8 +61,8 @@ CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_ex
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 # distinct stacks kept before the path cache restarts: ~0.6 kB a frame with
-# its event_stack() memo keys (17.6k frames freed 10.6 MB), so ~30 MB at most
-FRAME_CAP = 50_000
+# its event_stack() memo keys (17.6k frames freed 10.6 MB), so ~15 MB at most
+FRAME_CAP = 25_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
