@@ -23,6 +23,7 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import errno
 import functools
@@ -127,6 +128,10 @@ class _Held:
         self.clock.held = None
 
 
+# at(None): the clock is not held (never held outside an at() block)
+_NOW = contextlib.nullcontext()
+
+
 class FakeFS(pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
@@ -216,10 +221,11 @@ class FakeFS(pyfuse3.Operations):
             self.kernel.advance_to(settle)
         return until
 
-    def at(self, until: int | None) -> "_Held":
+    def at(self, until: int | None):
         """The kernel serves the request at the instant it came (``until``,
-        from ``observe``; None: now).  Only around code that does not await."""
-        return _Held(self.kernel.clock, until)
+        from ``observe``; None: now, the clock as it is outside every such
+        block).  Only around code that does not await."""
+        return _NOW if until is None else _Held(self.kernel.clock, until)
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)

@@ -30,8 +30,11 @@ CALLERS = {
 
 
 def vfs_probed(kernel, func: str) -> bool:
-    """Is a kprobe armed on ``func`` (a hit of it would be traced)?"""
-    return kernel.kprobes is not None and bool(kernel.kprobes.armed_on(func))
+    """Is a kprobe armed on ``func`` (a hit of it would be traced)?  (Asked
+    at every open, read and close: no probe registered at all is the answer
+    of nearly every call, found without a lookup.)"""
+    kp = kernel.kprobes
+    return kp is not None and bool(kp.probes) and bool(kp.armed_on(func))
 
 
 def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> None:
