@@ -89,7 +89,7 @@ class TraceActivity:
         # entry's fields (a frame hashes by identity, a stack tuple by its
         # every address), for the frames of one generation of the walk's
         self._call_fields: dict = {}
-        self._call_fields_gen = 0
+        self._frames_gen = 0            # the walk's frames' generation the caches hold
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
         self._target_addrs = frozenset()
@@ -179,6 +179,16 @@ class TraceActivity:
             self._flags_cache[stack] = r
         return r
 
+    def _follow_frames(self, wl) -> None:
+        """The caches of what stacks imply (context flags, a call's fields)
+        forget the frames and stacks of the walk's older generations: no
+        frame tree of theirs stays alive after a restart."""
+        gen = wl.frames.generation
+        if gen != self._frames_gen:
+            self._frames_gen = gen
+            self._call_fields.clear()
+            self._flags_cache.clear()
+
     # --- the hook -------------------------------------------------------------
     def _count(self, key, rate: float, dt: float) -> int:
         carry = self.carry.get(key)
@@ -209,6 +219,8 @@ class TraceActivity:
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
         wl = self.kernel.workload
+        if wl is not None:
+            self._follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
         if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets):
@@ -466,12 +478,11 @@ class TraceActivity:
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
-        fields = self._call_fields
         runs = wl.sample_runs(rng, cpu, len(times))
-        gen = wl.frames.generation
-        if len(fields) > 1 << 16 or gen != self._call_fields_gen:
-            fields.clear()             # (no frame of an older generation kept alive)
-            self._call_fields_gen = gen
+        self._follow_frames(wl)        # (the walk may have restarted them just now)
+        fields = self._call_fields
+        if len(fields) > 1 << 16:
+            fields.clear()
         calls = []
         append = calls.append
         it = iter(times)

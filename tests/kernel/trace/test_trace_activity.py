@@ -79,9 +79,10 @@ def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
 
 
 def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch):
-    """The bulk path's fields, cached per frame, hold the frames of the
-    walk's current generation only (a restart of the frames drops them, not
-    kept alive by the cache), and the trace is still the calls one by one."""
+    """The bulk path's fields, cached per frame, and the context flags,
+    cached per stack, hold the frames and stacks of the walk's current
+    generation only (a restart of the frames drops them, not kept alive by
+    the caches), and the trace is still the calls one by one."""
     from fakefs.kernel import workload
     settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
     monkeypatch.setattr(workload, "FRAME_CAP", 300)
@@ -103,3 +104,4 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     assert act._call_fields
     # (kept frames and their callers survive a restart without being counted)
     assert len(act._call_fields) <= frames.count + 100
+    assert len(act._flags_cache) <= frames.count + 100
