@@ -22,13 +22,14 @@ RESUME = 1         # a callee (or interrupt) just returned into it
 class Frame:
     """One distinct kernel stack: a function and the frames below it."""
 
-    __slots__ = ("fn", "parent", "base", "stack", "kids", "depth", "irq", "tp", "mode")
+    __slots__ = ("fn", "parent", "stack", "kids", "depth", "irq", "tp", "mode")
 
-    def __init__(self, fn, parent, base, stack, irq, mode):
+    def __init__(self, fn, parent, stack, irq, mode):
         self.fn = fn
         self.parent = parent
-        self.base = base            # return addresses below this function
-        self.stack = stack          # (entry ip,) + base
+        # (entry ip,) + the return addresses below this function (its base:
+        # ``stack[1:]``, made again where a callee needs it rather than kept)
+        self.stack = stack
         self.kids = {}
         self.depth = len(stack)
         self.irq = irq              # inside an interrupt
@@ -79,8 +80,7 @@ class Frames:
         site = self.site.get((fr.fn, g))
         if site is None:
             site = self.addr[fr.fn] + call_off(self.names[fr.fn], self.names[g], 0, 1, self.size[fr.fn])
-        base = (site,) + fr.base
-        k = Frame(g, fr, base, self._intern_t((self.entry[g],) + base), fr.irq, mode)
+        k = Frame(g, fr, self._intern_t((self.entry[g], site) + fr.stack[1:]), fr.irq, mode)
         fr.kids[g] = k
         self.count += 1
         return k
@@ -91,7 +91,7 @@ class Frames:
         if fr is None:
             k = self._user_irq.get(root)
             if k is None:
-                k = self._user_irq[root] = Frame(root, None, (), self._intern_t((self.entry[root],)),
+                k = self._user_irq[root] = Frame(root, None, self._intern_t((self.entry[root],)),
                                                  True, UMODE)
                 self.count += 1
             return k
@@ -99,8 +99,8 @@ class Frames:
         k = fr.kids.get(key)
         if k is None:
             f = fr.fn
-            base = (self.addr[f] + irq_off(self.names[f], self.size[f]),) + fr.base
-            k = Frame(root, fr, base, self._intern_t((self.entry[root],) + base), True,
+            ret = self.addr[f] + irq_off(self.names[f], self.size[f])
+            k = Frame(root, fr, self._intern_t((self.entry[root], ret) + fr.stack[1:]), True,
                       IDLE if fr.mode == IDLE else KMODE)
             fr.kids[key] = k
             self.count += 1
@@ -110,7 +110,7 @@ class Frames:
         """The outermost frame of an entry ``fn`` (a task's first)."""
         k = self._roots.get((fn, mode))
         if k is None:
-            k = self._roots[(fn, mode)] = Frame(fn, None, (), self._intern_t((self.entry[fn],)),
+            k = self._roots[(fn, mode)] = Frame(fn, None, self._intern_t((self.entry[fn],)),
                                                 False, mode)
             self.count += 1
         return k
@@ -120,7 +120,8 @@ class Frames:
         t = fr.tp
         if t is None:
             f = fr.fn
-            t = fr.tp = self._intern_t((self.addr[f] + tp_off(self.names[f], self.size[f]),) + fr.base)
+            t = fr.tp = self._intern_t((self.addr[f] + tp_off(self.names[f], self.size[f]),)
+                                       + fr.stack[1:])
         return t
 
     def restart(self, kept):

@@ -60,8 +60,9 @@ CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_ex
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
-# distinct stacks kept before the path cache restarts: ~0.6 kB a frame with
-# its event_stack() memo keys (17.6k frames freed 10.6 MB), so ~15 MB at most
+# distinct stacks kept before the path cache restarts: ~0.56 kB a frame with
+# its event_stack() memo keys and what tracing caches of its stack (17.6k
+# frames freed 9.8 MB), so ~14 MB at most
 FRAME_CAP = 25_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
