@@ -13,9 +13,9 @@ allocator keeps the freed chunks for reuse unless they sit at the top of
 its heap, so the daemon's RSS would stay where the largest buffer took it.
 After a request that gave buffer pages back to the simulated machine (the
 account's ``given_back`` moved), ``malloc_trim(0)`` returns the free pages
-of the heap (in the main loop: 5.9 ms after 16 MB a CPU went back to the
-default, ``bench_memory --in-process``).  Without glibc there is nothing to call and the memory stays
-with the process.
+of the heap (in the main loop: 4.4 ms after 16 MB a CPU went back to the
+default, 9.7 ms after 64 MB, ``bench_memory --in-process``).  Without glibc
+there is nothing to call and the memory stays with the process.
 """
 
 from __future__ import annotations

@@ -85,9 +85,9 @@ class TraceActivity:
         self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
-        # frame -> ((flags, preempt count, ip, parent ip), stack): a function
-        # entry's fields (a frame hashes by identity, a stack tuple by its
-        # every address), for the frames of one generation of the walk's
+        # frame -> (flags, preempt count, ip, parent ip): a function entry's
+        # fields (a frame hashes by identity, a stack tuple address by
+        # address), for the frames of the walk's current generation
         self._call_fields: dict = {}
         self._frames_gen = 0            # the walk's frames' generation the caches hold
         self._addr_ctx: dict[int, int] = {}
@@ -490,12 +490,12 @@ class TraceActivity:
         for task, frs in runs:
             pid = task.pid
             for fr, ts in zip(frs, it):
+                stack = fr.stack
                 f = fields.get(fr)
                 if f is None:
-                    stack = fr.stack
-                    f = fields[fr] = (self.context_flags(stack) + (
-                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0), stack)
-                append(((ts, fn, pid) + f[0], f[1]))
+                    f = fields[fr] = self.context_flags(stack) + (
+                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0)
+                append(((ts, fn, pid) + f, stack))
         for tr in trs:
             tr.current.record_calls(tr, cpu, calls)
 

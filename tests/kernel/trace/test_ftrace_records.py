@@ -11,7 +11,7 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import Kallsyms
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.lib.glob import glob_regex
-from fakefs.kernel.trace.ftrace_records import (MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL,
+from fakefs.kernel.trace.ftrace_records import (AddrIndex, MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL,
                                                 MATCH_GLOB, MATCH_INDEX, MATCH_MIDDLE_ONLY,
                                                 FtraceRecords, Glob, allocate_pages,
                                                 filter_parse_regex, ftrace_records, record_pages)
@@ -202,3 +202,21 @@ def test_dyn_ftrace_total_info_from_6_13_has_the_patching_times():
     m = re.fullmatch(r"ftrace boot update time = (\d+) \(ns\)", lines[1])
     assert m and 230 * 50000 < int(m.group(1)) < 330 * 60000
     assert lines[2] == "ftrace module total update time = 0 (ns)"
+
+
+def test_addr_index_is_the_dict_it_replaced():
+    """A record's index by its address, the records in address order (the
+    core) or not (module records in their load order)."""
+    from array import array
+    for addrs in ([0x1000, 0x1010, 0x2000, 0x2040],
+                  [0x1000, 0x1010, 0xc000, 0xa000, 0xb010, 0xa010]):
+        arr = array("Q", addrs)
+        idx = AddrIndex(arr)
+        want = {a: i for i, a in enumerate(addrs)}
+        for a in addrs + [0, 0x1001, 0xa008, 0xffff, 1 << 63]:
+            assert idx.get(a) == want.get(a), hex(a)
+            assert (a in idx) is (a in want)
+        assert idx[addrs[-1]] == len(addrs) - 1
+        with pytest.raises(KeyError):
+            idx[0x1001]
+        assert None not in idx and idx.get(None, -1) == -1
