@@ -16,7 +16,9 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 * ownership: the mounting user is the simulated machine's root (see
   ``ownership.py``); the caller's uid reaches the kernel's ``open``;
 * before any request touches kernel state the kernel catches up with the
-  wall clock in small steps, yielding to other requests between steps;
+  wall clock in small steps, yielding to other requests between steps (a
+  write of operations that ``settles`` runs first, and again after the
+  catch-up only if it came to a change);
 * a handler never lets a Python exception escape: KernelError becomes its
   errno, anything else is logged and becomes EIO.
 """
@@ -36,7 +38,8 @@ import time
 import pyfuse3
 import trio
 
-from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, KernelError, WouldBlock
+from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
+                                WouldBlock, run_ahead)
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
 from .heap import HeapKeeper
@@ -91,12 +94,10 @@ def handler(fn):
         token = _PENDING_INVAL.set([])
         try:
             return await fn(self, *args, **kwargs)
-        except pyfuse3.FUSEError:
+        except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
             raise
         except KernelError as e:
             raise pyfuse3.FUSEError(e.errno)
-        except (trio.Cancelled, KeyboardInterrupt):
-            raise
         except Exception:
             log.exception("%s failed", fn.__name__)
             raise pyfuse3.FUSEError(errno.EIO)
@@ -454,14 +455,15 @@ class FakeFS(pyfuse3.Operations):
         n = self.node(inode)
         if isinstance(n, DirNode):
             raise pyfuse3.FUSEError(errno.EISDIR)
-        until = None
-        # a probed vfs_open() is a hit of the machine's timeline: after the rest
-        if n.fops.observes or flags & os.O_ACCMODE != os.O_RDONLY or \
-                vfs_probed(self.kernel, "vfs_open"):
-            until = await self.observe()
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
-        with self.at(until):
-            vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
+        mode = flags & os.O_ACCMODE
+        if vfs_probed(self.kernel, "vfs_open") or (n.fops.observes and mode != os.O_WRONLY) \
+                or (mode != os.O_RDONLY and (not n.fops.settles
+                                             or run_ahead(self.kernel, n.fops.open, f) is UNSETTLED)):
+            with self.at(await self.observe()):     # a probed vfs_open() comes after the rest
+                vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
+                n.fops.open(f)
+        elif mode == os.O_RDONLY:
             n.fops.open(f)
         fh = self.next_fh
         self.next_fh += 1
@@ -508,8 +510,11 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def write(self, fh, off, buf):
         f = self.file(fh)
-        with self.at(await self.observe(changes=True)):
-            n = f.node.fops.write(f, bytes(buf))
+        data = bytes(buf)
+        n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
+        if n is UNSETTLED:
+            with self.at(await self.observe(changes=True)):
+                n = f.node.fops.write(f, data)
         self.heap.after_request()
         return n
 

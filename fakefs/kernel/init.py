@@ -33,7 +33,7 @@ import importlib
 import random
 
 from .config import Kconfig, DEFAULT_PERSONA
-from .fs.pseudo import PseudoTree
+from .fs.pseudo import PseudoTree, Unsettled
 from .params import CommandLine
 from .printk import LogBuffer
 from .fork import Lifecycle
@@ -121,6 +121,8 @@ class Kernel:
         self._gap: Gap | None = None       # the gap being caught up
         self.sim_time = 0
         self.booted = False
+        # a file operation runs ahead of the catch-up (fs.pseudo.run_ahead)
+        self.ahead = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
         # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1);
         # ``freeze(t)``/``thaw(t)`` while nothing sees it (``frozen``)
@@ -298,7 +300,10 @@ class Kernel:
             self._step(min(t, self.sim_time + STEP_NS))
 
     def run_until_now(self) -> None:
-        """Catch up with the instant of the call."""
+        """Catch up with the instant of the call (a file operation run
+        ahead of the catch-up stops here: ``FileOperations.settles``)."""
+        if self.ahead:
+            raise Unsettled()
         until = self.clock.now_ns()
         while self.catch_up(1 << 30, until):
             pass

@@ -2,12 +2,13 @@
 
 import errno
 import os
+import time
 
 import pyfuse3
 import pytest
 
 from fakefs.fuse.adapter import FakeFS
-from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, WouldBlock
+from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, Unsettled, WouldBlock
 
 
 class Ctx:
@@ -27,6 +28,7 @@ class FakeKernel:
         self.steps = 0
         self.clock = FakeClock()
         self.kprobes = None          # no probes on the VFS calls
+        self.tracing = None          # no ring buffers (the heap keeper)
 
     def now_ns(self):
         return 0
@@ -133,25 +135,32 @@ class Setting(FileOperations):
         return len(data)
 
 
+class SlowKernel(FakeKernel):
+    """A catch-up of 40 steps of 10 ms each."""
+
+    def __init__(self):
+        super().__init__()
+        self.left = 40
+        self.ahead = False
+
+    def catch_up(self, max_steps=8, until=None):
+        for _ in range(max_steps):
+            if not self.left:
+                return False
+            time.sleep(0.01)
+            self.left -= 1
+            self.steps += 1
+        return self.left > 0
+
+    def run_until_now(self):
+        if self.ahead:
+            raise Unsettled()
+        while self.catch_up():
+            pass
+
+
 async def test_settings_are_read_without_waiting_for_a_catch_up():
-    import time
     import trio
-
-    class SlowKernel(FakeKernel):
-        """A catch-up of 40 steps of 10 ms each."""
-
-        def __init__(self):
-            super().__init__()
-            self.left = 40
-
-        def catch_up(self, max_steps=8, until=None):
-            for _ in range(max_steps):
-                if not self.left:
-                    return False
-                time.sleep(0.01)
-                self.left -= 1
-                self.steps += 1
-            return self.left > 0
 
     k = SlowKernel()
     t = k.tree
@@ -181,6 +190,66 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
     fi = await fs.open(setting, os.O_WRONLY, Ctx())
     assert k.left == 0
     await fs.release(fi.fh)
+
+
+class Flag(FileOperations):
+    """A setting whose write settles: a change catches the kernel up first."""
+
+    observes = False
+    settles = True
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.value = b"1"
+        self.runs = 0
+
+    def write(self, f, data):
+        self.runs += 1
+        if data not in (b"0", b"1"):
+            raise KernelError(errno.EINVAL)
+        if data != self.value:
+            self.kernel.run_until_now()
+            self.value = data
+        return len(data)
+
+
+async def test_a_write_that_changes_nothing_does_not_wait_for_a_catch_up():
+    import trio
+
+    k = SlowKernel()
+    flag = Flag(k)
+    k.tree.create_file("flag", 0o640, k.tree.root, None, flag)
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    busy = (await lookup(fs, "busy")).st_ino
+    ino = (await lookup(fs, "flag")).st_ino
+    answered = {}
+
+    async def live():
+        fi = await fs.open(busy, os.O_RDONLY, Ctx())
+        await fs.release(fi.fh)
+
+    async def writes():
+        fi = await fs.open(ino, os.O_WRONLY | os.O_TRUNC, Ctx())
+        answered["open"] = k.left
+        assert await fs.write(fi.fh, 0, b"1") == 1          # the value already set
+        answered["same"] = (k.left, flag.runs)
+        with pytest.raises(pyfuse3.FUSEError) as e:
+            await fs.write(fi.fh, 0, b"x")
+        answered["bad"] = (k.left, e.value.errno)
+        assert await fs.write(fi.fh, 0, b"0") == 1          # a change: after the catch-up
+        answered["change"] = (k.left, flag.runs, flag.value)
+        await fs.release(fi.fh)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(live)
+        await trio.sleep(0.05)
+        n.start_soon(writes)
+    assert answered["open"] > 0                              # answered during the catch-up
+    assert answered["same"][0] > 0 and answered["same"][1] == 1
+    assert answered["bad"][0] > 0 and answered["bad"][1] == errno.EINVAL
+    assert answered["change"] == (0, 4, b"0")                # ran ahead, stopped, ran again
+    assert not k.ahead
 
 
 async def test_a_catch_up_ends_at_the_instant_of_the_request():

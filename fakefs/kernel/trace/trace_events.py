@@ -109,10 +109,42 @@ def _parse_01(data: bytes) -> int:
     return val
 
 
-class EventsEnableOps(ArrayFileOps):
+def _unchanged(tr, ev, on: bool) -> bool:
+    """Enabling (disabling) ``ev`` would change nothing: the event is
+    recorded (not), with the buffer expanded, in or out of soft mode as
+    ``event_enable_disable()`` would leave it."""
+    if on:
+        return tr.expanded and ev in tr.enabled_events and ev not in tr.soft_disabled
+    soft = ev in tr.soft_mode
+    return (soft or ev not in tr.enabled_events) and (ev in tr.soft_disabled) == soft
+
+
+class _EnableOps(ArrayFileOps):
+    """What an enable file shows or is written changes only with writes,
+    unless triggers or function probes of its array may switch events."""
+
+    settles = True
+
+    def __init__(self, tr):
+        self.tr = tr
+
+    @property
+    def observes(self) -> bool:
+        return self.tr.acts_on_itself()
+
+    def enable(self, tr, events, on: bool) -> None:
+        """Set each of ``events``, the kernel caught up first when any changes."""
+        if self.observes or not all(_unchanged(tr, ev, on) for ev in events):
+            tr.kernel.run_until_now()
+        for ev in events:
+            tr.set_event_enabled(ev, on)
+
+
+class EventsEnableOps(_EnableOps):
     """events/enable and events/<system>/enable: 0, 1 or X (mixed)."""
 
-    def __init__(self, system=None):
+    def __init__(self, tr, system=None):
+        super().__init__(tr)
         self.system = system
 
     def _events(self, tr):
@@ -123,13 +155,11 @@ class EventsEnableOps(ArrayFileOps):
 
     def write(self, f, data):
         val = _parse_01(data)
-        tr = f.data
-        for ev in self._events(tr):
-            tr.set_event_enabled(ev, bool(val))
+        self.enable(f.data, self._events(f.data), bool(val))
         return len(data)
 
 
-class EventEnableOps(ArrayFileOps):
+class EventEnableOps(_EnableOps):
     """events/<system>/<event>/enable"""
 
     def array(self, f):
@@ -141,7 +171,7 @@ class EventEnableOps(ArrayFileOps):
 
     def write(self, f, data):
         tr, ev = f.data
-        tr.set_event_enabled(ev, bool(_parse_01(data)))
+        self.enable(tr, (ev,), bool(_parse_01(data)))
         return len(data)
 
 
@@ -222,7 +252,7 @@ def _nr_subdirs(tracing) -> int:
 def _populate_events(evdir) -> None:
     tr = evdir.data
     tree = tr.kernel.tree
-    tree.create_file("enable", TRACE_MODE_WRITE, evdir, tr, EventsEnableOps())
+    tree.create_file("enable", TRACE_MODE_WRITE, evdir, tr, EventsEnableOps(tr))
     tree.create_file("header_page", TRACE_MODE_READ, evdir, tr, HeaderPageOps())
     tree.create_file("header_event", TRACE_MODE_READ, evdir, tr, ConstOps(HEADER_EVENT))
     ftrace = tree.create_dir("ftrace", evdir, 0o755)
@@ -267,7 +297,7 @@ def _populate_system(sd) -> None:
     tr, system, events = sd.data
     tree = tr.kernel.tree
     tree.create_file("filter", TRACE_MODE_WRITE, sd, (tr, system), SubsystemFilterOps())
-    tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(system))
+    tree.create_file("enable", TRACE_MODE_WRITE, sd, tr, EventsEnableOps(tr, system))
     for ev in events:
         tree.create_dir(ev.name, sd, 0o755, data=(tr, ev), populate=_populate_event)
 
@@ -275,7 +305,7 @@ def _populate_system(sd) -> None:
 def _populate_event(d) -> None:
     tree = d.tree
     data = d.data
-    tree.create_file("enable", TRACE_MODE_WRITE, d, data, EventEnableOps())
+    tree.create_file("enable", TRACE_MODE_WRITE, d, data, EventEnableOps(data[0]))
     tree.create_file("filter", TRACE_MODE_WRITE, d, data, EventFilterOps())
     tree.create_file("format", TRACE_MODE_READ, d, data, EventFormatOps())
     tree.create_file("id", TRACE_MODE_READ, d, data, EventIdOps())

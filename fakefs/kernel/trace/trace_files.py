@@ -39,6 +39,8 @@ def _text(data: bytes) -> str:
 # --- simple control files ---------------------------------------------------
 
 class TracingOnOps(ArrayFileOps):
+    settles = True
+
     def __init__(self, tr):
         self.tr = tr
 
@@ -53,14 +55,16 @@ class TracingOnOps(ArrayFileOps):
         return "%d\n" % (1 if f.data.tracing_is_on() else 0)
 
     def write(self, f, data):
-        val = user_ulong(data)
-        catch_up(f.data)
-        f.data.set_tracing_on(bool(val))
+        val = bool(user_ulong(data))
+        if self.observes or val != f.data.tracing_is_on():     # rb_simple_write()
+            catch_up(f.data)
+            f.data.set_tracing_on(val)
         return len(data)
 
 
 class CurrentTracerOps(ArrayFileOps):
     observes = False
+    settles = True
 
     def show(self, f):
         return f.data.current.name + "\n"
@@ -69,8 +73,10 @@ class CurrentTracerOps(ArrayFileOps):
         if len(data) > 99:
             raise KernelError(errno.EINVAL)
         name = _text(data).strip()
-        catch_up(f.data)
-        f.data.set_tracer(name)
+        tr = f.data
+        if name != tr.current.name or not tr.expanded:     # else set_tracer() changes nothing
+            catch_up(tr)
+            tr.set_tracer(name)
         return len(data)
 
 
@@ -85,6 +91,7 @@ class AvailableTracersOps(ArrayFileOps):
 
 class TraceOptionsOps(ArrayFileOps):
     observes = False
+    settles = True
 
     def show(self, f):
         tr = f.data
@@ -98,7 +105,16 @@ class TraceOptionsOps(ArrayFileOps):
     def write(self, f, data):
         if len(data) >= 64:
             raise KernelError(errno.EINVAL)
-        f.data.set_option(_text(data))
+        tr = f.data
+        name = cmp = _text(data).strip()
+        if name.startswith("no"):
+            name = name[2:]
+        if name in tr.flags and tr.flags[name] == (name == cmp):
+            return len(data)                       # set_flag() would change nothing
+        if name not in tr.flags and name not in tr.current.opts:
+            raise KernelError(errno.EINVAL)
+        catch_up(tr)
+        tr.set_option(_text(data))
         return len(data)
 
 
@@ -106,6 +122,7 @@ class CoreOptionOps(FileOperations):
     """options/<flag>: ``0``/``1``."""
 
     observes = False
+    settles = True
 
     def show(self, f):
         tr, name = f.data
@@ -116,8 +133,9 @@ class CoreOptionOps(FileOperations):
         val = user_ulong(data)
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
-        catch_up(tr)
-        tr.set_flag(name, bool(val))
+        if tr.flags.get(name) != bool(val):        # else set_flag() changes nothing
+            catch_up(tr)
+            tr.set_flag(name, bool(val))
         return len(data)
 
 
@@ -125,6 +143,7 @@ class TracerOptionOps(FileOperations):
     """options/<tracer option> (func_stack_trace, ...)."""
 
     observes = False
+    settles = True
 
     def show(self, f):
         tracer, name = f.data
@@ -136,6 +155,7 @@ class TracerOptionOps(FileOperations):
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
         if tracer.opts.get(name) != bool(val):   # only a change asks the tracer
+            catch_up(tracer.tr)
             tracer.set_flag(name, bool(val))
         return len(data)
 

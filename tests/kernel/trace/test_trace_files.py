@@ -1,0 +1,128 @@
+"""The control files of a trace array (trace_files.py) written ahead of the
+kernel's catch-up (``FileOperations.settles``): bad input and the value
+already set are answered without simulating anything, a change stops
+before it changes anything (the adapter catches up and runs it again)."""
+
+import errno
+import os
+
+import pytest
+
+from fakefs.kernel.fs.pseudo import UNSETTLED, File, FileOperations, KernelError, run_ahead
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.trace_ref import ArrayFileOps
+from kfiles import node, rd, wr
+
+MS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def k():
+    return Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+
+
+def ahead(k, path, data):
+    """A write run ahead of the catch-up, the kernel 50 ms behind: its
+    result (UNSETTLED: it came to a change), the kernel not moved."""
+    k.run_until_now()
+    k.clock.advance(50 * MS)
+    before = k.sim_time
+    n = node(k, path)
+    f = File(n, os.O_WRONLY | os.O_TRUNC)
+    try:
+        return run_ahead(k, n.fops.write, f, data.encode())
+    finally:
+        assert k.sim_time == before and not k.ahead
+
+
+def errno_ahead(k, path, data):
+    with pytest.raises(KernelError) as e:
+        ahead(k, path, data)
+    return e.value.errno
+
+
+@pytest.mark.parametrize("path,value,other", [
+    ("tracing_on", "1", "0"),
+    ("options/stacktrace", "0", "1"),
+    ("options/func_stack_trace", "0", "1"),
+    ("current_tracer", "nop", "function"),
+    ("trace_options", "nostacktrace", "stacktrace"),
+    ("events/enable", "0", "1"),
+    ("events/sched/enable", "0", "1"),
+    ("events/sched/sched_switch/enable", "0", "1"),
+])
+def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, other):
+    wr(k, path, value + "\n")
+    shown = rd(k, path)
+    assert ahead(k, path, value + "\n") == len(value) + 1           # already so
+    assert ahead(k, path, other + "\n") is UNSETTLED                # a change: stopped
+    assert rd(k, path) == shown                                     # before it changed
+    wr(k, path, other + "\n")                                       # after the catch-up
+    assert rd(k, path) != shown
+    wr(k, path, value + "\n")
+    assert rd(k, path) == shown
+
+
+@pytest.mark.parametrize("path,bad,err", [
+    ("tracing_on", "x", errno.EINVAL),
+    ("options/stacktrace", "2", errno.EINVAL),
+    ("trace_options", "no_such_option", errno.EINVAL),
+    ("current_tracer", "x" * 100, errno.EINVAL),
+    ("events/enable", "2", errno.EINVAL),
+    ("events/sched/sched_switch/enable", "-1", errno.EINVAL),
+])
+def test_bad_input_is_refused_ahead_of_the_catch_up(k, path, bad, err):
+    assert errno_ahead(k, path, bad) == err
+
+
+def test_settling_operations_open_without_changing_anything():
+    """A write-only open of a file that settles runs ahead of the catch-up
+    too: its open must not change what the machine's simulation depends on
+    (the base opens only count the open file)."""
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    Kernel(seed=3, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot()
+    settling = [c for c in set(subclasses(FileOperations)) if c.settles]
+    assert len(settling) >= 6
+    for cls in settling:
+        assert cls.open in (FileOperations.open, ArrayFileOps.open), cls
+
+
+def test_the_enable_shortcut_equals_what_enabling_does(k):
+    """``_unchanged(tr, ev, on)`` (no catch-up needed) is true exactly when
+    ``set_event_enabled(ev, on)`` leaves the event's state as it was, in
+    every state plain and soft-mode enables and disables reach."""
+    from itertools import product
+    from fakefs.kernel.trace.trace_events import _unchanged
+    tr = k.tracing.global_trace
+    ev = next(e for e in k.tracing.events if e.name == "sched_wakeup")
+
+    def state():
+        return (tr.expanded, ev in tr.enabled_events, ev in tr.soft_disabled,
+                tr.soft_mode.get(ev, 0))
+
+    ops = (lambda: tr.set_event_enabled(ev, True), lambda: tr.set_event_enabled(ev, False),
+           lambda: tr.event_enable_disable(ev, True, True),
+           lambda: tr.event_enable_disable(ev, False, True))
+    seen = set()
+    for n in range(4):
+        for seq in product(range(4), repeat=n):
+            for on in (True, False):
+                for i in seq:
+                    if i == 3 and not tr.soft_mode.get(ev):
+                        continue                     # no soft reference to drop
+                    ops[i]()
+                before = state()
+                predicted = _unchanged(tr, ev, on)
+                tr.set_event_enabled(ev, on)
+                assert predicted == (state() == before), (seq, on, before)
+                seen.add((before, on))
+                while tr.soft_mode.get(ev):
+                    tr.event_enable_disable(ev, False, True)
+                tr.set_event_enabled(ev, False)
+                assert state()[1:] == (False, False, 0)
+    assert len(seen) >= 8
