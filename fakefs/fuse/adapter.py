@@ -43,6 +43,7 @@ from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperatio
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
 from .heap import HeapKeeper
+from .pacing import Pacer
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -56,7 +57,7 @@ BLOCK_POLL_INTERVAL = 0.05
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
 # a catch-up gives other requests their turn this often (seconds)
-OBSERVE_SLICE = 0.02
+OBSERVE_SLICE = 0.002
 
 
 # the entries a request removed from the tree, to invalidate before it is
@@ -129,8 +130,7 @@ class _Held:
         self.clock.held = None
 
 
-# at(None): the clock is not held (never held outside an at() block)
-_NOW = contextlib.nullcontext()
+_NOW = contextlib.nullcontext()       # at(None): the clock is not held
 
 
 class FakeFS(pyfuse3.Operations):
@@ -169,6 +169,7 @@ class FakeFS(pyfuse3.Operations):
         # the host's entries shown beside the tree's (fakefs sandbox's /proc)
         self.links = links
         self.heap = HeapKeeper(kernel, lambda: self.blocked)
+        self.pacer = Pacer(kernel.clock)                  # how long a step of a catch-up is
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -210,7 +211,7 @@ class FakeFS(pyfuse3.Operations):
         self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.kernel.now_ns()          # the request came now: no later
-        while self.kernel.catch_up(1, until):
+        while self.pacer.step(self.kernel, until):
             if time.monotonic() - t0 >= OBSERVE_SLICE:
                 await trio.sleep(0)
                 t0 = time.monotonic()

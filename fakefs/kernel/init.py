@@ -202,13 +202,15 @@ class Kernel:
     def now_ns(self) -> int:
         return self.clock.now_ns()
 
-    def catch_up(self, max_steps: int = 8, until: int | None = None) -> bool:
+    def catch_up(self, max_steps: int = 8, until: int | None = None,
+                 step_ns: int = STEP_NS) -> bool:
         """Simulate up to ``max_steps`` steps towards ``until`` (default: now).
 
         Returns True while more remains, so a caller on an event loop can
         yield between calls; a caller passes the instant its request came
         as ``until``, so that a machine simulated slower than real time is
-        not chased for ever.  Of a gap (more than GAP_NS since the kernel
+        not chased for ever, and may take steps shorter than STEP_NS
+        (``step_ns``) so that each call takes a short while.  Of a gap (more than GAP_NS since the kernel
         was last observed), only what can still be seen is simulated in
         full: what the gap watchers need, the last GAP_WINDOW_NS, and never
         more than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks
@@ -227,7 +229,7 @@ class Kernel:
                 if self.sim_time >= now:
                     break
                 if now - self.sim_time <= (GAP_NS if seen is False else self._gap_threshold()):
-                    self._step(min(now, self.sim_time + STEP_NS), seen)
+                    self._step(min(now, self.sim_time + step_ns), seen)
                     continue
                 gap = self._gap = Gap(self.sim_time, now)
                 for w in self._gap_watchers:
@@ -238,7 +240,7 @@ class Kernel:
                 gap.skip_end = h
                 self._skip(h)
             else:
-                t1 = min(gap.end, self.sim_time + STEP_NS)
+                t1 = min(gap.end, self.sim_time + step_ns)
                 gap.full += t1 - self.sim_time
                 self._step(t1, seen)
             if self.sim_time >= gap.end:

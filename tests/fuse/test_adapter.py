@@ -33,7 +33,7 @@ class FakeKernel:
     def now_ns(self):
         return 0
 
-    def catch_up(self, max_steps=8, until=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         self.steps += 1
         return False
 
@@ -143,7 +143,7 @@ class SlowKernel(FakeKernel):
         self.left = 40
         self.ahead = False
 
-    def catch_up(self, max_steps=8, until=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         for _ in range(max_steps):
             if not self.left:
                 return False
@@ -267,7 +267,7 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:

@@ -201,10 +201,11 @@ class _FilterFileOps(ArrayFileOps):
             return b""
         return self.show(f).encode("latin-1")[:size]
 
+    settles = True                   # apply_*_filter(): what changes records
+
     def write(self, f, data):
         text = write_text(data)
         tr = f.data[0]
-        tr.kernel.run_until_now()    # events so far saw the old filter
         self.apply(filters_of(tr), f.data[1], text)
         return len(data)
 

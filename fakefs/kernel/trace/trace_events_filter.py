@@ -143,8 +143,14 @@ class EventFilters:
 
     # -- apply_event_filter() -------------------------------------------------
     def apply_event_filter(self, ev, raw: str) -> None:
+        """Set (``0``: remove) ``ev``'s filter.  The kernel catches up
+        first where what events record changes (the events so far saw the
+        old filter), not for what only the file shows."""
         text = strstrip(raw)
+        settle = self.tr.kernel.run_until_now
         if skip_spaces(text) == "0":
+            if ev in self.tr.event_filters:
+                settle()
             self.strings.pop(ev, None)
             self.tr.event_filters.pop(ev, None)
             return
@@ -152,9 +158,12 @@ class EventFilters:
             flt = self.build(ev, text)
         except FilterError as e:
             # the event loses its filter and shows the error instead
+            if ev in self.tr.event_filters:
+                settle()
             self.tr.event_filters.pop(ev, None)
             self.strings[ev] = self._error_text(text, e)
             raise KernelError(e.errno)
+        settle()
         self.strings[ev] = text
         self.tr.event_filters[ev] = flt
 
@@ -164,21 +173,29 @@ class EventFilters:
         if not events:
             raise KernelError(errno.ENODEV)
         text = strstrip(raw)
-        if skip_spaces(text) == "0":
-            for ev in events:
+        filters = self.tr.event_filters
+        zero = skip_spaces(text) == "0"
+        built = [(ev, None) for ev in events] if zero else [(ev, self._built(ev, text)) for ev in events]
+        if any(flt is not None or ev in filters for ev, flt in built):
+            self.tr.kernel.run_until_now()
+        for ev, flt in built:
+            if zero:
                 self.strings.pop(ev, None)
-                self.tr.event_filters.pop(ev, None)
-            return
-        for ev in events:
-            try:
-                flt = self.build(ev, text)
-            except FilterError:
-                self.tr.event_filters.pop(ev, None)
+                filters.pop(ev, None)
+            elif flt is None:
+                filters.pop(ev, None)
                 self.strings[ev] = self._error_text(
                     text, FilterError(errno.EINVAL, FILT_ERR_BAD_SUBSYS_FILTER, 0))
-                continue
-            self.strings[ev] = text
-            self.tr.event_filters[ev] = flt
+            else:
+                self.strings[ev] = text
+                filters[ev] = flt
+
+    def _built(self, ev, text: str):
+        """``build()``, None where refused."""
+        try:
+            return self.build(ev, text)
+        except FilterError:
+            return None
 
     # -- reads ------------------------------------------------------------------
     def event_text(self, ev) -> str:

@@ -483,6 +483,7 @@ def trigger_process_regex(tr, ev, buff: str) -> None:
     name = command[1:] if command.startswith("!") else command
     for p in trigger_commands(tr.kernel.config):
         if p.name == name:
+            tr.kernel.run_until_now()        # what ran before saw the old triggers
             p.parse(tr, ev, command, nxt)
             return
     raise KernelError(errno.EINVAL)
@@ -503,9 +504,12 @@ class EventTriggerOps(FileOperations):
         """Only counts of its triggers change as the machine runs."""
         return self.ev in self.tr.event_triggers
 
+    settles = True
+
     def open(self, f):
-        if f.trunc:                      # removes the triggers that say so (hist)
-            tr, ev = f.data
+        tr, ev = f.data
+        if f.trunc and ev in tr.event_triggers:     # removes those that say so (hist)
+            catch_up(tr)
             for p in trigger_commands(tr.kernel.config):
                 if p.unreg_all is not None:
                     p.unreg_all(tr, ev)
@@ -526,6 +530,5 @@ class EventTriggerOps(FileOperations):
             raise KernelError(errno.EINVAL)
         text = data.decode("latin-1").split("\0", 1)[0].strip(" \t\n\v\f\r")
         tr, ev = f.data
-        catch_up(tr)                     # what ran before saw the old triggers
         trigger_process_regex(tr, ev, text)
         return len(data)

@@ -11,6 +11,7 @@ import pytest
 from fakefs.kernel.fs.pseudo import UNSETTLED, File, FileOperations, KernelError, run_ahead
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace.trace_events_trigger import EventTriggerOps
 from fakefs.kernel.trace.trace_ref import ArrayFileOps
 from kfiles import node, rd, wr
 
@@ -51,6 +52,7 @@ def errno_ahead(k, path, data):
     ("events/enable", "0", "1"),
     ("events/sched/enable", "0", "1"),
     ("events/sched/sched_switch/enable", "0", "1"),
+    ("events/sched/sched_switch/filter", "0", "prev_pid > 0"),
 ])
 def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, other):
     wr(k, path, value + "\n")
@@ -71,6 +73,8 @@ def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, oth
     ("current_tracer", "x" * 100, errno.EINVAL),
     ("events/enable", "2", errno.EINVAL),
     ("events/sched/sched_switch/enable", "-1", errno.EINVAL),
+    ("events/sched/sched_switch/filter", "prev_pid >", errno.EINVAL),
+    ("events/sched/sched_switch/trigger", "no_such_command", errno.EINVAL),
 ])
 def test_bad_input_is_refused_ahead_of_the_catch_up(k, path, bad, err):
     assert errno_ahead(k, path, bad) == err
@@ -88,8 +92,37 @@ def test_settling_operations_open_without_changing_anything():
     Kernel(seed=3, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot()
     settling = [c for c in set(subclasses(FileOperations)) if c.settles]
     assert len(settling) >= 6
-    for cls in settling:
-        assert cls.open in (FileOperations.open, ArrayFileOps.open), cls
+    for cls in settling:               # or settles there too (reviewed)
+        assert cls.open in (FileOperations.open, ArrayFileOps.open, EventTriggerOps.open), cls
+
+
+def test_a_trigger_changes_nothing_before_the_kernel_caught_up(k):
+    t = "events/sched/sched_switch/trigger"
+    shown = rd(k, t)
+    assert ahead(k, t, "traceoff") is UNSETTLED
+    assert rd(k, t) == shown
+    wr(k, t, "traceoff")
+    n = node(k, t)
+    for flags, stops in ((os.O_WRONLY, False), (os.O_WRONLY | os.O_TRUNC, True)):
+        f = File(n, flags)                    # O_TRUNC removes what says so (hist)
+        assert (run_ahead(k, n.fops.open, f) is UNSETTLED) == stops
+    wr(k, t, "!traceoff")
+    assert rd(k, t) == shown
+    f = File(n, os.O_WRONLY | os.O_TRUNC)     # no triggers: nothing to remove
+    assert run_ahead(k, n.fops.open, f) is None
+
+
+def test_a_subsystem_filter_changes_nothing_before_the_kernel_caught_up(k):
+    tr = k.tracing.global_trace
+    sched = [ev for ev in k.tracing.events if ev.system == "sched"]
+    assert ahead(k, "events/sched/filter", "0") == 1             # no filters to remove
+    assert ahead(k, "events/sched/filter", "common_pid > 0") is UNSETTLED
+    assert not any(ev in tr.event_filters for ev in sched)
+    wr(k, "events/sched/filter", "common_pid > 0")
+    assert all(ev in tr.event_filters for ev in sched)
+    assert ahead(k, "events/sched/filter", "0") is UNSETTLED
+    wr(k, "events/sched/filter", "0")
+    assert not any(ev in tr.event_filters for ev in sched)
 
 
 def test_the_enable_shortcut_equals_what_enabling_does(k):
