@@ -9,7 +9,9 @@ With the function tracer, ``stacktrace``, ``stackmap`` and every event on
   same run, is the same 1 and 10 s simulated in full (observed every tick of
   20 ms: nothing can be skipped);
 * through a real mount for 1 and 10 s of real idle: the time of
-  open+read(128 KB)+close of ``trace``.
+  open+read(128 KB)+close of ``trace``, and how long ``cat tracing_on``
+  (a setting: it does not wait for the catch-up) takes meanwhile, read
+  every 5 ms, against the same reads while idle.
 
 And ``cat trace`` of a full default buffer (2 CPUs): lines per second
 through the mount, and on this machine's own tracefs in the same run
@@ -31,6 +33,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from .bench_barefs import fakefs_mounted
@@ -74,25 +77,52 @@ def _in_process(gap_s: float, observed_every_ns: int | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def _through_mount(gaps) -> dict:
-    out = {}
+def _setting_reads(path: str, stop, out: list) -> None:
+    """Open+read+close of a setting every 5 ms until ``stop`` is set: the
+    latency of each, into ``out``."""
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        with open(path, "rb") as fh:
+            fh.read()
+        out.append(time.perf_counter() - t0)
+        time.sleep(0.005)
+
+
+def _through_mount(gaps) -> tuple[dict, dict]:
+    """The first read after each gap (ROUNDS of each), and the latencies of
+    ``tracing_on`` reads made meanwhile (and, as the baseline, while idle)."""
+    out, during = {}, {"idle": []}
     with fakefs_mounted() as (mnt, _log):
         for path, value in EVERYTHING:
             with open(os.path.join(mnt, T + path), "w") as fh:
                 fh.write(value)
         trace = os.path.join(mnt, T + "trace")
+        setting = os.path.join(mnt, T + "tracing_on")
         for gap in gaps:
-            per = []
+            per, during[gap] = [], []
             for _ in range(ROUNDS):
                 with open(trace, "rb") as fh:    # the kernel is up to date now
                     fh.read(READ)
+                stop = threading.Event()
+                threading.Timer(0.25, stop.set).start()
+                _setting_reads(setting, stop, during["idle"])
                 time.sleep(gap)
+                stop = threading.Event()
+                reader = threading.Thread(target=_setting_reads, args=(setting, stop, during[gap]))
                 t0 = time.perf_counter()
+                reader.start()
                 with open(trace, "rb") as fh:
                     fh.read(READ)
                 per.append(time.perf_counter() - t0)
+                stop.set()
+                reader.join()
             out[gap] = per
-    return out
+    return out, during
+
+
+def _p99(values: list) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * 0.99))]
 
 
 def _lines_per_s(trace: str) -> list[float]:
@@ -176,9 +206,16 @@ def bench_catchup(mount: bool = True) -> list[tuple[str, float, str]]:
         full = _in_process(gap, observed_every_ns=20_000_000)
         rows.append(("  baseline: the same %d s simulated in full" % gap, full * 1e3, "ms"))
     if mount:
-        for gap, per in _through_mount((1, 10)).items():
+        reads, during = _through_mount((1, 10))
+        for gap, per in reads.items():
             rows.append(("through the mount: first 128 KB of trace after %d s idle" % gap,
                          statistics.median(per) * 1e3, "ms (max %.0f)" % (max(per) * 1e3)))
+            lat = during[gap]
+            rows.append(("  cat tracing_on meanwhile (%d reads), median" % len(lat),
+                         statistics.median(lat) * 1e3, "ms (p99 %.0f)" % (_p99(lat) * 1e3)))
+        idle = during["idle"]
+        rows.append(("  baseline: cat tracing_on while idle (%d reads), median" % len(idle),
+                     statistics.median(idle) * 1e3, "ms (p99 %.1f)" % (_p99(idle) * 1e3)))
     return rows
 
 
