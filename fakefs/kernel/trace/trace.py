@@ -12,6 +12,7 @@ import collections
 import errno
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
+from ..lib.versioned import VersionedSet
 from . import trace_entries as te
 from .event_list import register_events
 from .trace_events_pid import EventPids
@@ -115,13 +116,12 @@ class TraceArray:
         self.dir: DirNode | None = None
         self.open_refs = 0
         self.formatter = None
-        self.enabled_events: set = set()     # EVENT_FILE_FL_ENABLED
+        self.enabled_events = VersionedSet()   # EVENT_FILE_FL_ENABLED
         self.event_pids = EventPids()          # set_event_pid, set_event_notrace_pid
-        # soft mode (function probes enable_event/disable_event): events in
-        # soft_mode (with their reference count) stay registered; the ones in
-        # soft_disabled are registered but record nothing
+        # soft mode (probes' enable_event/disable_event): events in soft_mode (with
+        # their reference count) stay registered; soft_disabled ones record nothing
         self.soft_mode: dict = {}
-        self.soft_disabled: set = set()
+        self.soft_disabled = VersionedSet()
         # hooks for per-array filtering (set by trace_events_filter / ftrace):
         #   event_filters[ev](entry) -> bool: keep this tracepoint hit?
         #   ftrace_ops.match(ip, pid) -> bool, ftrace_ops.after_call(tr, cpu, ts, ip, stack)

@@ -93,6 +93,9 @@ class TraceActivity:
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
         self._target_addrs = frozenset()
+        # the events with rates of their own, and the arrays' sets they are of
+        self._events: list = []
+        self._events_key: tuple = ()
         self._targets: tuple = ()
         # hits of the scheduler's tracepoints not yet traced, per CPU:
         # (ts, event name, pid, flags, preempt_count, args, task running after)
@@ -201,6 +204,25 @@ class TraceActivity:
         self.carry[key] = want - n
         return n
 
+    def _events_of(self, ev_trs, acting) -> list:
+        """The events that hit with a rate of their own, in id order, of the
+        arrays ``ev_trs``: made again only when their sets changed."""
+        key = tuple((tr.enabled_events.version, -1 if tr in acting else tr.soft_disabled.version)
+                    for tr in ev_trs)
+        if key == self._events_key:
+            return self._events
+        events = set()
+        for tr in ev_trs:
+            # soft-disabled events are left out, unless a probe or a trigger
+            # may enable them (or has triggers of its own)
+            events |= tr.enabled_events if tr in acting else tr.enabled_events - tr.soft_disabled
+        tps = self.kernel.tracepoints
+        # the others never fire, or fire from a modelled code path
+        events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
+        self._events = sorted(events, key=lambda e: e.id)
+        self._events_key = key
+        return self._events
+
     def run(self, t0: int, t1: int) -> None:
         tracing = self.kernel.tracing
         arrays = list(tracing.arrays())
@@ -231,15 +253,7 @@ class TraceActivity:
                     if driven:
                         self._follow(wl, cpu, hit)
             return
-        events = set()
-        for tr in ev_trs:
-            # soft-disabled events are left out, unless a probe or a trigger
-            # may enable them (or has triggers of its own)
-            events |= tr.enabled_events if tr in acting else tr.enabled_events - tr.soft_disabled
-        tps = self.kernel.tracepoints
-        # the others never fire, or fire from a modelled code path
-        events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
-        events = sorted(events, key=lambda e: e.id)
+        events = self._events_of(ev_trs, acting)
         if events:
             self.tasks = wl.tasks()
         rng = self.rng

@@ -105,3 +105,25 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     # (kept frames and their callers survive a restart without being counted)
     assert len(act._call_fields) <= frames.count + 100
     assert len(act._flags_cache) <= frames.count + 100
+
+
+def test_the_events_with_rates_follow_every_change_of_the_arrays_sets():
+    """``_events_of`` keeps its list until an array's enabled or soft-disabled
+    set changes (their versions): each change shows at the next step."""
+    k = sim.boot(seed=2, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
+    ta, tr = k.trace_activity, k.tracing.global_trace
+    tps = k.tracepoints
+    ev = next(e for e in k.tracing.events if e.rate and not tps.get(e.tracepoint).driven)
+    ev2 = next(e for e in k.tracing.events if not e.rate)
+    assert ta._events_of([tr], []) == []
+    tr.set_event_enabled(ev, True)
+    assert ta._events_of([tr], []) == [ev]
+    tr.set_event_enabled(ev2, True)
+    tr.set_event_enabled(ev, False)                  # as many enabled as before
+    assert ta._events_of([tr], []) == []
+    tr.set_event_enabled(ev2, False)
+    tr.event_enable_disable(ev, True, True)          # soft mode: soft-disabled
+    assert ta._events_of([tr], []) == []
+    assert ta._events_of([tr], [tr]) == [ev]         # a probe or trigger may enable it
+    tr.event_enable_disable(ev, True, False)         # a plain enable: recorded
+    assert ta._events_of([tr], []) == [ev]
