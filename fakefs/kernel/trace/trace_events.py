@@ -119,6 +119,15 @@ def _unchanged(tr, ev, on: bool) -> bool:
     return (soft or ev not in tr.enabled_events) and (ev in tr.soft_disabled) == soft
 
 
+def set_events(tr, events, on: bool) -> None:
+    """Enable (disable) each of ``events``, the kernel caught up first when
+    any changes, or a probe or trigger of ``tr`` may have switched one."""
+    if tr.acts_on_itself() or not all(_unchanged(tr, ev, on) for ev in events):
+        tr.kernel.run_until_now()
+    for ev in events:
+        tr.set_event_enabled(ev, on)
+
+
 class _EnableOps(ArrayFileOps):
     """What an enable file shows or is written changes only with writes,
     unless triggers or function probes of its array may switch events."""
@@ -133,11 +142,7 @@ class _EnableOps(ArrayFileOps):
         return self.tr.acts_on_itself()
 
     def enable(self, tr, events, on: bool) -> None:
-        """Set each of ``events``, the kernel caught up first when any changes."""
-        if self.observes or not all(_unchanged(tr, ev, on) for ev in events):
-            tr.kernel.run_until_now()
-        for ev in events:
-            tr.set_event_enabled(ev, on)
+        set_events(tr, events, on)
 
 
 class EventsEnableOps(_EnableOps):

@@ -13,7 +13,7 @@ from ..lib.bitmap import bitmap_parse, bitmap_string
 from ..lib.kstrtox import ULONG_MAX
 from .readme import readme_text
 from . import trace_entries as te
-from .trace_events import event_trace_add_tracer
+from .trace_events import event_trace_add_tracer, set_events
 from .trace_events_pid import event_pid_files
 from .trace import TOP_LEVEL_FLAGS, InstancesDir
 from .trace_parser import EVENT_BUF_SIZE, get_user_word, user_ulong
@@ -164,6 +164,7 @@ class BufferSizeOps(ArrayFileOps):
     """buffer_size_kb (top and per_cpu)."""
 
     observes = False
+    settles = True
 
     def __init__(self, cpu=None):
         self.cpu = cpu
@@ -319,11 +320,12 @@ class TraceMarkerOps(ArrayFileOps):
 class SetEventOps(ArrayFileOps):
     """set_event: ``[!][system:]event`` tokens; O_TRUNC disables every event."""
 
+    settles = True
+
     def open(self, f):
         if f.trunc:
             tr = f.data
-            for ev in list(tr.enabled_events):
-                tr.set_event_enabled(ev, False)
+            set_events(tr, list(tr.enabled_events), False)
         super().open(f)
 
     def show(self, f):
@@ -350,8 +352,7 @@ class SetEventOps(ArrayFileOps):
                         and name in ("", "*", ev.name))]
             if not hits:
                 raise KernelError(errno.EINVAL)
-            for ev in hits:
-                tr.set_event_enabled(ev, on)
+            set_events(tr, hits, on)
         return used
 
 

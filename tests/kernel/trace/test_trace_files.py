@@ -12,6 +12,7 @@ from fakefs.kernel.fs.pseudo import UNSETTLED, File, FileOperations, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_events_trigger import EventTriggerOps
+from fakefs.kernel.trace.trace_files import SetEventOps
 from fakefs.kernel.trace.trace_ref import ArrayFileOps
 from kfiles import node, rd, wr
 
@@ -75,6 +76,9 @@ def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, oth
     ("events/sched/sched_switch/enable", "-1", errno.EINVAL),
     ("events/sched/sched_switch/filter", "prev_pid >", errno.EINVAL),
     ("events/sched/sched_switch/trigger", "no_such_command", errno.EINVAL),
+    ("set_event", "no_such_event", errno.EINVAL),
+    ("buffer_size_kb", "0", errno.EINVAL),
+    ("buffer_size_kb", "x", errno.EINVAL),
 ])
 def test_bad_input_is_refused_ahead_of_the_catch_up(k, path, bad, err):
     assert errno_ahead(k, path, bad) == err
@@ -93,7 +97,26 @@ def test_settling_operations_open_without_changing_anything():
     settling = [c for c in set(subclasses(FileOperations)) if c.settles]
     assert len(settling) >= 6
     for cls in settling:               # or settles there too (reviewed)
-        assert cls.open in (FileOperations.open, ArrayFileOps.open, EventTriggerOps.open), cls
+        assert cls.open in (FileOperations.open, ArrayFileOps.open, EventTriggerOps.open,
+                            SetEventOps.open), cls
+
+
+def test_set_event_changes_nothing_before_the_kernel_caught_up(k):
+    ev = "sched:sched_wakeup"
+    assert rd(k, "set_event") == ""
+    n = node(k, "set_event")
+    assert run_ahead(k, n.fops.open, File(n, os.O_WRONLY | os.O_TRUNC)) is None   # none to clear
+    assert ahead(k, "set_event", "!" + ev) == len(ev) + 1            # already off
+    assert ahead(k, "set_event", ev) is UNSETTLED
+    assert rd(k, "set_event") == ""
+    wr(k, "set_event", ev, os.O_WRONLY | os.O_APPEND)
+    assert rd(k, "set_event") == ev + "\n"
+    assert ahead(k, "set_event", ev) == len(ev)                      # already on
+    f = File(n, os.O_WRONLY | os.O_TRUNC)
+    assert run_ahead(k, n.fops.open, f) is UNSETTLED                 # O_TRUNC would clear it
+    assert rd(k, "set_event") == ev + "\n"
+    wr(k, "set_event", "")
+    assert rd(k, "set_event") == ""
 
 
 def test_a_trigger_changes_nothing_before_the_kernel_caught_up(k):
