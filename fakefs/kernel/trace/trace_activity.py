@@ -86,8 +86,8 @@ class TraceActivity:
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
         # frame -> (flags, preempt count, ip, parent ip): a function entry's
-        # fields (a frame hashes by identity, a stack tuple address by
-        # address), for the frames of the walk's current generation
+        # fields (a frame hashes by identity, cheaper than its stack tuple),
+        # for the frames of the walk's current generation
         self._call_fields: dict = {}
         self._frames_gen = 0            # the walk's frames' generation the caches hold
         self._addr_ctx: dict[int, int] = {}

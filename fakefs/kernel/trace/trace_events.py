@@ -141,9 +141,6 @@ class _EnableOps(ArrayFileOps):
     def observes(self) -> bool:
         return self.tr.acts_on_itself()
 
-    def enable(self, tr, events, on: bool) -> None:
-        set_events(tr, events, on)
-
 
 class EventsEnableOps(_EnableOps):
     """events/enable and events/<system>/enable: 0, 1 or X (mixed)."""
@@ -160,7 +157,7 @@ class EventsEnableOps(_EnableOps):
 
     def write(self, f, data):
         val = _parse_01(data)
-        self.enable(f.data, self._events(f.data), bool(val))
+        set_events(f.data, self._events(f.data), bool(val))
         return len(data)
 
 
@@ -176,7 +173,7 @@ class EventEnableOps(_EnableOps):
 
     def write(self, f, data):
         tr, ev = f.data
-        self.enable(tr, (ev,), bool(_parse_01(data)))
+        set_events(tr, (ev,), bool(_parse_01(data)))
         return len(data)
 
 
