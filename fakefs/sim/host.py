@@ -206,6 +206,11 @@ class HostProcesses:
             task.cpu = cpu
             sched.idle_exit(cpu, t)
             sched.try_to_wake_up(task, cpu, t, CTX_HARDIRQ, preempt=True)
+            if task.cpu != cpu:      # queued elsewhere (a wakeup already took this CPU)
+                sched.need_resched[task.cpu] = True
+                m.irq.send_reschedule(cpu, t, task.cpu, CTX_HARDIRQ)
+                cpu = task.cpu
+                t = m._at(cpu, m.irq.reschedule_ipi(cpu, m._at(cpu, t + m.ipi_ns)))
         t = m._at(cpu, t + m.switch_ns)
         r.left = 5000 + m._burst(r)          # it runs a moment, then sleeps again
         m._switch(cpu, t, "R+", pick=task)

@@ -12,7 +12,7 @@ tables; turning it off keeps them.
 
 Calls are not made one by one: each function is called at the rate the
 activity generator gives a filtered function tracer
-(``trace_activity.R_CALLS`` times its share in ``Workload.call_profile()``,
+(``trace_activity.fn_rate()`` times its share in ``Workload.call_profile()``,
 ``CALL_PRIOR`` calls for one it never got to), so the profiler and a
 tracer filtered on a function agree.  The counts of a stretch of time are
 Poisson draws, made when someone looks (a stat file is opened or read, the
@@ -34,7 +34,7 @@ import math
 from ..fs.pseudo import KernelError
 from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
 from .ftrace_records import ftrace_records
-from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, R_CALLS
+from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
 
 FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"
                          "  --------                               ---\n")
@@ -206,7 +206,8 @@ class FunctionProfiler:
                     continue
             ids.append(i)
         ips = tuple(wl.wg.addr[i] for i in ids)
-        return [(ips, tuple(R_CALLS * (c.get(i, 0) + CALL_PRIOR) / n for i in ids))
+        rate = fn_rate(k)
+        return [(ips, tuple(rate * (c.get(i, 0) + CALL_PRIOR) / n for i in ids))
                 for c in counts]
 
     # --- the stat files (function_stat_*) ---------------------------------------

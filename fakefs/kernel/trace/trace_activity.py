@@ -10,10 +10,9 @@ recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
 The function tracer records ``fn_rate`` calls a second per CPU (default
-4000, which stand for all the calls a CPU makes; ``fakefs.fn_rate=500000``
-is a busy machine's rate).  A run of them with
-nothing else between is made and written in one go when every array takes
-each call as it comes (``_function_calls``).  The
+500,000, a busy machine's rate; ``fakefs.fn_rate=N`` sets another).  A
+run of them with nothing else between is made and written in one go when
+every array takes each call as it comes (``_function_calls``).  The
 functions a filtered function tracer or a function probe names
 (``tr.ftrace_ops``, see ``ftrace.py``) get their own streams of calls at the
 rate they are really made (``Workload.calls_to()``): a filter on
@@ -38,15 +37,14 @@ from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_syscalls import SyscallEvent
 
-FN_RATE_DEFAULT = 4000
+FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
-# Calls of the functions a filter or a probe names come at the rate a busy
-# CPU makes them: R_CALLS traced calls a second (what the function tracer's
-# fn_rate calls stand for) times the share of them the walk gives those
-# functions (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU),
-# counting CALL_PRIOR calls for each function there that it never got to.
-R_CALLS = 250_000
+# Calls of the functions a filter or a probe names come at the same rate as
+# they do in the unfiltered function tracer: ``fn_rate(kernel)`` calls a
+# second times the share of them the walk gives those functions
+# (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU), counting
+# CALL_PRIOR calls for each function there that it never got to.
 CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
@@ -77,10 +75,15 @@ class CallGroup:
         self.rates = rates
 
 
+def fn_rate(kernel) -> int:
+    """Traced function calls a second per CPU (``fakefs.fn_rate=``)."""
+    return kernel.setup.get("fakefs.fn_rate", FN_RATE_DEFAULT)
+
+
 class TraceActivity:
     def __init__(self, kernel):
         self.kernel = kernel
-        self.fn_rate = kernel.setup.get("fakefs.fn_rate", FN_RATE_DEFAULT)
+        self.fn_rate = fn_rate(kernel)
         self.rng = kernel.subsystem_rng("trace-activity")
         self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
@@ -462,7 +465,7 @@ class TraceActivity:
         counts, n = wl.call_profile(CALL_PROFILE_N)
 
         def rates(group):
-            return [R_CALLS * (sum(c.get(i, 0) for i in group) + CALL_PRIOR * len(group)) / n
+            return [self.fn_rate * (sum(c.get(i, 0) for i in group) + CALL_PRIOR * len(group)) / n
                     for c in counts]
 
         if len(ids) <= SINGLE_STREAMS:
