@@ -7,7 +7,7 @@
 3. ring-buffer retention for the same simulated workload with and without the stackmap;
 4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
    the same stretch simulated in full;
-5. the function tracer at 500,000 calls/s: a second of it, counters and cost, vs the default 4000;
+5. the function tracer at its default 500,000 calls/s: a second of it, counters and cost, vs 4000 (the earlier default);
 6. the daemon's memory (bench_memory.py): RSS after a minute of everything traced vs at the
    mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
 7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.

@@ -13,9 +13,12 @@ allocator keeps the freed chunks for reuse unless they sit at the top of
 its heap, so the daemon's RSS would stay where the largest buffer took it.
 After a request that gave buffer pages back to the simulated machine (the
 account's ``given_back`` moved), ``malloc_trim(0)`` returns the free pages
-of the heap (in the main loop: 4.4 ms after 16 MB a CPU went back to the
-default, 9.7 ms after 64 MB, ``bench_memory --in-process``).  Without glibc
-there is nothing to call and the memory stays with the process.
+of the heap, once the mount is idle as for packing: it runs in the main
+loop (4.4 ms after 16 MB a CPU went back to the default, 9.7 ms after 64
+MB, ``bench_memory --in-process``), and right after an ``rmdir`` it would
+hold the VFS's lock of ``instances/`` that long, which every other mkdir
+and rmdir there waits for.  Without glibc there is nothing to call and the
+memory stays with the process.
 """
 
 from __future__ import annotations
@@ -64,13 +67,14 @@ def pack_idle(tracing, budget: int) -> int:
 class HeapKeeper:
     """Packs while idle; trims the heap when ring buffers gave pages back."""
 
-    __slots__ = ("kernel", "blocked", "seen", "trims", "last_request", "inflight", "wakeup",
-                 "_trim")
+    __slots__ = ("kernel", "blocked", "seen", "trim_due", "trims", "last_request", "inflight",
+                 "wakeup", "_trim")
 
     def __init__(self, kernel, blocked=lambda: 0):
         self.kernel = kernel
         self.blocked = blocked   # () -> requests under way that wait for data
         self.seen = 0            # given_back when last looked
+        self.trim_due = False    # pages were given back since the last trim
         self.trims = 0
         self.last_request = 0.0  # time.monotonic() when the last request began
         self.inflight = 0        # requests under way
@@ -90,18 +94,24 @@ class HeapKeeper:
         return self.inflight > self.blocked() or time.monotonic() - self.last_request < IDLE_S
 
     def after_request(self) -> None:
+        """Note whether the request gave buffer pages back (the trim waits
+        for an idle moment: ``trim_if_due``)."""
         tracing = self.kernel.tracing
         acct = tracing.buffer_memory() if tracing is not None else None
         if acct is None or acct.given_back == self.seen:
             return
         self.seen = acct.given_back
-        if self._trim is not None:
+        self.trim_due = self._trim is not None
+
+    def trim_if_due(self) -> None:
+        if self.trim_due:
+            self.trim_due = False
             self._trim(0)
             self.trims += 1
 
     async def packer(self) -> None:
-        """Pack while no request comes; sleep until one does once nothing
-        is left to pack."""
+        """Trim and pack while no request comes; sleep until one does once
+        nothing is left to do."""
         while True:
             self.wakeup = trio.Event()
             await self.wakeup.wait()
@@ -109,6 +119,7 @@ class HeapKeeper:
                 if self.busy():
                     await trio.sleep(IDLE_S)
                     continue
+                self.trim_if_due()
                 try:
                     if not pack_idle(self.kernel.tracing, PACK_SLICE):
                         break

@@ -9,19 +9,51 @@ T = "sys/kernel/tracing/"
 def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     heap = HeapKeeper(k)
+
+    def request():
+        heap.after_request()
+        heap.trim_if_due()
+
     kernel_write(k.tree, T + "buffer_size_kb", b"4096")      # grows: nothing freed
-    heap.after_request()
+    request()
     assert heap.trims == 0
     kernel_write(k.tree, T + "buffer_size_kb", b"1408")      # shrinks
-    heap.after_request()
-    heap.after_request()                                     # once per release
+    request()
+    request()                                                # once per release
     assert heap.trims == 1
     k.tracing.instance_mkdir("a")
-    heap.after_request()
+    request()
     assert heap.trims == 1
     k.tracing.instance_rmdir("a")
-    heap.after_request()                                     # the instance's buffers went
+    request()                                                # the instance's buffers went
     assert heap.trims == 2
+
+
+def test_the_trim_waits_for_an_idle_moment():
+    """Not in the request that gave pages back (an rmdir would hold the
+    lock of instances/ for it), but when the mount is idle, as packing."""
+    import trio
+    from fakefs.fuse import heap as heap_mod
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    keeper = HeapKeeper(k)
+    k.tracing.instance_mkdir("a")
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(keeper.packer)
+            await trio.sleep(0.01)
+            keeper.request_begins()                  # rmdir instances/a
+            k.tracing.instance_rmdir("a")
+            keeper.after_request()
+            assert keeper.trims == 0 and keeper.trim_due
+            keeper.request_ends()
+            await trio.sleep(heap_mod.IDLE_S / 5)    # not idle long enough yet
+            assert keeper.trims == 0
+            await trio.sleep(5 * heap_mod.IDLE_S)
+            assert keeper.trims == 1 and not keeper.trim_due
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
 
 
 def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():

@@ -42,7 +42,9 @@ An array that started recording during the gap is measured from then on.
 The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
 (the cost of simulating is per entry: 2-4 us a plain function call,
 10-20 us an event with its stack; a default buffer holds 51.6k function
-entries, refilled MARGIN times over after a probe that is 65k a CPU).  A buffer
+entries, refilled MARGIN times over after a probe that is 66.5k a CPU, so
+that a default buffer is full after a gap at the function tracer's 500,000
+calls a second).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
 keeps the last ones the budget allows; those before are counted as written
 and overwritten (overrun) or dropped, although the buffer had room for
@@ -72,8 +74,9 @@ PROBE_ENTRIES = 2000
 MARGIN = 1.25
 # the most entries a gap's full parts may make, per CPU: the window at the
 # end is no longer than what is left, and triggers or probes that can still
-# act are followed in full for the first half of them only
-GAP_ENTRIES_CPU = 50_000
+# act are followed in full for the first half of them only.  A default
+# buffer holds 51.6k function entries: with the probe and MARGIN, 66.5k.
+GAP_ENTRIES_CPU = 70_000
 
 
 class _Meter:

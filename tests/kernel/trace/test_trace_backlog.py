@@ -229,6 +229,19 @@ def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
     assert close(spent[10], spent[60], 0.5), spent
 
 
+def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
+    """What a kernel shows after 10 s of the function tracer (500,000 calls
+    a second per CPU): every CPU's default buffer full (the gap's budget
+    covers the probe and the window's margin)."""
+    k, _ = boot(("current_tracer", "function"), kb=1408)
+    k.clock.advance(10_000_000_000)
+    k.run_until_now()
+    for cb in k.tracing.global_trace.buffer.cpus:
+        assert len(cb.pages) == cb.nr_pages
+        assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
+        assert cb.overrun > 4_000_000
+
+
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
     from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_CPU
     k, simulated = boot(("events/enable", "1"), kb=65536)
