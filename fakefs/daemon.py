@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -87,11 +86,6 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
             watch = HostWatch(conn, machine.host, kernel.clock)
     elif conn is not None:        # no machine to run them (never, today)
         conn.close()
-    # what boot made lives as long as the daemon: out of the collector's
-    # sight, a full collection no longer walks it (it took ~40 ms, a pause
-    # of every request under way)
-    gc.collect()
-    gc.freeze()
     return kernel, watch
 
 
@@ -180,6 +174,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     except OwnershipError as e:
         return fail(f"fakefs: {e}\n")
     ops = FakeFS(kernel, own, host, links)
+    ops.heap.take_over_collector()
     noflush.install()
     libfuse: list[str] = []
     try:

@@ -19,12 +19,24 @@ MB, ``bench_memory --in-process``), and right after an ``rmdir`` it would
 hold the VFS's lock of ``instances/`` that long, which every other mkdir
 and rmdir there waits for.  Without glibc there is nothing to call and the
 memory stays with the process.
+
+Python's cycle collector (``take_over_collector``, the daemon's): a full
+collection walks every object the model holds (frames, caches, tables:
+~90-200 ms with everything traced), and with the default thresholds one
+came every few seconds of a catch-up, a pause of every request under way.
+The model makes no reference cycles (``tests/kernel/test_frames.py``), so
+what a request leaves is frozen when no request is under way
+(``gc.freeze()``: the collector no longer walks it; refcounts still free
+it), the young generation is collected every GC_THRESHOLD[0] surviving
+allocations, and a full collection (of cycles that other code may have
+made) runs at most every FULL_GC_S, while the mount is idle.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 import time
 
@@ -34,6 +46,8 @@ log = logging.getLogger(__name__)
 
 IDLE_S = 0.05
 PACK_SLICE = 16
+GC_THRESHOLD = (50_000, 10, 10)
+FULL_GC_S = 60.0
 
 
 def _malloc_trim():
@@ -68,7 +82,7 @@ class HeapKeeper:
     """Packs while idle; trims the heap when ring buffers gave pages back."""
 
     __slots__ = ("kernel", "blocked", "seen", "trim_due", "trims", "last_request", "inflight",
-                 "wakeup", "_trim")
+                 "wakeup", "_trim", "collector", "unfrozen", "full_gc_at", "full_collections")
 
     def __init__(self, kernel, blocked=lambda: 0):
         self.kernel = kernel
@@ -80,6 +94,18 @@ class HeapKeeper:
         self.inflight = 0        # requests under way
         self.wakeup: trio.Event | None = None
         self._trim = _malloc_trim()
+        self.collector = False   # the cycle collector is ours (take_over_collector)
+        self.unfrozen = False    # requests ran since the last full collection
+        self.full_gc_at = 0.0    # time.monotonic() of the last full collection
+        self.full_collections = 0
+
+    def take_over_collector(self) -> None:
+        """The daemon's policy for the cycle collector (see the module)."""
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLD)
+        self.collector = True
+        self.full_gc_at = time.monotonic()
 
     def request_begins(self) -> None:
         self.last_request = time.monotonic()
@@ -89,6 +115,20 @@ class HeapKeeper:
 
     def request_ends(self) -> None:
         self.inflight -= 1
+        if self.collector and self.inflight <= self.blocked():
+            gc.freeze()
+            self.unfrozen = True
+
+    def collect_if_due(self) -> None:
+        """A full collection, if requests ran and FULL_GC_S went by since
+        the last (call it while idle)."""
+        if self.collector and self.unfrozen and time.monotonic() - self.full_gc_at >= FULL_GC_S:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+            self.unfrozen = False
+            self.full_gc_at = time.monotonic()
+            self.full_collections += 1
 
     def busy(self) -> bool:
         return self.inflight > self.blocked() or time.monotonic() - self.last_request < IDLE_S
@@ -120,6 +160,7 @@ class HeapKeeper:
                     await trio.sleep(IDLE_S)
                     continue
                 self.trim_if_due()
+                self.collect_if_due()
                 try:
                     if not pack_idle(self.kernel.tracing, PACK_SLICE):
                         break

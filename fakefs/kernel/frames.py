@@ -60,6 +60,7 @@ class Frames:
         self._intern: dict[tuple, tuple] = {}
         self._roots: dict = {}
         self._user_irq: dict = {}
+        self._kept: list = []           # the frames restart() kept, and those below them
 
     def _intern_t(self, t):
         r = self._intern.get(t)
@@ -126,13 +127,27 @@ class Frames:
 
     def restart(self, kept):
         """Forget every frame but the ``kept`` ones (and the frames below
-        them), which forget their kids."""
+        them), which forget their kids.  Every frame forgets its kids: a
+        frame and its caller refer to each other, so the old tree would wait
+        for the cycle collector (a long pause, in the middle of a catch-up);
+        this way it goes as soon as nothing holds it."""
+        # (the frames kept last time, and what was called from them since,
+        # hang from no root of this generation)
+        todo = [*self._roots.values(), *self._user_irq.values(), *self._kept]
+        while todo:
+            fr = todo.pop()
+            kids = fr.kids
+            if kids:
+                fr.kids = {}
+                todo.extend(k for k in kids.values() if k)
         self._intern = {}
         self._roots = {}
         self._user_irq = {}
         self.count = 0
         self.generation += 1
+        self._kept = []
         for fr in kept:
             while fr is not None:
                 fr.kids = {}
+                self._kept.append(fr)
                 fr = fr.parent

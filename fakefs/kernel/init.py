@@ -249,6 +249,16 @@ class Kernel:
                     w.gap_ends(gap)
         return self._gap is not None or self.sim_time < now
 
+    def next_boundary(self) -> int | None:
+        """Where, in the gap under way, what a step costs changes (the
+        window a gap watcher keeps begins: before it the machine runs and
+        nothing is recorded), or None."""
+        if self._gap is None:
+            return None
+        t = self.sim_time
+        ends = [b for b in (w.boundary() for w in self._gap_watchers) if b is not None and b > t]
+        return min(ends) if ends else None
+
     def _gap_threshold(self) -> int:
         """How long an unobserved stretch must be to be caught up as a gap:
         GAP_NS, or less if a watcher asks (costly tracing)."""

@@ -301,6 +301,7 @@ class Reach:
                 prob(f)
         finally:
             sys.setrecursionlimit(old)
+        prob = None             # (it referred to itself: a cycle for the collector otherwise)
         # fewest calls to a target, for the depth limit
         callers: dict[int, list[int]] = {}
         for f in range(nf):

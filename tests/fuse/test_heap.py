@@ -109,3 +109,42 @@ def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers():
     t0 = time.monotonic()
     trio.run(main)
     assert time.monotonic() - t0 < 5
+
+
+def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(monkeypatch):
+    import gc
+    import trio
+    from fakefs.fuse import heap as heap_mod
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    keeper = HeapKeeper(k)
+    old = gc.get_threshold()
+    monkeypatch.setattr(heap_mod, "FULL_GC_S", 0.2)
+    try:
+        keeper.take_over_collector()
+        assert gc.get_threshold() == heap_mod.GC_THRESHOLD
+        keeper.request_begins()
+        junk = [[] for _ in range(1000)]                 # what a request leaves
+        frozen = gc.get_freeze_count()
+        keeper.request_ends()
+        assert gc.get_freeze_count() >= frozen + 1000 and keeper.unfrozen
+        del junk
+
+        async def main():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(keeper.packer)
+                await trio.sleep(0.01)
+                keeper.request_begins()
+                keeper.request_ends()
+                await trio.sleep(5 * heap_mod.IDLE_S)        # idle, but FULL_GC_S not over
+                assert keeper.full_collections == 0
+                await trio.sleep(heap_mod.FULL_GC_S)
+                keeper.request_begins()                      # wakes the packer
+                keeper.request_ends()
+                await trio.sleep(5 * heap_mod.IDLE_S)
+                assert keeper.full_collections == 1 and not keeper.unfrozen
+                nursery.cancel_scope.cancel()
+
+        trio.run(main)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*old)

@@ -6,16 +6,28 @@ from fakefs.kernel.time import Clock, ManualClock
 
 
 class Costly:
-    """A kernel whose steps cost ``per_ms`` seconds of work per simulated ms."""
+    """A kernel whose steps cost ``per_ms`` seconds of work per simulated
+    ms; ``boundary``: where a gap's window begins; ``skip_to``: the next
+    step skips to there."""
 
     def __init__(self, now, per_ms):
         self.now = now
         self.per_ms = per_ms
         self.steps = []
+        self.sim_time = 0
+        self.boundary = None
+        self.skip_to = None
+
+    def next_boundary(self):
+        return self.boundary if self.boundary is not None and self.boundary > self.sim_time else None
 
     def catch_up(self, max_steps=8, until=None, step_ns=STEP_NS):
         self.steps.append(step_ns)
+        if self.skip_to is not None:
+            self.sim_time, self.skip_to = self.skip_to, None
+            return True
         self.now[0] += self.per_ms * step_ns / 1e6
+        self.sim_time += step_ns
         return True
 
 
@@ -23,16 +35,40 @@ def test_steps_shrink_to_the_wall_time_and_grow_back(monkeypatch):
     now = [0.0]
     monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
     p = pacing.Pacer(Clock())
-    k = Costly(now, per_ms=0.005)             # everything on: 5 ms of work a simulated ms
+    k = Costly(now, per_ms=0.02)              # everything on: 20 ms of work a simulated ms
     for _ in range(20):
         assert p.step(k, 0)
-    assert k.steps[0] == STEP_NS              # the first step is a whole one
-    want = pacing.STEP_WALL_S / 0.005 * 1e6   # what takes STEP_WALL_S: 0.4 ms
+    assert k.steps[0] == pacing.MIN_STEP_NS   # the first step is a small one
+    want = pacing.STEP_WALL_S / 0.02 * 1e6    # what takes STEP_WALL_S: 0.1 ms
     assert max(k.steps[-5:]) <= max(pacing.MIN_STEP_NS, want * 2)
     k.per_ms = 0.00001                        # nothing traced: cheap
     for _ in range(20):
         p.step(k, 0)
     assert k.steps[-1] == STEP_NS
+
+
+def test_a_step_ends_where_the_gaps_window_begins_and_the_next_starts_small(monkeypatch):
+    """Quiet steps before a gap's window grow; the window costs far more a
+    simulated ms: the step that reaches it stops there, and the pacer
+    starts again from MIN_STEP_NS, as after a skip."""
+    now = [0.0]
+    monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
+    p = pacing.Pacer(Clock())
+    k = Costly(now, per_ms=0.00001)
+    k.skip_to = 5_000_000_000                 # a skip
+    p.step(k, 0)
+    assert p.step_ns == pacing.MIN_STEP_NS
+    k.boundary = k.sim_time + 60_000_000      # the window, 60 ms on
+    n = len(k.steps)
+    while k.sim_time < k.boundary:            # quiet: the steps grow
+        p.step(k, 0)
+    quiet = k.steps[n:]
+    assert k.sim_time == k.boundary           # the last one stopped at the window
+    assert max(quiet) == STEP_NS and quiet[-1] < STEP_NS
+    assert p.step_ns == pacing.MIN_STEP_NS
+    k.per_ms = 0.02
+    p.step(k, 0)
+    assert k.steps[-1] == pacing.MIN_STEP_NS  # the window's first step: small
 
 
 def test_no_pacing_on_a_manual_clock(monkeypatch):

@@ -65,3 +65,41 @@ def test_restart_forgets_the_paths_but_not_where_tasks_are():
     after = [s for _, s in run(w, 3000, seed=2, ncpu=2)]
     assert all(k.kallsyms.lookup(ip) for s in after for ip in s)
     assert len(before & set(after)) > 50          # the same paths give the same stacks
+
+
+def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
+    """The daemon freezes what requests leave out of the cycle collector's
+    sight (fuse/heap.py): the model must free everything by reference
+    counts.  A frame and its caller refer to each other, so ``restart()``
+    breaks the old tree apart; the reach tables' recursive helper lets go of
+    itself.  Everything on, frames restarted every 2000."""
+    import gc
+
+    from fakefs import sim
+    from fakefs.kernel import workload
+    from fakefs.kernel.fs.pseudo import kernel_write
+    from fakefs.kernel.time import ManualClock
+    monkeypatch.setattr(workload, "FRAME_CAP", 2000)
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    t = "sys/kernel/tracing/"
+    for path, value in (("current_tracer", "function"), ("events/enable", "1"),
+                        ("options/stacktrace", "1"), ("options/stackmap", "1")):
+        kernel_write(k.tree, t + path, value.encode())
+    k.clock.advance(20_000_000)
+    k.run_until_now()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gen = k.workload.frames.generation
+        for _ in range(10):
+            k.clock.advance(20_000_000)
+            k.run_until_now()
+        gc.collect()
+        garbage = collections.Counter(type(o).__name__ for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert k.workload.frames.generation >= gen + 2
+    assert not garbage, garbage.most_common(5)

@@ -23,17 +23,19 @@ def jhash2(words, initval: int) -> int:
     length = len(words)
     a = b = c = (JHASH_INITVAL + (length << 2) + initval) & M32
     i = 0
-    # rotations are written out: this runs once per distinct stack
+    # rotations are written out, and each one's mask shared with the
+    # subtraction it is XORed into (c < 2**32: its two shifted parts do not
+    # overlap, so OR is XOR): this runs once per distinct stack
     while length > 3:
         a = (a + words[i]) & M32
         b = (b + words[i + 1]) & M32
         c = (c + words[i + 2]) & M32
-        a = (a - c) & M32; a ^= ((c << 4) | (c >> 28)) & M32; c = (c + b) & M32
-        b = (b - a) & M32; b ^= ((a << 6) | (a >> 26)) & M32; a = (a + c) & M32
-        c = (c - b) & M32; c ^= ((b << 8) | (b >> 24)) & M32; b = (b + a) & M32
-        a = (a - c) & M32; a ^= ((c << 16) | (c >> 16)) & M32; c = (c + b) & M32
-        b = (b - a) & M32; b ^= ((a << 19) | (a >> 13)) & M32; a = (a + c) & M32
-        c = (c - b) & M32; c ^= ((b << 4) | (b >> 28)) & M32; b = (b + a) & M32
+        a = ((a - c) ^ (c << 4) ^ (c >> 28)) & M32; c = (c + b) & M32
+        b = ((b - a) ^ (a << 6) ^ (a >> 26)) & M32; a = (a + c) & M32
+        c = ((c - b) ^ (b << 8) ^ (b >> 24)) & M32; b = (b + a) & M32
+        a = ((a - c) ^ (c << 16) ^ (c >> 16)) & M32; c = (c + b) & M32
+        b = ((b - a) ^ (a << 19) ^ (a >> 13)) & M32; a = (a + c) & M32
+        c = ((c - b) ^ (b << 4) ^ (b >> 28)) & M32; b = (b + a) & M32
         length -= 3
         i += 3
     if length == 0:

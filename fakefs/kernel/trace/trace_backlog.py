@@ -151,6 +151,11 @@ class TraceBacklog:
         self.window_from = None
         self.quiet = 0
 
+    def boundary(self) -> int | None:
+        """Where the window of the gap under way begins (before it, steps
+        are quiet), once known."""
+        return self.window_from
+
     def untraced(self, t0: int, t1: int) -> bool:
         """Is the step [t0, t1) quiet (before the window of the gap under
         way: the machine runs, nothing is recorded)?  Counts it if so."""
