@@ -29,9 +29,13 @@ class FakeKernel:
         self.clock = FakeClock()
         self.kprobes = None          # no probes on the VFS calls
         self.tracing = None          # no ring buffers (the heap keeper)
+        self.sim_time = 0
 
     def now_ns(self):
         return 0
+
+    def next_boundary(self):
+        return None
 
     def catch_up(self, max_steps=8, until=None, step_ns=None):
         self.steps += 1
