@@ -128,19 +128,25 @@ class FtraceStackMap:
     def unseen_lookups(self, successes: int, drops: int, cpu: int, rng: random.Random) -> None:
         """Account lookups made in time nobody could see (trace_backlog):
         ``successes`` hits shared among the stored stacks in proportion to
-        the uses each has had (a multinomial draw), ``drops`` failures.
-        Stacks that would have been new then are not invented."""
-        elts = [elt for _idx, elt in self._stored.values()]
-        if successes > 0 and elts:
-            weights = [elt.ref_count or 1 for elt in elts]
-            total = sum(weights)
-            given = 0
-            for elt, w in zip(elts, weights):
-                k = successes * w // total
-                elt.ref_count = (elt.ref_count + k) & 0xFFFFFFFF
-                given += k
-            for elt in rng.choices(elts, weights, k=successes - given):
-                elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+        the uses each has had, ``drops`` failures.  Stacks that would have
+        been new then are not invented.  The share is systematic sampling
+        (one draw): a stack of weight w of ``total`` gets ``successes * w /
+        total`` hits, rounded down or up at random so that each gets that
+        many in expectation and all of them ``successes`` exactly; one pass
+        over the stacks (a draw per hit took 20-25 ms with a full map)."""
+        stored = self._stored
+        if successes > 0 and stored:
+            total = 0
+            for _idx, elt in stored.values():
+                total += elt.ref_count or 1
+            off = rng.randrange(total)
+            cum = prev = 0
+            for _idx, elt in stored.values():
+                cum += elt.ref_count or 1
+                cur = (cum * successes + off) // total
+                if cur != prev:
+                    elt.ref_count = (elt.ref_count + cur - prev) & 0xFFFFFFFF
+                    prev = cur
             self.successes[cpu] += successes
         self.drops[cpu] += max(0, drops)
 

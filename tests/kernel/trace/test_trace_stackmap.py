@@ -268,3 +268,24 @@ def test_unseen_lookups_follow_the_uses_so_far():
     assert m.successes == [30, 4010] and m.drops == [0, 7]
     assert refs[stack(1)] == 30 + 3000 and refs[stack(2)] == 10 + 1000
     assert m.next_elt == 2                      # no stack is invented
+
+
+def test_unseen_lookups_share_each_stack_its_expected_hits_rounded_at_random():
+    """Weights 1, 2, 3 (their uses so far), 10 hits: each stack gets 10 w / 6
+    rounded down or up, 10 in all, and on average exactly its share."""
+    rng = random.Random(5)
+    got = []
+    for _ in range(3000):
+        m = FtraceStackMap(bits=10, nr_cpus=1, hash_seed=1)
+        for n, uses in ((1, 1), (2, 2), (3, 3)):
+            for _ in range(uses):
+                m.get_id(stack(n), 0)
+        m.unseen_lookups(10, 0, 0, rng)
+        refs = {e.ips: e.ref_count for _, e in m.populated()}
+        hits = [refs[stack(n)] - n for n in (1, 2, 3)]
+        assert sum(hits) == 10
+        assert all(10 * n // 6 <= h <= -(-10 * n // 6) for n, h in zip((1, 2, 3), hits)), hits
+        got.append(hits)
+    for i, n in enumerate((1, 2, 3)):
+        mean = sum(h[i] for h in got) / len(got)
+        assert abs(mean - 10 * n / 6) < 0.05, (n, mean)
