@@ -79,7 +79,8 @@ def pack_idle(tracing, budget: int) -> int:
 
 
 class HeapKeeper:
-    """Packs while idle; trims the heap when ring buffers gave pages back."""
+    """Packs while idle; trims the heap when ring buffers gave pages back;
+    keeps the cycle collector off what requests leave (the daemon's)."""
 
     __slots__ = ("kernel", "blocked", "seen", "trim_due", "trims", "last_request", "inflight",
                  "wakeup", "_trim", "collector", "unfrozen", "full_gc_at", "full_collections")
