@@ -12,8 +12,8 @@ virtual``): there the same commands give the same files, and how a catch-up
 is cut into steps is part of what the simulation does.
 
 A step starts small (MIN_STEP_NS: with everything on at 500,000 function
-calls a second, 0.1 ms of simulated time is ~2 ms of work) and grows while
-steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
+calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
+and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
 the window is cheap and the window is not: a step ends where the window
 begins, and the next one starts small again, as after a skip.
 """

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import collections
+import gc
 
 import pytest
 from workload_helpers import boot, graph_edges, run
 
+from fakefs import sim
+from fakefs.kernel import workload
+from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.kernel.time import ManualClock
 from fakefs.kernel.walkgraph import F_ENTRY, F_TRACE, FENTRY_IP, FENTRY_RET
 
 
@@ -73,12 +78,6 @@ def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
     counts.  A frame and its caller refer to each other, so ``restart()``
     breaks the old tree apart; the reach tables' recursive helper lets go of
     itself.  Everything on, frames restarted every 2000."""
-    import gc
-
-    from fakefs import sim
-    from fakefs.kernel import workload
-    from fakefs.kernel.fs.pseudo import kernel_write
-    from fakefs.kernel.time import ManualClock
     monkeypatch.setattr(workload, "FRAME_CAP", 2000)
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
