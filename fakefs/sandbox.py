@@ -97,6 +97,19 @@ def host_problem(userns: bool) -> str | None:
     return fuse_problem(userns, "fakefs sandbox")
 
 
+def tracefs_line_problem(userns: bool) -> str | None:
+    """Why libtracefs (trace-cmd) and perf will not find the simulated
+    kernel's tracing directory in the sandbox, or None.  They look for a
+    line of type tracefs in /proc/mounts: root mounts one under the fake, a
+    user namespace cannot, and has one only where the host has a tracefs
+    mounted (inherited, then covered by the fake)."""
+    if not userns or any(t == "tracefs" for _s, _m, t in mounts()):
+        return None
+    return ("no mount of type tracefs here (a user namespace cannot mount one, and the "
+            "host has none to cover): libtracefs (trace-cmd) and perf look for one in "
+            "/proc/mounts and will not find %s" % TRACING_DIR)
+
+
 # --- the outer stage ------------------------------------------------------------
 
 def run(args) -> int:
@@ -234,11 +247,9 @@ class Inner:
                     raise NamespaceError("the host's tracefs on %s stays visible here: %s"
                                          % (mnt, err))
                 self.placed.append(mnt)
-        if self.userns and not any(t == "tracefs" for _s, _m, t in mounts()):
-            self.notes.append("no mount of type tracefs here (a user namespace cannot mount "
-                              "one, and the host has none to cover): libtracefs (trace-cmd) "
-                              "and perf look for one in /proc/mounts and will not find %s"
-                              % TRACING_DIR)
+        problem = tracefs_line_problem(self.userns)
+        if problem is not None:
+            self.notes.append(problem)
         if os.path.isdir(DEBUG_DIR):
             entries = {"tracing": tracing}
             fake_debug = self.root / DEBUG_DIR.lstrip("/")

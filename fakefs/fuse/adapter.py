@@ -43,7 +43,7 @@ from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperatio
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
 from .heap import HeapKeeper
-from .pacing import Pacer
+from .pacing import STEP_WALL_S, Pacer
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -56,8 +56,8 @@ ATTR_TIMEOUT = 1.0
 BLOCK_POLL_INTERVAL = 0.05
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
-# a catch-up gives other requests their turn this often (seconds)
-OBSERVE_SLICE = 0.002
+# a catch-up lets other requests in this often (s): after each step, sized so
+OBSERVE_SLICE = STEP_WALL_S
 
 
 # the entries a request removed from the tree, to invalidate before it is

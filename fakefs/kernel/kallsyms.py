@@ -386,8 +386,26 @@ def kaslr_bases(kernel) -> tuple[int, int]:
             MODULES_VADDR + MODULE_PAGE * rng.randrange(1, MODULE_SLOTS + 1))
 
 
+# the tables the symbols may come from (boot parameter ``fakefs.kallsyms=``):
+# this machine's /proc/kallsyms where readable (the default), or the one
+# shipped with fakefs, the same on every host
+KALLSYMS_TABLES = ("host", "bundled")
+
+
+def uses_host_table(kernel) -> bool:
+    return kernel.host_kallsyms and kernel.setup.get("fakefs.kallsyms", "host") == "host"
+
+
 def register_params(kernel) -> None:
     kernel.early_param("nokaslr", lambda val: None)     # read by kaslr_bases()
+
+    def table(val):
+        if val in KALLSYMS_TABLES:
+            kernel.setup["fakefs.kallsyms"] = val
+        else:
+            kernel.log.pr_warn("fakefs.kallsyms=%s: no such table (host, bundled)" % val)
+
+    kernel.early_param("fakefs.kallsyms", table)
 
 
 class ProcKallsymsOps(FileOperations):
@@ -401,7 +419,7 @@ class ProcKallsymsOps(FileOperations):
 
 
 def kallsyms_init(kernel) -> None:
-    table = Kallsyms.load(host=kernel.host_kallsyms)
+    table = Kallsyms.load(host=uses_host_table(kernel))
     kernel.kallsyms = table.relocated(*kaslr_bases(kernel))
     proc = kernel.tree.makedirs("proc")
     kernel.tree.create_file("kallsyms", 0o444, proc, kernel.kallsyms, ProcKallsymsOps())

@@ -43,7 +43,7 @@ from .alloc_callers import AllocCallers
 from .call_sites import CallSites
 from .callgraph import CallGraph, load_callgraph
 from .frames import ENTER, RESUME, Frames, interrupted
-from .kallsyms import Kallsyms
+from .kallsyms import Kallsyms, uses_host_table
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
 from .walk import Walk
@@ -93,7 +93,7 @@ class Workload:
         self.kernel = kernel
         self.ks = kernel.kallsyms
         if self.ks is None:               # booted without kallsyms_init: the table alone
-            self.ks = kernel.kallsyms = Kallsyms.load(host=kernel.host_kallsyms)
+            self.ks = kernel.kallsyms = Kallsyms.load(host=uses_host_table(kernel))
         self.graph = graph or load_callgraph()
         p = self.graph.params
         self.p_event_switch = p.get("event_switch", 0.05)

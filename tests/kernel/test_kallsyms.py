@@ -162,6 +162,20 @@ def _boot(cmdline="", seed=1, host=True):
     return k.boot([("fakefs.kernel.kallsyms", "kallsyms_init")])
 
 
+def test_the_boot_parameter_chooses_the_table():
+    """``fakefs.kallsyms=bundled``: the same symbols on every host (the
+    lessons boot with it); a name it does not know is reported."""
+    bundled = Kallsyms.load(host=False)
+    k = _boot(cmdline="fakefs.kallsyms=bundled")
+    assert k.kallsyms.source == "bundled"
+    assert k.kallsyms.proc_text(show_value=False) == bundled.proc_text(show_value=False)
+    host = _boot(cmdline="fakefs.kallsyms=host").kallsyms
+    assert host.source == ("host" if host_readable() else "bundled")
+    k = _boot(cmdline="fakefs.kallsyms=vmlinux")
+    assert any(r.text == "fakefs.kallsyms=vmlinux: no such table (host, bundled)"
+               for r in k.log.records)
+
+
 def test_kaslr_slide_is_the_simulated_machines():
     from fakefs.kernel.kallsyms import KASLR_ALIGN, KERNEL_TEXT_BASE, MODULE_PAGE
     src = Kallsyms.load(host=True)
