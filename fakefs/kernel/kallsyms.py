@@ -403,7 +403,8 @@ def register_params(kernel) -> None:
         if val in KALLSYMS_TABLES:
             kernel.setup["fakefs.kallsyms"] = val
         else:
-            kernel.log.pr_warn("fakefs.kallsyms=%s: no such table (host, bundled)" % val)
+            kernel.log.pr_warn("fakefs.kallsyms=%s: no such table (%s)"
+                               % (val, ", ".join(KALLSYMS_TABLES)))
 
     kernel.early_param("fakefs.kallsyms", table)
 
