@@ -19,6 +19,7 @@ The frames are ``Frames``'; the CPU and task states are the walk's.
 from __future__ import annotations
 
 import sys
+from array import array
 from bisect import bisect_right
 
 from .frames import ENTER, interrupted
@@ -58,7 +59,7 @@ class Reach:
         dist, rtab, _, _, root_opts, _ = self.tables(ts.profile, kind)
         n = interrupted(ts.frame) if task_only else ts.frame
         while n is not None:
-            if n.fn not in targets and rtab[n.fn] is not None:
+            if n.fn not in targets and rtab.has(n.fn):
                 got = self._descend_from(n, False, targets, rtab, dist, rng.random)
                 if got is not None:
                     return got
@@ -148,14 +149,15 @@ class Reach:
     def descend(self, n, targets, rtab, dist, rnd):
         """Call down from ``n`` to one of ``targets`` (None if stuck)."""
         maxd = self.max_depth
+        start, callees, cum, total, far = rtab.start, rtab.callees, rtab.cum, rtab.total, rtab.far
         while n.fn not in targets:
-            e = rtab[n.fn]
-            if e is None:
+            f = n.fn
+            lo, hi = start[f], start[f + 1]
+            if lo == hi:
                 return None
             room = maxd - n.depth - 1
-            callees, cum, total, far = e
-            if far <= room:
-                g = callees[bisect_right(cum, rnd() * total)]
+            if far[f] <= room:
+                g = callees[bisect_right(cum, rnd() * total[f], lo, hi)]
                 k = n.kids.get(g)
                 if k is None:
                     k = self.frames.child(n, g)
@@ -163,8 +165,8 @@ class Reach:
                     n = k
                     continue
             # near the depth limit, or a callee not allowed in this mode
-            opts = [(g, cum[i] - (cum[i - 1] if i else 0.0)) for i, g in enumerate(callees)
-                    if dist[g] <= room]
+            opts = [(callees[i], cum[i] - (cum[i - 1] if i > lo else 0.0)) for i in range(lo, hi)
+                    if dist[callees[i]] <= room]
             while True:
                 if not opts:
                     return None
@@ -232,7 +234,7 @@ class Reach:
                 for g, w in zip(*table_items(table)):
                     if g in targets:
                         out.append((g, w))
-                    elif rtab[g] is not None and dist[g] < maxd and P[g]:
+                    elif rtab.has(g) and dist[g] < maxd and P[g]:
                         out.append((g, w * P[g]))
                 return out
 
@@ -323,11 +325,12 @@ class Reach:
                         dist[f] = dist[g] + 1
                         nxt.append(f)
             frontier = nxt
-        rtab = [None] * nf
+        rtab = ReachTable(nf)
         prem = [0.0] * nf
         for f in range(nf):
             e = table[f]
             if e is None or blocked[f]:
+                rtab.close(f)
                 continue
             callees, cum, total = e
             edges = []
@@ -338,17 +341,51 @@ class Reach:
                 if w > 0 and dist[g] < 99:
                     edges.append((g, w))
             if edges:
-                cum2 = []
                 acc = 0.0
-                for _, w in edges:
+                for g, w in edges:
                     acc += w
-                    cum2.append(acc)
-                rtab[f] = ([g for g, _ in edges], cum2, acc, max(dist[g] for g, _ in edges))
+                    rtab.edge(g, acc)
+                rtab.total[f] = acc
+                rtab.far[f] = max(dist[g] for g, _ in edges)
                 a = again[f]
                 h = H[f] if f not in targets else acc / total
                 prem[f] = _hit(h, a) if a >= 1.0 else (
                     1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
-        return dist, rtab, prem, P
+            rtab.close(f)
+        # compact (a table per profile and kind is kept): machine numbers,
+        # not lists of objects; a chance never computed (cut off) is 0
+        return (array("b", dist), rtab, array("d", prem),
+                array("d", [p or 0.0 for p in P]))
+
+
+class ReachTable:
+    """``rtab``: per function, its callees that get there, each with its
+    cumulative weight, their total and the most calls a callee still needs
+    — kept in flat arrays (one table per profile and kind is cached): the
+    callees of ``f`` are ``callees[start[f]:start[f + 1]]``."""
+
+    __slots__ = ("start", "callees", "cum", "total", "far")
+
+    def __init__(self, nf: int):
+        self.start = array("i", [0])
+        self.callees = array("i")
+        self.cum = array("d")
+        self.total = array("d", bytes(8 * nf))
+        self.far = array("b", bytes(nf))
+
+    def edge(self, g: int, cum: float) -> None:
+        """The next callee of the function being filled in."""
+        self.callees.append(g)
+        self.cum.append(cum)
+
+    def close(self, f: int) -> None:
+        """Function ``f`` (the next one, in order) is complete."""
+        assert len(self.start) == f + 1
+        self.start.append(len(self.callees))
+
+    def has(self, f: int) -> bool:
+        """Some callee of ``f`` gets there."""
+        return self.start[f] != self.start[f + 1]
 
 
 # ---------------------------------------------------------------- helpers

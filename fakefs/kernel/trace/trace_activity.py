@@ -49,6 +49,7 @@ CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
+FLAGS_CACHED = 1 << 13     # stacks whose context flags (and call fields) are kept
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
@@ -180,7 +181,7 @@ class TraceActivity:
                 r = (te.TRACE_FLAG_SOFTIRQ, 1)
             else:
                 r = (0, 0)
-            if len(self._flags_cache) > 1 << 16:
+            if len(self._flags_cache) > FLAGS_CACHED:
                 self._flags_cache.clear()
             self._flags_cache[stack] = r
         return r
@@ -498,7 +499,7 @@ class TraceActivity:
         runs = wl.sample_runs(rng, cpu, len(times))
         self._follow_frames(wl)        # (the walk may have restarted them just now)
         fields = self._call_fields
-        if len(fields) > 1 << 16:
+        if len(fields) > FLAGS_CACHED:
             fields.clear()
         calls = []
         append = calls.append

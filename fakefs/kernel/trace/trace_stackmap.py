@@ -76,7 +76,7 @@ class FtraceStackMap:
         key = self._hash_cache.get(ips)
         if key is None:
             key = jhash2_ulongs(ips, self.hash_seed) or 1
-            if len(self._hash_cache) >= self.map_size:          # a cache, bounded like the map
+            if len(self._hash_cache) >= self.max_elts:          # a cache, bounded like the pool
                 self._hash_cache.clear()
             self._hash_cache[ips] = key
         return key
