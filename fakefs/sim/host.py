@@ -16,7 +16,10 @@ paths a real one goes through: the forking task is woken (its terminal's
 interrupt) and runs ``clone()`` (``kernel_clone``: ``task_newtask``,
 ``sched_process_fork``, ``sched_wakeup_new``), the child runs and calls
 ``execve()`` (``sched_process_exec``), and at its end ``exit_group()``
-(``sched_process_exit``, SIGCHLD to its parent, which is woken).  Between
+(``sched_process_exit``, SIGCHLD to its parent, which is woken).  Their
+memory goes through the simulated allocators as they do so (the fork's
+copy, the exec's path lookups and new mm, the exit's frees:
+``kernel/mm/alloc_workload_tasks.py``).  Between
 those, a real process is asleep here: only its system calls into this
 kernel (and the ones the host reports) show it running.
 """
@@ -128,6 +131,9 @@ class HostProcesses:
         elif kind == "exit":
             self.exited.add(pid)
             self.comms.pop(pid, None)
+            mem = self._memory()
+            if mem is not None:
+                mem.host_exit(pid, None, 0)
             if len(self.exited) > EXITED_KEPT:
                 self.exited.clear()
             if task is not None:
@@ -169,6 +175,11 @@ class HostProcesses:
             task = self.machine.sched.tasks.get(action[1])
             if task is not None and self._is_host(task.pid):
                 task.comm = action[2][:15]
+
+    def _memory(self):
+        """The allocators' model of task memory (None: built without it)."""
+        wl = self.machine.kernel.alloc_workload
+        return wl.tasks if wl is not None else None
 
     def _is_host(self, pid: int) -> bool:
         r = self.machine.runs.get(pid)
@@ -226,6 +237,9 @@ class HostProcesses:
 
         def fork(t):
             child = m.life.fork(parent, cpu, t, pid=pid, tgid=tgid)
+            mem = self._memory()
+            if mem is not None:
+                mem.host_fork(pid, child.comm, cpu, t)
             cr = m.runs[pid] = m._run(child, m.host_behaviour, HOST_PROFILE, host=True)
             if cr.calls is not None:          # it returns from clone() when it first runs
                 cr.sys, cr.sysret = m.calls.clone, 0
@@ -246,6 +260,9 @@ class HostProcesses:
         name = filename or task.comm
 
         def exec_(t):
+            mem = self._memory()
+            if mem is not None:
+                mem.host_exec(pid, name.rsplit("/", 1)[-1][:15], cpu, t)
             m.life.exec(task, cpu, t, name)
             return None
 
@@ -264,4 +281,7 @@ class HostProcesses:
         self.comms.pop(pid, None)
         if len(self.exited) > EXITED_KEPT:
             self.exited.clear()
+        mem = self._memory()
+        if mem is not None:
+            mem.host_exit(pid, cpu, t)
         m._exit(m.runs[pid], cpu, t)

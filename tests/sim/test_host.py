@@ -262,3 +262,48 @@ def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
     assert done is not None and not m.frozen
     run(k, 0.02)
     assert "child_pid=5001" in kernel_read(k.tree, "sys/kernel/tracing/trace").decode()
+
+
+def test_a_followed_process_allocates_and_frees_in_its_own_context():
+    """Its exec looks paths up (putname), its exit frees its VMAs: kmem
+    events of its pid, with those call sites, on a consistent timeline."""
+    k, m = boot()
+    write(k, "events/kmem/kmem_cache_free/enable", "1")
+    write(k, "events/sched/enable", "1")
+    run(k, 0.04)
+    fork_exec_exit(k, m)
+    run(k, 0.06)
+    write(k, "tracing_on", "0")
+    mine = [ln for ln in lines(k) if "-5001 " in ln and "kmem_cache_free:" in ln]
+    assert sum("call_site=putname+" in ln and "name=names_cache" in ln for ln in mine) >= 12
+    assert sum("call_site=vm_area_free+" in ln and "name=vm_area_struct" in ln for ln in mine) >= 20
+    assert any("call_site=free_task+" in ln and "name=task_struct" in ln for ln in mine)
+    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    assert report.total == 0, report.text()
+
+
+def test_the_top_free_site_of_a_window_with_a_short_command_recurs():
+    """event-filter-function.tc: the most frequent kmem_cache_free call site
+    of a window in which a command runs is seen again in the next one."""
+    import collections
+    k, m = boot()
+    run(k, 0.04)
+    pid = 6000
+
+    def window():
+        nonlocal pid
+        write(k, "trace", "")
+        write(k, "events/kmem/kmem_cache_free/enable", "1")
+        write(k, "tracing_on", "1")
+        fork_exec_exit(k, m, parent=5000, child=pid, t=k.sim_time + 100_000)
+        pid += 1
+        k.clock.advance(5 * MS)            # the window: about as long as the command
+        k.run_until_now()
+        write(k, "tracing_on", "0")
+        write(k, "events/kmem/kmem_cache_free/enable", "0")
+        return [ln.split("call_site=")[1].split("+")[0] for ln in lines(k) if "call_site=" in ln]
+
+    for _ in range(20):
+        top = collections.Counter(window()).most_common(1)[0][0]
+        assert top in window()
+        run(k, 0.02)

@@ -34,6 +34,7 @@ from .alloc_moments import Moments
 from .alloc_tag import AllocTag
 from .alloc_workload_boot import DEFAULT_RAM, boot
 from .alloc_workload_sites import CACHES, SITES, SiteProfile, lognormal
+from .alloc_workload_tasks import Process, TaskMemory
 from .mem_profiling import do_sysctl_args
 from .page_alloc import GFP_ATOMIC, GFP_KERNEL, PAGE_SHIFT, Page, PageAllocator, get_order
 from .percpu import Percpu, PcpuObj
@@ -54,20 +55,6 @@ GETNAME_RATE = 2500.0
 # a gap the kernel skips.
 OWED_MAX_NS = 2 * NS
 OWED_STEP_NS = 20_000_000
-
-
-class Process:
-    """The memory of one task (and its mm, if it has one)."""
-
-    __slots__ = ("pid", "comm", "objs", "stack", "threads", "kthread")
-
-    def __init__(self, pid: int, comm: str, kthread: bool):
-        self.pid = pid
-        self.comm = comm
-        self.objs: list = []
-        self.stack = None
-        self.threads: list = []
-        self.kthread = kthread
 
 
 class AllocWorkload:
@@ -94,9 +81,7 @@ class AllocWorkload:
         self.profiles: list[SiteProfile] = []
         self.hot: list[tuple] = []           # (profile, rate, mean lifetime s): set_hot()
         self.hot_cum: list[float] = []       # their cumulative rates
-        self.processes: dict[int, Process] = {}
-        self.next_pid = 300
-        self.cached_stacks: list = []
+        self.tasks = TaskMemory(self, kernel.subsystem_rng("alloc_workload-host"))
         self.modules: dict[str, list] = {}   # loaded module -> objects it holds
         self.netlink_tables: list = []
         self.nl_route = None
@@ -214,7 +199,7 @@ class AllocWorkload:
         elif isinstance(obj, PcpuObj):
             self.pcpu.free(obj)
         elif isinstance(obj, Process):
-            self.exit_process(obj)
+            self.tasks.exit_process(obj)
         elif callable(obj):
             obj()
 
@@ -261,47 +246,6 @@ class AllocWorkload:
         self.hot = hot
         self.hot_cum = list(itertools.accumulate(rate for _p, rate, _life in hot))
 
-    # ------------------------------------------------------------------ tasks
-    def new_process(self, comm: str, kthread: bool = False, rss: int = 0, nvma: int = 0,
-                    threads: int = 1) -> Process:
-        """``copy_process`` + ``dup_mm`` (+ the first page faults)."""
-        s = self.slab
-        pid = self.next_pid
-        self.next_pid += 1 + threads
-        proc = Process(pid, comm, kthread)
-        objs = proc.objs
-        for _t in range(threads):
-            objs.append(self._cache_alloc("task", "task_struct", node=0))
-            objs.append(self._stack())
-            objs.append(self._cache_alloc("pid", "pid"))
-            objs.append(self._cache_alloc("cred", "cred_jar"))
-        if kthread:
-            objs.append(s.kmalloc(self.site("kthread"), 96))
-            self.processes[pid] = proc
-            return proc
-        objs.append(self._cache_alloc("files", "files_cache"))
-        objs.append(self._cache_alloc("fs", "fs_cache"))
-        objs.append(self._cache_alloc("sighand", "sighand_cache"))
-        objs.append(self._cache_alloc("signal", "signal_cache"))
-        objs.append(self._cache_alloc("dup_mm", "mm_struct"))
-        objs.append(self.pcpu.alloc(self.site("mm_cid"), 16))
-        objs.append(self.pa.alloc_pages(self.site("pgd"), 1))
-        vma = self.caches["vm_area_struct"]
-        lock = self.caches["vma_lock"]
-        t_vma, t_lock = self.site("vma_dup"), self.site("vma_lock")
-        for _ in range(nvma):
-            objs.append(s.kmem_cache_alloc(t_vma, vma))
-            objs.append(s.kmem_cache_alloc(t_lock, lock))
-        for _ in range(max(1, nvma // 3)):
-            objs.append(self._cache_alloc("anon_vma", "anon_vma"))
-            objs.append(self._cache_alloc("avc", "anon_vma_chain"))
-        ptes = 4 + rss // 512 + nvma // 8
-        objs.append(self._pages("pte", ptes))
-        if rss:
-            objs.append(self._pages("anon", rss))
-        self.processes[pid] = proc
-        return proc
-
     def _pages(self, key: str, n: int) -> Page:
         at = self.at
         old = at.current
@@ -310,22 +254,6 @@ class AllocWorkload:
             return self.pa.alloc_pages_bulk_noprof(n)
         finally:
             at.current = old
-
-    def _stack(self):
-        if self.cached_stacks:
-            return self.cached_stacks.pop()
-        return self.vm.vmalloc(self.site("stack"), 16384)
-
-    def exit_process(self, proc: Process) -> None:
-        """``do_exit`` + ``free_task``: stacks go back to the per-CPU cache."""
-        self.processes.pop(proc.pid, None)
-        cache_max = 2 * self.nr_cpus
-        for o in proc.objs:
-            if isinstance(o, VmArea) and len(self.cached_stacks) < cache_max and o.nr_pages == 4:
-                self.cached_stacks.append(o)
-            else:
-                self.free(o)
-        proc.objs = []
 
     # ------------------------------------------------------------------ netlink
     def nl_sock(self):
@@ -396,8 +324,8 @@ class AllocWorkload:
     def _short_process(self, rng) -> None:
         comm = rng.choice(("sh", "sleep", "cat", "grep", "awk", "systemctl", "ps", "date", "sed"))
         rss = int(lognormal(rng, 60, 0.8, 8, 4000))
-        proc = self.new_process(comm, rss=rss, nvma=int(lognormal(rng, 28, 0.3, 10, 90)))
-        self._expire(rng.expovariate(1 / 2.0), self.exit_process, proc)
+        proc = self.tasks.new_process(comm, rss=rss, nvma=int(lognormal(rng, 28, 0.3, 10, 90)))
+        self._expire(rng.expovariate(1 / 2.0), self.tasks.exit_process, proc)
 
     # ------------------------------------------------------------------ run time
     def step(self, t0: int, t1: int) -> None:

@@ -188,9 +188,9 @@ def boot_tasks(wl) -> None:
     for c in range(wl.nr_cpus):
         for comm in ("cpuhp/%d", "migration/%d", "ksoftirqd/%d", "kworker/%d:0",
                      "kworker/%d:0H", "idle_inject/%d", "kworker/%d:1"):
-            wl.new_process(comm % c, kthread=True)
+            wl.tasks.new_process(comm % c, kthread=True)
     for i in range(72):
-        wl.new_process("kworker/u%d:%d" % (2 * wl.nr_cpus, i), kthread=True)
+        wl.tasks.new_process("kworker/u%d:%d" % (2 * wl.nr_cpus, i), kthread=True)
     services = (("systemd", 420, 110, 1), ("systemd-journal", 380, 60, 1),
                 ("systemd-udevd", 220, 50, 1), ("systemd-network", 110, 50, 1),
                 ("systemd-resolve", 150, 55, 1), ("systemd-logind", 100, 50, 1),
@@ -199,7 +199,7 @@ def boot_tasks(wl) -> None:
                 ("containerd", 900, 240, 12), ("bash", 90, 45, 1), ("tmux: server", 140, 50, 1))
     for comm, rss, nvma, threads in services:
         rss = int(lognormal(rng, rss, 0.3, 16, 200000))
-        wl.new_process(comm, rss=rss, nvma=nvma, threads=threads)
+        wl.tasks.new_process(comm, rss=rss, nvma=nvma, threads=threads)
 
 
 def boot_netlink(wl) -> None:

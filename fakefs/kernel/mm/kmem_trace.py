@@ -46,11 +46,14 @@ class KmemTrace:
     """Where and when the allocators' next operation happens, and the
     tracepoints it fires."""
 
-    __slots__ = ("when", "tp_kmalloc", "tp_cache_alloc", "tp_kfree", "tp_cache_free",
+    __slots__ = ("when", "free_site", "tp_kmalloc", "tp_cache_alloc", "tp_kfree", "tp_cache_free",
                  "tp_page_alloc", "tp_page_free", "kallsyms", "inlined_into", "_sites")
 
     def __init__(self, tracepoints, kallsyms=None, inlined_into=None):
         self.when = None                       # (cpu, ts) of the operation being made
+        # where the frees being made are called from, when the code making
+        # them is known (a FreeSite: alloc_workload_tasks); None: unknown
+        self.free_site = None
         tp = tracepoints.get
         self.tp_kmalloc = tp("kmalloc")
         self.tp_cache_alloc = tp("kmem_cache_alloc")
@@ -120,14 +123,15 @@ class KmemTrace:
                                              NUMA_NO_NODE if node is None else node, accounted))
 
     # a free's call site is where the caller frees, which the allocator does
-    # not know: 0 here, the recorder fills in the caller of the stack it draws
+    # not know: the code freeing says (free_site), or it is 0 here and the
+    # recorder fills in the caller of the stack it draws
     def kfree(self, ptr: int) -> None:
         if self.when is not None and self.tp_kfree.probes:
-            self._fire(self.tp_kfree, (0, ptr))
+            self._fire(self.tp_kfree, (self.call_site(self.free_site), ptr))
 
     def kmem_cache_free(self, ptr: int, name: str) -> None:
         if self.when is not None and self.tp_cache_free.probes:
-            self._fire(self.tp_cache_free, (0, ptr, name))
+            self._fire(self.tp_cache_free, (self.call_site(self.free_site), ptr, name))
 
     # --- pages ------------------------------------------------------------
     def page_alloc(self, pfn: int, order: int, gfp: int, nr: int = 1) -> None:

@@ -1,0 +1,97 @@
+"""The memory of tasks: the workload's processes and the followed real ones."""
+
+from __future__ import annotations
+
+import pytest
+from mm_helpers import boot
+
+from fakefs.kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, FREE_SITES, HOST_KEPT, PUTNAME
+
+
+@pytest.fixture
+def kernel():
+    return boot()
+
+
+def _inuse(k) -> dict:
+    wl = k.alloc_workload
+    return {name: wl.caches[name].inuse for name in ("vm_area_struct", "vma_lock", "task_struct",
+                                                     "mm_struct", "names_cache")}
+
+
+def _frees(k) -> list:
+    """(cpu, ts, cache, the free site in force) of every kmem_cache_free fired."""
+    trace = k.alloc_workload.trace
+    got = []
+    tp = trace.tp_cache_free
+    tp.probes.append(lambda cpu, ts, _p, _f, _c, args: got.append((cpu, ts, args[2],
+                                                                   trace.free_site)))
+    return got
+
+
+def test_a_followed_process_gives_back_at_exit_what_its_fork_and_exec_took(kernel):
+    k = kernel
+    tasks = k.alloc_workload.tasks
+    before = _inuse(k)
+    tasks.host_fork(4001, "sh", 1, 10_000)
+    forked = _inuse(k)
+    assert forked["task_struct"] == before["task_struct"] + 1
+    assert forked["vm_area_struct"] > before["vm_area_struct"]
+    tasks.host_exec(4001, "ls", 1, 20_000)
+    assert tasks.host[4001].comm == "ls"
+    assert _inuse(k)["names_cache"] == before["names_cache"]       # looked up and put back
+    tasks.host_exit(4001, 0, 30_000)
+    assert 4001 not in tasks.host
+    assert _inuse(k) == before
+    assert 4001 not in tasks.processes                              # not one of the workload's
+
+
+def test_the_frees_happen_where_and_when_the_process_does_them_with_their_call_sites(kernel):
+    k = kernel
+    tasks = k.alloc_workload.tasks
+    tasks.host_fork(4001, "sh", 1, 10_000)
+    got = _frees(k)
+    tasks.host_exec(4001, "ls", 1, 20_000)
+    names = [g for g in got if g[2] == "names_cache"]
+    assert len(names) == EXEC_LOOKUPS and all(g[3] is PUTNAME for g in names)
+    assert [g[1] for g in names] == sorted(g[1] for g in names)
+    assert names[0][1] == 20_000 and names[-1][1] > 20_000
+    old_mm = [g for g in got if g[2] == "vm_area_struct"]            # the fork's copy goes
+    assert old_mm and all(g[:2] == (1, 20_000) and g[3] is FREE_SITES["vm_area_struct"]
+                          for g in old_mm)
+    del got[:]
+    tasks.host_exit(4001, 0, 30_000)
+    assert {g[:2] for g in got} == {(0, 30_000)}
+    caches = {g[2] for g in got}
+    assert {"vm_area_struct", "vma_lock", "task_struct", "mm_struct"} <= caches
+    assert all(g[3] is FREE_SITES[g[2]] for g in got)
+    assert k.alloc_workload.trace.free_site is None
+    assert k.alloc_workload.trace.when is None                      # put back as it was
+
+
+def test_an_exit_while_the_machine_stands_still_frees_untraced(kernel):
+    k = kernel
+    tasks = k.alloc_workload.tasks
+    before = _inuse(k)
+    tasks.host_exec(4002, "cat", 0, 5_000)            # its fork was not seen: a new one
+    got = _frees(k)
+    tasks.host_exit(4002, None, 0)
+    assert _inuse(k) == before and got == []
+    tasks.host_exit(4002, 1, 6_000)                   # gone already: nothing
+    tasks.host_exit(4999, 1, 6_000)                   # never known: nothing
+    assert _inuse(k) == before
+
+
+def test_processes_whose_exit_is_never_reported_are_bounded(kernel):
+    k = kernel
+    tasks = k.alloc_workload.tasks
+    before = _inuse(k)
+    for pid in range(10_000, 10_000 + HOST_KEPT + 5):
+        tasks.host_fork(pid, "sh", 0, 1000)
+    assert len(tasks.host) == HOST_KEPT
+    assert 10_000 not in tasks.host and 10_000 + HOST_KEPT + 4 in tasks.host
+    tasks.host_fork(10_010, "sh", 0, 2000)             # a pid reused: the old one is gone
+    assert len(tasks.host) == HOST_KEPT
+    for pid in list(tasks.host):
+        tasks.host_exit(pid, 0, 3000)
+    assert _inuse(k) == before
