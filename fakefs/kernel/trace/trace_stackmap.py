@@ -13,6 +13,11 @@ Model of the series' data structure, one operation at a time:
   stays "claimed but empty" (a gravestone) and the event is a drop;
 * the stack_id is the slot index; counters are per CPU and summed for display.
 
+Two shortcuts skip the walk where its outcome is known, changing no result
+(a test compares them with probing every time): a stack already stored
+has its slot remembered, and once every slot is claimed (counted as they
+are) a stack not stored is a drop without hashing or probing.
+
 Reset is refused (EBUSY) while tracing is on for the owning trace array or
 while another reset is in progress.
 """
@@ -58,6 +63,7 @@ class FtraceStackMap:
         self.nr_cpus = nr_cpus
         self.keys = [0] * self.map_size
         self.vals: list[StackMapElt | None] = [None] * self.map_size
+        self.empty_slots = self.map_size     # keys still 0 (counted as they are claimed)
         self.next_elt = 0
         self.resetting = False
         self.successes = [0] * nr_cpus
@@ -94,6 +100,11 @@ class FtraceStackMap:
             elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
             self.successes[cpu] += 1
             return hit[0]
+        if not self.empty_slots:
+            # every slot claimed and the stack in none: the walk would
+            # probe MAX_PROBE slots, find neither it nor room, and drop
+            self.drops[cpu] += 1
+            return -errno.ENOSPC
         key = self._hash_cache.get(ips)
         if key is None:
             key = self.key_hash(ips)
@@ -113,6 +124,7 @@ class FtraceStackMap:
                 # claimed-but-empty slot or a 32-bit collision: keep probing
             elif k == 0:
                 keys[idx] = key
+                self.empty_slots -= 1
                 if self.next_elt >= self.max_elts:
                     self.drops[cpu] += 1
                     return -errno.ENOSPC
@@ -161,6 +173,7 @@ class FtraceStackMap:
             self.synchronize_rcu()
             self.keys = [0] * self.map_size
             self.vals = [None] * self.map_size
+            self.empty_slots = self.map_size
             self._stored.clear()
             self.next_elt = 0
             self.successes = [0] * self.nr_cpus

@@ -244,16 +244,36 @@ class NoMemo(dict):
         return default
 
 
-@pytest.mark.parametrize("bits,n", [(10, 3000), (12, 800)])
-def test_stored_shortcut_gives_the_same_ids_and_counts_as_the_walk(bits, n):
+class WalkOnly(FtraceStackMap):
+    """Every lookup probes: no stored-stack memo, and the map never
+    says that every slot is claimed."""
+
+    @property
+    def empty_slots(self):
+        return 1
+
+    @empty_slots.setter
+    def empty_slots(self, _value):
+        pass
+
+
+@pytest.mark.parametrize("bits,n,full", [(10, 3000, True), (12, 800, True), (14, 300, False)])
+def test_the_shortcuts_give_the_same_ids_and_counts_as_the_walk(bits, n, full):
+    """A stored stack's slot from the memo, a drop without probing once
+    every slot is claimed: the same results as probing every time."""
     rng = random.Random(bits)
     events = [stack(rng.randrange(n), depth=rng.randrange(5, 25)) for _ in range(20000)]
     fast = FtraceStackMap(bits, hash_seed=11)
-    walk = FtraceStackMap(bits, hash_seed=11)
+    walk = WalkOnly(bits, hash_seed=11)
     walk._stored = NoMemo()
     assert [fast.get_id(e) for e in events] == [walk.get_id(e) for e in events]
     assert fast.stats_text() == walk.stats_text()
     assert fast.binary() == walk.binary()
+    assert fast.keys == walk.keys
+    assert fast.empty_slots == fast.keys.count(0)
+    assert (fast.empty_slots == 0) == full
+    fast.tr = Tr(on=False)
+    assert fast.reset() == 0 and fast.empty_slots == fast.map_size
 
 
 def test_unseen_lookups_follow_the_uses_so_far():
