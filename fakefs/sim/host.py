@@ -239,7 +239,7 @@ class HostProcesses:
             child = m.life.fork(parent, cpu, t, pid=pid, tgid=tgid)
             mem = self._memory()
             if mem is not None:
-                mem.host_fork(pid, child.comm, cpu, t)
+                mem.host_fork(pid, child.comm, cpu, t, thread=tgid != pid)
             cr = m.runs[pid] = m._run(child, m.host_behaviour, HOST_PROFILE, host=True)
             if cr.calls is not None:          # it returns from clone() when it first runs
                 cr.sys, cr.sysret = m.calls.clone, 0

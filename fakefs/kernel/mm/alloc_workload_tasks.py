@@ -170,13 +170,22 @@ class TaskMemory:
         trace.free_site = None
 
     # --- the real machine's processes ---------------------------------------
-    def host_fork(self, pid: int, comm: str, cpu: int, t: int) -> None:
-        """A followed process forked child ``pid`` on ``cpu`` at ``t``."""
+    def host_fork(self, pid: int, comm: str, cpu: int, t: int, thread: bool = False) -> None:
+        """A followed process forked child ``pid`` on ``cpu`` at ``t``: a
+        process with a copy of its parent's mm, or (``thread``) a task
+        sharing all of that, with its own task_struct, stack and pid."""
+        wl = self.wl
         rng = self.rng
-        with _At(self.wl.trace, cpu, t):
-            self._keep(pid, self.new_process(
-                comm, rss=int(lognormal(rng, 60, 0.8, 8, 4000)),
-                nvma=int(lognormal(rng, 28, 0.3, 10, 90)), pid=pid))
+        with _At(wl.trace, cpu, t):
+            if thread:
+                proc = Process(pid, comm, False)
+                proc.objs += [wl._cache_alloc("task", "task_struct", node=0), self._stack(),
+                              wl._cache_alloc("pid", "pid")]
+                proc.mm_at = len(proc.objs)
+            else:
+                proc = self.new_process(comm, rss=int(lognormal(rng, 60, 0.8, 8, 4000)),
+                                        nvma=int(lognormal(rng, 28, 0.3, 10, 90)), pid=pid)
+            self._keep(pid, proc)
 
     def host_exec(self, pid: int, comm: str, cpu: int, t: int) -> None:
         """``pid`` calls ``execve()`` on ``cpu`` at ``t``: the program is
@@ -188,8 +197,8 @@ class TaskMemory:
         self._lookup(cpu, t)
         proc = self.host.get(pid)
         with _At(trace, cpu, t):
-            if proc is None:
-                proc = self.new_process(comm, pid=pid)
+            if proc is None:                      # its fork was not seen: its mm only
+                proc = Process(pid, comm, False)
                 self._keep(pid, proc)
             else:
                 old, proc.objs = proc.objs[proc.mm_at:], proc.objs[:proc.mm_at]

@@ -95,3 +95,22 @@ def test_processes_whose_exit_is_never_reported_are_bounded(kernel):
     for pid in list(tasks.host):
         tasks.host_exit(pid, 0, 3000)
     assert _inuse(k) == before
+
+
+def test_a_thread_shares_its_process_memory_and_an_unseen_fork_is_not_invented(kernel):
+    k = kernel
+    tasks = k.alloc_workload.tasks
+    before = _inuse(k)
+    tasks.host_fork(4003, "worker", 0, 1000, thread=True)
+    got = _inuse(k)
+    assert got["task_struct"] == before["task_struct"] + 1
+    assert got["vm_area_struct"] == before["vm_area_struct"]          # no mm of its own
+    assert got["mm_struct"] == before["mm_struct"]
+    tasks.host_exit(4003, 0, 2000)
+    assert _inuse(k) == before
+    tasks.host_exec(4004, "cat", 0, 3000)      # a process whose fork nobody saw
+    got = _inuse(k)
+    assert got["task_struct"] == before["task_struct"]                 # its new mm only
+    assert got["mm_struct"] == before["mm_struct"] + 1
+    tasks.host_exit(4004, 0, 4000)
+    assert _inuse(k) == before
