@@ -44,13 +44,22 @@ def fork_exec_exit(k, m, parent=5000, child=5001, t=None):
     m.host.event("exit", t + 4 * MS, child)
 
 
-def test_a_followed_process_forks_execs_and_exits_in_the_trace():
+def traced_command(*settings, after=0.06):
+    """A booted machine with ``settings`` written (path, value), where a
+    followed process forks a child that execs and exits; tracing stops
+    ``after`` seconds later."""
     k, m = boot()
-    write(k, "events/sched/enable", "1")
+    for path, value in settings:
+        write(k, path, value)
     run(k, 0.04)
     fork_exec_exit(k, m)
-    run(k, 0.06)
+    run(k, after)
     write(k, "tracing_on", "0")
+    return k, m
+
+
+def test_a_followed_process_forks_execs_and_exits_in_the_trace():
+    k, _m = traced_command(("events/sched/enable", "1"))
     got = lines(k)
     text = "\n".join(got)
     assert "sched_process_fork: comm=ftracetest pid=5000 child_comm=ftracetest child_pid=5001" in text
@@ -69,12 +78,8 @@ def test_a_followed_process_forks_execs_and_exits_in_the_trace():
 
 
 def test_the_function_tracer_sees_kernel_clone_and_exec_of_host_processes():
-    k, m = boot()
-    write(k, "set_ftrace_filter", "kernel_clone do_execve*")
-    write(k, "current_tracer", "function")
-    run(k, 0.04)
-    fork_exec_exit(k, m)
-    run(k, 0.04)
+    k, _m = traced_command(("set_ftrace_filter", "kernel_clone do_execve*"),
+                           ("current_tracer", "function"), after=0.04)
     text = "\n".join(lines(k))
     assert "ftracetest-5000" in text and "kernel_clone <-" in text
     assert any("-5001 " in ln and "do_execveat_common" in ln for ln in lines(k))
@@ -267,13 +272,8 @@ def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
 def test_a_followed_process_allocates_and_frees_in_its_own_context():
     """Its exec looks paths up (putname), its exit frees its VMAs: kmem
     events of its pid, with those call sites, on a consistent timeline."""
-    k, m = boot()
-    write(k, "events/kmem/kmem_cache_free/enable", "1")
-    write(k, "events/sched/enable", "1")
-    run(k, 0.04)
-    fork_exec_exit(k, m)
-    run(k, 0.06)
-    write(k, "tracing_on", "0")
+    k, _m = traced_command(("events/kmem/kmem_cache_free/enable", "1"),
+                           ("events/sched/enable", "1"))
     mine = [ln for ln in lines(k) if "-5001 " in ln and "kmem_cache_free:" in ln]
     assert sum("call_site=putname+" in ln and "name=names_cache" in ln for ln in mine) >= 12
     assert sum("call_site=vm_area_free+" in ln and "name=vm_area_struct" in ln for ln in mine) >= 20
