@@ -84,7 +84,7 @@ class Process:
 class TaskMemory:
     """``alloc_workload.tasks``: every process's memory."""
 
-    __slots__ = ("wl", "processes", "host", "next_pid", "cached_stacks", "rng")
+    __slots__ = ("wl", "processes", "host", "next_pid", "cached_stacks", "rng", "exec_tags")
 
     def __init__(self, wl, rng):
         self.wl = wl
@@ -93,6 +93,7 @@ class TaskMemory:
         self.next_pid = 300
         self.cached_stacks: list = []
         self.rng = rng                            # the host processes' draws only
+        self.exec_tags: dict = {}                 # function -> its tag (_exec_tag)
 
     # --- the workload's processes -------------------------------------------
     def new_process(self, comm: str, kthread: bool = False, rss: int = 0, nvma: int = 0,
@@ -121,18 +122,24 @@ class TaskMemory:
             self.processes[proc.pid] = proc
         return proc
 
-    def _new_mm(self, proc: Process, rss: int, nvma: int) -> None:
-        """An mm with ``nvma`` VMAs and ``rss`` anonymous pages."""
+    def _new_mm(self, proc: Process, rss: int, nvma: int, fresh: bool = False) -> None:
+        """An mm with ``nvma`` VMAs and ``rss`` anonymous pages: a fork's
+        copy (``dup_mm``, ``vm_area_dup``), or ``fresh``, an exec's
+        (``mm_alloc``, ``vm_area_alloc``)."""
         wl = self.wl
         s = wl.slab
         proc.mm_at = len(proc.objs)
         objs = proc.objs
-        objs.append(wl._cache_alloc("dup_mm", "mm_struct"))
+        if fresh:
+            objs.append(s.kmem_cache_alloc(self._exec_tag("mm_alloc"), wl.caches["mm_struct"]))
+        else:
+            objs.append(wl._cache_alloc("dup_mm", "mm_struct"))
         objs.append(wl.pcpu.alloc(wl.site("mm_cid"), 16))
         objs.append(wl.pa.alloc_pages(wl.site("pgd"), 1))
         vma = wl.caches["vm_area_struct"]
         lock = wl.caches["vma_lock"]
-        t_vma, t_lock = wl.site("vma_dup"), wl.site("vma_lock")
+        t_vma = self._exec_tag("vm_area_alloc") if fresh else wl.site("vma_dup")
+        t_lock = wl.site("vma_lock")
         for _ in range(nvma):
             objs.append(s.kmem_cache_alloc(t_vma, vma))
             objs.append(s.kmem_cache_alloc(t_lock, lock))
@@ -143,6 +150,18 @@ class TaskMemory:
         objs.append(wl._pages("pte", ptes))
         if rss:
             objs.append(wl._pages("anon", rss))
+
+    def _exec_tag(self, function: str):
+        """The tag of an exec's allocation in kernel/fork.c.  Not one of the
+        workload's SITES: those are scripted only, and these call sites
+        also keep the background activity boot gave them."""
+        tags = self.exec_tags
+        if function not in tags:
+            try:
+                tags[function] = self.wl.at.find("kernel/fork.c", function)
+            except KeyError:
+                tags[function] = None
+        return tags[function]
 
     def _stack(self):
         if self.cached_stacks:
@@ -205,7 +224,7 @@ class TaskMemory:
                 self._free(old, True)
             proc.comm = comm
             self._new_mm(proc, int(lognormal(rng, 60, 0.8, 8, 4000)),
-                         int(lognormal(rng, 28, 0.3, 10, 90)))
+                         int(lognormal(rng, 28, 0.3, 10, 90)), fresh=True)
         for i in range(1, EXEC_LOOKUPS):
             self._lookup(cpu, t + i * LOOKUP_NS)
 

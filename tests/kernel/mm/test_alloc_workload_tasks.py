@@ -114,3 +114,21 @@ def test_a_thread_shares_its_process_memory_and_an_unseen_fork_is_not_invented(k
     assert got["mm_struct"] == before["mm_struct"] + 1
     tasks.host_exit(4004, 0, 4000)
     assert _inuse(k) == before
+
+
+def test_a_fork_copies_an_mm_and_an_exec_makes_a_new_one(kernel):
+    """allocinfo: the fork's VMAs under vm_area_dup, the exec's under
+    vm_area_alloc; the mm_struct from dup_mm, then from mm_alloc."""
+    k = kernel
+    at = k.alloc_tag
+    tags = {f: at.find("kernel/fork.c", f) for f in ("vm_area_dup", "vm_area_alloc", "dup_mm",
+                                                      "mm_alloc")}
+    calls = {f: t.calls for f, t in tags.items()}
+    tasks = k.alloc_workload.tasks
+    tasks.host_fork(4005, "sh", 0, 1000)
+    assert tags["vm_area_dup"].calls > calls["vm_area_dup"]
+    assert tags["dup_mm"].calls == calls["dup_mm"] + 1
+    assert tags["vm_area_alloc"].calls == calls["vm_area_alloc"]
+    tasks.host_exec(4005, "ls", 0, 2000)
+    assert tags["vm_area_alloc"].calls > calls["vm_area_alloc"]
+    assert tags["mm_alloc"].calls == calls["mm_alloc"] + 1
