@@ -56,8 +56,6 @@ ATTR_TIMEOUT = 1.0
 BLOCK_POLL_INTERVAL = 0.05
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
-# a catch-up lets other requests in this often (s): after each step, sized so
-OBSERVE_SLICE = STEP_WALL_S
 
 
 # the entries a request removed from the tree, to invalidate before it is
@@ -205,14 +203,15 @@ class FakeFS(pyfuse3.Operations):
 
     async def observe(self, changes: bool = False) -> int:
         """Let the simulated kernel catch up with the instant of the request,
-        a step at a time, letting other requests in every OBSERVE_SLICE;
+        a step at a time, letting other requests in after each step's worth
+        of time (pacing.STEP_WALL_S: what a step is sized to cost);
         what the followed real processes did before it is done by then
         (``changes``: the request may change settings)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.kernel.now_ns()          # the request came now: no later
         while self.pacer.step(self.kernel, until):
-            if time.monotonic() - t0 >= OBSERVE_SLICE:
+            if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()
         settle, self.host_settle = self.host_settle, None

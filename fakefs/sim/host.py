@@ -50,6 +50,9 @@ class HostProcesses:
         # fn(pid) -> bool: does a process of the real machine hold the pid
         # (the daemon's /proc check; None: only the followed ones count)
         self.exists = None
+        # the allocators' model of their memory (None: a kernel without it)
+        wl = machine.kernel.alloc_workload
+        self.memory = wl.tasks if wl is not None else None
 
     def standing_still(self) -> bool:
         """Nothing sees the machine: its real processes' events are facts only."""
@@ -131,9 +134,8 @@ class HostProcesses:
         elif kind == "exit":
             self.exited.add(pid)
             self.comms.pop(pid, None)
-            mem = self._memory()
-            if mem is not None:
-                mem.host_exit(pid, None, 0)
+            if self.memory is not None:
+                self.memory.host_exit(pid, None, 0)
             if len(self.exited) > EXITED_KEPT:
                 self.exited.clear()
             if task is not None:
@@ -175,11 +177,6 @@ class HostProcesses:
             task = self.machine.sched.tasks.get(action[1])
             if task is not None and self._is_host(task.pid):
                 task.comm = action[2][:15]
-
-    def _memory(self):
-        """The allocators' model of task memory (None: built without it)."""
-        wl = self.machine.kernel.alloc_workload
-        return wl.tasks if wl is not None else None
 
     def _is_host(self, pid: int) -> bool:
         r = self.machine.runs.get(pid)
@@ -237,9 +234,8 @@ class HostProcesses:
 
         def fork(t):
             child = m.life.fork(parent, cpu, t, pid=pid, tgid=tgid)
-            mem = self._memory()
-            if mem is not None:
-                mem.host_fork(pid, child.comm, cpu, t, thread=tgid != pid)
+            if self.memory is not None:
+                self.memory.host_fork(pid, cpu, t, thread=tgid != pid)
             cr = m.runs[pid] = m._run(child, m.host_behaviour, HOST_PROFILE, host=True)
             if cr.calls is not None:          # it returns from clone() when it first runs
                 cr.sys, cr.sysret = m.calls.clone, 0
@@ -260,9 +256,8 @@ class HostProcesses:
         name = filename or task.comm
 
         def exec_(t):
-            mem = self._memory()
-            if mem is not None:
-                mem.host_exec(pid, name.rsplit("/", 1)[-1][:15], cpu, t)
+            if self.memory is not None:
+                self.memory.host_exec(pid, cpu, t)
             m.life.exec(task, cpu, t, name)
             return None
 
@@ -281,7 +276,6 @@ class HostProcesses:
         self.comms.pop(pid, None)
         if len(self.exited) > EXITED_KEPT:
             self.exited.clear()
-        mem = self._memory()
-        if mem is not None:
-            mem.host_exit(pid, cpu, t)
+        if self.memory is not None:
+            self.memory.host_exit(pid, cpu, t)
         m._exit(m.runs[pid], cpu, t)

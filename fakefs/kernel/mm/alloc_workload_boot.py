@@ -185,21 +185,19 @@ def boot_background(wl) -> None:
 def boot_tasks(wl) -> None:
     """Per-CPU and unbound kernel threads, then the services."""
     rng = wl.rng
-    for c in range(wl.nr_cpus):
-        for comm in ("cpuhp/%d", "migration/%d", "ksoftirqd/%d", "kworker/%d:0",
-                     "kworker/%d:0H", "idle_inject/%d", "kworker/%d:1"):
-            wl.tasks.new_process(comm % c, kthread=True)
-    for i in range(72):
-        wl.tasks.new_process("kworker/u%d:%d" % (2 * wl.nr_cpus, i), kthread=True)
+    # per CPU: cpuhp, migration, ksoftirqd, kworker :0 :0H :1, idle_inject;
+    # unbound: 72 kworker/u
+    for _ in range(7 * wl.nr_cpus + 72):
+        wl.tasks.new_process(kthread=True)
     services = (("systemd", 420, 110, 1), ("systemd-journal", 380, 60, 1),
                 ("systemd-udevd", 220, 50, 1), ("systemd-network", 110, 50, 1),
                 ("systemd-resolve", 150, 55, 1), ("systemd-logind", 100, 50, 1),
                 ("dbus-daemon", 90, 45, 1), ("cron", 40, 40, 1), ("sshd", 120, 60, 1),
                 ("agetty", 30, 30, 1), ("rsyslogd", 160, 70, 4), ("chronyd", 50, 40, 1),
                 ("containerd", 900, 240, 12), ("bash", 90, 45, 1), ("tmux: server", 140, 50, 1))
-    for comm, rss, nvma, threads in services:
+    for _comm, rss, nvma, threads in services:
         rss = int(lognormal(rng, rss, 0.3, 16, 200000))
-        wl.tasks.new_process(comm, rss=rss, nvma=nvma, threads=threads)
+        wl.tasks.new_process(rss=rss, nvma=nvma, threads=threads)
 
 
 def boot_netlink(wl) -> None:

@@ -71,39 +71,31 @@ class Process:
     """The memory of one task (and its mm, if it has one): ``objs``, of
     which ``objs[mm_at:]`` are the mm's (what an exec replaces)."""
 
-    __slots__ = ("pid", "comm", "objs", "mm_at", "kthread")
+    __slots__ = ("objs", "mm_at")
 
-    def __init__(self, pid: int, comm: str, kthread: bool):
-        self.pid = pid
-        self.comm = comm
+    def __init__(self):
         self.objs: list = []
         self.mm_at = 0
-        self.kthread = kthread
 
 
 class TaskMemory:
     """``alloc_workload.tasks``: every process's memory."""
 
-    __slots__ = ("wl", "processes", "host", "next_pid", "cached_stacks", "rng", "exec_tags")
+    __slots__ = ("wl", "host", "cached_stacks", "rng", "exec_tags")
 
     def __init__(self, wl, rng):
         self.wl = wl
-        self.processes: dict[int, Process] = {}   # the workload's own, by its pids
         self.host: dict[int, Process] = {}        # followed real processes, by pid
-        self.next_pid = 300
         self.cached_stacks: list = []
         self.rng = rng                            # the host processes' draws only
         self.exec_tags: dict = {}                 # function -> its tag (_exec_tag)
 
     # --- the workload's processes -------------------------------------------
-    def new_process(self, comm: str, kthread: bool = False, rss: int = 0, nvma: int = 0,
-                    threads: int = 1, pid: int | None = None) -> Process:
-        """``copy_process`` + ``dup_mm`` (+ the first page faults); ``pid``:
-        a real process's (not one of the workload's own, not registered)."""
+    def new_process(self, kthread: bool = False, rss: int = 0, nvma: int = 0,
+                    threads: int = 1) -> Process:
+        """``copy_process`` + ``dup_mm`` (+ the first page faults)."""
         wl = self.wl
-        proc = Process(self.next_pid if pid is None else pid, comm, kthread)
-        if pid is None:
-            self.next_pid += 1 + threads
+        proc = Process()
         objs = proc.objs
         for _t in range(threads):
             objs.append(wl._cache_alloc("task", "task_struct", node=0))
@@ -118,8 +110,6 @@ class TaskMemory:
             objs.append(wl._cache_alloc("sighand", "sighand_cache"))
             objs.append(wl._cache_alloc("signal", "signal_cache"))
             self._new_mm(proc, rss, nvma)
-        if pid is None:
-            self.processes[proc.pid] = proc
         return proc
 
     def _new_mm(self, proc: Process, rss: int, nvma: int, fresh: bool = False) -> None:
@@ -171,7 +161,6 @@ class TaskMemory:
     def exit_process(self, proc: Process, sites: bool = False) -> None:
         """``do_exit`` + ``free_task``: stacks go back to the per-CPU cache.
         ``sites``: the frees are traced with the call sites of the exit path."""
-        self.processes.pop(proc.pid, None)
         self._free(proc.objs, sites)
         proc.objs = []
 
@@ -189,7 +178,7 @@ class TaskMemory:
         trace.free_site = None
 
     # --- the real machine's processes ---------------------------------------
-    def host_fork(self, pid: int, comm: str, cpu: int, t: int, thread: bool = False) -> None:
+    def host_fork(self, pid: int, cpu: int, t: int, thread: bool = False) -> None:
         """A followed process forked child ``pid`` on ``cpu`` at ``t``: a
         process with a copy of its parent's mm, or (``thread``) a task
         sharing all of that, with its own task_struct, stack and pid."""
@@ -197,16 +186,16 @@ class TaskMemory:
         rng = self.rng
         with _At(wl.trace, cpu, t):
             if thread:
-                proc = Process(pid, comm, False)
+                proc = Process()
                 proc.objs += [wl._cache_alloc("task", "task_struct", node=0), self._stack(),
                               wl._cache_alloc("pid", "pid")]
                 proc.mm_at = len(proc.objs)
             else:
-                proc = self.new_process(comm, rss=int(lognormal(rng, 60, 0.8, 8, 4000)),
-                                        nvma=int(lognormal(rng, 28, 0.3, 10, 90)), pid=pid)
+                proc = self.new_process(rss=int(lognormal(rng, 60, 0.8, 8, 4000)),
+                                        nvma=int(lognormal(rng, 28, 0.3, 10, 90)))
             self._keep(pid, proc)
 
-    def host_exec(self, pid: int, comm: str, cpu: int, t: int) -> None:
+    def host_exec(self, pid: int, cpu: int, t: int) -> None:
         """``pid`` calls ``execve()`` on ``cpu`` at ``t``: the program is
         looked up, the old mm goes and the new one is mapped; then, as it
         starts, the loader looks up its cache and the libraries."""
@@ -217,12 +206,11 @@ class TaskMemory:
         proc = self.host.get(pid)
         with _At(trace, cpu, t):
             if proc is None:                      # its fork was not seen: its mm only
-                proc = Process(pid, comm, False)
+                proc = Process()
                 self._keep(pid, proc)
             else:
                 old, proc.objs = proc.objs[proc.mm_at:], proc.objs[:proc.mm_at]
                 self._free(old, True)
-            proc.comm = comm
             self._new_mm(proc, int(lognormal(rng, 60, 0.8, 8, 4000)),
                          int(lognormal(rng, 28, 0.3, 10, 90)), fresh=True)
         for i in range(1, EXEC_LOOKUPS):
