@@ -23,7 +23,9 @@ set once, at allocation).
 from __future__ import annotations
 
 import errno
+from bisect import bisect_right
 from collections import deque
+from itertools import accumulate
 
 from .ring_buffer_bpage import LOOSE_PAGES, UNZIPPED_PAGES, BufferPage, snapshot_entries
 
@@ -209,7 +211,47 @@ class CpuBuffer:
         return done
 
     def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
-        """``write_many()`` of entries of their own lengths (no time extend)."""
+        """``write_many()`` of entries of their own lengths (no time extend).
+        In overwrite mode a sub-buffer's worth at a time: the running sums
+        of the lengths say how many entries fit in what is left of it."""
+        if not overwrite:
+            return self._write_each(entries, lengths)
+        n = len(entries)
+        cum = list(accumulate(lengths, initial=0))
+        self.written += n
+        self.bytes_written += cum[n]
+        pages = self.pages
+        cap = self.subbuf_size
+        tail = pages[-1] if pages else None
+        used = tail.used if tail is not None else cap
+        i = 0
+        while True:
+            # the entries from i that still fit after ``used`` bytes
+            j = bisect_right(cum, cap - used + cum[i], i, n + 1) - 1
+            if j > i:
+                tail._events.extend(entries[i:j])
+                add = cum[j] - cum[i]
+                used += add
+                tail.nbytes += add
+                i = j
+            if i >= n:
+                break
+            # entry i goes first in a new sub-buffer, whatever its length
+            nxt = self._next_page(True)
+            if tail is not None:
+                tail.used = used
+            tail = nxt
+            tail._events.append(entries[i])
+            used = tail.nbytes = lengths[i]
+            i += 1
+        tail.used = used
+        self.entries += n
+        self.last_ts = entries[-1][0]
+        return n
+
+    def _write_each(self, entries: list, lengths: list) -> int:
+        """``_write_lengths()`` without overwrite: an entry that does not
+        fit is dropped when no sub-buffer is free."""
         pages = self.pages
         cap = self.subbuf_size
         tail = pages[-1] if pages else None
@@ -219,7 +261,7 @@ class CpuBuffer:
             self.written += 1
             self.bytes_written += length
             if used + length > cap:
-                nxt = self._next_page(overwrite)
+                nxt = self._next_page(False)
                 if nxt is None:
                     self.dropped += 1
                     continue

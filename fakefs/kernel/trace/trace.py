@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import errno
+from itertools import groupby
+from operator import itemgetter
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..lib.versioned import VersionedSet
@@ -412,12 +414,9 @@ class TraceArray:
         if reader is not None:
             entries = [(reader(e[0]),) + e[1:] for e in entries]
         n = self.buffer.write_many(cpu, entries, lengths, self.flags["overwrite"])
-        last = None
-        for i in range(n):
-            pid = entries[i][2]
-            if pid != last:                  # (the same task again changes nothing)
-                last = pid
-                self._task_info(cpu, pid)
+        # each run of one task's entries once (the same task again changes nothing)
+        for pid, _ in groupby(map(itemgetter(2), entries[:n] if n < len(entries) else entries)):
+            self._task_info(cpu, pid)
         return n
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:

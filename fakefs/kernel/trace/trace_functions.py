@@ -26,6 +26,17 @@ FN_LENGTH = event_length(te.FN_PAYLOAD)
 STACK_ID_LENGTH = event_length(te.STACK_ID_PAYLOAD)
 
 
+class _StackLengths(dict):
+    """A stack entry's length by its number of callers, made on first use."""
+
+    def __missing__(self, nr: int) -> int:
+        length = self[nr] = event_length(te.stack_payload(nr))
+        return length
+
+
+STACK_LENGTHS = _StackLengths()
+
+
 class FunctionTracer(Tracer):
     name = "function"
     options = {"func_stack_trace": False, "func-no-repeats": False}
@@ -64,17 +75,20 @@ class FunctionTracer(Tracer):
                     tr.trace_stack(cpu, e[0], e[2], e[3], e[4], stack)
             return
         smap = tr.stackmap if tr.flag("stackmap") else None
+        get_id = smap.get_id if smap is not None else None
         out, lengths = [], []
+        put, size = out.append, lengths.append
+        stack_id, full = te.TRACE_STACK_ID, te.TRACE_STACK
         for e, stack in calls:
-            out.append(e)
-            lengths.append(FN_LENGTH)
-            sid = smap.get_id(stack, cpu) if smap is not None else -1
+            put(e)
+            size(FN_LENGTH)
+            sid = get_id(stack, cpu) if get_id is not None else -1
             if sid >= 0:
-                out.append((e[0], te.TRACE_STACK_ID, e[2], e[3], e[4], sid, None))
-                lengths.append(STACK_ID_LENGTH)
+                put((e[0], stack_id, e[2], e[3], e[4], sid, None))
+                size(STACK_ID_LENGTH)
             else:
-                out.append((e[0], te.TRACE_STACK, e[2], e[3], e[4], stack, None))
-                lengths.append(event_length(te.stack_payload(len(stack))))
+                put((e[0], full, e[2], e[3], e[4], stack, None))
+                size(STACK_LENGTHS[len(stack)])
         tr.write_entries(cpu, out, lengths)
 
     def repeat(self, tr, cpu: int, entry) -> bool:

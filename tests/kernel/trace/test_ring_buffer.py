@@ -207,7 +207,8 @@ def _state(cb):
 def test_write_many_is_write_of_each():
     """The bulk write (function entries, and their stacks) leaves the buffer
     as one write() per entry does: pages, counters, overwrite and drop
-    alike, of one length or each its own, also across a time extend."""
+    alike, of one length or each its own (a sub-buffer's worth at a time
+    in overwrite mode), also across a time extend."""
     import random
     rng = random.Random(4)
     for overwrite in (True, False):
@@ -219,7 +220,9 @@ def test_write_many_is_write_of_each():
                 for _ in range(rng.randrange(0, 900)):
                     ts += rng.choice(gaps) if rng.random() < 0.01 else rng.randrange(1, 2000)
                     entries.append((ts, te.TRACE_FN, 1, 0, 0, 0, 0))
-                lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) for _ in entries]
+                # (now and then one longer than a sub-buffer: it goes in one of its own)
+                lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) if rng.random() > 0.002
+                                                else 4200 for _ in entries]
                 took = sum(a.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
                            for i, e in enumerate(entries))
                 assert b.write_many(entries, lengths, overwrite) == took
