@@ -129,7 +129,8 @@ class FuzzReport:
     mkdirs: int = 0
     outcomes: Counter = field(default_factory=Counter)
     bad: list = field(default_factory=list)          # (file, input, errno name)
-    stuck: list = field(default_factory=list)
+    stuck: list = field(default_factory=list)        # "file: what it was doing"
+    doing: dict = field(default_factory=dict)        # thread ident -> its operation now
     elapsed: float = 0.0
 
     def ok(self) -> bool:
@@ -181,7 +182,9 @@ def _writer(mnt, rel, rng, n, report, lock, deadline):
         if time.monotonic() > deadline:
             return
         data = rand_input(rng, current)
-        out = _write_once(path, data, append=rng.random() < 0.3)
+        append = rng.random() < 0.3
+        report.doing[threading.get_ident()] = f"{'>>' if append else '>'} {data[:60]!r}"
+        out = _write_once(path, data, append=append)
         with lock:
             report.writes += 1
             report.outcomes[out] += 1
@@ -198,6 +201,7 @@ def _instance_churn(mnt, rng, n, report, lock, deadline):
         name = rng.choice(names)
         p = os.path.join(inst, name)
         for op in (os.mkdir, os.rmdir) if rng.random() < 0.7 else (os.rmdir,):
+            report.doing[threading.get_ident()] = f"{op.__name__} {name!r}"
             try:
                 op(p)
                 out = "ok"
@@ -233,17 +237,18 @@ def fuzz(mnt: str, seconds: float, seed: int = 1, writers: int = WRITERS,
                 break
             threads = [threading.Thread(
                 target=_writer, args=(mnt, rel, random.Random(rng.getrandbits(64)), per_writer,
-                                      report, lock, deadline), daemon=True)
+                                      report, lock, deadline), daemon=True, name=rel)
                 for _ in range(writers)]
             threads.append(threading.Thread(
                 target=_instance_churn, args=(mnt, random.Random(rng.getrandbits(64)), 4,
-                                              report, lock, deadline), daemon=True))
+                                              report, lock, deadline), daemon=True,
+                name="instances/ (mkdir, rmdir)"))
             for th in threads:
                 th.start()
             for th in threads:
                 th.join(timeout=max(5.0, deadline - time.monotonic() + 5.0))
                 if th.is_alive():
-                    report.stuck.append(rel)
+                    report.stuck.append(f"{th.name}: {report.doing.get(th.ident, '?')}")
             if report.stuck:
                 break
         rounds += 1
@@ -468,6 +473,8 @@ def main(argv=None) -> int:
         say(rep.summary())
         for b in rep.bad[:20]:
             say(f"  bad: {b}")
+        for st in rep.stuck[:20]:
+            say(f"  stuck: {st}")
         if not rep.ok():
             rc = 1
         for problem in filter(None, [mount_alive(mnt)] + log_problems(log)[:20]):

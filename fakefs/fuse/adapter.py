@@ -43,7 +43,7 @@ from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperatio
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
 from .heap import HeapKeeper
-from .pacing import STEP_WALL_S, Pacer
+from .pacing import STEP_WALL_S, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
@@ -215,11 +215,8 @@ class FakeFS(pyfuse3.Operations):
                 await trio.sleep(0)
                 t0 = time.monotonic()
         settle, self.host_settle = self.host_settle, None
-        if settle is not None and settle > self.kernel.sim_time:
-            # what the followed processes did before the request is done
-            # before it is served, also where the machine fits it in only
-            # just after the request's instant (a fork at most SETTLE_NS on)
-            self.kernel.advance_to(settle)
+        if settle is not None:
+            self.host_settle = settle_host_events(self.kernel, until, settle)
         return until
 
     def at(self, until: int | None):

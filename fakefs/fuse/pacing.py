@@ -24,6 +24,7 @@ import time
 
 from ..kernel.init import STEP_NS
 from ..kernel.time import ManualClock
+from ..sim.host import SETTLE_NS
 
 STEP_WALL_S = 0.002
 MIN_STEP_NS = 100_000
@@ -61,3 +62,18 @@ class Pacer:
         elif self.step_ns < STEP_NS:
             self.step_ns = min(STEP_NS, self.step_ns * 2)
         return more
+
+
+def settle_host_events(kernel, until: int, settle: int) -> int | None:
+    """What the followed real processes did before a request (that came at
+    ``until``) is done before it is served, also where the machine fits it
+    in only just after the request's instant (a fork at most SETTLE_NS on):
+    the kernel goes on to ``settle``, the instant by which the machine will
+    have done the events taken so far.  Not further than SETTLE_NS past the
+    request (or past where the kernel already is): events after it were
+    taken by requests that came later, while this one waited, and are
+    theirs to wait for.  Returns that later instant, or None."""
+    last = max(until, kernel.sim_time) + SETTLE_NS
+    if settle > kernel.sim_time:
+        kernel.advance_to(min(settle, last))
+    return settle if settle > last else None

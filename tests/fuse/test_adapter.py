@@ -290,6 +290,37 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
     await fs.release(fi.fh)
 
 
+async def test_a_request_does_not_wait_for_real_processes_after_it():
+    """While a request's catch-up goes on, others take the followed real
+    processes' later events: when it is done it settles only what came
+    before it (a catch-up through 72 s of the machine, in full and without
+    letting anybody in, held a stress run's daemon for minutes)."""
+    from fakefs.sim.host import SETTLE_NS
+
+    class Racing(FakeKernel):
+        def __init__(self):
+            super().__init__()
+            self.sim_time = 100
+            self.advanced = []
+
+        def now_ns(self):
+            return 100
+
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
+            fs.host_settle = 72_000_000_000     # taken meanwhile by a later request
+            return False
+
+        def advance_to(self, t):
+            self.advanced.append(t)
+            self.sim_time = t
+
+    k = Racing()
+    fs = FakeFS(k)
+    assert await fs.observe() == 100
+    assert k.advanced == [100 + SETTLE_NS]
+    assert fs.host_settle == 72_000_000_000     # for the request that took them
+
+
 async def test_the_kernel_serves_a_request_at_the_instant_it_came():
     seen = []
 

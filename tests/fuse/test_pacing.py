@@ -81,3 +81,36 @@ def test_no_pacing_on_a_manual_clock(monkeypatch):
     for _ in range(5):
         p.step(k, 0)
     assert k.steps == [STEP_NS] * 5
+
+
+class Settling:
+    """A kernel that records how far it is told to go."""
+
+    def __init__(self, sim_time):
+        self.sim_time = sim_time
+        self.advanced = []
+
+    def advance_to(self, t):
+        self.advanced.append(t)
+        self.sim_time = t
+
+
+def test_a_request_waits_only_for_the_real_processes_before_it():
+    """The followed processes' events are done before a request is served,
+    up to SETTLE_NS past its instant; a later instant (events taken while
+    it waited) is left for the requests that came after it."""
+    SETTLE = pacing.SETTLE_NS
+    k = Settling(1000)
+    assert pacing.settle_host_events(k, 1000, 1000 + SETTLE // 2) is None
+    assert k.advanced == [1000 + SETTLE // 2]
+    k = Settling(1000)
+    assert pacing.settle_host_events(k, 1000, 10**12) == 10**12
+    assert k.advanced == [1000 + SETTLE]
+    # the kernel already went past the request's instant: from there on
+    k = Settling(5000)
+    assert pacing.settle_host_events(k, 1000, 10**12) == 10**12
+    assert k.advanced == [5000 + SETTLE]
+    # done already: nothing to simulate
+    k = Settling(5000)
+    assert pacing.settle_host_events(k, 1000, 4000) is None
+    assert k.advanced == []
