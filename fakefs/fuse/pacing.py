@@ -28,16 +28,22 @@ from ..sim.host import SETTLE_NS
 
 STEP_WALL_S = 0.002
 MIN_STEP_NS = 100_000
+# the most a gap's catch-up may cost before what its watchers still want in
+# full is cut to the machine's last window (``Kernel.cap_gap``)
+GAP_WALL_S = 1.0
 
 
 class Pacer:
-    """The step size of the catch-ups, adapted to what steps cost."""
+    """The step size of the catch-ups, adapted to what steps cost, and what
+    the gap under way (``gap``) has cost so far (``gap_spent``, s)."""
 
-    __slots__ = ("step_ns", "paced")
+    __slots__ = ("step_ns", "paced", "gap", "gap_spent")
 
     def __init__(self, clock):
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)
+        self.gap = None
+        self.gap_spent = 0.0
 
     def step(self, kernel, until: int) -> bool:
         """One step of the kernel towards ``until`` (``Kernel.catch_up``):
@@ -52,6 +58,7 @@ class Pacer:
         t0 = time.perf_counter()
         more = kernel.catch_up(1, until, step)
         spent = time.perf_counter() - t0
+        self._charge_gap(kernel, spent)
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs
             # what it costs, nothing measured so far says
@@ -62,6 +69,21 @@ class Pacer:
         elif self.step_ns < STEP_NS:
             self.step_ns = min(STEP_NS, self.step_ns * 2)
         return more
+
+    def _charge_gap(self, kernel, spent: float) -> None:
+        """A step that went into a gap counts towards what it costs: past
+        GAP_WALL_S the gap is capped (a gap's steps cost what the machine
+        does in it: with every event on and a buffer that does not
+        overwrite, five times real time, and each request that waits holds
+        the writers of its file behind it)."""
+        gap = kernel.gap
+        if gap is None:
+            return
+        if gap is not self.gap:
+            self.gap, self.gap_spent = gap, 0.0
+        self.gap_spent += spent
+        if self.gap_spent > GAP_WALL_S and not gap.capped:
+            kernel.cap_gap()
 
 
 def settle_host_events(kernel, until: int, settle: int) -> int | None:

@@ -30,6 +30,7 @@ class FakeKernel:
         self.kprobes = None          # no probes on the VFS calls
         self.tracing = None          # no ring buffers (the heap keeper)
         self.sim_time = 0
+        self.gap = None              # never in a gap
 
     def now_ns(self):
         return 0

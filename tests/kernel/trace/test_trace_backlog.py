@@ -265,3 +265,23 @@ def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
                 ("events/sched/sched_wakeup/trigger", "snapshot:1000000"))
     assert sorted(d.cmd.name for d in hit_counted_triggers(k.tracing.global_trace)) == \
         ["snapshot", "stacktrace"]
+
+
+def test_a_capped_gap_simulates_only_the_machines_last_window():
+    """A caller that measured a gap costing too much caps it (fuse.pacing):
+    what the watchers still wanted in full (here all of it: a snapshot
+    trigger may act at any hit) is skipped but for the machine's last
+    window, and the skipped time is counted like any skip."""
+    settings = (("events/sched/enable", "1"), ("events/sched/sched_switch/trigger", "snapshot"))
+    k, simulated = boot(*settings)
+    k.clock.advance(3_000_000_000)
+    k.catch_up(1)                      # the gap begins with a step in full
+    first = sum(simulated)
+    assert k.gap is not None and first < 100_000_000
+    k.cap_gap()
+    k.run_until_now()
+    assert k.gap is None and k.sim_time == 3_100_000_000
+    assert first + GAP_WINDOW_NS <= sum(simulated) <= first + GAP_WINDOW_NS + 2_000_000
+    cpus = k.tracing.global_trace.buffer.cpus
+    assert sum(cb.overrun for cb in cpus) > 0                 # the skipped time is counted
+    assert "sched_switch" in rd(k, "trace") and "sched_switch" in rd(k, "snapshot")
