@@ -213,7 +213,9 @@ QUEUE_CAP = 2048          # events held back while the machine stands still
 class HostWatch:
     """Tells the simulated machine what the real processes that use the
     mount do.  A thread takes the host's events as they come, and reads at
-    once what only a living process can tell (an exec's program, a comm);
+    once what only a living process can tell (an exec's program) where
+    someone sees the machine; while it stands still an exec's name is read
+    by the drain, and not for a process that exited meanwhile.
     ``drain()``, at the start of every request, hands the machine
     everything up to that instant.  The host reports every process of
     the machine: only the events of followed ones (and of the children
@@ -225,7 +227,7 @@ class HostWatch:
         self.procs = procs             # sim.host.HostProcesses
         self.clock = clock             # kernel.time.Clock
         self.lock = threading.Lock()
-        self.queue: list[tuple[ProcEvent, str]] = []
+        self.queue: list[list] = []    # [event, exec's program (None: not read yet)]
         self.recent: set[int] = set()  # children forked since the last drain
         self.stopping = False
         # the thread sleeps until the host reports something or stop()
@@ -253,7 +255,10 @@ class HostWatch:
             if self.stopping:
                 return
             with self.lock:
-                self._take()
+                execs = self._take()
+            if not self.procs.standing_still():
+                # someone sees the exec: its program now, before it exits
+                self._read_programs(execs)
 
     def _wanted(self, ev: ProcEvent) -> bool:
         """Under the lock: is ``ev`` about a followed process?  A pre-filter
@@ -267,17 +272,32 @@ class HostWatch:
             return False
         return ev.pid in followed or ev.pid in self.recent
 
-    def _take(self) -> None:
+    def _take(self) -> list:
         """Under the lock: what the socket holds about followed processes,
-        with the program of each exec read while the process lives (while
-        the machine stands still, only its name: nobody sees the exec)."""
+        queued in order; returns the queue's items of the execs, whose
+        program is still to be read (``_read_programs``, outside the lock:
+        /proc reads must not hold up a request's drain)."""
+        execs = []
         for ev in self.conn.drain():
             if self._wanted(ev):
-                extra = ""
-                if ev.kind == "exec":
-                    extra = _proc_read(ev.pid, "comm") if self.procs.standing_still() \
-                        else exec_filename(ev.pid)
-                self.queue.append((ev, extra))
+                item = [ev, None if ev.kind == "exec" else ""]
+                self.queue.append(item)
+                if item[1] is None:
+                    execs.append(item)
+        return execs
+
+    def _read_programs(self, items, gone=frozenset()) -> None:
+        """The program of each exec of ``items`` not read yet, while the
+        process lives (while the machine stands still, only its name:
+        nobody sees the exec); nothing for the processes ``gone`` (their
+        exit is handed over with it).  The thread and a drain may both
+        read one."""
+        still = self.procs.standing_still()
+        for item in items:
+            if item[1] is None:
+                pid = item[0].pid
+                item[1] = "" if pid in gone else _proc_read(pid, "comm") if still \
+                    else exec_filename(pid)
 
     def backlogged(self) -> bool:
         """Enough queued that it is handed over whatever the request."""
@@ -294,6 +314,9 @@ class HostWatch:
         with self.lock:
             self._take()
             got, self.queue = self.queue, []
+        # those the thread has not read (it leaves them while the machine
+        # stands still: most of a shell's commands have exited by now)
+        self._read_programs(got, {ev.pid for ev, _ in got if ev.kind == "exit"})
         settle = None
         for ev, extra in got:
             t = self.clock.from_monotonic(ev.ts)
