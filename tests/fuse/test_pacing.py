@@ -74,7 +74,7 @@ def test_a_step_ends_where_the_gaps_window_begins_and_the_next_starts_small(monk
 
 def test_no_pacing_on_a_manual_clock(monkeypatch):
     """``--clock virtual``: the same commands give the same files, so the
-    steps are the kernel's own whatever they cost."""
+    steps are the kernel's own whatever they cost, and no gap is capped."""
     now = [0.0]
     monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
     p = pacing.Pacer(ManualClock())
@@ -82,6 +82,10 @@ def test_no_pacing_on_a_manual_clock(monkeypatch):
     for _ in range(5):
         p.step(k, 0)
     assert k.steps == [STEP_NS] * 5
+    k = Gapped(now, per_ms=0.02)
+    for _ in range(100):
+        p.step(k, 0)
+    assert now[0] > pacing.GAP_WALL_S and not k.capped
 
 
 class Settling:
@@ -153,13 +157,3 @@ def test_a_gap_that_costs_too_much_is_capped(monkeypatch):
     for _ in range(2000):
         p.step(k, 0)
     assert not k.gap.capped and k.capped == 1
-
-
-def test_no_cap_on_a_manual_clock(monkeypatch):
-    now = [0.0]
-    monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
-    p = pacing.Pacer(ManualClock())
-    k = Gapped(now, per_ms=0.02)
-    for _ in range(100):
-        p.step(k, 0)
-    assert now[0] > pacing.GAP_WALL_S and not k.capped
