@@ -25,6 +25,7 @@ import errno
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -325,15 +326,23 @@ def run_shells(mnt: str, n: int, seconds: float) -> ShellReport:
                                           stderr=subprocess.PIPE, text=True,
                                           start_new_session=True))
         limit = time.monotonic() + seconds + 30
-        for p in procs:
-            try:
-                _, err = p.communicate(timeout=max(1.0, limit - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                report.stuck += 1
+        try:
+            for p in procs:
+                try:
+                    _, err = p.communicate(timeout=max(1.0, limit - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    report.stuck += 1
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(p.pid, 9)
+                    _, err = p.communicate()
+                report.failures += [ln for ln in err.splitlines() if ln.strip()]
+        except BaseException:
+            # stopped (SIGTERM, Ctrl-C): the shells go too, else they keep
+            # the mount (their working directory) and its daemon alive
+            for p in procs:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, 9)
-                _, err = p.communicate()
-            report.failures += [ln for ln in err.splitlines() if ln.strip()]
+            raise
         for i in range(n):
             with contextlib.suppress(OSError), open(os.path.join(work, f"s{i}.lat")) as fh:
                 for line in fh:
@@ -442,6 +451,10 @@ def stress_mount(cmdline: str = "", seed: int = 1):
             os.unlink(log)
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fakefs.stress", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -452,6 +465,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--cmdline", default="", help="boot parameters of the stressed kernel")
     a = ap.parse_args(argv)
+    # a SIGTERM (``timeout``, a CI's cancel) unmounts like Ctrl-C does: else
+    # the daemon stays mounted, busy with what the fuzz left switched on
+    signal.signal(signal.SIGTERM, _terminated)
     rc = 0
     with stress_mount(a.cmdline) as (mnt, log):
         def say(m):

@@ -69,3 +69,56 @@ def test_fifty_concurrent_shells():
         left = os.listdir(os.path.join(mnt, stress.TRACING, "instances"))
         assert left == []
         check_health(mnt, log)
+
+
+def test_a_terminated_stress_run_unmounts():
+    """``timeout`` sends SIGTERM: the run stops its shells, unmounts its
+    filesystem and its daemon goes (one killed so stayed mounted and busy
+    for an hour)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    before = _stress_mounts()
+    p = subprocess.Popen([sys.executable, "-m", "fakefs.stress", "--shells", "1", "--idle-seconds",
+                          "30", "--shell-seconds", "1", "--fuzz-seconds", "1"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if _stress_mounts() - before:
+                break
+            time.sleep(0.1)
+        new = _stress_mounts() - before
+        assert new
+        time.sleep(1)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 128 + signal.SIGTERM
+        for _ in range(100):
+            if not (_stress_mounts() & new or _daemons(new)):
+                break
+            time.sleep(0.1)
+        assert not _stress_mounts() & new and not _daemons(new)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        for mnt in _stress_mounts() - before:        # what a failed run left
+            subprocess.run(["fusermount3", "-u", "-z", mnt], stderr=subprocess.DEVNULL)
+
+
+def _stress_mounts():
+    with open("/proc/self/mounts") as fh:
+        return {ln.split()[1] for ln in fh if "fakefs-stress-mnt-" in ln.split()[1]}
+
+
+def _daemons(mounts):
+    """Pids of processes whose command line names one of ``mounts``."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any(os.fsencode(m) in args for m in mounts):
+            out.append(int(pid))
+    return out
