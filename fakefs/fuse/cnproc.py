@@ -254,11 +254,15 @@ class HostWatch:
                 return
             if self.stopping:
                 return
-            with self.lock:
-                execs = self._take()
-            if not self.procs.standing_still():
-                # someone sees the exec: its program now, before it exits
-                self._read_programs(execs)
+            self._on_report()
+
+    def _on_report(self) -> None:
+        """The thread, woken by the host: take what it reported."""
+        with self.lock:
+            execs = self._take()
+        if not self.procs.standing_still():
+            # someone sees the exec: its program now, before it exits
+            self._read_programs(execs)
 
     def _wanted(self, ev: ProcEvent) -> bool:
         """Under the lock: is ``ev`` about a followed process?  A pre-filter

@@ -15,7 +15,10 @@ A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
 and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
 the window is cheap and the window is not: a step ends where the window
-begins, and the next one starts small again, as after a skip.
+begins, and the next one starts small again, as after a skip.  A gap that
+has cost GAP_WALL_S is capped (``Kernel.cap_gap``).  After the catch-up,
+``settle_host_events``: the followed real processes' events before the
+request are done, not those after it.
 """
 
 from __future__ import annotations

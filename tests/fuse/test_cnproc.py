@@ -200,10 +200,8 @@ def test_an_execs_program_is_read_outside_the_lock(monkeypatch):
     procs = FakeProcs()
     w = HostWatch(conn, procs, FakeClock())
     w.caller(me)
-    with w.lock:                       # what the thread does when the host reports
-        execs = w._take()
-    assert [item[0].kind for item in execs] == ["exec"] and execs[0][1] is None
-    w._read_programs(execs)
+    w._on_report()                     # what the thread does when the host reports
+    assert w.queue[1][1] == "/bin/true"
     conn.events = [cnproc.ProcEvent("exec", 0, 1200, 7001, 7001)]
     w.drain()                          # one the thread did not take: the drain reads it
     assert held == [False, False]
@@ -230,9 +228,8 @@ def test_while_the_machine_stands_still_names_are_read_for_live_processes_only(m
     procs = Still()
     w = HostWatch(conn, procs, FakeClock())
     procs.followed.add(me)
-    with w.lock:
-        execs = w._take()
-    assert len(execs) == 2 and reads == []          # the thread leaves them
+    w._on_report()
+    assert reads == [] and len(w.queue) == 5        # the thread leaves them
     w.drain()
     assert reads == [(7001, "comm")]
     assert [(g[0], g[2], g[3].get("filename")) for g in procs.got if g[0] == "exec"] == [

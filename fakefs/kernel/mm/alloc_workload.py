@@ -75,6 +75,7 @@ class AllocWorkload:
         self._seq = 0
         self.heap: list = []                 # (expiry_ns, seq, free_fn, obj)
         self.sites: dict[str, AllocTag] = {}
+        self.found: dict[tuple, AllocTag | None] = {}     # find_tag's lookups
         self.caches = {name: self.slab.kmem_cache_create(name, size, flags)
                        for name, (size, flags) in CACHES.items()}
         self.generic_caches: dict[int, object] = {}
@@ -111,15 +112,21 @@ class AllocWorkload:
 
     # ------------------------------------------------------------------ helpers
     def site(self, key: str) -> AllocTag | None:
-        t = self.sites.get(key)
-        if t is None and key not in self.sites:
-            spec = SITES[key]
+        """The tag of a scripted call site (SITES[key]; ``sites`` holds them)."""
+        if key not in self.sites:
+            self.sites[key] = self.find_tag(*SITES[key])
+        return self.sites[key]
+
+    def find_tag(self, file: str, function: str, line: int | None = None) -> AllocTag | None:
+        """The tag of the allocation call in ``function`` of ``file``, or
+        None where the persona's table has none (looked up once)."""
+        key = (file, function, line)
+        if key not in self.found:
             try:
-                t = self.at.find(spec[0], spec[1], spec[2] if len(spec) > 2 else None)
+                self.found[key] = self.at.find(file, function, line)
             except KeyError:
-                t = None
-            self.sites[key] = t
-        return t
+                self.found[key] = None
+        return self.found[key]
 
     def _expire(self, lifetime_s: float, fn, obj) -> None:
         self._seq += 1

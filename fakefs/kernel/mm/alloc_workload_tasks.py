@@ -81,14 +81,13 @@ class Process:
 class TaskMemory:
     """``alloc_workload.tasks``: every process's memory."""
 
-    __slots__ = ("wl", "host", "cached_stacks", "rng", "exec_tags")
+    __slots__ = ("wl", "host", "cached_stacks", "rng")
 
     def __init__(self, wl, rng):
         self.wl = wl
         self.host: dict[int, Process] = {}        # followed real processes, by pid
         self.cached_stacks: list = []
         self.rng = rng                            # the host processes' draws only
-        self.exec_tags: dict = {}                 # function -> its tag (_exec_tag)
 
     # --- the workload's processes -------------------------------------------
     def new_process(self, kthread: bool = False, rss: int = 0, nvma: int = 0,
@@ -145,13 +144,7 @@ class TaskMemory:
         """The tag of an exec's allocation in kernel/fork.c.  Not one of the
         workload's SITES: those are scripted only, and these call sites
         also keep the background activity boot gave them."""
-        tags = self.exec_tags
-        if function not in tags:
-            try:
-                tags[function] = self.wl.at.find("kernel/fork.c", function)
-            except KeyError:
-                tags[function] = None
-        return tags[function]
+        return self.wl.find_tag("kernel/fork.c", function)
 
     def _stack(self):
         if self.cached_stacks:
