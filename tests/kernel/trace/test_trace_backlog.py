@@ -4,6 +4,8 @@ gap simulated in full (observed every 20 ms) and caught up at once give the
 same counters within sampling error."""
 
 
+import re
+
 from fakefs import sim
 from fakefs.kernel.init import GAP_WINDOW_NS
 from fakefs.kernel.time import ManualClock
@@ -285,3 +287,53 @@ def test_a_capped_gap_simulates_only_the_machines_last_window():
     cpus = k.tracing.global_trace.buffer.cpus
     assert sum(cb.overrun for cb in cpus) > 0                 # the skipped time is counted
     assert "sched_switch" in rd(k, "trace") and "sched_switch" in rd(k, "snapshot")
+
+
+def _shifted_back(text, d_ns):
+    """The trace's lines with every absolute time ``d_ns`` earlier: the
+    timestamp, an hrtimer's expiry and clock (ns), a timer's expiry and
+    clock (jiffies).  A timer's wheel bucket (``bucket_expiry``, ``idx``)
+    depends on where its expiry falls on the wheel's coarser levels, not
+    only on its distance: left out."""
+    from fakefs.kernel.timer import HZ
+    jiffy = 10**9 // HZ
+    ts = re.compile(r"(\d+)\.(\d{6}):")
+    field = re.compile(r"\b(expires|softexpires|now|baseclk)=(\d+)")
+    out = []
+    for ln in text.splitlines():
+        if ln.startswith("#"):
+            continue
+        m = ts.search(ln)
+        us = int(m.group(1)) * 10**6 + int(m.group(2)) - d_ns // 1000
+        ln = ln[:m.start()] + "%d.%06d:" % divmod(us, 10**6) + ln[m.end():]
+        unit = jiffy if " timer_" in ln else 1
+        ln = field.sub(lambda f: "%s=%d" % (f.group(1), int(f.group(2)) - d_ns // unit), ln)
+        out.append(re.sub(r" (bucket_expiry|idx)=\d+", "", ln))
+    return out
+
+
+def test_a_gaps_window_is_the_same_whatever_the_gaps_length_shifted():
+    """What a gap shows (its window, at the end) does not depend on how
+    long the skipped part was: a gap longer by a whole number of jiffies
+    gives the same entries, every absolute time in them later by as much.
+    Only the counts of what the skipped part wrote differ.  (So the window
+    could be made before its end is known, and moved there.)"""
+    settings = (("current_tracer", "function"), ("events/sched/enable", "1"),
+                ("events/timer/enable", "1"), ("options/stacktrace", "1"),
+                ("options/stackmap", "1"))
+    from fakefs.kernel.timer import HZ
+    d = 37 * 10**9 // HZ
+    a, _ = boot(*settings)
+    b, _ = boot(*settings)
+    a.clock.advance(3_000_000_000)
+    b.clock.advance(3_000_000_000 + d)
+    ta, tb = rd(a, "trace"), rd(b, "trace")
+    la, lb = _shifted_back(ta, 0), _shifted_back(tb, d)
+    assert len(la) > 5000 and any(" hrtimer_start:" in ln for ln in la) \
+        and any(" timer_start:" in ln for ln in la)
+    assert la == lb
+    # the same stacks under the same ids; their counts take the skipped
+    # part's uses too
+    no_refs = re.compile(r"\[ref \d+,")
+    assert no_refs.sub("[", rd(a, "stack_map")) == no_refs.sub("[", rd(b, "stack_map"))
+    assert counters(a)["written"] != counters(b)["written"]
