@@ -20,6 +20,7 @@ from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
+from .fuse.window import WindowMaker
 from . import sim, vclock
 from .kernel.init import Kernel
 
@@ -109,6 +110,7 @@ async def _serve(ops: FakeFS) -> None:
         nursery.start_soon(ops.poll_watcher)
         nursery.start_soon(ops.detach_watcher)
         nursery.start_soon(ops.heap.packer)
+        nursery.start_soon(WindowMaker(ops.kernel, ops.pacer, ops.heap).run)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()
 

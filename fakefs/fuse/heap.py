@@ -114,6 +114,14 @@ class HeapKeeper:
         if self.wakeup is not None:
             self.wakeup.set()
 
+    def next_request(self) -> trio.Event:
+        """Set when the next request begins (what the packer and the window
+        maker sleep on)."""
+        ev = self.wakeup
+        if ev is None or ev.is_set():
+            ev = self.wakeup = trio.Event()
+        return ev
+
     def request_ends(self) -> None:
         self.inflight -= 1
         if self.collector and self.inflight <= self.blocked():
@@ -154,14 +162,16 @@ class HeapKeeper:
         """Trim and pack while no request comes; sleep until one does once
         nothing is left to do."""
         while True:
-            self.wakeup = trio.Event()
-            await self.wakeup.wait()
+            await self.next_request().wait()
             while True:
                 if self.busy():
                     await trio.sleep(IDLE_S)
                     continue
                 self.trim_if_due()
                 self.collect_if_due()
+                gap = self.kernel.gap
+                if gap is not None and gap.held:
+                    break          # a window made ahead: it moves (unpacked) at the next request
                 try:
                     if not pack_idle(self.kernel.tracing, PACK_SLICE):
                         break

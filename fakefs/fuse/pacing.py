@@ -48,18 +48,19 @@ class Pacer:
         self.gap = None
         self.gap_spent = 0.0
 
-    def step(self, kernel, until: int) -> bool:
-        """One step of the kernel towards ``until`` (``Kernel.catch_up``):
-        True while more remains."""
+    def step(self, kernel, until: int, hold: bool = False) -> bool:
+        """One step of the kernel towards ``until`` (``Kernel.catch_up``;
+        ``hold``: a gap's window made ahead, ``fuse.window``): True while
+        more remains."""
         if not self.paced:
-            return kernel.catch_up(1, until)
+            return kernel.catch_up(1, until, hold=hold)
         step = self.step_ns
         t = kernel.sim_time
         end = kernel.next_boundary()
         if end is not None and end - t < step:
             step = end - t                       # the cheap part ends there
         t0 = time.perf_counter()
-        more = kernel.catch_up(1, until, step)
+        more = kernel.catch_up(1, until, step, hold)
         spent = time.perf_counter() - t0
         self._charge_gap(kernel, spent)
         if kernel.sim_time - t > step or kernel.sim_time == end:

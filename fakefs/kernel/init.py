@@ -22,6 +22,15 @@ subsystem in order.  Subsystems register:
   (``gap.end``: nothing more); and ``gap_ends(gap)`` once the kernel has
   caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS`` of a
   gap are simulated.
+* shift hooks (``kernel.add_shift_hook(fn)``): ``fn(d, since)`` moves every
+  absolute time the subsystem holds from ``since`` on ``d`` ns later.  A
+  gap caught up with its end *held* (``catch_up(hold=True)``: its window
+  made before anybody asks, ending where the kernel's time is then) is
+  ended by the next catch-up at its instant: the window moves there, the
+  skip before it grows by as much (``_end_held``).  What a window holds
+  does not depend on the skip's length, every absolute time in it but
+  moved (test_trace_backlog), so that gives what catching up the longer
+  gap would have.
 
 The mounted tree is one :class:`PseudoTree` laid out like a machine root:
 ``sys/kernel/tracing``, ``proc``, ``boot``.
@@ -76,12 +85,14 @@ GAP_WINDOW_NS = 200_000_000
 # Simulated time advances in whole ticks (HZ=1000): requests arriving within
 # the same millisecond find the kernel up to date and cost no simulation.
 TICK_NS = 1_000_000
+# a held gap's window moves by whole jiffies (the timer wheel counts them)
+JIFFY_NS = 1_000_000_000 // HZ
 
 
 class Gap:
     """An unobserved stretch being caught up (see ``Kernel.catch_up``)."""
 
-    __slots__ = ("start", "end", "full", "skipped", "skip_end", "capped")
+    __slots__ = ("start", "end", "full", "skipped", "skip_end", "capped", "held")
 
     def __init__(self, start: int, end: int):
         self.start = start
@@ -90,6 +101,7 @@ class Gap:
         self.skipped = 0        # ns skipped so far
         self.skip_end = start   # where the last skip ended
         self.capped = False     # cost its caller too much: the machine's last window only
+        self.held = False       # its end moves to the next catch-up's instant
 
 
 class Kernel:
@@ -117,6 +129,7 @@ class Kernel:
         self._timer_hooks: list = []
         self._observers: list = []
         self._skip_hooks: list = []
+        self._shift_hooks: list = [self.sched.shift]
         self._gap_watchers: list = []
         self._machine_watchers: list = []
         self._gap: Gap | None = None       # the gap being caught up
@@ -165,6 +178,11 @@ class Kernel:
         if skip is not None:
             self._skip_hooks.append(skip)
 
+    def add_shift_hook(self, fn) -> None:
+        """``fn(d, since)``: what the subsystem holds at or after instant
+        ``since`` moves ``d`` ns later (a held gap's window, see above)."""
+        self._shift_hooks.append(fn)
+
     def add_machine_watcher(self, fn) -> None:
         """``fn()``: can anything see what the machine does now?"""
         self._machine_watchers.append(fn)
@@ -204,7 +222,7 @@ class Kernel:
         return self.clock.now_ns()
 
     def catch_up(self, max_steps: int = 8, until: int | None = None,
-                 step_ns: int = STEP_NS) -> bool:
+                 step_ns: int = STEP_NS, hold: bool = False) -> bool:
         """Simulate up to ``max_steps`` steps towards ``until`` (default: now).
 
         Returns True while more remains, so a caller on an event loop can
@@ -216,7 +234,8 @@ class Kernel:
         full: what the gap watchers need, the last GAP_WINDOW_NS, and never
         more than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks
         and watchers accounting for it.  A gap, once begun, ends where it
-        was meant to.
+        was meant to; one begun with ``hold`` ends at the instant of the
+        next catch-up without it (``_end_held``).
         """
         now = self.clock.now_ns() if until is None else until
         now -= now % TICK_NS
@@ -226,13 +245,19 @@ class Kernel:
         # (unseen, nothing records: no gap watcher asks for less than GAP_NS)
         for _ in range(max_steps):
             gap = self._gap
+            if gap is not None and gap.held and self.sim_time >= gap.end:
+                if hold:
+                    break
+                self._end_held(gap, now)
+                continue
             if gap is None:
                 if self.sim_time >= now:
                     break
-                if now - self.sim_time <= (GAP_NS if seen is False else self._gap_threshold()):
+                if now - self.sim_time <= (GAP_NS if seen is False else self.gap_threshold()):
                     self._step(min(now, self.sim_time + step_ns), seen)
                     continue
                 gap = self._gap = Gap(self.sim_time, now)
+                gap.held = hold
                 for w in self._gap_watchers:
                     w.gap_begins(gap)
             h = self._full_from(gap)
@@ -244,11 +269,38 @@ class Kernel:
                 t1 = min(gap.end, self.sim_time + step_ns)
                 gap.full += t1 - self.sim_time
                 self._step(t1, seen)
-            if self.sim_time >= gap.end:
-                self._gap = None
-                for w in self._gap_watchers:
-                    w.gap_ends(gap)
+            if self.sim_time >= gap.end and not gap.held:
+                self._end_gap(gap)
+        gap = self._gap
+        if gap is not None and gap.held and self.sim_time >= gap.end:
+            if hold:
+                return False                   # made: it waits for the next catch-up
+            self._end_held(gap, now)           # finished by a request: moved to it
         return self._gap is not None or self.sim_time < now
+
+    def _end_gap(self, gap: Gap) -> None:
+        self._gap = None
+        for w in self._gap_watchers:
+            w.gap_ends(gap)
+
+    def _end_held(self, gap: Gap, t: int) -> None:
+        """End the held gap at ``t``: its window moves there (whole jiffies),
+        the skip before it grows by as much; the subsystems without shift
+        hooks see the time between as a skip.  A gap without a skip, or
+        ``t`` less than a jiffy on, just ends."""
+        d = t - gap.end
+        d -= d % JIFFY_NS
+        if d > 0 and gap.skipped > 0:
+            t0 = gap.end
+            for fn in self._skip_hooks:
+                fn(t0, t0 + d)
+            for fn in self._shift_hooks:
+                fn(d, gap.skip_end)
+            gap.skip_end += d
+            gap.skipped += d
+            gap.end += d
+            self.sim_time += d
+        self._end_gap(gap)
 
     def next_boundary(self) -> int | None:
         """Where, in the gap under way, what a step costs changes (the
@@ -275,7 +327,7 @@ class Kernel:
         if self._gap is not None:
             self._gap.capped = True
 
-    def _gap_threshold(self) -> int:
+    def gap_threshold(self) -> int:
         """How long an unobserved stretch must be to be caught up as a gap:
         GAP_NS, or less if a watcher asks (costly tracing)."""
         return min([GAP_NS] + [w.gap_threshold() for w in self._gap_watchers])
@@ -328,6 +380,11 @@ class Kernel:
     def advance_to(self, t: int) -> None:
         """Simulate up to the instant ``t`` (not rounded to a tick): what a
         system call made now must come after, in every CPU's timeline."""
+        gap = self._gap
+        if gap is not None and gap.held:
+            # made ahead (or being made): finished, then moved to ``t``
+            while self._gap is gap:
+                self.catch_up(1 << 30, max(t, gap.end))
         while self.sim_time < t:
             self._step(min(t, self.sim_time + STEP_NS))
 

@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
-from ..kernel.init import Kernel
+from ..kernel.init import JIFFY_NS, Kernel
 from .machine import Machine
+from .machine_shift import shift_machine
 
 
 def attach(kernel: Kernel) -> Machine:
     """Put a booted kernel on a machine that runs from the kernel's now."""
     machine = Machine(kernel)
     kernel.driver = machine
+    kernel.add_shift_hook(shift_machine(machine, JIFFY_NS))
     machine.start(kernel.sim_time)
     return machine
 

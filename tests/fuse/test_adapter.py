@@ -38,7 +38,7 @@ class FakeKernel:
     def next_boundary(self):
         return None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
         self.steps += 1
         return False
 
@@ -148,7 +148,7 @@ class SlowKernel(FakeKernel):
         self.left = 40
         self.ahead = False
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
         for _ in range(max_steps):
             if not self.left:
                 return False
@@ -272,7 +272,7 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
             target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:
@@ -307,7 +307,7 @@ async def test_a_request_does_not_wait_for_real_processes_after_it():
         def now_ns(self):
             return 100
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
             fs.host_settle = 72_000_000_000     # taken meanwhile by a later request
             return False
 

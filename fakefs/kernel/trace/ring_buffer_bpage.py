@@ -81,6 +81,14 @@ class BufferPage:
             self.packed = zlib.compress(self.packed, 1)
             self.zipped = True
 
+    def replace(self, events: deque) -> None:
+        """Its entries are now ``events``: as many, of the same sizes (the
+        same ones, moved in time: ``trace_shift``)."""
+        self._events = events
+        self.packed = None
+        self.zipped = False
+        self.npacked = 0
+
     def newest_ts(self) -> int:
         """The time of its newest entry (it holds one at least)."""
         ev = self._events

@@ -35,6 +35,7 @@ from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
+from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
 
 FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
@@ -583,6 +584,7 @@ def register_trace_activity(kernel) -> None:
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
     kernel.add_gap_watcher(act.backlog)
+    kernel.add_shift_hook(shift_tracing(kernel.tracing, act.backlog))
     kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
 
 

@@ -1,0 +1,120 @@
+"""A held gap's window moved later (``Kernel.add_shift_hook``): what tracing
+holds of it.
+
+The entries at or after the window's start are stamped ``d`` later (in each
+array's clock: a counter does not move), and so are the absolute times some
+events carry in their fields: an hrtimer's expiry and the clock it fired at
+(ns), a wheel timer's expiry and the jiffies it was armed or run at.  A
+wheel timer's bucket is computed again where its expiry now falls
+(``calc_wheel_index``), as ``mod_timer()`` there would have.  The pending
+count of ``func-no-repeats`` keeps the stamp of its last repeat: it moves
+too, and so does the end of the quiet stretch the backlog measured.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..timer import HZ, TIMER_ARRAYMASK, TIMER_ARRAYSHIFT, calc_wheel_index
+from .trace_events_filter_fields import parse_field_decl
+
+# the fields that hold an absolute time: in ns ...
+NS_FIELDS = {
+    "hrtimer_start": ("expires", "softexpires"),
+    "hrtimer_expire_entry": ("now",),
+}
+# ... and in jiffies (a wheel timer's bucket follows its expiry)
+JIFFY_FIELDS = {
+    "timer_start": ("expires", "now"),
+    "timer_expire_entry": ("now", "baseclk"),
+}
+
+
+def _field_index(ev) -> dict[str, int]:
+    return {parse_field_decl(line)[1]: i for i, line in enumerate(ev.fields)}
+
+
+class ArgShifter:
+    """How the field tuples of the events that hold a time move."""
+
+    def __init__(self, tracing):
+        self.tracing = tracing
+        self._timed: dict | None = None
+
+    def timed(self) -> dict:
+        """id -> how its fields move, of the registered events that hold a
+        time (made once)."""
+        if self._timed is None:
+            self._timed = {ev.id: self._make(ev) for ev in self.tracing.events_by_id.values()
+                           if ev.name in NS_FIELDS or ev.name in JIFFY_FIELDS}
+        return self._timed
+
+    @staticmethod
+    def _make(ev):
+        idx = _field_index(ev)
+        ns = tuple(idx[n] for n in NS_FIELDS.get(ev.name, ()))
+        jf = tuple(idx[n] for n in JIFFY_FIELDS.get(ev.name, ()))
+        bucket = (idx["expires"], idx["now"], idx["bucket_expiry"], idx["flags"]) \
+            if ev.name == "timer_start" else None
+
+        def shift(args, d_ns: int, d_j: int):
+            a = list(args)
+            for i in ns:
+                a[i] += d_ns
+            for i in jf:
+                a[i] = (a[i] + d_j) & 0xFFFFFFFFFFFFFFFF
+            if bucket is not None:
+                e, n, b, f = bucket
+                wheel_idx, a[b] = calc_wheel_index(a[e], a[n])
+                a[f] = (a[f] & ~TIMER_ARRAYMASK) | wheel_idx << TIMER_ARRAYSHIFT
+            return tuple(a)
+        return shift
+
+
+def _shift_pages(cb, since: int, du: int, d_ns: int, d_j: int, timed) -> None:
+    """Stamp ``du`` later every entry of ``cb`` from ``since`` on, and move
+    the times in the fields of the events ``timed`` holds (id: how)."""
+    for page in cb.pages:
+        if not len(page) or page.newest_ts() < since:
+            continue
+        ev = page.events
+        if ev[0][0] >= since:
+            moved = [(t + du, ty, pid, fl, pc, a, b) for t, ty, pid, fl, pc, a, b in ev]
+        else:
+            moved = [(t + du, ty, pid, fl, pc, a, b) if t >= since else (t, ty, pid, fl, pc, a, b)
+                     for t, ty, pid, fl, pc, a, b in ev]
+        if timed:
+            for i, e in enumerate(moved):
+                fn = timed.get(e[1])
+                if fn is not None and e[0] >= since + du and type(e[5]) is tuple:
+                    moved[i] = e[:5] + (fn(e[5], d_ns, d_j),) + e[6:]
+        page.replace(deque(moved))
+    if cb.last_ts >= since:
+        cb.last_ts += du
+
+
+JIFFY_NS = 1_000_000_000 // HZ
+
+
+def shift_tracing(tracing, backlog):
+    """The shift hook of ``tracing`` (and of its gap watcher ``backlog``)."""
+    args = ArgShifter(tracing)
+
+    def shift(d: int, since: int) -> None:
+        d_j = d // JIFFY_NS
+        for tr in tracing.arrays():
+            reader = tr.clock_reader
+            if reader is None:
+                thr, du = since, d
+            elif tr.clock == "counter":          # stamps do not move; what came after the skip
+                thr, du = backlog.counter_before(since) + 1, 0
+            else:
+                thr = reader(since)
+                du = reader(since + d) - thr
+            for buf in (tr.buffer, tr.max_buffer):
+                if buf is not None:
+                    for cb in buf.cpus:
+                        _shift_pages(cb, thr, du, d, d_j, args.timed())
+            tr.current.shift(du, thr)
+        backlog.shifted(d, since)
+    return shift

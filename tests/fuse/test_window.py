@@ -1,0 +1,154 @@
+"""fuse.window: a gap's window made while the mount is idle, moved to the
+next request's instant (what it holds is tested in tests/sim/
+test_machine_shift.py)."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+from fakefs import sim
+from fakefs.fuse.heap import HeapKeeper
+from fakefs.fuse.pacing import Pacer
+from fakefs.fuse.window import LATER_S, WindowMaker
+from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.kernel.init import JIFFY_NS, TICK_NS
+from fakefs.kernel.time import Clock, ManualClock
+
+T = "sys/kernel/tracing/"
+WAIT_S = 30          # for the window to be made at all (it costs ~0.5 s)
+
+
+def boot(clock, *settings):
+    k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)
+    for path, value in settings:
+        kernel_write(k.tree, T + path, value.encode())
+    return k
+
+
+def parts(k):
+    heap = HeapKeeper(k)
+    pacer = Pacer(k.clock)
+    return heap, pacer, WindowMaker(k, pacer, heap)
+
+
+def request(k, heap, pacer) -> int:
+    """A request's catch-up (``FakeFS.observe``, without yielding): how many
+    steps it took."""
+    heap.request_begins()
+    steps = 1
+    until = k.now_ns()
+    while pacer.step(k, until):
+        steps += 1
+    heap.after_request()
+    heap.request_ends()
+    return steps
+
+
+def test_an_idle_mount_gets_the_gaps_window_made_and_the_next_request_only_moves_it():
+    k = boot(Clock(), ("current_tracer", "function"), ("options/stacktrace", "1"))
+    heap, pacer, maker = parts(k)
+    cpu0 = k.tracing.global_trace.buffer.cpus[0]
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(maker.run)
+            await trio.sleep(0.01)
+            request(k, heap, pacer)
+            t0 = time.monotonic()
+            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
+                await trio.sleep(0.05)
+            assert maker.made == 1
+            gap = k.gap
+            assert gap is not None and gap.held and k.sim_time == gap.end and gap.skipped > 0
+            written, end, held = cpu0.written, gap.end, list(cpu0.iter_events())
+            await trio.sleep(0.5)                  # idle on: nothing more is simulated
+            assert k.gap is gap and k.sim_time == end and cpu0.written == written
+            until = k.now_ns()
+            request(k, heap, pacer)
+            # the window moved to the request's instant (whole jiffies), not
+            # simulated again: the same entries, later; the time between
+            # counted as skipped; less than a jiffy simulated after it
+            assert k.gap is None and until - TICK_NS < k.sim_time <= until
+            d = gap.end - end
+            assert d > 400_000_000 and d % JIFFY_NS == 0 and k.sim_time - gap.end < JIFFY_NS
+            now = list(cpu0.iter_events())
+            moved = [(e[0] + d,) + e[1:] for e in held[len(held) // 2:]]
+            i = now.index(moved[0])
+            assert now[i:i + len(moved)] == moved
+            assert cpu0.written > written
+            await trio.sleep(0.1)                  # one made after each request, not more
+            assert maker.made == 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_request_that_comes_while_the_window_is_made_finishes_it():
+    k = boot(Clock(), ("current_tracer", "function"))
+    heap, pacer, maker = parts(k)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(maker.run)
+            await trio.sleep(0.01)
+            request(k, heap, pacer)
+            t0 = time.monotonic()
+            while k.gap is None and time.monotonic() - t0 < WAIT_S:
+                await trio.sleep(0)            # the maker's first steps
+            gap = k.gap
+            assert gap is not None and gap.held and k.sim_time < gap.end
+            until = k.now_ns()
+            request(k, heap, pacer)
+            assert k.gap is None and until - TICK_NS < k.sim_time <= until
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_nothing_is_made_ahead_when_nothing_costly_records_or_on_a_manual_clock():
+    k = boot(Clock())                           # nothing traced: an idle stretch is cheap
+    assert parts(k)[2].due_in() is None
+    k = boot(ManualClock(), ("current_tracer", "function"))
+    assert parts(k)[2].due_in() is None         # the same commands give the same files
+
+
+def test_the_window_is_due_once_a_gap_is_and_later_while_requests_are_under_way():
+    k = boot(Clock(), ("current_tracer", "function"))
+    heap, pacer, maker = parts(k)
+    request(k, heap, pacer)
+    due = maker.due_in()
+    threshold = k.gap_threshold() / 1e9
+    assert 0 < due <= threshold + LATER_S
+    heap.request_begins()                       # one under way, not waiting for data
+    time.sleep(due)
+    assert maker.due_in() > 0
+    heap.request_ends()
+    assert maker.due_in() == 0
+
+
+def test_the_packer_leaves_a_held_window_unpacked():
+    k = boot(Clock(), ("current_tracer", "function"))
+    heap, pacer, maker = parts(k)
+    cpus = k.tracing.global_trace.buffer.cpus
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(maker.run)
+            nursery.start_soon(heap.packer)
+            await trio.sleep(0.01)
+            request(k, heap, pacer)
+            t0 = time.monotonic()
+            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
+                await trio.sleep(0.05)
+            assert maker.made == 1
+            await trio.sleep(1.0)
+            assert k.gap.held
+            assert not any(p.packed is not None for cb in cpus for p in cb.pages)
+            request(k, heap, pacer)                # moved: now it may be packed
+            await trio.sleep(0.2)                  # (the next window begins after 0.35 s)
+            assert any(p.packed is not None for cb in cpus for p in cb.pages)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
