@@ -27,7 +27,7 @@ calls a second per CPU, and at the 4000 of the earlier default
 full the buffer is, what the last write cost; with stackmap + stacktrace,
 the stackmap's counters.
 
-    python -m fakefs.bench_catchup [--no-mount | --rates | --mount-gaps 1,10,60,600]
+    python -m fakefs.bench_catchup [--no-mount | --rates | --mount-gaps 1,10,60,600 [--rounds N]]
 """
 
 from __future__ import annotations
@@ -103,9 +103,9 @@ def _setting_reads(path: str, stop, out: list) -> None:
         time.sleep(0.005)
 
 
-def _through_mount(gaps) -> tuple[dict, dict]:
-    """The first read after each gap (ROUNDS of each), and the latencies of
-    ``tracing_on`` reads made meanwhile (and, as the baseline, while idle)."""
+def _through_mount(gaps, rounds: int = ROUNDS) -> tuple[dict, dict]:
+    """The first read after each gap (``rounds`` of each), and the latencies
+    of ``tracing_on`` reads made meanwhile (and, as the baseline, while idle)."""
     out, during = {}, {"idle": []}
     with fakefs_mounted() as (mnt, _log):
         for path, value in EVERYTHING:
@@ -115,7 +115,7 @@ def _through_mount(gaps) -> tuple[dict, dict]:
         setting = os.path.join(mnt, T + "tracing_on")
         for gap in gaps:
             per, during[gap] = [], []
-            for _ in range(ROUNDS):
+            for _ in range(rounds):
                 with open(trace, "rb") as fh:    # the kernel is up to date now
                     fh.read(READ)
                 stop = threading.Event()
@@ -296,10 +296,15 @@ def main() -> int:
         rows = bench_rates()
     elif args[:1] == ["--mount-gaps"]:
         gaps = tuple(int(g) for g in args[1].split(","))
-        reads, during = _through_mount(gaps)
-        rows = [("through the mount: first 128 KB of trace after %d s idle" % gap,
-                 statistics.median(per) * 1e3, "ms (max %.0f; p99 cat tracing_on meanwhile %.0f ms)"
-                 % (max(per) * 1e3, _p99(during[gap]) * 1e3)) for gap, per in reads.items()]
+        rounds = int(args[3]) if args[2:3] == ["--rounds"] else ROUNDS
+        reads, during = _through_mount(gaps, rounds)
+        rows = [("through the mount: first 128 KB of trace after %d s idle, %d rounds" % (gap, len(per)),
+                 statistics.median(per) * 1e3, "ms (p99 %.0f, max %.0f; cat tracing_on meanwhile p99 %.0f ms)"
+                 % (_p99(per) * 1e3, max(per) * 1e3, _p99(during[gap]) * 1e3))
+                for gap, per in reads.items()]
+        idle = during["idle"]
+        rows.append(("  baseline: cat tracing_on while idle (%d reads), median" % len(idle),
+                     statistics.median(idle) * 1e3, "ms (p99 %.1f)" % (_p99(idle) * 1e3)))
     else:
         rows = bench_trace_read() + bench_catchup(mount="--no-mount" not in args)
     for name, value, unit in rows:

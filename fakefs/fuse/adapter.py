@@ -209,7 +209,7 @@ class FakeFS(pyfuse3.Operations):
         (``changes``: the request may change settings)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
-        until = self.kernel.now_ns()          # the request came now: no later
+        until = self.pacer.instant(self.kernel)   # the request came now: no later
         while self.pacer.step(self.kernel, until):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)

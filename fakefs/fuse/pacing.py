@@ -11,6 +11,13 @@ back towards STEP_NS when steps are cheap.  Not on a manual clock (``--clock
 virtual``): there the same commands give the same files, and how a catch-up
 is cut into steps is part of what the simulation does.
 
+While a request waits for its steps, the simulated machine's time stands
+still (``Clock.stood_still``: the clock falls behind the host's by what
+the steps cost, at most a second): the next request of the same command
+comes a user's moment later, not the daemon's.  A gap takes the clock back
+to the host's (``instant``).  Steps of a window made ahead
+(``fuse.window``) are made while nobody waits: the clock runs on.
+
 A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
 and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
@@ -40,9 +47,10 @@ class Pacer:
     """The step size of the catch-ups, adapted to what steps cost, and what
     the gap under way (``gap``) has cost so far (``gap_spent``, s)."""
 
-    __slots__ = ("step_ns", "paced", "gap", "gap_spent")
+    __slots__ = ("clock", "step_ns", "paced", "gap", "gap_spent")
 
     def __init__(self, clock):
+        self.clock = clock                      # the kernel's
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)
         self.gap = None
@@ -63,6 +71,8 @@ class Pacer:
         more = kernel.catch_up(1, until, step, hold)
         spent = time.perf_counter() - t0
         self._charge_gap(kernel, spent)
+        if not hold:                             # a request waited for it
+            self.clock.stood_still(int(spent * 1e9))
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs
             # what it costs, nothing measured so far says
@@ -73,6 +83,19 @@ class Pacer:
         elif self.step_ns < STEP_NS:
             self.step_ns = min(STEP_NS, self.step_ns * 2)
         return more
+
+    def instant(self, kernel) -> int:
+        """The instant a request that comes now is served at: the kernel's
+        clock, which stood still while earlier requests' steps were computed
+        (``Clock.stood_still``), or the host's again if the kernel was not
+        seen for a gap's length since, or its window was made ahead."""
+        now = kernel.now_ns()
+        if self.paced and self.clock.lag:
+            gap = kernel.gap
+            if gap is not None and gap.held or gap is None and now - kernel.sim_time > kernel.gap_threshold():
+                self.clock.resync()
+                now = kernel.now_ns()
+        return now
 
     def _charge_gap(self, kernel, spent: float) -> None:
         """A step that went into a gap counts towards what it costs: past

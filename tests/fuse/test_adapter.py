@@ -20,6 +20,10 @@ class Ctx:
 
 class FakeClock:
     held = None
+    lag = 0
+
+    def stood_still(self, ns):
+        pass
 
 
 class FakeKernel:

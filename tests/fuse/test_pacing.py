@@ -157,3 +157,53 @@ def test_a_gap_that_costs_too_much_is_capped(monkeypatch):
     for _ in range(2000):
         p.step(k, 0)
     assert not k.gap.capped and k.capped == 1
+
+
+def test_the_clock_stands_still_while_a_request_waits_for_steps_not_for_a_window_made_ahead(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
+    clock = Clock()
+    p = pacing.Pacer(clock)
+    k = Costly(now, per_ms=0.02)
+    p.step(k, 0)                              # 0.1 ms: 2 ms of work
+    assert clock.lag == 2_000_000
+    p.step(k, 0, hold=True)                   # nobody waits for it
+    assert clock.lag == 2_000_000
+
+
+class Behind:
+    """A kernel ``behind`` ns behind its clock, a gap held or not."""
+
+    def __init__(self, clock, behind, held=False):
+        self.clock = clock
+        self.sim_time = clock.now_ns() - behind
+        self.gap = None
+        if held:
+            self.gap = type("Gap", (), {"held": True})()
+
+    def now_ns(self):
+        return self.clock.now_ns()
+
+    def gap_threshold(self):
+        return 300_000_000
+
+
+def test_a_request_is_served_at_the_lagging_clock_unless_the_kernel_was_unseen_for_a_gap():
+    clock = Clock()
+    p = pacing.Pacer(clock)
+    clock.stood_still(200_000_000)
+    k = Behind(clock, 50_000_000)             # a user's moment after the last request
+    assert p.instant(k) < time_of(clock) - 150_000_000 and clock.lag == 200_000_000
+    k = Behind(clock, 400_000_000)            # a gap: back to the host's clock
+    assert p.instant(k) >= time_of(clock) - 1_000_000 and clock.lag == 0
+    clock.stood_still(200_000_000)
+    k = Behind(clock, 50_000_000, held=True)  # its window made ahead: moved to the host's now
+    p.instant(k)
+    assert clock.lag == 0
+    m = ManualClock()
+    assert pacing.Pacer(m).instant(Behind(m, 10 ** 10)) == 0
+
+
+def time_of(clock):
+    """The host's time on ``clock``'s scale, without its lag."""
+    return clock.now_ns() + clock.lag

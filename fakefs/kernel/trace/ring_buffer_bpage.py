@@ -32,10 +32,15 @@ class BufferPage:
     in the kernel's format), so that memory follows the buffer's size.
     ``events`` unpacks (for a consuming reader at the head); ``snapshot()``
     gives a reader the page as it is without unpacking it in place.  An
-    entry marshal cannot hold leaves its page as tuples."""
+    entry marshal cannot hold leaves its page as tuples.
+
+    A page whose entries were moved later in time (``move``: a gap's window
+    made ahead, ``trace_shift``) keeps them as they were with the move to
+    make, until something takes them: the move costs nothing at the
+    request that makes it, and a reader moves only what it reads."""
 
     __slots__ = ("_events", "packed", "zipped", "npacked", "packed_last", "used", "nbytes",
-                 "read")
+                 "read", "moved")
 
     def __init__(self):
         self._events: deque | None = deque()
@@ -46,6 +51,7 @@ class BufferPage:
         self.used = 0       # bytes of the data area consumed (events + extends)
         self.nbytes = 0     # bytes of events alone
         self.read = 0       # events a consuming reader took from it (bpage->read)
+        self.moved: Move | None = None      # a move its entries are still to make
 
     def __len__(self) -> int:
         ev = self._events
@@ -54,15 +60,29 @@ class BufferPage:
     @property
     def events(self) -> deque:
         ev = self._events
+        move = self.moved
         if ev is None:
-            ev = self._events = deque(unpack(self.packed, self.zipped))
+            ev = unpack(self.packed, self.zipped)
+            ev = self._events = deque(ev if move is None else move.apply(ev))
             self.packed = None
             self.zipped = False
             self.npacked = 0
+        elif move is not None:
+            ev = self._events = deque(move.apply(ev))
+        self.moved = None
         return ev
+
+    def move(self, move: Move) -> None:
+        """Its entries at or after ``move.since`` are ``move.du`` later (made
+        when they are taken)."""
+        if self.moved is not None:
+            self.events                     # the earlier move first
+        self.moved = move
 
     def pack(self) -> bool:
         """Packed now (False: empty, packed already, or not packable)."""
+        if self.moved is not None:
+            self.events
         ev = self._events
         if not ev:
             return False
@@ -81,23 +101,47 @@ class BufferPage:
             self.packed = zlib.compress(self.packed, 1)
             self.zipped = True
 
-    def replace(self, events: deque) -> None:
-        """Its entries are now ``events``: as many, of the same sizes (the
-        same ones, moved in time: ``trace_shift``)."""
-        self._events = events
-        self.packed = None
-        self.zipped = False
-        self.npacked = 0
-
     def newest_ts(self) -> int:
         """The time of its newest entry (it holds one at least)."""
         ev = self._events
-        return ev[-1][0] if ev is not None else self.packed_last
+        t = ev[-1][0] if ev is not None else self.packed_last
+        move = self.moved
+        return t if move is None or t < move.since else t + move.du
 
     def snapshot(self):
-        """The entries now: a list of them, or (packed bytes, compressed)."""
+        """The entries now: a list of them, (packed bytes, compressed), or
+        (the entries as they were, the move to make): while a move is to
+        make, nothing changes the entries it holds (taking them makes new
+        ones), so a reader shares them."""
         ev = self._events
+        move = self.moved
+        if move is not None:
+            return ((self.packed, self.zipped) if ev is None else ev), move
         return (self.packed, self.zipped) if ev is None else list(ev)
+
+
+class Move:
+    """Entries at or after ``since`` are ``du`` later (the array's clock);
+    ``args``: type -> how the fields of the events that hold a time move
+    (``trace_shift``)."""
+
+    __slots__ = ("since", "du", "args")
+
+    def __init__(self, since: int, du: int, args: dict):
+        self.since = since
+        self.du = du
+        self.args = args
+
+    def apply(self, entries) -> list:
+        since, du, args = self.since, self.du, self.args
+        moved = [(t + du, ty, pid, fl, pc, a, b) if t >= since else (t, ty, pid, fl, pc, a, b)
+                 for t, ty, pid, fl, pc, a, b in entries]
+        if args:
+            for i, e in enumerate(moved):
+                fn = args.get(e[1])
+                if fn is not None and e[0] >= since + du and type(e[5]) is tuple:
+                    moved[i] = e[:5] + (fn(e[5]),) + e[6:]
+        return moved
 
 
 def unpack(blob: bytes, zipped: bool) -> list:
@@ -107,4 +151,10 @@ def unpack(blob: bytes, zipped: bool) -> list:
 def snapshot_entries(snaps):
     """The entries of ``BufferPage.snapshot()``s, in order."""
     for snap in snaps:
-        yield from (unpack(*snap) if type(snap) is tuple else snap)
+        if type(snap) is list:
+            yield from snap
+        elif type(snap[1]) is Move:
+            raw, move = snap
+            yield from move.apply(unpack(*raw) if type(raw) is tuple else raw)
+        else:
+            yield from unpack(*snap)

@@ -8,14 +8,17 @@ events carry in their fields: an hrtimer's expiry and the clock it fired at
 wheel timer's bucket is computed again where its expiry now falls
 (``calc_wheel_index``), as ``mod_timer()`` there would have.  The pending
 count of ``func-no-repeats`` keeps the stamp of its last repeat: it moves
-too, and so does the end of the quiet stretch the backlog measured.
+too, and so does the end of the quiet stretch the backlog measured.  The
+sub-buffers' entries move as they are taken (``BufferPage.move``): the
+request that moves the window pays for the sub-buffers, not the entries.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from functools import partial
 
 from ..timer import HZ, TIMER_ARRAYMASK, TIMER_ARRAYSHIFT, calc_wheel_index
+from .ring_buffer_bpage import Move
 from .trace_events_filter_fields import parse_field_decl
 
 # the fields that hold an absolute time: in ns ...
@@ -71,24 +74,18 @@ class ArgShifter:
         return shift
 
 
-def _shift_pages(cb, since: int, du: int, d_ns: int, d_j: int, timed) -> None:
+def _shift_pages(cb, since: int, du: int, args: dict) -> None:
     """Stamp ``du`` later every entry of ``cb`` from ``since`` on, and move
-    the times in the fields of the events ``timed`` holds (id: how)."""
-    for page in cb.pages:
-        if not len(page) or page.newest_ts() < since:
-            continue
-        ev = page.events
-        if ev[0][0] >= since:
-            moved = [(t + du, ty, pid, fl, pc, a, b) for t, ty, pid, fl, pc, a, b in ev]
-        else:
-            moved = [(t + du, ty, pid, fl, pc, a, b) if t >= since else (t, ty, pid, fl, pc, a, b)
-                     for t, ty, pid, fl, pc, a, b in ev]
-        if timed:
-            for i, e in enumerate(moved):
-                fn = timed.get(e[1])
-                if fn is not None and e[0] >= since + du and type(e[5]) is tuple:
-                    moved[i] = e[:5] + (fn(e[5], d_ns, d_j),) + e[6:]
-        page.replace(deque(moved))
+    the times in the fields of the events ``args`` holds (id: how): made as
+    each sub-buffer's entries are taken (``BufferPage.move``), but for the
+    one the writer fills."""
+    move = Move(since, du, args)
+    pages = cb.pages
+    for page in pages:
+        if len(page) and page.newest_ts() >= since:
+            page.move(move)
+    if pages:
+        pages[-1].events                 # the writer appends to it as it is
     if cb.last_ts >= since:
         cb.last_ts += du
 
@@ -102,6 +99,7 @@ def shift_tracing(tracing, backlog):
 
     def shift(d: int, since: int) -> None:
         d_j = d // JIFFY_NS
+        moved = {i: partial(fn, d_ns=d, d_j=d_j) for i, fn in args.timed().items()}
         for tr in tracing.arrays():
             reader = tr.clock_reader
             if reader is None:
@@ -114,7 +112,7 @@ def shift_tracing(tracing, backlog):
             for buf in (tr.buffer, tr.max_buffer):
                 if buf is not None:
                     for cb in buf.cpus:
-                        _shift_pages(cb, thr, du, d, d_j, args.timed())
+                        _shift_pages(cb, thr, du, moved)
             tr.current.shift(du, thr)
         backlog.shifted(d, since)
     return shift

@@ -104,3 +104,71 @@ def test_a_kernel_reads_the_same_with_its_sub_buffers_packed(monkeypatch):
     assert nloose == [(0, 0), (0, 0)]
     assert len(packed[0]) > 1_000_000
     assert packed == loose
+
+
+def test_a_moved_page_moves_its_entries_as_they_are_taken():
+    """``BufferPage.move``: every way of reading a moved sub-buffer (the
+    snapshot, the head, packing, a second move) gives the entries moved,
+    packed or not; a snapshot taken before a consuming reader took from
+    the page still gives them all."""
+    import random
+    from fakefs.kernel.trace.ring_buffer_bpage import Move
+    entries = _mixed_entries(3000, random.Random(5))
+    since, du = entries[1000][0], 4_000_000
+
+    def bump(args):
+        return (args[0] + "!",) + args[1:]
+
+    def moved(e, du=du, since=since):
+        if e[0] < since:
+            return e
+        e = (e[0] + du,) + e[1:]
+        return e[:5] + (bump(e[5]),) + e[6:] if e[1] == 300 else e
+
+    def fill(packed):
+        cb = CpuBuffer(0, 40)
+        cb.loose_pages = 2 if packed else 10 ** 6
+        cb.unzipped_pages = 10 if packed else 10 ** 6
+        for i, e in enumerate(entries):
+            cb.write(e[0], e, (28, 48, 96, 140)[i % 4], True)
+        if packed:
+            cb.pack_idle(1000)
+            assert sum(p.packed is not None for p in cb.pages) > 20
+        return cb
+
+    want = [moved(e) for e in entries if e in set(fill(False).events())]
+    for packed in (False, True):
+        cb = fill(packed)
+        move = Move(since, du, {300: bump})
+        for p in cb.pages:
+            if len(p) and p.newest_ts() >= since:
+                p.move(move)
+        newest = [p.newest_ts() for p in cb.pages if len(p)]    # before anything is moved
+        assert sum(p.moved is move for p in cb.pages) > 10
+        cb2 = fill(packed)
+        for p in cb2.pages:
+            if len(p) and p.newest_ts() >= since:
+                p.move(move)
+        snap = cb2.iter_events()
+        head = cb2.consume()                   # a consuming reader takes the head
+        assert head == want[0]
+        assert list(snap) == want              # the snapshot from before it: all of them
+        assert cb.events() == want
+        assert newest == [p.events[-1][0] for p in cb.pages if len(p)]
+        assert all(p.moved is None for p in cb.pages)
+        # a second move of a page moved already: both made, in order
+        cb3 = fill(packed)
+        again = Move(since + du, 1000, {})
+        for m in (move, again):
+            for p in cb3.pages:
+                if len(p) and p.newest_ts() >= m.since:
+                    p.move(m)
+        assert cb3.events() == [(e[0] + 1000,) + e[1:] if e[0] >= since + du else e for e in want]
+        # packing a moved page packs the moved entries
+        cb4 = fill(False)
+        for p in cb4.pages:
+            if len(p) and p.newest_ts() >= since:
+                p.move(move)
+        cb4.loose_pages = 2
+        cb4.pack_idle(1000)
+        assert cb4.events() == want
