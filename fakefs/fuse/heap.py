@@ -114,9 +114,16 @@ class HeapKeeper:
         if self.wakeup is not None:
             self.wakeup.set()
 
+    def written_while_idle(self) -> None:
+        """The buffers were written between requests (a window made ahead):
+        the packer looks again (the window maker, woken too, finds its
+        window made)."""
+        if self.wakeup is not None:
+            self.wakeup.set()
+
     def next_request(self) -> trio.Event:
-        """Set when the next request begins (what the packer and the window
-        maker sleep on)."""
+        """Set when the next request begins, or the buffers were written
+        while idle (what the packer and the window maker sleep on)."""
         ev = self.wakeup
         if ev is None or ev.is_set():
             ev = self.wakeup = trio.Event()
@@ -169,9 +176,6 @@ class HeapKeeper:
                     continue
                 self.trim_if_due()
                 self.collect_if_due()
-                gap = self.kernel.gap
-                if gap is not None and gap.held:
-                    break          # a window made ahead: it moves (unpacked) at the next request
                 try:
                     if not pack_idle(self.kernel.tracing, PACK_SLICE):
                         break

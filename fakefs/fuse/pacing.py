@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 
-from ..kernel.init import STEP_NS
+from ..kernel.init import JIFFY_NS, STEP_NS
 from ..kernel.time import ManualClock
 from ..sim.host import SETTLE_NS
 
@@ -88,13 +88,24 @@ class Pacer:
         """The instant a request that comes now is served at: the kernel's
         clock, which stood still while earlier requests' steps were computed
         (``Clock.stood_still``), or the host's again if the kernel was not
-        seen for a gap's length since, or its window was made ahead."""
+        seen for a gap's length since, or its window was made ahead (then
+        the host's less what a move by whole jiffies leaves: the request is
+        served where the window ends, with nothing to simulate)."""
         now = kernel.now_ns()
-        if self.paced and self.clock.lag:
-            gap = kernel.gap
-            if gap is not None and gap.held or gap is None and now - kernel.sim_time > kernel.gap_threshold():
-                self.clock.resync()
-                now = kernel.now_ns()
+        if not self.paced:
+            return now
+        gap = kernel.gap
+        if gap is not None and gap.held and kernel.sim_time >= gap.end:
+            # the window made ahead moves by whole jiffies: the clock is
+            # the host's, less the part of a jiffy it would not move
+            self.clock.resync()
+            now = kernel.now_ns()
+            self.clock.stood_still((now - gap.end) % JIFFY_NS)
+            return kernel.now_ns()
+        if self.clock.lag and (gap is not None and gap.held
+                               or gap is None and now - kernel.sim_time > kernel.gap_threshold()):
+            self.clock.resync()
+            now = kernel.now_ns()
         return now
 
     def _charge_gap(self, kernel, spent: float) -> None:

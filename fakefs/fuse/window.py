@@ -88,3 +88,4 @@ class WindowMaker:
                 t0 = time.monotonic()
         if k.gap is not None and k.gap.held:
             self.made += 1
+        self.heap.written_while_idle()

@@ -1,7 +1,7 @@
 """The catch-up's steps sized to what they cost (fuse/pacing.py)."""
 
 from fakefs.fuse import pacing
-from fakefs.kernel.init import STEP_NS
+from fakefs.kernel.init import JIFFY_NS, STEP_NS
 from fakefs.kernel.time import Clock, ManualClock
 
 
@@ -179,7 +179,7 @@ class Behind:
         self.sim_time = clock.now_ns() - behind
         self.gap = None
         if held:
-            self.gap = type("Gap", (), {"held": True})()
+            self.gap = type("Gap", (), {"held": True, "end": self.sim_time})()
 
     def now_ns(self):
         return self.clock.now_ns()
@@ -197,9 +197,10 @@ def test_a_request_is_served_at_the_lagging_clock_unless_the_kernel_was_unseen_f
     k = Behind(clock, 400_000_000)            # a gap: back to the host's clock
     assert p.instant(k) >= time_of(clock) - 1_000_000 and clock.lag == 0
     clock.stood_still(200_000_000)
-    k = Behind(clock, 50_000_000, held=True)  # its window made ahead: moved to the host's now
-    p.instant(k)
-    assert clock.lag == 0
+    k = Behind(clock, 1_234_567_890, held=True)   # its window made ahead, moved to the host's
+    until = p.instant(k)                          # now less what whole jiffies leave
+    assert clock.lag < JIFFY_NS
+    assert (until - k.gap.end) % JIFFY_NS < 100_000 and until - k.gap.end >= 1_232_000_000
     m = ManualClock()
     assert pacing.Pacer(m).instant(Behind(m, 10 ** 10)) == 0
 
