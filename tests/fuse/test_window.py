@@ -46,6 +46,16 @@ def request(k, heap, pacer) -> int:
     return steps
 
 
+async def window_made(k, heap, pacer, maker):
+    """A request, then idle until the maker has made the gap's window."""
+    request(k, heap, pacer)
+    t0 = time.monotonic()
+    while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
+        await trio.sleep(0.05)
+    assert maker.made == 1
+    return k.gap
+
+
 def host(k) -> int:
     """The host's time on the kernel's clock (without its lag)."""
     return k.now_ns() + k.clock.lag
@@ -60,12 +70,7 @@ def test_an_idle_mount_gets_the_gaps_window_made_and_the_next_request_only_moves
         async with trio.open_nursery() as nursery:
             nursery.start_soon(maker.run)
             await trio.sleep(0.01)
-            request(k, heap, pacer)
-            t0 = time.monotonic()
-            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
-                await trio.sleep(0.05)
-            assert maker.made == 1
-            gap = k.gap
+            gap = await window_made(k, heap, pacer, maker)
             assert gap is not None and gap.held and k.sim_time == gap.end and gap.skipped > 0
             written, end, held = cpu0.written, gap.end, list(cpu0.iter_events())
             await trio.sleep(0.5)                  # idle on: nothing more is simulated
@@ -146,12 +151,7 @@ def test_the_packer_packs_a_held_window_and_the_moved_entries_read_back():
             nursery.start_soon(maker.run)
             nursery.start_soon(heap.packer)
             await trio.sleep(0.01)
-            request(k, heap, pacer)
-            t0 = time.monotonic()
-            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
-                await trio.sleep(0.05)
-            assert maker.made == 1
-            gap = k.gap
+            gap = await window_made(k, heap, pacer, maker)
             end = gap.end
             await trio.sleep(1.0)
             assert sum(p.packed is not None for p in cpu0.pages) > 100
