@@ -49,11 +49,17 @@ class WindowMaker:
 
     def due_in(self) -> float | None:
         """Seconds until a window is worth making, 0 now, or None: nothing
-        to make (nothing costly records, or a catch-up is under way or its
-        window is made already)."""
+        to make (nothing costly records, or the window is made already, or
+        a gap's catch-up was left by its request).  While a request catches
+        a gap up, it looks again a step later."""
         k = self.kernel
-        if k.gap is not None or not self.pacer.paced or k.driver is None:
+        if not self.pacer.paced or k.driver is None:
             return None
+        gap = k.gap
+        if gap is not None:
+            if gap.held or self.heap.inflight <= self.heap.blocked():
+                return None
+            return STEP_WALL_S
         threshold = k.gap_threshold()
         if threshold >= GAP_NS:
             return None
@@ -77,7 +83,9 @@ class WindowMaker:
                     await self._make()
                 except Exception:       # never the daemon's end: the next request catches up
                     log.exception("making a gap's window ahead failed")
-                break
+                    break
+                # made (then nothing is due), or a request came, finished it
+                # and moved it: the next one after that request
 
     async def _make(self) -> None:
         k = self.kernel

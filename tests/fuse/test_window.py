@@ -113,6 +113,10 @@ def test_a_request_that_comes_while_the_window_is_made_finishes_it():
             before = host(k)
             request(k, heap, pacer)
             assert k.gap is None and before - TICK_NS < k.sim_time <= host(k)
+            t0 = time.monotonic()                  # and the next one is made after it
+            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
+                await trio.sleep(0.05)
+            assert maker.made == 1 and k.gap.held
             nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -137,6 +141,31 @@ def test_the_window_is_due_once_a_gap_is_and_later_while_requests_are_under_way(
     assert maker.due_in() > 0
     heap.request_ends()
     assert maker.due_in() == 0
+
+
+def test_a_request_that_catches_a_gap_up_itself_is_followed_by_a_window():
+    """The maker, woken by a request that catches up a gap of its own (not
+    made ahead), waits for it to end, then makes the next one."""
+    k = boot(Clock(), ("current_tracer", "function"))
+    heap, pacer, maker = parts(k)
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(maker.run)
+            await trio.sleep(0.5)                  # a gap by now, nothing made
+            heap.request_begins()
+            until = pacer.instant(k)
+            while pacer.step(k, until):
+                assert k.gap is not None and not k.gap.held
+                await trio.sleep(0)                # the maker gets its turns
+            heap.request_ends()
+            t0 = time.monotonic()
+            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
+                await trio.sleep(0.05)
+            assert maker.made == 1 and k.gap.held
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
 
 
 def test_the_packer_packs_a_held_window_and_the_moved_entries_read_back():
