@@ -46,14 +46,19 @@ def request(k, heap, pacer) -> int:
     return steps
 
 
-async def window_made(k, heap, pacer, maker):
-    """A request, then idle until the maker has made the gap's window."""
-    request(k, heap, pacer)
+async def made(k, maker):
+    """Idle until the maker has made a window (the first): the gap, held."""
     t0 = time.monotonic()
     while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
         await trio.sleep(0.05)
-    assert maker.made == 1
+    assert maker.made == 1 and k.gap.held
     return k.gap
+
+
+async def window_made(k, heap, pacer, maker):
+    """A request, then idle until the maker has made the gap's window."""
+    request(k, heap, pacer)
+    return await made(k, maker)
 
 
 def host(k) -> int:
@@ -113,10 +118,7 @@ def test_a_request_that_comes_while_the_window_is_made_finishes_it():
             before = host(k)
             request(k, heap, pacer)
             assert k.gap is None and before - TICK_NS < k.sim_time <= host(k)
-            t0 = time.monotonic()                  # and the next one is made after it
-            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
-                await trio.sleep(0.05)
-            assert maker.made == 1 and k.gap.held
+            await made(k, maker)                   # and the next one is made after it
             nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -159,10 +161,7 @@ def test_a_request_that_catches_a_gap_up_itself_is_followed_by_a_window():
                 assert k.gap is not None and not k.gap.held
                 await trio.sleep(0)                # the maker gets its turns
             heap.request_ends()
-            t0 = time.monotonic()
-            while maker.made == 0 and time.monotonic() - t0 < WAIT_S:
-                await trio.sleep(0.05)
-            assert maker.made == 1 and k.gap.held
+            await made(k, maker)
             nursery.cancel_scope.cancel()
 
     trio.run(main)
