@@ -48,7 +48,7 @@ from .printk import LogBuffer
 from .fork import Lifecycle
 from .entry_common import SyscallEntry
 from .irq import Interrupts
-from .timer import HZ, TimerWheel
+from .timer import JIFFY_NS, TimerWheel
 from .workqueue import Workqueues
 from .sched import Scheduler, host_cpu_count
 from .time import Clock
@@ -82,11 +82,9 @@ MAX_BACKLOG_NS = 30_000_000_000
 # profile ticks and the scheduler's state come from that part)
 GAP_NS = 2_000_000_000
 GAP_WINDOW_NS = 200_000_000
-# Simulated time advances in whole ticks (HZ=1000): requests arriving within
+# Simulated time advances in whole milliseconds: requests arriving within
 # the same millisecond find the kernel up to date and cost no simulation.
 TICK_NS = 1_000_000
-# a held gap's window moves by whole jiffies (the timer wheel counts them)
-JIFFY_NS = 1_000_000_000 // HZ
 
 
 class Gap:
@@ -121,7 +119,7 @@ class Kernel:
         self.irq = Interrupts(self.sched, self.tracepoints)
         self.lifecycle = Lifecycle(self.sched, self.tracepoints)
         self.syscalls = SyscallEntry(self.tracepoints)
-        self.timers = TimerWheel(self.sched, self.tracepoints, 1_000_000_000 // HZ)
+        self.timers = TimerWheel(self.sched, self.tracepoints, JIFFY_NS)
         self.workqueues = Workqueues(self.sched, self.tracepoints, self.nr_cpus)
         self.tree = PseudoTree()
         self.host_kallsyms = host_kallsyms
@@ -284,7 +282,8 @@ class Kernel:
             w.gap_ends(gap)
 
     def _end_held(self, gap: Gap, t: int) -> None:
-        """End the held gap at ``t``: its window moves there (whole jiffies),
+        """End the held gap at ``t``: its window moves there (whole jiffies:
+        the timer wheel counts them),
         the skip before it grows by as much; the subsystems without shift
         hooks see the time between as a skip.  A gap without a skip, or
         ``t`` less than a jiffy on, just ends."""

@@ -48,7 +48,6 @@ class Clock:
 
     def lag_at(self, ns: int) -> int:
         """The lag at the host's CLOCK_MONOTONIC instant ``ns``."""
-        at, lag, grew = self._lags[0]
         for at, lag, grew in reversed(self._lags):
             if at <= ns:
                 break

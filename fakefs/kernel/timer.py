@@ -24,6 +24,7 @@ from __future__ import annotations
 from .sched import IRQS_OFF, SOFTIRQ
 
 HZ = 250                                      # CONFIG_HZ of Debian's amd64 kernels
+JIFFY_NS = 1_000_000_000 // HZ
 INITIAL_JIFFIES = (1 << 32) - 300 * HZ        # (unsigned int)(-300 * HZ)
 LVL_CLK_SHIFT = 3
 LVL_BITS = 6

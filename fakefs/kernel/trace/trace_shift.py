@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..timer import HZ, TIMER_ARRAYMASK, TIMER_ARRAYSHIFT, calc_wheel_index
+from ..timer import JIFFY_NS, TIMER_ARRAYMASK, TIMER_ARRAYSHIFT, calc_wheel_index
 from .ring_buffer_bpage import Move
 from .trace_events_filter_fields import parse_field_decl
 
@@ -89,8 +89,6 @@ def _shift_pages(cb, since: int, du: int, args: dict) -> None:
     if cb.last_ts >= since:
         cb.last_ts += du
 
-
-JIFFY_NS = 1_000_000_000 // HZ
 
 
 def shift_tracing(tracing, backlog):
