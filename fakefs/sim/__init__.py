@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ..kernel.init import JIFFY_NS, Kernel
+from ..kernel.init import Kernel
 from .machine import Machine
 from .machine_shift import shift_machine
 
@@ -15,7 +15,7 @@ def attach(kernel: Kernel) -> Machine:
     """Put a booted kernel on a machine that runs from the kernel's now."""
     machine = Machine(kernel)
     kernel.driver = machine
-    kernel.add_shift_hook(shift_machine(machine, JIFFY_NS))
+    kernel.add_shift_hook(shift_machine(machine))
     machine.start(kernel.sim_time)
     return machine
 

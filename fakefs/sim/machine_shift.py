@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import heapq
 
+from ..kernel.timer import JIFFY_NS
 from .host import HOST
 
 
-def shift_machine(m, jiffy_ns: int):
+def shift_machine(m):
     """The shift hook of machine ``m``."""
 
     def shift(d: int, since: int) -> None:
@@ -27,7 +28,7 @@ def shift_machine(m, jiffy_ns: int):
             m.time += d
         for q in m.rcu:
             q[:] = [(e[0] + d,) + e[1:] if e[0] >= since else e for e in q]
-        d_j = d // jiffy_ns
+        d_j = d // JIFFY_NS
         moved = set()
         for q in m.wheel:
             q[:] = [(due + d, seq, pid) if due >= since else (due, seq, pid) for due, seq, pid in q]

@@ -40,6 +40,8 @@ def _field_index(ev) -> dict[str, int]:
 class ArgShifter:
     """How the field tuples of the events that hold a time move."""
 
+    __slots__ = ("tracing", "_timed")
+
     def __init__(self, tracing):
         self.tracing = tracing
         self._timed: dict | None = None
@@ -88,7 +90,6 @@ def _shift_pages(cb, since: int, du: int, args: dict) -> None:
         pages[-1].events                 # the writer appends to it as it is
     if cb.last_ts >= since:
         cb.last_ts += du
-
 
 
 def shift_tracing(tracing, backlog):
