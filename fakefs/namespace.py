@@ -35,6 +35,12 @@ TRACING_DIR = "/sys/kernel/tracing"
 # the host's path inside the private namespace.
 SIMULATED_HOST_FILES = ("/sys/devices/system/cpu", "/proc/sys/kernel/sched_rt_runtime_us",
                         "/proc/sys/kernel/sched_rt_period_us")
+# The selftests' namespace also has the simulated kernel's whole sysctl
+# directory: ftrace/func_stack_tracer.tc writes stack_tracer_enabled, which
+# a host without the stack tracer does not have to bind over.  Not the
+# sandbox: its COMMAND sees the simulated /proc whole already, and in the
+# daemon's namespace the host's entries it links to must stay the host's.
+SIMULATED_SYSCTL_DIR = "/proc/sys/kernel"
 # bound when the daemon serves them (a kernel with kprobes):
 # kprobe_opt_types.tc writes kprobes-optimization and reads kprobes/list
 SIMULATED_IF_SERVED = ("/proc/sys/debug", "/sys/kernel/debug")

@@ -16,7 +16,8 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    in COMMAND's environment) and binds the fake's files over the host's:
    /sys/kernel/tracing, /sys/kernel/debug (a tmpfs with the fake's entries
    and ``tracing``), /proc/kallsyms, /proc/allocinfo, /proc/profile,
-   /proc/sys/vm/mem_profiling, /proc/sys/kernel/ftrace_enabled, the files
+   /proc/sys/vm/mem_profiling, /proc/sys/kernel/ftrace_enabled and
+   stack_tracer_enabled, the files
    the selftests bind (SIMULATED_HOST_FILES), and
    /boot/System.map-$(uname -r).  A path the host lacks is added to a tmpfs
    that takes its directory's place with the host's entries bound in (not
@@ -58,7 +59,8 @@ from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
 DEBUG_DIR = "/sys/kernel/debug"
 # the simulated kernel's, at the host's path (when the fake serves them)
 PROC_FILES = ("/proc/kallsyms", "/proc/allocinfo", "/proc/profile",
-              "/proc/sys/vm/mem_profiling", "/proc/sys/kernel/ftrace_enabled")
+              "/proc/sys/vm/mem_profiling", "/proc/sys/kernel/ftrace_enabled",
+              "/proc/sys/kernel/stack_tracer_enabled")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HOSTPROC = "hostproc"    # where COMMAND's namespace has the host's /proc
 GRACE_S = 10            # COMMAND's time to exit after a forwarded signal
@@ -76,7 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "where the simulated kernel's files are at the real paths: %s (a "
                      "tracefs line in /proc/mounts, for trace-cmd and perf), %s/tracing, "
                      "/proc/kallsyms, /proc/allocinfo, /proc/profile, "
-                     "/proc/sys/vm/mem_profiling, /proc/sys/kernel/ftrace_enabled, "
+                     "/proc/sys/vm/mem_profiling, /proc/sys/kernel/ftrace_enabled and "
+                     "stack_tracer_enabled, "
                      "/boot/System.map-$(uname -r).  The daemon lives as long as COMMAND; "
                      "the exit status is COMMAND's." % (TRACING_DIR, DEBUG_DIR))
     add_boot_arguments(p)

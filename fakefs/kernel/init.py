@@ -63,6 +63,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
     ("fakefs.kernel.trace.ftrace_sysctl", "ftrace_sysctl_init"),
+    ("fakefs.kernel.trace.trace_stack", "stack_trace_init"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
@@ -156,6 +157,7 @@ class Kernel:
         self.trace_activity = None
         self.kprobes = None               # kprobes.Kprobes (CONFIG_KPROBES)
         self.ftrace_sysctl = None         # trace.ftrace_sysctl.FtraceSysctl (CONFIG_FUNCTION_TRACER)
+        self.stack_tracer = None          # trace.trace_stack.StackTracer (CONFIG_STACK_TRACER)
         self.profile = None
         self.alloc_tag = None
         self.alloc_workload = None

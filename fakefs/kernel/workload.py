@@ -39,6 +39,8 @@ every frame resolves with the table in use.
 
 from __future__ import annotations
 
+import contextlib
+
 from .alloc_callers import AllocCallers
 from .call_sites import CallSites
 from .callgraph import CallGraph, load_callgraph
@@ -355,38 +357,64 @@ class Workload:
                     by_addr.setdefault(a, i)
         return frozenset(by_addr[a] for a in addrs if a in by_addr)
 
+    @contextlib.contextmanager
+    def _aside(self):
+        """A run of the walk on the side: every task and CPU is put back
+        where it was after it, and no switch hook hears of it."""
+        sched = self.kernel.sched
+        saved_cpus = [(c, c.ts, c.halt) for c in self.walk.cpus]
+        saved_tasks = [(ts, ts.frame, ts.phase) for c in self.walk.cpus
+                       for ts in [c.idle] + c.rq]
+        saved_curr = list(sched.curr)
+        hooks, self.walk.switch_hooks = self.walk.switch_hooks, []
+        try:
+            yield self.walk
+        finally:
+            self.walk.switch_hooks = hooks
+            for c, cts, halt in saved_cpus:
+                c.ts, c.halt = cts, halt
+            for ts, frame, phase in saved_tasks:
+                ts.frame, ts.phase = frame, phase
+            sched.curr[:] = saved_curr
+
     def call_profile(self, n_per_cpu: int = 16000):
         """How often each traced function is called: per CPU, ``{id: calls}``
         among ``n_per_cpu`` calls of an unrecorded run of the walk, and
-        ``n_per_cpu``.  The run is done once, on the side: every task and
-        CPU is put back where it was, and no switch hook hears of it."""
+        ``n_per_cpu``.  The run is done once, on the side (``_aside()``)."""
         if self._call_counts is None:
-            sched = self.kernel.sched
-            saved_cpus = [(c, c.ts, c.halt) for c in self.walk.cpus]
-            saved_tasks = [(ts, ts.frame, ts.phase) for c in self.walk.cpus
-                           for ts in [c.idle] + c.rq]
-            saved_curr = list(sched.curr)
-            hooks, self.walk.switch_hooks = self.walk.switch_hooks, []
             rng = self.kernel.subsystem_rng("workload-call-profile")
             counts = []
-            try:
-                for c in self.walk.cpus:
+            with self._aside() as walk:
+                for c in walk.cpus:
                     hits: dict[int, int] = {}
                     for _ in range(n_per_cpu):
                         if self.frames.count > FRAME_CAP:
                             self._maybe_restart_cache()
-                        _task, fr = self.walk.run(c, rng)
+                        _task, fr = walk.run(c, rng)
                         hits[fr.fn] = hits.get(fr.fn, 0) + 1
                     counts.append(hits)
-            finally:
-                self.walk.switch_hooks = hooks
-                for c, cts, halt in saved_cpus:
-                    c.ts, c.halt = cts, halt
-                for ts, frame, phase in saved_tasks:
-                    ts.frame, ts.phase = frame, phase
-                sched.curr[:] = saved_curr
             self._call_counts = (counts, n_per_cpu)
         return self._call_counts
+
+    def calls_aside(self, rng, n: int, targets: frozenset | None = None) -> list:
+        """The frames of ``n`` traced calls, CPU after CPU, made on the side
+        (``_aside()``): the calls of any function, or (``targets``, ids from
+        ``call_ids()``) the next call of one of those, as ``calls_to()``
+        finds it; a CPU where nothing gets to one adds nothing."""
+        out = []
+        with self._aside() as walk:
+            cpus = walk.cpus
+            for i in range(n):
+                c = cpus[i % len(cpus)]
+                if targets is None:
+                    _task, fr = walk.run(c, rng)
+                elif self.calls_to(rng, i % len(cpus), targets) is not None:
+                    fr = c.ts.frame
+                else:
+                    fr = None
+                if fr is not None:
+                    out.append(fr)
+        return out
 
     def calls_to(self, rng, cpu, targets: frozenset):
         """(task, stack, entered) of the next call on ``cpu`` of one of the

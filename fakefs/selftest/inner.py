@@ -19,8 +19,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
-                         NamespaceError, bind_served, detach_tracefs_mounts,
+from ..namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, SIMULATED_SYSCTL_DIR,
+                         TRACING_DIR, NamespaceError, bind_served, detach_tracefs_mounts,
                          in_private_mount_ns, tracefs_lines, umount)
 from ..namespace import stop as _stop
 from ..namespace import wait_ready as _wait_ready
@@ -105,7 +105,7 @@ def inner_main(cfg_path: str) -> int:
                  "addresses up in it may fail" % r.stdout.strip())
         # Host files the tests (or the harness) write: the simulated
         # kernel's, never the host's
-        for path in SIMULATED_HOST_FILES:
+        for path in SIMULATED_HOST_FILES + (SIMULATED_SYSCTL_DIR,):
             bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
         for path in SIMULATED_IF_SERVED:
             if (mnt / path.lstrip("/")).is_dir() and os.path.isdir(path):

@@ -128,6 +128,26 @@ def test_call_profile_leaves_the_cpus_alone():
         [(t.pid, s) for t, s in run(b.workload, 2000, ncpu=2)]
 
 
+def test_calls_aside_leave_the_cpus_alone():
+    """Calls drawn on the side, of any function or of chosen ones, move no
+    task and call no switch hook: the run after them is the run without."""
+    a, b = boot(seed=5), boot(seed=5)
+    switches = []
+    a.workload.switch_hooks.append(lambda *args: switches.append(args))
+    ks = a.kallsyms
+    ids = a.workload.call_ids([ks.addr_of("schedule"), ks.addr_of("kernel_clone")])
+    rng = random.Random(3)
+    frames = a.workload.calls_aside(rng, 300)
+    chosen = a.workload.calls_aside(rng, 100, ids)
+    assert len(frames) == 300 and len(chosen) > 50
+    assert {a.workload.wg.names[fr.fn] for fr in chosen} <= {"schedule", "kernel_clone"}
+    for fr in frames + chosen:
+        assert ks.lookup(fr.stack[0])[1] == FENTRY_RET       # a traced function's entry
+    assert not switches
+    assert [(t.pid, s) for t, s in run(a.workload, 2000, ncpu=2)] == \
+        [(t.pid, s) for t, s in run(b.workload, 2000, ncpu=2)]
+
+
 def test_inlined_functions_are_found_in_their_callers(k):
     wl = k.workload
     # vma_lock_alloc is inlined into vm_area_alloc / vm_area_dup in Debian's build

@@ -4,7 +4,8 @@ and the pid files per trace array (``ftrace_create_filter_files()``,
 ``ftrace_init_tracefs()``, ``ftrace_init_dyn_tracefs()``).
 
 A filter file reads words across writes as ``struct trace_parser`` does and
-hands each to ``FtraceOps.process_regex()`` (ftrace.py).  Differences from
+hands each to ``FtraceOps.process_regex()`` (ftrace.py; the stack tracer's
+``stack_trace_filter`` is the same file on its own ops, trace_stack.py).  Differences from
 the kernel, on purpose: a filter file's function set is updated by each
 write (the kernel updates it when the file is closed; FUSE delivers RELEASE
 after ``close()`` has returned, so a following command could still see the
@@ -49,31 +50,38 @@ class _Parser:
         self.cont = False
 
 
-class FtraceFilterOps(ArrayFileOps):
-    """set_ftrace_filter / set_ftrace_notrace (``ftrace_filter_fops``)."""
+class FtraceRegexOps(FileOperations):
+    """A file of function globs and commands (``ftrace_regex_open()``,
+    ``ftrace_filter_write()``): the words go to ``owner(f)``'s
+    ``process_regex()``; its ``kernel`` is caught up first (calls so far
+    were made under the old settings).  Here ``f.data`` is the owner (the
+    stack tracer's ``stack_trace_filter``)."""
 
     def __init__(self, notrace: bool):
         self.notrace = notrace
 
+    def owner(self, f):
+        return f.data
+
     def open(self, f):
         f.private = _Parser()
         if f.trunc:
-            _catch_up(f.data)
-            ops_of(f.data).clear_functions(self.notrace)
+            owner = self.owner(f)
+            owner.kernel.run_until_now()
+            owner.clear_functions(self.notrace)
         super().open(f)
 
     def show(self, f):
-        return ops_of(f.data).filter_text(self.notrace)
+        return self.owner(f).filter_text(self.notrace)
 
     def write(self, f, data):
         if not data:
             return 0
-        tr = f.data
-        ops = ops_of(tr)
+        owner = self.owner(f)
         p = f.private
         text = data.decode("latin-1")
         i, n = 0, len(text)
-        _catch_up(tr)
+        owner.kernel.run_until_now()
         while i < n:
             if not p.cont:
                 while i < n and (text[i].isspace() or text[i] == "\0"):
@@ -95,7 +103,7 @@ class FtraceFilterOps(ArrayFileOps):
             word, p.buf = p.buf, ""
             i = j
             if word:
-                ops.process_regex(word, not self.notrace)
+                owner.process_regex(word, not self.notrace)
         return len(data)
 
     def flush(self, f):
@@ -106,13 +114,21 @@ class FtraceFilterOps(ArrayFileOps):
             return
         word, p.buf, p.cont = p.buf, "", False
         try:
-            ops_of(f.data).process_regex(word, not self.notrace)
+            self.owner(f).process_regex(word, not self.notrace)
         except KernelError:
             pass
 
     def release(self, f):
         self.flush(f)
         super().release(f)
+
+
+class FtraceFilterOps(FtraceRegexOps, ArrayFileOps):
+    """set_ftrace_filter / set_ftrace_notrace (``ftrace_filter_fops``) of a
+    trace array (``f.data``), which the open file pins."""
+
+    def owner(self, f):
+        return ops_of(f.data)
 
 
 class FtracePidOps(ArrayFileOps):

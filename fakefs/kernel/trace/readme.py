@@ -51,6 +51,13 @@ SNAPSHOT_TRIGGER = "\t\t      snapshot\n"
 SNAPSHOT = ("\n  snapshot\t\t- Like 'trace' but shows the content of the static\n"
             "\t\t\t  snapshot buffer. Read the contents for more\n"
             "\t\t\t  information\n")
+# CONFIG_STACK_TRACER (stack_trace_filter with CONFIG_DYNAMIC_FTRACE)
+STACK_TRACER = ("  stack_trace\t\t- Shows the max stack trace when active\n"
+                "  stack_max_size\t- Shows current max stack size that was traced\n"
+                "\t\t\t  Write into this file to reset the max size (trigger a\n"
+                "\t\t\t  new trace)\n")
+STACK_TRACE_FILTER = ("  stack_trace_filter\t- Like set_ftrace_filter but limits what stack_trace\n"
+                      "\t\t\t  traces\n")
 # the events/ directory and its event triggers (trace_events_trigger.py);
 # the trigger commands between EVENTS_HEAD and EVENTS_TAIL
 EVENTS_HEAD = (
@@ -218,6 +225,10 @@ def readme_text(config, pid_files: bool = False) -> str:
         text += FTRACE_PID
     if snap:
         text += SNAPSHOT
+    if config.enabled("STACK_TRACER") and config.enabled("FUNCTION_TRACER"):
+        text += STACK_TRACER
+        if config.enabled("DYNAMIC_FTRACE"):
+            text += STACK_TRACE_FILTER
     if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
         text += PROBE_EVENTS
     hist = config.enabled("HIST_TRIGGERS")

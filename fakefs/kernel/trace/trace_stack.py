@@ -1,0 +1,309 @@
+"""The stack tracer (kernel/trace/trace_stack.c, CONFIG_STACK_TRACER).
+
+``/proc/sys/kernel/stack_tracer_enabled`` (or ``stacktrace`` on the command
+line, ``stacktrace_filter=f1,f2`` with a filter) registers an ftrace_ops of
+its own: at every call of a function its filter lets through
+(``stack_trace_filter``, empty: every function) it measures how much of the
+task's kernel stack is in use; a new maximum keeps that stack.
+``stack_max_size`` shows the maximum (a write sets it: ``0`` starts over),
+``stack_trace`` the stack it was found in, innermost first: ``Depth``, the
+bytes in use below the slot of each return address, and ``Size``, each
+function's share.
+
+The model.  Stacks are the walk's (``Workload.calls_aside()``: calls made on
+the side, the machine left as it was).  The depth of a call comes from
+frame sizes the symbol table does not carry: each function gets one from
+its name (saved registers and locals, ``frame_size()``), the entry code
+has the ``pt_regs`` at the top of the stack.  As with ``-mfentry``, the
+function called has not made its own frame yet (its ``Size`` is the
+8 bytes of its return address).  Calls on the interrupt stacks (hardirq,
+and softirqs run by ``do_softirq()``) are not measured, as
+``check_stack()`` leaves them.  Calls are not measured one by one: when
+someone looks (a read of either file, a change of the filter or of the
+switch), the stretch since the last look is drawn as up to ``DRAWS_MAX``
+calls, as many as the functions the filter takes get at the function
+tracer's rate (``fn_rate``, their share of ``Workload.call_profile()``);
+the deepest is the maximum the kernel would have found.  While
+``ftrace_enabled`` is 0 no call reaches the ops.  Not shown: the
+tracer's ops in ``enabled_functions`` (its ``stack_trace_call`` is in no
+symbol table this kernel has to print).
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import zlib
+
+from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
+from ..fs.proc.base import CtlTable, parse_dointvec_minmax, register_sysctl
+from .ftrace import ALL_ENABLED
+from .ftrace_files import FtraceRegexOps
+from .ftrace_probes import PROBE_COMMANDS
+from .ftrace_records import ftrace_records
+from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .trace_parser import user_ulong
+
+THREAD_SIZE = 16384
+STACK_TRACE_ENTRIES = 500
+BOTTOM = 21 * 8 + 8       # pt_regs at the top of the stack, then the entry code's return address
+DRAWS_MAX = 1000          # calls measured per look at most
+SOFTIRQ_STACK = "__do_softirq"   # do_softirq_own_stack(): the rest runs on the irq stack
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+DISABLED = ("#\n"
+            "#  Stack tracer disabled\n"
+            "#\n"
+            "# To enable the stack tracer, either add 'stacktrace' to the\n"
+            "# kernel command line\n"
+            "# or 'echo 1 > /proc/sys/kernel/stack_tracer_enabled'\n"
+            "#\n")
+
+
+def frame_size(name: str) -> int:
+    """The bytes a call of ``name`` keeps on the stack while it calls on:
+    its return address, the registers it saves and its locals (from the
+    name, the same in every run)."""
+    h = zlib.crc32(name.encode())
+    saved = 1 + h % 6
+    u = (h >> 8 & 0xFFFF) / 65536.0
+    r = h >> 24
+    if u < 0.45:
+        slots = 0
+    elif u < 0.80:
+        slots = 1 + r % 8
+    elif u < 0.95:
+        slots = 8 + r % 24
+    else:
+        slots = 32 + r % 48
+    return 8 * (1 + saved + slots)
+
+
+class StackTracer:
+    """The stack tracer of a kernel: the sysctl's value, the maximum and
+    its stack, the filter (record indices)."""
+
+    __slots__ = ("kernel", "value", "registered", "max_size", "entries", "filter",
+                 "since", "rng", "_depths", "_depths_gen")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.value = 0               # stack_tracer_enabled, as proc_dointvec stored it
+        self.registered = False      # the ops is registered (!!value)
+        self.max_size = 0            # stack_trace_max_size (unsigned long)
+        self.entries: list[tuple[int, int]] = []     # (return address, depth) innermost first
+        self.filter: set[int] = set()
+        self.since = 0               # calls are measured up to this instant
+        self.rng = kernel.subsystem_rng("stack-tracer")
+        self._depths: dict = {}      # frame -> its entries, None when not measured
+        self._depths_gen = None
+
+    # --- the switch -------------------------------------------------------------
+    def show_enabled(self) -> str:
+        return "%d\n" % self.value
+
+    def store_enabled(self, text: str) -> None:
+        """``stack_trace_sysctl()``: any int is stored; a change of
+        ``!!value`` registers or unregisters the ops."""
+        value, _n = parse_dointvec_minmax(text.encode("latin-1"), INT_MIN, INT_MAX)
+        self.catch_up()
+        self.value = value
+        self.set_registered(bool(value))
+
+    def set_registered(self, on: bool) -> None:
+        if on and not self.registered:
+            self.since = self.kernel.sim_time
+        self.registered = on
+
+    def set_max_size(self, val: int) -> None:
+        """``stack_max_size_write()``: the maximum is set, the stack stays."""
+        self.catch_up()
+        self.max_size = val
+
+    # --- the filter (ftrace_regex_open() on the tracer's ops, no trace array) ----
+    def commands(self) -> set:
+        cmds = {"mod"} | set(PROBE_COMMANDS)
+        if not self.kernel.config.enabled("TRACER_SNAPSHOT"):
+            cmds.discard("snapshot")
+        return cmds
+
+    def process_regex(self, word: str, enable: bool = True) -> None:
+        """A word written to stack_trace_filter: a function glob (``!``
+        removes); every ``func:command`` needs a trace array, which this
+        ops has none of (ENODEV; EINVAL for a command that does not exist)."""
+        func, sep, rest = word.partition(":")
+        if sep:
+            command = rest.partition(":")[0]
+            raise KernelError(errno.ENODEV if command in self.commands() else errno.EINVAL)
+        recs, clear = ftrace_records(self.kernel).match(func, None)
+        if not recs:
+            raise KernelError(errno.EINVAL)
+        self.catch_up()
+        if clear:
+            self.filter.difference_update(recs)
+        else:
+            self.filter.update(recs)
+
+    def clear_functions(self, notrace: bool = False) -> None:
+        self.catch_up()
+        self.filter = set()
+
+    def filter_text(self, notrace: bool = False) -> str:
+        if not self.filter:
+            return ALL_ENABLED
+        recs = ftrace_records(self.kernel)
+        return "".join(recs.display(i) + "\n" for i in sorted(self.filter))
+
+    # --- time -------------------------------------------------------------------
+    def catch_up(self) -> None:
+        """Measure the calls made up to the kernel's present."""
+        t = self.kernel.sim_time
+        if not self.registered or t <= self.since:
+            self.since = max(self.since, t)
+            return
+        sysctl = self.kernel.ftrace_sysctl       # ftrace_enabled 0: no calls reach it
+        dt = t - self.since if sysctl is None else sysctl.enabled_ns(self.since, t)
+        self.since = t
+        wl = self.kernel.workload
+        if wl is None or dt <= 0:
+            return
+        targets = self._targets(wl)
+        if targets is not None and not targets:
+            return
+        calls = fn_rate(self.kernel) * self.kernel.nr_cpus * dt / 1e9 * self._share(wl, targets)
+        n = min(DRAWS_MAX, math.ceil(calls))
+        for fr in wl.calls_aside(self.rng, n, targets):
+            self.check_stack(wl, fr)
+
+    def _targets(self, wl):
+        """The graph's ids of the filtered functions (None: every one)."""
+        if not self.filter:
+            return None
+        recs = ftrace_records(self.kernel)
+        return wl.call_ids(recs.addrs[r] for r in self.filter)
+
+    def _share(self, wl, targets) -> float:
+        """The share of all traced calls that go to ``targets``."""
+        if targets is None:
+            return 1.0
+        counts, n = wl.call_profile(CALL_PROFILE_N)
+        return sum(sum(c.get(i, 0) + CALL_PRIOR for i in targets) for c in counts) / (n * len(counts))
+
+    def check_stack(self, wl, fr) -> None:
+        """``check_stack()`` at the call whose frame is ``fr``."""
+        entries = self._entries_of(wl, fr)
+        if entries is None or entries[0][1] <= self.max_size:
+            return
+        self.max_size = entries[0][1]
+        self.entries = entries
+
+    def _entries_of(self, wl, fr):
+        """(return address, depth) of the stack of ``fr``, innermost first;
+        None on an interrupt stack."""
+        gen = wl.frames.generation
+        if gen != self._depths_gen:
+            self._depths, self._depths_gen = {}, gen
+        got = self._depths.get(fr, False)
+        if got is not False:
+            return got
+        names = wl.wg.names
+        chain = []
+        f = fr
+        while f is not None:
+            if f.irq or names[f.fn] == SOFTIRQ_STACK:
+                chain = None
+                break
+            chain.append(f)
+            f = f.parent
+        got = None
+        if chain:
+            n = min(len(chain), len(fr.stack), STACK_TRACE_ENTRIES - 1)
+            depth = [0] * n
+            depth[n - 1] = BOTTOM
+            for i in range(n - 2, 0, -1):
+                depth[i] = depth[i + 1] + frame_size(names[chain[i].fn])
+            if n > 1:
+                depth[0] = depth[1] + 8       # traced at entry: only its return address
+            got = list(zip(fr.stack[:n], depth))
+        self._depths[fr] = got
+        return got
+
+    # --- the files --------------------------------------------------------------
+    def trace_text(self) -> str:
+        """``stack_trace``: the header, the disabled note, the entries."""
+        out = ["        Depth    Size   Location    (%d entries)\n"
+               "        -----    ----   --------\n" % len(self.entries)]
+        if not self.value and not self.max_size:
+            out.append(DISABLED)
+        ks = self.kernel.kallsyms
+        last = len(self.entries) - 1
+        for i, (addr, depth) in enumerate(self.entries):
+            size = depth if i == last else depth - self.entries[i + 1][1]
+            out.append("%3d) %8d   %5d   %s\n" % (i, depth, size, ks.sprint_symbol(addr)))
+        return "".join(out)
+
+    def max_size_text(self) -> str:
+        v = self.max_size
+        return "%d\n" % (v - (1 << 64) if v >> 63 else v)     # %ld of an unsigned long
+
+
+# --------------------------------------------------------------------- files
+class StackTraceOps(FileOperations):
+    """stack_trace (``stack_trace_fops``)."""
+
+    def show(self, f):
+        f.data.catch_up()
+        return f.data.trace_text()
+
+
+class StackMaxSizeOps(FileOperations):
+    """stack_max_size (``stack_max_size_fops``)."""
+
+    def show(self, f):
+        f.data.catch_up()
+        return f.data.max_size_text()
+
+    def write(self, f, data):
+        val = user_ulong(data[:66])       # kstrtoul_from_user() copies 66 bytes at most
+        f.data.kernel.run_until_now()
+        f.data.set_max_size(val)
+        return len(data)
+
+
+def register_params(kernel) -> None:
+    """``__setup("stacktrace", ...)``: the bare word enables it,
+    ``stacktrace_filter=`` also sets the filter."""
+    def stacktrace(val):
+        kernel.setup["stacktrace"] = True
+
+    def stacktrace_filter(val):
+        kernel.setup["stacktrace"] = True
+        kernel.setup["stacktrace_filter"] = val or ""
+
+    kernel.early_param("stacktrace", stacktrace)
+    kernel.early_param("stacktrace_filter", stacktrace_filter)
+
+
+def stack_trace_init(kernel) -> None:
+    """``stack_trace_init()``: the files, the sysctl, the boot settings."""
+    tracing = kernel.tracing
+    cfg = kernel.config
+    if tracing is None or not cfg.enabled("STACK_TRACER") or not cfg.enabled("FUNCTION_TRACER"):
+        return
+    st = kernel.stack_tracer = StackTracer(kernel)
+    d = tracing.root
+    kernel.tree.create_file("stack_max_size", TRACE_MODE_WRITE, d, st, StackMaxSizeOps())
+    kernel.tree.create_file("stack_trace", TRACE_MODE_READ, d, st, StackTraceOps())
+    if cfg.enabled("DYNAMIC_FTRACE"):
+        kernel.tree.create_file("stack_trace_filter", TRACE_MODE_WRITE, d, st, FtraceRegexOps(False))
+        for func in kernel.setup.get("stacktrace_filter", "").split(","):
+            try:                 # ftrace_set_early_filter(): errors are ignored
+                if func and ":" not in func:
+                    st.process_regex(func)
+            except KernelError:
+                pass
+    if kernel.setup.get("stacktrace"):
+        st.value = 1
+        st.set_registered(True)
+    register_sysctl(kernel, "kernel", [CtlTable("stack_tracer_enabled", 0o644,
+                                                st.show_enabled, st.store_enabled)])
+    kernel.add_machine_watcher(lambda: st.registered)
