@@ -19,6 +19,8 @@ The ops this kernel can have, as 6.12 registers them on x86-64:
 * the function profiler (``ftrace_profile_ops``, static, no function_graph
   here), on the top level's filter and notrace hashes
   (``ftrace_ops_set_global_filter()``), ``func`` = ``function_profile_call``;
+* the stack tracer's ``trace_ops`` (static) while ``stack_tracer_enabled``,
+  on its own hash (``stack_trace_filter``), ``func`` = ``stack_trace_call``;
 * ``kprobe_ftrace_ops`` (static, FTRACE_OPS_FL_SAVE_REGS), on the
   ``__fentry__`` site of every armed kprobe there, ``func`` =
   ``kprobe_ftrace_handler``.  ``kprobe_ipmodify_ops`` is only for probes
@@ -51,7 +53,8 @@ its trampoline, a DYNAMIC one frees it when unregistered.
 The state is updated (``ftrace_ops_update()``) where the model changes
 what is registered: filters, probes and pids (ftrace.py), the function
 tracer's init (trace_functions.py), the profiler switch, kprobe arming,
-the ``ftrace_enabled`` sysctl, and before each listing.
+the ``ftrace_enabled`` sysctl, the stack tracer's switch and filter, and
+before each listing.
 """
 
 from __future__ import annotations
@@ -61,9 +64,12 @@ from .ftrace_records import ftrace_records
 
 EXECMEM_STRIDE = 2 * MODULE_PAGE       # one page of trampoline + the vmalloc guard page
 # Functions of this kernel's config the bundled symbol table (from a build
-# without KPROBES_ON_FTRACE and FUNCTION_PROFILER) lacks: the size %pS
-# prints for them (kprobe_ftrace_handler: as a 6.x x86-64 build shows it).
-STAND_IN_SIZES = {"kprobe_ftrace_handler": 0x1d0, "function_profile_call": 0x1c0}
+# without KPROBES_ON_FTRACE, FUNCTION_PROFILER and STACK_TRACER) lacks: the
+# size %pS prints for them (kprobe_ftrace_handler, stack_trace_call: as
+# Debian's 6.12.117 amd64 System.map has them, from its -dbg package; the
+# distance to the next symbol).
+STAND_IN_SIZES = {"kprobe_ftrace_handler": 0x1d0, "function_profile_call": 0x1c0,
+                  "stack_trace_call": 0x330}
 TRACER_FUNCS = {(False, False): "function_trace_call",
                 (True, False): "function_stack_trace_call",
                 (False, True): "function_no_repeats_trace_call",
@@ -122,6 +128,10 @@ def registered_ops(kernel, profiler=None) -> list:
             notrace = fops.notrace
         out.append(RegisteredOps(("profile",), "function_profile_call", filt, notrace,
                                  version=fops.generation if fops is not None else 0))
+    st = kernel.stack_tracer
+    if st is not None and st.registered:
+        out.append(RegisteredOps(("stack",), "stack_trace_call", st.filter or None,
+                                 version=st.generation))
     kps = kernel.kprobes
     if kps is not None:
         recs = ftrace_records(kernel)

@@ -24,9 +24,9 @@ switch), the stretch since the last look is drawn as up to ``DRAWS_MAX``
 calls, as many as the functions the filter takes get at the function
 tracer's rate (``fn_rate``, their share of ``Workload.call_profile()``);
 the deepest is the maximum the kernel would have found.  While
-``ftrace_enabled`` is 0 no call reaches the ops.  Not shown: the
-tracer's ops in ``enabled_functions`` (its ``stack_trace_call`` is in no
-symbol table this kernel has to print).
+``ftrace_enabled`` is 0 no call reaches the ops.  The ops (static,
+``func`` = ``stack_trace_call``) is listed in ``enabled_functions`` with
+the others (ftrace_ops_list.py).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE
 from ..fs.proc.base import CtlTable, parse_dointvec_minmax, register_sysctl
 from .ftrace import ALL_ENABLED
 from .ftrace_files import FtraceRegexOps
+from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_probes import PROBE_COMMANDS
 from .ftrace_records import ftrace_records
 from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
@@ -83,7 +84,7 @@ class StackTracer:
     its stack, the filter (record indices)."""
 
     __slots__ = ("kernel", "value", "registered", "max_size", "entries", "filter",
-                 "since", "rng", "_depths", "_depths_gen")
+                 "generation", "since", "rng", "_depths", "_depths_gen")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -92,6 +93,7 @@ class StackTracer:
         self.max_size = 0            # stack_trace_max_size (unsigned long)
         self.entries: list[tuple[int, int]] = []     # (return address, depth) innermost first
         self.filter: set[int] = set()
+        self.generation = 0          # moves on with each change of the filter
         self.since = 0               # calls are measured up to this instant
         self.rng = kernel.subsystem_rng("stack-tracer")
         self._depths: dict = {}      # frame -> its entries, None when not measured
@@ -110,9 +112,14 @@ class StackTracer:
         self.set_registered(bool(value))
 
     def set_registered(self, on: bool) -> None:
-        if on and not self.registered:
+        """``register_ftrace_function()`` / ``unregister_ftrace_function()``
+        of the tracer's ops."""
+        if on == self.registered:
+            return
+        if on:
             self.since = self.kernel.sim_time
         self.registered = on
+        ftrace_ops_update(self.kernel)
 
     def set_max_size(self, val: int) -> None:
         """``stack_max_size_write()``: the maximum is set, the stack stays."""
@@ -142,11 +149,16 @@ class StackTracer:
             self.filter.difference_update(recs)
         else:
             self.filter.update(recs)
+        self._filter_changed()
 
     def clear_functions(self, notrace: bool = False) -> None:
         self.catch_up()
         self.filter = set()
+        self._filter_changed()
 
+    def _filter_changed(self) -> None:
+        self.generation += 1
+        ftrace_ops_update(self.kernel)     # the ops' hash changed
     def filter_text(self, notrace: bool = False) -> str:
         if not self.filter:
             return ALL_ENABLED

@@ -116,6 +116,23 @@ def test_profiler_follows_the_global_filter(fresh):
     assert rd(k, "enabled_functions") == ""
 
 
+def test_stack_tracer_ops_on_its_own_filter(fresh):
+    k = fresh
+    wr(k, "set_ftrace_filter", "vfs_read\n")         # the tracers' filter: not this ops'
+    wr(k, "stack_trace_filter", "schedule\n")
+    assert rd(k, "enabled_functions") == ""          # not registered yet
+    wr(k, "stack_tracer_enabled", "1\n", base="proc/sys/kernel/")
+    (line,) = lines(k)
+    name, count, regs, _addr, func = tramp_line(k, line)
+    assert (name, count, regs) == ("schedule", 1, "")
+    assert func == "stack_trace_call+0x0/0x330"      # Debian 6.12.117's size
+    wr(k, "stack_trace_filter", "kernel_clone\n", APPEND)
+    assert {tramp_line(k, ln)[0] for ln in lines(k)} == {"schedule", "kernel_clone"}
+    wr(k, "stack_tracer_enabled", "0\n", base="proc/sys/kernel/")
+    assert rd(k, "enabled_functions") == ""
+    assert {ln.split()[0] for ln in lines(k, "touched_functions")} == {"schedule", "kernel_clone"}
+
+
 def test_kprobe_on_function_entry(fresh):
     k = fresh
     wr(k, "kprobe_events", "p:entry vfs_read\n")
