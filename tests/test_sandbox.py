@@ -173,6 +173,30 @@ def test_trace_cmd_finds_the_fake():
     assert int(out[3]) > 10
 
 
+STACK = r"""
+trace-cmd stack --start; sleep 0.2
+cat /proc/sys/kernel/stack_tracer_enabled
+trace-cmd stack | head -1
+trace-cmd stack | grep -c '^ *[0-9]*) '
+trace-cmd stack --stop
+cat /proc/sys/kernel/stack_tracer_enabled
+"""
+
+
+@needs_ns
+@needs_tracefs_line
+@pytest.mark.skipif(not shutil.which("trace-cmd"), reason="trace-cmd is not installed "
+                    "(make install brings it)")
+def test_trace_cmd_stack_starts_reads_and_stops_the_stack_tracer():
+    """trace-cmd stack finds /proc/sys/kernel/stack_tracer_enabled (the
+    fake's, in COMMAND's /proc) and reads stack_trace."""
+    r = sandbox_run("-q", "--", "sh", "-c", STACK)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["1", "(stack tracer running)"], r.stdout
+    assert int(lines[2]) > 3 and lines[3:] == ["0"], r.stdout
+
+
 RECORD = r"""
 cd "$(mktemp -d)"
 trace-cmd record -q -e sched:sched_switch -T -O stackmap sleep 0.5 >/dev/null 2>&1; echo "rc=$?"
