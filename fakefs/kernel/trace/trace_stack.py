@@ -159,6 +159,7 @@ class StackTracer:
     def _filter_changed(self) -> None:
         self.generation += 1
         ftrace_ops_update(self.kernel)     # the ops' hash changed
+
     def filter_text(self, notrace: bool = False) -> str:
         if not self.filter:
             return ALL_ENABLED
