@@ -30,7 +30,9 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    although the host's procfs takes no new entries.  The daemon stays in
    the namespace with the host's /proc (it reads it);
 4. stops the daemon.  The namespace, and with it every mount, goes with
-   its last process; the outer stage removes the directory.
+   its last process; the outer stage removes the directory (killed, it
+   cannot: a child it left in the caller's namespace does, once the inner
+   stage has ended, ``_start_reaper()``).
 
 The exit status is COMMAND's (128+N when a signal N ended it); 125 when
 the sandbox could not be set up, 126/127 when COMMAND could not be run.
@@ -144,6 +146,7 @@ def run(args) -> int:
         sys.executable, "-m", "fakefs.sandbox", "--inner", str(cfg_file)]
     inner = None
     pending: list[int] = []
+    reaper, to_reaper = _start_reaper(tmp)
 
     def forward(signum, frame):
         if inner is None:
@@ -157,6 +160,7 @@ def run(args) -> int:
     try:
         sys.stdout.flush()
         inner = subprocess.Popen(cmd, env=child_env())
+        os.write(to_reaper, b"%d" % inner.pid)
         for s in pending:
             inner.send_signal(s)
         rc = inner.wait()
@@ -168,6 +172,43 @@ def run(args) -> int:
             inner.terminate()
             inner.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+        os.close(to_reaper)
+        os.waitpid(reaper, 0)
+
+
+def _start_reaper(tmp: Path) -> tuple[int, int]:
+    """A child of the outer stage, in the caller's namespace, that removes
+    ``tmp`` should the outer stage be killed (SIGKILL runs no ``finally``):
+    it reads the inner stage's pid from a pipe, and at the pipe's end (the
+    outer stage closed it or is gone) waits for the inner stage to end,
+    which its PDEATHSIG sees to.  Returns (its pid, the pipe's write end)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(r)
+        return pid, w
+    try:
+        os.close(w)
+        for s in STOP_SIGNALS:             # a Ctrl-C is the outer stage's to handle
+            signal.signal(s, signal.SIG_IGN)
+        data = os.read(r, 64)              # the inner stage's pid (one write), or the end
+        while os.read(r, 64):              # until the outer stage closes it or is gone
+            pass
+        deadline = time.monotonic() + GRACE_S + READY_TIMEOUT
+        while data and _alive(int(data)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie has ended)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 # --- the inner stage ------------------------------------------------------------

@@ -159,6 +159,31 @@ def test_a_stop_signal_ends_command_and_daemon(sig):
 
 
 @needs_ns
+def test_a_killed_sandbox_leaves_nothing():
+    """SIGKILL of `fakefs sandbox` runs no cleanup of its own: the inner
+    stage (PDEATHSIG) stops COMMAND and the daemon, and a child left in the
+    caller's namespace removes the temporary directory after it."""
+    before = host_mountinfo()
+    p = subprocess.Popen(FAKEFS + ["sandbox", "-q", "--", "sh", "-c",
+                                   'echo "$FAKEFS_ROOT"; exec sleep 60'],
+                         stdout=subprocess.PIPE, text=True, env=namespace.child_env())
+    try:
+        tmpdir = os.path.dirname(p.stdout.readline().strip())
+        assert os.path.isdir(tmpdir) and processes_naming(tmpdir)
+        p.kill()
+        p.wait(timeout=30)
+        for _ in range(100):
+            if not os.path.exists(tmpdir):
+                break
+            time.sleep(0.1)
+        assert_nothing_left(tmpdir, before)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@needs_ns
 @needs_tracefs_line
 @pytest.mark.skipif(not shutil.which("trace-cmd"), reason="trace-cmd is not installed "
                     "(make install brings it)")
