@@ -191,6 +191,9 @@ def _start_reaper(tmp: Path) -> tuple[int, int]:
         os.close(w)
         for s in STOP_SIGNALS:             # a Ctrl-C is the outer stage's to handle
             signal.signal(s, signal.SIG_IGN)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):               # the caller's pipes end with the outer stage
+            os.dup2(null, fd)
         data = os.read(r, 64)              # the inner stage's pid (one write), or the end
         while os.read(r, 64):              # until the outer stage closes it or is gone
             pass

@@ -276,7 +276,7 @@ class StackMaxSizeOps(FileOperations):
         return f.data.max_size_text()
 
     def write(self, f, data):
-        val = user_ulong(data[:66])       # kstrtoul_from_user() copies 66 bytes at most
+        val = user_ulong(data)
         f.data.kernel.run_until_now()
         f.data.set_max_size(val)
         return len(data)
