@@ -200,6 +200,8 @@ class FakeFS(pyfuse3.Operations):
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
+        if driver is not None and not driver.frozen:
+            self.host.poke()
 
     async def observe(self, changes: bool = False) -> int:
         """Let the simulated kernel catch up with the instant of the request,
@@ -465,7 +467,7 @@ class FakeFS(pyfuse3.Operations):
         fh = self.next_fh
         self.next_fh += 1
         self.files[fh] = f
-        if flags & os.O_ACCMODE == os.O_RDONLY and not _flushes(n.fops):
+        if not _flushes(n.fops):
             noflush.mark(fh)            # its FLUSH would do nothing
         return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False,
                                 nonseekable=n.fops.nonseekable)

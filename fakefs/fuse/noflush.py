@@ -16,9 +16,10 @@ bit's position is read from the libfuse header pyfuse3 was built against
 vtable or pyfuse3's version is not the expected one nothing is patched and
 every close sends its FLUSH, as before.
 
-What gets marked is the adapter's choice: a read-only open of a file whose
-operations have no ``flush`` of their own, i.e. a FLUSH the adapter would
-answer without doing anything.
+What gets marked is the adapter's choice: an open (for reading or writing)
+of a file whose operations have no ``flush`` of their own, i.e. a FLUSH the
+adapter would answer without doing anything.  A write to such a file takes
+effect in its WRITE (or at open, for O_TRUNC), never at close.
 """
 
 from __future__ import annotations

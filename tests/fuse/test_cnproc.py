@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -234,3 +235,59 @@ def test_while_the_machine_stands_still_names_are_read_for_live_processes_only(m
     assert reads == [(7001, "comm")]
     assert [(g[0], g[2], g[3].get("filename")) for g in procs.got if g[0] == "exec"] == [
         ("exec", 7001, "cat"), ("exec", 7002, "")]
+
+
+def test_while_the_machine_stands_still_the_watch_naps_between_takes():
+    """Nobody sees the machine: after a take the thread lets the host's
+    reports wait NAP_S (each take holds the GIL from the requests); a poke
+    (something sees it now) ends the nap at once."""
+    a, b = socket.socketpair()
+    conn = FakeConn([])
+    conn.sock = a
+    still = [True]
+
+    class Procs(FakeProcs):
+        def standing_still(self):
+            return still[0]
+    w = HostWatch(conn, Procs(), FakeClock())
+    takes = []
+
+    def take():
+        takes.append(time.monotonic())
+        with contextlib.suppress(BlockingIOError):
+            a.recv(16)
+        return []
+    w._take = take
+    a.setblocking(False)
+    w.start()
+    try:
+        b.send(b"x")
+        _wait(lambda: takes)
+        _wait(lambda: w.napping)
+        b.send(b"y")                    # reported during the nap: taken after it
+        time.sleep(cnproc.NAP_S / 5)
+        assert len(takes) == 1
+        _wait(lambda: len(takes) == 2)
+        assert takes[1] - takes[0] >= cnproc.NAP_S * 0.9
+        _wait(lambda: w.napping)
+        still[0] = False                # seen: a poke ends the nap, no more naps
+        t0 = time.monotonic()
+        w.poke()
+        _wait(lambda: not w.napping)
+        assert time.monotonic() - t0 < cnproc.NAP_S / 2
+        b.send(b"z")
+        _wait(lambda: len(takes) == 3)
+        assert not w.napping
+    finally:
+        w.stop()
+        w.thread.join(2)
+        a.close()
+        b.close()
+    assert not w.thread.is_alive()
+
+
+def _wait(cond, timeout=2.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline
+        time.sleep(0.002)

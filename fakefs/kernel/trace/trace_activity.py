@@ -589,5 +589,11 @@ def register_trace_activity(kernel) -> None:
 
 
 def machine_seen_by_tracing(tracing) -> bool:
-    """What the machine does matters to some trace array."""
-    return any(tr.sees_machine() for tr in tracing.arrays())
+    """What the machine does matters to some trace array.  (Asked several
+    times a request: a plain loop, not a generator over ``arrays()``.)"""
+    if tracing.global_trace.sees_machine():
+        return True
+    for tr in tracing.instances.values():
+        if tr.sees_machine():
+            return True
+    return False

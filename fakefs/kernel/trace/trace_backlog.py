@@ -140,8 +140,12 @@ class TraceBacklog:
         self.counter_at: dict[int, int] = {}
 
     def gap_threshold(self) -> int:
-        if any(recording(tr) for tr in self.kernel.tracing.arrays()):
+        tracing = self.kernel.tracing
+        if recording(tracing.global_trace):
             return TRACED_GAP_NS
+        for tr in tracing.instances.values():     # a plain loop: asked every request
+            if recording(tr):
+                return TRACED_GAP_NS
         return 1 << 62
 
     def gap_begins(self, gap) -> None:
