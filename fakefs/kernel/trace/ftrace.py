@@ -71,6 +71,8 @@ class FtraceOps:
         active = (self.filtering() or self.notrace or self.pids is not None
                   or self.no_pids is not None or self.probes)
         tr.ftrace_ops = self if active else None
+        if self.probes:
+            tr.engage()
         ftrace_ops_update(self.kernel)     # the hashes of its ops changed
 
     def count_changed(self) -> None:

@@ -265,6 +265,13 @@ class TraceArray:
     def find_cmdline(self, pid: int) -> str:
         return self.tracing.savedcmd.find(pid)
 
+    def engage(self) -> None:
+        """It may see the machine from now on (see ``Tracing.engaged``):
+        called where an event is enabled, a trigger made, a tracer set, a
+        probe registered or a fork-following flag set."""
+        if not self.is_top:
+            self.tracing.engaged.add(self)
+
     def find_tgid(self, pid: int) -> int:
         return self.tracing.tgids.find(pid)
 
@@ -276,6 +283,8 @@ class TraceArray:
             self.tracing.set_printk_dest(self, on)
             return
         self.flags[name] = on
+        if on and name in ("event-fork", "function-fork"):
+            self.engage()
         if name == "record-tgid":
             tgids = self.tracing.tgids
             tgids.alloc()
@@ -293,6 +302,7 @@ class TraceArray:
             return
         self.current.reset(self)
         self.current = t
+        self.engage()
         self.reset_buffer()          # tracer_init() -> tracing_reset_online_cpus()
         t.init(self)
 
@@ -349,6 +359,7 @@ class TraceArray:
             if soft:
                 self.soft_disabled.add(ev)
             self.enabled_events.add(ev)
+            self.engage()
             self.tracing.tgids.event_enabled(self.tgid_recorded, ev, self.flags.get("record-tgid", False))
             self.tracing.tracepoint_use(ev, 1)
 
@@ -477,6 +488,11 @@ class Tracing:
         self.printk_trace = self.global_trace      # where trace_printk() writes
         self.tracing_thresh = 0                   # ns (trace_latency_files)
         self.instances: dict[str, TraceArray] = {}
+        # the instances that ever had an event, a trigger, a tracer, a probe
+        # or a fork-following flag (``TraceArray.engage``): the others
+        # neither see the machine nor record what it does, and the checks
+        # asked at every request (``machine_seen``, ``gap_threshold``) skip them
+        self.engaged: set[TraceArray] = set()
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
         self.event_systems: dict[str, int] = {}    # system -> its number of events
@@ -576,6 +592,7 @@ class Tracing:
         if self.printk_trace is tr:
             self.update_printk_trace(self.global_trace)
         del self.instances[name]
+        self.engaged.discard(tr)
         self.kernel.tree.remove(tr.dir)
 
 

@@ -593,7 +593,7 @@ def machine_seen_by_tracing(tracing) -> bool:
     times a request: a plain loop, not a generator over ``arrays()``.)"""
     if tracing.global_trace.sees_machine():
         return True
-    for tr in tracing.instances.values():
+    for tr in tracing.engaged:                 # the others cannot
         if tr.sees_machine():
             return True
     return False

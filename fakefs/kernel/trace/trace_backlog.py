@@ -143,7 +143,7 @@ class TraceBacklog:
         tracing = self.kernel.tracing
         if recording(tracing.global_trace):
             return TRACED_GAP_NS
-        for tr in tracing.instances.values():     # a plain loop: asked every request
+        for tr in tracing.engaged:        # asked every request; the others record nothing
             if recording(tr):
                 return TRACED_GAP_NS
         return 1 << 62

@@ -186,6 +186,7 @@ def triggers_of(tr, ev) -> EventTriggers:
     trig = tr.event_triggers.get(ev)
     if trig is None:
         trig = tr.event_triggers[ev] = EventTriggers()
+        tr.engage()
     return trig
 
 

@@ -127,3 +127,79 @@ def test_the_events_with_rates_follow_every_change_of_the_arrays_sets():
     assert ta._events_of([tr], [tr]) == [ev]         # a probe or trigger may enable it
     tr.event_enable_disable(ev, True, False)         # a plain enable: recorded
     assert ta._events_of([tr], []) == [ev]
+
+
+def test_only_engaged_instances_are_asked_and_the_answer_is_the_full_walks():
+    """machine_seen_by_tracing() and the backlog's gap_threshold() ask the
+    top array and ``Tracing.engaged`` only: after every setting of every
+    kind, in instances made and removed on the way, the answers are those
+    of the walk over every array."""
+    import random
+
+    from fakefs.kernel.fs.pseudo import KernelError
+    from fakefs.kernel.trace.trace_backlog import TRACED_GAP_NS, recording
+
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    backlog = k.trace_activity.backlog
+    settings = [("events/sched/sched_switch/enable", "1"), ("events/sched/sched_switch/enable", "0"),
+                ("events/enable", "1"), ("events/enable", "0"),
+                ("options/event-fork", "1"), ("options/event-fork", "0"),
+                ("options/function-fork", "1"), ("options/function-fork", "0"),
+                ("current_tracer", "function"), ("current_tracer", "nop"),
+                ("set_ftrace_filter", "schedule:traceoff"), ("set_ftrace_filter", "!schedule:traceoff"),
+                ("events/sched/sched_wakeup/trigger", "traceoff"),
+                ("events/sched/sched_wakeup/trigger", "!traceoff"),
+                ("tracing_on", "0"), ("tracing_on", "1")]
+    rng = random.Random(7)
+    names = []
+    for step in range(300):
+        r = rng.random()
+        if r < 0.1 or not names:
+            names.append(f"i{step}")
+            k.tracing.instance_mkdir(names[-1])
+        elif r < 0.15:
+            k.tracing.instance_rmdir(names.pop(rng.randrange(len(names))))
+        else:
+            path, value = rng.choice(settings)
+            where = rng.choice(names + [None])
+            full = path if where is None else f"instances/{where}/{path}"
+            flags = os.O_WRONLY | (os.O_APPEND if "filter" in path or "trigger" in path
+                                   else os.O_TRUNC)
+            try:
+                wr(k, full, value + "\n", flags)
+            except KernelError:
+                pass                    # e.g. removing a probe that is not there
+        arrays = list(k.tracing.arrays())
+        assert machine_seen_by_tracing(k.tracing) is any(tr.sees_machine() for tr in arrays)
+        want = TRACED_GAP_NS if any(recording(tr) for tr in arrays) else 1 << 62
+        assert backlog.gap_threshold() == want
+        assert k.tracing.engaged <= set(arrays)
+
+
+def test_each_setting_that_sees_the_machine_engages_a_fresh_instance():
+    from fakefs.kernel.trace.trace_backlog import TRACED_GAP_NS
+
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    backlog = k.trace_activity.backlog
+    append = os.O_WRONLY | os.O_APPEND
+    for n, (path, value, flags, records) in enumerate([
+            ("events/sched/sched_switch/enable", "1", os.O_WRONLY | os.O_TRUNC, True),
+            ("options/event-fork", "1", os.O_WRONLY | os.O_TRUNC, False),
+            ("options/function-fork", "1", os.O_WRONLY | os.O_TRUNC, False),
+            ("current_tracer", "function", os.O_WRONLY | os.O_TRUNC, True),
+            ("set_ftrace_filter", "schedule:traceoff", append, False),
+            # a trigger enables its event in soft mode: it records
+            ("events/sched/sched_wakeup/trigger", "traceoff", append, True)]):
+        k.tracing.instance_mkdir(f"i{n}")
+        assert not machine_seen_by_tracing(k.tracing)
+        wr(k, f"instances/i{n}/{path}", value + "\n", flags)
+        assert machine_seen_by_tracing(k.tracing), path
+        assert (backlog.gap_threshold() == TRACED_GAP_NS) is records, path
+        k.tracing.instance_rmdir(f"i{n}") if "filter" not in path and "trigger" not in path else \
+            _undo(k, f"instances/i{n}/{path}", value)
+        assert not machine_seen_by_tracing(k.tracing), path
+
+
+def _undo(k, path, value):
+    wr(k, path, "!" + value + "\n", os.O_WRONLY | os.O_APPEND)
+    k.tracing.instance_rmdir(path.split("/")[1])
