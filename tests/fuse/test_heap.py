@@ -1,3 +1,6 @@
+import time
+import weakref
+
 from fakefs import sim
 from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.kernel.fs.pseudo import kernel_write
@@ -142,6 +145,48 @@ def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(mon
                 keeper.request_ends()
                 await trio.sleep(5 * heap_mod.IDLE_S)
                 assert keeper.full_collections == 1 and not keeper.unfrozen
+                nursery.cancel_scope.cancel()
+
+        trio.run(main)
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*old)
+
+
+def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s(monkeypatch):
+    """Requests one after the other, never IDLE_S apart: the garbage cycles
+    frozen meanwhile (removed instances) are collected once BUSY_GC_S went
+    by, between requests."""
+    import gc
+    import trio
+    from fakefs.fuse import heap as heap_mod
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    keeper = HeapKeeper(k)
+    old = gc.get_threshold()
+    monkeypatch.setattr(heap_mod, "BUSY_GC_S", 0.3)
+    try:
+        keeper.take_over_collector()
+
+        async def main():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(keeper.packer)
+                await trio.sleep(0.01)
+                k.tracing.instance_mkdir("gone")
+                tr = weakref.ref(k.tracing.instances["gone"])
+                keeper.request_begins()
+                keeper.request_ends()                    # frozen with what the mkdir made
+                k.tracing.instance_rmdir("gone")
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < 0.2:       # busy: no collection yet
+                    keeper.request_begins()
+                    await trio.sleep(heap_mod.IDLE_S / 5)
+                    keeper.request_ends()
+                assert keeper.busy() and keeper.full_collections == 0 and tr() is not None
+                while time.monotonic() - t0 < 0.6:
+                    keeper.request_begins()
+                    await trio.sleep(heap_mod.IDLE_S / 5)
+                    keeper.request_ends()
+                assert keeper.full_collections >= 1 and tr() is None
                 nursery.cancel_scope.cancel()
 
         trio.run(main)
