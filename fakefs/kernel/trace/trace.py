@@ -27,63 +27,11 @@ from .trace_clock import TRACE_CLOCKS, TraceClocks
 from .trace_events_hist import HistRegistry
 from .trace_events_trigger import clear_event_triggers
 from .trace_nop import NopTracer
+from .trace_flags import CORE_FLAGS, ZEROED_FLAGS, core_flag_names
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
 # the call site charged for ring-buffer pages (file, function, allocator)
 RB_PAGES_SITE = ("kernel/trace/ring_buffer.c", "__rb_allocate_pages", "alloc_pages_node")
-
-# Core flags in the order of the kernel's trace_options[] (6.12), with the
-# stackmap series' flag after "stacktrace".  (name, default on, top-level only)
-CORE_FLAGS: list[tuple[str, bool, bool]] = [
-    ("print-parent", True, False),
-    ("sym-offset", False, False),
-    ("sym-addr", False, False),
-    ("verbose", False, False),
-    ("raw", False, False),
-    ("hex", False, False),
-    ("bin", False, False),
-    ("block", False, False),
-    ("fields", False, False),
-    ("trace_printk", True, True),
-    ("annotate", True, False),
-    ("userstacktrace", False, False),
-    ("sym-userobj", False, False),
-    ("printk-msg-only", False, True),
-    ("context-info", True, False),
-    ("latency-format", False, False),
-    ("record-cmd", True, True),
-    ("record-tgid", False, False),
-    ("overwrite", True, False),
-    ("disable_on_free", False, False),
-    ("irq-info", True, False),
-    ("markers", True, False),
-    ("event-fork", False, False),
-    ("trace_printk_dest", True, False),
-    ("pause-on-trace", False, False),
-    ("hash-ptr", True, False),
-    ("function-trace", True, False),
-    ("function-fork", False, False),
-    ("stacktrace", False, False),
-    ("stackmap", False, True),
-]
-# options/ files only the top-level array has (TOP_LEVEL_TRACE_FLAGS)
-TOP_LEVEL_FLAGS = frozenset(name for name, _d, top in CORE_FLAGS if top)
-# default zero in instances (ZEROED_TRACE_FLAGS)
-ZEROED_FLAGS = {"event-fork", "function-fork", "trace_printk_dest", "stackmap"}
-
-
-def core_flag_names(config) -> list[str]:
-    names = []
-    for name, _d, _top in CORE_FLAGS:
-        if name in ("function-trace", "function-fork") and not config.enabled("FUNCTION_TRACER"):
-            continue
-        if name == "stacktrace" and not config.enabled("STACKTRACE"):
-            continue
-        if name == "stackmap" and not config.enabled("FTRACE_STACKMAP"):
-            continue
-        names.append(name)
-    return names
-
 
 TRACING_LOG_ERRS_MAX = 8
 TRACING_LOG_LOC_MAX = 128

@@ -15,7 +15,8 @@ from .readme import readme_text
 from . import trace_entries as te
 from .trace_events import event_trace_add_tracer, set_events
 from .trace_events_pid import event_pid_files
-from .trace import TOP_LEVEL_FLAGS, InstancesDir
+from .trace import InstancesDir
+from .trace_flags import TOP_LEVEL_FLAGS
 from .trace_parser import EVENT_BUF_SIZE, get_user_word, user_ulong
 from .trace_printk import PrintkFormatsOps
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
