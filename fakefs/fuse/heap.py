@@ -25,19 +25,25 @@ collection walks every object the model holds (frames, caches, tables:
 ~90-200 ms with everything traced), and with the default thresholds one
 came every few seconds of a catch-up, a pause of every request under way.
 The model makes no reference cycles (``tests/kernel/test_frames.py``), so
-what a request leaves is frozen when no request is under way
-(``gc.freeze()``: the collector no longer walks it; refcounts still free
-it), the young generation is collected every GC_THRESHOLD[0] surviving
-allocations, and a full collection (of cycles that other code may have
-made) runs at most every FULL_GC_S, while the mount is idle.
+what a stretch of requests leaves (from one with none under way to the
+next) is frozen when it ends, if it left FREEZE_MIN tracked objects or
+more, or a collection came meanwhile (``gc.freeze()``: the collector no
+longer walks it; refcounts still free it); the young generation is
+collected every GC_THRESHOLD[0] surviving allocations, and a full
+collection (of cycles that other code may have made) runs at most every
+FULL_GC_S, while the mount is idle.
 
-A removed instance is such a cycle (its files point at their directory and
-their array, its tracers at the array: ~22 KB each, frozen with the rest
-when the mkdir was answered).  Under requests that never pause for
-IDLE_S (50 shells making and removing instances: ~160 a second) nothing
-would collect them and the daemon grew ~37 MB every 10 s; so a full
-collection also runs between requests once BUSY_GC_S went by without one
-(~30-40 ms with nothing traced, once in BUSY_GC_S).
+Small leftovers are not frozen: a removed instance is a reference cycle
+(its files point at their directory and their array, its tracers at the
+array: ~20 KB, ~100 tracked objects), and frozen at the end of its mkdir
+nothing but a full collection would free it.  Under 50 shells making and
+removing ~200 instances a second the mount is never idle for IDLE_S and
+the daemon grew ~37 MB every 10 s; unfrozen, the young collections free
+them (the daemon then grew ~3.5 MB every 10 s: instances live when a
+stretch with a collection in it was frozen).  What is frozen all the same
+(a catch-up's stretch) is collected between requests once BUSY_GC_S went
+by with no idle moment: a pause of every request under way (~100-250 ms
+under that load), so rarer than FULL_GC_S, for ~40 MB held meanwhile.
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ IDLE_S = 0.05
 PACK_SLICE = 16
 GC_THRESHOLD = (50_000, 10, 10)
 FULL_GC_S = 60.0
-BUSY_GC_S = 20.0
+BUSY_GC_S = 120.0
+FREEZE_MIN = 1000
 
 
 def _malloc_trim():
@@ -92,7 +99,8 @@ class HeapKeeper:
     keeps the cycle collector off what requests leave (the daemon's)."""
 
     __slots__ = ("kernel", "blocked", "seen", "trim_due", "trims", "last_request", "inflight",
-                 "wakeup", "_trim", "collector", "unfrozen", "full_gc_at", "full_collections")
+                 "wakeup", "_trim", "collector", "unfrozen", "full_gc_at", "full_collections",
+                 "stretch_counts", "freezes")
 
     def __init__(self, kernel, blocked=lambda: 0):
         self.kernel = kernel
@@ -108,6 +116,8 @@ class HeapKeeper:
         self.unfrozen = False    # requests ran since the last full collection
         self.full_gc_at = 0.0    # time.monotonic() of the last full collection
         self.full_collections = 0
+        self.stretch_counts = (0, 0, 0)   # gc.get_count() when the stretch of requests began
+        self.freezes = 0
 
     def take_over_collector(self) -> None:
         """The daemon's policy for the cycle collector (see the module)."""
@@ -119,6 +129,8 @@ class HeapKeeper:
 
     def request_begins(self) -> None:
         self.last_request = time.monotonic()
+        if self.inflight <= self.blocked():
+            self.stretch_counts = gc.get_count()
         self.inflight += 1
         if self.wakeup is not None:
             self.wakeup.set()
@@ -141,8 +153,12 @@ class HeapKeeper:
     def request_ends(self) -> None:
         self.inflight -= 1
         if self.collector and self.inflight <= self.blocked():
-            gc.freeze()
-            self.unfrozen = True
+            young, gen1, gen2 = gc.get_count()
+            was = self.stretch_counts
+            if young - was[0] >= FREEZE_MIN or (gen1, gen2) != was[1:]:
+                gc.freeze()
+                self.unfrozen = True
+                self.freezes += 1
 
     def collect_if_due(self, busy: bool = False) -> None:
         """A full collection, if requests ran and FULL_GC_S went by since

@@ -153,10 +153,44 @@ def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(mon
         gc.set_threshold(*old)
 
 
+def test_a_stretch_of_requests_that_leaves_little_is_not_frozen():
+    """An instance's mkdir leaves ~100 tracked objects: not frozen, so once
+    removed the collector frees the cycle it is without a full collection
+    (frozen, only gc.unfreeze() + a full collection would)."""
+    import gc
+    from fakefs.fuse import heap as heap_mod
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    keeper = HeapKeeper(k)
+    old = gc.get_threshold()
+    try:
+        keeper.take_over_collector()
+        gc.disable()                     # no collection within the stretches
+        keeper.request_begins()
+        k.tracing.instance_mkdir("gone")
+        tr = weakref.ref(k.tracing.instances["gone"])
+        keeper.request_ends()
+        assert keeper.freezes == 0
+        keeper.request_begins()
+        k.tracing.instance_rmdir("gone")
+        keeper.request_ends()
+        assert tr() is not None          # a cycle: refcounts do not free it
+        gc.collect()
+        assert tr() is None
+        keeper.request_begins()
+        junk = [[] for _ in range(heap_mod.FREEZE_MIN)]   # a catch-up's leftovers
+        keeper.request_ends()
+        assert keeper.freezes == 1 and keeper.unfrozen
+        del junk
+    finally:
+        gc.enable()
+        gc.unfreeze()
+        gc.set_threshold(*old)
+
+
 def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s(monkeypatch):
-    """Requests one after the other, never IDLE_S apart: the garbage cycles
-    frozen meanwhile (removed instances) are collected once BUSY_GC_S went
-    by, between requests."""
+    """Requests one after the other, never IDLE_S apart: what was frozen
+    meanwhile (a stretch that left much, and an instance removed since) is
+    collected once BUSY_GC_S went by, between requests."""
     import gc
     import trio
     from fakefs.fuse import heap as heap_mod
@@ -171,16 +205,20 @@ def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(keeper.packer)
                 await trio.sleep(0.01)
+                keeper.request_begins()
                 k.tracing.instance_mkdir("gone")
                 tr = weakref.ref(k.tracing.instances["gone"])
-                keeper.request_begins()
-                keeper.request_ends()                    # frozen with what the mkdir made
+                junk = [[] for _ in range(heap_mod.FREEZE_MIN)]
+                keeper.request_ends()                    # frozen with the junk
+                assert keeper.freezes == 1
+                del junk
                 k.tracing.instance_rmdir("gone")
                 t0 = time.monotonic()
-                while time.monotonic() - t0 < 0.2:       # busy: no collection yet
+                while time.monotonic() - t0 < 0.2:       # busy: no full collection yet
                     keeper.request_begins()
                     await trio.sleep(heap_mod.IDLE_S / 5)
                     keeper.request_ends()
+                gc.collect()                             # frozen: not freed by this
                 assert keeper.busy() and keeper.full_collections == 0 and tr() is not None
                 while time.monotonic() - t0 < 0.6:
                     keeper.request_begins()
