@@ -1,7 +1,12 @@
+import gc
 import time
 import weakref
 
+import pytest
+import trio
+
 from fakefs import sim
+from fakefs.fuse import heap as heap_mod
 from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.kernel.fs.pseudo import kernel_write
 from fakefs.kernel.time import ManualClock
@@ -35,8 +40,6 @@ def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
 def test_the_trim_waits_for_an_idle_moment():
     """Not in the request that gave pages back (an rmdir would hold the
     lock of instances/ for it), but when the mount is idle, as packing."""
-    import trio
-    from fakefs.fuse import heap as heap_mod
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     keeper = HeapKeeper(k)
     k.tracing.instance_mkdir("a")
@@ -83,9 +86,6 @@ def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():
 
 
 def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers():
-    import time
-    import trio
-    from fakefs.fuse import heap as heap_mod
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     kernel_write(k.tree, T + "current_tracer", b"function")
     k.clock.advance(3_000_000_000)
@@ -114,120 +114,111 @@ def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers():
     assert time.monotonic() - t0 < 5
 
 
-def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(monkeypatch):
-    import gc
-    import trio
-    from fakefs.fuse import heap as heap_mod
+@pytest.fixture
+def collector():
+    """A kernel and a keeper whose collector policy is on; the
+    interpreter's collector put back after."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     keeper = HeapKeeper(k)
     old = gc.get_threshold()
-    monkeypatch.setattr(heap_mod, "FULL_GC_S", 0.2)
+    keeper.take_over_collector()
     try:
-        keeper.take_over_collector()
-        assert gc.get_threshold() == heap_mod.GC_THRESHOLD
-        keeper.request_begins()
-        junk = [[] for _ in range(1000)]                 # what a request leaves
-        frozen = gc.get_freeze_count()
-        keeper.request_ends()
-        assert gc.get_freeze_count() >= frozen + 1000 and keeper.unfrozen
-        del junk
-
-        async def main():
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(keeper.packer)
-                await trio.sleep(0.01)
-                keeper.request_begins()
-                keeper.request_ends()
-                await trio.sleep(5 * heap_mod.IDLE_S)        # idle, but FULL_GC_S not over
-                assert keeper.full_collections == 0
-                await trio.sleep(heap_mod.FULL_GC_S)
-                keeper.request_begins()                      # wakes the packer
-                keeper.request_ends()
-                await trio.sleep(5 * heap_mod.IDLE_S)
-                assert keeper.full_collections == 1 and not keeper.unfrozen
-                nursery.cancel_scope.cancel()
-
-        trio.run(main)
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*old)
-
-
-def test_a_stretch_of_requests_that_leaves_little_is_not_frozen():
-    """An instance's mkdir leaves ~100 tracked objects: not frozen, so once
-    removed the collector frees the cycle it is without a full collection
-    (frozen, only gc.unfreeze() + a full collection would)."""
-    import gc
-    from fakefs.fuse import heap as heap_mod
-    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    keeper = HeapKeeper(k)
-    old = gc.get_threshold()
-    try:
-        keeper.take_over_collector()
-        gc.disable()                     # no collection within the stretches
-        keeper.request_begins()
-        k.tracing.instance_mkdir("gone")
-        tr = weakref.ref(k.tracing.instances["gone"])
-        keeper.request_ends()
-        assert keeper.freezes == 0
-        keeper.request_begins()
-        k.tracing.instance_rmdir("gone")
-        keeper.request_ends()
-        assert tr() is not None          # a cycle: refcounts do not free it
-        gc.collect()
-        assert tr() is None
-        keeper.request_begins()
-        junk = [[] for _ in range(heap_mod.FREEZE_MIN)]   # a catch-up's leftovers
-        keeper.request_ends()
-        assert keeper.freezes == 1 and keeper.unfrozen
-        del junk
+        yield k, keeper
     finally:
         gc.enable()
         gc.unfreeze()
         gc.set_threshold(*old)
 
 
-def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s(monkeypatch):
-    """Requests one after the other, never IDLE_S apart: what was frozen
-    meanwhile (a stretch that left much, and an instance removed since) is
-    collected once BUSY_GC_S went by, between requests."""
-    import gc
-    import trio
-    from fakefs.fuse import heap as heap_mod
-    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    keeper = HeapKeeper(k)
-    old = gc.get_threshold()
+def _requests(keeper, seconds):
+    """Requests one after the other, never IDLE_S apart."""
+    async def run():
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            keeper.request_begins()
+            await trio.sleep(heap_mod.IDLE_S / 5)
+            keeper.request_ends()
+    return run
+
+
+def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(monkeypatch,
+                                                                            collector):
+    _k, keeper = collector
+    monkeypatch.setattr(heap_mod, "FULL_GC_S", 0.2)
+    assert gc.get_threshold() == heap_mod.GC_THRESHOLD
+    keeper.request_begins()
+    junk = [[] for _ in range(heap_mod.FREEZE_MIN)]     # what a request leaves
+    frozen = gc.get_freeze_count()
+    keeper.request_ends()
+    assert gc.get_freeze_count() >= frozen + heap_mod.FREEZE_MIN and keeper.unfrozen
+    del junk
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(keeper.packer)
+            await trio.sleep(0.01)
+            keeper.request_begins()
+            keeper.request_ends()
+            await trio.sleep(5 * heap_mod.IDLE_S)        # idle, but FULL_GC_S not over
+            assert keeper.full_collections == 0
+            await trio.sleep(heap_mod.FULL_GC_S)
+            keeper.request_begins()                      # wakes the packer
+            keeper.request_ends()
+            await trio.sleep(5 * heap_mod.IDLE_S)
+            assert keeper.full_collections == 1 and not keeper.unfrozen
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
+def test_a_stretch_of_requests_that_leaves_little_is_not_frozen(collector):
+    """An instance's mkdir leaves ~100 tracked objects: not frozen, so once
+    removed the collector frees the cycle it is without a full collection
+    (frozen, only gc.unfreeze() + a full collection would)."""
+    k, keeper = collector
+    gc.disable()                         # no collection within the stretches
+    keeper.request_begins()
+    k.tracing.instance_mkdir("gone")
+    tr = weakref.ref(k.tracing.instances["gone"])
+    keeper.request_ends()
+    assert keeper.freezes == 0
+    keeper.request_begins()
+    k.tracing.instance_rmdir("gone")
+    keeper.request_ends()
+    assert tr() is not None              # a cycle: refcounts do not free it
+    gc.collect()
+    assert tr() is None
+    keeper.request_begins()
+    junk = [[] for _ in range(heap_mod.FREEZE_MIN)]     # a catch-up's leftovers
+    keeper.request_ends()
+    assert keeper.freezes == 1 and keeper.unfrozen
+    del junk
+
+
+def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s(monkeypatch,
+                                                                               collector):
+    """What was frozen meanwhile (a stretch that left much, and an instance
+    removed since) is collected once BUSY_GC_S went by, between requests."""
+    k, keeper = collector
     monkeypatch.setattr(heap_mod, "BUSY_GC_S", 0.3)
-    try:
-        keeper.take_over_collector()
 
-        async def main():
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(keeper.packer)
-                await trio.sleep(0.01)
-                keeper.request_begins()
-                k.tracing.instance_mkdir("gone")
-                tr = weakref.ref(k.tracing.instances["gone"])
-                junk = [[] for _ in range(heap_mod.FREEZE_MIN)]
-                keeper.request_ends()                    # frozen with the junk
-                assert keeper.freezes == 1
-                del junk
-                k.tracing.instance_rmdir("gone")
-                t0 = time.monotonic()
-                while time.monotonic() - t0 < 0.2:       # busy: no full collection yet
-                    keeper.request_begins()
-                    await trio.sleep(heap_mod.IDLE_S / 5)
-                    keeper.request_ends()
-                gc.collect()                             # frozen: not freed by this
-                assert keeper.busy() and keeper.full_collections == 0 and tr() is not None
-                while time.monotonic() - t0 < 0.6:
-                    keeper.request_begins()
-                    await trio.sleep(heap_mod.IDLE_S / 5)
-                    keeper.request_ends()
-                assert keeper.full_collections >= 1 and tr() is None
-                nursery.cancel_scope.cancel()
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(keeper.packer)
+            await trio.sleep(0.01)
+            keeper.request_begins()
+            k.tracing.instance_mkdir("gone")
+            tr = weakref.ref(k.tracing.instances["gone"])
+            junk = [[] for _ in range(heap_mod.FREEZE_MIN)]
+            keeper.request_ends()                    # frozen with the junk
+            assert keeper.freezes == 1
+            del junk
+            k.tracing.instance_rmdir("gone")
+            await _requests(keeper, 0.2)()           # busy: no full collection yet
+            gc.collect()                             # frozen: not freed by this
+            assert keeper.busy() and keeper.full_collections == 0 and tr() is not None
+            await _requests(keeper, 0.4)()
+            assert keeper.full_collections >= 1 and tr() is None
+            nursery.cancel_scope.cancel()
 
-        trio.run(main)
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*old)
+    trio.run(main)
