@@ -128,6 +128,8 @@ def test_the_host_reports_a_fork_and_exec():
     conn = open_proc_connector()
     assert conn is not None
     try:
+        # the whole RCVBUF whatever net.core.rmem_max says (the kernel doubles it)
+        assert conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) >= 2 * cnproc.RCVBUF
         p = subprocess.Popen(["true"])
         p.wait()
         deadline = time.monotonic() + 2
