@@ -188,10 +188,7 @@ class Kernel:
         self._machine_watchers.append(fn)
 
     def machine_seen(self) -> bool:
-        for fn in self._machine_watchers:
-            if fn():
-                return True
-        return False
+        return any(fn() for fn in self._machine_watchers)
 
     def add_gap_watcher(self, w) -> None:
         """``w`` says what of an unobserved stretch can be seen (see above)."""
@@ -334,12 +331,7 @@ class Kernel:
     def gap_threshold(self) -> int:
         """How long an unobserved stretch must be to be caught up as a gap:
         GAP_NS, or less if a watcher asks (costly tracing)."""
-        least = GAP_NS
-        for w in self._gap_watchers:
-            t = w.gap_threshold()
-            if t < least:
-                least = t
-        return least
+        return min([GAP_NS] + [w.gap_threshold() for w in self._gap_watchers])
 
     def _full_from(self, gap: Gap) -> int:
         """Where the full simulation of the gap must go on from."""

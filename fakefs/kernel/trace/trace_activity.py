@@ -589,11 +589,6 @@ def register_trace_activity(kernel) -> None:
 
 
 def machine_seen_by_tracing(tracing) -> bool:
-    """What the machine does matters to some trace array.  (Asked several
-    times a request: a plain loop, not a generator over ``arrays()``.)"""
-    if tracing.global_trace.sees_machine():
-        return True
-    for tr in tracing.engaged:                 # the others cannot
-        if tr.sees_machine():
-            return True
-    return False
+    """What the machine does matters to some trace array (only the top one
+    and the engaged instances can: ``Tracing.engaged``)."""
+    return tracing.global_trace.sees_machine() or any(tr.sees_machine() for tr in tracing.engaged)

@@ -140,12 +140,9 @@ class TraceBacklog:
         self.counter_at: dict[int, int] = {}
 
     def gap_threshold(self) -> int:
-        tracing = self.kernel.tracing
-        if recording(tracing.global_trace):
+        tracing = self.kernel.tracing          # the instances not engaged record nothing
+        if recording(tracing.global_trace) or any(recording(tr) for tr in tracing.engaged):
             return TRACED_GAP_NS
-        for tr in tracing.engaged:        # asked every request; the others record nothing
-            if recording(tr):
-                return TRACED_GAP_NS
         return 1 << 62
 
     def gap_begins(self, gap) -> None:
