@@ -35,15 +35,16 @@ FULL_GC_S, while the mount is idle.
 
 Small leftovers are not frozen: a removed instance is a reference cycle
 (its files point at their directory and their array, its tracers at the
-array: ~20 KB, ~100 tracked objects), and frozen at the end of its mkdir
+array: 85 tracked objects, ~20 KB), and frozen at the end of its mkdir
 nothing but a full collection would free it.  Under 50 shells making and
-removing ~200 instances a second the mount is never idle for IDLE_S and
+removing ~230 instances a second the mount is never idle for IDLE_S and
 the daemon grew ~37 MB every 10 s; unfrozen, the young collections free
-them (the daemon then grew ~3.5 MB every 10 s: instances live when a
-stretch with a collection in it was frozen).  What is frozen all the same
-(a catch-up's stretch) is collected between requests once BUSY_GC_S went
-by with no idle moment: a pause of every request under way (~100-250 ms
-under that load), so rarer than FULL_GC_S, for ~40 MB held meanwhile.
+them (it then grew ~3.5 MB every 10 s, presumably the instances alive
+when a stretch with a collection in it was frozen).  What is frozen all
+the same (a catch-up's stretch) is collected between requests once
+BUSY_GC_S went by with no idle moment: a pause of every request under way
+(with BUSY_GC_S at 20 s the slowest request of that load took 484 ms),
+so rarer than FULL_GC_S; at the rate above ~40 MB wait for it.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class HeapKeeper:
         self.wakeup: trio.Event | None = None
         self._trim = _malloc_trim()
         self.collector = False   # the cycle collector is ours (take_over_collector)
-        self.unfrozen = False    # requests ran since the last full collection
+        self.unfrozen = False    # something was frozen since the last full collection
         self.full_gc_at = 0.0    # time.monotonic() of the last full collection
         self.full_collections = 0
         self.stretch_counts = (0, 0, 0)   # gc.get_count() when the stretch of requests began
@@ -161,9 +162,9 @@ class HeapKeeper:
                 self.freezes += 1
 
     def collect_if_due(self, busy: bool = False) -> None:
-        """A full collection, if requests ran and FULL_GC_S went by since
-        the last (call it while idle), or BUSY_GC_S (between requests that
-        left no idle moment)."""
+        """A full collection, if something was frozen and FULL_GC_S went by
+        since the last (call it while idle), or BUSY_GC_S (between requests
+        that left no idle moment)."""
         wait = BUSY_GC_S if busy else FULL_GC_S
         if self.collector and self.unfrozen and time.monotonic() - self.full_gc_at >= wait:
             gc.unfreeze()

@@ -193,6 +193,10 @@ def test_a_stretch_of_requests_that_leaves_little_is_not_frozen(collector):
     keeper.request_ends()
     assert keeper.freezes == 1 and keeper.unfrozen
     del junk
+    keeper.request_begins()
+    gc.collect(0)                        # a collection came: how much is left is not known
+    keeper.request_ends()
+    assert keeper.freezes == 2
 
 
 def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s(monkeypatch,
