@@ -4,9 +4,7 @@ series' flag after "stacktrace"."""
 
 from __future__ import annotations
 
-
-# Core flags in the order of the kernel's trace_options[] (6.12), with the
-# stackmap series' flag after "stacktrace".  (name, default on, top-level only)
+# (name, default on, top-level only)
 CORE_FLAGS: list[tuple[str, bool, bool]] = [
     ("print-parent", True, False),
     ("sym-offset", False, False),
@@ -46,6 +44,7 @@ ZEROED_FLAGS = {"event-fork", "function-fork", "trace_printk_dest", "stackmap"}
 
 
 def core_flag_names(config) -> list[str]:
+    """The flags a kernel built with ``config`` has, in the table's order."""
     names = []
     for name, _d, _top in CORE_FLAGS:
         if name in ("function-trace", "function-fork") and not config.enabled("FUNCTION_TRACER"):

@@ -24,4 +24,3 @@ def test_the_flags_a_configuration_has_keep_the_kernels_order():
 def test_top_level_and_zeroed_flags():
     assert TOP_LEVEL_FLAGS == {"trace_printk", "printk-msg-only", "record-cmd", "stackmap"}
     assert ZEROED_FLAGS <= {name for name, _d, _top in CORE_FLAGS}
-    assert all(default for name, default, _top in CORE_FLAGS if name == "trace_printk_dest")
