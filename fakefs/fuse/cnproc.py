@@ -277,13 +277,13 @@ class HostWatch:
         while not self.stopping:
             try:
                 select.select([self.conn.sock, self.wake_r], [], [])
-                if self.stopping:
-                    return
-                self._on_report()
-                if self.procs.standing_still():
-                    self._nap()
             except (OSError, ValueError):
                 return
+            if self.stopping:
+                return
+            self._on_report()
+            if self.procs.standing_still():
+                self._nap()
 
     def _nap(self) -> None:
         """Nobody sees the machine: what the host reports meanwhile waits

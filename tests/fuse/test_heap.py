@@ -130,15 +130,13 @@ def collector():
         gc.set_threshold(*old)
 
 
-def _requests(keeper, seconds):
+async def _requests(keeper, seconds):
     """Requests one after the other, never IDLE_S apart."""
-    async def run():
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < seconds:
-            keeper.request_begins()
-            await trio.sleep(heap_mod.IDLE_S / 5)
-            keeper.request_ends()
-    return run
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        keeper.request_begins()
+        await trio.sleep(heap_mod.IDLE_S / 5)
+        keeper.request_ends()
 
 
 def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(monkeypatch,
@@ -218,10 +216,10 @@ def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s
             assert keeper.freezes == 1
             del junk
             k.tracing.instance_rmdir("gone")
-            await _requests(keeper, 0.2)()           # busy: no full collection yet
+            await _requests(keeper, 0.2)           # busy: no full collection yet
             gc.collect()                             # frozen: not freed by this
             assert keeper.busy() and keeper.full_collections == 0 and tr() is not None
-            await _requests(keeper, 0.4)()
+            await _requests(keeper, 0.4)
             assert keeper.full_collections >= 1 and tr() is None
             nursery.cancel_scope.cancel()
 
