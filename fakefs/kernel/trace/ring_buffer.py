@@ -27,6 +27,7 @@ from bisect import bisect_right
 from collections import deque
 from itertools import accumulate
 
+from ..lib.kstrtox import ULONG_MAX
 from .ring_buffer_bpage import LOOSE_PAGES, UNZIPPED_PAGES, BufferPage, snapshot_entries
 
 PAGE_SIZE = 4096
@@ -420,7 +421,10 @@ class RingBuffer:
         self.time_start = 0
 
     def pages_for(self, size_bytes: int) -> int:
-        return max(2, -(-size_bytes // self.subbuf_size))
+        """``DIV_ROUND_UP(size, rb_subbuf_capacity())``, at least 2: the sum
+        is an unsigned long, so a size within a sub-buffer of 2^64 wraps to
+        0 pages (buffer_size_kb 2^64-1 gets the minimum)."""
+        return max(2, ((size_bytes + self.subbuf_size - 1) & ULONG_MAX) // self.subbuf_size)
 
     def max_event_size(self) -> int:
         """``ring_buffer_max_event_size()`` (timestamps are deltas here)."""

@@ -366,7 +366,10 @@ def test_buffer_size_kb_answers_as_6_12_does():
              ("0", errno.EINVAL, "7"), ("-1", errno.EINVAL, "7"), (" 12", errno.EINVAL, "7"),
              ("12abc", errno.EINVAL, "7"), ("0x10", errno.EINVAL, "7"),
              ("12\n", None, "15"), ("4194304", None, "4194307"), ("10000000", errno.ENOMEM, "4194307"),
-             ("2000", None, "2000")]
+             ("2000", None, "2000"),
+             (str(2**64 - 1), None, "7"),               # << 10, + 4079 wraps: DIV_ROUND_UP gives 0 pages
+             ("2000", None, "2000"), (str(2**54 - 3), None, "7"),
+             ("2000", None, "2000"), (str(2**54 - 4), errno.ENOMEM, "2000")]
     for value, err, after in table:
         if err is None:
             wr(k, "buffer_size_kb", value)
