@@ -115,17 +115,9 @@ def cmd_umount(args) -> int:
     r = subprocess.run(["fusermount3", "-u"] + (["-z"] if args.lazy else []) + [mnt],
                        stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
-        err = r.stderr.strip()
-        if not os.path.exists(mnt):
-            print(f"fakefs umount: {args.mountpoint}: no such directory", file=sys.stderr)
-        elif "Invalid argument" in err or "not found in /etc/mtab" in err:
-            print(f"fakefs umount: {args.mountpoint}: nothing is mounted there", file=sys.stderr)
-        elif "busy" in err and not args.lazy:
-            print(f"fakefs umount: {args.mountpoint}: files are open on the mount; "
-                  f"fakefs umount -z {args.mountpoint} detaches it now and stops the daemon",
-                  file=sys.stderr)
-        else:
-            print("fakefs umount: " + err.removeprefix("fusermount3: "), file=sys.stderr)
+        from .fuse.mountpoint import umount_failure
+        print("fakefs umount: " + umount_failure(mnt, args.mountpoint, r.stderr.strip(),
+                                                  args.lazy), file=sys.stderr)
     return r.returncode
 
 

@@ -182,6 +182,57 @@ def prepare(path: str, log=None) -> None:
             f"Unmount it first: fakefs umount {path}   (or pick another directory)")
 
 
+def holders(path: str) -> list[int]:
+    """Processes with their working directory, root or an open file at or
+    under ``path`` (best effort: the ones this user may look at)."""
+    inside = path.rstrip("/") + "/"
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        links = [f"/proc/{name}/cwd", f"/proc/{name}/root"]
+        try:
+            links += [f"/proc/{name}/fd/{fd}" for fd in os.listdir(f"/proc/{name}/fd")]
+        except OSError:
+            pass
+        for link in links:
+            try:
+                target = os.readlink(link)
+            except OSError:
+                continue
+            if target == path or target.startswith(inside):
+                pids.append(int(name))
+                break
+    return pids
+
+
+def umount_failure(path: str, shown: str, error: str, lazy: bool) -> str:
+    """What went wrong when ``fusermount3 -u [-z] path`` failed with
+    ``error``, and what to run instead (``shown``: the path as given)."""
+    real = os.path.realpath(path)
+    if not mounts_at(real):
+        try:
+            os.lstat(real)
+        except OSError as e:
+            if e.errno in (errno.ENOTCONN, errno.ECONNABORTED):
+                mp, _ = enclosing_mount(real)
+                return (f"{shown} is inside a stale FUSE mount on {mp} (its daemon is gone), "
+                        f"not a mount point; detach that one with: fakefs umount -z {mp}")
+            return f"{shown}: no such directory"
+        return f"{shown}: nothing is mounted there"
+    if "busy" in error and not lazy:
+        pids = holders(real)
+        who = (f" (pid {', '.join(map(str, pids[:8]))}{' ...' if len(pids) > 8 else ''})"
+               if pids else "")
+        if connection_state(real) != "alive":
+            return (f"{shown} is a stale mount (its daemon is gone) that processes still "
+                    f"hold{who}: a working directory or open files inside; fakefs umount -z "
+                    f"{shown} detaches it now (it goes once they let go)")
+        return (f"{shown}: files are open on the mount{who}; fakefs umount -z {shown} "
+                f"detaches it now and stops the daemon")
+    return error.removeprefix("fusermount3: ")
+
+
 def fuse_device_problem(dev: str = FUSE_DEV) -> str | None:
     """Why this user cannot use FUSE, with the fix; None if it can."""
     if not os.path.exists(dev):

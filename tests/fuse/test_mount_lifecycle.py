@@ -134,6 +134,38 @@ def test_stale_mount_after_sigkill_is_recovered():
         assert f"fusermount3 -u -z {mnt}" in r.stderr, r.stderr
 
 
+def test_umount_of_a_stale_mount_still_held_says_so_and_suggests_z():
+    with scratch_dir() as mnt:
+        assert fakefs("mount", mnt).returncode == 0
+        holder = subprocess.Popen(["sleep", "60"], cwd=os.path.join(mnt, "sys/kernel/tracing"))
+        try:
+            r = fakefs("umount", mnt)                 # the daemon alive: files open
+            assert r.returncode != 0
+            assert "files are open" in r.stderr and str(holder.pid) in r.stderr, r.stderr
+            pid = mountlib.daemon_pid(mnt)
+            os.kill(pid, signal.SIGKILL)
+            while not mountlib.gone(pid):
+                time.sleep(0.02)
+            r = fakefs("umount", mnt)                 # stale, and still held
+            assert r.returncode != 0
+            assert "no such directory" not in r.stderr, r.stderr
+            assert "stale mount" in r.stderr and str(holder.pid) in r.stderr, r.stderr
+            assert f"fakefs umount -z {mnt}" in r.stderr, r.stderr
+            r = fakefs("umount", os.path.join(mnt, "proc"))    # a path inside it
+            assert r.returncode != 0
+            assert f"inside a stale FUSE mount on {mnt}" in r.stderr, r.stderr
+            assert f"fakefs umount -z {mnt}" in r.stderr, r.stderr
+            assert fakefs("umount", "-z", mnt).returncode == 0     # what it suggests works
+            assert not mountlib.is_mounted(mnt)
+        finally:
+            holder.kill()
+            holder.wait()
+        r = fakefs("umount", mnt)
+        assert r.returncode != 0 and "nothing is mounted there" in r.stderr, r.stderr
+        r = fakefs("umount", os.path.join(mnt, "missing"))
+        assert r.returncode != 0 and "no such directory" in r.stderr, r.stderr
+
+
 def test_second_mount_is_refused():
     with mountlib.mounted() as mnt:
         pid = mountlib.daemon_pid(mnt)
