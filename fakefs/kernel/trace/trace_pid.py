@@ -13,7 +13,7 @@ from ..fs.pseudo import KernelError
 from ..lib.kstrtox import kstrtoul
 
 PID_BUF_SIZE = 127           # one pid word (trace_pid_write())
-PID_MAX_LIMIT = 4 * 1024 * 1024
+MAX_PID = 1 << 30            # pid_list.h: what a list holds (not pid_max, not PID_MAX_LIMIT)
 
 
 def trace_pid_write(cur: frozenset | None, text: str) -> frozenset | None:
@@ -28,8 +28,8 @@ def trace_pid_write(cur: frozenset | None, text: str) -> frozenset | None:
             pid = kstrtoul(word, 0)
         except ValueError:
             raise KernelError(errno.EINVAL)
-        pid &= 0xffffffff
-        if pid >= PID_MAX_LIMIT:
+        pid &= 0xffffffff                # (pid_t)val, then unsigned in pid_split()
+        if pid >= MAX_PID:               # trace_pid_list_set() fails: the write returns -1
             raise KernelError(errno.EPERM)
         new.add(pid)
         n += 1

@@ -49,8 +49,11 @@ def test_write_appends_truncate_clears_and_bad_words_change_nothing():
     wr(k, "set_event_pid", "0x10", APPEND)
     assert rd(k, "set_event_pid") == "7\n12\n16\n"
     assert errno_of(wr, k, "set_event_pid", "3 abc", APPEND) == errno.EINVAL
-    assert errno_of(wr, k, "set_event_pid", "4194304", APPEND) == errno.EPERM
+    assert errno_of(wr, k, "set_event_pid", "1073741824", APPEND) == errno.EPERM    # MAX_PID, 2^30
     assert rd(k, "set_event_pid") == "7\n12\n16\n"
+    wr(k, "set_event_pid", "4194305 1073741823", APPEND)        # above PID_MAX_LIMIT: taken, as 6.12 does
+    assert rd(k, "set_event_pid") == "7\n12\n16\n4194305\n1073741823\n"
+    wr(k, "set_event_pid", "7 12 16")
     wr(k, "set_event_pid", "\n")
     assert rd(k, "set_event_pid") == ""
     wr(k, "set_event_notrace_pid", "5")
