@@ -40,6 +40,7 @@ import trio
 
 from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
                                 WouldBlock, run_ahead)
+from ..kernel.fs.namei import NAME_MAX, lookup_name
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
 from .heap import HeapKeeper
@@ -313,6 +314,7 @@ class FakeFS(pyfuse3.Operations):
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
+        lookup_name(parent, name)                 # ENAMETOOLONG where the filesystem says so
         name = os.fsdecode(name)
         if name == ".":
             return self.attrs(parent)
@@ -359,7 +361,7 @@ class FakeFS(pyfuse3.Operations):
     async def statfs(self, ctx):
         s = pyfuse3.StatvfsData()
         s.f_bsize = s.f_frsize = 4096
-        s.f_namemax = 255
+        s.f_namemax = NAME_MAX
         return s
 
     # --- directories -----------------------------------------------------

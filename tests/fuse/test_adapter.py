@@ -88,6 +88,19 @@ async def test_lookup_and_attrs(fs):
     assert e.value.errno == errno.ENOENT
 
 
+async def test_a_name_longer_than_name_max_is_enametoolong_where_the_kernel_says_so(fs):
+    """The root (ext4 on a Debian system) refuses a 256-byte name at lookup,
+    procfs only does not find it (namei.py)."""
+    fs.tree.create_dir("proc", fs.tree.root)
+    proc = (await lookup(fs, "proc")).st_ino
+    for parent, name, err in ((pyfuse3.ROOT_INODE, "x" * 256, errno.ENAMETOOLONG),
+                              (pyfuse3.ROOT_INODE, "x" * 255, errno.ENOENT),
+                              (proc, "x" * 1500, errno.ENOENT)):
+        with pytest.raises(pyfuse3.FUSEError) as e:
+            await fs.lookup(parent, name.encode(), Ctx())
+        assert e.value.errno == err, (parent, len(name))
+
+
 async def test_direct_io_and_unexpected_exception_is_eio(fs):
     ino = (await lookup(fs, "buggy")).st_ino
     fi = await fs.open(ino, os.O_RDONLY, Ctx())

@@ -118,6 +118,27 @@ def test_instances_mkdir_rmdir_no_stale_entries(tracing):
     assert e.value.errno in (errno.EPERM, errno.EACCES)
 
 
+def test_names_longer_than_name_max_as_the_kernel_answers(mnt, tracing):
+    """tracefs (simple_lookup) refuses 256-1,500 bytes: no instance is made;
+    eventfs and procfs do not find them (as the host's tracefs and /proc)."""
+    for n in (256, 1000, 1500):
+        with pytest.raises(OSError) as e:
+            os.mkdir(os.path.join(tracing, "instances", "i" * n))
+        assert e.value.errno == errno.ENAMETOOLONG, n
+        with pytest.raises(OSError) as e:
+            os.stat(os.path.join(tracing, "i" * n))
+        assert e.value.errno == errno.ENAMETOOLONG, n
+    assert os.listdir(os.path.join(tracing, "instances")) == []
+    for d in (os.path.join(tracing, "events"), os.path.join(mnt, "proc")):
+        with pytest.raises(OSError) as e:
+            os.stat(os.path.join(d, "i" * 256))
+        assert e.value.errno == errno.ENOENT, d
+    inst = os.path.join(tracing, "instances", "i" * 255)
+    os.mkdir(inst)
+    os.rmdir(inst)
+    assert os.statvfs(tracing).f_namemax == 255
+
+
 def test_trace_pipe_nonblock_and_poll(tracing):
     sh("echo 0 > tracing_on; echo > trace; echo 1 > tracing_on", tracing, check=True)
     fd = os.open(os.path.join(tracing, "trace_pipe"), os.O_RDONLY | os.O_NONBLOCK)
