@@ -28,6 +28,30 @@ def sh_blocks(doc: str) -> list[str]:
         return re.findall(r"```sh\n(.*?)```", fh.read(), re.S)
 
 
+def shown_heads(doc: str) -> list[tuple[str, list[str]]]:
+    """(FILE, the lines shown) for each ``sh`` block that ends with ``head -N
+    FILE`` and is followed by a ``text`` block: what the doc says FILE begins
+    with.  The doc says the counts at the ends of the lines vary."""
+    with open(os.path.join(REPO, doc)) as fh:
+        text = fh.read()
+    found = []
+    for m in re.finditer(r"```sh\n(?:.*\n)?head -(\d+) (\S+)\n```\n+```text\n(.*?)```", text,
+                         re.S):
+        lines = m.group(3).splitlines()
+        assert len(lines) == int(m.group(1)), (doc, m.group(0))
+        found.append((m.group(2), lines))
+    return found
+
+
+def without_counts(line: str) -> str:
+    assert re.search(r" \d+$", line), line
+    return re.sub(r" \d+$", " N", line)
+
+
+def test_pictures_shows_what_the_folded_stacks_begin_with():
+    assert [f for f, _ in shown_heads("docs/pictures.md")] == ["stacks.folded"]
+
+
 def test_the_docs_have_blocks_to_run():
     for doc in DOCS:
         blocks = sh_blocks(doc)
@@ -63,4 +87,8 @@ def test_the_shell_blocks_of_a_doc_run_as_written(doc, tmp_path):
             with open(os.path.join(REPO, rel)) as a, open(tmp_path / rel) as b:
                 assert a.read() == b.read(), rel
         assert made or copies, "the doc's commands did nothing to check"
+        for name, shown in shown_heads(doc):
+            head = (tmp_path / name).read_text().splitlines()[:len(shown)]
+            assert [without_counts(ln) for ln in head] == [without_counts(ln) for ln in shown], (
+                "%s shows %s beginning with %r; the commands now give %r" % (doc, name, shown, head))
         assert not is_mounted(mnt)
