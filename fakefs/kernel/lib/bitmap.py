@@ -11,16 +11,21 @@ HEX = "0123456789abcdefABCDEF"
 
 
 def _end_of_region(c: str) -> bool:
-    return c.isspace() or c == ","
+    """``__end_of_region()``: the kernel's isspace() (ctype.SPACE) or a comma."""
+    return c in SPACE or c == ","
 
 
 def bitmap_parse(text: str, nbits: int) -> int:
-    """The mask of comma-separated 32-bit hex chunks (``ff,ffffffff``), read
-    from the right up to a newline; raises OSError(EINVAL) for a character
-    that is not hex, OSError(EOVERFLOW) for a chunk over 8 digits, more
-    chunks than ``nbits`` needs, or a bit at ``nbits`` or above."""
-    end = text.find("\n")
-    end = (len(text) if end < 0 else end) - 1
+    """``bitmap_parse()`` of a user string (``bitmap_parse_user()``: the
+    string ends at its first newline or NUL): the mask of comma-separated
+    32-bit hex chunks (``ff,ffffffff``), read from the right.  Raises
+    OSError(EINVAL) for a character that is not hex, OSError(EOVERFLOW) for
+    a chunk of more than 8 digits, more chunks than ``nbits`` needs, or a
+    bit at ``nbits`` or above.  After 8 digits the kernel reads one more
+    character and drops it when it is not a hex digit (``x00000001`` is
+    1)."""
+    cut = [i for i in (text.find("\n"), text.find("\0")) if i >= 0]
+    end = (min(cut) if cut else len(text)) - 1
     left = (nbits + 31) // 32          # chunks the mask has room for
     mask = 0
     chunk = 0
@@ -42,7 +47,8 @@ def bitmap_parse(text: str, nbits: int) -> int:
             if end < 0 or _end_of_region(text[end]):
                 break
         else:
-            if end >= 0 and text[end] in HEX:
+            end -= 1                   # bitmap_get_x32_reverse() reads a ninth
+            if text[end + 1] in HEX:
                 raise OSError(errno.EOVERFLOW, "bitmap_parse")
         mask |= val << (32 * chunk)
         chunk += 1

@@ -10,6 +10,7 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from ..lib.bitmap import bitmap_parse, bitmap_string
+from ..mm.slub import KMALLOC_MAX_SIZE
 from ..lib.kstrtox import ULONG_MAX
 from .readme import readme_text
 from . import trace_entries as te
@@ -239,6 +240,8 @@ class CpumaskOps(ArrayFileOps):
 
     def write(self, f, data):
         tr = f.data
+        if not data or len(data) > KMALLOC_MAX_SIZE:       # tracing_cpumask_write()
+            raise KernelError(errno.EINVAL)
         try:
             mask = bitmap_parse(_text(data), tr.kernel.nr_cpus)
         except OSError as e:

@@ -182,3 +182,39 @@ def test_the_enable_shortcut_equals_what_enabling_does(k):
                 tr.set_event_enabled(ev, False)
                 assert state()[1:] == (False, False, 0)
     assert len(seen) >= 8
+
+
+# Written to tracing_cpumask of an instance of the host's tracefs (2 CPUs,
+# mounted in a private namespace), each after "3": the errno (None: taken)
+# and what the file reads back; the kernel's bitmap_parse_user() of each.
+CPUMASK_ON_THE_HOST = [
+    (b"3", None, "3"), (b"x00000001", None, "1"), (b"x00000003", None, "3"),
+    (b"1x00000001", errno.EOVERFLOW, "3"), (b"000000001", errno.EOVERFLOW, "3"),
+    (b"00000001", None, "1"), (b"1\x002", None, "1"), (b"\x00", None, "0"), (b"3\x00zz", None, "3"),
+    (b"\x1c1", errno.EINVAL, "3"), (b"1\x1c", errno.EINVAL, "3"), (b"\xa01", None, "1"),
+    (b"1\xa0", None, "1"), (b"\x851", errno.EINVAL, "3"), (b" ,, 1 ,, ", None, "1"),
+    (b"1,", None, "1"), (b",1", None, "1"), (b"0,1", errno.EOVERFLOW, "3"), (b"1\n2", None, "1"),
+    (b"\n1", None, "0"), (b"1 2", errno.EOVERFLOW, "3"), (b"ff", errno.EOVERFLOW, "3"),
+    (b"+1", errno.EINVAL, "3"), (b"0x1", errno.EINVAL, "3"), (b"1\t", None, "1"),
+    (b"\v\f\r1", None, "1"), (b"", errno.EINVAL, "3"), (b"1" * 9, errno.EOVERFLOW, "3"),
+    (b"g", errno.EINVAL, "3"), (b"  ", None, "0")]
+
+
+def test_tracing_cpumask_parses_as_the_kernel_does():
+    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k.tracing.instance_mkdir("m")
+    path = "instances/m/tracing_cpumask"
+    for data, err, after in CPUMASK_ON_THE_HOST:
+        f = File(node(k, path), os.O_WRONLY | os.O_TRUNC)
+        if err is None:
+            assert f.node.fops.write(f, data) == len(data), data
+        else:
+            with pytest.raises(KernelError) as e:
+                f.node.fops.write(f, data)
+            assert e.value.errno == err, data
+        assert rd(k, path) == after + "\n", data
+        wr(k, path, "3")
+    f = File(node(k, path), os.O_WRONLY)
+    with pytest.raises(KernelError) as e:                  # more than kmalloc() gives: EINVAL
+        f.node.fops.write(f, b" " * (4 << 20) + b" ")
+    assert e.value.errno == errno.EINVAL
