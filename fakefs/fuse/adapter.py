@@ -40,9 +40,10 @@ import trio
 
 from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
                                 WouldBlock, run_ahead)
-from ..kernel.fs.namei import NAME_MAX, lookup_name
+from ..kernel.fs.namei import lookup_name
 from ..kernel.fs.vfs import vfs_call, vfs_probed
 from . import noflush
+from .fsinfo import FsInfo
 from .heap import HeapKeeper
 from .pacing import STEP_WALL_S, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
@@ -132,7 +133,7 @@ class _Held:
 _NOW = contextlib.nullcontext()       # at(None): the clock is not held
 
 
-class FakeFS(pyfuse3.Operations):
+class FakeFS(FsInfo, pyfuse3.Operations):
     supports_dot_lookup = True
     enable_writeback_cache = False
     enable_acl = False
@@ -356,13 +357,6 @@ class FakeFS(pyfuse3.Operations):
     @handler
     async def forget(self, inode_list):
         return None
-
-    @handler
-    async def statfs(self, ctx):
-        s = pyfuse3.StatvfsData()
-        s.f_bsize = s.f_frsize = 4096
-        s.f_namemax = NAME_MAX
-        return s
 
     # --- directories -----------------------------------------------------
     @handler
