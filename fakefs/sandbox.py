@@ -57,6 +57,7 @@ from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
                         NamespaceError, bind, bind_served, child_env, detach_tracefs_mounts,
                         fuse_problem, in_private_mount_ns, mount_ns, mounts, stop, umount,
                         use_userns, userns_problem, wait_ready)
+from .sandbox_seal import PERF_NOTE, seal
 
 DEBUG_DIR = "/sys/kernel/debug"
 # the simulated kernel's, at the host's path (when the fake serves them)
@@ -383,6 +384,8 @@ class Inner:
             % (" " + rel[0] if rel else "", ", ".join(self.placed), self.root))
         for n in self.notes:
             log("note: " + n)
+        if shutil.which("perf"):
+            log("note: " + PERF_NOTE)
 
     def run_command(self) -> int:
         env = dict(os.environ, FAKEFS_ROOT=str(self.root))
@@ -455,7 +458,11 @@ def _die_with_parent() -> None:
 def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
     """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
     the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
-    Should /proc stay the host's, COMMAND runs with a note saying so."""
+    Should /proc stay the host's, COMMAND runs with a note saying so.  The
+    host's sysctls are read-only to COMMAND (a write gets EROFS, as in a
+    container): nothing changes outside, the host's tracing settings the
+    fake lacks (tracepoint_printk, traceoff_on_warning...) included.  Then
+    the seal (fakefs/sandbox_seal.py)."""
     err = bind("/proc", hostproc, recursive=True)
     if err is None:
         err = bind(os.path.join(root, "proc"), "/proc")
@@ -464,6 +471,16 @@ def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
     if err is not None:
         log("note: /proc stays the host's (%s): /proc/profile and the simulated kernel's "
             "other /proc files are in $FAKEFS_ROOT/proc" % err)
+    host_sys = os.path.join(hostproc if err is None else "/proc", "sys")
+    err = bind(host_sys, host_sys)
+    if err is None:
+        r = subprocess.run(["mount", "-o", "remount,bind,ro", host_sys],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        err = (r.stdout.strip() or "status %d" % r.returncode) if r.returncode else None
+    if err is not None:
+        log("note: the host's sysctls stay writable here (%s)" % err)
+    for note in seal():
+        log("note: " + note)
     try:
         os.execvp(command[0], command)
     except FileNotFoundError:

@@ -111,9 +111,11 @@ def test_the_fakes_files_at_the_real_paths_and_nothing_left():
     later = [ln.split() for ln in out if ln.startswith("later ")][0]
     assert later[1] == later[2], later
     assert "host-meminfo" in out
-    # the one thing it may have to say: why trace-cmd will not find the fake
+    # what it may have to say: why trace-cmd will not find the fake, why perf counts nothing
     notes = [ln for ln in r.stderr.splitlines() if "note:" in ln]
-    assert notes == ([] if _NO_LINE is None else ["fakefs sandbox: note: " + _NO_LINE]), r.stderr
+    expected = ([] if _NO_LINE is None else [_NO_LINE]) + \
+        ([sandbox.PERF_NOTE] if shutil.which("perf") else [])
+    assert notes == ["fakefs sandbox: note: " + n for n in expected], r.stderr
     # the host's ftrace_enabled was not written
     if host_ftrace_enabled is not None:
         assert open("/proc/sys/kernel/ftrace_enabled").read() == host_ftrace_enabled
@@ -259,6 +261,106 @@ def test_trace_cmd_records_and_reports_events_stack_ids_and_functions():
     assert rest[0] == "1", r.stdout
     assert rest[1] == "extract=0" and int(rest[2]) > 10, r.stdout
     assert rest[3].strip() == "All disabled", r.stdout
+
+
+SEALED = r"""
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+T = b"/sys/kernel/tracing"
+MS_BIND, MS_REMOUNT, MNT_DETACH = 4096, 32, 2
+
+def call(f, *a):
+    return "ok" if f(*a) == 0 else errno.errorcode[ctypes.get_errno()]
+
+def run(*argv):
+    return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+
+def fake():     # only the simulated kernel has the stackmap series' option
+    return os.path.exists("/sys/kernel/tracing/options/stackmap") and \
+        [ln.split()[2] for ln in open("/proc/self/mounts") if ln.split()[1] == T.decode()][-1]
+
+print("umount", call(libc.umount2, T, 0), call(libc.umount2, T, MNT_DETACH))
+print("mount", call(libc.mount, b"nodev", T, b"tracefs", 0, None),
+      call(libc.mount, b"nodev", b"/sys/kernel/debug", b"debugfs", 0, None))
+print("bind", call(libc.mount, b"/etc/hostname", T + b"/tracing_on", None, MS_BIND, None),
+      call(libc.mount, None, T, None, MS_REMOUNT | MS_BIND, None))
+print("tools", run("umount", T), run("mount", "-t", "tracefs", "nodev", T),
+      run("mount", "--bind", "/etc/hostname", "/sys/kernel/tracing/tracing_on"))
+# libtracefs's "tracefs/debugfs mounting": every tracefs unmounted, a fresh one
+gone = []
+while True:
+    lines = [ln.split()[1] for ln in open("/proc/self/mounts") if ln.split()[2] == "tracefs"]
+    if not lines or call(libc.umount2, lines[0].encode(), 0) != "ok":
+        break
+    gone.append(lines[0])
+print("libtracefs", gone, call(libc.mount, b"nodev", T, b"tracefs", 0, None))
+# locked under a user namespace of COMMAND's own, too
+print("nested", run("unshare", "-Urm", "umount", T),
+      run("unshare", "-Urm", "mount", "-t", "tracefs", "nodev", T))
+print("fake", fake())
+# the host's: its processes' mount trees (pid 1, the daemon), its sysctls
+daemon = subprocess.run(["pgrep", "-f", "mount -f .*" + os.environ["FAKEFS_ROOT"]],
+                        stdout=subprocess.PIPE, text=True).stdout.split()
+for pid in ["1"] + daemon[:1]:
+    try:
+        os.listdir("/proc/%s/root/sys/kernel" % pid)
+        print("root", pid, "ok")
+    except OSError as e:
+        print("root", pid, errno.errorcode[e.errno])
+try:
+    open("/proc/sys/kernel/traceoff_on_warning", "w").write(
+        open("/proc/sys/kernel/traceoff_on_warning").read())
+    print("sysctl ok")
+except OSError as e:
+    print("sysctl", errno.errorcode[e.errno])
+"""
+
+
+@needs_ns
+def test_a_root_command_cannot_unmount_mount_or_bind_over_the_fake():
+    """COMMAND (root in the sandbox) gets EPERM, as an unprivileged caller
+    does, from umount, mount and mount --bind (CAP_SYS_ADMIN dropped), its
+    mounts are locked (a user namespace of its own), the host's processes'
+    mount trees are out of its reach and the host's sysctls read-only: the
+    libtracefs suite's mounting case leaves the fake in place."""
+    r = sandbox_run("-q", "--", sys.executable, "-c", SEALED)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[:4] == ["umount EPERM EPERM", "mount EPERM EPERM", "bind EPERM EPERM",
+                       "tools 32 32 32"], r.stdout + r.stderr
+    assert out[4] == "libtracefs [] EPERM", r.stdout
+    assert out[5].split()[0] == "nested" and "0" not in out[5].split()[1:], r.stdout
+    assert out[6] == "fake fuse.fakefs", r.stdout
+    assert out[7] == "root 1 EACCES" and re.fullmatch(r"root \d+ EACCES", out[8]), r.stdout
+    assert out[9] == "sysctl EROFS", r.stdout
+
+
+PERF = r"""
+cd "$(mktemp -d)"
+perf stat -e sched:sched_switch -- sleep 0.2 2>stat.txt; echo "stat=$?"; sed 's/^/S /' stat.txt
+perf record -e sched:sched_switch -- sleep 0.1; echo "record=$?"
+perf list tracepoint 2>/dev/null | grep -c 'sched:sched_switch'
+"""
+
+
+@needs_ns
+@needs_tracefs_line
+@pytest.mark.skipif(not shutil.which("perf"), reason="perf is not installed (Debian: "
+                    "linux-perf)")
+def test_perf_counts_no_host_events():
+    """perf reads the fake's tracepoint ids and would open them on the host
+    kernel (other events there): perf_event_open fails with ENOSYS, perf
+    stat shows <not supported> instead of a count, perf record fails, and
+    the sandbox says why, once."""
+    r = sandbox_run("--", "sh", "-c", PERF, errors="replace")
+    lines = r.stdout.splitlines()
+    stat = [ln[2:] for ln in lines if ln.startswith("S ") and "sched:sched_switch" in ln]
+    assert len(stat) == 1 and re.fullmatch(r"\s*<not supported>\s+sched:sched_switch\s*",
+                                            stat[0]), r.stdout
+    assert "stat=0" in lines and "record=0" not in lines, r.stdout
+    assert "38 (Function not implemented)" in r.stderr, r.stderr
+    assert lines[-1] == "1", r.stdout                   # perf list reads the fake
+    assert r.stderr.count(sandbox.PERF_NOTE) == 1, r.stderr
 
 
 # --- without running it ------------------------------------------------------------------

@@ -1,0 +1,240 @@
+"""The seal of ``fakefs sandbox``'s COMMAND: what keeps it on the simulated
+kernel, applied in COMMAND's process right before it is executed
+(``sandbox.cover_proc``), after the fake's files are bound in its mount
+namespace.
+
+* **A user namespace of its own** (``enter_userns()``), with the ids of the
+  one it comes from mapped to themselves (root stays uid 0, files keep
+  their owners), and a mount namespace owned by it: every mount COMMAND
+  inherits, the fake's included, is locked to it (a mount or umount that
+  would uncover what is below fails), and the kernel gives it no privilege
+  over the processes outside (``/proc/PID/root`` of the host's processes,
+  the daemon's, ``ptrace``) nor any that a tracefs or debugfs mount needs.
+* **No CAP_SYS_ADMIN** (``drop_capabilities()``): dropped from the
+  bounding, permitted, effective and inheritable sets, so a root COMMAND
+  and whatever it executes get EPERM from ``mount``, ``umount`` and
+  ``mount --bind``, as an unprivileged caller does.  (Without the user
+  namespace CAP_SYS_PTRACE goes too: a process with more capabilities than
+  the caller's is then out of its reach.)
+* **perf_event_open refused** (``refuse_perf_event_open()``): a seccomp
+  filter makes it fail with ENOSYS.  perf reads a tracepoint's id from the
+  simulated kernel's ``events/*/*/id`` and would open it on the host
+  kernel, where the id names another event (a host count, silently wrong);
+  a seccomp filter cannot read the attr that says which kind of event is
+  asked for, so none is opened.  The filter costs COMMAND's other system
+  calls a few instructions; nothing outside COMMAND has it.
+
+Each step says what it could not do; the sandbox runs COMMAND anyway and
+shows the notes (an unsealed sandbox is said so, never silent).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+CAP_SYS_PTRACE = 19
+CAP_SYS_ADMIN = 21
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+PERF_REFUSED_ERRNO = errno.ENOSYS
+# (audit arch, perf_event_open's numbers) of the ABIs a process of this
+# machine can use: x86-64's x32 numbers carry bit 30, i386's are its own
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_AUDIT_ARCH_I386 = 0x40000003
+_AUDIT_ARCH_AARCH64 = 0xC00000B7
+_AUDIT_ARCH_ARM = 0x40000028
+PERF_EVENT_OPEN_NR = {
+    "x86_64": ((_AUDIT_ARCH_X86_64, (298, 0x40000000 | 298)), (_AUDIT_ARCH_I386, (336,))),
+    "aarch64": ((_AUDIT_ARCH_AARCH64, (241,)), (_AUDIT_ARCH_ARM, (364,))),
+}
+
+# classic BPF, as <linux/filter.h> and <linux/seccomp.h> spell it
+_BPF_LD_W_ABS = 0x20
+_BPF_JEQ_K = 0x15
+_BPF_RET_K = 0x06
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+_SECCOMP_DATA_NR = 0
+_SECCOMP_DATA_ARCH = 4
+
+PERF_NOTE = ("perf_event_open() fails with ENOSYS here: perf would open the simulated "
+             "kernel's tracepoint ids on the host kernel, where they name other events; "
+             "perf list works, perf stat/record/trace/top do not")
+
+
+class SealError(Exception):
+    """A step of the seal could not be taken (a complete message)."""
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise SealError("%s: %s" % (what, os.strerror(e)))
+
+
+# --- the user namespace -------------------------------------------------------------
+
+def identity_map(text: str) -> str:
+    """The lines of a ``uid_map``/``gid_map`` (``inside outside count``)
+    that map each id this namespace has to itself in a child namespace."""
+    lines = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 3:
+            lines.append("%s %s %s" % (fields[0], fields[0], fields[2]))
+    return "\n".join(lines) + "\n"
+
+
+def enter_userns() -> None:
+    """This process into a new user namespace and a mount namespace of its
+    own (its mounts then locked), its ids mapped to themselves.  The map is
+    written from the namespace it leaves (a process may map only its own id
+    from inside): by a child forked before, which waits on a pipe."""
+    maps = {}
+    for name in ("uid_map", "gid_map"):
+        with open("/proc/self/" + name) as f:
+            maps[name] = identity_map(f.read())
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                        # the writer, left outside
+        status = 1
+        try:
+            os.close(go_w)
+            if os.read(go_r, 1) == b"1":
+                for name in ("uid_map", "gid_map"):
+                    with open("/proc/%d/%s" % (os.getppid(), name), "w") as f:
+                        f.write(maps[name])
+                status = 0
+        except OSError:
+            pass
+        finally:
+            os._exit(status)
+    os.close(go_r)
+    rc = _libc().unshare(CLONE_NEWUSER | CLONE_NEWNS)
+    err = ctypes.get_errno()
+    os.write(go_w, b"1" if rc == 0 else b"0")
+    os.close(go_w)
+    _, status = os.waitpid(pid, 0)
+    if rc != 0:
+        raise SealError("unshare(CLONE_NEWUSER | CLONE_NEWNS): %s" % os.strerror(err))
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SealError("the user namespace's uid_map/gid_map could not be written")
+
+
+# --- capabilities -------------------------------------------------------------------
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities(caps: tuple[int, ...]) -> None:
+    """``caps`` out of every set of this process, the bounding set first
+    (what is executed later, even as root, cannot get them back)."""
+    libc = _libc()
+    for cap in caps:
+        _check(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "prctl(PR_CAPBSET_DROP, %d)" % cap)
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0),
+           "prctl(PR_CAP_AMBIENT_CLEAR_ALL)")
+    hdr = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capget(ctypes.byref(hdr), data), "capget")
+    for cap in caps:
+        mask = ~(1 << (cap % 32)) & 0xFFFFFFFF
+        d = data[cap // 32]
+        d.effective &= mask
+        d.permitted &= mask
+        d.inheritable &= mask
+    _check(libc.capset(ctypes.byref(hdr), data), "capset")
+
+
+# --- seccomp ------------------------------------------------------------------------
+
+def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def perf_filter(machine: str | None = None) -> bytes | None:
+    """The seccomp program refusing perf_event_open on ``machine``'s ABIs
+    (None: an architecture this table lacks)."""
+    abis = PERF_EVENT_OPEN_NR.get(machine or platform.machine())
+    if abis is None:
+        return None
+    prog = [_insn(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH)]
+    for arch, numbers in abis:
+        # arch matches: load nr, compare with each number; else (A still the
+        # arch) the next arch's compare, past the n + 3 of this one
+        prog.append(_insn(_BPF_JEQ_K, arch, 0, len(numbers) + 3))
+        prog.append(_insn(_BPF_LD_W_ABS, _SECCOMP_DATA_NR))
+        for i, nr in enumerate(numbers):
+            left = len(numbers) - 1 - i          # compares after this one
+            prog.append(_insn(_BPF_JEQ_K, nr, left + 1, 0))
+        prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ALLOW))
+        prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ERRNO | PERF_REFUSED_ERRNO))
+    prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ALLOW))
+    return b"".join(prog)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def refuse_perf_event_open() -> None:
+    """Install the filter (needs CAP_SYS_ADMIN, or no_new_privs: call it
+    before ``drop_capabilities``)."""
+    prog = perf_filter()
+    if prog is None:
+        raise SealError("no seccomp filter for %s: perf_event_open() reaches the host "
+                        "kernel here (perf's tracepoint counts are the host's events)"
+                        % platform.machine())
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    rc = _libc().prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0)
+    if rc != 0:
+        raise SealError("seccomp filter: %s: perf_event_open() reaches the host kernel "
+                        "here (perf's tracepoint counts are the host's events)"
+                        % os.strerror(ctypes.get_errno()))
+
+
+# --- all of it ----------------------------------------------------------------------
+
+def seal() -> list[str]:
+    """Seal this process (then exec COMMAND); returns notes on what could
+    not be done."""
+    notes = []
+    caps = (CAP_SYS_ADMIN,)
+    try:
+        enter_userns()
+    except SealError as e:
+        notes.append("COMMAND is not in a user namespace of its own (%s): CAP_SYS_PTRACE "
+                     "is dropped too" % e)
+        caps = (CAP_SYS_ADMIN, CAP_SYS_PTRACE)
+    try:
+        refuse_perf_event_open()
+    except SealError as e:
+        notes.append(str(e))
+    try:
+        drop_capabilities(caps)
+    except SealError as e:
+        notes.append("COMMAND keeps CAP_SYS_ADMIN (%s): it can unmount the simulated "
+                     "kernel's files" % e)
+    return notes

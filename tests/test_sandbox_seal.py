@@ -1,0 +1,127 @@
+"""fakefs/sandbox_seal.py: each step of the seal run in a forked child
+(whatever it does to its process stays there); the sandbox's COMMAND
+sealed is tests/test_sandbox.py's."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import subprocess
+
+import pytest
+
+from fakefs import sandbox_seal as seal
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities and "
+                                "mapping every id in a user namespace need root")
+needs_filter = pytest.mark.skipif(seal.perf_filter() is None, reason="no seccomp filter "
+                                  "for %s" % platform.machine())
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def in_child(fn) -> tuple[int, str]:
+    """Run ``fn()`` (returns a str) in a forked child: (exit status, its result)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        status = 0
+        try:
+            os.close(r)
+            os.write(w, fn().encode())
+        except BaseException as e:            # noqa: BLE001 - reported to the parent
+            os.write(w, ("%s: %s" % (type(e).__name__, e)).encode())
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out
+
+
+def perf_event_open_errno() -> str:
+    """perf_event_open with no attr: EFAULT from a kernel that has it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = seal.PERF_EVENT_OPEN_NR[platform.machine()][0][1][0]
+    rc = libc.syscall(nr, None, 0, -1, -1, 0)
+    return errno.errorcode[ctypes.get_errno()] if rc < 0 else "fd"
+
+
+def status_caps(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(next(ln for ln in f if ln.startswith(field + ":")).split()[1], 16)
+
+
+def test_identity_map_maps_each_range_to_itself():
+    assert seal.identity_map("         0          0 4294967295\n") == "0 0 4294967295\n"
+    assert seal.identity_map("0 1000 1\n1 100000 65536\n") == "0 0 1\n1 1 65536\n"
+
+
+def test_the_filter_program_is_whole_instructions_ending_in_a_return():
+    for machine in seal.PERF_EVENT_OPEN_NR:
+        prog = seal.perf_filter(machine)
+        assert len(prog) % 8 == 0
+        assert prog[-8:-6] == (0x06).to_bytes(2, "little")      # BPF_RET | BPF_K
+    assert seal.perf_filter("sparc64") is None
+
+
+@needs_filter
+def test_perf_event_open_fails_with_enosys_and_other_calls_go_through():
+    def filtered():
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+        before = perf_event_open_errno()
+        seal.refuse_perf_event_open()
+        return "%s %s %d" % (before, perf_event_open_errno(), os.getppid() > 0)
+    rc, out = in_child(filtered)
+    assert rc == 0, out
+    # without the filter the kernel reads the attr (EFAULT; ENOSYS: no perf here)
+    before, after, others = out.split()
+    assert after == "ENOSYS" and others == "1", out
+    assert before in ("EFAULT", "ENOSYS"), out
+    # the filter is the child's: here perf_event_open is the kernel's
+    assert perf_event_open_errno() == before
+
+
+@needs_root
+def test_dropped_capabilities_are_gone_from_every_set_and_mount_is_eperm(tmp_path):
+    def dropped():
+        seal.drop_capabilities((seal.CAP_SYS_ADMIN,))
+        bit = 1 << seal.CAP_SYS_ADMIN
+        sets = [bool(status_caps(f) & bit) for f in ("CapBnd", "CapPrm", "CapEff", "CapInh")]
+        r = subprocess.run(["unshare", "-m", "true"], stderr=subprocess.DEVNULL)
+        libc = ctypes.CDLL(None, use_errno=True)
+        rc = libc.umount2(str(tmp_path).encode(), 0)
+        return "%s %d %d %s" % (sets, r.returncode, rc, errno.errorcode[ctypes.get_errno()])
+    rc, out = in_child(dropped)
+    assert rc == 0, out
+    assert out == "[False, False, False, False] 1 -1 EPERM", out
+    assert status_caps("CapBnd") & (1 << seal.CAP_SYS_ADMIN)      # ours untouched
+
+
+@needs_root
+def test_the_user_namespace_maps_ids_to_themselves_and_locks_the_mounts(tmp_path):
+    """A mount made before is locked in the new namespace: its umount is
+    EINVAL even with CAP_SYS_ADMIN there, and the files keep their owners."""
+    def entered():
+        os.mkdir(tmp_path / "m")
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.unshare(seal.CLONE_NEWNS) == 0
+        subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "before", str(tmp_path / "m")], check=True)
+        outer = os.readlink("/proc/self/ns/user")
+        seal.enter_userns()
+        with open("/proc/self/uid_map") as f:
+            uid_map = f.read().split()
+        rc = libc.umount2(str(tmp_path / "m").encode(), 0)
+        return "%s %s %d %s %d %d" % (outer != os.readlink("/proc/self/ns/user"),
+                                      uid_map, rc, errno.errorcode[ctypes.get_errno()],
+                                      os.getuid(), os.stat("/etc/passwd").st_uid)
+    rc, out = in_child(entered)
+    assert rc == 0, out
+    with open("/proc/self/uid_map") as f:
+        mapped = seal.identity_map(f.read()).split()
+    assert out == "True %s -1 EINVAL 0 0" % mapped, out
