@@ -17,7 +17,15 @@ tracer, any events) and counts violations of what every Linux trace keeps:
   again; one switched out runnable (``R``/``R+``) is not woken;
 * ``flags``: context flags as the kernel has them: ``sched_switch`` always
   ``d..2.``; wakeups with irqs off, ``sched_wakeup`` one level deeper than
-  its ``sched_waking``.
+  its ``sched_waking``;
+* ``idle-depth``: the idle task runs with preemption disabled, and an
+  interrupt's own count is not in the preempt depth shown
+  (``preempt_count() & 0xff``): every line of pid 0, its interrupts'
+  included, shows a depth of at least 1 (``d.h1.``, ``..s1.``);
+* ``per-cpu``: a per-CPU kernel thread (``kworker/N:M``, ``ksoftirqd/N``,
+  ``migration/N``, ``cpuhp/N``, ``idle_inject/N``, ``rcuc/N``) runs on
+  CPU N only: it is switched in there, its lines are there, and a wakeup
+  targets that CPU.
 
 The first switch seen on a CPU starts that CPU's timeline (what came before
 was overwritten), and so does a ``CPU:N [LOST M EVENTS]`` line of a
@@ -37,6 +45,11 @@ SWITCH_RE = re.compile(r"prev_comm=.* prev_pid=(-?\d+) prev_prio=\d+ prev_state=
                        r"next_comm=.* next_pid=(\d+) next_prio=\d+")
 WAKE_RE = re.compile(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)")
 LOST_RE = re.compile(r"^CPU:(\d+) \[LOST (\d+) EVENTS\]")
+SWITCH_NEXT_RE = re.compile(r".* ==> next_comm=(.*) next_pid=\d+ next_prio=-?\d+$")
+WAKE_COMM_RE = re.compile(r"comm=(.*) pid=\d+ prio=-?\d+ target_cpu=(\d+)")
+# the names of per-CPU kernel threads, with the CPU they are bound to
+PER_CPU_RE = re.compile(r"(?:kworker/(\d+):\d+H?(?:-.*)?|(?:ksoftirqd|migration|cpuhp|idle_inject"
+                        r"|rcuc)/(\d+))")
 RUNNABLE = ("R", "R+")
 
 
@@ -72,6 +85,14 @@ class Report:
 
 def _ignore(rule: str, line: str) -> None:
     pass
+
+
+def bound_cpu(comm: str) -> int | None:
+    """The CPU a per-CPU kernel thread named ``comm`` runs on, or None."""
+    m = PER_CPU_RE.fullmatch(comm)
+    if m is None:
+        return None
+    return int(m.group(1) if m.group(1) is not None else m.group(2))
 
 
 def _start(lines) -> int:
@@ -170,6 +191,11 @@ def check(lines) -> Report:
             waking_depth.clear()
         bad = rep.bad if judging else _ignore
         rest = m.group(7)
+        if flags[3] == "." and pid == 0:
+            bad("idle-depth", line)
+        own = bound_cpu(m.group(1).strip())
+        if own is not None and own != cpu:
+            bad("per-cpu", line)
         if rest.startswith(("<stack trace>", "<user stack trace>", "<stack_id ")):
             # recorded with the event it follows, in the same context
             if pid != last_pid.get(cpu, pid) or ts < last_ts.get(cpu, -1):
@@ -193,6 +219,9 @@ def check(lines) -> Report:
             prev, pstate, nxt = int(sm.group(1)), sm.group(2), int(sm.group(3))
             if flags[:4] != "d..2":
                 bad("flags", line)
+            nm = SWITCH_NEXT_RE.match(body)
+            if nm is not None and bound_cpu(nm.group(1)) not in (None, cpu):
+                bad("per-cpu", line)
             if (cur is not None and prev != cur) or prev != pid:
                 bad("switch-prev", line)
             if prev:
@@ -215,6 +244,9 @@ def check(lines) -> Report:
             if wm is None:
                 continue
             p = int(wm.group(1))
+            wc = WAKE_COMM_RE.match(body)
+            if wc is not None and bound_cpu(wc.group(1)) not in (None, int(wc.group(2))):
+                bad("per-cpu", line)
             if flags[0] not in "dD":
                 bad("flags", line)
             depth = int(flags[3], 16) if flags[3] != "." else 0

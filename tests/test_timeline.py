@@ -27,8 +27,8 @@ GOOD = [sw(0, "1.000001", 0, "R", 10), sw(1, "1.000002", 0, "R", 11),
         ev(0, "1.000003", 10), wake(0, "1.000004", 10, 12), wake(0, "1.000004", 10, 12,
                                                                  "sched_wakeup", "d..4."),
         sw(0, "1.000005", 10, "S", 12), sw(1, "1.000006", 11, "R+", 0),
-        wake(1, "1.000007", 0, 10, flags="d.h2."),
-        wake(1, "1.000007", 0, 10, "sched_wakeup", "dNh3."), sw(1, "1.000008", 0, "R", 10)]
+        wake(1, "1.000007", 0, 10, flags="d.h3."),
+        wake(1, "1.000007", 0, 10, "sched_wakeup", "dNh4."), sw(1, "1.000008", 0, "R", 10)]
 
 
 def rules(lines):
@@ -48,6 +48,41 @@ def test_each_rule_fires():
     assert "flags" in rules(GOOD[:2] + [sw(0, "1.000003", 10, "S", 12, flags="d.h1.")])
     # asleep and switched in again without a wakeup
     assert "prev-state" in rules(GOOD[:6] + [sw(0, "1.000009", 12, "S", 10)])
+
+
+def test_the_idle_tasks_lines_show_its_preempt_depth():
+    # the idle task runs with preemption disabled; an interrupt's count is
+    # not in the depth shown: d.h1. on it, d.h.. on a task
+    assert rules(GOOD + [ev(1, "1.000009", 10, "d.h..")]) == {}
+    idle_irq = GOOD[:2] + [sw(0, "1.000003", 10, "S", 0), ev(0, "1.000004", 0, "d.h1."),
+                           ev(0, "1.000005", 0, "..s1.")]
+    assert rules(idle_irq) == {}
+    assert rules(idle_irq + [ev(0, "1.000006", 0, "d.h..")]) == {"idle-depth": 1}
+    assert rules(idle_irq + [ev(0, "1.000006", 0, "..s..")]) == {"idle-depth": 1}
+
+
+def named_sw(cpu, ts, prev, nxt, comm):
+    return sw(cpu, ts, prev, "S" if prev else "R", nxt).replace(
+        "next_comm=t next_pid=%d " % nxt, "next_comm=%s next_pid=%d " % (comm, nxt))
+
+
+def test_a_per_cpu_kthread_runs_on_its_cpu_only():
+    base = GOOD[:2]
+    for comm in ("kworker/1:0", "kworker/1:2H", "ksoftirqd/1", "migration/1", "cpuhp/1",
+                 "idle_inject/1", "rcuc/1"):
+        on_1 = base + [sw(1, "1.000003", 11, "S", 0), named_sw(1, "1.000004", 0, 40, comm)]
+        assert rules(on_1) == {}, comm
+        on_0 = base + [named_sw(0, "1.000004", 10, 40, comm)]
+        assert rules(on_0) == {"per-cpu": 1}, comm
+    # its own lines, and a wakeup sending it elsewhere
+    line = "kworker/1:0-40 [000] ..... 1.000004: kfree: call_site=x ptr=0"
+    assert "per-cpu" in rules(base + [named_sw(0, "1.000003", 10, 40, "t"), line])
+    woken = wake(0, "1.000003", 10, 40).replace("comm=t ", "comm=ksoftirqd/1 ")
+    assert rules(base + [woken]) == {"per-cpu": 1}
+    assert rules(base + [woken.replace("target_cpu=000", "target_cpu=001")]) == {}
+    # not per-CPU: unbound workers, rescuers, kthreadd
+    for comm in ("kworker/u8:1", "kworker/R-rcu_gp", "kthreadd", "rcu_preempt"):
+        assert rules(base + [named_sw(0, "1.000004", 10, 40, comm)]) == {}, comm
 
 
 def test_cpus_start_when_the_last_one_does():

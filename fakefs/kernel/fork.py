@@ -103,8 +103,8 @@ class Lifecycle:
     def delayed_put_task_struct(self, cpu: int, t: int, comm: str, pid: int, prio: int) -> None:
         """The RCU callback freeing a reaped task (runs in the softirq)."""
         if self.tp_free.probes:
-            self.tp_free.fire(cpu, t, self.sched.curr[cpu].pid, self.sched.flags(cpu, SOFTIRQ), 0,
-                              (comm, pid, prio))
+            self.tp_free.fire(cpu, t, self.sched.curr[cpu].pid, self.sched.flags(cpu, SOFTIRQ),
+                              self.sched.depth(cpu, 0), (comm, pid, prio))
 
     def deliver_sigchld(self, task, cpu: int, t: int, handler: int) -> None:
         if self.tp_signal_deliver.probes:

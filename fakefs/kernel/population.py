@@ -19,7 +19,7 @@ TASKS_PATH = os.path.join(DATA_DIR, "tasks.toml")
 _TOP_KEYS = {"idle", "gap_pids", "boot"}
 _IDLE_KEYS = {"profile_cpu0", "profile", "weight_min", "weight_per_task_weight"}
 _STEP_KEYS = {"tasks", "per_cpu", "repeat", "repeat_min", "repeat_max", "skip", "defaults"}
-_TASK_KEYS = {"comm", "user", "profile", "weight", "cpu", "pid", "gap", "threads"}
+_TASK_KEYS = {"comm", "user", "profile", "weight", "cpu", "pid", "gap", "threads", "bound"}
 _PER_CPU = ("all", "secondary")
 
 
@@ -35,6 +35,7 @@ class TaskSpec:
     pid: int | None = None
     gap: float = 0.0
     threads: int = 0
+    bound: bool = False            # runs on its CPU only (kthread_bind: a per-CPU thread)
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,12 @@ def _task(where, t):
     cpu = t.get("cpu", "any")
     if not (cpu in ("each", "any") or type(cpu) is int and cpu >= 0):
         raise ValueError("tasks: %s: cpu is a CPU number, \"each\" or \"any\"" % where)
+    bound = t.get("bound", False)
+    if not isinstance(bound, bool) or bound and cpu == "any":
+        raise ValueError("tasks: %s: bound is true (with a CPU) or false" % where)
     return TaskSpec(_get(t, "comm", str, where), _get(t, "profile", str, where),
                     float(_get(t, "weight", (int, float), where)), bool(t.get("user", False)), cpu,
-                    t.get("pid"), float(t.get("gap", 0.0)), int(t.get("threads", 0)))
+                    t.get("pid"), float(t.get("gap", 0.0)), int(t.get("threads", 0)), bound)
 
 
 def _known(where, d, keys):
@@ -187,6 +191,8 @@ def _spawn(spec, sched, rng, add, gap_pids, step_cpu, n):
         t = sched.spawn(comm, cpu=cpu, kthread=not spec.user,
                         pid=spec.pid if leader is None else None,
                         tgid=leader.pid if leader is not None else None)
+        if spec.bound:
+            t.bound = cpu
         add(t, spec.profile, spec.weight, spec.user)
         if leader is None:
             leader = t

@@ -60,7 +60,7 @@ PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
 class Task:
-    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "state", "on_cpu",
+    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "state", "on_cpu",
                  "slice_end", "exec_start", "sum_exec_runtime")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
@@ -71,6 +71,9 @@ class Task:
         self.prio = prio
         self.cpu = cpu
         self.kthread = kthread
+        # the one CPU it may run on (a per-CPU kernel thread, kthread_bind()),
+        # or None: any
+        self.bound: int | None = None
         self.state = "R"          # R (running or runnable) or a sleep state
         self.on_cpu = False
         self.slice_end = 0
@@ -173,11 +176,21 @@ class Scheduler:
     def flags(self, cpu: int, base: int) -> int:
         return base | RESCHED if self.need_resched[cpu] else base
 
+    def depth(self, cpu: int, pc: int) -> int:
+        """The preempt depth an event records on ``cpu`` where the code
+        path itself disabled preemption ``pc`` times: the idle task runs
+        with preemption disabled (init_idle_preempt_count), so what it and
+        the interrupts on top of it do is one deeper (``d.h1.``, ``..s1.``);
+        an interrupt's own count is outside the depth's bits."""
+        return pc + 1 if self.curr[cpu].pid == 0 else pc
+
     def fire(self, tp, cpu: int, t: int, base: int, pc: int, args) -> None:
         """Fire ``tp`` on ``cpu`` as its running task, in context ``base``
-        (plus need-resched when set) at preempt depth ``pc``."""
+        (plus need-resched when set) at preempt depth ``pc`` (the path's:
+        the idle task's own is added)."""
         if tp.probes:
-            tp.fire(cpu, t, self.curr[cpu].pid, self.flags(cpu, base), pc, args)
+            curr = self.curr[cpu].pid
+            tp.fire(cpu, t, curr, self.flags(cpu, base), pc + 1 if curr == 0 else pc, args)
 
     # --- the code paths ---------------------------------------------------
     def enqueue(self, task: Task, cpu: int) -> None:
@@ -263,8 +276,11 @@ class Scheduler:
                 del h[:i]
 
     def select_task_rq(self, task: Task) -> int:
-        """Where a woken task goes: its last CPU if idle, else an idle CPU,
-        else its last CPU (select_idle_sibling, roughly)."""
+        """Where a woken task goes: the CPU it is bound to, else its last
+        CPU if idle, else an idle CPU, else its last CPU
+        (select_idle_sibling, roughly)."""
+        if task.bound is not None:
+            return task.bound           # one CPU allowed: select_task_rq() asks nobody
         prev = task.cpu
         if self.curr[prev].pid == 0 and not self.rq[prev]:
             return prev
@@ -282,11 +298,12 @@ class Scheduler:
         target = self.select_task_rq(task)
         base, depth = ctx
         waker = self.curr[cpu]
+        at = self.depth(cpu, depth)
         if self.tp_sched_waking.probes:
-            self.tp_sched_waking.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth,
+            self.tp_sched_waking.fire(cpu, ts, waker.pid, self.flags(cpu, base), at,
                                       (task.comm, task.pid, task.prio, target))
         if target != task.cpu and self.tp_sched_migrate_task.probes:
-            self.tp_sched_migrate_task.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth,
+            self.tp_sched_migrate_task.fire(cpu, ts, waker.pid, self.flags(cpu, base), at,
                                             (task.comm, task.pid, task.prio, task.cpu, target))
         self.enqueue(task, target)
         self.update_curr(cpu, self.curr[target], ts, target, self.flags(cpu, base), depth + 1)
@@ -296,7 +313,7 @@ class Scheduler:
             if target == cpu:
                 self.need_resched[cpu] = True
         if self.tp_sched_wakeup.probes:
-            self.tp_sched_wakeup.fire(cpu, ts, waker.pid, self.flags(cpu, base), depth + 1,
+            self.tp_sched_wakeup.fire(cpu, ts, waker.pid, self.flags(cpu, base), at + 1,
                                       (task.comm, task.pid, task.prio, target))
         return resched
 
@@ -329,8 +346,8 @@ class Scheduler:
         task.exec_start = ts
         task.sum_exec_runtime += delta
         if self.tp_sched_stat_runtime.probes:
-            self.tp_sched_stat_runtime.fire(cpu, ts, self.curr[cpu].pid, flags, pc,
-                                            (task.comm, task.pid, delta))
+            self.tp_sched_stat_runtime.fire(cpu, ts, self.curr[cpu].pid, flags,
+                                            self.depth(cpu, pc), (task.comm, task.pid, delta))
 
     def scheduler_tick(self, cpu: int, ts: int) -> bool:
         """The tick on a busy CPU: True when the running task's slice is

@@ -98,6 +98,12 @@ def test_tasks():
     assert all(len(t.comm) <= 15 for t in tasks)
     assert all(k.sched.tasks[t.pid] is t for t in tasks)
     assert [t.comm for t in k.sched.idle] == ["swapper/%d" % c for c in range(4)]
+    # the per-CPU kernel threads are bound to their CPU, nothing else is
+    per_cpu = ("kworker/%d:", "ksoftirqd/%d", "migration/%d", "cpuhp/%d", "idle_inject/%d")
+    for t in tasks:
+        cpu = next((c for c in range(4) for p in per_cpu if t.comm.startswith(p % c)), None)
+        assert t.bound == cpu, (t.comm, t.bound)
+        assert cpu is None or t.cpu == cpu
 
 
 def test_the_table_names_profiles_of_the_graph():
@@ -129,7 +135,7 @@ tasks = [{ comm = "init", pid = 1, user = true, profile = "sleeper", weight = 0.
 
 [[boot]]
 per_cpu = "secondary"
-tasks = [{ comm = "k/{cpu}", profile = "kworker", weight = 1.0, cpu = "each" }]
+tasks = [{ comm = "k/{cpu}", profile = "kworker", weight = 1.0, cpu = "each", bound = true }]
 
 [[boot]]
 skip = [10, 0]
@@ -153,6 +159,7 @@ def test_spawning_a_table():
     assert [o[:3] for o in out] == [(1, 1, "init"), (2, 2, "k/1"), (3, 3, "k/2"),
                                     (14, 14, "w1"), (15, 14, "w1"), (16, 16, "w2"), (17, 16, "w2")]
     assert [sched.tasks[p].cpu for p in (1, 2, 3)] == [0, 1, 2]
+    assert [sched.tasks[p].bound for p in (1, 2, 3, 14)] == [None, 1, 2, None]
     assert out[0][3:] == ("sleeper", 0.3, True, False)
     assert out[1][3:] == ("kworker", 1.0, False, True)
     assert out[3][3:] == ("worker", 0.4, True, False)
@@ -165,6 +172,8 @@ def test_spawning_a_table():
     (('per_cpu = "secondary"\n', ''), "outside a per_cpu step"),
     (("skip = [10, 0]", "skip = [10]"), "expected"),
     (('profile = "idle"\n', ''), "profile missing"),
+    (('cpu = "each", bound = true', 'bound = true'), "bound is"),
+    (('bound = true', 'bound = 1'), "bound is"),
 ])
 def test_table_errors(change, error):
     text = TABLE.replace(*change)

@@ -21,3 +21,21 @@ def test_past_the_reserved_pids_they_start_above_the_real_machines_pid_max():
     s.spawn("t", pid=40000)                    # a real process's task
     s.next_pid = 39999
     assert [s.spawn("t").pid for _ in range(2)] == [39999, 40001]
+
+
+def test_a_bound_task_is_woken_onto_its_cpu_only():
+    sched = Scheduler(4)
+    free = sched.spawn("t", cpu=2)
+    bound = sched.spawn("kworker/3:0", cpu=3, kthread=True)
+    bound.bound = 3
+    for t in (free, bound):
+        t.state = "S"
+    busy = sched.spawn("busy", cpu=3)
+    sched.enqueue(busy, 3)
+    sched.schedule(3, 1000)                  # CPU 3 runs a task, the others idle
+    assert sched.curr[3] is busy
+    assert sched.select_task_rq(bound) == 3  # not an idle CPU: its own
+    sched.try_to_wake_up(bound, 0, 2000)
+    assert bound.cpu == 3 and bound in sched.rq[3]
+    free.cpu = 3
+    assert sched.select_task_rq(free) != 3   # any idle one

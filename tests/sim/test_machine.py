@@ -101,8 +101,11 @@ def test_switch_flags_and_wakeup_depths():
         if ev:
             flags.setdefault(ev[:-1], set()).add(parts[2] if parts[1].startswith("[") else parts[3])
     assert flags["sched_switch"] == {"d..2."}
-    assert flags["sched_waking"] <= {"d..3.", "d.s3.", "d.h2.", "dN.3.", "dNs3.", "dNh2."}
     assert any("N" in f for f in flags["sched_wakeup"])      # a wakeup that preempts
+    # the idle task runs with preemption disabled: from its interrupts one deeper
+    strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}
+    assert strip_n(_flags_by_event(text, idle=False)["sched_waking"]) == {"d..3.", "d.s3.", "d.h2."}
+    assert strip_n(_flags_by_event(text, idle=True)["sched_waking"]) == {"d.s4.", "d.h3."}
 
 
 def test_schedule_profiling_sees_the_machines_switches():
@@ -136,12 +139,16 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
     assert "next_pid=40000 " in lines[i - 1] and "-40000 " in lines[i]
 
 
-def _flags_by_event(text):
+def _flags_by_event(text, idle=None):
+    """{event: its flags} (``idle``: of the idle task's lines only, or of
+    the other tasks' only)."""
     out = {}
     for line in text.splitlines():
         if line.startswith("#") or ": " not in line:
             continue
         head, _, rest = line.partition(": ")
+        if idle is not None and head.split()[0].endswith("-0") != idle:
+            continue
         name = rest.split(":", 1)[0]
         out.setdefault(name, set()).add(head.split()[2])
     return out
@@ -157,12 +164,20 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
                  "reschedule_entry", "reschedule_exit", "sched_migrate_task"):
         assert name in fl, name
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}     # need-resched may be set
-    assert strip_n(fl["irq_handler_entry"]) == {"d.h.."}
-    assert strip_n(fl["local_timer_entry"]) == {"d.h.."}
+    # an interrupt's count is not in the depth: 0 on a task, 1 on the idle
+    # task (which runs with preemption disabled)
+    tasks, idle = _flags_by_event(text, idle=False), _flags_by_event(text, idle=True)
+    for name in ("irq_handler_entry", "local_timer_entry", "softirq_raise", "reschedule_entry"):
+        assert strip_n(tasks[name]) == {"d.h.."}, name
+        assert strip_n(idle[name]) == {"d.h1."}, name
+    for name in ("softirq_entry", "softirq_exit"):
+        assert strip_n(tasks[name]) == {"..s.."}, name
+        assert strip_n(idle[name]) == {"..s1."}, name
     # the tick re-armed in its interrupt; a sleeper's hrtimer armed by the task
-    assert strip_n(fl["hrtimer_start"]) == {"d.h1.", "d..1."}
+    assert strip_n(tasks["hrtimer_start"]) == {"d.h1.", "d..1."}
+    assert strip_n(idle["hrtimer_start"]) == {"d.h2."}
     lines = text.splitlines()
-    assert all("function=tick_" in ln for ln in lines if "hrtimer_start:" in ln and " d.h1. " in ln)
+    assert all("function=tick_" in ln for ln in lines if "hrtimer_start:" in ln and " d.h" in ln)
     assert all("function=hrtimer_wakeup" in ln and " mode=REL " in ln
                for ln in lines if "hrtimer_start:" in ln and " d..1. " in ln)
     # the sleeper's timer on its stack is set up first (hrtimer_init_sleeper()),
@@ -196,7 +211,6 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
             nxt = next(x for x in lines[i + 1:] if x.split()[1] == cpu and " sys_e" in x)
             assert " sys_exit: " in nxt and nxt.split()[0] == ln.split()[0], nxt
     assert cancels > 10
-    assert strip_n(fl["softirq_entry"]) == {"..s.."}
     assert strip_n(fl["cpu_idle"]) == {"d..1."}
     lines = text.splitlines()
     assert all(ln.split()[0].startswith("<idle>-0") for ln in lines if "cpu_idle:" in ln)
@@ -289,7 +303,8 @@ def test_shell_commands_rename_wait_and_are_freed():
     assert lines.index(ren) < lines.index(exe)
     assert all("pid=0 " in ln for ln in lines if "sched_process_wait:" in ln)
     free = [ln for ln in lines if "sched_process_free:" in ln]
-    assert all(" ..s.. " in ln or " .Ns.. " in ln for ln in free)
+    assert all((" ..s1. " if ln.lstrip().startswith("<idle>-0 ") else " ..s.. ")
+               in ln.replace(" .Ns", " ..s") for ln in free)
     exits = {ln.split("pid=")[1].split()[0] for ln in lines if "sched_process_exit:" in ln}
     freed = [ln.split("pid=")[1].split()[0] for ln in free]
     assert freed and set(freed) <= exits and len(freed) == len(set(freed))
@@ -300,7 +315,8 @@ def test_stat_runtime_charges_the_running_task():
     lines = _events(text)
     fl = _flags_by_event(text)
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}
-    assert strip_n(fl["sched_stat_runtime"]) <= {"d..2.", "d.h1.", "d..4.", "d.s4.", "d.h3."}
+    assert strip_n(fl["sched_stat_runtime"]) <= {"d..2.", "d.h1.", "d..4.", "d.s4.", "d.h3.",
+                                                 "d.s5.", "d.h4."}    # (woken by the idle task's irqs)
     for i, ln in enumerate(lines):
         if "sched_switch:" in ln:
             prev = lines[i - 1]
@@ -316,8 +332,11 @@ def test_kworkers_run_delayed_works_from_the_timer_wheel():
     lines = _events(text)
     fl = _flags_by_event(text)
     strip_n = lambda fs: {f[0] + "." + f[2:] for f in fs}
-    assert strip_n(fl["timer_cancel"]) == {"d.s1."}
-    assert strip_n(fl["workqueue_queue_work"]) == {"d.s2."}
+    tasks, idle = _flags_by_event(text, idle=False), _flags_by_event(text, idle=True)
+    assert strip_n(tasks["timer_cancel"]) == {"d.s1."}
+    assert strip_n(idle["timer_cancel"]) == {"d.s2."}
+    assert strip_n(tasks["workqueue_queue_work"]) == {"d.s2."}
+    assert strip_n(idle["workqueue_queue_work"]) == {"d.s3."}
     assert strip_n(fl["workqueue_execute_start"]) == {"....."}
     assert strip_n(fl["timer_start"]) <= {"d..1."}
     # a work runs in the kworker it woke, between execute_start and _end

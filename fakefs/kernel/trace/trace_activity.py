@@ -51,6 +51,7 @@ CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
 FLAGS_CACHED = 1 << 13     # stacks whose context flags (and call fields) are kept
+IDLE_FUNCS = frozenset({"do_idle"})    # a stack through it is the idle task's
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
@@ -160,28 +161,33 @@ class TraceActivity:
 
     # --- context flags ------------------------------------------------------
     def _frame_context(self, ip: int) -> int:
-        """2 for a hardirq entry frame, 1 for softirq, 0 otherwise (cached per address)."""
+        """2 for a hardirq entry frame, 1 for softirq, 4 for do_idle, else 0 (cached)."""
         c = self._addr_ctx.get(ip)
         if c is None:
             hit = self.kernel.kallsyms.lookup(ip)
             name = hit[0] if hit else ""
-            c = 2 if name in HARDIRQ_FUNCS else 1 if name in SOFTIRQ_FUNCS else 0
+            c = 2 if name in HARDIRQ_FUNCS else 1 if name in SOFTIRQ_FUNCS else \
+                4 if name in IDLE_FUNCS else 0
             self._addr_ctx[ip] = c
         return c
 
     def context_flags(self, stack: tuple) -> tuple[int, int]:
-        """irq/softirq context and preempt count implied by the frames."""
+        """irq/softirq context and preempt depth implied by the frames: an
+        interrupt's count is not in the depth's bits, so it is the task's
+        (1 for the idle task, which runs with preemption disabled)."""
         r = self._flags_cache.get(stack)
         if r is None:
             # the innermost interrupt-entry frame tells the context: a softirq
             # run on irq exit is softirq context even under the hardirq frames
-            ctx = next((c for c in map(self._frame_context, stack) if c), 0)
+            ctxs = [self._frame_context(ip) for ip in stack]
+            ctx = next((c for c in ctxs if c & 3), 0)
+            depth = 1 if 4 in ctxs else 0
             if ctx == 2:
-                r = (te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF, 1)
+                r = (te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF, depth)
             elif ctx == 1:
-                r = (te.TRACE_FLAG_SOFTIRQ, 1)
+                r = (te.TRACE_FLAG_SOFTIRQ, depth)
             else:
-                r = (0, 0)
+                r = (0, depth)
             if len(self._flags_cache) > FLAGS_CACHED:
                 self._flags_cache.clear()
             self._flags_cache[stack] = r
