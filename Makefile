@@ -9,9 +9,21 @@ SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
-.PHONY: install sysdeps run test unit selftests ftracetest-table bench stress clean
+.PHONY: install sysdeps bin-link run test unit selftests ftracetest-table bench stress clean
 
-install: sysdeps $(VENV)/.installed
+install: sysdeps $(VENV)/.installed bin-link
+
+# `fakefs` on the user's PATH: a symbolic link in BINDIR to the venv's (said when made)
+BINDIR ?= $(HOME)/.local/bin
+bin-link: $(VENV)/.installed
+	@want="$(abspath $(FAKEFS))"; link="$(BINDIR)/fakefs"; \
+	if [ -e "$$link" ] && [ ! -L "$$link" ]; then \
+	  echo "$$link exists and is not a link: left alone; use $$want"; \
+	elif [ "$$(readlink "$$link")" != "$$want" ]; then \
+	  mkdir -p "$(BINDIR)" && ln -sfn "$$want" "$$link" && echo "installed $$link -> $$want"; \
+	fi; \
+	case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on your PATH; add it:" \
+	  "export PATH=\"$(BINDIR):\$$PATH\" (e.g. in ~/.profile)";; esac
 
 sysdeps:
 	@missing=""; for p in $(SYSPKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
