@@ -21,9 +21,9 @@ import pytest
 
 from mountlib import REPO, fresh_mountpoint, is_mounted, mounted, requires_fuse
 
-DOCS = ["README.md", "selftests/README.md", "docs/tracefs-6.12.md", "docs/ftracetest-6.12.md",
-        "docs/pictures.md", "docs/lessons/README.md"] + sorted(
-            os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs/lessons/0*.md")))
+# every page: the README, the selftests' and all of docs/ (the lessons included)
+DOCS = ["README.md", "selftests/README.md"] + sorted(
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs/**/*.md"), recursive=True))
 
 PROGRAMS = {"fakefs", "make", "python", "python3", "sort", "readprofile", "trace-cmd", "unshare",
             "chmod", "numfmt", "cat", "echo", "mount", "umount", "perf", "sysctl", "grep", "head",
@@ -41,8 +41,14 @@ def covered(test: str) -> tuple[str, str]:
 
 
 LEDGER: dict[str, tuple[str, str] | str] = {
-    # README.md
+    # README.md and the pages taken out of it: docs/cli.md, sandbox.md,
+    # tracefs.md, procfs.md, time.md, how-it-is-built.md, fidelity.md
     "cat": WORD, "echo": WORD, "mount": WORD, "sleep 1": WORD, "find": WORD,
+    "fakefs": WORD, "fakefs …": WORD, "perf": WORD, "umount": WORD, "fusermount3 -u": WORD,
+    'sudo "$(command -v fakefs)" …': WORD,
+    "umount -z": covered("tests/fuse/test_mount_lifecycle.py::"
+                         "test_umount_of_a_stale_mount_still_held_says_so_and_suggests_z"),
+    "mount -t tracefs nodev /sys/kernel/tracing": HOST,
     "make run": covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),
     'make run CMDLINE="ftrace_stackmap.bits=12 trace_options=stackmap,stacktrace"':
         covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),
@@ -75,7 +81,7 @@ LEDGER: dict[str, tuple[str, str] | str] = {
     "unshare -m sh -c 'mount -t tracefs nodev /sys/kernel/tracing && cd /sys/kernel/tracing && "
     "find . -maxdepth 1 -printf \"%m %y %p\\n\" && mkdir instances/fidcheck && (cd instances/fidcheck "
     "&& find . -maxdepth 2 -printf \"%m %y %p\\n\"); rmdir instances/fidcheck'": HOST,
-    "unshare -m --propagation private sh -c 'mkdir -p /tmp/fidfake && .venv/bin/fakefs mount "
+    "unshare -m --propagation private sh -c 'mkdir -p /tmp/fidfake && fakefs mount "
     "/tmp/fidfake && cd /tmp/fidfake/sys/kernel/tracing && find . -maxdepth 1 -printf \"%m %y %p\\n\" "
     "&& mkdir instances/fidcheck && (cd instances/fidcheck && find . -maxdepth 2 -printf "
     "\"%m %y %p\\n\"); rmdir instances/fidcheck; cd / && umount /tmp/fidfake'": RUN,
@@ -99,6 +105,43 @@ LEDGER: dict[str, tuple[str, str] | str] = {
     "cat trace_pipe": RUN,
     "echo $$ > set_ftrace_pid": CI,   # ftracetest ftrace/func-filter-pid.tc writes it
 }
+
+
+# Every ```sh block of DOCS (by page and its order there) -> the test that
+# runs it as written (that test's file names the page) or CI.
+SH_BLOCKS: dict[tuple[str, int], tuple[str, str] | str] = {
+    ("README.md", 0): covered("tests/test_readme.py::"
+                              "test_make_run_mounts_in_the_foreground_until_ctrl_c"),   # + make test
+    ("README.md", 1): covered("tests/test_readme.py::test_the_readme_tour_runs_as_written"),
+    ("docs/sandbox.md", 0): covered("tests/test_readme.py::"
+                                    "test_the_sandbox_examples_run_as_written"),
+    **{("docs/pictures.md", i): covered("tests/test_docs.py::"
+                                        "test_the_shell_blocks_of_a_doc_run_as_written")
+       for i in range(5)},
+    **{("docs/lessons/README.md", i): covered("tests/test_docs.py::"
+                                              "test_the_shell_blocks_of_a_doc_run_as_written")
+       for i in range(2)},
+}
+
+
+def sh_blocks() -> dict[tuple[str, int], str]:
+    found = {}
+    for doc in DOCS:
+        with open(os.path.join(REPO, doc)) as fh:
+            for i, block in enumerate(re.findall(r"```sh\n(.*?)```", fh.read(), re.S)):
+                found[(doc, i)] = block
+    return found
+
+
+def test_every_shell_block_is_run_by_a_test():
+    found = sh_blocks()
+    assert sorted(set(found) - set(SH_BLOCKS)) == [], "```sh blocks no test runs"
+    assert sorted(set(SH_BLOCKS) - set(found)) == [], "SH_BLOCKS entries no document has"
+    for (doc, _), how in SH_BLOCKS.items():
+        path, name = how[1].split("::")
+        with open(os.path.join(REPO, path)) as fh:
+            text = fh.read()
+        assert "def %s(" % name in text and (doc in text or doc == "README.md"), (doc, how)
 
 
 def inline_commands() -> dict[str, list[str]]:
