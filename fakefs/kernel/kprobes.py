@@ -29,7 +29,7 @@ import zlib
 
 from .fs.pseudo import FileOperations, KernelError
 from .fs.proc.base import CtlTable, register_sysctl
-from .kallsyms import PFX
+from .kallsyms import PFX, kallsyms_show_value
 from .timer import HZ
 from .trace.ftrace_ops_list import ftrace_ops_update
 from .trace.ftrace_records import ftrace_records
@@ -357,10 +357,11 @@ class Kprobes:
             kp.handler(kp, cpu, ts, tuple(stack), task, call)
 
     # --- debugfs ----------------------------------------------------------------------
-    def list_text(self) -> str:
+    def list_text(self, show_value: bool = True) -> str:
         """``show_kprobe_addr()``: hash buckets in order, the newest address
         first in each; probes at one address (an aggregate) in the order
-        they came."""
+        they came.  Addresses are zero for a reader that may not see them
+        (``kallsyms_show_value()``)."""
         buckets: list[list[list[Kprobe]]] = [[] for _ in range(KPROBE_TABLE_SIZE)]
         for kp in self.probes:
             b = buckets[((kp.addr * GOLDEN_RATIO_64) & (1 << 64) - 1) >> 58]
@@ -377,7 +378,7 @@ class Kprobes:
                     hit = ks.lookup(kp.addr)
                     mod = hit[3] if hit and hit[3] else " "
                     out.append("%016x  %s  %s+0x%x  %s %s%s%s\n" % (
-                        kp.addr, "r" if kp.is_ret else "k", kp.func_name, kp.func_offset, mod,
+                        kp.addr if show_value else 0, "r" if kp.is_ret else "k", kp.func_name, kp.func_offset, mod,
                         "[DISABLED]" if kp.disabled else "",
                         "[OPTIMIZED]" if self.optimized(kp) else "",
                         "[FTRACE]" if kp.ftrace else ""))
@@ -387,8 +388,11 @@ class Kprobes:
 class KprobesListOps(FileOperations):
     """/sys/kernel/debug/kprobes/list"""
 
+    def open(self, f):
+        f.private = kallsyms_show_value(f.data.kernel, f.uid)
+
     def show(self, f):
-        return f.data.list_text()
+        return f.data.list_text(f.private)
 
 
 def kprobes_init(kernel) -> None:

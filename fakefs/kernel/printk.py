@@ -16,6 +16,11 @@ suppressed lines logged on close.
 uid 0 here), as ``devkmsg_open()`` → ``check_syslog_permissions()`` does;
 write-only opens are not checked.  The default is
 ``CONFIG_SECURITY_DMESG_RESTRICT`` (y in Debian's kernels).
+
+``kernel.kptr_restrict`` (the same sysctl table, since 2.6.38; 0 to 2,
+default 0) is kept here and read by ``kallsyms_show_value()``
+(kallsyms.py): who sees the addresses of ``/proc/kallsyms`` and
+``kprobes/list``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import errno
 import os
 from collections import deque
 
-from .fs.proc.base import CtlTable, register_sysctl
+from .fs.proc.base import CtlTable, parse_dointvec_minmax, register_sysctl
 from .fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock
 from .owed import Settle
 
@@ -61,6 +66,7 @@ class LogBuffer:
         self.records: deque[LogRecord] = deque(maxlen=capacity)
         self.next_seq = 0
         self.dmesg_restrict = 0
+        self.kptr_restrict = 0
         # console_printk[]: console_loglevel, default_message_loglevel,
         # minimum_console_loglevel, default_console_loglevel
         # (/proc/sys/kernel/printk; ``quiet``, ``debug``, ``loglevel=``)
@@ -263,3 +269,12 @@ def devkmsg_init(kernel) -> None:
 
     register_sysctl(kernel, "kernel", [
         CtlTable("dmesg_restrict", 0o644, lambda: "%d\n" % log.dmesg_restrict, store)])
+    if kernel.config.version < (2, 6, 38):
+        return
+
+    def store_kptr(text: str) -> None:
+        # proc_dointvec_minmax_sysadmin, extra1 = 0, extra2 = 2
+        log.kptr_restrict = parse_dointvec_minmax(text.encode("latin-1"), 0, 2)[0]
+
+    register_sysctl(kernel, "kernel", [
+        CtlTable("kptr_restrict", 0o644, lambda: "%d\n" % log.kptr_restrict, store_kptr)])

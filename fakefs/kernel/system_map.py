@@ -9,8 +9,16 @@ is what ``readprofile`` walks (from ``_stext`` until a symbol that is not
 ``T``/``t``/``W``/``w``).  Module symbols are not in it (they are not in
 vmlinux).
 
-These are ordinary files on the root filesystem: a real size, readable by
-everyone, not changed by writes (the simulated /boot is read-only).
+These are ordinary files on the root filesystem: a real size, not changed
+by writes (the simulated /boot is read-only), and readable by root only
+(0600 root, as distributions that ship the real map install it, e.g.
+Ubuntu): a file on disk shows every reader the same bytes, so unlike
+``/proc/kallsyms`` it cannot zero the addresses for an unprivileged one;
+the mode keeps them from such a reader (EACCES), as ``kptr_restrict``
+does there.  (Debian 6.12's linux-image ships only an 83-byte
+placeholder, ``ffffffffffffffff B The real System.map is in the
+linux-image-<version>-dbg package``, 0644; its -dbg package holds the
+real map.  This one is the real map, which ``readprofile`` needs.)
 """
 
 from __future__ import annotations
@@ -18,6 +26,8 @@ from __future__ import annotations
 import errno
 
 from .fs.pseudo import FileOperations, KernelError
+
+SYSTEM_MAP_MODE = 0o600              # root's only: see the module's doc
 
 
 def system_map_text(kallsyms) -> bytes:
@@ -59,4 +69,4 @@ def system_map_init(kernel) -> None:
     ops = SystemMapOps(kernel)
     for name in ("System.map-%s" % kernel.config.release, "System.map"):
         if name not in boot.children:
-            kernel.tree.create_file(name, 0o644, boot, kernel, ops)
+            kernel.tree.create_file(name, SYSTEM_MAP_MODE, boot, kernel, ops)

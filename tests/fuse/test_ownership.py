@@ -121,3 +121,47 @@ def test_kmsg_follows_dmesg_restrict_for_others():
         with open(sysctl, "w") as fh:
             fh.write("1")
         assert _as_uid(OTHER, KMSG_OPEN, m).stdout.strip() == "EPERM"
+
+
+ADDRESSES_SEEN = """
+import errno
+def seen(path):
+    try:
+        with open(path) as fh:
+            lines = fh.read().splitlines()
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return "%d lines, %d with an address" % (len(lines), sum(int(ln.split()[0], 16) != 0 for ln in lines))
+for rel in ["proc/kallsyms"] + ["boot/" + n for n in sorted(os.listdir(M + "/boot"))] + [
+        "sys/kernel/debug/kprobes/list", "sys/kernel/tracing/trace"]:
+    print(rel.rsplit("/", 1)[-1], seen(M + "/" + rel))
+"""
+
+
+@mountlib.requires_root
+def test_other_users_see_no_address_on_an_allow_other_mount():
+    """As `nobody`: /proc/kallsyms with every address zero (kptr_restrict 0 with
+    Debian's perf_event_paranoid, no CAP_SYSLOG), System.map root's only
+    (EACCES), debugfs and tracefs closed (0700 roots).  The owner sees the
+    addresses until kptr_restrict is 2."""
+    nobody = 65534
+    with mountlib.mounted(opts="allow_other") as m:
+        r = _as_uid(nobody, ADDRESSES_SEEN, m)
+        out = dict(ln.split(" ", 1) for ln in r.stdout.splitlines())
+        assert "kallsyms" in out, r.stderr
+        assert out.pop("kallsyms").endswith(" 0 with an address")
+        maps = {k: v for k, v in out.items() if k.startswith("System.map")}
+        assert len(maps) == 2 and set(maps.values()) == {"EACCES"}, out
+        assert out["list"] == out["trace"] == "EACCES"
+        with open(os.path.join(m, "proc/kallsyms")) as fh:
+            mine = fh.read().splitlines()
+        assert len(mine) > 1000 and all(int(ln.split()[0], 16) for ln in mine[:1000])
+        sysctl = os.path.join(m, "proc/sys/kernel/kptr_restrict")
+        with open(sysctl) as fh:
+            assert fh.read() == "0\n"
+        with open(sysctl, "w") as fh:
+            fh.write("2")
+        with open(os.path.join(m, "proc/kallsyms")) as fh:
+            assert not any(int(ln.split()[0], 16) for ln in fh)
+        with open(sysctl, "w") as fh:
+            fh.write("0")

@@ -213,3 +213,49 @@ def test_no_host_address_in_system_map():
     k = _boot()
     pairs = {tuple(ln.split()[::2]) for ln in system_map_text(k.kallsyms).decode().splitlines()}
     assert pairs and not (pairs & host)      # no symbol where the host has it
+
+
+# --- who sees the addresses: kallsyms_show_value() -----------------------------
+def _read_as(k, path, uid):
+    from fakefs.kernel.fs.pseudo import File
+    n = k.tree.root.walk(path)
+    f = File(n, os.O_RDONLY, uid=uid)
+    n.fops.open(f)
+    return n.fops.read(f, 0, 1 << 30).decode()
+
+
+def _addresses(text):
+    return {int(ln.split()[0], 16) != 0 for ln in text.splitlines()}
+
+
+def test_proc_kallsyms_zeroes_addresses_for_a_reader_without_cap_syslog():
+    """kptr_restrict 0 with Debian's perf_event_paranoid (3): only CAP_SYSLOG
+    (the simulated root) sees addresses; 1 the same; 2 nobody.  Decided at
+    open, with the opener's credentials."""
+    from fakefs.kernel.fs.pseudo import File
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")])
+    assert _read_as(k, "proc/kallsyms", 0) == k.kallsyms.proc_text()
+    assert _addresses(_read_as(k, "proc/kallsyms", 0)) == {True}
+    hidden = _read_as(k, "proc/kallsyms", 65534)
+    assert hidden == k.kallsyms.proc_text(show_value=False) and _addresses(hidden) == {False}
+    n = k.tree.root.walk("proc/kallsyms")
+    opened = File(n, os.O_RDONLY, uid=0)
+    n.fops.open(opened)
+    for restrict, root_sees in (("1", True), ("2", False), ("0", True)):
+        sysctl = k.tree.root.walk("proc/sys/kernel/kptr_restrict")
+        w = File(sysctl, os.O_WRONLY)
+        sysctl.fops.write(w, restrict.encode())
+        assert _addresses(_read_as(k, "proc/kallsyms", 0)) == {root_sees}, restrict
+        assert _addresses(_read_as(k, "proc/kallsyms", 1000)) == {False}, restrict
+    assert _addresses(n.fops.read(opened, 0, 1 << 30).decode()) == {True}   # opened before the 2
+
+
+def test_before_kptr_restrict_every_reader_saw_addresses():
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+               persona="2.6.30-eqware").boot(
+        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")])
+    assert k.tree.root.walk("proc/sys/kernel/kptr_restrict") is None
+    assert _addresses(_read_as(k, "proc/kallsyms", 1000)) == {True}

@@ -131,3 +131,21 @@ def test_console_loglevels_from_the_command_line_and_the_sysctl():
         kernel_write(k.tree, "proc/sys/kernel/printk", b"2 x\n")
     assert e.value.errno == errno.EINVAL
     assert kernel_read(k.tree, "proc/sys/kernel/printk") == b"2\t6\t1\t7\n"
+
+
+def test_kptr_restrict_sysctl_takes_0_to_2():
+    """kernel/printk/sysctl.c: proc_dointvec_minmax_sysadmin, 0..2, default 0."""
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init")])
+    n = k.tree.root.walk("proc/sys/kernel/kptr_restrict")
+    assert n.mode & 0o777 == 0o644
+    f = File(n, os.O_RDWR)
+    assert n.fops.show(f) == "0\n"
+    for text, want in ((b"2\n", 2), (b" 1", 1), (b"0x2", 2), (b"0", 0)):
+        n.fops.write(f, text)
+        assert k.log.kptr_restrict == want and n.fops.show(f) == "%d\n" % want
+    for bad in (b"3", b"-1", b"x", b""):
+        with pytest.raises(KernelError) as e:
+            n.fops.write(f, bad)
+        assert e.value.errno == errno.EINVAL, bad
+    assert k.log.kptr_restrict == 0

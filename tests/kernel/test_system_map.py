@@ -32,7 +32,7 @@ def test_files_and_size(k):
     boot = k.tree.root.walk("boot")
     assert sorted(boot.children) == ["System.map", "System.map-" + k.config.release]
     for n in boot.children.values():
-        assert stat.S_IMODE(n.mode) == 0o644
+        assert stat.S_IMODE(n.mode) == 0o600 and n.uid == 0     # root's only: no addresses for others
         assert n.fops.size(n) == len(read(k, "boot/" + n.name)) > 0
 
 
