@@ -138,13 +138,41 @@ def cached_debs(cache_dir: Path) -> list[Path]:
     return sorted(debs, key=lambda d: _version_key(_deb_version(d)))
 
 
+def deb_candidate() -> tuple[str, int] | None:
+    """(version, size in bytes) of the package apt would download, from
+    ``apt-cache show``; None when apt does not know it (no lists yet)."""
+    try:
+        r = subprocess.run(["apt-cache", "show", "--no-all-versions", DEB_PACKAGE],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+    version = re.search(r"^Version: (\S+)$", r.stdout, re.M)
+    size = re.search(r"^Size: (\d+)$", r.stdout, re.M)
+    if r.returncode != 0 or not version or not size:
+        return None
+    return version.group(1), int(size.group(1))
+
+
+def download_notice(cache_dir: Path, candidate: tuple[str, int] | None) -> str:
+    """What is about to be downloaded, how big it is and where it goes."""
+    what = ("%s %s (%d MB)" % (DEB_PACKAGE, candidate[0], round(candidate[1] / 1e6))
+            if candidate else "%s (about 150 MB)" % DEB_PACKAGE)
+    return ("downloading %s once with apt-get download into %s, for its ftrace "
+            "selftests (--ksrc DIR or KSRC=DIR takes them from a kernel tree instead) ..."
+            % (what, cache_dir))
+
+
 def download_deb(cache_dir: Path) -> Path:
     """``apt-get download linux-source-6.12`` into *cache_dir* (atomically)."""
+    if shutil.which("apt-get") is None:
+        raise SelftestError("no %s in %s and no apt-get to download it: use --ksrc DIR "
+                            "or KSRC=DIR (a kernel tree, its .deb or a source tarball)"
+                            % (DEB_PACKAGE, cache_dir))
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=cache_dir))
     try:
         for attempt in (1, 2):
-            log("downloading %s (apt-get download) ..." % DEB_PACKAGE)
+            log(download_notice(cache_dir, deb_candidate()))
             r = subprocess.run(["apt-get", "download", DEB_PACKAGE], cwd=tmp,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             debs = list(tmp.glob("%s_*.deb" % DEB_PACKAGE))
@@ -156,8 +184,10 @@ def download_deb(cache_dir: Path) -> Path:
                 log("download failed; running apt-get update once")
                 subprocess.run(["apt-get", "update"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-        raise SelftestError("could not download %s: %s\n(use --ksrc DIR or KSRC=DIR to "
-                            "use a kernel tree instead)" % (DEB_PACKAGE, r.stdout.strip()))
+        raise SelftestError("could not download %s (apt-get download said: %s)\n"
+                            "ftracetest needs its ftrace selftests: use --ksrc DIR or KSRC=DIR "
+                            "(a kernel tree, its .deb or a source tarball)"
+                            % (DEB_PACKAGE, r.stdout.strip() or "nothing"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

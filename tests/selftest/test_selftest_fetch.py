@@ -121,9 +121,47 @@ def test_download_retries_after_apt_update(ksrc, tmp_path, monkeypatch):
 
 def test_download_failure_is_reported(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
-    write(bindir / "apt-get", "#!/bin/sh\nexit 100\n", 0o755)
+    write(bindir / "apt-get", "#!/bin/sh\necho 'E: Unable to locate package'\nexit 100\n", 0o755)
     monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    with pytest.raises(SelftestError, match="--ksrc"):
+    with pytest.raises(SelftestError, match="--ksrc") as e:
+        fetch.obtain_ftracetest(None, tmp_path / "cache")
+    assert "could not download linux-source-6.12 (apt-get download said: E: Unable to locate " \
+           "package)" in str(e.value)
+
+
+def test_the_download_is_announced_with_its_size_before_it_starts(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    events = tmp_path / "events"
+    write(bindir / "apt-cache", textwrap.dedent("""\
+        #!/bin/sh
+        [ "$*" = "show --no-all-versions linux-source-6.12" ] || exit 100
+        printf 'Package: linux-source-6.12\\nVersion: 6.12.117-1~deb12u1\\nSize: 153476148\\n'
+        """), 0o755)
+    write(bindir / "apt-get", "#!/bin/sh\necho \"apt-get $*\" >> %s\nexit 100\n" % events, 0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    monkeypatch.setattr(fetch, "log", lambda msg: events.open("a").write("log " + msg + "\n"))
+    cache = tmp_path / "cache"
+    with pytest.raises(SelftestError):
+        fetch.obtain_ftracetest(None, cache)
+    lines = events.read_text().splitlines()
+    assert lines[:2] == [
+        "log downloading linux-source-6.12 6.12.117-1~deb12u1 (153 MB) once with apt-get "
+        "download into %s, for its ftrace selftests (--ksrc DIR or KSRC=DIR takes them from a "
+        "kernel tree instead) ..." % cache,
+        "apt-get download linux-source-6.12"]
+    # apt without package lists: the size is not known, the rough one is said
+    write(bindir / "apt-cache", "#!/bin/sh\necho 'E: No packages found' >&2\nexit 100\n", 0o755)
+    assert fetch.deb_candidate() is None
+    assert fetch.download_notice(cache, None).startswith(
+        "downloading linux-source-6.12 (about 150 MB) once")
+
+
+def test_without_apt_get_the_error_says_what_to_do(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    monkeypatch.setenv("PATH", str(bindir))
+    with pytest.raises(SelftestError, match="no linux-source-6.12 in .* and no apt-get to "
+                                            "download it: use --ksrc DIR or KSRC=DIR"):
         fetch.obtain_ftracetest(None, tmp_path / "cache")
 
 
