@@ -3,6 +3,7 @@ own; the lessons have their own runner, the README tour tests/test_readme.py).""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -92,3 +93,26 @@ def test_the_shell_blocks_of_a_doc_run_as_written(doc, tmp_path):
             assert [without_counts(ln) for ln in head] == [without_counts(ln) for ln in shown], (
                 "%s shows %s beginning with %r; the commands now give %r" % (doc, name, shown, head))
         assert not is_mounted(mnt)
+
+
+def test_the_readme_is_a_front_door():
+    """README.md stays short: what it is, the two commands, the tour, links."""
+    with open(os.path.join(REPO, "README.md")) as fh:
+        text = fh.read()
+    assert len(text.splitlines()) <= 120
+    for page in ("cli", "sandbox", "tracefs", "procfs", "time", "how-it-is-built", "fidelity",
+                 "pictures", "lessons/README"):
+        assert "](docs/%s.md)" % page in text, page
+
+
+def test_links_between_pages_lead_to_files():
+    pages = ["README.md"] + [os.path.relpath(p, REPO) for p in
+                             glob.glob(os.path.join(REPO, "docs/**/*.md"), recursive=True)]
+    for page in pages:
+        with open(os.path.join(REPO, page)) as fh:
+            text = re.sub(r"```.*?```", "", fh.read(), flags=re.S)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" in target:
+                continue
+            path = os.path.normpath(os.path.join(REPO, os.path.dirname(page), target))
+            assert os.path.exists(path), (page, target)
