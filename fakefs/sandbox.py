@@ -287,9 +287,21 @@ class Inner:
         if err is not None:
             raise NamespaceError("mount --bind on %s failed: %s" % (TRACING_DIR, err))
         self.placed.append(TRACING_DIR)
+        # a debugfs elsewhere than DEBUG_DIR: its tracing/ (the host's tracefs,
+        # mounted at the first look) is the fake's
+        for _src, mnt, fstype in mounts():
+            inner = os.path.join(mnt, "tracing")
+            if fstype == "debugfs" and not _under(mnt, DEBUG_DIR) and os.path.isdir(inner) \
+                    and inner not in self.placed:
+                err = bind(str(tracing), inner)
+                if err is not None:
+                    raise NamespaceError("the host's tracing on %s stays visible here: %s"
+                                         % (inner, err))
+                self.placed.append(inner)
         # lines a user namespace could not detach: their paths are the fake's too
         for _src, mnt, fstype in mounts():
-            if fstype == "tracefs" and mnt != TRACING_DIR and not mnt.startswith(DEBUG_DIR):
+            if fstype == "tracefs" and mnt != TRACING_DIR and not _under(mnt, DEBUG_DIR) \
+                    and mnt not in self.placed:
                 err = bind(str(tracing), mnt)
                 if err is not None:
                     raise NamespaceError("the host's tracefs on %s stays visible here: %s"
@@ -445,6 +457,10 @@ class Inner:
         if text:
             print("---- daemon log (last 30 lines) ----\n%s\n----"
                   % "\n".join(text.splitlines()[-30:]), file=sys.stderr, flush=True)
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top + "/")
 
 
 def _die_with_parent() -> None:

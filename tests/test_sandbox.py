@@ -335,6 +335,25 @@ def test_a_root_command_cannot_unmount_mount_or_bind_over_the_fake():
     assert out[9] == "sysctl EROFS", r.stdout
 
 
+@needs_ns
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a debugfs (in a private mount "
+                    "namespace) needs root")
+def test_a_debugfs_elsewhere_shows_the_fakes_tracing(tmp_path):
+    """A debugfs mounted elsewhere than /sys/kernel/debug mounts the host's
+    tracefs on its tracing/ at the first look: the fake is there instead."""
+    dbg = tmp_path / "dbg"
+    dbg.mkdir()
+    script = ('mount -t debugfs nodev "$1" && exec "$2" -m fakefs sandbox -q -- sh -c '
+              '\'ls "$0"/tracing/options/stackmap; grep -c " tracefs " /proc/mounts\' "$1"')
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                        str(dbg), sys.executable], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=TIMEOUT,
+                       env=namespace.child_env())
+    assert r.returncode == 0, r.stderr
+    # the stackmap series' option: only the simulated kernel has it
+    assert r.stdout.split() == [str(dbg / "tracing/options/stackmap"), "1"], r.stdout
+
+
 PERF = r"""
 cd "$(mktemp -d)"
 perf stat -e sched:sched_switch -- sleep 0.2 2>stat.txt; echo "stat=$?"; sed 's/^/S /' stat.txt
