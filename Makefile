@@ -1,4 +1,10 @@
 # fakefs — see README.md.  `make run` mounts, `make test` tests.
+# make test:  everything CI runs (~10 min on 2 idle cores): the ftracetest harness fetched
+#             (once: linux-source-6.12, ~153 MB, announced), then the unit tests (pytest-xdist,
+#             PYTEST_JOBS=2) and the upstream ftracetest side by side; one line per phase
+#             with its time.  Parts: make unit, make selftests.
+# make check: the unit tests that mount nothing (-m "not mount"), in a few minutes: for
+#             development.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,9 +13,11 @@ MNT ?= /tmp/fakefs
 CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
+PYTEST_JOBS ?= 2
+PYTEST_ARGS ?=
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
-.PHONY: install sysdeps bin-link run test unit selftests ftracetest-table bench stress clean
+.PHONY: install sysdeps bin-link run test unit check fetch selftests ftracetest-table bench stress clean
 
 install: sysdeps $(VENV)/.installed bin-link
 
@@ -33,7 +41,8 @@ sysdeps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# (setup.py builds the compiled data plane: a changed .pyx/.pxd rebuilds it)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard fakefs/*/*.pyx fakefs/*/*/*.pyx fakefs/*/*.pxd)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -43,15 +52,56 @@ run: install
 	mkdir -p $(MNT)
 	$(FAKEFS) mount -f --seed $(SEED) --cmdline "$(CMDLINE)" $(MNT)
 
-test: install unit selftests
+# The unit tests, with a line before and after: what runs, its wall and CPU time (the CPU
+# of mounted daemons, which detach, is not counted).
+UNIT_RUN = echo "== unit tests ($$(find tests -name 'test_*.py' | wc -l) files, parallel x$(PYTEST_JOBS)) =="; \
+	TIMEFORMAT="== unit tests: done in %0R s (CPU %0U s user, %0S s sys) =="; \
+	time $(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+
+# The whole upstream ftracetest suite, with the project's tests and, when $(UPSTREAM) is
+# there, the series' own (seed 004's patch 3/3): fails on any FAIL or UNDEFINED.
+SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
+	echo "== ftracetest: the upstream suite, selftests/stackmap and $(UPSTREAM) =="; \
+	else extra=""; echo "== ftracetest: the upstream suite and selftests/stackmap;" \
+	  "the series' own tests skipped: $(UPSTREAM) not present (seed 004's patch 3/3:" \
+	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
+	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
+	time env --default-signal=INT $(FAKEFS) selftest --extra selftests/stackmap $$extra all
+
+# ftracetest runs in the background into a log while the unit tests run in the foreground;
+# the log is shown (followed while it still runs) once they are done.  Fails if either does.
+# (env --default-signal: a background job ignores SIGINT; Ctrl-C stops and cleans up both.)
+test: install fetch
+	@t0=$$SECONDS; log=$$(mktemp "$${TMPDIR:-/tmp}/fakefs-ftracetest.XXXXXX"); \
+	echo "== ftracetest: started in the background (its output: $$log) =="; \
+	( $(SELFTESTS_RUN) ) >"$$log" 2>&1 </dev/null & ft=$$!; \
+	( $(UNIT_RUN) ); unit=$$?; \
+	if kill -0 $$ft 2>/dev/null; then \
+	  echo "== ftracetest: still running after $$((SECONDS - t0)) s; its output so far and on =="; \
+	  tail -n +1 -f --pid=$$ft "$$log"; \
+	else echo "== ftracetest: its output =="; cat "$$log"; fi; \
+	wait $$ft; ft=$$?; rm -f "$$log"; \
+	echo "== make test: unit tests $$([ $$unit = 0 ] && echo passed || echo FAILED)," \
+	     "ftracetest $$([ $$ft = 0 ] && echo passed || echo FAILED), $$((SECONDS - t0)) s in all =="; \
+	[ $$unit = 0 ] && [ $$ft = 0 ]
 
 unit: install
-	$(PY) -m pytest -q
+	@$(UNIT_RUN)
 
-# The whole upstream ftracetest suite, with the project's and the series' tests:
-# fails on any FAIL or UNDEFINED.
+check: install
+	@echo "== quick check: the unit tests that mount nothing (-m 'not mount'), parallel x$(PYTEST_JOBS) =="
+	@TIMEFORMAT="== quick check: done in %0R s (CPU %0U s user, %0S s sys) =="; \
+	time $(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile -m "not mount" $(PYTEST_ARGS)
+
+# The ftracetest harness: from KSRC if set, else Debian's linux-source-6.12, downloaded once
+# into ~/.cache/fakefs (its size said before it starts).
+fetch: install
+	@echo "== fetch: the ftracetest harness =="
+	@$(FAKEFS) selftest --list all >/dev/null || { echo "== fetch: FAILED (the error is" \
+	  "above); 'make unit' and 'make check' run without it =="; exit 1; }
+
 selftests: install
-	$(FAKEFS) selftest --extra selftests/stackmap $$([ -d $(UPSTREAM) ] && echo --extra $(UPSTREAM)) all
+	@$(SELFTESTS_RUN)
 
 # Every upstream case with its result, and why it does not pass.
 ftracetest-table: install

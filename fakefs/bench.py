@@ -10,7 +10,9 @@
 5. the function tracer at its default 500,000 calls/s: a second of it, counters and cost, vs 4000 (the earlier default);
 6. the daemon's memory (bench_memory.py): RSS after a minute of everything traced vs at the
    mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
-7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline.
+7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline;
+8. simulated seconds per CPU second (bench_engine.py): the compiled data plane vs the walk
+   in plain Python, for the function tracer, every event, both with stacks, sched_switch.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -24,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_catchup, bench_costs, bench_memory
+from . import bench_catchup, bench_costs, bench_engine, bench_memory
 
 ROUNDS = 5
 
@@ -252,7 +254,9 @@ def main(argv=None) -> int:
     """``python -m fakefs.bench [NAME...]``: only the sections whose function
     name is one of the NAMEs, ``bench_`` optional (``small_file_bare``, ``get_id``...)."""
     names = sys.argv[1:] if argv is None else list(argv)
-    sections = [("tracefs small-file latency", bench_small_file),
+    sections = [("simulated seconds per CPU second (in-process, 2 CPUs; median of 3 rounds)",
+                 bench_engine.bench_engine),
+                ("tracefs small-file latency", bench_small_file),
                 ("small file: fakefs vs a bare pyfuse3 filesystem (warm: cats back to back; "
                  "cold: 1.2 s apart)", bench_small_file_bare),
                 ("stackmap get_id throughput", bench_get_id),

@@ -1,7 +1,7 @@
 """The kernel stacks the walk has been through, as a tree of frames.
 
-A ``Frame`` is one distinct stack: a function, the frame it was called
-from, and the stack tuple (return addresses, innermost first, as
+A ``Frame`` (``_walk.pyx``: the compiled walk reads its fields) is one
+distinct stack: a function, the frame it was called from, and the stack tuple (return addresses, innermost first, as
 ``stack_trace_save()`` stores them).  ``Frames`` makes them on demand and
 keeps them: the frame of a call is the caller's ``kids[callee]``, so a
 given path is always the same frame and the same (interned) tuple.
@@ -11,30 +11,13 @@ are in.
 
 from __future__ import annotations
 
+from ._walk import Frame
 from .walkgraph import (F_ENTRY, F_KMODE, F_NOIDLE, F_UMODE, IDLE, KMODE, UMODE, call_off, irq_off,
                         tp_off)
 
 # where in its frame a task is (its phase)
 ENTER = 0          # the frame's function was just called
 RESUME = 1         # a callee (or interrupt) just returned into it
-
-
-class Frame:
-    """One distinct kernel stack: a function and the frames below it."""
-
-    __slots__ = ("fn", "parent", "stack", "kids", "depth", "irq", "tp", "mode")
-
-    def __init__(self, fn, parent, stack, irq, mode):
-        self.fn = fn
-        self.parent = parent
-        # (entry ip,) + the return addresses below this function (its base:
-        # ``stack[1:]``, made again where a callee needs it rather than kept)
-        self.stack = stack
-        self.kids = {}
-        self.depth = len(stack)
-        self.irq = irq              # inside an interrupt
-        self.tp = None              # stack as seen by a tracepoint in fn
-        self.mode = mode            # entered from user mode, in a kthread, idle
 
 
 def interrupted(fr):

@@ -15,11 +15,11 @@ the walk never switches tasks by itself.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 
+from ._walk import Graph, run, run_many
 from .frames import ENTER, RESUME
-from .walkgraph import F_HALT, F_SWITCH, F_TRACE, IDLE, KMODE, UMODE, pick
+from .walkgraph import F_SWITCH, IDLE, KMODE, UMODE
 
 ADOPTED_KEPT = 1024        # walk states of tasks the task table does not have
 
@@ -69,6 +69,7 @@ class Walk:
         self.reach = reach
         self.flags = wg.flags
         self.max_depth = wg.max_depth
+        self.cgraph = Graph(wg)          # the graph's arrays as the compiled run() reads them
         p = wg.graph.params
         self.p_irq = p.get("irq", 0.0025)
         self.p_preempt = p.get("preempt", 0.004)
@@ -153,107 +154,15 @@ class Walk:
         return nxt
 
     def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
-        """Advance ``c`` to its next traced call; return (task, frame)."""
-        rnd = rng.random
-        ts = c.ts
-        fr, ph = ts.frame, ts.phase
-        table = ts.table
-        flags = self.flags
-        again = self.wg.again
-        maxd = self.max_depth
-        pirq = self.p_irq
-        ppre = pirq + self.p_preempt
-        irqd = maxd - 8
-        frames = self.frames
-        irq_table = self.wg.irq_table
-        for _ in range(limit):
-            if fr is None:
-                # in user space: enter the kernel (or take an interrupt)
-                if rnd() < pirq * 4:
-                    fr = frames.irq_child(None, pick(irq_table, rnd))
-                else:
-                    fr = frames.root(pick(ts.roots, rnd), ts.mode)
-                ph = ENTER
-                if flags[fr.fn] & F_TRACE and not (until_switch or until_halt):
-                    ts.frame, ts.phase = fr, ENTER
-                    return ts.task, fr
-                continue
-            f = fr.fn
-            if ph == ENTER:
-                fl = flags[f]
-                if fl & (F_HALT | F_SWITCH):
-                    if fl & F_HALT:
-                        if until_halt:
-                            ts.frame, ts.phase = fr, ENTER
-                            return ts.task, fr
-                        if fr.irq or fr.depth > irqd:
-                            fr, ph = fr.parent, RESUME
-                            continue
-                        fr = frames.irq_child(fr, pick(irq_table, rnd))
-                        if flags[fr.fn] & F_TRACE:
-                            ts.frame, ts.phase = fr, ENTER
-                            return ts.task, fr
-                        continue
-                    if until_switch:
-                        ts.frame, ts.phase = fr, RESUME
-                        return ts.task, fr
-                    if until_halt:
-                        ph = RESUME
-                        continue
-                    if self.driven:
-                        ph = RESUME
-                        continue
-                    nts = self.switch(c, rng, fr)
-                    if nts is not ts:
-                        ts = nts
-                        fr, ph = ts.frame, ts.phase
-                        table = ts.table
-                        continue
-                    ph = RESUME
-                    continue
-                e = table[f]
-                if e is None or fr.depth >= maxd:
-                    fr, ph = fr.parent, RESUME
-                    continue
-            else:
-                r = rnd()
-                if r < ppre and not fr.irq and not flags[f] & F_SWITCH:
-                    if r < pirq:
-                        if fr.depth <= irqd:
-                            fr = frames.irq_child(fr, pick(irq_table, rnd))
-                            ph = ENTER
-                            if flags[fr.fn] & F_TRACE and not (until_switch or until_halt):
-                                ts.frame, ts.phase = fr, ENTER
-                                return ts.task, fr
-                            continue
-                    elif ts is not c.idle and not (until_switch or until_halt or self.driven):
-                        # the task sleeps or its time slice ends
-                        ts.frame, ts.phase = fr, ph
-                        self.event_switch(c, rng, preempt=r < pirq + 0.6 * self.p_preempt)
-                        ts = c.ts
-                        fr, ph = ts.frame, ts.phase
-                        table = ts.table
-                        continue
-                e = table[f]
-                if e is None or fr.depth >= maxd or rnd() >= again[f]:
-                    fr = fr.parent
-                    continue
-            # call one of f's callees
-            callees, cum, total = e
-            g = callees[bisect_right(cum, rnd() * total)]
-            k = fr.kids.get(g)
-            if k is None:
-                k = frames.child(fr, g) if g >= 0 else False
-            if k is False:              # "_", or not from this mode: return
-                fr, ph = fr.parent, RESUME
-                continue
-            fr = k
-            ph = ENTER
-            if flags[g] & F_TRACE and not (until_switch or until_halt):
-                ts.frame, ts.phase = fr, ENTER
-                return ts.task, fr
-        ts.frame, ts.phase = fr, ph
-        return ts.task, fr
+        """Advance ``c`` to its next traced call; return (task, frame).
+        Compiled (``_walk.run``); the same walk in plain Python, which it
+        is tested against, is tests/kernel/walk_reference.py."""
+        return run(self, c, rng, until_switch, until_halt, limit)
+
+    def run_many(self, c, rng, n):
+        """``n`` traced calls in a row on ``c``, as runs of one task:
+        [(task, [frame, ...]), ...]; the draws of ``n`` ``run()`` calls."""
+        return run_many(self, c, rng, n)
 
     def event_switch(self, c, rng, preempt=False):
         """The running task sleeps (or is preempted): (prev task, stack)."""

@@ -149,19 +149,7 @@ class Workload:
         itself)."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
-        walk = self.walk
-        c = walk.cpus[cpu]
-        if walk.driven:
-            run = walk.run
-            return [(c.ts.task, [run(c, rng)[1] for _ in range(n)])]
-        runs: list = []
-        for _ in range(n):
-            task, fr = walk.run(c, rng)
-            if runs and runs[-1][0] is task:
-                runs[-1][1].append(fr)
-            else:
-                runs.append((task, [fr]))
-        return runs
+        return self.walk.run_many(self.walk.cpus[cpu], rng, n)
 
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
         """The running task goes to __schedule(): (the stack where

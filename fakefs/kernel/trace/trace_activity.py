@@ -33,6 +33,7 @@ from bisect import bisect_left, bisect_right
 from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
+from ._trace_function import function_entries
 from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_shift import shift_tracing
@@ -91,10 +92,6 @@ class TraceActivity:
         self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
         self._flags_cache: dict[tuple, tuple[int, int]] = {}
-        # frame -> (flags, preempt count, ip, parent ip): a function entry's
-        # fields (a frame hashes by identity, cheaper than its stack tuple),
-        # for the frames of the walk's current generation
-        self._call_fields: dict = {}
         self._frames_gen = 0            # the walk's frames' generation the caches hold
         self._addr_ctx: dict[int, int] = {}
         self.tasks: list = []
@@ -194,13 +191,11 @@ class TraceActivity:
         return r
 
     def _follow_frames(self, wl) -> None:
-        """The caches of what stacks imply (context flags, a call's fields)
-        forget the frames and stacks of the walk's older generations: no
+        """The cache of what stacks imply (context flags) forgets the frames and stacks of the walk's older generations: no
         frame tree of theirs stays alive after a restart."""
         gen = wl.frames.generation
         if gen != self._frames_gen:
             self._frames_gen = gen
-            self._call_fields.clear()
             self._flags_cache.clear()
 
     # --- the hook -------------------------------------------------------------
@@ -505,24 +500,18 @@ class TraceActivity:
             return
         runs = wl.sample_runs(rng, cpu, len(times))
         self._follow_frames(wl)        # (the walk may have restarted them just now)
-        fields = self._call_fields
-        if len(fields) > FLAGS_CACHED:
-            fields.clear()
-        calls = []
-        append = calls.append
-        it = iter(times)
-        fn = te.TRACE_FN
-        for task, frs in runs:
-            pid = task.pid
-            for fr, ts in zip(frs, it):
-                stack = fr.stack
-                f = fields.get(fr)
-                if f is None:
-                    f = fields[fr] = self.context_flags(stack) + (
-                        wl.function_ip(stack), stack[1] if len(stack) > 1 else 0)
-                append(((ts, fn, pid) + f, stack))
+        entries, stacks = function_entries(runs, times, self.call_fields, te.TRACE_FN)
         for tr in trs:
-            tr.current.record_calls(tr, cpu, calls)
+            tr.current.record_calls(tr, cpu, entries, stacks)
+
+    def call_fields(self, fr) -> tuple:
+        """What a call at frame ``fr`` records besides its time and task:
+        (context flags, preempt depth, ip, parent ip), kept in the frame
+        (its stack says them all)."""
+        stack = fr.stack
+        f = fr.call = self.context_flags(stack) + (
+            self.kernel.workload.function_ip(stack), stack[1] if len(stack) > 1 else 0)
+        return f
 
     def _function_call(self, trs, wl, rng, cpu, ts, probe_trs=()) -> None:
         if not trs:

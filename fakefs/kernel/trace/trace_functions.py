@@ -62,20 +62,21 @@ class FunctionTracer(Tracer):
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
 
-    def record_calls(self, tr, cpu: int, calls: list) -> None:
+    def record_calls(self, tr, cpu: int, entries: list, stacks: list) -> None:
         """``function_trace_call()`` (``function_stack_trace_call()`` with
-        a stack option) of each of ``calls``, [(TRACE_FN entry, stack)] in
-        time order with nothing recorded between them, for an array whose
-        ops take every call and without ``func-no-repeats``: the entries
-        one call at a time makes, written in one go."""
+        a stack option) of each of ``entries`` (TRACE_FN entries in time
+        order with nothing recorded between them; ``stacks[i]`` the i-th
+        call's stack), for an array whose ops take every call and without
+        ``func-no-repeats``: the entries one call at a time makes, written
+        in one go."""
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return                               # no entry, so no stack either
         if not (tr.flag("stacktrace") or self.opts.get("func_stack_trace")):
-            tr.write_entries(cpu, [e for e, _ in calls], FN_LENGTH)
+            tr.write_entries(cpu, entries, FN_LENGTH)
             return
         if not tr.flag("overwrite"):             # a stack only after an entry taken
-            for e, stack in calls:
+            for e, stack in zip(entries, stacks):
                 if tr.write_entry(cpu, e, te.FN_PAYLOAD):
                     tr.trace_stack(cpu, e[0], e[2], e[3], e[4], stack)
             return
@@ -84,7 +85,7 @@ class FunctionTracer(Tracer):
         out, lengths = [], []
         put, size = out.append, lengths.append
         stack_id, full = te.TRACE_STACK_ID, te.TRACE_STACK
-        for e, stack in calls:
+        for e, stack in zip(entries, stacks):
             put(e)
             size(FN_LENGTH)
             sid = get_id(stack, cpu) if get_id is not None else -1

@@ -79,10 +79,10 @@ def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
 
 
 def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch):
-    """The bulk path's fields, cached per frame, and the context flags,
-    cached per stack, hold the frames and stacks of the walk's current
-    generation only (a restart of the frames drops them, not kept alive by
-    the caches), and the trace is still the calls one by one."""
+    """The bulk path's fields, kept in each frame, and the context flags,
+    cached per stack, hold the stacks of the walk's current generation only
+    (a restart of the frames drops them, not kept alive by the cache), and
+    the trace is still the calls one by one."""
     from fakefs.kernel import workload
     settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
     monkeypatch.setattr(workload, "FRAME_CAP", 300)
@@ -101,9 +101,12 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
         k.run_until_now()
     frames, act = k.workload.frames, k.trace_activity
     assert frames.generation > 3
-    assert act._call_fields
+    met = [c.ts.frame for c in k.workload.walk.cpus if c.ts.frame.call is not None]
+    assert met
+    for fr in met:
+        stack = fr.stack
+        assert fr.call == act.context_flags(stack) + (stack[0] - 5, stack[1])
     # (kept frames and their callers survive a restart without being counted)
-    assert len(act._call_fields) <= frames.count + 100
     assert len(act._flags_cache) <= frames.count + 100
 
 

@@ -1,0 +1,16 @@
+# The compiled walk's frame, as other compiled modules read it (_walk.pyx).
+
+cdef class Frame:
+    cdef public int fn
+    cdef public Frame parent
+    # (entry ip,) + the return addresses below this function
+    cdef public tuple stack
+    cdef public dict kids
+    cdef public int depth
+    cdef public bint irq          # inside an interrupt
+    cdef public object tp         # stack as seen by a tracepoint in fn
+    cdef public int mode          # entered from user mode, in a kthread, idle
+    # what a function tracer's entry of a call here records besides its
+    # time and task (context flags, preempt depth, ip, parent ip): see
+    # TraceActivity.call_fields()
+    cdef public tuple call

@@ -1,0 +1,324 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The walk's hot loop, compiled (the data plane: docs/data-plane.md).
+
+``Frame`` is one distinct kernel stack (see ``frames.py``, which makes
+them); ``run()`` is ``Walk.run()``: it advances a CPU's running task to its
+next traced call.  It makes exactly the draws, in the same order, that
+``tests/kernel/walk_reference.py`` (the walk written in plain Python, the
+specification) makes, so both give the same frames for the same seed; the
+test comparing them is tests/kernel/test_walk_compiled.py.
+
+What makes it fast: the graph's per-function arrays (flags, the chance to
+call again, pick tables) are C arrays (``Graph``, made once per pick table
+list), frames are a C struct's fields, a callee is drawn by a binary search
+over C doubles.  The random numbers are still the generator's own
+(``rng.random()``): the same stream as everywhere else in the kernel.
+Frames are still made by ``Frames`` (in Python), the first time a path is
+taken; a context switch or an interrupt entry also goes back to Python.
+"""
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
+from libc.stdlib cimport free, malloc
+
+cdef int F_TRACE = 1, F_HALT = 4, F_SWITCH = 8
+cdef int ENTER = 0, RESUME = 1
+
+
+cdef class Frame:
+    """One distinct kernel stack: a function and the frames below it
+    (its fields: _walk.pxd)."""
+
+    def __init__(self, int fn, Frame parent, tuple stack, irq, int mode):
+        self.fn = fn
+        self.parent = parent
+        self.stack = stack
+        self.kids = {}
+        self.depth = len(stack)
+        self.irq = irq
+        self.tp = None
+        self.mode = mode
+        self.call = None
+
+
+cdef class Table:
+    """One pick table list (a profile's ``wg.tables[...]``) as C arrays:
+    function ``f``'s callees are ``callee[off[f]:off[f + 1]]`` with the
+    cumulative weights ``cum[...]`` and ``total[f]``; ``has[f]`` is 0 where
+    the list holds None."""
+
+    cdef int nf
+    cdef int *off
+    cdef int *callee
+    cdef double *cum
+    cdef double *total
+    cdef char *has
+    cdef object source       # the list it was made from (kept alive: keyed by id)
+
+    def __cinit__(self, list table):
+        cdef int nf = len(table), n = 0, f, i
+        self.nf = nf
+        self.source = table
+        for e in table:
+            if e is not None:
+                n += len(e[0])
+        self.off = <int *> malloc((nf + 1) * sizeof(int))
+        self.callee = <int *> malloc(max(n, 1) * sizeof(int))
+        self.cum = <double *> malloc(max(n, 1) * sizeof(double))
+        self.total = <double *> malloc(max(nf, 1) * sizeof(double))
+        self.has = <char *> malloc(max(nf, 1))
+        if not (self.off and self.callee and self.cum and self.total and self.has):
+            raise MemoryError()
+        n = 0
+        for f in range(nf):
+            e = table[f]
+            self.off[f] = n
+            if e is None:
+                self.has[f] = 0
+                self.total[f] = 0.0
+                continue
+            callees, cum, total = e
+            self.has[f] = 1
+            self.total[f] = total
+            for i in range(len(callees)):
+                self.callee[n] = callees[i]
+                self.cum[n] = cum[i]
+                n += 1
+        self.off[nf] = n
+
+    def __dealloc__(self):
+        free(self.off)
+        free(self.callee)
+        free(self.cum)
+        free(self.total)
+        free(self.has)
+
+
+cdef class Graph:
+    """The walk graph's per-function arrays as C arrays, and the compiled
+    pick tables made so far (one per table list)."""
+
+    cdef int nf
+    cdef int *flags
+    cdef double *again
+    cdef list ints            # the function ids as Python ints (the kids' keys)
+    cdef dict tables          # id(table list) -> Table
+
+    def __cinit__(self, wg):
+        cdef int f
+        self.nf = len(wg.flags)
+        self.flags = <int *> malloc(max(self.nf, 1) * sizeof(int))
+        self.again = <double *> malloc(max(self.nf, 1) * sizeof(double))
+        if not (self.flags and self.again):
+            raise MemoryError()
+        for f in range(self.nf):
+            self.flags[f] = wg.flags[f]
+            self.again[f] = wg.again[f]
+        self.ints = list(range(self.nf))
+        self.tables = {}
+
+    def __dealloc__(self):
+        free(self.flags)
+        free(self.again)
+
+    cdef Table table(self, list table):
+        t = self.tables.get(id(table))
+        if t is None:
+            t = self.tables[id(table)] = Table(table)
+        return <Table> t
+
+
+cdef inline int bisect_right(double *a, int lo, int hi, double x):
+    """The first index in a[lo:hi] whose value is greater than ``x``
+    (``bisect.bisect_right``: the same comparisons)."""
+    cdef int mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+cdef class Walker:
+    """One CPU's walk for a stretch of calls: what ``run()`` reads of the
+    walk, the CPU and the generator, fetched once."""
+
+    cdef object walk, c, rng, rnd, frames, irq_table, ts
+    cdef Graph g
+    cdef Table table
+    cdef int maxd, irqd
+    cdef double pirq, ppre, preempt_cut
+
+    def __cinit__(self, walk, c, rng):
+        self.walk = walk
+        self.c = c
+        self.rng = rng
+        self.rnd = rng.random
+        self.g = walk.cgraph
+        self.frames = walk.frames
+        self.irq_table = walk.wg.irq_table
+        self.maxd = walk.max_depth
+        self.irqd = self.maxd - 8
+        self.pirq = walk.p_irq
+        self.ppre = self.pirq + walk.p_preempt
+        self.preempt_cut = self.pirq + 0.6 * walk.p_preempt
+        self._task(c.ts)
+
+    cdef inline void _task(self, ts):
+        self.ts = ts
+        self.table = self.g.table(ts.table)
+
+    cdef Frame step(self, bint until_switch, bint until_halt, int limit):
+        """Advance to the next traced call (or switch, or halt): the frame
+        there (``self.ts`` is the task)."""
+        cdef int *flags = self.g.flags
+        cdef double *again = self.g.again
+        cdef list ints = self.g.ints
+        cdef int maxd = self.maxd, irqd = self.irqd
+        cdef double pirq = self.pirq, ppre = self.ppre
+        cdef bint stop_at_trace = not (until_switch or until_halt)
+        cdef Frame fr, k
+        cdef int ph, f, fl, gi, i, lo
+        cdef double r, x
+        cdef Table table = self.table
+        cdef PyObject *hit
+        rnd = self.rnd
+        frames = self.frames
+        irq_table = self.irq_table
+        walk = self.walk
+        c = self.c
+        ts = self.ts
+        fr = ts.frame
+        ph = ts.phase
+        for i in range(limit):
+            if fr is None:
+                # in user space: enter the kernel (or take an interrupt)
+                if <double> rnd() < pirq * 4:
+                    fr = frames.irq_child(None, _pick(irq_table, rnd))
+                else:
+                    fr = frames.root(_pick(ts.roots, rnd), ts.mode)
+                ph = ENTER
+                if flags[fr.fn] & F_TRACE and stop_at_trace:
+                    ts.frame, ts.phase = fr, ENTER
+                    return fr
+                continue
+            f = fr.fn
+            if ph == ENTER:
+                fl = flags[f]
+                if fl & (F_HALT | F_SWITCH):
+                    if fl & F_HALT:
+                        if until_halt:
+                            ts.frame, ts.phase = fr, ENTER
+                            return fr
+                        if fr.irq or fr.depth > irqd:
+                            fr, ph = fr.parent, RESUME
+                            continue
+                        fr = frames.irq_child(fr, _pick(irq_table, rnd))
+                        if flags[fr.fn] & F_TRACE:
+                            ts.frame, ts.phase = fr, ENTER
+                            return fr
+                        continue
+                    if until_switch:
+                        ts.frame, ts.phase = fr, RESUME
+                        return fr
+                    if until_halt or walk.driven:
+                        ph = RESUME
+                        continue
+                    nts = walk.switch(c, self.rng, fr)
+                    if nts is not ts:
+                        self._task(nts)
+                        ts, table = nts, self.table
+                        fr, ph = ts.frame, ts.phase
+                        continue
+                    ph = RESUME
+                    continue
+                if not table.has[f] or fr.depth >= maxd:
+                    fr, ph = fr.parent, RESUME
+                    continue
+            else:
+                r = rnd()
+                if r < ppre and not fr.irq and not flags[f] & F_SWITCH:
+                    if r < pirq:
+                        if fr.depth <= irqd:
+                            fr = frames.irq_child(fr, _pick(irq_table, rnd))
+                            ph = ENTER
+                            if flags[fr.fn] & F_TRACE and stop_at_trace:
+                                ts.frame, ts.phase = fr, ENTER
+                                return fr
+                            continue
+                    elif ts is not c.idle and stop_at_trace and not walk.driven:
+                        # the task sleeps or its time slice ends
+                        ts.frame, ts.phase = fr, ph
+                        walk.event_switch(c, self.rng, preempt=r < self.preempt_cut)
+                        self._task(c.ts)
+                        ts, table = self.ts, self.table
+                        fr, ph = ts.frame, ts.phase
+                        continue
+                if not table.has[f] or fr.depth >= maxd or <double> rnd() >= again[f]:
+                    fr = fr.parent
+                    continue
+            # call one of f's callees
+            lo = table.off[f]
+            x = <double> rnd() * table.total[f]
+            gi = table.callee[bisect_right(table.cum, lo, table.off[f + 1], x)]
+            k = None
+            if gi >= 0:
+                hit = PyDict_GetItem(fr.kids, ints[gi])
+                if hit is NULL:
+                    got = frames.child(fr, gi)
+                else:
+                    got = <object> hit
+                if got is not False:
+                    k = <Frame> got
+            if k is None:               # "_", or not from this mode: return
+                fr, ph = fr.parent, RESUME
+                continue
+            fr = k
+            ph = ENTER
+            if flags[gi] & F_TRACE and stop_at_trace:
+                ts.frame, ts.phase = fr, ENTER
+                return fr
+        ts.frame, ts.phase = fr, ph
+        return fr
+
+
+def run(walk, c, rng, bint until_switch=False, bint until_halt=False, int limit=200_000):
+    """``Walk.run()``: advance CPU ``c`` to its next traced call; return
+    (task, frame)."""
+    cdef Walker w = Walker(walk, c, rng)
+    fr = w.step(until_switch, until_halt, limit)
+    return w.ts.task, fr
+
+
+def run_many(walk, c, rng, int n):
+    """``n`` traced calls in a row on CPU ``c``, as runs of one task:
+    [(task, [frame, ...]), ...]; the draws of as many ``run()`` calls."""
+    cdef Walker w = Walker(walk, c, rng)
+    cdef list runs = [], frs = None
+    cdef int i
+    task = None
+    for i in range(n):
+        fr = w.step(False, False, 200_000)
+        t = w.ts.task
+        if t is not task:
+            task = t
+            frs = []
+            runs.append((task, frs))
+        frs.append(fr)
+    return runs
+
+
+cdef object _pick(object table, rnd):
+    """``walkgraph.pick()``: a callee of the pick table ``table``."""
+    callees, cum, total = table
+    cdef double x = <double> rnd() * <double> total
+    cdef int lo = 0, hi = len(cum), mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < <double> cum[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return callees[lo]

@@ -1,0 +1,11 @@
+"""The compiled data plane (docs/data-plane.md): Cython modules built by
+``pip install`` (``make install``); everything else is in pyproject.toml."""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+NATIVE = ["fakefs.kernel._walk", "fakefs.kernel.trace._trace_function"]
+
+setup(ext_modules=cythonize(
+    [Extension(name, [name.replace(".", "/") + ".pyx"], extra_compile_args=["-O2"]) for name in NATIVE],
+    compiler_directives={"language_level": 3}))
