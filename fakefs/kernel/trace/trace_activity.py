@@ -191,8 +191,9 @@ class TraceActivity:
         return r
 
     def _follow_frames(self, wl) -> None:
-        """The cache of what stacks imply (context flags) forgets the frames and stacks of the walk's older generations: no
-        frame tree of theirs stays alive after a restart."""
+        """The cache of what stacks imply (context flags) forgets the
+        stacks of the walk's older generations: no frame tree of theirs
+        stays alive after a restart."""
         gen = wl.frames.generation
         if gen != self._frames_gen:
             self._frames_gen = gen
