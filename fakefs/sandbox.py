@@ -11,7 +11,8 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    /sys/kernel/tracing: the ``/proc/mounts`` line of type ``tracefs`` that
    libtracefs (trace-cmd) and perf look for.  The fake is bound on top at
    once, so nothing reaches that tracefs.  A user namespace cannot mount a
-   tracefs: the host's lines it cannot detach are covered by the fake;
+   tracefs: the host's lines it cannot detach are covered by the fake, as
+   is the tracing/ of a debugfs elsewhere than /sys/kernel/debug;
 2. starts ``fakefs mount -f`` on DIR/root (the whole tree, ``$FAKEFS_ROOT``
    in COMMAND's environment) and binds the fake's files over the host's:
    /sys/kernel/tracing, /sys/kernel/debug (a tmpfs with the fake's entries
@@ -27,8 +28,12 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    its own (``--cover-proc``) whose /proc is the fake's proc/ with every
    host entry it lacks shown as a link into the host's procfs, bound at
    DIR/hostproc there (fakefs/fuse/hostlinks.py): /proc/profile exists
-   although the host's procfs takes no new entries.  The daemon stays in
-   the namespace with the host's /proc (it reads it);
+   although the host's procfs takes no new entries, and the host's sysctls
+   read-only.  The daemon stays in the namespace with the host's /proc (it
+   reads it).  COMMAND is sealed (fakefs/sandbox_seal.py): a user
+   namespace of its own (its mounts locked, the host's processes out of
+   reach), no CAP_SYS_ADMIN (mount, umount: EPERM), perf_event_open
+   refused (ENOSYS);
 4. stops the daemon.  The namespace, and with it every mount, goes with
    its last process; the outer stage removes the directory (killed, it
    cannot: a child it left in the caller's namespace does, once the inner
