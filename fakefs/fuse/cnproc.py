@@ -199,7 +199,37 @@ def exec_filename(pid: int) -> str:
     exe = _proc_read(pid, "exe")
     if exe and comm:
         return os.path.join(os.path.dirname(exe), comm)
-    return exe or comm
+    return exe or on_path(comm, _parent_path(pid)) or comm
+
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _parent_path(pid: int) -> str:
+    """The PATH of ``pid``'s parent (the shell that ran it), else a default."""
+    stat = _proc_read(pid, "stat")
+    try:
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{ppid}/environ", "rb") as fh:
+            env = fh.read().split(b"\0")
+    except (IndexError, ValueError, OSError):
+        return DEFAULT_PATH
+    path = next((e[5:] for e in env if e.startswith(b"PATH=")), None)
+    return path.decode("latin-1") if path else DEFAULT_PATH
+
+
+def on_path(comm: str, path: str) -> str:
+    """A process that exited before its program was read (a zombie has
+    neither cmdline nor exe): the file a shell's PATH search for its name
+    finds first, as execve() was given it, or "" (a name cut to 15
+    characters, a program run by a path off PATH)."""
+    if not comm or "/" in comm:
+        return ""
+    for d in path.split(":"):
+        f = os.path.join(d or ".", comm)
+        if d.startswith("/") and os.path.isfile(f) and os.access(f, os.X_OK):
+            return f
+    return ""
 
 
 def host_pid_exists(pid: int) -> bool:

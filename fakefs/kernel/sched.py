@@ -156,6 +156,12 @@ class Scheduler:
         self.tasks[pid] = t
         return t
 
+    def alloc_pid(self) -> int:
+        """A pid for a task about to be made (``spawn(pid=...)``)."""
+        pid = self._alloc_pid()
+        self.next_pid = pid + 1
+        return pid
+
     def _alloc_pid(self) -> int:
         """``alloc_pid()``: the next pid not in use (here or, for the pids the
         real machine's processes hold, there)."""

@@ -26,6 +26,7 @@ kernel (and the ones the host reports) show it running.
 
 from __future__ import annotations
 
+from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ
 
 HOST = 7                   # the machine's queue: a real process's event
@@ -53,6 +54,10 @@ class HostProcesses:
         # the allocators' model of their memory (None: a kernel without it)
         wl = machine.kernel.alloc_workload
         self.memory = wl.tasks if wl is not None else None
+        # (host pid, comm) -> its pid here, for a kernel that does not
+        # follow the real processes (see own_pid)
+        self.aliases: dict[tuple[int, str], int] = {}
+        self.last_call: dict[int, int] = {}    # pid -> when its last call here ran
 
     def standing_still(self) -> bool:
         """Nothing sees the machine: its real processes' events are facts only."""
@@ -61,6 +66,29 @@ class HostProcesses:
     def pid_taken(self, pid: int) -> bool:
         """For the scheduler's pid allocation: a real process has ``pid``."""
         return pid in self.followed or (self.exists is not None and self.exists(pid))
+
+    def own_pid(self, pid: int, comm: str | None) -> int:
+        """The pid here of the real process ``pid`` (named ``comm``) making a
+        call.  A kernel that follows the real processes (``host_tasks``:
+        its pid filters take their pids) knows them by their own pids.  One
+        that does not (a virtual clock, no proc connector) gives each a pid
+        of its own the first time it calls, as it does a new task: what the
+        simulated machine hands out never depends on the host's pids."""
+        if not pid or self.machine.kernel.host_tasks:
+            return pid
+        key = (pid, comm or "")
+        own = self.aliases.get(key)
+        if own is None:
+            if len(self.aliases) > EXITED_KEPT:
+                self.aliases.clear()
+            own = self.aliases[key] = self.machine.sched.alloc_pid()
+        return own
+
+    def called(self, pid: int, t: int) -> None:
+        """``pid``'s call here ran at ``t`` (its next one comes after)."""
+        if len(self.last_call) > EXITED_KEPT:
+            self.last_call.clear()
+        self.last_call[pid] = t
 
     # --- what the daemon reports ---------------------------------------------
     def caller(self, pid: int, comm: str | None) -> None:
@@ -262,9 +290,12 @@ class HostProcesses:
             return None
 
         if r.calls is not None:
-            m._call(r, cpu, t, m.calls.execve, CALL_NS["execve"], exec_)
+            t = m._call(r, cpu, t, m.calls.execve, CALL_NS["execve"], exec_)
         else:
             exec_(t)
+        if self.memory is not None:
+            # the new program starts: its loader's lookups are its own
+            m.keep_running(r, cpu, t + EXEC_LOOKUPS * LOOKUP_NS)
 
     def _exit(self, t: int, pid: int) -> None:
         m = self.machine

@@ -38,6 +38,7 @@ from .host import HOST, HostProcesses
 from .syscalls import Syscalls
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
+SYSCALL_IN_NS = (1200, 4800)    # a real process's call: from its entry to the work it does
 SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's stack
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
@@ -262,6 +263,16 @@ class Machine:
         self._push(t + r.left, _END, cpu, r.token)
         if r.calls is not None and self.entry.traced():
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+
+    def keep_running(self, r, cpu: int, until: int) -> None:
+        """``r``'s task, running on ``cpu``, runs on at least until ``until``."""
+        if self.sched.curr[cpu] is not r.task or r.since + r.left >= until:
+            return
+        r.left = until - r.since
+        r.token += 1                          # its earlier end is void
+        self._push(until, _END, cpu, r.token)
+        if r.calls is not None and self.entry.traced():
+            self._push(self.clock[cpu] + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
 
     def _ret(self, r, call, child: int = 0) -> int:
         return self.calls.values(r.tc, call, child)[1]
@@ -552,20 +563,27 @@ class Machine:
         t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
         self._timer_softirq(cpu, t1, t, rcu)
 
-    def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int]:
+    def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int, int]:
         """A process of the real machine makes a system call into the
         simulated kernel at ``t`` (a write to trace_marker): it is woken
         (its terminal's interrupt), preempts a CPU, runs for a moment and
-        goes back to sleep.  Returns (its CPU, the instant its call runs)."""
+        goes back to sleep.  Returns (its pid here, its CPU, the instant its
+        call gets to its work: the way in, vfs_write(), takes a moment)."""
         self.looked_at()
+        pid = self.host.own_pid(pid, comm)
         self.host.caller(pid, comm)
         task = self.host.task(pid)
+        took = self.rng.randrange(*SYSCALL_IN_NS)
         if task is None:                      # a simulated task has that pid
             cpu = self.sched.tasks[pid].cpu
-            return cpu, t if self.frozen else self._at(cpu, t)
+            return pid, cpu, t + took if self.frozen else self._at(cpu, t + took)
         if self.frozen:                       # nobody sees the CPUs: where it ran last
-            return task.cpu, t
-        return self.host.on_cpu(task, t)
+            cpu, t = task.cpu, max(t, self.host.last_call.get(pid, 0)) + took
+        else:
+            cpu, t = self.host.on_cpu(task, t)
+            t = self._at(cpu, t + took)
+        self.host.called(pid, t)
+        return pid, cpu, t
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""

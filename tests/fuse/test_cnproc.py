@@ -160,6 +160,28 @@ def test_exec_filename_is_the_path_execve_was_given():
         p.wait()
 
 
+def test_an_exec_read_after_the_process_exited_is_still_a_path():
+    """A short command (``/bin/true``) may be a zombie when its exec is
+    read: no cmdline, no exe, only its comm; the kernel's filename is the
+    path execve() was given, which its shell found on its PATH."""
+    from fakefs.fuse.cnproc import exec_filename, on_path
+    p = subprocess.Popen(["true"])
+    try:
+        for _ in range(200):
+            with open("/proc/%d/stat" % p.pid) as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        got = exec_filename(p.pid)
+        assert os.path.isabs(got) and os.path.basename(got) == "true", got
+        assert got == on_path("true", os.environ["PATH"])
+    finally:
+        p.wait()
+    assert on_path("true", "/nonexistent:/usr/bin") == "/usr/bin/true"
+    assert on_path("no-such-program-x", "/usr/bin:/bin") == ""
+    assert on_path("true", "relative:/bin") == "/bin/true"
+
+
 def test_the_watch_sleeps_until_told_and_stops_at_once():
     a, b = socket.socketpair()
     conn = FakeConn([])

@@ -238,7 +238,8 @@ def test_while_the_machine_stands_still_host_events_are_facts_only():
     m = sim.attach(k)
     run(k, 0.02)
     assert m.frozen                                 # nothing traces
-    cpu, t = m.host_task(5000, "sh", k.sim_time)    # a marker's writer
+    pid, cpu, t = m.host_task(5000, "sh", k.sim_time)    # a marker's writer
+    assert pid == 5000 and t > k.sim_time
     assert m.runs[5000].host and not m.heap and cpu == k.sched.tasks[5000].cpu
     for i in range(50):                             # a busy shell
         m.host.event("fork", k.sim_time, 6000 + i, ppid=5000)

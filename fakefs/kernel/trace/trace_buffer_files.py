@@ -114,20 +114,24 @@ class BufferPercentOps(ArrayFileOps):
         return len(data)
 
 
-def marker_writer(tr, f) -> tuple[int, int]:
-    """Where and when the writer of a marker runs its write: (CPU, ns).
-    Everything the machine did before is traced first; the writer's comm
-    is saved (``record-cmd``)."""
+def marker_writer(tr, f) -> tuple[int, int, int]:
+    """Who writes a marker, where and when: (its pid, CPU, ns).  Everything
+    the machine did before is traced first.  On a machine, the writer runs
+    its write on a CPU as a task of its own (with the host's pid when the
+    kernel follows the real processes, else with a pid of the machine's:
+    ``HostProcesses.own_pid``), its comm saved as any task's
+    (``record-cmd``)."""
     k = tr.kernel
-    if tr.flag("record-cmd"):
-        tr.tracing.save_cmdline(f.pid)
-    cpu, ts = 0, k.sim_time
-    if k.driver is not None and f.pid:
-        # the writer runs on a CPU of the simulated machine for its write
-        comm = tr.tracing.savedcmd.find(f.pid)
-        cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
-        k.advance_to(ts + 1)
-    return cpu, ts
+    if k.driver is None or not f.pid:
+        if tr.flag("record-cmd"):
+            tr.tracing.save_cmdline(f.pid)
+        return f.pid, 0, k.sim_time
+    comm = k.host_comm(f.pid) if k.host_comm is not None else None
+    pid, cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
+    if tr.flag("record-cmd") and pid == f.pid:
+        tr.tracing.save_cmdline(pid)
+    k.advance_to(ts + 1)
+    return pid, cpu, ts
 
 
 def raw_data_shown(size: int) -> int:
@@ -160,9 +164,10 @@ class TraceMarkerRawOps(ArrayFileOps):
         if not tr.recording():
             raise KernelError(errno.EBADF)     # the reservation fails: "as if not open for write"
         tr.ensure_expanded()
-        cpu, ts = marker_writer(tr, f)
+        pid, cpu, ts = marker_writer(tr, f)
         buf = bytes(data[4:]).ljust(raw_data_shown(size), b"\0")
-        entry = (ts, te.TRACE_RAW_DATA, f.pid, 0, 0, int.from_bytes(data[:4], "little"), buf)
+        entry = (ts, te.TRACE_RAW_DATA, pid, tr.kernel.sched.flags(cpu, 0), 0,
+                 int.from_bytes(data[:4], "little"), buf)
         if not (tr.reserves_on(cpu) and tr.write_entry(cpu, entry, size)):
             raise KernelError(errno.EBADF)     # a CPU out of tracing_cpumask, a full buffer
         return cnt

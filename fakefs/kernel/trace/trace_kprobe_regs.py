@@ -24,6 +24,17 @@ from .trace_probe_tmpl import (M64, THREAD_SIZE, ProbeMemory, ProbeRegs, mix64,
 STACK_AREA = 0xffffc90000000000          # vmalloc'ed kernel stacks
 STACK_WORDS = 64                         # words of stack a probe can see here
 ARG_REGS = ("di", "si", "dx", "cx", "r8", "r9")
+AT_FDCWD = 0xffffff9c                    # (int)-100 as user space put it in the register
+USER_AREA = 0x00007ffc00000000           # a user stack: where a path string is
+# the argument registers of functions whose arguments are what every caller
+# passes (not plausible words): "dfd" AT_FDCWD but for a call in ten with a
+# directory's fd (openat(fd, name, ...)), "user" a user-space string,
+# "kstack" a structure on the kernel stack
+KNOWN_ARGS = {
+    "do_sys_openat2": ("dfd", "user", "kstack"),
+    "do_sys_open": ("dfd", "user"),
+    "do_filp_open": ("dfd",),
+}
 
 
 class ModelCall:
@@ -61,21 +72,32 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
     regs = {}
     for i, name in enumerate(REGISTERS):
         regs[name] = plausible_word(mix64(seed + i), *text)
-    if call is not None:
-        for name, val in zip(ARG_REGS, call.args):
-            regs[name] = val & M64
     regs.update(ip=kp.addr, flags=0x246, cs=0x10, ss=0x18, ds=0, es=0, fs=0, gs=0,
                 orig_ax=M64)
     base = STACK_AREA | (mix64(task.pid ^ kernel.seed) & 0xffffff) << 14
     depth = min(len(stack), 40)
     sp = base + THREAD_SIZE - 8 * (STACK_WORDS + 6 * depth) - 8 * (mix64(seed) & 7)
     regs["sp"] = sp
+    if call is not None:
+        for name, val in zip(ARG_REGS, call.args):
+            regs[name] = val & M64
+    else:
+        for i, (name, kind) in enumerate(zip(ARG_REGS, KNOWN_ARGS.get(kp.func_name, ()))):
+            regs[name] = _known_arg(kind, mix64(seed + 50 + i), sp)
     regs["bp"] = sp + 8 * (4 + (mix64(seed ^ 1) & 7))
     words = _stack_words(kp, seed, stack, text)
     mem = ProbeMemory(kernel.seed, text, call.regions if call is not None else None,
                       (sp, words))
     comm = task.comm if task.pid else "swapper/%d" % cpu
     return ProbeRegs(regs, words, comm, mem, kernel.kallsyms)
+
+
+def _known_arg(kind: str, m: int, sp: int) -> int:
+    if kind == "dfd":
+        return AT_FDCWD if m % 10 else 3 + (m >> 8) % 29
+    if kind == "user":
+        return USER_AREA | ((m >> 12) & 0x3fffff0)
+    return sp + 8 * (4 + (m >> 16) % 24)          # kstack
 
 
 def _stack_words(kp, seed: int, stack: tuple, text) -> list:
