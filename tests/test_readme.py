@@ -52,22 +52,21 @@ def tour_script(mnt: str, dump_there: bool) -> str:
 
 @requires_fuse
 def test_the_readme_tour_runs_as_written(tmp_path):
-    """In a shell whose PATH has what `make install` links fakefs into (a
-    HOME of its own: the test leaves the user's ~/.local/bin alone), and
-    without the venv on PATH."""
+    """In a shell whose PATH has where `make install` links fakefs (BINDIR,
+    from the environment: the test leaves the user's ~/.local/bin alone;
+    HOME stays, pip's settings are there), and not the venv."""
     dump_there = os.path.isfile(DUMP)
-    home = tmp_path / "home"
-    home.mkdir()
+    bindir = tmp_path / "bin"
     with fresh_mountpoint("fakefs-tour-") as mnt:
         venv_bin = os.path.join(REPO, ".venv", "bin")
         path = [p for p in os.environ.get("PATH", "").split(os.pathsep)
                 if p and os.path.realpath(p) != os.path.realpath(venv_bin)]
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "DUMP")}
-        env.update(HOME=str(home), PATH=os.pathsep.join([str(home / ".local/bin")] + path))
+        env.update(BINDIR=str(bindir), PATH=os.pathsep.join([str(bindir)] + path))
         out = subprocess.run(["sh", "-c", tour_script(mnt, dump_there)], cwd=REPO,
                              capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        assert os.path.realpath(home / ".local/bin/fakefs") == os.path.realpath(
+        assert os.path.realpath(bindir / "fakefs") == os.path.realpath(
             os.path.join(venv_bin, "fakefs"))           # what make install linked
         text = out.stdout
         assert re.search(r"<stack_id \d+>", text)           # grep in trace
