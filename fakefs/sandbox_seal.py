@@ -16,6 +16,14 @@ namespace.
   ``mount --bind``, as an unprivileged caller does.  (Without the user
   namespace CAP_SYS_PTRACE goes too: a process with more capabilities than
   the caller's is then out of its reach.)
+* **What root keeps** (``keep_root_limits()``): the capabilities that let
+  root use real-time priorities, a negative nice and locked memory are the
+  initial user namespace's, lost in COMMAND's own; its limits of those
+  (RLIMIT_RTPRIO, RLIMIT_NICE, RLIMIT_MEMLOCK) are raised to the most
+  instead, as far as the sandbox may (as root: all), so ``chrt -f 50``,
+  ``nice -n -5`` and ``mlock`` work as for root.  What no limit gives
+  (SCHED_DEADLINE, the host's clock, network, modules, dmesg) COMMAND
+  cannot do: the host's, they stay as they are.
 * **perf_event_open refused** (``refuse_perf_event_open()``): a seccomp
   filter makes it fail with ENOSYS.  perf reads a tracepoint's id from the
   simulated kernel's ``events/*/*/id`` and would open it on the host
@@ -34,6 +42,7 @@ import ctypes
 import errno
 import os
 import platform
+import resource
 import struct
 
 CLONE_NEWNS = 0x00020000
@@ -136,6 +145,30 @@ def enter_userns() -> None:
         raise SealError("the user namespace's uid_map/gid_map could not be written")
 
 
+# --- limits -------------------------------------------------------------------------
+
+# what root does with a capability of the initial user namespace, and an
+# unprivileged process within its limit: RT priority 1-99, nice down to -20
+# (limit 20 - nice), locked memory
+ROOT_LIMITS = ((resource.RLIMIT_RTPRIO, 99), (resource.RLIMIT_NICE, 40),
+               (resource.RLIMIT_MEMLOCK, resource.RLIM_INFINITY))
+
+
+def keep_root_limits() -> None:
+    """Raise each of ROOT_LIMITS as far as this process may (raising a hard
+    limit needs CAP_SYS_RESOURCE: then the hard limit is the most)."""
+    for res, most in ROOT_LIMITS:
+        soft, hard = resource.getrlimit(res)
+        for want in ((most, most), (hard, hard)):
+            if want[0] == soft and want[1] == hard:
+                break
+            try:
+                resource.setrlimit(res, want)
+                break
+            except (ValueError, OSError):
+                continue
+
+
 # --- capabilities -------------------------------------------------------------------
 
 class _CapHeader(ctypes.Structure):
@@ -222,6 +255,7 @@ def seal() -> list[str]:
     not be done."""
     notes = []
     caps = (CAP_SYS_ADMIN,)
+    keep_root_limits()
     try:
         enter_userns()
     except SealError as e:

@@ -125,3 +125,22 @@ def test_the_user_namespace_maps_ids_to_themselves_and_locks_the_mounts(tmp_path
     with open("/proc/self/uid_map") as f:
         mapped = seal.identity_map(f.read()).split()
     assert out == "True %s -1 EINVAL 0 0" % mapped, out
+
+
+def test_root_limits_are_raised_as_far_as_allowed():
+    """Soft limits up to the hard ones at least, both to the most where
+    CAP_SYS_RESOURCE allows: RT priorities, nice, mlock as root has them."""
+    def raised():
+        import resource
+        out = []
+        for res, most in seal.ROOT_LIMITS:
+            hard = resource.getrlimit(res)[1]
+            resource.setrlimit(res, (0, hard))
+            seal.keep_root_limits()
+            soft, new_hard = resource.getrlimit(res)
+            out.append("ok" if soft == new_hard and new_hard in (hard, most) else
+                       "%d: %s -> %s" % (res, (0, hard), (soft, new_hard)))
+        return " ".join(out)
+    rc, out = in_child(raised)
+    assert rc == 0, out
+    assert out == "ok ok ok", out
