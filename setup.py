@@ -4,7 +4,7 @@
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-NATIVE = ["fakefs.kernel._walk", "fakefs.kernel.trace._trace_function"]
+NATIVE = ["fakefs.kernel._walk", "fakefs.kernel.lib._jhash", "fakefs.kernel.trace._trace_function"]
 
 setup(ext_modules=cythonize(
     [Extension(name, [name.replace(".", "/") + ".pyx"], extra_compile_args=["-O2"]) for name in NATIVE],

@@ -4,12 +4,15 @@ Written from the public-domain lookup3 description: the state (a, b, c) starts
 at ``0xdeadbeef + (length << 2) + initval``; three 32-bit words are added per
 round and mixed; the last one to three words are added and a final mix is
 applied.  ``jhash2_ulongs`` hashes an array of native ``unsigned long`` the way
-the stackmap does (``jhash2((u32 *)ips, nr * 2, seed)`` on 64-bit).
+the stackmap does (``jhash2((u32 *)ips, nr * 2, seed)`` on 64-bit): compiled
+(``_jhash.pyx``), with ``jhash2_ulongs_py`` its plain-Python specification.
 """
 
 from __future__ import annotations
 
 import struct
+
+from ._jhash import jhash2_ulongs  # noqa: F401  (the compiled one, for the stackmap)
 
 M32 = 0xFFFFFFFF
 JHASH_INITVAL = 0xDEADBEEF
@@ -55,8 +58,9 @@ def jhash2(words, initval: int) -> int:
     return c
 
 
-def jhash2_ulongs(ips, initval: int) -> int:
-    """Hash 64-bit words as the kernel sees them in memory (native byte order)."""
+def jhash2_ulongs_py(ips, initval: int) -> int:
+    """Hash 64-bit words as the kernel sees them in memory (native byte
+    order): the specification of the compiled ``jhash2_ulongs``."""
     n = len(ips)
     words = struct.unpack("=%dI" % (2 * n), struct.pack("=%dQ" % n, *ips))
     return jhash2(words, initval)

@@ -6,8 +6,12 @@ a stretch of calls (``struct ftrace_entry``: ip and parent ip, with the
 common fields), as the tuples the ring buffer holds; the calls' stacks
 beside them, for the stack options.  The per-frame fields (context flags,
 preempt depth, ip, parent ip) are the frame's ``call``, made by
-``miss(fr)`` the first time a frame is met.
+``miss(fr)`` the first time a frame is met.  ``stack_records()`` adds
+their stacks' records for the stack options.
 """
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
 
 from fakefs.kernel._walk cimport Frame
 
@@ -33,3 +37,50 @@ def function_entries(list runs, list times, miss, entry_type):
             stacks.append(fr.stack)
             i += 1
     return entries, stacks
+
+
+def stack_records(list entries, list stacks, smap, int cpu, stack_id_type, full_type,
+                  int fn_length, int stack_id_length, lengths_of, int max_depth):
+    """``function_stack_trace_call()`` of each call in overwrite mode: its
+    entry, then its stack's, the stack's id in the stackmap ``smap`` where
+    it has one (``<stack_id N>``), else the stack in full: (records,
+    lengths).  A stack the map holds already takes the map's first shortcut
+    here (``FtraceStackMap.get_id``: the remembered slot, its count and the
+    CPU's successes); any other goes through ``get_id``."""
+    cdef list out = [], lengths = []
+    cdef Py_ssize_t i, n = len(entries)
+    cdef tuple e, stack
+    cdef PyObject *hit
+    cdef long long sid, found = 0
+    cdef dict stored = None
+    get_id = None
+    if smap is not None:
+        get_id = smap.get_id
+        if not smap.resetting:
+            stored = smap._stored
+    for i in range(n):
+        e = <tuple> entries[i]
+        stack = <tuple> stacks[i]
+        out.append(e)
+        lengths.append(fn_length)
+        sid = -1
+        if get_id is not None:
+            hit = NULL
+            if stored is not None and len(stack) <= max_depth:
+                hit = PyDict_GetItem(stored, stack)
+            if hit is not NULL:
+                slot, elt = <tuple> hit
+                elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+                found += 1
+                sid = slot
+            else:
+                sid = get_id(stack, cpu)
+        if sid >= 0:
+            out.append((e[0], stack_id_type, e[2], e[3], e[4], sid, None))
+            lengths.append(stack_id_length)
+        else:
+            out.append((e[0], full_type, e[2], e[3], e[4], stack, None))
+            lengths.append(lengths_of[len(stack)])
+    if found:
+        smap.successes[cpu] += found
+    return out, lengths

@@ -17,9 +17,11 @@ counts stay per CPU until the next different call, across buffer resets.
 from __future__ import annotations
 
 from . import trace_entries as te
+from ._trace_function import stack_records
 from .ftrace_ops_list import ftrace_ops_update
 from .ring_buffer import event_length
 from .trace_nop import Tracer
+from .trace_stackmap import MAX_DEPTH
 
 U16_MAX = 0xFFFF
 FN_LENGTH = event_length(te.FN_PAYLOAD)
@@ -81,20 +83,8 @@ class FunctionTracer(Tracer):
                     tr.trace_stack(cpu, e[0], e[2], e[3], e[4], stack)
             return
         smap = tr.stackmap if tr.flag("stackmap") else None
-        get_id = smap.get_id if smap is not None else None
-        out, lengths = [], []
-        put, size = out.append, lengths.append
-        stack_id, full = te.TRACE_STACK_ID, te.TRACE_STACK
-        for e, stack in zip(entries, stacks):
-            put(e)
-            size(FN_LENGTH)
-            sid = get_id(stack, cpu) if get_id is not None else -1
-            if sid >= 0:
-                put((e[0], stack_id, e[2], e[3], e[4], sid, None))
-                size(STACK_ID_LENGTH)
-            else:
-                put((e[0], full, e[2], e[3], e[4], stack, None))
-                size(STACK_LENGTHS[len(stack)])
+        out, lengths = stack_records(entries, stacks, smap, cpu, te.TRACE_STACK_ID, te.TRACE_STACK,
+                                     FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
         tr.write_entries(cpu, out, lengths)
 
     def repeat(self, tr, cpu: int, entry) -> bool:

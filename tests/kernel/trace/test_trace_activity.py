@@ -52,14 +52,15 @@ def _function_trace(cmdline, settings, one_by_one, monkeypatch):
         k.clock.advance(20_000_000)
         k.run_until_now()
     out = (rd(k, "trace"), rd(k, "per_cpu/cpu1/stats"), rd(k, "saved_cmdlines"),
-           rd(k, "stack_map_stat") if k.tracing.global_trace.stackmap is not None else "")
+           rd(k, "stack_map_stat") if k.tracing.global_trace.stackmap is not None else "",
+           rd(k, "stack_map") if k.tracing.global_trace.stackmap is not None else "")
     monkeypatch.undo()
     return out
 
 
 def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
     """A run of plain function calls is written in one go: the same trace,
-    counters, saved comms and stackmap as one _function_call() each (also
+    counters, saved comms and stackmap (its counts too) as one _function_call() each (also
     with a full buffer, events between the calls, another trace clock,
     stacks through the stackmap or in full, and without overwrite)."""
     for cmdline, settings in (
