@@ -586,7 +586,15 @@ class Machine:
         return pid, cpu, t
 
     def skip(self, t0: int, t1: int) -> None:
-        """Nobody looked from ``t0`` to ``t1``: start again from ``t1``."""
+        """Nobody looked from ``t0`` to ``t1``: start again from ``t1``.
+        What the real processes did before ``t1`` nobody could see either:
+        it is left as facts only (as while the machine stands still), not
+        done later, at ``t1``, where it would be seen at the wrong time."""
+        for when, action in self._take_host_actions():
+            if when < t1:
+                self.host.note(action)
+            else:
+                self.queue_host(when, action)
         self.start(t1)
 
     def freeze(self, t: int) -> None:
