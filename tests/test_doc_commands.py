@@ -49,6 +49,12 @@ LEDGER: dict[str, tuple[str, str] | str] = {
     "umount -z": covered("tests/fuse/test_mount_lifecycle.py::"
                          "test_umount_of_a_stale_mount_still_held_says_so_and_suggests_z"),
     "mount -t tracefs nodev /sys/kernel/tracing": HOST,
+    # docs/sandbox.md, what a sealed COMMAND gets
+    "mount --bind": covered("tests/test_sandbox.py::"
+                            "test_a_root_command_cannot_unmount_mount_or_bind_over_the_fake"),
+    "perf list": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
+    "perf stat": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
+    "perf record": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
     "make run": covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),
     'make run CMDLINE="ftrace_stackmap.bits=12 trace_options=stackmap,stacktrace"':
         covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),
