@@ -25,7 +25,12 @@ tracer, any events) and counts violations of what every Linux trace keeps:
 * ``per-cpu``: a per-CPU kernel thread (``kworker/N:M``, ``ksoftirqd/N``,
   ``migration/N``, ``cpuhp/N``, ``idle_inject/N``, ``rcuc/N``) runs on
   CPU N only: it is switched in there, its lines are there, and a wakeup
-  targets that CPU.
+  targets that CPU;
+* ``marker``: a ``trace_marker`` write is stamped in its writer's system
+  call (``tracing_gen_ctx()``: irqs on, task context, depth 0: ``.....``
+  but for need-resched), a task's writes in the order it made them, and
+  on the clock's nanoseconds: three or more markers all on whole
+  milliseconds are a clock that was never read.
 
 The first switch seen on a CPU starts that CPU's timeline (what came before
 was overwritten), and so does a ``CPU:N [LOST M EVENTS]`` line of a
@@ -145,6 +150,9 @@ def check(lines) -> Report:
     state: dict[int, str] = {}            # pid -> state it was switched out in
     waking_depth: dict[int, int] = {}     # pid -> depth of its last sched_waking
     last_pid: dict[int, int] = {}         # cpu -> pid of its last event line
+    last_mark: dict[int, int] = {}        # pid -> stamp of its last marker
+    whole_ms: list[str] = []              # the markers on whole milliseconds
+    marks = 0
     judging = False
     for raw in lines:
         line = raw.rstrip("\n")
@@ -239,6 +247,15 @@ def check(lines) -> Report:
             continue
         if cur is not None and pid != cur:
             bad("pid", line)
+        if event == "tracing_mark_write":
+            marks += 1
+            if flags[0] != "." or flags[2:4] != "..":
+                bad("marker", line)
+            if ts < last_mark.get(pid, -1):
+                bad("marker", line)
+            last_mark[pid] = ts
+            if m.group(6).ljust(6, "0")[3:6] == "000":
+                whole_ms.append(line)
         if event in ("sched_waking", "sched_wakeup"):
             wm = WAKE_RE.match(body)
             if wm is None:
@@ -260,6 +277,8 @@ def check(lines) -> Report:
                 if p in waking_depth and depth != waking_depth.pop(p) + 1:
                     bad("flags", line)
                 state[p] = "R"
+    if marks >= 3 and len(whole_ms) == marks:
+        rep.bad("marker", whole_ms[0])
     return rep
 
 

@@ -85,6 +85,25 @@ def test_a_per_cpu_kthread_runs_on_its_cpu_only():
         assert rules(base + [named_sw(0, "1.000004", 10, 40, comm)]) == {}, comm
 
 
+def mark(cpu, ts, pid, text, flags="....."):
+    return "t-%d [%03d] %s %s: tracing_mark_write: %s" % (pid, cpu, flags, ts, text)
+
+
+def test_markers_are_stamped_in_their_writers_system_call():
+    good = GOOD[:3] + [mark(0, "1.000103", 10, "a"), mark(0, "1.000251", 10, "b"),
+                       mark(0, "1.001007", 10, "c", ".N...")]
+    assert rules(good) == {}
+    # in an interrupt, with irqs off or a lock held: not a write(2)'s context
+    for flags in ("d.h..", "..s..", "d....", "...1."):
+        assert rules(GOOD[:3] + [mark(0, "1.000103", 10, "a", flags)]) == {"marker": 1}, flags
+    # stamped by a clock that was never read: whole milliseconds
+    whole = GOOD[:3] + [mark(0, "1.001000", 10, "a"), mark(0, "1.001000", 10, "b"),
+                        mark(0, "1.002000", 10, "c")]
+    assert rules(whole) == {"marker": 1}
+    assert rules(whole[:-1]) == {}            # two may be, by chance
+    assert rules(whole[:-1] + [mark(0, "1.002001", 10, "c")]) == {}
+
+
 def test_cpus_start_when_the_last_one_does():
     # CPU 1's older entries were overwritten: CPU 0's earlier lines are not judged
     lines = [ev(0, "0.500000", 5), sw(0, "0.600000", 7, "S", 8), sw(1, "1.000000", 0, "R", 9),
