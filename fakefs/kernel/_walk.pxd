@@ -1,4 +1,5 @@
-# The compiled walk's frame, as other compiled modules read it (_walk.pyx).
+# The compiled walk's frame and pick tables, as other compiled modules read
+# them (_walk.pyx).
 
 cdef class Frame:
     cdef public int fn
@@ -14,3 +15,13 @@ cdef class Frame:
     # time and task (context flags, preempt depth, ip, parent ip): see
     # TraceActivity.call_fields()
     cdef public tuple call
+
+
+cdef class Table:
+    cdef int nf
+    cdef int *off
+    cdef int *callee
+    cdef double *cum
+    cdef double *total
+    cdef char *has
+    cdef object source       # the list it was made from (kept alive: keyed by id)

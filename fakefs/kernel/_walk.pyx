@@ -45,15 +45,7 @@ cdef class Table:
     """One pick table list (a profile's ``wg.tables[...]``) as C arrays:
     function ``f``'s callees are ``callee[off[f]:off[f + 1]]`` with the
     cumulative weights ``cum[...]`` and ``total[f]``; ``has[f]`` is 0 where
-    the list holds None."""
-
-    cdef int nf
-    cdef int *off
-    cdef int *callee
-    cdef double *cum
-    cdef double *total
-    cdef char *has
-    cdef object source       # the list it was made from (kept alive: keyed by id)
+    the list holds None (its fields: _walk.pxd)."""
 
     def __cinit__(self, list table):
         cdef int nf = len(table), n = 0, f, i

@@ -1,0 +1,207 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The reach tables' computation, compiled (the data plane: docs/data-plane.md).
+
+``compute()`` is ``Reach._compute()`` for one pick table list and one set
+of targets: the chance each function gets to a target (``P``, cycles cut
+where the depth-first pass meets a function it is inside), the chance
+after its current call returns (``prem``), the fewest calls to a target
+(``dist``), and per function its callees that get there with their
+cumulative weights.  The same arithmetic in the same order as the plain
+Python of ``reach_reference.py``, which tests/kernel/test_reach_compiled.py
+holds it equal to, to the bit.
+"""
+
+from array import array
+
+from libc.stdlib cimport free, malloc
+
+from fakefs.kernel._walk cimport Table
+
+cdef int F_SWITCH = 8
+cdef signed char FAR = 99          # "no way there"
+
+
+cdef inline double hit(double h, double a):
+    """Chance that a function which makes 1 + Geometric(a) calls, each
+    getting somewhere with chance h, gets there (reach._hit)."""
+    if h <= 0.0:
+        return 0.0
+    if a >= 1.0:
+        return 1.0
+    return 1.0 - (1.0 - h) * (1.0 - a) / (1.0 - a * (1.0 - h))
+
+
+cdef struct State:
+    int nf
+    int *off              # the pick tables (a _walk.Table's arrays)
+    int *callee
+    double *cum
+    double *total
+    char *has
+    char *target
+    char *blocked
+    char *busy
+    char *known
+    double *P
+    double *H
+    double *again
+
+
+cdef double prob(State *s, int f):
+    cdef double h, prev, c, pg
+    cdef int i, g
+    if s.known[f]:
+        return s.P[f]
+    if s.target[f]:
+        s.known[f] = 1
+        s.P[f] = 1.0
+        return 1.0
+    if not s.has[f] or s.blocked[f] or s.busy[f]:
+        return 0.0
+    s.busy[f] = 1
+    h = 0.0
+    prev = 0.0
+    for i in range(s.off[f], s.off[f + 1]):
+        g = s.callee[i]
+        c = s.cum[i]
+        pg = prob(s, g) if g >= 0 else 0.0
+        if pg != 0.0:
+            h += (c - prev) * pg
+        prev = c
+    h /= s.total[f]
+    s.busy[f] = 0
+    s.H[f] = h
+    s.known[f] = 1
+    s.P[f] = hit(h, s.again[f])
+    return s.P[f]
+
+
+def compute(list table, targets, list flags, list again):
+    """(dist, (start, callees, cum, total, far), prem, P) as arrays, for
+    ``ReachTable.of()``."""
+    cdef int nf = len(table), f, g, i, n, level
+    cdef Table t = Table(table)
+    cdef State s
+    cdef signed char *dist
+    cdef int *ncallers
+    cdef int *cstart
+    cdef int *callers
+    cdef int *frontier
+    cdef int *nxt
+    cdef int nfront, nnext, j
+    cdef double w, acc, prev, a, h, c
+    cdef signed char far
+    s.nf = nf
+    s.off, s.callee, s.cum, s.total, s.has = t.off, t.callee, t.cum, t.total, t.has
+    buf = [bytearray(nf) for _ in range(4)]
+    cdef char *target = buf[0]
+    cdef char *blocked = buf[1]
+    cdef char *busy = buf[2]
+    cdef char *known = buf[3]
+    s.target, s.blocked, s.busy, s.known = target, blocked, busy, known
+    P_arr = array("d", bytes(8 * nf))
+    H_arr = array("d", bytes(8 * nf))
+    ag = array("d", again)
+    cdef double[:] Pv = P_arr, Hv = H_arr, agv = ag
+    s.P = &Pv[0] if nf else NULL
+    s.H = &Hv[0] if nf else NULL
+    s.again = &agv[0] if nf else NULL
+    for g in targets:
+        target[g] = 1
+    for f in range(nf):
+        blocked[f] = 1 if (flags[f] & F_SWITCH) and not target[f] else 0
+    for f in range(nf):
+        prob(&s, f)
+    # fewest calls to a target: breadth first up the callers
+    dist_arr = array("b", bytes(nf))
+    cdef signed char[:] dv = dist_arr
+    ncallers = <int *> malloc((nf + 1) * sizeof(int))
+    cstart = <int *> malloc((nf + 1) * sizeof(int))
+    n = t.off[nf] if nf else 0
+    callers = <int *> malloc((n + 1) * sizeof(int))
+    frontier = <int *> malloc((nf + 1) * sizeof(int))
+    nxt = <int *> malloc((nf + 1) * sizeof(int))
+    if not (ncallers and cstart and callers and frontier and nxt):
+        free(ncallers); free(cstart); free(callers); free(frontier); free(nxt)
+        raise MemoryError()
+    try:
+        for f in range(nf + 1):
+            ncallers[f] = 0
+        for f in range(nf):
+            if t.has[f] and not blocked[f]:
+                for i in range(t.off[f], t.off[f + 1]):
+                    g = t.callee[i]
+                    if g >= 0:
+                        ncallers[g] += 1
+        j = 0
+        for f in range(nf):
+            cstart[f] = j
+            j += ncallers[f]
+            ncallers[f] = 0
+        cstart[nf] = j
+        for f in range(nf):
+            if t.has[f] and not blocked[f]:
+                for i in range(t.off[f], t.off[f + 1]):
+                    g = t.callee[i]
+                    if g >= 0:
+                        callers[cstart[g] + ncallers[g]] = f
+                        ncallers[g] += 1
+        nfront = 0
+        for f in range(nf):
+            dv[f] = FAR
+        for f in range(nf):
+            if target[f]:
+                dv[f] = 0
+                frontier[nfront] = f
+                nfront += 1
+        while nfront:
+            nnext = 0
+            for j in range(nfront):
+                g = frontier[j]
+                for i in range(cstart[g], cstart[g] + ncallers[g]):
+                    f = callers[i]
+                    if dv[f] == FAR:
+                        dv[f] = dv[g] + 1
+                        nxt[nnext] = f
+                        nnext += 1
+            frontier, nxt = nxt, frontier
+            nfront = nnext
+    finally:
+        free(ncallers); free(cstart); free(callers); free(frontier); free(nxt)
+    # per function, its callees that get there
+    start = array("i", [0])
+    rcallees = array("i")
+    rcum = array("d")
+    total_arr = array("d", bytes(8 * nf))
+    far_arr = array("b", bytes(nf))
+    prem_arr = array("d", bytes(8 * nf))
+    cdef double[:] totv = total_arr, premv = prem_arr
+    cdef signed char[:] farv = far_arr
+    for f in range(nf):
+        if t.has[f] and not blocked[f]:
+            acc = 0.0
+            prev = 0.0
+            far = -1
+            for i in range(t.off[f], t.off[f + 1]):
+                g = t.callee[i]
+                c = t.cum[i]
+                w = (c - prev) * (s.P[g] if known[g] else 0.0) if g >= 0 else 0.0
+                prev = c
+                if w > 0 and dv[g] < FAR:
+                    acc += w
+                    rcallees.append(g)
+                    rcum.append(acc)
+                    if dv[g] > far:
+                        far = dv[g]
+            if far >= 0:
+                totv[f] = acc
+                farv[f] = far
+                a = s.again[f]
+                h = s.H[f] if not target[f] else acc / t.total[f]
+                premv[f] = hit(h, a) if a >= 1.0 else (
+                    1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
+        start.append(len(rcallees))
+    for f in range(nf):
+        if not known[f]:
+            s.P[f] = 0.0
+    return dist_arr, (start, rcallees, rcum, total_arr, far_arr), prem_arr, P_arr
