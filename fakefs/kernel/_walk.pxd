@@ -15,6 +15,9 @@ cdef class Frame:
     # time and task (context flags, preempt depth, ip, parent ip): see
     # TraceActivity.call_fields()
     cdef public tuple call
+    # its context as the frames up from it say it (-1: not known yet): see
+    # TraceActivity.frame_flags()
+    cdef public int ctx
 
 
 cdef class Table:

@@ -39,6 +39,7 @@ cdef class Frame:
         self.tp = None
         self.mode = mode
         self.call = None
+        self.ctx = -1
 
 
 cdef class Table:

@@ -52,7 +52,13 @@ CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
 FLAGS_CACHED = 1 << 13     # stacks whose context flags (and call fields) are kept
-IDLE_FUNCS = frozenset({"do_idle"})    # a stack through it is the idle task's
+IDLE_FUNCS = frozenset({"do_idle"})
+# (flags, preempt depth) of a context: the innermost interrupt entry's
+# (2 hardirq, 1 softirq, 0 none), plus 4 with the idle loop below
+CONTEXT_FLAGS = {ctx | idle: (flags, 1 if idle else 0)
+                 for ctx, flags in ((0, 0), (1, te.TRACE_FLAG_SOFTIRQ),
+                                    (2, te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF))
+                 for idle in (0, 4)}    # a stack through it is the idle task's
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
@@ -177,18 +183,29 @@ class TraceActivity:
             # the innermost interrupt-entry frame tells the context: a softirq
             # run on irq exit is softirq context even under the hardirq frames
             ctxs = [self._frame_context(ip) for ip in stack]
-            ctx = next((c for c in ctxs if c & 3), 0)
-            depth = 1 if 4 in ctxs else 0
-            if ctx == 2:
-                r = (te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF, depth)
-            elif ctx == 1:
-                r = (te.TRACE_FLAG_SOFTIRQ, depth)
-            else:
-                r = (0, depth)
+            r = CONTEXT_FLAGS[next((c for c in ctxs if c & 3), 0) | (4 if 4 in ctxs else 0)]
             if len(self._flags_cache) > FLAGS_CACHED:
                 self._flags_cache.clear()
             self._flags_cache[stack] = r
         return r
+
+    def frame_flags(self, fr) -> tuple[int, int]:
+        """``context_flags(fr.stack)``, from the frames: each keeps its
+        context (``ctx``: the innermost interrupt's, and whether the idle
+        loop is below), made from its function's and its caller's."""
+        bits = fr.ctx
+        if bits < 0:
+            chain = []
+            n = fr
+            while n is not None and n.ctx < 0:
+                chain.append(n)
+                n = n.parent
+            below = n.ctx if n is not None else 0
+            for n in reversed(chain):           # the outermost first
+                own = self._frame_context(n.stack[0])
+                bits = (own & 3 or below & 3) | ((own | below) & 4)
+                n.ctx = below = bits
+        return CONTEXT_FLAGS[bits]
 
     def _follow_frames(self, wl) -> None:
         """The cache of what stacks imply (context flags) forgets the
@@ -510,7 +527,7 @@ class TraceActivity:
         (context flags, preempt depth, ip, parent ip), kept in the frame
         (its stack says them all)."""
         stack = fr.stack
-        f = fr.call = self.context_flags(stack) + (
+        f = fr.call = self.frame_flags(fr) + (
             self.kernel.workload.function_ip(stack), stack[1] if len(stack) > 1 else 0)
         return f
 
