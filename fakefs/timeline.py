@@ -35,7 +35,9 @@ tracer, any events) and counts violations of what every Linux trace keeps:
 The first switch seen on a CPU starts that CPU's timeline (what came before
 was overwritten), and so does a ``CPU:N [LOST M EVENTS]`` line of a
 consuming reader; the idle task (pid 0) is per CPU.  It reports counts per
-rule and the first examples.
+rule and the first examples.  ``--filtered`` (``check(lines, whole=False)``)
+is for a trace some events were filtered out of, or a few lines of one:
+the rules about what comes before and after a line are not checked there.
 """
 
 from __future__ import annotations
@@ -88,10 +90,6 @@ class Report:
         return "\n".join(out)
 
 
-def _ignore(rule: str, line: str) -> None:
-    pass
-
-
 def bound_cpu(comm: str) -> int | None:
     """The CPU a per-CPU kernel thread named ``comm`` runs on, or None."""
     m = PER_CPU_RE.fullmatch(comm)
@@ -136,7 +134,15 @@ def _lost_windows(lines) -> list[tuple[int, int, int]]:
     return windows
 
 
-def check(lines) -> Report:
+# the rules about what comes before and after a line: a filtered trace, or
+# a few lines of one, cannot keep them
+SEQUENCE_RULES = frozenset({"switch-prev", "pid", "two-cpus", "wake-running", "prev-state"})
+
+
+def check(lines, whole: bool = True) -> Report:
+    """The violations in the text of a trace (``whole``: every event of its
+    span is there; else only what each line must keep, and their order, is
+    checked: a filtered trace, a ``tail`` of one)."""
     lines = list(lines)
     start = _start(lines)
     windows = _lost_windows(lines)
@@ -154,6 +160,13 @@ def check(lines) -> Report:
     whole_ms: list[str] = []              # the markers on whole milliseconds
     marks = 0
     judging = False
+
+    def bad(rule: str, line: str) -> None:
+        # what each line must keep holds from the first line on; what the
+        # lines before it tell, once every CPU's part has begun
+        if rule not in SEQUENCE_RULES or (whole and judging):
+            rep.bad(rule, line)
+
     for raw in lines:
         line = raw.rstrip("\n")
         if not line or line.startswith("#") or line.lstrip().startswith("=>"):
@@ -197,7 +210,6 @@ def check(lines) -> Report:
             judging = True
             state.clear()
             waking_depth.clear()
-        bad = rep.bad if judging else _ignore
         rest = m.group(7)
         if flags[3] == "." and pid == 0:
             bad("idle-depth", line)
@@ -284,13 +296,17 @@ def check(lines) -> Report:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    whole = "--filtered" not in argv
+    argv = [a for a in argv if a != "--filtered"]
     if not argv:
-        print("usage: python -m fakefs.timeline TRACE [TRACE...]", file=sys.stderr)
+        print("usage: python -m fakefs.timeline [--filtered] TRACE [TRACE...]\n"
+              "  --filtered: events were filtered out (or lines cut): only what each\n"
+              "  line must keep is checked", file=sys.stderr)
         return 2
     worst = 0
     for path in argv:
         with open(path, errors="replace") as fh:
-            rep = check(fh)
+            rep = check(fh, whole)
         print("%s: %s" % (path, rep.text()))
         worst = max(worst, rep.total)
     return 1 if worst else 0

@@ -117,3 +117,32 @@ def test_a_wrong_expected_line_fails_and_update_writes_the_truth(tmp_path):
 def test_the_mount_path_is_shown_as_MNT_and_T(tmp_path):
     outs = lessons.run_commands(["echo $MNT $T/x"], str(tmp_path))
     assert outs == [["$MNT $T/x"]]
+
+
+def shown_traces(lesson):
+    """The trace lines each command of ``lesson`` is shown to print."""
+    from fakefs.timeline import LINE_RE
+    for step in lesson.steps:
+        lines = [ln for ln in step.expected if LINE_RE.match(ln) or ln.lstrip().startswith("=>")]
+        if lines:
+            yield step, lines
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[os.path.basename(p) for p in LESSONS])
+def test_what_a_lesson_shows_a_real_machine_could_have_traced(path):
+    """The timeline checker on every trace output a lesson shows (pieces
+    of traces, some filtered: what each line must keep): per-CPU threads
+    on their CPU, the idle task's preempt depth, markers' context, ..."""
+    from fakefs.timeline import check
+    for step, lines in shown_traces(lessons.load(path)):
+        rep = check(lines, whole=False)
+        assert rep.total == 0, "%s:%d\n%s" % (path, step.line, rep.text())
+
+
+def test_the_checker_catches_what_lesson_2_once_showed():
+    # (the output lesson 2 showed before per-CPU threads kept to their CPU)
+    from fakefs.timeline import check
+    once = ["          <idle>-0       [000] d..2.     0.050016: sched_switch: prev_comm=swapper/0 "
+            "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/1:1 next_pid=176 "
+            "next_prio=120"]
+    assert dict(check(once).violations) == {"per-cpu": 1}

@@ -116,3 +116,15 @@ def test_a_lost_events_line_restarts_that_cpus_timeline():
     rep = check(gap)
     assert rep.total == 0 and rep.lost == 1234
     assert "switch-prev" in rules(GOOD[:3] + [sw(0, "1.000009", 77, "S", 10, pid=77)])
+
+
+def test_a_filtered_trace_is_checked_line_by_line():
+    # prev_pid == 0: the switches between them are filtered out
+    lines = [sw(0, "1.000001", 0, "R", 10), sw(0, "1.000005", 0, "R", 11),
+             wake(0, "1.000006", 10, 12)]
+    assert "switch-prev" in rules(lines)
+    assert dict(check(lines, whole=False).violations) == {}
+    # what each line must keep still holds, and their order
+    assert dict(check(lines + [ev(0, "1.000007", 0, "d.h..")], whole=False).violations) == \
+        {"idle-depth": 1}
+    assert set(check(lines + [ev(0, "1.000004", 11)], whole=False).violations) == {"ts"}
