@@ -7,11 +7,13 @@ common fields), as the tuples the ring buffer holds; the calls' stacks
 beside them, for the stack options.  The per-frame fields (context flags,
 preempt depth, ip, parent ip) are the frame's ``call``, made by
 ``miss(fr)`` the first time a frame is met.  ``stack_records()`` adds
-their stacks' records for the stack options.
+their stacks' records for the stack options; ``call_instants()`` when a
+stretch's calls happen.
 """
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
+from libc.stdlib cimport free, malloc, qsort
 
 from fakefs.kernel._walk cimport Frame
 
@@ -84,3 +86,25 @@ def stack_records(list entries, list stacks, smap, int cpu, stack_id_type, full_
     if found:
         smap.successes[cpu] += found
     return out, lengths
+
+
+cdef int cmp_i64(const void *a, const void *b) noexcept nogil:
+    cdef long long x = (<const long long *> a)[0], y = (<const long long *> b)[0]
+    return (x > y) - (x < y)
+
+
+def call_instants(rnd, long long t0, long long span, Py_ssize_t n):
+    """``sorted(t0 + int(rnd() * span) for _ in range(n))``: the instants
+    of ``n`` calls spread uniformly over [t0, t0 + span), from ``n`` draws."""
+    cdef long long *ts = <long long *> malloc(max(n, 1) * sizeof(long long))
+    cdef Py_ssize_t i
+    cdef double fspan = <double> span
+    if ts == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            ts[i] = t0 + <long long> (<double> rnd() * fspan)
+        qsort(ts, n, sizeof(long long), cmp_i64)
+        return [ts[i] for i in range(n)]
+    finally:
+        free(ts)

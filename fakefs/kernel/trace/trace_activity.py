@@ -33,7 +33,7 @@ from bisect import bisect_left, bisect_right
 from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
-from ._trace_function import function_entries
+from ._trace_function import call_instants, function_entries
 from .trace_backlog import TraceBacklog
 from .trace_events_commit import trace_event_commit
 from .trace_shift import shift_tracing
@@ -294,8 +294,7 @@ class TraceActivity:
             calls = []            # the plain function calls' instants, apart
             if plain_fn:
                 n = self._count((cpu, None), self.fn_rate, dt)
-                rnd = rng.random
-                calls = [t0 + int(rnd() * span) for _ in range(n)]
+                calls = call_instants(rng.random, t0, span, n)     # (sorted)
             for group in targets:
                 n = self._count((cpu, group.ids), group.rates[cpu], dt)
                 occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]
@@ -315,7 +314,6 @@ class TraceActivity:
             if not occ and not calls:
                 continue
             occ.sort(key=lambda o: (o[0], o[1]))
-            calls.sort()
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1])
             if not acting:
