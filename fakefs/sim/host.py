@@ -35,6 +35,9 @@ HOST = 7                   # the machine's queue: a real process's event
 SETTLE_NS = 200_000
 CALL_NS = {"clone": 15000, "execve": 30000}
 HOST_PROFILE = "shell"
+# programs a real process may exec whose system calls are not a shell's:
+# the profile of data/syscalls.toml it makes them by
+PROGRAM_CALLS = {"sleep": "sleep"}
 EXITED_KEPT = 4096     # the system calls a real process makes meanwhile
 
 
@@ -287,6 +290,9 @@ class HostProcesses:
             if self.memory is not None:
                 self.memory.host_exec(pid, cpu, t)
             m.life.exec(task, cpu, t, name)
+            calls = PROGRAM_CALLS.get(name.rsplit("/", 1)[-1])
+            if calls is not None and r.calls is not None:   # the program's calls from now on
+                r.calls = m.calls.of_profile(calls)
             return None
 
         if r.calls is not None:

@@ -83,6 +83,18 @@ def test_a_followed_process_forks_execs_and_exits_in_the_trace():
     assert report.total == 0, report.text()
 
 
+def test_a_followed_sleep_sleeps_in_clock_nanosleep():
+    """After its exec, sleep(1) makes the loader's calls and sleeps in
+    clock_nanosleep(), not in a shell's read() of its terminal."""
+    k, _m = traced_command(("events/raw_syscalls/sys_enter/enable", "1"),
+                           ("events/sched/sched_process_exec/enable", "1"))
+    got = lines(k)
+    exe = next(i for i, ln in enumerate(got) if "sched_process_exec:" in ln and "-5001 " in ln)
+    after = [ln.split("NR ")[1].split()[0] for ln in got[exe:] if "-5001 " in ln and "sys_enter:" in ln]
+    assert after[-2:] == ["230", "231"], after          # clock_nanosleep, exit_group
+    assert "0" not in after                              # no read()
+
+
 def test_the_function_tracer_sees_kernel_clone_and_exec_of_host_processes():
     k, _m = traced_command(("set_ftrace_filter", "kernel_clone do_execve*"),
                            ("current_tracer", "function"), after=0.04)
