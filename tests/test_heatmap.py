@@ -76,7 +76,8 @@ def seed_table():
     return [re.sub(r"^\[ *[0-9.]+\] ?", "", ln) for ln in lines[start:start + 16]]
 
 
-@pytest.mark.skipif(not __import__("os").path.exists(SEED), reason="seed text not available")
+@pytest.mark.skipif(not __import__("os").path.exists(SEED), reason=(
+    "needs seed 003's text (%s), which is not part of this repository" % SEED))
 def test_lego_mode_reproduces_the_seed_table():
     out = hm.format_heatmap(SEED_ROWS, 151994, 10, 1 << 20, lego_percent=True)
     assert out.splitlines() == seed_table()
