@@ -39,6 +39,7 @@ HOST_PROFILE = "shell"
 # the profile of data/syscalls.toml it makes them by
 PROGRAM_CALLS = {"sleep": "sleep"}
 EXITED_KEPT = 4096     # the system calls a real process makes meanwhile
+SYSCALL_IN_NS = (1200, 4800)    # a real process's call: from its entry to the work it does
 
 
 class HostProcesses:
@@ -87,11 +88,41 @@ class HostProcesses:
             own = self.aliases[key] = self.machine.sched.alloc_pid()
         return own
 
-    def called(self, pid: int, t: int) -> None:
-        """``pid``'s call here ran at ``t`` (its next one comes after)."""
+    def syscall(self, pid: int, comm: str, t: int) -> tuple[int, int, int]:
+        """The real process ``pid`` makes a system call into the simulated
+        kernel at ``t`` (a write to trace_marker): it is woken (its
+        terminal's interrupt), preempts a CPU, runs for a moment and goes
+        back to sleep.  Returns (its pid here, its CPU, the instant its call
+        gets to its work: the way in, vfs_write(), takes a moment)."""
+        m = self.machine
+        pid = self.own_pid(pid, comm)
+        self.caller(pid, comm)
+        task = self.task(pid)
+        took = m.rng.randrange(*SYSCALL_IN_NS)
+        if task is None:                      # a simulated task has that pid
+            cpu = m.sched.tasks[pid].cpu
+            return pid, cpu, t + took if m.frozen else m._at(cpu, t + took)
+        if m.frozen:                          # nobody sees the CPUs: where it ran last
+            cpu, t = task.cpu, max(t, self.last_call.get(pid, 0)) + took
+        else:
+            cpu, t = self.on_cpu(task, t)
+            t = m._at(cpu, t + took)
         if len(self.last_call) > EXITED_KEPT:
             self.last_call.clear()
         self.last_call[pid] = t
+        return pid, cpu, t
+
+    def skipped(self, actions, t1: int) -> None:
+        """The machine starts again at ``t1``, nobody having seen it before:
+        of the queued ``actions`` ((when, action) in order), what the real
+        processes did before ``t1`` is left as facts only (as while it
+        stands still), not done at ``t1``, where it would be seen at the
+        wrong time (``sleep 2`` would seem shorter); the rest stays queued."""
+        for when, action in actions:
+            if when < t1:
+                self.note(action)
+            else:
+                self.machine.queue_host(when, action)
 
     # --- what the daemon reports ---------------------------------------------
     def caller(self, pid: int, comm: str | None) -> None:

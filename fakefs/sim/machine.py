@@ -1,11 +1,10 @@
 """The simulated machine: CPUs, their interrupt sources and the tasks' behaviour.
 
 This is the world outside the kernel model.  It decides *when* things happen
-— a task's burst of CPU time ends and it blocks, a timer or a device
-interrupt wakes a task, the scheduler tick finds a slice used up — and drives
-the kernel's own code paths for them (``Scheduler.schedule``,
-``try_to_wake_up``, ``scheduler_tick`` in ``fakefs/kernel/sched.py``), which
-fire the tracepoints.
+— a task's burst ends and it blocks, a timer or a device interrupt wakes a
+task, the tick finds a slice used up — and drives the kernel's own code
+paths for them (``schedule``, ``try_to_wake_up``, ``scheduler_tick`` in
+``fakefs/kernel/sched.py``), which fire the tracepoints.
 
 Events are handled in global time order (one heap for all CPUs), and every
 CPU's clock only moves forward, so each CPU's timeline is consistent: the
@@ -21,9 +20,8 @@ again; while it runs it makes other calls — those only while somebody
 traces them (the machine pays for what can be observed).  A shell's
 command is clone, wait4 and, in the child, execve and exit_group; the
 reaped child is freed an RCU grace period later, in the RCU softirq of a
-tick on the parent's CPU.
-The machine runs lazily: ``run(t0, t1)`` handles what falls in [t0, t1),
-called by the kernel's catch-up when somebody observes.
+tick on the parent's CPU.  The machine runs lazily: ``run(t0, t1)`` handles
+what falls in [t0, t1), called by the kernel's catch-up when somebody observes.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ from .host import HOST, HostProcesses
 from .syscalls import Syscalls
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
-SYSCALL_IN_NS = (1200, 4800)    # a real process's call: from its entry to the work it does
 SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's stack
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
@@ -259,20 +256,21 @@ class Machine:
         if r.left <= 0:
             r.left = self._burst(r)
         r.since = t
+        self._set_end(cpu, r, t)
+
+    def _set_end(self, cpu: int, r, t: int) -> None:
+        """``r``'s burst ends ``r.left`` after it began (an end set before
+        is void); its calls meanwhile from ``t`` on."""
         r.token += 1
-        self._push(t + r.left, _END, cpu, r.token)
+        self._push(r.since + r.left, _END, cpu, r.token)
         if r.calls is not None and self.entry.traced():
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
 
     def keep_running(self, r, cpu: int, until: int) -> None:
         """``r``'s task, running on ``cpu``, runs on at least until ``until``."""
-        if self.sched.curr[cpu] is not r.task or r.since + r.left >= until:
-            return
-        r.left = until - r.since
-        r.token += 1                          # its earlier end is void
-        self._push(until, _END, cpu, r.token)
-        if r.calls is not None and self.entry.traced():
-            self._push(self.clock[cpu] + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+        if self.sched.curr[cpu] is r.task and r.since + r.left < until:
+            r.left = until - r.since
+            self._set_end(cpu, r, self.clock[cpu])
 
     def _ret(self, r, call, child: int = 0) -> int:
         return self.calls.values(r.tc, call, child)[1]
@@ -564,37 +562,13 @@ class Machine:
         self._timer_softirq(cpu, t1, t, rcu)
 
     def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int, int]:
-        """A process of the real machine makes a system call into the
-        simulated kernel at ``t`` (a write to trace_marker): it is woken
-        (its terminal's interrupt), preempts a CPU, runs for a moment and
-        goes back to sleep.  Returns (its pid here, its CPU, the instant its
-        call gets to its work: the way in, vfs_write(), takes a moment)."""
+        """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""
         self.looked_at()
-        pid = self.host.own_pid(pid, comm)
-        self.host.caller(pid, comm)
-        task = self.host.task(pid)
-        took = self.rng.randrange(*SYSCALL_IN_NS)
-        if task is None:                      # a simulated task has that pid
-            cpu = self.sched.tasks[pid].cpu
-            return pid, cpu, t + took if self.frozen else self._at(cpu, t + took)
-        if self.frozen:                       # nobody sees the CPUs: where it ran last
-            cpu, t = task.cpu, max(t, self.host.last_call.get(pid, 0)) + took
-        else:
-            cpu, t = self.host.on_cpu(task, t)
-            t = self._at(cpu, t + took)
-        self.host.called(pid, t)
-        return pid, cpu, t
+        return self.host.syscall(pid, comm, t)
 
     def skip(self, t0: int, t1: int) -> None:
-        """Nobody looked from ``t0`` to ``t1``: start again from ``t1``.
-        What the real processes did before ``t1`` nobody could see either:
-        it is left as facts only (as while the machine stands still), not
-        done later, at ``t1``, where it would be seen at the wrong time."""
-        for when, action in self._take_host_actions():
-            if when < t1:
-                self.host.note(action)
-            else:
-                self.queue_host(when, action)
+        """Nobody looked from ``t0`` to ``t1``: start again from ``t1`` (``HostProcesses.skipped``)."""
+        self.host.skipped(self._take_host_actions(), t1)
         self.start(t1)
 
     def freeze(self, t: int) -> None:
