@@ -58,6 +58,7 @@ from .tracepoint import Tracepoints
 INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
     ("fakefs.kernel.kallsyms", "kallsyms_init"),
+    ("fakefs.kernel.samples", "samples_init"),
     ("fakefs.kernel.cpu", "cpu_dev_init"),
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),
@@ -166,6 +167,7 @@ class Kernel:
         self.vmalloc = None
         self.percpu = None
         self.heap_stress = None
+        self.modules = None               # module.Modules: the loader and what it loaded
 
     # --- registration -------------------------------------------------
     def early_param(self, name: str, fn) -> None:

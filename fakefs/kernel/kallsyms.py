@@ -214,6 +214,28 @@ class Kallsyms:
                   [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source)
         return ks
 
+    # ------------------------------------------------------------ modules
+    def add_module(self, name: str, syms) -> None:
+        """A loaded module's text symbols, ``(addr, type, symbol)``, listed
+        after those already there (``/proc/kallsyms`` walks the module list
+        in load order)."""
+        self._set_modules(self._mod_order + [(a, t, n, name) for a, t, n in syms])
+
+    def remove_module(self, name: str, names=None) -> None:
+        """The module's symbols go (those called ``names`` only: its init
+        text, freed after its init ran)."""
+        self._set_modules([s for s in self._mod_order
+                           if s[3] != name or (names is not None and s[2] not in names)])
+
+    def _set_modules(self, modules) -> None:
+        mods = sorted(modules, key=lambda s: s[0])
+        self._maddrs = array("Q", [s[0] for s in mods])
+        self._mnames = [s[2] for s in mods]
+        self._mmods = [s[3] for s in mods]
+        self._mod_order = modules
+        self._by_name = None
+        self._by_base = None
+
     # ------------------------------------------------------------ lookups
     def __len__(self) -> int:
         return len(self._addrs) + len(self._maddrs)

@@ -24,7 +24,13 @@ from ..namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, SIMULATED_SY
                          in_private_mount_ns, tracefs_lines, umount)
 from ..namespace import stop as _stop
 from ..namespace import wait_ready as _wait_ready
+from ..kernel.module import CONTROL_DIR, CONTROL_NAME
+from ..namespace import bind
 from .errors import SelftestError, log
+from .kmod import host_kmod_paths
+from .kmod import install as install_kmod
+
+CONTROL = CONTROL_DIR + "/" + CONTROL_NAME
 
 READY_TIMEOUT = 60
 
@@ -70,6 +76,35 @@ def _run_ftracetest(cfg: dict, status: dict) -> None:
     done.wait(timeout=5)
 
 
+def kmod_commands(mnt: Path, host_binds: list, userns: bool) -> None:
+    """The simulated kernel's module commands (selftest/kmod.py): its
+    /proc/modules, its loader's control file kept past the mount point's
+    detach, the commands first in PATH and bound over the host's kmod."""
+    control = mnt / CONTROL
+    if not control.exists():
+        return                          # a kernel without the loader: the host's stay unused
+    if os.path.exists("/proc/modules"):          # (a host built without modules has none)
+        bind_served(mnt, "/proc/modules", host_binds, userns, log)
+    kept = []
+    for src, name in ((control, "kmod-control"), (mnt / "proc/modules", "kmod-proc-modules")):
+        keep = mnt.parent / name
+        keep.touch()
+        err = bind(str(src), str(keep))
+        if err is not None:
+            raise SelftestError("mount --bind of the simulated kernel's %s failed: %s" % (src.name, err))
+        host_binds.append(str(keep))
+        kept.append(str(keep))
+    bindir = str(mnt.parent / "kmod-bin")
+    script = install_kmod(bindir, *kept)
+    for path in host_kmod_paths():
+        err = bind(script, path)
+        if err is not None:
+            raise SelftestError("mount --bind over %s failed: %s (a test would load a module "
+                                "into the host's kernel)" % (path, err))
+        host_binds.append(path)
+    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+
+
 def inner_main(cfg_path: str) -> int:
     cfg = json.loads(Path(cfg_path).read_text())
     status: dict = {}
@@ -110,6 +145,7 @@ def inner_main(cfg_path: str) -> int:
         for path in SIMULATED_IF_SERVED:
             if (mnt / path.lstrip("/")).is_dir() and os.path.isdir(path):
                 bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
+        kmod_commands(mnt, host_binds, cfg.get("userns", False))
         umount(str(mnt), lazy=True)
         lines = tracefs_lines()
         if not lines or lines[0][1] != TRACING_DIR:

@@ -421,6 +421,27 @@ class KprobeOps(DynEventOps):
                 ret, "FAIL_REG_PROBE")
             raise log.fail(0, name, -ret)
 
+    def module_notify(self, mod, state: str) -> None:
+        """``trace_kprobe_module_callback()``: the probes on a coming
+        module's functions are registered; ``kprobes_module_callback()``:
+        those in a going module's text are gone (taken off the kprobe
+        table here; the events stay, and arm again when it comes back)."""
+        self._name_counts = None
+        if state == "Loading":
+            for tk in self.probes():
+                if (tk.symbol and tk.symbol.partition(":")[0] == mod.name
+                        and not tk.kp.registered):
+                    try:
+                        self.kprobes.register(tk.kp)
+                    except KernelError:
+                        pass            # "Failed to re-register probe" (a warning)
+        elif state == "Unloading":
+            ks = self.kernel.kallsyms
+            for tk in self.probes():
+                hit = ks.lookup(tk.kp.addr) if tk.kp.registered and tk.kp.addr else None
+                if hit is not None and hit[3] == mod.name:
+                    self.kprobes.unregister(tk.kp)
+
     def _lookup(self, name: str):
         return self.kernel.kallsyms.addr_of(name)
 
@@ -511,6 +532,8 @@ def init_kprobe_trace(tracing, root) -> None:
     dyn = DynEvents()
     ops = KprobeOps(kernel, dyn)
     dyn.register(ops)
+    if kernel.modules is not None:
+        kernel.modules.register_notifier(ops.module_notify)
     tree = kernel.tree
     tree.create_file("dynamic_events", TRACE_MODE_WRITE, root, dyn, DynamicEventsOps())
     tree.create_file("kprobe_events", TRACE_MODE_WRITE, root, ops, KprobeEventsOps())

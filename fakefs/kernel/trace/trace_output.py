@@ -86,7 +86,11 @@ class TraceFormatter:
         s = self._sym_cache.get(key)
         if s is None:
             ks = self.kallsyms
-            s = ks.sprint_symbol(ip) if offset else ks.sprint_symbol_no_offset(ip)
+            if offset:
+                s = ks.sprint_symbol(ip)
+            else:                       # kallsyms_lookup(): the name alone, no [module]
+                hit = ks.lookup(ip)
+                s = hit[0] if hit is not None else "0x%08x" % ip
             if addr:
                 s += " <%016x>" % ip
             self._sym_cache[key] = s
