@@ -63,7 +63,7 @@ def main(argv: list[str], control: str, proc_modules: str = PROC_MODULES) -> int
     names = [a for a in args if not a.startswith("-")]
     if prog == "lsmod":
         print("Module                  Size  Used by")
-        for name, (size, ref, users) in reversed(list(_loaded(proc_modules).items())):
+        for name, (size, ref, users) in _loaded(proc_modules).items():     # /proc/modules order
             print("%-19s %8d  %d%s" % (name, size, ref, "" if users == "-" else " " + users.rstrip(",")))
         return 0
     if prog not in COMMANDS or not names:
