@@ -58,6 +58,8 @@ import time
 from pathlib import Path
 
 from .mountargs import add_boot_arguments, boot_argv, check_persona
+from .selftest.kmod import host_kmod_paths
+from .selftest.kmod import install as install_kmod
 from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
                         NamespaceError, bind, bind_served, child_env, detach_tracefs_mounts,
                         fuse_problem, in_private_mount_ns, mount_ns, mounts, stop, umount,
@@ -404,8 +406,27 @@ class Inner:
         if shutil.which("perf"):
             log("note: " + PERF_NOTE)
 
+    def place_kmod(self) -> str | None:
+        """The simulated kernel's insmod/modprobe/rmmod/lsmod (selftest/kmod.py):
+        a directory of them for PATH, bound over the host's kmod too (no
+        module ever reaches the host's kernel).  Returns the directory."""
+        control = self.root / ".fakefs" / "modules"
+        if not control.exists():
+            return None
+        bindir = str(self.root.parent / "kmod-bin")
+        script = install_kmod(bindir, str(control), str(self.root / "proc" / "modules"))
+        for path in host_kmod_paths():
+            err = bind(script, path)
+            if err is not None:
+                raise NamespaceError("mount --bind over %s failed: %s" % (path, err))
+            self.placed.append(path)
+        return bindir
+
     def run_command(self) -> int:
         env = dict(os.environ, FAKEFS_ROOT=str(self.root))
+        bindir = self.place_kmod()
+        if bindir is not None:
+            env["PATH"] = bindir + os.pathsep + env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         argv = self.cfg["command"]
         Path(self.cfg["hostproc"]).mkdir(exist_ok=True)
         self.child = subprocess.Popen(
