@@ -4,15 +4,25 @@
 ``a-b`` ranges, a leading ``]`` is literal, an unclosed ``[`` is literal),
 ``\\`` escapes the next character and a trailing ``\\`` matches only the end.
 Used by event filters (``~``) and by set_ftrace_filter globs.
+
+``glob_literals()`` gives the literal text a pattern's matches must hold
+(its anchored prefix and suffix, and every run of literal characters): an
+index of names (``ftrace_index.py``) narrows the candidates with them before
+the regular expression decides.
 """
 
 from __future__ import annotations
 
 import re
 
+# token kinds of glob_tokens()
+LIT, ONE, STAR, CLASS, END = range(5)
 
-def glob_regex(pat: str) -> "re.Pattern":
-    """A compiled regex that matches exactly what ``glob_match()`` does."""
+
+def glob_tokens(pat: str) -> list[tuple[int, str]]:
+    """The pattern as (kind, text) tokens: a literal character (LIT, the
+    character), ``?`` (ONE), ``*`` (STAR), a class (CLASS, its regex), a
+    trailing backslash (END)."""
     out = []
     i = 0
     n = len(pat)
@@ -20,9 +30,9 @@ def glob_regex(pat: str) -> "re.Pattern":
         c = pat[i]
         i += 1
         if c == "?":
-            out.append(".")
+            out.append((ONE, "."))
         elif c == "*":
-            out.append(".*")
+            out.append((STAR, ".*"))
         elif c == "[":
             P = pat + "\0"
             j = i
@@ -47,21 +57,115 @@ def glob_regex(pat: str) -> "re.Pattern":
                 if a == "]":
                     break
             if a == "\0":                     # malformed: '[' is a literal
-                out.append(re.escape("["))
+                out.append((LIT, "["))
                 continue
             i = j
             items = "".join(re.escape(a) if a == b else "%s-%s" % (re.escape(a), re.escape(b))
                             for a, b in spans if a <= b)
             if inverted:
-                out.append("[^%s]" % items if items else ".")
+                out.append((CLASS, "[^%s]" % items if items else "."))
             else:
-                out.append("[%s]" % items if items else "(?!)")
+                out.append((CLASS, "[%s]" % items if items else "(?!)"))
         elif c == "\\":
             if i < n:
-                out.append(re.escape(pat[i]))
+                out.append((LIT, pat[i]))
                 i += 1
             else:
-                out.append(r"\Z")              # "\" at the end matches the end
+                out.append((END, r"\Z"))      # "\" at the end matches the end
         else:
-            out.append(re.escape(c))
-    return re.compile("".join(out), re.S)
+            out.append((LIT, c))
+    return out
+
+
+def glob_regex(pat: str) -> "re.Pattern":
+    """A compiled regex that matches exactly what ``glob_match()`` does."""
+    return re.compile("".join(re.escape(t) if k == LIT else t for k, t in glob_tokens(pat)), re.S)
+
+
+def glob_literals(pat: str) -> tuple[str, str, list[str]]:
+    """(prefix, suffix, runs): the literal text every match starts with and
+    ends with, and the maximal runs of literal characters (each is in every
+    match; prefix and suffix are among them when not empty)."""
+    toks = glob_tokens(pat)
+    if toks and toks[-1][0] == END:
+        toks = toks[:-1]                      # only the end may follow: no change to the text
+    anchored_end = bool(toks) and toks[-1][0] == LIT
+    runs = []
+    cur = []
+    for k, t in toks:
+        if k == LIT:
+            cur.append(t)
+        else:
+            if cur:
+                runs.append("".join(cur))
+            cur = []
+    if cur:
+        runs.append("".join(cur))
+    prefix = runs[0] if runs and toks[0][0] == LIT else ""
+    suffix = runs[-1] if runs and anchored_end else ""
+    return prefix, suffix, runs
+
+
+def glob_match(pat: str, s: str) -> bool:
+    """``glob_match()`` itself, a character at a time (one backtracking
+    point: the last ``*``): cheaper than compiling the regex for a few
+    names, and a second implementation to test the regex against."""
+    P = pat + "\0"
+    S = s + "\0"
+    p = i = 0
+    back_p = back_i = -1
+    while True:
+        c = S[i]
+        i += 1
+        d = P[p]
+        p += 1
+        if d == "?":
+            if c == "\0":
+                return False
+            continue
+        if d == "*":
+            if P[p] == "\0":
+                return True
+            back_p, back_i = p, i - 1
+            i -= 1
+            continue
+        literal = True
+        if d == "[":
+            if c == "\0":                     # no possible match
+                return False
+            inverted = P[p] == "!"
+            q = p + inverted
+            a = P[q]
+            q += 1
+            hit = False
+            while True:
+                b = a
+                if a == "\0":
+                    break
+                if P[q] == "-" and P[q + 1] != "]":
+                    b = P[q + 1]
+                    if b == "\0":
+                        a = b
+                        break
+                    q += 2
+                hit |= a <= c <= b
+                a = P[q]
+                q += 1
+                if a == "]":
+                    break
+            if a != "\0":                     # a class (else '[' is a literal)
+                literal = False
+                if hit != inverted:
+                    p = q
+                    continue
+        elif d == "\\":
+            d = P[p]
+            p += 1
+        if literal and c == d:
+            if d == "\0":
+                return True
+            continue
+        if c == "\0" or back_p < 0:          # backtrack: the last '*' takes one more
+            return False
+        back_i += 1
+        p, i = back_p, back_i

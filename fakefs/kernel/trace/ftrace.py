@@ -44,9 +44,6 @@ class FtraceOps:
         self.notrace: set[int] = set()
         self.mod_trace: list[tuple[str, str]] = []      # newest first
         self.mod_notrace: list[tuple[str, str]] = []
-        # hash entries of records a module took away, left matching nothing
-        # (filter, notrace): see ftrace_module.py
-        self.zeroed = [0, 0]
         self.pids: frozenset | None = None
         self.no_pids: frozenset | None = None
         self.probes: list[FuncProbe] = []               # newest first
@@ -56,6 +53,8 @@ class FtraceOps:
         # bumped by every change: the function profiler, which shares the
         # top level's filter, counts what came before under the old one
         self.generation = 0
+        self._batch = 0                  # batch() depth: changed() waits for its end
+        self._deferred = False           # a change came meanwhile
 
     @property
     def records(self) -> FtraceRecords:
@@ -64,9 +63,31 @@ class FtraceOps:
     # --- state ------------------------------------------------------------
     def filtering(self) -> bool:
         """The filter hash is not empty (functions, or cached ``:mod:``)."""
-        return bool(self.filter) or bool(self.mod_trace) or self.zeroed[0] > 0
+        return bool(self.filter) or bool(self.mod_trace)
+
+    def batch(self):
+        """``with ops.batch():`` the words of one write are one change: what
+        ``changed()`` does (the ops' hashes re-read, O(set size)) is done
+        once, at the end or at ``settle()``."""
+        return _Batch(self)
+
+    def settle(self) -> None:
+        """Within a batch: the changes so far take effect now (the caller is
+        about to let other work run)."""
+        if self._deferred:
+            self._deferred = False
+            self._changed()
 
     def changed(self) -> None:
+        if self._batch:
+            self._deferred = True
+            self.generation += 1
+            self._probe_index = None
+            self._targets_key = None
+            return
+        self._changed()
+
+    def _changed(self) -> None:
         self.generation += 1
         self._probe_index = None
         self._targets_key = None
@@ -91,7 +112,6 @@ class FtraceOps:
         else:
             self.filter = set()
             self.mod_trace = []
-        self.zeroed[notrace] = 0
         self.changed()
 
     def destroy(self) -> None:
@@ -100,7 +120,6 @@ class FtraceOps:
             unregister_all(self, probe)
         self.filter, self.notrace = set(), set()
         self.mod_trace, self.mod_notrace = [], []
-        self.zeroed = [0, 0]
         self.pids = self.no_pids = None
         self.changed()
 
@@ -237,7 +256,7 @@ class FtraceOps:
         out = []
         funcs = self.notrace if notrace else self.filter
         mods = self.mod_notrace if notrace else self.mod_trace
-        empty = not (funcs or self.zeroed[1]) if notrace else not self.filtering()
+        empty = not funcs if notrace else not self.filtering()
         if empty:
             out.append(NONE_DISABLED if notrace else ALL_ENABLED)
         else:
@@ -277,6 +296,23 @@ class FtraceOps:
         if pids is None:
             return NO_PID
         return pid_list_text(pids)
+
+
+class _Batch:
+    __slots__ = ("ops",)
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def __enter__(self):
+        self.ops._batch += 1
+        return self.ops
+
+    def __exit__(self, *exc) -> None:
+        ops = self.ops
+        ops._batch -= 1
+        if not ops._batch:
+            ops.settle()
 
 
 def ops_of(tr) -> FtraceOps:

@@ -21,7 +21,9 @@ trace.c's ``dyn_ftrace_total_info`` (the record pages, ``ftrace_records.py``).
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import re
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
 from .ftrace import ops_of
@@ -34,6 +36,10 @@ from .trace_stat import StatFileOps
 
 # trace_parser size of the filter files (KSYM_SYMBOL_LEN + 4)
 FTRACE_BUFF_MAX = 670
+# a word: up to the kernel's isspace() (lib/ctype.c, Latin-1) or a NUL
+_WORD = re.compile(r"[^\t\n\v\f\r \xa0\0]+")
+# writes from this long on build the names' trigram index first (stepped)
+INDEX_AT = 16384
 
 
 def _catch_up(tr) -> None:
@@ -75,35 +81,60 @@ class FtraceRegexOps(FileOperations):
         return self.owner(f).filter_text(self.notrace)
 
     def write(self, f, data):
+        steps = self.write_steps(f, data)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def write_steps(self, f, data, pause=None):
+        """``write()`` as a generator for a caller that serves others
+        meanwhile: after a word, when ``pause()`` says so, the changes so far
+        take effect (``settle()``) and it yields; its return value is
+        ``write()``'s.  The words go to the owner in one batch (one change
+        of its hashes per write, not one per word)."""
         if not data:
             return 0
         owner = self.owner(f)
         p = f.private
         text = data.decode("latin-1")
-        i, n = 0, len(text)
         owner.kernel.run_until_now()
-        while i < n:
-            if not p.cont:
-                while i < n and (text[i].isspace() or text[i] == "\0"):
-                    i += 1
-                if i >= n:
+        if pause is not None and len(text) >= INDEX_AT:
+            # a long list: the trigram index of the names, a slice at a time
+            for _ in ftrace_records(owner.kernel).index.build_steps():
+                if pause():
+                    yield
+        batch = getattr(owner, "batch", None)
+        with batch() if batch is not None else contextlib.nullcontext():
+            i = 0
+            if p.cont:                   # the word of the last write goes on
+                m = _WORD.match(text)
+                j = m.end() if m else 0
+                p.buf += text[:j]
+                if len(p.buf) >= FTRACE_BUFF_MAX:
+                    p.buf, p.cont = "", False
+                    raise KernelError(errno.EINVAL)
+                if j >= len(text):
+                    return len(data)
+                p.cont = False
+                word, p.buf = p.buf, ""
+                i = j
+                if word:
+                    owner.process_regex(word, not self.notrace)
+            for m in _WORD.finditer(text, i):
+                word = m.group()
+                if len(word) >= FTRACE_BUFF_MAX:
+                    p.buf, p.cont = "", False
+                    raise KernelError(errno.EINVAL)
+                if m.end() >= len(text):  # the word may go on in the next write
+                    p.buf, p.cont = word, True
                     break
-                p.buf = ""
-            j = i
-            while j < n and not text[j].isspace() and text[j] != "\0":
-                j += 1
-            p.buf += text[i:j]
-            if len(p.buf) >= FTRACE_BUFF_MAX:
-                p.buf, p.cont = "", False
-                raise KernelError(errno.EINVAL)
-            if j >= n:                   # the word may go on in the next write
-                p.cont = True
-                break
-            p.cont = False
-            word, p.buf = p.buf, ""
-            i = j
-            if word:
                 owner.process_regex(word, not self.notrace)
+                if pause is not None and pause():
+                    if batch is not None:
+                        owner.settle()
+                    yield
         return len(data)
 
     def flush(self, f):

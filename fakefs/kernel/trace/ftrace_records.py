@@ -34,12 +34,13 @@
 
 from __future__ import annotations
 
+import re
 from array import array
 from bisect import bisect_left, bisect_right
 from itertools import groupby, islice
 
 from ..lib.glob import glob_regex
-from ..module import module_traceable
+from .ftrace_index import NameIndex
 from ..lib.kstrtox import kstrtoul
 from ..workload import FENTRY_IP
 
@@ -61,13 +62,18 @@ _SKIP_RANGES = (("__entry_text_start", "__entry_text_end"),
 
 
 # --------------------------------------------------------------- matching
+_GLOB_CHARS = re.compile(r"[*?[\\]")
+
+
 def filter_parse_regex(buff: str):
     """(type, search, not) the way ``filter_parse_regex()`` reads a glob."""
     neg = buff.startswith("!")
     if neg:
         buff = buff[1:]
-    if buff[:1].isdigit():
+    if "0" <= buff[:1] <= "9":
         return MATCH_INDEX, buff, neg
+    if _GLOB_CHARS.search(buff) is None:
+        return MATCH_FULL, buff, neg
     typ = MATCH_FULL
     n = len(buff)
     for i, ch in enumerate(buff):
@@ -130,7 +136,7 @@ class Glob:
     def __init__(self, typ, search):
         self.type = typ
         self.search = search
-        self._re = glob_regex(search) if typ == MATCH_GLOB else None
+        self._re = None
 
     def __len__(self):
         return len(self.search)
@@ -146,6 +152,8 @@ class Glob:
         if t == MATCH_END_ONLY:
             return s.endswith(self.search)
         if t == MATCH_GLOB:
+            if self._re is None:
+                self._re = glob_regex(self.search)
             return self._re.fullmatch(s) is not None
         return False
 
@@ -199,7 +207,7 @@ class FtraceRecords:
                         init_addrs.add(addr)      # a record until init memory is freed
                     continue
                 core.append((addr, name))
-            elif mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr):
+            elif mod in _PSEUDO_MODULES:
                 continue
             else:
                 modrecs.append((addr, name, mod))
@@ -237,9 +245,17 @@ class FtraceRecords:
         self._ip_cache: dict[int, int | None] = {}
         self._avail = None
         self._avail_addrs = None
+        self._index = None
 
     def __len__(self):
         return len(self.names)
+
+    @property
+    def index(self) -> NameIndex:
+        """The names indexed for the globs (made on first use)."""
+        if self._index is None:
+            self._index = NameIndex(self.names)
+        return self._index
 
     def named(self, name: str) -> list[int]:
         """The records of the functions called ``name``."""
@@ -297,26 +313,27 @@ class FtraceRecords:
         """``match_records()`` without the hash: (matching record indices,
         clear) — ``clear`` when ``func`` starts with ``!``."""
         clear = False
-        fg = Glob(MATCH_FULL, "")
+        t, search = MATCH_FULL, ""
         if func is not None:
-            t, s, clear = filter_parse_regex(func)
-            fg = Glob(t, s)
-        if fg.type == MATCH_INDEX:
+            t, search, clear = filter_parse_regex(func)
+        if t == MATCH_INDEX:
             try:
-                idx = kstrtoul(fg.search, 0) - 1
+                idx = kstrtoul(search, 0) - 1
             except ValueError:
                 return [], clear
             return ([idx] if 0 <= idx < len(self.names) else []), clear
+        if t == MATCH_FULL:
+            funcs = self.named(search) if search or mod is None else range(len(self.names))
+        else:
+            funcs = self.index.match(t, search)
         if mod is None:
-            if fg.type == MATCH_FULL:
-                return self.named(fg.search), clear
-            m = fg.match
-            return [i for i, n in enumerate(self.names) if m(n)], clear
+            return funcs, clear
         mt, ms, exclude = filter_parse_regex(mod)
         mg = Glob(mt if mt != MATCH_INDEX else MATCH_FULL, ms)
         out = []
-        for i, n in enumerate(self.names):
-            modname = self.mods[i]
+        mods = self.mods
+        for i in funcs:
+            modname = mods[i]
             if not len(mg):
                 # blank module: any module's functions (or, with '!', the core's)
                 if (not exclude) == (modname is None):
@@ -325,7 +342,33 @@ class FtraceRecords:
                 mod_matches = modname is not None and mg.match(modname)
                 if (not mod_matches) == (not exclude):
                     continue
-            if not len(fg) or fg.match(n):
+            out.append(i)
+        return out, clear
+
+    def match_plain(self, func: str | None, mod: str | None):
+        """``match()`` the kernel's way, every record tested against the glob
+        (what the index must agree with)."""
+        clear = False
+        fg = Glob(MATCH_FULL, "")
+        if func is not None:
+            t, s, clear = filter_parse_regex(func)
+            fg = Glob(t, s)
+        if fg.type == MATCH_INDEX:
+            return self.match(func, mod)
+        mg = exclude = None
+        if mod is not None:
+            mt, ms, exclude = filter_parse_regex(mod)
+            mg = Glob(mt if mt != MATCH_INDEX else MATCH_FULL, ms)
+        out = []
+        for i, n in enumerate(self.names):
+            if mg is not None:
+                modname = self.mods[i]
+                if not len(mg):
+                    if (not exclude) == (modname is None):
+                        continue
+                elif (modname is None or not mg.match(modname)) == (not exclude):
+                    continue
+            if (mg is not None and not len(fg)) or fg.match(n):
                 out.append(i)
         return out, clear
 
