@@ -116,7 +116,7 @@ def with_module(k):
     mods = [(base + 0x40 * i, "t", name, "testmod")
             for i, name in enumerate(("tm_open", "tm_read", "tm_write"))]
     mods.append((base - 0x2000, "t", "ftrace_trampoline", "__builtin__ftrace"))
-    return FtraceRecords(types.SimpleNamespace(kallsyms=Kallsyms(core, mods), workload=None))
+    return FtraceRecords(types.SimpleNamespace(kallsyms=Kallsyms(core, mods), workload=None, modules=None))
 
 
 def test_records_match(k):
