@@ -139,7 +139,9 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
     # a kernel that does not follow the real processes gives each writer a
     # pid of its own, as it does a new task: the next one free
     writer = lines[i].split()[0].rsplit("-", 1)[1]
-    assert "next_pid=%s " % writer in lines[i - 1] and 300 < int(writer) < 40000
+    cpu = lines[i].split()[1]
+    before = next(ln for ln in reversed(lines[:i]) if ln.split()[1] == cpu and "sched_switch:" in ln)
+    assert "next_pid=%s " % writer in before and 300 < int(writer) < 40000
     assert "-40000 " not in text and "=40000 " not in text
     # stamped when the write gets there: not on the instant the clock shows
     stamps = [ln.split()[3] for ln in lines if "tracing_mark_write:" in ln]
