@@ -12,7 +12,9 @@
    mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
 7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline;
 8. simulated seconds per CPU second (bench_engine.py): the compiled data plane vs the walk
-   in plain Python, for the function tracer, every event, both with stacks, sched_switch.
+   in plain Python, for the function tracer, every event, both with stacks, sched_switch;
+9. requests stay short (bench_requests.py): a 10 MB glob list written while ``cat tracing_on``
+   runs, and the daemon's CPU with 200 readers blocked in trace_pipe.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -26,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_catchup, bench_costs, bench_engine, bench_memory
+from . import bench_catchup, bench_costs, bench_engine, bench_memory, bench_requests
 
 ROUNDS = 5
 
@@ -274,6 +276,8 @@ def main(argv=None) -> int:
     sections.append(("memory of full big buffers (in-process; one run)",
                      bench_memory.in_process))
     sections += bench_costs.SECTIONS
+    sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
+                     "200 blocked trace_pipe readers (one run)", bench_requests.bench_requests))
     try:
         from . import bench_alloc_tag
         sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))

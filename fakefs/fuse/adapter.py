@@ -50,6 +50,7 @@ from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
 from .signals import signal_pending
+from .steps import stepped_write
 
 log = logging.getLogger("fakefs.fuse")
 
@@ -508,8 +509,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         data = bytes(buf)
         n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
         if n is UNSETTLED:
-            with self.at(await self.observe(changes=True)):
-                n = f.node.fops.write(f, data)
+            n = await stepped_write(self, f, data)      # long writes let others in
         self.heap.after_request()
         return n
 

@@ -100,9 +100,10 @@ class FtraceRegexOps(FileOperations):
         p = f.private
         text = data.decode("latin-1")
         owner.kernel.run_until_now()
-        if pause is not None and len(text) >= INDEX_AT:
-            # a long list: the trigram index of the names, a slice at a time
-            for _ in ftrace_records(owner.kernel).index.build_steps():
+        if pause is not None:
+            # the names' index a part at a time (a long list: with trigrams)
+            index = ftrace_records(owner.kernel).index
+            for _ in index.build_steps() if len(text) >= INDEX_AT else index.sort_steps():
                 if pause():
                     yield
         batch = getattr(owner, "batch", None)

@@ -40,29 +40,48 @@ class NameIndex:
     built) the trigram index of a fixed list of names."""
 
     __slots__ = ("names", "_fwd", "_fwd_ids", "_rev", "_rev_ids", "_joined", "_starts", "grams")
+    # (each made on first use, or by build_steps())
 
     def __init__(self, names: list[str]):
         self.names = names
-        n = len(names)
-        order = sorted(range(n), key=names.__getitem__)
-        self._fwd = [names[i] for i in order]
-        self._fwd_ids = array("I", order)
-        rnames = [s[::-1] for s in names]
-        order = sorted(range(n), key=rnames.__getitem__)
-        self._rev = [rnames[i] for i in order]
-        self._rev_ids = array("I", order)
-        self._joined = "\n".join(names) + "\n"
-        starts = array("I", [0]) * n
-        pos = 0
-        for i, s in enumerate(names):
-            starts[i] = pos
-            pos += len(s) + 1
-        self._starts = starts
+        self._fwd = self._rev = self._joined = None
         self.grams: dict[str, array] | None = None
+
+    def _sorted(self) -> None:
+        for _ in self.sort_steps():
+            pass
+
+    def sort_steps(self):
+        """The sorted names, the sorted reversed names and the joined names,
+        yielding after each."""
+        names = self.names
+        n = len(names)
+        if self._fwd is None:
+            order = sorted(range(n), key=names.__getitem__)
+            self._fwd_ids = array("I", order)
+            self._fwd = [names[i] for i in order]
+            yield
+        if self._rev is None:
+            rnames = [s[::-1] for s in names]
+            order = sorted(range(n), key=rnames.__getitem__)
+            self._rev_ids = array("I", order)
+            self._rev = [rnames[i] for i in order]
+            yield
+        if self._joined is None:
+            starts = array("I", [0]) * n
+            pos = 0
+            for i, s in enumerate(names):
+                starts[i] = pos
+                pos += len(s) + 1
+            self._starts = starts
+            self._joined = "\n".join(names) + "\n"
+            yield
 
     # --- the trigram index ------------------------------------------------------
     def build_steps(self):
-        """Build the trigram index, yielding after each BUILD_SLICE names."""
+        """Build everything, the trigram index last, yielding between the
+        sorts and after each BUILD_SLICE names."""
+        yield from self.sort_steps()
         if self.grams is not None:
             return
         grams: dict[str, array] = {}
@@ -167,6 +186,8 @@ class NameIndex:
     def match(self, typ: int, search: str) -> list[int]:
         """``ftrace_match()`` of every record, in record order (MATCH_FULL
         is the records' dict; not here)."""
+        if self._joined is None:
+            self._sorted()
         if typ == MATCH_FRONT_ONLY:
             return self.front(search)
         if typ == MATCH_END_ONLY:

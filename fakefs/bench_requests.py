@@ -1,0 +1,171 @@
+"""``make bench`` rows of issue 35 ("requests stay short"), through a real mount:
+
+* a long glob list written to ``set_ftrace_filter`` (the names of
+  ``available_filter_functions`` with prefix, suffix, middle and ``?``/``[``
+  globs among them, 10 MB by default): how long the write takes, and the
+  latency of ``cat tracing_on`` (open+read+close) sent every 10 ms meanwhile;
+* the daemon's CPU over 5 s while 200 readers are blocked in ``trace_pipe``
+  (nothing is traced: they wait).
+
+``python -m fakefs.bench_requests [MB] [READERS]`` prints the rows alone.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+from .bench_barefs import fakefs_mounted
+
+TRACING = "sys/kernel/tracing"
+
+
+def glob_list(names: list[str], size: int, seed: int = 1) -> bytes:
+    """About ``size`` bytes of words, one a line: 60 % function names, the
+    rest ``abc*``, ``*abc``, ``*abc*`` and ``a?c*d`` / ``[ab]bc*`` globs."""
+    rng = random.Random(seed)
+    out = []
+    n = 0
+    while n < size:
+        nm = rng.choice(names)
+        r = rng.random() if len(nm) >= 6 else 0.0
+        h = len(nm) // 2                      # (each glob matches nm at least)
+        if r < 0.6:
+            w = nm
+        elif r < 0.72:
+            w = nm[:h] + "*"
+        elif r < 0.82:
+            w = "*" + nm[h:]
+        elif r < 0.92:
+            w = "*" + nm[len(nm) // 3:2 * len(nm) // 3] + "*"
+        elif r < 0.96:
+            w = nm[:2] + "?" + nm[3:h] + "*" + nm[h:]
+        else:
+            w = "[%s%s]%s*" % (nm[0], rng.choice("abcdefgs"), nm[1:h])
+        out.append(w)
+        n += len(w) + 1
+    return ("\n".join(out) + "\n").encode()
+
+
+def _cat(path: str) -> float:
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while os.read(fd, 4096):
+            pass
+    finally:
+        os.close(fd)
+    return time.perf_counter() - t0
+
+
+def write_while_reading(mnt: str, data: bytes, chunk: int = 1 << 20, every: float = 0.01):
+    """(seconds of the write, latencies of the cats sent meanwhile)."""
+    base = os.path.join(mnt, TRACING)
+    done = threading.Event()
+    took = []
+    err = []
+
+    def writer():
+        t0 = time.perf_counter()
+        try:
+            fd = os.open(os.path.join(base, "set_ftrace_filter"), os.O_WRONLY | os.O_TRUNC)
+            try:
+                for i in range(0, len(data), chunk):
+                    os.write(fd, data[i:i + chunk])
+            finally:
+                os.close(fd)
+        except OSError as e:
+            err.append(e)
+        took.append(time.perf_counter() - t0)
+        done.set()
+
+    lat = []
+    th = threading.Thread(target=writer)
+    th.start()
+    target = os.path.join(base, "tracing_on")
+    while not done.is_set():
+        lat.append(_cat(target))
+        time.sleep(every)
+    th.join()
+    if err:
+        raise err[0]
+    return took[0], lat
+
+
+def daemon_pid(mnt: str) -> int | None:
+    out = subprocess.run(["pgrep", "-f", "fakefs mount .*%s$" % mnt], capture_output=True, text=True)
+    pids = out.stdout.split()
+    return int(pids[0]) if pids else None
+
+
+def cpu_seconds(pid: int) -> float:
+    with open("/proc/%d/stat" % pid) as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def blocked_readers_cpu(mnt: str, readers: int = 200, seconds: float = 5.0,
+                        settle: float = 2.0) -> tuple[float, int]:
+    """(daemon CPU seconds over ``seconds`` with ``readers`` cats blocked in
+    trace_pipe, how many were still blocked at the end)."""
+    pid = daemon_pid(mnt)
+    path = os.path.join(mnt, TRACING, "trace_pipe")
+    procs = [subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for _ in range(readers)]
+    try:
+        time.sleep(settle)
+        a = cpu_seconds(pid)
+        time.sleep(seconds)
+        used = cpu_seconds(pid) - a
+        alive = sum(p.poll() is None for p in procs)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    return used, alive
+
+
+def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, object, str]]:
+    rows = []
+    with fakefs_mounted() as (mnt, _log):
+        with open(os.path.join(mnt, TRACING, "available_filter_functions")) as fh:
+            names = [ln.split()[0] for ln in fh if ln.strip()]
+        data = glob_list(names, int(mb * 1e6))
+        took, lat = write_while_reading(mnt, data)
+        lat.sort()
+        rows += [("%.3g MB glob list to set_ftrace_filter (%d words)"
+                  % (len(data) / 1e6, data.count(b"\n")), took, "s"),
+                 ("  cat tracing_on meanwhile: max (%d cats)" % len(lat), lat[-1] * 1e3, "ms"),
+                 ("  cat tracing_on meanwhile: p99", lat[int(len(lat) * 0.99)] * 1e3, "ms"),
+                 ("  cat tracing_on meanwhile: median", statistics.median(lat) * 1e3, "ms")]
+    with fakefs_mounted() as (mnt, _log):
+        used, alive = blocked_readers_cpu(mnt, readers)
+        rows += [("daemon CPU over 5 s, %d trace_pipe readers blocked (%d still)"
+                  % (readers, alive), used, "s"),
+                 ("  share of a core", used / 5.0 * 100, "%")]
+    return rows
+
+
+def main(argv=None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    mb = float(args[0]) if args else 10.0
+    readers = int(args[1]) if len(args) > 1 else 200
+    for name, value, unit in bench_requests(mb, readers):
+        print("  %-62s %12.3f %s" % (name, value, unit))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

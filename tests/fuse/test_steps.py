@@ -1,0 +1,30 @@
+"""Long writes share the loop (fakefs/fuse/steps.py): while a long glob list
+goes to set_ftrace_filter, ``cat tracing_on`` through the same mount is
+answered between the write's slices, and the write's result is the one
+of a write in one go."""
+
+import os
+
+from fakefs.bench_requests import glob_list, write_while_reading
+from mountlib import mounted, requires_fuse
+
+pytestmark = requires_fuse
+
+T = "sys/kernel/tracing/"
+
+
+def test_a_long_filter_write_lets_other_requests_in():
+    with mounted() as mnt:
+        with open(os.path.join(mnt, T, "available_filter_functions")) as fh:
+            names = [ln.split()[0] for ln in fh if ln.strip()]
+        data = glob_list(names, 200_000, seed=3)
+        took, lat = write_while_reading(mnt, data, every=0.005)
+        # (in one go, the first cat waited for the whole write: ~2-5 s)
+        assert took > 0.5, "the write was too short to tell"
+        assert len(lat) >= 5
+        assert max(lat) < max(0.4, took / 5), (took, sorted(lat)[-5:])
+        with open(os.path.join(mnt, T, "set_ftrace_filter")) as fh:
+            got = set(fh.read().split())
+        # every word matched something: the filter holds each listed name
+        full = {w for w in data.decode().split() if not set(w) & set("*?[\\")}
+        assert full <= got
