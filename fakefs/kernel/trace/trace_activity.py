@@ -30,11 +30,11 @@ import heapq
 import zlib
 from bisect import bisect_left, bisect_right
 
-from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ._trace_function import call_instants, function_entries
 from .trace_backlog import TraceBacklog
+from .trace_context import StackContext
 from .trace_events_commit import trace_event_commit
 from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
@@ -51,14 +51,6 @@ CALL_PROFILE_N = 16_000
 CALL_PRIOR = 0.5
 TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
 SINGLE_STREAMS = 16        # up to this many functions get a stream each
-FLAGS_CACHED = 1 << 13     # stacks whose context flags (and call fields) are kept
-IDLE_FUNCS = frozenset({"do_idle"})
-# (flags, preempt depth) of a context: the innermost interrupt entry's
-# (2 hardirq, 1 softirq, 0 none), plus 4 with the idle loop below
-CONTEXT_FLAGS = {ctx | idle: (flags, 1 if idle else 0)
-                 for ctx, flags in ((0, 0), (1, te.TRACE_FLAG_SOFTIRQ),
-                                    (2, te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF))
-                 for idle in (0, 4)}    # a stack through it is the idle task's
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
@@ -97,9 +89,10 @@ class TraceActivity:
         self.rng = kernel.subsystem_rng("trace-activity")
         self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
         self.carry: dict[tuple, float] = {}
-        self._flags_cache: dict[tuple, tuple[int, int]] = {}
-        self._frames_gen = 0            # the walk's frames' generation the caches hold
-        self._addr_ctx: dict[int, int] = {}
+        # the context (flags, preempt depth) a stack or a frame implies
+        self.stack_context = StackContext(kernel)
+        self.context_flags = self.stack_context.context_flags
+        self.frame_flags = self.stack_context.frame_flags
         self.tasks: list = []
         self._target_addrs = frozenset()
         # the events with rates of their own, and the arrays' sets they are of
@@ -162,60 +155,6 @@ class TraceActivity:
             d.update((ev.name, ev) for ev in self.kernel.tracing.events)
         return d.get(name)
 
-    # --- context flags ------------------------------------------------------
-    def _frame_context(self, ip: int) -> int:
-        """2 for a hardirq entry frame, 1 for softirq, 4 for do_idle, else 0 (cached)."""
-        c = self._addr_ctx.get(ip)
-        if c is None:
-            hit = self.kernel.kallsyms.lookup(ip)
-            name = hit[0] if hit else ""
-            c = 2 if name in HARDIRQ_FUNCS else 1 if name in SOFTIRQ_FUNCS else \
-                4 if name in IDLE_FUNCS else 0
-            self._addr_ctx[ip] = c
-        return c
-
-    def context_flags(self, stack: tuple) -> tuple[int, int]:
-        """irq/softirq context and preempt depth implied by the frames: an
-        interrupt's count is not in the depth's bits, so it is the task's
-        (1 for the idle task, which runs with preemption disabled)."""
-        r = self._flags_cache.get(stack)
-        if r is None:
-            # the innermost interrupt-entry frame tells the context: a softirq
-            # run on irq exit is softirq context even under the hardirq frames
-            ctxs = [self._frame_context(ip) for ip in stack]
-            r = CONTEXT_FLAGS[next((c for c in ctxs if c & 3), 0) | (4 if 4 in ctxs else 0)]
-            if len(self._flags_cache) > FLAGS_CACHED:
-                self._flags_cache.clear()
-            self._flags_cache[stack] = r
-        return r
-
-    def frame_flags(self, fr) -> tuple[int, int]:
-        """``context_flags(fr.stack)``, from the frames: each keeps its
-        context (``ctx``: the innermost interrupt's, and whether the idle
-        loop is below), made from its function's and its caller's."""
-        bits = fr.ctx
-        if bits < 0:
-            chain = []
-            n = fr
-            while n is not None and n.ctx < 0:
-                chain.append(n)
-                n = n.parent
-            below = n.ctx if n is not None else 0
-            for n in reversed(chain):           # the outermost first
-                own = self._frame_context(n.stack[0])
-                bits = (own & 3 or below & 3) | ((own | below) & 4)
-                n.ctx = below = bits
-        return CONTEXT_FLAGS[bits]
-
-    def _follow_frames(self, wl) -> None:
-        """The cache of what stacks imply (context flags) forgets the
-        stacks of the walk's older generations: no frame tree of theirs
-        stays alive after a restart."""
-        gen = wl.frames.generation
-        if gen != self._frames_gen:
-            self._frames_gen = gen
-            self._flags_cache.clear()
-
     # --- the hook -------------------------------------------------------------
     def _count(self, key, rate: float, dt: float) -> int:
         carry = self.carry.get(key)
@@ -266,7 +205,7 @@ class TraceActivity:
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
         wl = self.kernel.workload
         if wl is not None:
-            self._follow_frames(wl)
+            self.stack_context.follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
         if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets):
@@ -515,7 +454,7 @@ class TraceActivity:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
         runs = wl.sample_runs(rng, cpu, len(times))
-        self._follow_frames(wl)        # (the walk may have restarted them just now)
+        self.stack_context.follow_frames(wl)        # (the walk may have restarted them just now)
         entries, stacks = function_entries(runs, times, self.call_fields, te.TRACE_FN)
         for tr in trs:
             tr.current.record_calls(tr, cpu, entries, stacks)

@@ -1,6 +1,5 @@
 """What the machine's activity reaches: whether anything sees it at all."""
 
-import collections
 import os
 
 from kfiles import wr
@@ -109,7 +108,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
         stack = fr.stack
         assert fr.call == act.context_flags(stack) + (stack[0] - 5, stack[1])
     # (kept frames and their callers survive a restart without being counted)
-    assert len(act._flags_cache) <= frames.count + 100
+    assert len(act.stack_context._flags_cache) <= frames.count + 100
 
 
 def test_the_events_with_rates_follow_every_change_of_the_arrays_sets():
@@ -203,23 +202,3 @@ def test_each_setting_that_sees_the_machine_engages_a_fresh_instance():
         k.tracing.instance_rmdir(f"i{n}")
         assert not machine_seen_by_tracing(k.tracing) and not k.tracing.engaged, path
 
-
-def test_the_frames_context_is_their_stacks():
-    """A frame's context flags made from its caller's (frame_flags) are
-    the ones its whole stack implies (context_flags), for every frame a
-    traced machine made: interrupts on tasks, on idle, softirqs on irq exit."""
-    k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    for path, value in (("current_tracer", "function"), ("events/enable", "1")):
-        wr(k, path, value)
-    k.clock.advance(60_000_000)
-    k.run_until_now()
-    frames, act = k.workload.frames, k.trace_activity
-    todo = [*frames._roots.values(), *frames._user_irq.values()]
-    seen = collections.Counter()
-    while todo:
-        fr = todo.pop()
-        todo.extend(kid for kid in fr.kids.values() if kid)
-        flags = act.frame_flags(fr)
-        assert flags == act.context_flags(fr.stack), [hex(ip) for ip in fr.stack]
-        seen[flags] += 1
-    assert len(seen) >= 4 and sum(seen.values()) > 5000, seen

@@ -1,0 +1,31 @@
+"""The context a stack or a frame implies (trace_context.py)."""
+
+from __future__ import annotations
+
+import collections
+
+from kfiles import wr
+
+from fakefs import sim
+from fakefs.kernel.time import ManualClock
+
+
+def test_the_frames_context_is_their_stacks():
+    """A frame's context flags made from its caller's (frame_flags) are
+    the ones its whole stack implies (context_flags), for every frame a
+    traced machine made: interrupts on tasks, on idle, softirqs on irq exit."""
+    k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    for path, value in (("current_tracer", "function"), ("events/enable", "1")):
+        wr(k, path, value)
+    k.clock.advance(60_000_000)
+    k.run_until_now()
+    frames, act = k.workload.frames, k.trace_activity
+    todo = [*frames._roots.values(), *frames._user_irq.values()]
+    seen = collections.Counter()
+    while todo:
+        fr = todo.pop()
+        todo.extend(kid for kid in fr.kids.values() if kid)
+        flags = act.frame_flags(fr)
+        assert flags == act.context_flags(fr.stack), [hex(ip) for ip in fr.stack]
+        seen[flags] += 1
+    assert len(seen) >= 4 and sum(seen.values()) > 5000, seen
