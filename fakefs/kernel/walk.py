@@ -206,6 +206,17 @@ class Walk:
         if top is not None and top.parent is not None:
             ts.frame, ts.phase = top.parent.parent, RESUME
 
+    def reprofile(self, task, profile) -> None:
+        """``task`` (a real process) exec'ed a program whose paths are
+        ``profile``'s: its walk goes on in them, from user space."""
+        old = self.states.get(task.pid)
+        ts = self.state(task, profile, 0.0, True)
+        if old is None:
+            self._adopted.append(task.pid)       # forgotten once exited, as follow()'s
+        for c in self.cpus:
+            if old is not None and c.ts is old:
+                c.ts = ts
+
     def current(self, cpu):
         """The task running on ``cpu``."""
         return self.cpus[cpu].ts.task

@@ -57,7 +57,10 @@ EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
 # exec, an exit of the machine's tasks; its system calls' entry and exit),
 # never drawn for whatever runs
 CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_exit",
-                   "sys_enter", "sys_exit")
+                   "sys_enter", "sys_exit", "task_dead")
+# programs whose kernel paths the graph has (data/callgraph.txt: the profile
+# of that name), which a task that exec's them takes
+EXEC_PROFILES = frozenset({"sleep"})
 # kinds whose stacks never come with a context switch: the task that wakes
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
@@ -175,6 +178,30 @@ class Workload:
         if got is None:
             return (), ()
         return self.frames.tp_stack(got[0]), got[1]
+
+    def exit_switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
+        """``switch_path()`` of a task that exits: from wherever it was (its
+        exit_group(), a fatal signal) it goes to do_task_dead() (by way of
+        do_exit(): the sites of ``task_dead``), which calls __schedule()
+        for the last time; the stacks entered on the way, outermost first."""
+        c = self.walk.cpus[cpu]
+        dead = self.wg.events.get("task_dead")
+        got = self._enter_path(c, rng, "task_dead", dead) if dead else None
+        if got is not None:
+            n, entered = got
+            e = self.wg.base_table[n.fn]
+            switch = self.wg.events["sched_switch"]
+            for g in (e[0] if e is not None else ()):
+                if g in switch:
+                    k = n.kids.get(g)
+                    if k is None:
+                        k = self.frames.child(n, g)
+                    if k:
+                        c.ts.frame, c.ts.phase = k, RESUME
+                        if self.wg.flags[g] & F_TRACE:
+                            entered += (k.stack,)
+                        return self.frames.tp_stack(k), entered
+        return self.switch_path(rng, cpu)
 
     def code_path(self, rng, cpu, kind) -> tuple[tuple, tuple]:
         """The running task goes into the code where tracepoint ``kind``
@@ -451,6 +478,15 @@ class Workload:
         """The machine runs ``task`` on ``cpu`` now: the walk of that CPU
         goes on in that task's own kernel stack (the idle task's for pid 0)."""
         self.walk.follow(cpu, task)
+
+    def exec_program(self, task, program: str) -> bool:
+        """``task`` exec'ed ``program``: where the graph has its paths
+        (``EXEC_PROFILES``), its calls are that program's from now on;
+        else they stay its parent's (a forked command's: a shell's)."""
+        if program not in EXEC_PROFILES or program not in self.wg.profiles:
+            return False
+        self.walk.reprofile(task, program)
+        return True
 
     def current(self, cpu):
         """The task running on ``cpu``."""

@@ -95,6 +95,30 @@ def test_a_followed_sleep_sleeps_in_clock_nanosleep():
     assert "0" not in after                              # no read()
 
 
+def test_a_followed_sleep_sleeps_and_exits_on_their_own_paths():
+    """sleep(1)'s switches show the kernel paths of its calls: it sleeps in
+    do_nanosleep() and leaves for the last time from do_task_dead(), by way
+    of exit_group(), not from a shell's terminal read."""
+    k, _m = traced_command(("events/sched/sched_switch/enable", "1"),
+                           ("events/sched/sched_process_exec/enable", "1"),
+                           ("options/stacktrace", "1"))
+    got = lines(k)
+    exe = next(i for i, ln in enumerate(got) if "sched_process_exec:" in ln and "-5001 " in ln)
+    stacks, cur = [], None
+    for ln in got[exe:]:
+        if "sched_switch:" in ln:
+            cur = [ln.split("prev_state=")[1].split()[0]] if "prev_pid=5001 " in ln else None
+            if cur:
+                stacks.append(cur)
+        elif cur is not None and ln.startswith(" => "):
+            cur.append(ln[4:])
+    assert stacks and stacks[-1][0] == "Z", stacks
+    for state, *frames in stacks[:-1]:
+        assert state == "S" and "do_nanosleep" in frames and "tty_read" not in frames, frames
+    assert stacks[-1][1:6] == ["__schedule", "do_task_dead", "do_exit", "do_group_exit",
+                               "__x64_sys_exit_group"], stacks[-1]
+
+
 def test_the_function_tracer_sees_kernel_clone_and_exec_of_host_processes():
     k, _m = traced_command(("set_ftrace_filter", "kernel_clone do_execve*"),
                            ("current_tracer", "function"), after=0.04)

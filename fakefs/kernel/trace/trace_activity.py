@@ -295,6 +295,8 @@ class TraceActivity:
         if hit[1] == "sched_switch":
             self.curr[cpu] = hit[6]
             wl.follow(cpu, hit[6])
+        elif hit[1] == "sched_process_exec":     # its kernel paths are the program's now
+            wl.exec_program(self.curr[cpu], hit[5][0].rsplit("/", 1)[-1])
 
     def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu) -> None:
         """A hit of one of the scheduler's tracepoints, traced where enabled
@@ -311,8 +313,8 @@ class TraceActivity:
         stack = None
         kprobed = self._kprobed()
         if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed):
-            if name == "sched_switch":
-                stack, entered = wl.switch_path(rng, cpu)
+            if name == "sched_switch":          # (an exiting task's last: prev_state Z)
+                stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
             else:
                 stack, entered = wl.code_path(rng, cpu, name)
             if ftrs or probe_trs or kprobed:
