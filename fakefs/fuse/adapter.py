@@ -6,10 +6,11 @@ Rules this layer keeps (see shared/research/anchors.md §0):
   ``st_size`` 0 (tracefs does the same) unless its operations give a size;
 * truncate/append are decided from the open flags (handled by the kernel
   model through ``File.trunc`` / ``File.append``), never from write offsets;
-* blocking reads wait on the trio loop in short sleeps, and give up with
-  EINTR when the opener has a pending signal (pyfuse3 never sees
-  FUSE_INTERRUPT); before waiting they look up the file's *current*
-  O_NONBLOCK (``fcntl(F_SETFL)`` after open) in the opener's fdinfo;
+* blocking reads wait on what their file's ``WouldBlock`` names, with one
+  ticker for all of them (``waiters.py``), and give up with EINTR when the
+  opener has a pending signal (pyfuse3 never sees FUSE_INTERRUPT); before
+  waiting they look up the file's *current* O_NONBLOCK (``fcntl(F_SETFL)``
+  after open) in the opener's fdinfo;
 * while somebody waits (blocked read, poll), the mount is watched: once it
   is detached (``umount -l``, ``fusermount3 -u -z``) the daemon stops as on
   SIGTERM instead of holding the waiters forever;
@@ -49,14 +50,13 @@ from .pacing import STEP_WALL_S, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import current_nonblock, dev_attached
-from .signals import signal_pending
 from .steps import stepped_write
+from .waiters import Waiters
 
 log = logging.getLogger("fakefs.fuse")
 
 ENTRY_TIMEOUT = 1.0
 ATTR_TIMEOUT = 1.0
-BLOCK_POLL_INTERVAL = 0.05
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
 
@@ -105,6 +105,8 @@ def handler(fn):
             raise pyfuse3.FUSEError(errno.EIO)
         finally:
             self.heap.request_ends()
+            if self.waiters.readers:
+                self.waiters.poke()                # what they wait for may have moved
             pending = _PENDING_INVAL.get()
             _PENDING_INVAL.reset(token)
             if pending:
@@ -154,8 +156,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.terminating = False
         # major:minor of the mount once mounted (None: not watched)
         self.dev: str | None = None
-        # requests waiting for data (blocked reads); with poll_waiters, what
-        # makes the detach watcher run
+        # requests waiting for data (blocked reads, see waiters.py)
         self.blocked = 0
         self.waiter_wakeup: trio.Event | None = None
         # what the daemon does when the mount goes away under waiters
@@ -171,6 +172,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.links = links
         self.heap = HeapKeeper(kernel, lambda: self.blocked)
         self.pacer = Pacer(kernel.clock)                  # how long a step of a catch-up is
+        self.waiters = Waiters(self)                      # the blocked reads
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -481,25 +483,21 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             with self.at(until):
                 vfs_call(self.kernel, "vfs_read", f.node, f.pid, fh, size)
                 return fops.read(f, off, size)
-        except WouldBlock:
+        except WouldBlock as e:
             # the flags now, not at open (tracing_wait_pipe checks f_flags)
             if current_nonblock(f.pid, f.node.ino, self.dev, f.flags):
                 raise pyfuse3.FUSEError(errno.EAGAIN)
+            waitq = e.waitq
         self.blocked += 1
-        self._wake_watcher()
         try:
             while True:
-                if self.terminating:
-                    raise pyfuse3.FUSEError(errno.ENOTCONN)
-                if f.pid and signal_pending(f.pid):
-                    raise pyfuse3.FUSEError(errno.EINTR)
-                await trio.sleep(BLOCK_POLL_INTERVAL)
+                await self.waiters.wait(fh, f.pid, waitq)
                 until = await self.observe()
                 try:
                     with self.at(until):
                         return f.node.fops.read(f, off, size)
-                except WouldBlock:
-                    pass
+                except WouldBlock as e:
+                    waitq = e.waitq
         finally:
             self.blocked -= 1
 
@@ -519,6 +517,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if f is not None and _flushes(f.node.fops):
             with self.at(await self.observe(changes=True)):
                 f.node.fops.flush(f)
+            self.waiters.wake_file(fh)     # e.g. trace_pipe_raw's reader no longer waits
 
     @handler
     async def fsync(self, fh, datasync):
@@ -552,22 +551,29 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if self.waiter_wakeup is not None:
             self.waiter_wakeup.set()
 
+    def check_attached(self) -> bool:
+        """Is the mount still there (anywhere, bind mounts included)?  A
+        lazy umount leaves the connection alive as long as files are open:
+        once it is gone the waiters would hold the daemon forever, so it
+        stops (``on_detached``)."""
+        if self.dev is None or self.terminating or dev_attached(self.dev):
+            return True
+        log.warning("the mount was detached with waiters: stopping")
+        self.on_detached()
+        return False
+
     async def detach_watcher(self) -> None:
-        """While a read blocks or a poll waits, check every 200 ms that the
-        mount still exists (anywhere, bind mounts included).  A lazy umount
-        leaves the connection alive as long as files are open, so without
-        this the waiters would hold the daemon forever."""
+        """While a poll waits, ``check_attached`` every 200 ms (blocked
+        reads have the waiters' ticker do it)."""
         if self.dev is None:
             return
         while not self.terminating:
-            if not self.blocked and not self.poll_waiters:
+            if not self.poll_waiters:
                 self.waiter_wakeup = trio.Event()
                 await self.waiter_wakeup.wait()
                 continue
             await trio.sleep(DETACH_CHECK_INTERVAL)
-            if not dev_attached(self.dev):
-                log.warning("the mount was detached with waiters: stopping")
-                self.on_detached()
+            if not self.check_attached():
                 return
 
     async def poll_watcher(self) -> None:

@@ -9,6 +9,8 @@ returns EINTR.
 
 from __future__ import annotations
 
+import os
+
 SIGKILL_MASK = 1 << (9 - 1)
 
 
@@ -27,3 +29,58 @@ def signal_pending(pid: int, proc: str = "/proc") -> bool:
     if pending & SIGKILL_MASK:
         return True
     return bool(pending & ~fields.get("SigBlk", 0) & ~fields.get("SigIgn", 0))
+
+
+class SignalWatch:
+    """``signal_pending`` for many waiting readers at a low cost.
+
+    A process blocked in a FUSE read sleeps until the filesystem answers;
+    a signal it does not block wakes it (the kernel then sends
+    FUSE_INTERRUPT, which pyfuse3 drops, and waits on killable): it runs,
+    and ``/proc/<pid>/schedstat`` (its run time and count of runs, one
+    short line) changes.  So ``/proc/<pid>/status`` is parsed only when
+    that line changed since the last check that found nothing pending, or
+    could not be read; the file is kept open (``pread``: one system call)
+    while the process has readers waiting, up to MAX_HELD files."""
+
+    MAX_HELD = 512
+
+    __slots__ = ("proc", "held", "clean")
+
+    def __init__(self, proc: str = "/proc"):
+        self.proc = proc
+        self.held: dict[int, int] = {}      # pid -> its schedstat's descriptor
+        self.clean: dict[int, bytes] = {}   # pid -> schedstat when nothing was pending
+
+    def _schedstat(self, pid: int) -> bytes | None:
+        fd = self.held.get(pid)
+        try:
+            if fd is None:
+                path = f"{self.proc}/{pid}/schedstat"
+                if len(self.held) >= self.MAX_HELD:
+                    with open(path, "rb", buffering=0) as fh:
+                        return fh.read(256)
+                fd = self.held[pid] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return os.pread(fd, 256, 0)
+        except OSError:
+            return None              # gone, or no schedstat (CONFIG_SCHED_INFO)
+
+    def pending(self, pid: int) -> bool:
+        """``signal_pending(pid)``, parsed only if the process ran since the
+        last check that found nothing."""
+        now = self._schedstat(pid)
+        if now is not None and self.clean.get(pid) == now:
+            return False
+        if signal_pending(pid, self.proc):
+            self.clean.pop(pid, None)
+            return True
+        if now is not None:
+            self.clean[pid] = now
+        return False
+
+    def keep_only(self, pids) -> None:
+        """Forget (and close the files of) the processes not in ``pids``."""
+        for pid in [p for p in self.held if p not in pids]:
+            os.close(self.held.pop(pid))
+        for pid in [p for p in self.clean if p not in pids]:
+            del self.clean[pid]

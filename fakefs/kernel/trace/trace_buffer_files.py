@@ -44,7 +44,7 @@ from . import trace_entries as te
 from .ring_buffer import PAGE_SIZE, RB_MAX_SMALL_DATA, event_length
 from .ring_buffer_page import read_page
 from .trace_events_raw import RecordEncoder
-from .trace_iter import catch_up
+from .trace_iter import PipeWait, catch_up
 from .trace_ref import ArrayFileOps
 
 FAULTED_SIZE = len("<faulted>")
@@ -221,7 +221,7 @@ class TracePipeRawOps(ArrayFileOps):
             page = read_page(cb, info.encoder.encode, size, buf.subbuf_size)
             if page is None:
                 if cb.peek() is None and not info.closed:
-                    raise WouldBlock()
+                    raise WouldBlock(PipeWait(tr, self.cpu, self))
                 return b""
             info.spare = page
             info.read = 0

@@ -28,6 +28,37 @@ def catch_up(tr) -> None:
     tr.kernel.run_until_now()
 
 
+class PipeWait:
+    """What a consuming reader that found nothing waits for
+    (``ring_buffer_wait()`` on its CPU's, or every CPU's, waiters): the
+    buffer it reads (``ops.ring(tr)``, else ``tr.buffer``) written to,
+    overwritten, reset or swapped, or tracing switched on or off
+    (``rb_simple_write()`` wakes the waiters: a reader that read something
+    gets EOF once tracing is off).  Readers of one file share a ``key``;
+    ``token()`` changes with any of those (a reader woken by it reads
+    again and may wait once more)."""
+
+    __slots__ = ("tr", "cpu", "ops")
+
+    def __init__(self, tr, cpu, ops=None):
+        self.tr = tr
+        self.cpu = cpu
+        self.ops = ops
+
+    @property
+    def key(self) -> tuple:
+        return (id(self.tr), self.cpu, id(self.ops))
+
+    def token(self) -> tuple:
+        tr = self.tr
+        buf = tr.buffer if self.ops is None else self.ops.ring(tr)
+        cpus = buf.cpus if self.cpu is None else (buf.cpus[self.cpu],)
+        # entries + read: what a consuming reader takes changes nothing
+        # (the kernel wakes no waiter for it); a reset zeroes them all
+        return (tr.tracing_is_on(), id(buf),
+                tuple([(id(cb), cb.written, cb.entries + cb.read, cb.overrun) for cb in cpus]))
+
+
 # --- trace / trace_pipe ------------------------------------------------------
 
 def merged_events(buf, cpu=None):
@@ -272,7 +303,7 @@ class TracePipeOps(ArrayFileOps):
             # tracing_wait_pipe(): EOF once something was read and tracing is off
             if not tr.tracing_is_on() and st["pos"]:
                 return b""
-            raise WouldBlock()
+            raise WouldBlock(PipeWait(tr, self.cpu))
         out, st["pending"] = bytes(seq[:size]), bytes(seq[size:])
         st["pos"] += len(out)
         return out
