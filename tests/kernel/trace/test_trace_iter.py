@@ -112,3 +112,41 @@ def test_trace_pipe_reads_as_tracing_read_pipe_does():
     nxt = n.fops.read(f, 0, 1 << 20)      # the line that did not fit comes next
     assert nxt.startswith(lines[k_full + 1 + big.count(b"\n")].encode())
     n.fops.release(f)
+
+
+def test_an_empty_trace_pipe_names_what_its_reader_waits_for():
+    """WouldBlock's PipeWait: its token moves with a write to the buffer
+    the file reads, a reset and tracing switched; not with what a reader
+    consumes nor with another CPU's buffer for a per-CPU file."""
+    import pytest
+    from fakefs.kernel.fs.pseudo import WouldBlock
+
+    k = boot()
+    wr(k, "current_tracer", "nop")
+    wr(k, "trace", "")
+    wr(k, "tracing_on", "1")
+
+    def blocked(path):
+        n = node(k, path)
+        f = File(n, os.O_RDONLY)
+        n.fops.open(f)
+        with pytest.raises(WouldBlock) as e:
+            n.fops.read(f, 0, 4096)
+        return e.value.waitq, n, f
+    top, n, f = blocked("trace_pipe")
+    cpus = [blocked("per_cpu/cpu%d/trace_pipe" % c)[0] for c in (0, 1)]
+    assert len({top.key, cpus[0].key, cpus[1].key}) == 3
+    t_top, t_cpus = top.token(), [w.token() for w in cpus]
+    wr(k, "trace_marker", "hello")
+    assert top.token() != t_top
+    assert sorted(w.token() != t for w, t in zip(cpus, t_cpus)) == [False, True]
+    moved = top.token()
+    assert b"hello" in n.fops.read(f, 0, 4096)       # consumed: no wake-up for the others
+    assert top.token() == moved
+    wr(k, "tracing_on", "0")
+    assert top.token() != moved and all(w.token() != t for w, t in zip(cpus, t_cpus))
+    wr(k, "tracing_on", "1")
+    wr(k, "trace_marker", "again")
+    on = top.token()
+    wr(k, "trace", "")
+    assert top.token() != on                          # (the reset)
