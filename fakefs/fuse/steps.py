@@ -4,8 +4,10 @@ A file whose operations have ``write_steps(f, data, pause)`` (a generator:
 the write a word at a time, yielding where its state is consistent once
 ``pause()`` says so) is written a slice at a time: each slice runs at its
 own instant (the kernel caught up first, as for any request) for at most
-SLICE_S of wall time, then other requests run.  A lock per file keeps
-its other writers out meanwhile: the words of two writes never interleave.
+SLICE_S of wall time, then other requests run (``let_others_in``: a
+command's requests one after the other, not one a slice).  A lock per file
+keeps its other writers out meanwhile: the words of two writes never
+interleave.
 """
 
 from __future__ import annotations
@@ -15,8 +17,28 @@ import time
 import trio
 
 SLICE_S = 0.01
+GRACE_S = 0.001
+GRACE_MAX_S = 0.02
 
 _locks: dict[int, trio.Lock] = {}         # node inode -> its writers' lock
+
+
+async def let_others_in(heap) -> None:
+    """Between two slices: the requests that came meanwhile run, and while
+    they keep coming (a command's next request comes a moment after the
+    answer to its last: open, read, read again) the writer waits for the
+    next one, GRACE_S at most each time and GRACE_MAX_S in all.  So a
+    ``cat`` waits for one slice, not one a request."""
+    end = time.monotonic()
+    # twice: trio runs a batch of tasks in random order, the writer may come
+    # before a request's task woken with it (its turn begins the request)
+    await trio.sleep(0)
+    await trio.sleep(0)
+    t0 = end
+    while heap.last_request >= end and end - t0 < GRACE_MAX_S:
+        end = time.monotonic()
+        with trio.move_on_after(GRACE_S):
+            await heap.next_request().wait()
 
 
 async def stepped_write(fs, f, data: bytes) -> int:
@@ -47,7 +69,7 @@ async def stepped_write(fs, f, data: bytes) -> int:
                             next(gen)
                         except StopIteration as done:
                             return done.value
-                    await trio.sleep(0)
+                    await let_others_in(fs.heap)
             finally:
                 gen.close()
     finally:

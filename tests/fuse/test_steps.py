@@ -28,3 +28,43 @@ def test_a_long_filter_write_lets_other_requests_in():
         # every word matched something: the filter holds each listed name
         full = {w for w in data.decode().split() if not set(w) & set("*?[\\")}
         assert full <= got
+
+
+async def test_between_slices_a_commands_requests_go_through_together():
+    """let_others_in(): while requests keep beginning (each within GRACE_S
+    of the last) the writer waits; it goes on GRACE_S after the last one,
+    at once when none came, and after GRACE_MAX_S whatever comes."""
+    import time
+
+    import trio
+
+    from fakefs.fuse import steps
+    from fakefs.fuse.heap import HeapKeeper
+
+    heap = HeapKeeper(None)
+
+    async def command(n):
+        """``n`` requests a turn of the loop apart, the first as soon as it
+        runs (it came during the slice: it begins once the writer lets it)."""
+        for i in range(n):
+            if i:
+                await trio.sleep(0)
+            heap.request_begins()
+            heap.request_ends()
+
+    t = time.monotonic()
+    await steps.let_others_in(heap)
+    assert time.monotonic() - t < steps.GRACE_S / 2          # nobody came
+    async with trio.open_nursery() as n:
+        n.start_soon(command, 4)
+        t = time.monotonic()
+        await steps.let_others_in(heap)
+        took = time.monotonic() - t
+    assert steps.GRACE_S <= took < steps.GRACE_MAX_S / 2      # all 4, then GRACE_S
+    async with trio.open_nursery() as n:
+        n.start_soon(command, 10 ** 6)                      # (a flood)
+        t = time.monotonic()
+        await steps.let_others_in(heap)
+        took = time.monotonic() - t
+        n.cancel_scope.cancel()
+    assert steps.GRACE_MAX_S <= took < steps.GRACE_MAX_S + 4 * steps.GRACE_S
