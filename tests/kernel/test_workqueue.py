@@ -51,11 +51,13 @@ def test_queue_and_execute_events():
                                hits.append((n, flags, pc, args)))
     w = wq.pick("unbound", 0, 0.1)
     wq.queue_work(1, 10, w, softirq=True)
+    # a kworker runs it on CPU 0 (CPU 1 stays idle)
+    wq.sched.curr[0] = wq.sched.spawn("kworker/u4:1", 0, kthread=True)
     wq.execute_start(0, 20, w)
     wq.execute_end(0, 30, w)
     assert [h[0] for h in hits] == ["workqueue_queue_work", "workqueue_activate_work",
                                     "workqueue_execute_start", "workqueue_execute_end"]
     q = hits[0]
-    assert (q[1], q[2]) == (0x11, 2)
+    assert (q[1], q[2]) == (0x11, 3)       # in a softirq on CPU 1's idle task (its own depth 1)
     assert q[3] == (w.addr, w.function, w.workqueue, WORK_CPU_UNBOUND, -1)
     assert (hits[2][1], hits[2][2]) == (0, 0)
