@@ -44,6 +44,9 @@ class FtraceOps:
         self.notrace: set[int] = set()
         self.mod_trace: list[tuple[str, str]] = []      # newest first
         self.mod_notrace: list[tuple[str, str]] = []
+        # hash entries of records a module took away, left matching nothing
+        # (filter, notrace): see ftrace_module.py
+        self.zeroed = [0, 0]
         self.pids: frozenset | None = None
         self.no_pids: frozenset | None = None
         self.probes: list[FuncProbe] = []               # newest first
@@ -63,7 +66,7 @@ class FtraceOps:
     # --- state ------------------------------------------------------------
     def filtering(self) -> bool:
         """The filter hash is not empty (functions, or cached ``:mod:``)."""
-        return bool(self.filter) or bool(self.mod_trace)
+        return bool(self.filter) or bool(self.mod_trace) or self.zeroed[0] > 0
 
     def batch(self):
         """``with ops.batch():`` the words of one write are one change: what
@@ -112,6 +115,7 @@ class FtraceOps:
         else:
             self.filter = set()
             self.mod_trace = []
+        self.zeroed[notrace] = 0
         self.changed()
 
     def destroy(self) -> None:
@@ -120,6 +124,7 @@ class FtraceOps:
             unregister_all(self, probe)
         self.filter, self.notrace = set(), set()
         self.mod_trace, self.mod_notrace = [], []
+        self.zeroed = [0, 0]
         self.pids = self.no_pids = None
         self.changed()
 
@@ -256,7 +261,7 @@ class FtraceOps:
         out = []
         funcs = self.notrace if notrace else self.filter
         mods = self.mod_notrace if notrace else self.mod_trace
-        empty = not funcs if notrace else not self.filtering()
+        empty = not (funcs or self.zeroed[1]) if notrace else not self.filtering()
         if empty:
             out.append(NONE_DISABLED if notrace else ALL_ENABLED)
         else:

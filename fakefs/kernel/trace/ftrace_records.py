@@ -40,6 +40,7 @@ from bisect import bisect_left, bisect_right
 from itertools import groupby, islice
 
 from ..lib.glob import glob_regex
+from ..module import module_traceable
 from .ftrace_index import NameIndex
 from ..lib.kstrtox import kstrtoul
 from ..workload import FENTRY_IP
@@ -207,7 +208,7 @@ class FtraceRecords:
                         init_addrs.add(addr)      # a record until init memory is freed
                     continue
                 core.append((addr, name))
-            elif mod in _PSEUDO_MODULES:
+            elif mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr):
                 continue
             else:
                 modrecs.append((addr, name, mod))
