@@ -173,6 +173,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.heap = HeapKeeper(kernel, lambda: self.blocked)
         self.pacer = Pacer(kernel.clock)                  # how long a step of a catch-up is
         self.waiters = Waiters(self)                      # the blocked reads
+        self.released_at = 0.0                            # time.monotonic() of the last RELEASE
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -525,6 +526,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
 
     @handler
     async def release(self, fh):
+        self.released_at = time.monotonic()   # a command is done (steps.let_others_in)
         f = self.files.pop(fh, None)
         self.poll_waiters.pop(fh, None)
         if f is not None:
@@ -544,12 +546,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             self.poll_waiters[fh] = poll_handle
             if self.poll_wakeup is not None:
                 self.poll_wakeup.set()
-            self._wake_watcher()
+            if self.waiter_wakeup is not None:
+                self.waiter_wakeup.set()              # the detach watcher
         return mask
-
-    def _wake_watcher(self) -> None:
-        if self.waiter_wakeup is not None:
-            self.waiter_wakeup.set()
 
     def check_attached(self) -> bool:
         """Is the mount still there (anywhere, bind mounts included)?  A

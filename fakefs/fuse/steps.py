@@ -19,26 +19,33 @@ import trio
 SLICE_S = 0.01
 GRACE_S = 0.001
 GRACE_MAX_S = 0.02
+# the waits for others' next requests take at most this share of what the
+# write's slices took (a command sent every 10 ms would double a long write)
+GRACE_SHARE = 0.2
 
 _locks: dict[int, trio.Lock] = {}         # node inode -> its writers' lock
 
 
-async def let_others_in(heap) -> None:
+async def let_others_in(fs, budget: float = GRACE_MAX_S) -> float:
     """Between two slices: the requests that came meanwhile run, and while
     they keep coming (a command's next request comes a moment after the
-    answer to its last: open, read, read again) the writer waits for the
-    next one, GRACE_S at most each time and GRACE_MAX_S in all.  So a
-    ``cat`` waits for one slice, not one a request."""
+    answer to its last: open, read, read again; its RELEASE ends it) the
+    writer waits for the next one, GRACE_S at most each time and
+    ``budget`` (at most GRACE_MAX_S) in all.  So a ``cat`` waits for one
+    slice, not one a request.  Returns how long it waited so."""
+    heap = fs.heap
     end = time.monotonic()
     # twice: trio runs a batch of tasks in random order, the writer may come
     # before a request's task woken with it (its turn begins the request)
     await trio.sleep(0)
     await trio.sleep(0)
-    t0 = end
-    while heap.last_request >= end and end - t0 < GRACE_MAX_S:
+    t0 = time.monotonic()
+    budget = min(budget, GRACE_MAX_S)
+    while heap.last_request >= end > fs.released_at and end - t0 < budget:
         end = time.monotonic()
         with trio.move_on_after(GRACE_S):
             await heap.next_request().wait()
+    return time.monotonic() - t0
 
 
 async def stepped_write(fs, f, data: bytes) -> int:
@@ -54,6 +61,8 @@ async def stepped_write(fs, f, data: bytes) -> int:
     if lock is None:
         lock = _locks[ino] = trio.Lock()
     t0 = 0.0
+    given = -GRACE_MAX_S        # what the waits for others took, less a first credit
+    worked = 0.0                # what the slices took
 
     def pause() -> bool:
         return time.monotonic() - t0 >= SLICE_S
@@ -69,7 +78,8 @@ async def stepped_write(fs, f, data: bytes) -> int:
                             next(gen)
                         except StopIteration as done:
                             return done.value
-                    await let_others_in(fs.heap)
+                        worked += time.monotonic() - t0
+                    given += await let_others_in(fs, GRACE_SHARE * worked - given)
             finally:
                 gen.close()
     finally:

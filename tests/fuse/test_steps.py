@@ -33,7 +33,8 @@ def test_a_long_filter_write_lets_other_requests_in():
 async def test_between_slices_a_commands_requests_go_through_together():
     """let_others_in(): while requests keep beginning (each within GRACE_S
     of the last) the writer waits; it goes on GRACE_S after the last one,
-    at once when none came, and after GRACE_MAX_S whatever comes."""
+    at once when none came or the last was a RELEASE, and after its budget
+    whatever comes."""
     import time
 
     import trio
@@ -41,30 +42,38 @@ async def test_between_slices_a_commands_requests_go_through_together():
     from fakefs.fuse import steps
     from fakefs.fuse.heap import HeapKeeper
 
-    heap = HeapKeeper(None)
+    class FS:
+        heap = HeapKeeper(None)
+        released_at = 0.0
 
-    async def command(n):
+    fs = FS()
+
+    async def command(n, release=False):
         """``n`` requests a turn of the loop apart, the first as soon as it
         runs (it came during the slice: it begins once the writer lets it)."""
         for i in range(n):
             if i:
                 await trio.sleep(0)
-            heap.request_begins()
-            heap.request_ends()
+            fs.heap.request_begins()
+            if release and i == n - 1:
+                fs.released_at = time.monotonic()
+            fs.heap.request_ends()
 
-    t = time.monotonic()
-    await steps.let_others_in(heap)
-    assert time.monotonic() - t < steps.GRACE_S / 2          # nobody came
-    async with trio.open_nursery() as n:
-        n.start_soon(command, 4)
-        t = time.monotonic()
-        await steps.let_others_in(heap)
-        took = time.monotonic() - t
-    assert steps.GRACE_S <= took < steps.GRACE_MAX_S / 2      # all 4, then GRACE_S
-    async with trio.open_nursery() as n:
-        n.start_soon(command, 10 ** 6)                      # (a flood)
-        t = time.monotonic()
-        await steps.let_others_in(heap)
-        took = time.monotonic() - t
-        n.cancel_scope.cancel()
-    assert steps.GRACE_MAX_S <= took < steps.GRACE_MAX_S + 4 * steps.GRACE_S
+    async def gap(*cmd, budget=steps.GRACE_MAX_S):
+        async with trio.open_nursery() as n:
+            if cmd:
+                n.start_soon(*cmd)
+            t = time.monotonic()
+            waited = await steps.let_others_in(fs, budget)
+            took = time.monotonic() - t
+            n.cancel_scope.cancel()
+        assert waited <= took
+        return took
+
+    assert await gap() < steps.GRACE_S / 2                            # nobody came
+    assert steps.GRACE_S <= await gap(command, 4) < steps.GRACE_MAX_S / 2   # all 4, then GRACE_S
+    assert await gap(command, 4, True) < steps.GRACE_S / 2             # ended by its RELEASE
+    flood = 10 ** 6
+    assert steps.GRACE_MAX_S <= await gap(command, flood) < steps.GRACE_MAX_S + 4 * steps.GRACE_S
+    assert await gap(command, flood, budget=0.005) < 0.005 + 4 * steps.GRACE_S
+    assert await gap(command, flood, budget=0) < steps.GRACE_S / 2     # its share spent
