@@ -16,8 +16,8 @@ happens, comes from three things:
   kernel up once for all of them (what the machine records reaches the
   readers as it did when each caught up alone); while nothing does, a
   catch-up records nothing and it does not tick.  After every other
-  request (``poke``) it compares the groups' tokens, so a ``trace_marker``
-  write wakes its readers at once.  A read whose ``WouldBlock`` names
+  request the tokens are compared (``poke``, in that request's task), so a
+  ``trace_marker`` write wakes its readers at once.  A read whose ``WouldBlock`` names
   nothing to wait on reads again at each tick;
 * every SIGNAL_CHECK_S, signal checks in one batch for the waiting
   readers' openers only (``signals.SignalWatch``: a process that did not
@@ -72,7 +72,8 @@ class Group:
 class Waiters:
     """The blocked reads of one mount (``FakeFS.waiters``)."""
 
-    __slots__ = ("fs", "groups", "unkeyed", "readers", "ticker", "signals", "next_signals")
+    __slots__ = ("fs", "groups", "unkeyed", "readers", "ticker", "moving", "signals",
+                 "next_signals")
 
     def __init__(self, fs):
         self.fs = fs                               # the FakeFS adapter
@@ -80,6 +81,7 @@ class Waiters:
         self.unkeyed: set[Reader] = set()          # read again at each tick
         self.readers: list[Reader] = []            # in the order they came
         self.ticker: Reader | None = None
+        self.moving = False                        # the ticker catches up every TICK_S
         self.signals = SignalWatch()
         self.next_signals = 0.0
 
@@ -116,8 +118,11 @@ class Waiters:
             raise pyfuse3.FUSEError(r.outcome)
 
     def poke(self) -> None:
-        """A request was answered: the ticker compares the tokens now."""
-        if self.ticker is not None:
+        """A request was answered: the groups whose token moved read again
+        (compared here, in the request's task: the ticker is woken only when
+        the machine started or stopped being seen)."""
+        self.check_groups()
+        if self.ticker is not None and self._machine_moves() != self.moving:
             self.ticker.event.set()
 
     def wake_file(self, fh: int) -> None:
@@ -206,7 +211,7 @@ class Waiters:
         fs = self.fs
         next_tick = time.monotonic() + TICK_S
         while me.outcome is None:
-            moves = self._machine_moves()
+            moves = self.moving = self._machine_moves()
             due = min(next_tick, self.next_signals) if moves else self.next_signals
             with trio.move_on_after(max(0.0, due - time.monotonic())):
                 await me.event.wait()

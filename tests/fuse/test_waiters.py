@@ -287,20 +287,20 @@ def test_trace_marker_wakes_a_blocked_reader_promptly_and_a_signal_interrupts():
             t = time.monotonic()
             os.write(fd, b"wake-up")
             os.close(fd)
-            # one of the three gets the line; the others wait on
+            # one of them gets the line (they share the buffer); the others wait on
+            everyone = readers + [other]
             woke = []
             deadline = time.monotonic() + 5
             while not woke and time.monotonic() < deadline:
-                woke = [p for p in readers if p.poll() is not None]
+                woke = [p for p in everyone if p.poll() is not None]
                 time.sleep(0.005)
-            assert len(woke) == 1
+            time.sleep(0.2)
+            assert [p for p in everyone if p.poll() is not None] == woke and len(woke) == 1
             out = woke[0].stdout.read().split(None, 2)
             assert out[0] == "read" and out[2].strip().endswith("wake-up")
             assert float(out[1]) - t < 0.3, "woken %.3f s after the write" % (float(out[1]) - t)
             # a signal ends a blocked read (EINTR), in a batch check's time
-            rest = [p for p in readers if p is not woke[0]]
-            if other.poll() is None:              # (the marker may be on CPU 0)
-                rest.append(other)
+            rest = [p for p in everyone if p is not woke[0]]
             t = time.monotonic()
             for p in rest:
                 p.send_signal(signal.SIGUSR1)
