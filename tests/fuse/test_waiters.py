@@ -141,6 +141,30 @@ async def test_waiting_readers_read_again_only_when_their_token_moves():
     assert len(fs.waiters) == 0 and fs.waiters.ticker is None
 
 
+async def test_what_a_catch_up_records_reaches_the_readers_without_a_request():
+    """While the machine is seen the ticker catches up every TICK_S: what
+    the catch-ups record (here the fifth puts the value there) wakes the
+    readers with no request coming."""
+    fs, box, ino = make_fs(seen=True)
+    got = []
+    catch_up = fs.kernel.catch_up
+    at = None
+
+    def recording(*a, **kw):
+        if fs.kernel.steps == at:
+            box.value = 2
+        return catch_up(*a, **kw)
+    fs.kernel.catch_up = recording
+    with trio.fail_after(2):
+        async with trio.open_nursery() as n:
+            await _readers(fs, ino, 10, got, n)
+            await trio.sleep(0.01)
+            at = fs.kernel.steps + 5
+            t = time.monotonic()
+    assert got == [b"2\n"] * 10 and box.reads == 20
+    assert 4 * waiters.TICK_S <= time.monotonic() - t < 10 * waiters.TICK_S
+
+
 async def test_nothing_ticks_while_nothing_sees_the_machine():
     """No catch-up and no read while the machine is unseen: a request that
     changes what they wait for wakes them (its answer pokes the ticker)."""
@@ -310,3 +334,4 @@ def test_trace_marker_wakes_a_blocked_reader_promptly_and_a_signal_interrupts():
                 assert float(out[1]) - t < 1.0
         finally:
             _stop(readers + [other])
+
