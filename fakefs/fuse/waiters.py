@@ -114,6 +114,10 @@ class Waiters:
                         r.event = trio.Event()
         finally:
             self._remove(r)
+            if self.ticker is None:
+                # handed the ticker but woken with an outcome before it ran
+                # (a RELEASE, data): the next one ticks, or nobody would
+                self._hand_over(r)
         if r.outcome:
             raise pyfuse3.FUSEError(r.outcome)
 
