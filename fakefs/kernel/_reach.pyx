@@ -32,7 +32,6 @@ cdef inline double hit(double h, double a):
 
 
 cdef struct State:
-    int nf
     int *off              # the pick tables (a _walk.Table's arrays)
     int *callee
     double *cum
@@ -79,7 +78,7 @@ cdef double prob(State *s, int f):
 def compute(list table, targets, list flags, list again):
     """(dist, (start, callees, cum, total, far), prem, P) as arrays, for
     ``ReachTable.of()``."""
-    cdef int nf = len(table), f, g, i, n, level
+    cdef int nf = len(table), f, g, i, n
     cdef Table t = Table(table)
     cdef State s
     cdef signed char *dist
@@ -91,7 +90,6 @@ def compute(list table, targets, list flags, list again):
     cdef int nfront, nnext, j
     cdef double w, acc, prev, a, h, c
     cdef signed char far
-    s.nf = nf
     s.off, s.callee, s.cum, s.total, s.has = t.off, t.callee, t.cum, t.total, t.has
     buf = [bytearray(nf) for _ in range(4)]
     cdef char *target = buf[0]

@@ -173,9 +173,7 @@ class CallSites:
         ``fr`` (its first); None where a call cannot be made in that mode."""
         child = self.frames.child
         for g in chain[1:]:
-            k = fr.kids.get(g)
-            if k is None:
-                k = child(fr, g)
+            k = child(fr, g)
             if k is False:
                 return None
             fr = k

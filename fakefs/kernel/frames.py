@@ -1,8 +1,9 @@
 """The kernel stacks the walk has been through, as a tree of frames.
 
 A ``Frame`` (``_walk.pyx``: the compiled walk reads its fields) is one
-distinct stack: a function, the frame it was called from, and the stack tuple (return addresses, innermost first, as
-``stack_trace_save()`` stores them).  ``Frames`` makes them on demand and
+distinct stack: a function, the frame it was called from, and the stack
+tuple (return addresses, innermost first, as ``stack_trace_save()`` stores
+them).  ``Frames`` makes them on demand and
 keeps them: the frame of a call is the caller's ``kids[callee]``, so a
 given path is always the same frame and the same (interned) tuple.
 ``restart()`` forgets them all to bound memory; tasks keep the frames they
@@ -52,7 +53,11 @@ class Frames:
         return r
 
     def child(self, fr, g):
-        """The frame for ``fr`` calling ``g`` (False if it cannot here)."""
+        """The frame for ``fr`` calling ``g``, made on first use (False if
+        it cannot here)."""
+        k = fr.kids.get(g)
+        if k is not None:
+            return k
         fl = self.flags[g]
         mode = fr.mode
         if fl & F_ENTRY and mode == UMODE:

@@ -158,9 +158,7 @@ class Reach:
             room = maxd - n.depth - 1
             if far[f] <= room:
                 g = callees[bisect_right(cum, rnd() * total[f], lo, hi)]
-                k = n.kids.get(g)
-                if k is None:
-                    k = self.frames.child(n, g)
+                k = self.frames.child(n, g)
                 if k is not False:
                     n = k
                     continue
@@ -176,9 +174,7 @@ class Reach:
                     x -= w
                     if x < 0:
                         break
-                k = n.kids.get(g)
-                if k is None:
-                    k = self.frames.child(n, g)
+                k = self.frames.child(n, g)
                 if k is not False:
                     break
                 del opts[i]

@@ -156,7 +156,7 @@ class Walk:
     def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
         """Advance ``c`` to its next traced call; return (task, frame).
         Compiled (``_walk.run``); the same walk in plain Python, which it
-        is tested against, is tests/kernel/walk_reference.py."""
+        is tested against, is walk_reference.py."""
         return run(self, c, rng, until_switch, until_halt, limit)
 
     def run_many(self, c, rng, n):

@@ -193,9 +193,7 @@ class Workload:
             switch = self.wg.events["sched_switch"]
             for g in (e[0] if e is not None else ()):
                 if g in switch:
-                    k = n.kids.get(g)
-                    if k is None:
-                        k = self.frames.child(n, g)
+                    k = self.frames.child(n, g)
                     if k:
                         c.ts.frame, c.ts.phase = k, RESUME
                         if self.wg.flags[g] & F_TRACE:
