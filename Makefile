@@ -53,10 +53,11 @@ run: install
 	$(FAKEFS) mount -f --seed $(SEED) --cmdline "$(CMDLINE)" $(MNT)
 
 # The unit tests, with a line before and after: what runs, its wall and CPU time (the CPU
-# of mounted daemons, which detach, is not counted).
+# of mounted daemons, which detach, is not counted).  env --default-signal: the cats and
+# shells the tests start must end on SIGINT even when make runs as a background job.
 UNIT_RUN = echo "== unit tests ($$(find tests -name 'test_*.py' | wc -l) files, parallel x$(PYTEST_JOBS)) =="; \
 	TIMEFORMAT="== unit tests: done in %0R s (CPU %0U s user, %0S s sys) =="; \
-	time $(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+	time env --default-signal=INT $(PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # The whole upstream ftracetest suite, with the project's tests and, when $(UPSTREAM) is
 # there, the series' own (seed 004's patch 3/3): fails on any FAIL or UNDEFINED.

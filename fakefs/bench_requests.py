@@ -23,6 +23,7 @@ import threading
 import time
 
 from .bench_barefs import fakefs_mounted
+from .fuse.mountpoint import daemon_pids
 
 TRACING = "sys/kernel/tracing"
 
@@ -99,12 +100,6 @@ def write_while_reading(mnt: str, data: bytes, chunk: int = 1 << 20, every: floa
     return took[0], lat
 
 
-def daemon_pid(mnt: str) -> int | None:
-    out = subprocess.run(["pgrep", "-f", "fakefs mount .*%s$" % mnt], capture_output=True, text=True)
-    pids = out.stdout.split()
-    return int(pids[0]) if pids else None
-
-
 def cpu_seconds(pid: int) -> float:
     with open("/proc/%d/stat" % pid) as fh:
         f = fh.read().rsplit(")", 1)[1].split()
@@ -112,30 +107,37 @@ def cpu_seconds(pid: int) -> float:
 
 
 def blocked_readers_cpu(mnt: str, readers: int = 200, seconds: float = 5.0,
-                        settle: float = 2.0) -> tuple[float, int]:
+                        settle: float = 2.0) -> tuple[float, int, list]:
     """(daemon CPU seconds over ``seconds`` with ``readers`` cats blocked in
-    trace_pipe, how many were still blocked at the end)."""
-    pid = daemon_pid(mnt)
+    trace_pipe, how many were still blocked at the end, how they ended on
+    SIGINT: their return codes).  The cats take SIGINT's default action
+    whatever this process inherited (a shell's background job ignores it)."""
+    pid = daemon_pids(os.path.realpath(mnt))[0]
     path = os.path.join(mnt, TRACING, "trace_pipe")
-    procs = [subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for _ in range(readers)]
+    procs = [subprocess.Popen(["env", "--default-signal=INT", "cat", path],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(readers)]
     try:
         time.sleep(settle)
         a = cpu_seconds(pid)
         time.sleep(seconds)
         used = cpu_seconds(pid) - a
         alive = sum(p.poll() is None for p in procs)
-    finally:
         for p in procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
+        ended = []
         for p in procs:
             try:
-                p.wait(30)
+                ended.append(p.wait(10))
             except subprocess.TimeoutExpired:
+                ended.append(None)
+    finally:
+        for p in procs:
+            if p.poll() is None:
                 p.kill()
                 p.wait()
-    return used, alive
+    return used, alive, ended
 
 
 def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, object, str]]:
@@ -144,7 +146,7 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
         with open(os.path.join(mnt, TRACING, "available_filter_functions")) as fh:
             names = [ln.split()[0] for ln in fh if ln.strip()]
         data = glob_list(names, int(mb * 1e6))
-        pid = daemon_pid(mnt)
+        pid = daemon_pids(os.path.realpath(mnt))[0]
         cpu0 = cpu_seconds(pid)
         took, lat = write_while_reading(mnt, data)
         cpu = cpu_seconds(pid) - cpu0
@@ -157,7 +159,7 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
                  ("  cat tracing_on meanwhile: p99", lat[int(len(lat) * 0.99)] * 1e3, "ms"),
                  ("  cat tracing_on meanwhile: median", statistics.median(lat) * 1e3, "ms")]
     with fakefs_mounted() as (mnt, _log):
-        used, alive = blocked_readers_cpu(mnt, readers)
+        used, alive, _ended = blocked_readers_cpu(mnt, readers)
         rows += [("daemon CPU over 5 s, %d trace_pipe readers blocked (%d still)"
                   % (readers, alive), used, "s"),
                  ("  share of a core", used / 5.0 * 100, "%")]

@@ -61,9 +61,12 @@ class SignalWatch:
                     with open(path, "rb", buffering=0) as fh:
                         return fh.read(256)
                 fd = self.held[pid] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            return os.pread(fd, 256, 0)
+            now = os.pread(fd, 256, 0)
         except OSError:
             return None              # gone, or no schedstat (CONFIG_SCHED_INFO)
+        # sched_info off (e.g. delayacct off and no schedstats): always zeros,
+        # which says nothing about whether the process ran
+        return None if now.startswith(b"0 0 ") else now
 
     def pending(self, pid: int) -> bool:
         """``signal_pending(pid)``, parsed only if the process ran since the

@@ -40,11 +40,6 @@ TICK_S = 0.05
 SIGNAL_CHECK_S = 0.2
 
 
-# a waiting reader looks at its own signals this often whatever the ticker
-# does (a safety net; the ticker's batched check is every SIGNAL_CHECK_S)
-SELF_CHECK_S = 1.0
-
-
 class Reader:
     """One blocked read: its opener, what it waits on, and how its wait
     ended (``outcome``: 0 read again, an errno, None still waiting)."""
@@ -114,14 +109,8 @@ class Waiters:
                         self.ticker = None
                         self._hand_over(r)
                 else:
-                    with trio.move_on_after(SELF_CHECK_S):
-                        await r.event.wait()
-                    if r.outcome is None and not r.event.is_set() and r.pid \
-                            and self.signals.pending(r.pid):
-                        # a safety net: a missed hand-over or check must not
-                        # leave a signalled reader waiting (seen under load)
-                        r.outcome = errno.EINTR
-                    elif r.outcome is None:        # the ticker handed over, or a look
+                    await r.event.wait()
+                    if r.outcome is None:          # the ticker handed over
                         r.event = trio.Event()
         finally:
             self._remove(r)

@@ -63,11 +63,14 @@ def test_a_real_process_woken_by_a_signal_is_seen():
         w = SignalWatch()
         assert w.pending(p.pid) is False
         assert w.pending(p.pid) is False and p.pid in w.clean
+        before = w.clean[p.pid]
         os.kill(p.pid, signal.SIGSTOP)          # pending until it runs; it runs and stops
         time.sleep(0.1)
         os.kill(p.pid, signal.SIGCONT)
         time.sleep(0.1)
-        assert w.pending(p.pid) is False         # ran (schedstat moved), nothing pending now
+        assert w._schedstat(p.pid) != before     # it ran: the gate opens ...
+        assert w.pending(p.pid) is False         # ... and finds nothing pending
+        assert w.clean[p.pid] != before
         p.kill()
         p.wait()
         assert w.pending(p.pid) is True          # gone
@@ -76,3 +79,13 @@ def test_a_real_process_woken_by_a_signal_is_seen():
             p.kill()
             p.wait()
         w.keep_only(())
+
+
+def test_zero_schedstat_says_nothing_so_every_check_reads_status(tmp_path):
+    """sched_info off: schedstat stays "0 0 0" while the process runs, so it
+    cannot gate the status read."""
+    fake_proc(tmp_path, 7, schedstat=b"0 0 0\n")
+    w = SignalWatch(str(tmp_path))
+    assert w.pending(7) is False and 7 not in w.clean
+    fake_proc(tmp_path, 7, schedstat=b"0 0 0\n", pnd=1 << (signal.SIGTERM - 1))
+    assert w.pending(7) is True

@@ -15,6 +15,8 @@ import pytest
 import trio
 
 import mountlib
+
+from fakefs.bench_requests import blocked_readers_cpu
 from fakefs.fuse import waiters
 from fakefs.fuse.adapter import FakeFS
 from fakefs.kernel.fs.pseudo import FileOperations, PseudoTree, WouldBlock
@@ -244,37 +246,16 @@ async def test_terminating_answers_every_waiter_enotconn():
 
 # --- through a mount ---------------------------------------------------------
 
-def _cpu(pid: int) -> float:
-    with open("/proc/%d/stat" % pid) as fh:
-        f = fh.read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _stop(procs):
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-    for p in procs:
-        p.wait(30)
-
-
 def test_blocked_trace_pipe_readers_cost_almost_nothing():
     """50 readers blocked in trace_pipe, nothing traced: the daemon used
     ~15 % of a core when each woke every 50 ms (2.96 s over 5 s for 200);
-    now ~0.5 %, which is the idle daemon's."""
+    now ~0.5 %, which is the idle daemon's.  Each then ends on SIGINT
+    (EINTR from the daemon, then the signal's default action)."""
     with mountlib.mounted() as mnt:
-        pid = mountlib.daemon_pid(mnt)
-        path = os.path.join(mnt, "sys/kernel/tracing/trace_pipe")
-        procs = [subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL) for _ in range(50)]
-        try:
-            time.sleep(1.0)
-            a = _cpu(pid)
-            time.sleep(2.0)
-            used = _cpu(pid) - a
-            assert all(p.poll() is None for p in procs)
-        finally:
-            _stop(procs)
-        assert used / 2.0 < 0.05, "daemon used %.1f %% of a core" % (used / 2.0 * 100)
+        used, alive, ended = blocked_readers_cpu(mnt, readers=50, seconds=2.0, settle=1.0)
+    assert alive == 50
+    assert ended == [-signal.SIGINT] * 50, ended
+    assert used / 2.0 < 0.05, "daemon used %.1f %% of a core" % (used / 2.0 * 100)
 
 
 READER = r"""
@@ -333,5 +314,8 @@ def test_trace_marker_wakes_a_blocked_reader_promptly_and_a_signal_interrupts():
                 assert out[0] == "eintr", out
                 assert float(out[1]) - t < 1.0
         finally:
-            _stop(readers + [other])
+            for p in readers + [other]:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
 
