@@ -55,8 +55,16 @@ from .waiters import Waiters
 
 log = logging.getLogger("fakefs.fuse")
 
-ENTRY_TIMEOUT = 1.0
-ATTR_TIMEOUT = 1.0
+# How long the kernel may trust an entry and its attributes without asking.
+# The tree's nodes are told to it when they change (removed entries and the
+# attributes of their parent, of a directory that gained one, of a new
+# owner's nodes): a tracefs keeps its dentries as long (ftracetest's reset
+# before and after each test reads ~7,400 files under events/; with 1 s the
+# kernel looked each of them up again every time).  The host's links answer
+# per caller: they keep a short timeout.
+ENTRY_TIMEOUT = 3600.0
+ATTR_TIMEOUT = 3600.0
+LINK_TIMEOUT = 1.0
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
 
@@ -64,6 +72,9 @@ DETACH_CHECK_INTERVAL = 0.2
 # the entries a request removed from the tree, to invalidate before it is
 # answered (per trio task: each request has its own)
 _PENDING_INVAL: contextvars.ContextVar = contextvars.ContextVar("pending_inval", default=None)
+# the directories whose attributes (nlink, mtime) a request changed by adding
+# or removing entries: told to the kernel before it is answered, once each
+_PENDING_ATTRS: contextvars.ContextVar = contextvars.ContextVar("pending_attrs", default=None)
 # the longest a reply waits for them (the kernel may hold a notification
 # back until a request on the same directory is answered)
 INVAL_WAIT = 0.5
@@ -77,6 +88,18 @@ def _invalidate_all(items) -> None:
             pass                 # not in the kernel's cache
         except Exception:        # never instead of the request's reply
             log.debug("invalidate %r failed", name, exc_info=True)
+
+
+def _invalidate_attrs(inodes) -> None:
+    """Attribute-only invalidation (it takes no page lock: safe inside a
+    request)."""
+    for ino in inodes:
+        try:
+            pyfuse3.invalidate_inode(ino, attr_only=True)
+        except OSError:
+            pass                 # ENOENT: the kernel does not hold it
+        except Exception:        # never instead of the request's reply
+            log.debug("invalidate inode %d failed", ino, exc_info=True)
 
 
 def _flushes(fops) -> bool:
@@ -94,6 +117,7 @@ def handler(fn):
     async def wrapper(self, *args, **kwargs):
         self.heap.request_begins()
         token = _PENDING_INVAL.set([])
+        attrs_token = _PENDING_ATTRS.set(set())
         try:
             return await fn(self, *args, **kwargs)
         except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
@@ -107,6 +131,10 @@ def handler(fn):
             self.heap.request_ends()
             if self.waiters.readers:
                 self.waiters.poke()                # what they wait for may have moved
+            stale = _PENDING_ATTRS.get()
+            _PENDING_ATTRS.reset(attrs_token)
+            if stale:
+                _invalidate_attrs(stale)
             pending = _PENDING_INVAL.get()
             _PENDING_INVAL.reset(token)
             if pending:
@@ -245,8 +273,11 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         a = pyfuse3.EntryAttributes()
         a.st_ino = n.ino
         a.generation = 0
-        a.entry_timeout = ENTRY_TIMEOUT
-        a.attr_timeout = ATTR_TIMEOUT
+        if isinstance(n, HostLink):
+            a.entry_timeout = a.attr_timeout = LINK_TIMEOUT
+        else:
+            a.entry_timeout = ENTRY_TIMEOUT
+            a.attr_timeout = ATTR_TIMEOUT
         a.st_mode = n.mode
         a.st_nlink = 2 + n.nr_subdirs() if isinstance(n, DirNode) else 1
         a.st_rdev = 0
@@ -271,7 +302,14 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     def _tree_changed(self, parent, name, node, added) -> None:
         if not added:
             self.own.forget(node.ino)
-        if not self.mounted or added or parent is None or node is self.vfs_removing:
+        if not self.mounted or parent is None or node is self.vfs_removing:
+            return
+        stale = _PENDING_ATTRS.get()          # the parent's nlink and mtime changed
+        if stale is not None:
+            stale.add(parent.ino)
+        else:
+            _invalidate_attrs((parent.ino,))
+        if added:
             return
         # a directory gets a plain invalidation: the kernel refuses to
         # notify the deletion of one whose entries are still in use (an
@@ -293,14 +331,13 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         once, not after the attribute timeout (attr-only invalidation takes
         no page lock: safe inside a request)."""
         stack = list(d.created_children())
+        inodes = []
         while stack:
             n = stack.pop()
             if isinstance(n, DirNode):
                 stack.extend(n.created_children())
-            try:
-                pyfuse3.invalidate_inode(n.ino, attr_only=True)
-            except OSError:
-                pass                    # ENOENT: the kernel does not hold it
+            inodes.append(n.ino)
+        _invalidate_attrs(inodes)
 
     def file(self, fh: int) -> File:
         f = self.files.get(fh)

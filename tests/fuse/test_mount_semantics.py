@@ -177,3 +177,28 @@ def test_long_marker_write_is_split_like_the_kernel(tracing):
     parts = [l.split("tracing_mark_write: ", 1)[1] for l in
              read(os.path.join(tracing, "trace")).splitlines() if "tracing_mark_write: " in l]
     assert len(parts[0]) == 4096 - 16 - 8 - 18 and "".join(parts) == text
+
+
+def test_what_the_kernel_model_changes_is_seen_at_once_despite_long_caching(tracing):
+    """Entries and attributes are cached for long (adapter.ENTRY_TIMEOUT), as
+    a tracefs's dentries live: a change the kernel model makes, not through
+    the VFS, is told to the kernel at once.  A kprobe's event directory
+    appears with its parent's link count and mtime moved; its removal is
+    seen at once, the link count back."""
+    events = os.path.join(tracing, "events")
+    probes = os.path.join(tracing, "kprobe_events")
+    os.listdir(events)
+    before = os.stat(events)
+    assert not os.path.exists(os.path.join(events, "kprobes"))
+    with open(probes, "w") as fh:
+        fh.write("p:cachedprobe do_sys_openat2\n")
+    try:
+        after = os.stat(events)
+        assert after.st_nlink == before.st_nlink + 1
+        assert after.st_mtime_ns > before.st_mtime_ns
+        assert os.path.isdir(os.path.join(events, "kprobes/cachedprobe"))
+    finally:
+        with open(probes, "w"):
+            pass
+    assert not os.path.exists(os.path.join(events, "kprobes"))
+    assert os.stat(events).st_nlink == before.st_nlink
