@@ -75,6 +75,13 @@ class WindowMaker:
             while True:
                 wait = self.due_in()
                 if wait is None:
+                    # nothing to make: while requests stream in, look again
+                    # once a LATER_S instead of once a request (a wake-up
+                    # per request was a tenth of a small file's cost)
+                    looked = time.monotonic()
+                    await trio.sleep(LATER_S)
+                    if self.heap.last_request >= looked:
+                        continue
                     break
                 if wait > 0:
                     await trio.sleep(wait)
