@@ -17,9 +17,14 @@ PYTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
-.PHONY: install sysdeps bin-link run test unit check fetch selftests ftracetest-table bench stress clean
+.PHONY: install sysdeps bin-link bytecode run test unit check fetch selftests ftracetest-table bench stress clean
 
-install: sysdeps $(VENV)/.installed bin-link
+install: sysdeps $(VENV)/.installed bin-link bytecode
+
+# fakefs's bytecode, made here: with PYTHONDONTWRITEBYTECODE set (as in some CI
+# containers) every process would compile every module again (~0.3 s a mount)
+bytecode: $(VENV)/.installed
+	@$(PY) -m compileall -q fakefs >/dev/null
 
 # `fakefs` on the user's PATH: a symbolic link in BINDIR to the venv's (said when made)
 BINDIR ?= $(HOME)/.local/bin

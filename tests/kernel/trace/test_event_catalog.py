@@ -355,12 +355,17 @@ CTYPES = {"char": (1, 0),  # the kernel builds with -funsigned-char (6.2+)
 def sched_h(tmp_path_factory):
     if not SRC_DEB or not shutil.which("dpkg-deb"):
         pytest.skip("no linux-source-6.12 .deb in ~/.cache/fakefs (fakefs selftest fetches it)")
-    out = tmp_path_factory.mktemp("src") / "sched.h"
-    cmd = ("dpkg-deb --fsys-tarfile '%s' | tar -xOf - --wildcards './usr/src/linux-source-*.tar.*'"
-           " | tar -xJOf - --wildcards '*/include/trace/events/sched.h' > '%s'"
-           % (SRC_DEB[-1], out))
-    subprocess.run(cmd, shell=True, check=True)
-    return out.read_text()
+    # kept next to the package (unpacking it takes ~15 s of CPU each time)
+    kept = SRC_DEB[-1].with_name(SRC_DEB[-1].name[:-len(".deb")] + ".sched.h")
+    if not kept.exists():
+        out = tmp_path_factory.mktemp("src") / "sched.h"
+        cmd = ("dpkg-deb --fsys-tarfile '%s' | tar -xOf - --wildcards './usr/src/linux-source-*.tar.*'"
+               " | tar -xJOf - --wildcards '*/include/trace/events/sched.h' > '%s'"
+               % (SRC_DEB[-1], out))
+        subprocess.run(cmd, shell=True, check=True)
+        shutil.copyfile(out, str(kept) + ".tmp")
+        os.replace(str(kept) + ".tmp", kept)
+    return kept.read_text()
 
 
 def _entry_layout(src, name):
