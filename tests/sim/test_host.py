@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from mountlib import REPO, mounted, requires_fuse
-
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 from fakefs.kernel.init import Kernel
@@ -351,62 +345,6 @@ def test_the_top_free_site_of_a_window_with_a_short_command_recurs():
         top = collections.Counter(window()).most_common(1)[0][0]
         assert top in window()
         run(k, 0.02)
-
-
-MARKER_SCRIPT = r"""
-set -e
-T=$1/sys/kernel/tracing
-clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
-echo 1 > $T/events/sched/enable
-echo 1 > $T/events/syscalls/sys_enter_clone/enable
-clock $1 +30ms
-echo from-the-shell > $T/trace_marker
-/bin/echo from-echo > $T/trace_marker
-sh -c "echo from-a-subshell > $T/trace_marker"
-clock $1 +5ms
-echo again > $T/trace_marker
-clock $1 +1500ms
-for f in trace saved_cmdlines saved_tgids per_cpu/cpu0/stats per_cpu/cpu1/stats; do
-    echo "--- $f"; cat $T/$f
-done
-"""
-
-
-def _marker_session(seed):
-    with mounted(seed=seed, extra_args=["--clock", "virtual"]) as mnt:
-        env = dict(os.environ, PY=sys.executable,
-                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        out = subprocess.run(["sh", "-c", MARKER_SCRIPT, "sh", mnt], capture_output=True,
-                             text=True, env=env, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout
-
-
-@requires_fuse
-def test_on_a_virtual_clock_marker_writers_leave_no_trace_of_the_hosts_pids():
-    """Two mounts, the same seed and commands, trace_marker written by the
-    shell, by /bin/echo and by a subshell (each a process of the host with
-    a pid of its own): every file read is the same, byte for byte; the
-    writers have pids of the machine's, and the pids it hands out after
-    them do not depend on the host's."""
-    first = _marker_session(3)
-    second = _marker_session(3)
-    assert first == second
-    lines = first.splitlines()
-    marks = [ln for ln in lines if "tracing_mark_write:" in ln]
-    assert [m.split(": ")[-1] for m in marks] == ["from-the-shell", "from-echo",
-                                                  "from-a-subshell", "again"]
-    # the shell (which opened trace_marker for /bin/echo too: a marker's
-    # writer is who opened the file, FUSE's write carries no caller here)
-    # and the subshell
-    writers = {m.split()[0] for m in marks}
-    assert len(writers) == 2
-    pids = [int(w.rsplit("-", 1)[1]) for w in writers]
-    assert all(300 < p < 32768 for p in pids)
-    # the machine's forks after the markers: pids next to the writers'
-    forks = [int(ln.split("child_pid=")[1].split()[0]) for ln in lines
-             if "sched_process_fork:" in ln and ln.split()[3] > marks[-1].split()[3]]
-    assert forks and all(p < max(pids) + 1000 for p in forks)
 
 
 def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
