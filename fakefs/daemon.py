@@ -58,6 +58,17 @@ def host_comm(pid: int) -> str | None:
         return None
 
 
+def host_start(pid: int) -> int | None:
+    """When a real process started (field 22 of /proc/PID/stat, in clock
+    ticks since boot): with its pid, who it is.  None: it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
 def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     """The simulated kernel on its machine, and what tells the machine
     about the real processes using the mount (None where the host does
@@ -67,6 +78,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
                     config_overrides=args.config or None,
                     clock=vclock.virtual_clock() if virtual else None)
     kernel.host_comm = host_comm
+    kernel.host_start = host_start
     # on a virtual clock the real processes are not followed: what they do
     # happens in real time, which that clock does not follow
     conn = None if virtual else open_proc_connector()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from fakefs import sim
+from fakefs.kernel import fork
+from fakefs.sim import host
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
@@ -271,12 +273,13 @@ def test_host_events_of_a_skipped_stretch_are_facts_in_their_order():
 def test_while_the_machine_stands_still_host_events_are_facts_only():
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
+    k.host_comm = lambda pid: "sh"
     k.boot()
     m = sim.attach(k)
     run(k, 0.02)
     assert m.frozen                                 # nothing traces
-    pid, cpu, t = m.host_task(5000, "sh", k.sim_time)    # a marker's writer
-    assert pid == 5000 and t > k.sim_time
+    pid, cpu, t = m.host_task(5000, k.sim_time)     # a marker's writer
+    assert pid == 5000 and t > k.sim_time and k.sched.tasks[5000].comm == "sh"
     assert m.runs[5000].host and not m.heap and cpu == k.sched.tasks[5000].cpu
     for i in range(50):                             # a busy shell
         m.host.event("fork", k.sim_time, 6000 + i, ppid=5000)
@@ -366,3 +369,41 @@ def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
     got = [ln for ln in lines(k) if "-5001 " in ln]
     assert len(got) == 1 and "sched_process_exit: comm=sleep pid=5001 " in got[0], got
     assert abs(float(got[0].split()[3].rstrip(":")) * 1e9 - (t + 2000 * MS)) < MS
+
+
+def test_marker_writers_on_a_virtual_clock_are_bounded_and_a_live_one_keeps_its_pid():
+    """A kernel that does not follow the real processes gives each writer a
+    pid of its own: 5,000 writers come and go, the machine keeps a bounded
+    number of them (the gone ones exit here too); a writer that lives
+    throughout keeps its pid, its comm read once; a reused host pid with a
+    new start time is another writer."""
+    k, m = boot()
+    k.host_tasks = False
+    alive = {4000: 111}                          # host pid -> start time
+    comm_reads = []
+    k.host_start = alive.get
+    k.host_comm = lambda pid: comm_reads.append(pid) or "w%d" % pid
+    run(k, 0.02)
+    booted = len(m.sched.tasks)
+    keeper, _cpu, _t = m.host_task(4000, k.sim_time)
+    assert keeper > max(p for p in m.sched.tasks if p != keeper)
+    for n in range(5000):
+        pid = 10_000 + n
+        alive[pid] = 7
+        m.host_task(pid, k.sim_time)
+        del alive[pid]                            # it wrote once and exited
+        if n % 50 == 0:                           # they come over time
+            k.clock.advance(MS)
+            k.run_until_now()
+        if n == 2500:                             # unseen while more than WRITERS_KEPT came
+            assert m.host_task(4000, k.sim_time)[0] == keeper
+    run(k, 0.04)                                  # the last gone ones' exits run
+    h = m.host
+    assert len(h.writers) <= host.WRITERS_KEPT
+    for kept in (h.followed, h.comms, h.last_call, m.runs, m.sched.tasks):
+        assert len(kept) <= booted + host.WRITERS_KEPT + fork.DEAD_KEPT, len(kept)
+    assert m.host_task(4000, k.sim_time)[0] == keeper
+    assert comm_reads.count(4000) == 1
+    alive[4000] = 222                             # the pid reused by another process
+    assert m.host_task(4000, k.sim_time)[0] not in (keeper, 0)
+    assert comm_reads.count(4000) == 2
