@@ -42,7 +42,7 @@ from __future__ import annotations
 import errno
 
 from .fs.pseudo import FileOperations, KernelError
-from .kallsyms import MODULE_PAGE, PFX, kallsyms_show_value, kaslr_bases
+from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
 
 CONTROL_DIR = ".fakefs"
 CONTROL_NAME = "modules"
@@ -248,14 +248,11 @@ def _pages(n: int) -> int:
     return -(-n // MODULE_PAGE) * MODULE_PAGE
 
 
-class ProcModulesOps(FileOperations):
+class ProcModulesOps(AddressesOps):
     """/proc/modules (0444); addresses zero for an opener that may not see
-    them (``modules_open()`` decides with the opener's credentials)."""
+    them (as ``modules_open()`` decides)."""
 
     observes = False
-
-    def open(self, f):
-        f.private = kallsyms_show_value(f.data.kernel, f.uid)
 
     def show(self, f):
         return f.data.proc_text(f.private)
@@ -289,7 +286,7 @@ def modules_init(kernel) -> Modules:
     ``samples.samples_init`` is the initcall that adds them)."""
     mods = kernel.modules = Modules(kernel)
     proc = kernel.tree.makedirs("proc")
-    kernel.tree.create_file("modules", 0o444, proc, mods, ProcModulesOps())
+    kernel.tree.create_file("modules", 0o444, proc, mods, ProcModulesOps(kernel))
     ctl = kernel.tree.makedirs(CONTROL_DIR)
     kernel.tree.create_file(CONTROL_NAME, 0o600, ctl, mods, ModuleControlOps())
     return mods
