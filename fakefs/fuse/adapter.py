@@ -391,6 +391,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
+        lookup_name(parent, name)                 # the VFS's lookup before the mkdir
         name = os.fsdecode(name)
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
@@ -406,6 +407,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     async def rmdir(self, parent_inode, name, ctx):
         self.host_seen(ctx, changes=False)      # what goes sees nothing any more
         parent = self.node(parent_inode)
+        if isinstance(parent, DirNode):
+            lookup_name(parent, name)             # the VFS's lookup before the rmdir
         name = os.fsdecode(name)
         child = parent.lookup(name) if isinstance(parent, DirNode) else None
         if child is None:
