@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import select
+import shutil
 import socket
 import struct
 import threading
@@ -222,14 +223,12 @@ def on_path(comm: str, path: str) -> str:
     """A process that exited before its program was read (a zombie has
     neither cmdline nor exe): the file a shell's PATH search for its name
     finds first, as execve() was given it, or "" (a name cut to 15
-    characters, a program run by a path off PATH)."""
+    characters, a program run by a path off PATH).  Only PATH's absolute
+    directories count: a relative one was the process's working directory's."""
     if not comm or "/" in comm:
         return ""
-    for d in path.split(":"):
-        f = os.path.join(d or ".", comm)
-        if d.startswith("/") and os.path.isfile(f) and os.access(f, os.X_OK):
-            return f
-    return ""
+    absolute = os.pathsep.join(d for d in path.split(os.pathsep) if d.startswith("/"))
+    return shutil.which(comm, path=absolute) or ""
 
 
 def host_pid_exists(pid: int) -> bool:
