@@ -294,26 +294,25 @@ class Inner:
         if err is not None:
             raise NamespaceError("mount --bind on %s failed: %s" % (TRACING_DIR, err))
         self.placed.append(TRACING_DIR)
-        # a debugfs elsewhere than DEBUG_DIR: its tracing/ (the host's tracefs,
-        # mounted at the first look) is the fake's
+        # where else the host's tracefs shows: the tracing/ of a debugfs
+        # elsewhere than DEBUG_DIR (mounted there at the first look) and the
+        # tracefs lines a user namespace could not detach: the fake's too
+        others = []
         for _src, mnt, fstype in mounts():
-            inner = os.path.join(mnt, "tracing")
-            if fstype == "debugfs" and not _under(mnt, DEBUG_DIR) and os.path.isdir(inner) \
-                    and inner not in self.placed:
-                err = bind(str(tracing), inner)
-                if err is not None:
-                    raise NamespaceError("the host's tracing on %s stays visible here: %s"
-                                         % (inner, err))
-                self.placed.append(inner)
-        # lines a user namespace could not detach: their paths are the fake's too
-        for _src, mnt, fstype in mounts():
-            if fstype == "tracefs" and mnt != TRACING_DIR and not _under(mnt, DEBUG_DIR) \
-                    and mnt not in self.placed:
-                err = bind(str(tracing), mnt)
-                if err is not None:
-                    raise NamespaceError("the host's tracefs on %s stays visible here: %s"
-                                         % (mnt, err))
-                self.placed.append(mnt)
+            if _under(mnt, DEBUG_DIR):
+                continue
+            if fstype == "debugfs":
+                others.append(os.path.join(mnt, "tracing"))
+            elif fstype == "tracefs" and mnt != TRACING_DIR:
+                others.append(mnt)
+        for path in others:
+            if path in self.placed or not os.path.isdir(path):
+                continue
+            err = bind(str(tracing), path)
+            if err is not None:
+                raise NamespaceError("the host's tracefs on %s stays visible here: %s"
+                                     % (path, err))
+            self.placed.append(path)
         problem = tracefs_line_problem(self.userns)
         if problem is not None:
             self.notes.append(problem)
