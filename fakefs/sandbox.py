@@ -402,8 +402,6 @@ class Inner:
             % (" " + rel[0] if rel else "", ", ".join(self.placed), self.root))
         for n in self.notes:
             log("note: " + n)
-        if shutil.which("perf"):
-            log("note: " + PERF_NOTE)
 
     def place_kmod(self) -> str | None:
         """The simulated kernel's insmod/modprobe/rmmod/lsmod (selftest/kmod.py):
@@ -430,7 +428,8 @@ class Inner:
         Path(self.cfg["hostproc"]).mkdir(exist_ok=True)
         self.child = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-m",
-             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"], "--"]
+             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"],
+             "quiet" if self.cfg.get("quiet") else "say", "--"]
             + argv, env=env)
         if self.stop_at is not None:                # came while it started
             self.child.terminate()
@@ -496,14 +495,15 @@ def _die_with_parent() -> None:
         pass
 
 
-def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
+def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False) -> int:
     """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
     the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
     Should /proc stay the host's, COMMAND runs with a note saying so.  The
     host's sysctls are read-only to COMMAND (a write gets EROFS, as in a
     container): nothing changes outside, the host's tracing settings the
     fake lacks (tracepoint_printk, traceoff_on_warning...) included.  Then
-    the seal (fakefs/sandbox_seal.py)."""
+    the seal (fakefs/sandbox_seal.py); unless ``quiet``, why perf counts
+    nothing when the seal refuses perf_event_open() and perf is here."""
     err = bind("/proc", hostproc, recursive=True)
     if err is None:
         err = bind(os.path.join(root, "proc"), "/proc")
@@ -520,8 +520,11 @@ def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
         err = (r.stdout.strip() or "status %d" % r.returncode) if r.returncode else None
     if err is not None:
         log("note: the host's sysctls stay writable here (%s)" % err)
-    for note in seal():
+    notes, perf_refused = seal()
+    for note in notes:
         log("note: " + note)
+    if perf_refused and not quiet and shutil.which("perf"):
+        log("note: " + PERF_NOTE)
     try:
         os.execvp(command[0], command)
     except FileNotFoundError:
@@ -547,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--inner":
         return inner_main(argv[1])
-    if len(argv) >= 5 and argv[0] == "--cover-proc" and argv[3] == "--":
-        return cover_proc(argv[1], argv[2], argv[4:])
+    if len(argv) >= 6 and argv[0] == "--cover-proc" and argv[4] == "--":
+        return cover_proc(argv[1], argv[2], argv[5:], quiet=argv[3] == "quiet")
     parser = argparse.ArgumentParser(prog="fakefs sandbox")
     add_arguments(parser)
     return run(parser.parse_args(argv))
