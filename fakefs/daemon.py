@@ -14,7 +14,7 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
-from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_connector
+from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, host_start, open_proc_connector
 from .fuse import noflush
 from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
@@ -56,17 +56,6 @@ def host_comm(pid: int) -> str | None:
             return fh.read().rstrip("\n")
     except OSError:
         return None
-
-
-def host_start(pid: int) -> int | None:
-    """When a real process started (field 22 of /proc/PID/stat, in clock
-    ticks since boot): with its pid, who it is.  None: it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:

@@ -237,6 +237,17 @@ def host_pid_exists(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
 
 
+def host_start(pid: int) -> int | None:
+    """When the real process ``pid`` started (field 22 of /proc/PID/stat,
+    clock ticks since boot): with its pid, who it is.  None: it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
 def host_pid_max() -> int | None:
     """The real machine's ``kernel.pid_max``: it hands out no pid from
     there on (None where it cannot be read)."""
