@@ -14,7 +14,7 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
-from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, open_proc_connector
+from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, host_start, open_proc_connector
 from .fuse import noflush
 from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
@@ -67,6 +67,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
                     config_overrides=args.config or None,
                     clock=vclock.virtual_clock() if virtual else None)
     kernel.host_comm = host_comm
+    kernel.host_start = host_start
     # on a virtual clock the real processes are not followed: what they do
     # happens in real time, which that clock does not follow
     conn = None if virtual else open_proc_connector()

@@ -294,26 +294,25 @@ class Inner:
         if err is not None:
             raise NamespaceError("mount --bind on %s failed: %s" % (TRACING_DIR, err))
         self.placed.append(TRACING_DIR)
-        # a debugfs elsewhere than DEBUG_DIR: its tracing/ (the host's tracefs,
-        # mounted at the first look) is the fake's
+        # where else the host's tracefs shows: the tracing/ of a debugfs
+        # elsewhere than DEBUG_DIR (mounted there at the first look) and the
+        # tracefs lines a user namespace could not detach: the fake's too
+        others = []
         for _src, mnt, fstype in mounts():
-            inner = os.path.join(mnt, "tracing")
-            if fstype == "debugfs" and not _under(mnt, DEBUG_DIR) and os.path.isdir(inner) \
-                    and inner not in self.placed:
-                err = bind(str(tracing), inner)
-                if err is not None:
-                    raise NamespaceError("the host's tracing on %s stays visible here: %s"
-                                         % (inner, err))
-                self.placed.append(inner)
-        # lines a user namespace could not detach: their paths are the fake's too
-        for _src, mnt, fstype in mounts():
-            if fstype == "tracefs" and mnt != TRACING_DIR and not _under(mnt, DEBUG_DIR) \
-                    and mnt not in self.placed:
-                err = bind(str(tracing), mnt)
-                if err is not None:
-                    raise NamespaceError("the host's tracefs on %s stays visible here: %s"
-                                         % (mnt, err))
-                self.placed.append(mnt)
+            if _under(mnt, DEBUG_DIR):
+                continue
+            if fstype == "debugfs":
+                others.append(os.path.join(mnt, "tracing"))
+            elif fstype == "tracefs" and mnt != TRACING_DIR:
+                others.append(mnt)
+        for path in others:
+            if path in self.placed or not os.path.isdir(path):
+                continue
+            err = bind(str(tracing), path)
+            if err is not None:
+                raise NamespaceError("the host's tracefs on %s stays visible here: %s"
+                                     % (path, err))
+            self.placed.append(path)
         problem = tracefs_line_problem(self.userns)
         if problem is not None:
             self.notes.append(problem)
@@ -403,8 +402,6 @@ class Inner:
             % (" " + rel[0] if rel else "", ", ".join(self.placed), self.root))
         for n in self.notes:
             log("note: " + n)
-        if shutil.which("perf"):
-            log("note: " + PERF_NOTE)
 
     def place_kmod(self) -> str | None:
         """The simulated kernel's insmod/modprobe/rmmod/lsmod (selftest/kmod.py):
@@ -431,7 +428,8 @@ class Inner:
         Path(self.cfg["hostproc"]).mkdir(exist_ok=True)
         self.child = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-m",
-             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"], "--"]
+             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"],
+             "quiet" if self.cfg.get("quiet") else "say", "--"]
             + argv, env=env)
         if self.stop_at is not None:                # came while it started
             self.child.terminate()
@@ -497,14 +495,15 @@ def _die_with_parent() -> None:
         pass
 
 
-def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
+def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False) -> int:
     """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
     the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
     Should /proc stay the host's, COMMAND runs with a note saying so.  The
     host's sysctls are read-only to COMMAND (a write gets EROFS, as in a
     container): nothing changes outside, the host's tracing settings the
     fake lacks (tracepoint_printk, traceoff_on_warning...) included.  Then
-    the seal (fakefs/sandbox_seal.py)."""
+    the seal (fakefs/sandbox_seal.py); unless ``quiet``, why perf counts
+    nothing when the seal refuses perf_event_open() and perf is here."""
     err = bind("/proc", hostproc, recursive=True)
     if err is None:
         err = bind(os.path.join(root, "proc"), "/proc")
@@ -521,8 +520,11 @@ def cover_proc(root: str, hostproc: str, command: list[str]) -> int:
         err = (r.stdout.strip() or "status %d" % r.returncode) if r.returncode else None
     if err is not None:
         log("note: the host's sysctls stay writable here (%s)" % err)
-    for note in seal():
+    notes, perf_refused = seal()
+    for note in notes:
         log("note: " + note)
+    if perf_refused and not quiet and shutil.which("perf"):
+        log("note: " + PERF_NOTE)
     try:
         os.execvp(command[0], command)
     except FileNotFoundError:
@@ -548,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--inner":
         return inner_main(argv[1])
-    if len(argv) >= 5 and argv[0] == "--cover-proc" and argv[3] == "--":
-        return cover_proc(argv[1], argv[2], argv[4:])
+    if len(argv) >= 6 and argv[0] == "--cover-proc" and argv[4] == "--":
+        return cover_proc(argv[1], argv[2], argv[5:], quiet=argv[3] == "quiet")
     parser = argparse.ArgumentParser(prog="fakefs sandbox")
     add_arguments(parser)
     return run(parser.parse_args(argv))

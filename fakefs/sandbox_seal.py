@@ -250,10 +250,12 @@ def refuse_perf_event_open() -> None:
 
 # --- all of it ----------------------------------------------------------------------
 
-def seal() -> list[str]:
+def seal() -> tuple[list[str], bool]:
     """Seal this process (then exec COMMAND); returns notes on what could
-    not be done."""
+    not be done, and whether perf_event_open() is refused (the filter is
+    in)."""
     notes = []
+    refused = False
     caps = (CAP_SYS_ADMIN,)
     keep_root_limits()
     try:
@@ -264,6 +266,7 @@ def seal() -> list[str]:
         caps = (CAP_SYS_ADMIN, CAP_SYS_PTRACE)
     try:
         refuse_perf_event_open()
+        refused = True
     except SealError as e:
         notes.append(str(e))
     try:
@@ -271,4 +274,4 @@ def seal() -> list[str]:
     except SealError as e:
         notes.append("COMMAND keeps CAP_SYS_ADMIN (%s): it can unmount the simulated "
                      "kernel's files" % e)
-    return notes
+    return notes, refused

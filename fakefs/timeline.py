@@ -48,12 +48,11 @@ import sys
 from collections import Counter
 
 LINE_RE = re.compile(r"^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\S{4,5})\s+(\d+)\.(\d+): (.*)$")
-SWITCH_RE = re.compile(r"prev_comm=.* prev_pid=(-?\d+) prev_prio=\d+ prev_state=(\S+) ==> "
-                       r"next_comm=.* next_pid=(\d+) next_prio=\d+")
-WAKE_RE = re.compile(r"comm=.* pid=(\d+) prio=-?\d+ target_cpu=(\d+)")
+# (prev_pid, prev_state, next_comm, next_pid)
+SWITCH_RE = re.compile(r"prev_comm=.* prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S+) ==> "
+                       r"next_comm=(.*) next_pid=(\d+) next_prio=-?\d+$")
+WAKE_RE = re.compile(r"comm=(.*) pid=(\d+) prio=-?\d+ target_cpu=(\d+)")   # (comm, pid, target)
 LOST_RE = re.compile(r"^CPU:(\d+) \[LOST (\d+) EVENTS\]")
-SWITCH_NEXT_RE = re.compile(r".* ==> next_comm=(.*) next_pid=\d+ next_prio=-?\d+$")
-WAKE_COMM_RE = re.compile(r"comm=(.*) pid=\d+ prio=-?\d+ target_cpu=(\d+)")
 # the names of per-CPU kernel threads, with the CPU they are bound to
 PER_CPU_RE = re.compile(r"(?:kworker/(\d+):\d+H?(?:-.*)?|(?:ksoftirqd|migration|cpuhp|idle_inject"
                         r"|rcuc)/(\d+))")
@@ -236,11 +235,10 @@ def check(lines, whole: bool = True) -> Report:
             sm = SWITCH_RE.match(body)
             if sm is None:
                 continue
-            prev, pstate, nxt = int(sm.group(1)), sm.group(2), int(sm.group(3))
+            prev, pstate, nxt = int(sm.group(1)), sm.group(2), int(sm.group(4))
             if flags[:4] != "d..2":
                 bad("flags", line)
-            nm = SWITCH_NEXT_RE.match(body)
-            if nm is not None and bound_cpu(nm.group(1)) not in (None, cpu):
+            if bound_cpu(sm.group(3)) not in (None, cpu):
                 bad("per-cpu", line)
             if (cur is not None and prev != cur) or prev != pid:
                 bad("switch-prev", line)
@@ -272,9 +270,8 @@ def check(lines, whole: bool = True) -> Report:
             wm = WAKE_RE.match(body)
             if wm is None:
                 continue
-            p = int(wm.group(1))
-            wc = WAKE_COMM_RE.match(body)
-            if wc is not None and bound_cpu(wc.group(1)) not in (None, int(wc.group(2))):
+            p = int(wm.group(2))
+            if bound_cpu(wm.group(1)) not in (None, int(wm.group(3))):
                 bad("per-cpu", line)
             if flags[0] not in "dD":
                 bad("flags", line)

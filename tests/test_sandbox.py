@@ -384,6 +384,24 @@ def test_perf_counts_no_host_events():
 
 # --- without running it ------------------------------------------------------------------
 
+def test_the_perf_note_only_when_the_seal_refuses_perf_event_open(monkeypatch, capsys):
+    """COMMAND's stage says why perf counts nothing only when its seccomp
+    filter is in (and perf is here, and the sandbox is not quiet)."""
+    monkeypatch.setattr(sandbox, "bind", lambda *a, **kw: "not here")
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/" + name)
+
+    def no_exec(path, argv):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(sandbox.os, "execvp", no_exec)
+    for refused, quiet in ((True, False), (False, False), (True, True)):
+        monkeypatch.setattr(sandbox, "seal", lambda: (["a note"], refused))
+        assert sandbox.cover_proc("/nonexistent", "/nonexistent", ["x"], quiet=quiet) == 127
+        err = capsys.readouterr().err
+        assert "note: a note" in err
+        assert (sandbox.PERF_NOTE in err) == (refused and not quiet), (refused, quiet)
+
+
 def test_host_problems_are_explained(monkeypatch):
     monkeypatch.setattr(sandbox, "userns_problem", lambda: "unprivileged user namespaces "
                         "are not allowed here")

@@ -8,6 +8,7 @@ import ctypes
 import errno
 import os
 import platform
+import struct
 import subprocess
 
 import pytest
@@ -66,6 +67,66 @@ def test_the_filter_program_is_whole_instructions_ending_in_a_return():
         assert len(prog) % 8 == 0
         assert prog[-8:-6] == (0x06).to_bytes(2, "little")      # BPF_RET | BPF_K
     assert seal.perf_filter("sparc64") is None
+
+
+# classic BPF as seccomp runs it (linux/filter.h, linux/seccomp.h)
+LD_W_ABS, JEQ_K, RET_K = 0x20, 0x15, 0x06
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+NR_AT, ARCH_AT = 0, 4
+
+
+def decode(prog: bytes) -> list[tuple[int, int, int, int]]:
+    """(code, jt, jf, k) of each ``struct sock_filter``."""
+    return [struct.unpack_from("=HBBI", prog, i) for i in range(0, len(prog), 8)]
+
+
+def run_filter(insns, arch: int, nr: int) -> int:
+    """The program's verdict for a system call ``nr`` of ABI ``arch``; every
+    jump must land inside the program, forward."""
+    a = pc = 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == LD_W_ABS:
+            a = {ARCH_AT: arch, NR_AT: nr}[k]
+            pc += 1
+        elif code == JEQ_K:
+            pc += 1 + (jt if a == k else jf)
+            assert pc < len(insns)
+        elif code == RET_K:
+            return k
+        else:
+            raise AssertionError("instruction %#x at %d" % (code, pc))
+
+
+def test_the_filter_jumps_land_where_they_mean_to():
+    """Decoded, each compare of an ABI jumps to its system call load or on
+    to the next ABI's compare (the last: to the final allow); each compare
+    of a number jumps to the refusal or on to the next compare; run, it
+    refuses perf_event_open on every ABI and nothing else."""
+    for machine, abis in seal.PERF_EVENT_OPEN_NR.items():
+        insns = decode(seal.perf_filter(machine))
+        assert insns[0] == (LD_W_ABS, 0, 0, ARCH_AT) and insns[-1] == (RET_K, 0, 0, RET_ALLOW)
+        arch_at = [i for i, ins in enumerate(insns) if ins[0] == JEQ_K and
+                   ins[3] in {arch for arch, _n in abis}]
+        assert [insns[i][3] for i in arch_at] == [arch for arch, _n in abis]
+        for j, i in enumerate(arch_at):
+            code, jt, jf, k = insns[i]
+            numbers = abis[j][1]
+            assert insns[i + 1 + jt] == (LD_W_ABS, 0, 0, NR_AT)
+            after = arch_at[j + 1] if j + 1 < len(arch_at) else len(insns) - 1
+            assert i + 1 + jf == after, (machine, hex(k))
+            for n, nr in enumerate(numbers):
+                at = i + 2 + n
+                code, jt, jf, k = insns[at]
+                assert (code, k, jf) == (JEQ_K, nr, 0)
+                assert insns[at + 1 + jt] == (RET_K, 0, 0, RET_ERRNO | errno.ENOSYS)
+            assert insns[i + 2 + len(numbers)] == (RET_K, 0, 0, RET_ALLOW)
+        for arch, numbers in abis:
+            for nr in numbers:
+                assert run_filter(insns, arch, nr) == RET_ERRNO | errno.ENOSYS
+            for nr in (0, 1, min(numbers) - 1, max(numbers) + 1):
+                assert run_filter(insns, arch, nr) == RET_ALLOW
+        assert run_filter(insns, 0x12345678, abis[0][1][0]) == RET_ALLOW
 
 
 @needs_filter

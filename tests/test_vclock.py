@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 
@@ -74,11 +75,11 @@ echo '--- clock'; "$PY" -m fakefs clock $1
 """
 
 
-def _session(seed: int) -> str:
+def _session(seed: int, script: str = SCRIPT) -> str:
     with mounted(cmdline="profile=2", seed=seed, extra_args=["--clock", "virtual"]) as mnt:
         env = dict(os.environ, PY=sys.executable,
                    PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        out = subprocess.run(["sh", "-c", SCRIPT, "sh", mnt], capture_output=True, text=True,
+        out = subprocess.run(["sh", "-c", script, "sh", mnt], capture_output=True, text=True,
                              env=env, timeout=300)
         assert out.returncode == 0, out.stderr
         return out.stdout
@@ -98,3 +99,52 @@ def test_clock_on_a_mount_without_a_virtual_clock_says_so(tmp_path, capsys):
     from fakefs.cli import main
     assert main(["clock", str(tmp_path)]) == 1
     assert "--clock virtual" in capsys.readouterr().err
+
+
+MARKER_SCRIPT = r"""
+set -e
+T=$1/sys/kernel/tracing
+clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
+echo 1 > $T/events/sched/enable
+echo 1 > $T/events/syscalls/sys_enter_clone/enable
+clock $1 +30ms
+echo from-the-shell > $T/trace_marker
+/bin/echo from-echo > $T/trace_marker
+sh -c "echo from-a-subshell > $T/trace_marker"
+clock $1 +5ms
+echo again > $T/trace_marker
+clock $1 +1500ms
+for f in trace saved_cmdlines saved_tgids per_cpu/cpu0/stats per_cpu/cpu1/stats; do
+    echo "--- $f"; cat $T/$f
+done
+"""
+
+
+@requires_fuse
+def test_on_a_virtual_clock_marker_writers_leave_no_trace_of_the_hosts_pids():
+    """Two mounts, the same seed and commands, trace_marker written by the
+    shell, by /bin/echo and by a subshell (each a process of the host with
+    a pid of its own): every file read is the same, byte for byte; the
+    writers have pids of the machine's, and the pids it hands out after
+    them do not depend on the host's."""
+    first = _session(3, MARKER_SCRIPT)
+    second = _session(3, MARKER_SCRIPT)
+    assert first == second
+    lines = first.splitlines()
+    marks = [ln for ln in lines if "tracing_mark_write:" in ln]
+    assert [m.split(": ")[-1] for m in marks] == ["from-the-shell", "from-echo",
+                                                  "from-a-subshell", "again"]
+    # the shell (which opened trace_marker for /bin/echo too: a marker's
+    # writer is who opened the file, FUSE's write carries no caller here)
+    # and the subshell
+    writers = {m.split()[0] for m in marks}
+    assert len(writers) == 2
+    pids = sorted(int(w.rsplit("-", 1)[1]) for w in writers)
+    # the machine allocated them as it does its tasks' pids: after every
+    # task seen before the first marker, and before its forks after them
+    i0, i1 = lines.index(marks[0]), lines.index(marks[-1])
+    before = {int(p) for ln in lines[:i0] for p in re.findall(r"-(\d+) +\[\d+\]", ln)}
+    before |= {int(p) for ln in lines[:i0] for p in re.findall(r"child_pid=(\d+)", ln)}
+    assert len(before) > 5 and min(pids) > max(before)
+    forks = [int(p) for ln in lines[i1:] for p in re.findall(r"child_pid=(\d+)", ln)]
+    assert forks and min(forks) > max(pids)

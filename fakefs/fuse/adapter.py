@@ -350,14 +350,19 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     async def getattr(self, inode, ctx=None):
         return self.attrs(self.node(inode))
 
-    @handler
-    async def lookup(self, parent_inode, name, ctx=None):
-        self.host_seen(ctx, changes=False)
+    def entry(self, parent_inode, name: bytes) -> tuple[DirNode, str]:
+        """(directory, name) of a request on an entry, past the VFS's lookup's
+        check (namei.lookup_name: ENAMETOOLONG where the filesystem says so)."""
         parent = self.node(parent_inode)
         if not isinstance(parent, DirNode):
             raise pyfuse3.FUSEError(errno.ENOTDIR)
-        lookup_name(parent, name)                 # ENAMETOOLONG where the filesystem says so
-        name = os.fsdecode(name)
+        lookup_name(parent, name)
+        return parent, os.fsdecode(name)
+
+    @handler
+    async def lookup(self, parent_inode, name, ctx=None):
+        self.host_seen(ctx, changes=False)
+        parent, name = self.entry(parent_inode, name)
         if name == ".":
             return self.attrs(parent)
         if name == "..":
@@ -425,10 +430,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     @handler
     async def mkdir(self, parent_inode, name, mode, ctx):
         self.host_seen(ctx, changes=False)      # a new instance records nothing yet
-        parent = self.node(parent_inode)
-        if not isinstance(parent, DirNode):
-            raise pyfuse3.FUSEError(errno.ENOTDIR)
-        name = os.fsdecode(name)
+        parent, name = self.entry(parent_inode, name)
         if name in parent.children:
             raise pyfuse3.FUSEError(errno.EEXIST)
         until = await self.observe() if parent.dops.observes(parent, name) else None
@@ -442,9 +444,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     @handler
     async def rmdir(self, parent_inode, name, ctx):
         self.host_seen(ctx, changes=False)      # what goes sees nothing any more
-        parent = self.node(parent_inode)
-        name = os.fsdecode(name)
-        child = parent.lookup(name) if isinstance(parent, DirNode) else None
+        parent, name = self.entry(parent_inode, name)
+        child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         if not isinstance(child, DirNode):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import select
+import shutil
 import socket
 import struct
 import threading
@@ -222,20 +223,29 @@ def on_path(comm: str, path: str) -> str:
     """A process that exited before its program was read (a zombie has
     neither cmdline nor exe): the file a shell's PATH search for its name
     finds first, as execve() was given it, or "" (a name cut to 15
-    characters, a program run by a path off PATH)."""
+    characters, a program run by a path off PATH).  Only PATH's absolute
+    directories count: a relative one was the process's working directory's."""
     if not comm or "/" in comm:
         return ""
-    for d in path.split(":"):
-        f = os.path.join(d or ".", comm)
-        if d.startswith("/") and os.path.isfile(f) and os.access(f, os.X_OK):
-            return f
-    return ""
+    absolute = os.pathsep.join(d for d in path.split(os.pathsep) if d.startswith("/"))
+    return shutil.which(comm, path=absolute) or ""
 
 
 def host_pid_exists(pid: int) -> bool:
     """Does a process of the real machine hold ``pid``?  (The simulated
     kernel's pid allocation skips those pids.)"""
     return os.path.exists(f"/proc/{pid}")
+
+
+def host_start(pid: int) -> int | None:
+    """When the real process ``pid`` started (field 22 of /proc/PID/stat,
+    clock ticks since boot): with its pid, who it is.  None: it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def host_pid_max() -> int | None:

@@ -144,6 +144,9 @@ class Kernel:
         # the host's view of a real process talking to the mount (its comm),
         # given by whoever serves the kernel; None: unknown
         self.host_comm = None
+        # fn(pid) -> the start time of the real process ``pid`` (None: gone),
+        # telling a reused pid from its earlier holder; None: unknown
+        self.host_start = None
         # the real processes using the mount are tasks of the simulated
         # machine (their pids filter set_ftrace_pid): not yet
         self.host_tasks = False

@@ -431,38 +431,38 @@ def register_params(kernel) -> None:
     kernel.early_param("fakefs.kallsyms", table)
 
 
-# perf_event_paranoid as Debian boots it (CONFIG_SECURITY_PERF_EVENTS_RESTRICT=y
-# makes it 3); the simulated machine has no perf events to change it for
-PERF_EVENT_PARANOID = 3
-
-
 def kallsyms_show_value(kernel, uid: int) -> bool:
     """``kallsyms_show_value()`` (kernel/ksyms_common.c) for an opener of
-    simulated ``uid`` (0: CAP_SYSLOG): kptr_restrict 0 shows addresses to
-    everyone only when perf may (perf_event_paranoid <= 1, not on Debian),
-    else, as with 1, to CAP_SYSLOG; 2 to nobody.  Before 2.6.38 (no
-    kptr_restrict) every reader saw them."""
+    simulated ``uid`` (0: CAP_SYSLOG): kptr_restrict 0 or 1 shows
+    addresses to CAP_SYSLOG, 2 to nobody.  (With 0 the kernel shows them to
+    everyone when perf_event_paranoid <= 1; Debian boots it at 3,
+    CONFIG_SECURITY_PERF_EVENTS_RESTRICT, and the simulated kernel does not
+    serve the sysctl.)  Before 2.6.38 (no kptr_restrict) every reader saw
+    them."""
     if kernel.config.version < (2, 6, 38):
         return True
-    restrict = kernel.log.kptr_restrict
-    if restrict == 0 and PERF_EVENT_PARANOID <= 1:
-        return True
-    return restrict <= 1 and uid == 0
+    return kernel.log.kptr_restrict <= 1 and uid == 0
 
 
-class ProcKallsymsOps(FileOperations):
-    """/proc/kallsyms (0444): the simulated boot's text symbols (the
-    simulated machine's addresses, not the host's), each address zero for
-    an opener that may not see them (``kallsyms_open()`` decides at open
-    with the opener's credentials)."""
-
-    observes = False
+class AddressesOps(FileOperations):
+    """A file that lists kernel addresses, each zero for an opener that may
+    not see them: its ``open()`` decides with the opener's credentials
+    (``kallsyms_show_value()``) and leaves the answer in ``f.private`` for
+    ``show()``."""
 
     def __init__(self, kernel):
         self.kernel = kernel
 
     def open(self, f):
         f.private = kallsyms_show_value(self.kernel, f.uid)
+
+
+class ProcKallsymsOps(AddressesOps):
+    """/proc/kallsyms (0444): the simulated boot's text symbols (the
+    simulated machine's addresses, not the host's), as ``kallsyms_open()``
+    shows them."""
+
+    observes = False
 
     def show(self, f):
         return f.data.proc_text(f.private)

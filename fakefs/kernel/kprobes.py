@@ -29,7 +29,7 @@ import zlib
 
 from .fs.pseudo import FileOperations, KernelError
 from .fs.proc.base import CtlTable, register_sysctl
-from .kallsyms import PFX, kallsyms_show_value
+from .kallsyms import PFX, AddressesOps
 from .timer import HZ
 from .trace.ftrace_ops_list import ftrace_ops_update
 from .trace.ftrace_records import ftrace_records
@@ -385,11 +385,9 @@ class Kprobes:
         return "".join(out)
 
 
-class KprobesListOps(FileOperations):
-    """/sys/kernel/debug/kprobes/list"""
-
-    def open(self, f):
-        f.private = kallsyms_show_value(f.data.kernel, f.uid)
+class KprobesListOps(AddressesOps):
+    """/sys/kernel/debug/kprobes/list (addresses as ``kprobes_open()``
+    decides)"""
 
     def show(self, f):
         return f.data.list_text(f.private)
@@ -416,4 +414,4 @@ def kprobes_init(kernel) -> None:
     register_sysctl(kernel, "debug", [CtlTable("kprobes-optimization", 0o644, show, store)])
     debugfs = kernel.tree.makedirs("sys/kernel/debug", 0o700)      # debugfs' root
     d = debugfs.children.get("kprobes") or kernel.tree.create_dir("kprobes", debugfs, 0o755)
-    kernel.tree.create_file("list", 0o400, d, kp, KprobesListOps())
+    kernel.tree.create_file("list", 0o400, d, kp, KprobesListOps(kernel))

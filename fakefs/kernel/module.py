@@ -1,10 +1,16 @@
 """Loadable modules (kernel/module/main.c, kernel/module/procfs.c).
 
 The simulated kernel has a module loader: :class:`Modules` (one per
-kernel, ``kernel.modules``) holds the modules loaded now, in load order,
+kernel, ``kernel.modules``) holds the modules it loaded, in load order,
 and the images it can load (what ``/lib/modules/$(uname -r)`` would hold:
-the sample modules of ``samples.py`` and, with allocation profiling, the
-modules of the call-site table, ``mm/alloc_tag_module.py``).
+the sample modules of ``samples.py``).  Two other notions of a loaded
+module are kept apart from it: allocation profiling's
+(``mm/alloc_tag_module.py``: the modules of the call-site table loaded by
+``modules-load=`` or later, their tags in ``AllocTagging.modules`` and
+their memory in the allocation workload's ``modules``), which are not in
+``/proc/modules`` yet; and the event catalogue's (``trace/event_catalog.py``:
+the modules whose trace events Debian's kernel registers at boot, for the
+events' ids and listing order), which have no text here.
 
 * ``load(name)`` is ``finit_module()``: the module's text is placed in the
   module area, its symbols join kallsyms, ftrace makes records of its
@@ -36,7 +42,7 @@ from __future__ import annotations
 import errno
 
 from .fs.pseudo import FileOperations, KernelError
-from .kallsyms import MODULE_PAGE, PFX, kallsyms_show_value, kaslr_bases
+from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
 
 CONTROL_DIR = ".fakefs"
 CONTROL_NAME = "modules"
@@ -88,8 +94,7 @@ class Module:
     """``struct module``: a loaded image, where its text is, its state and
     the modules using it (``source_list``)."""
 
-    __slots__ = ("image", "name", "base", "init_base", "state", "users", "refcnt", "data",
-                 "ftrace_recs")
+    __slots__ = ("image", "name", "base", "init_base", "state", "users", "refcnt", "ftrace_recs")
 
     def __init__(self, image: ModuleImage, base: int, init_base: int):
         self.image = image
@@ -99,7 +104,6 @@ class Module:
         self.state = STATE_COMING
         self.users: list[str] = []
         self.refcnt = 0
-        self.data = None            # what its init left for its exit
         self.ftrace_recs: set[int] = set()   # addresses ftrace has records of now
 
     def symbols(self, init: bool) -> list:
@@ -142,13 +146,9 @@ class Modules:
     def add_image(self, image: ModuleImage) -> None:
         self.images[image.name] = image
 
-    def register_notifier(self, fn, first: bool = False) -> None:
-        """``fn(module, state)``; ``first``: before the others (ftrace's
-        records are made before any notifier runs)."""
-        if first:
-            self.notifiers.insert(0, fn)
-        else:
-            self.notifiers.append(fn)
+    def register_notifier(self, fn) -> None:
+        """``fn(module, state)``, run after those registered before."""
+        self.notifiers.append(fn)
 
     def _notify(self, mod: Module, state: str) -> None:
         for fn in self.notifiers:
@@ -248,14 +248,11 @@ def _pages(n: int) -> int:
     return -(-n // MODULE_PAGE) * MODULE_PAGE
 
 
-class ProcModulesOps(FileOperations):
+class ProcModulesOps(AddressesOps):
     """/proc/modules (0444); addresses zero for an opener that may not see
-    them (``modules_open()`` decides with the opener's credentials)."""
+    them (as ``modules_open()`` decides)."""
 
     observes = False
-
-    def open(self, f):
-        f.private = kallsyms_show_value(f.data.kernel, f.uid)
 
     def show(self, f):
         return f.data.proc_text(f.private)
@@ -289,7 +286,7 @@ def modules_init(kernel) -> Modules:
     ``samples.samples_init`` is the initcall that adds them)."""
     mods = kernel.modules = Modules(kernel)
     proc = kernel.tree.makedirs("proc")
-    kernel.tree.create_file("modules", 0o444, proc, mods, ProcModulesOps())
+    kernel.tree.create_file("modules", 0o444, proc, mods, ProcModulesOps(kernel))
     ctl = kernel.tree.makedirs(CONTROL_DIR)
     kernel.tree.create_file(CONTROL_NAME, 0o600, ctl, mods, ModuleControlOps())
     return mods

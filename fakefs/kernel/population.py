@@ -191,8 +191,7 @@ def _spawn(spec, sched, rng, add, gap_pids, step_cpu, n):
         t = sched.spawn(comm, cpu=cpu, kthread=not spec.user,
                         pid=spec.pid if leader is None else None,
                         tgid=leader.pid if leader is not None else None)
-        if spec.bound:
-            t.bound = cpu
+        t.bound = spec.bound
         add(t, spec.profile, spec.weight, spec.user)
         if leader is None:
             leader = t

@@ -259,13 +259,7 @@ def devkmsg_init(kernel) -> None:
 
     def store(text: str) -> None:
         # proc_dointvec_minmax_sysadmin, extra1 = 0, extra2 = 1
-        try:
-            val = int(text.strip(), 0)
-        except ValueError:
-            raise KernelError(errno.EINVAL) from None
-        if val not in (0, 1):
-            raise KernelError(errno.EINVAL)
-        log.dmesg_restrict = val
+        log.dmesg_restrict = parse_dointvec_minmax(text.encode("latin-1"), 0, 1)[0]
 
     register_sysctl(kernel, "kernel", [
         CtlTable("dmesg_restrict", 0o644, lambda: "%d\n" % log.dmesg_restrict, store)])

@@ -106,8 +106,10 @@ def trace_printk_image() -> ModuleImage:
 
 def samples_init(kernel) -> None:
     """The initcall: the loader (module.py) with its ftrace and
-    trace_printk notifiers, and the sample images."""
+    trace_printk notifiers, and the sample images.  It runs before
+    tracefs's initcalls, so ftrace's notifier is the first (its records
+    are made before the others run, as ``prepare_coming_module()`` does)."""
     mods = modules_init(kernel)
-    mods.register_notifier(ftrace_module_notify(kernel), first=True)
+    mods.register_notifier(ftrace_module_notify(kernel))
     mods.register_notifier(module_notify(kernel))
     mods.add_image(trace_printk_image())

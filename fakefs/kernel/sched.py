@@ -71,9 +71,9 @@ class Task:
         self.prio = prio
         self.cpu = cpu
         self.kthread = kthread
-        # the one CPU it may run on (a per-CPU kernel thread, kthread_bind()),
-        # or None: any
-        self.bound: int | None = None
+        # it may run on its CPU only (a per-CPU kernel thread, kthread_bind());
+        # False: on any
+        self.bound = False
         self.state = "R"          # R (running or runnable) or a sleep state
         self.on_cpu = False
         self.slice_end = 0
@@ -148,8 +148,7 @@ class Scheduler:
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
               tgid: int | None = None, prio: int = 120) -> Task:
         if pid is None:
-            pid = self._alloc_pid()
-            self.next_pid = pid + 1
+            pid = self.alloc_pid()
         elif pid >= self.next_pid and self.pid_in_use is None:
             self.next_pid = pid + 1
         t = Task(pid, comm, cpu=cpu, kthread=kthread, tgid=tgid, prio=prio)
@@ -157,14 +156,9 @@ class Scheduler:
         return t
 
     def alloc_pid(self) -> int:
-        """A pid for a task about to be made (``spawn(pid=...)``)."""
-        pid = self._alloc_pid()
-        self.next_pid = pid + 1
-        return pid
-
-    def _alloc_pid(self) -> int:
         """``alloc_pid()``: the next pid not in use (here or, for the pids the
-        real machine's processes hold, there)."""
+        real machine's processes hold, there), for a task about to be made
+        (``spawn()`` without a pid, or ``spawn(pid=...)`` later)."""
         in_use = self.pid_in_use
         pid = self.next_pid
         floor = self.pid_floor
@@ -172,6 +166,7 @@ class Scheduler:
             pid = floor
         while pid in self.tasks or (in_use is not None and in_use(pid)):
             pid += 1
+        self.next_pid = pid + 1
         return pid
 
     def find(self, pid: int) -> Task | None:
@@ -195,8 +190,7 @@ class Scheduler:
         (plus need-resched when set) at preempt depth ``pc`` (the path's:
         the idle task's own is added)."""
         if tp.probes:
-            curr = self.curr[cpu].pid
-            tp.fire(cpu, t, curr, self.flags(cpu, base), pc + 1 if curr == 0 else pc, args)
+            tp.fire(cpu, t, self.curr[cpu].pid, self.flags(cpu, base), self.depth(cpu, pc), args)
 
     # --- the code paths ---------------------------------------------------
     def enqueue(self, task: Task, cpu: int) -> None:
@@ -285,8 +279,8 @@ class Scheduler:
         """Where a woken task goes: the CPU it is bound to, else its last
         CPU if idle, else an idle CPU, else its last CPU
         (select_idle_sibling, roughly)."""
-        if task.bound is not None:
-            return task.bound           # one CPU allowed: select_task_rq() asks nobody
+        if task.bound:
+            return task.cpu             # one CPU allowed: select_task_rq() asks nobody
         prev = task.cpu
         if self.curr[prev].pid == 0 and not self.rq[prev]:
             return prev

@@ -26,6 +26,8 @@ kernel (and the ones the host reports) show it running.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ
 
@@ -36,9 +38,14 @@ SETTLE_NS = 200_000
 CALL_NS = {"clone": 15000, "execve": 30000}
 HOST_PROFILE = "shell"
 # programs a real process may exec whose system calls are not a shell's:
-# the profile of data/syscalls.toml it makes them by
-PROGRAM_CALLS = {"sleep": "sleep"}
+# each makes them by the profile of its name in data/syscalls.toml
+OWN_PROFILES = {"sleep"}
 EXITED_KEPT = 4096     # the system calls a real process makes meanwhile
+# a kernel that does not follow the real processes keeps a pid of its own
+# for this many of them (the least recently seen that have gone leave
+# first, see own_pid)
+WRITERS_KEPT = 1024
+WRITERS_LOOKED_AT = 16     # of the least recently seen, looked at for each new one
 SYSCALL_IN_NS = (1200, 4800)    # a real process's call: from its entry to the work it does
 
 
@@ -58,9 +65,10 @@ class HostProcesses:
         # the allocators' model of their memory (None: a kernel without it)
         wl = machine.kernel.alloc_workload
         self.memory = wl.tasks if wl is not None else None
-        # (host pid, comm) -> its pid here, for a kernel that does not
-        # follow the real processes (see own_pid)
-        self.aliases: dict[tuple[int, str], int] = {}
+        # (host pid, its start time) -> its pid here, for a kernel that
+        # does not follow the real processes (see own_pid), least recently
+        # seen first
+        self.writers: OrderedDict[tuple[int, int], int] = OrderedDict()
         self.last_call: dict[int, int] = {}    # pid -> when its last call here ran
 
     def standing_still(self) -> bool:
@@ -71,32 +79,62 @@ class HostProcesses:
         """For the scheduler's pid allocation: a real process has ``pid``."""
         return pid in self.followed or (self.exists is not None and self.exists(pid))
 
-    def own_pid(self, pid: int, comm: str | None) -> int:
-        """The pid here of the real process ``pid`` (named ``comm``) making a
-        call.  A kernel that follows the real processes (``host_tasks``:
-        its pid filters take their pids) knows them by their own pids.  One
-        that does not (a virtual clock, no proc connector) gives each a pid
-        of its own the first time it calls, as it does a new task: what the
-        simulated machine hands out never depends on the host's pids."""
+    def own_pid(self, pid: int) -> int:
+        """The pid here of the real process ``pid`` making a call.  A kernel
+        that follows the real processes (``host_tasks``: its pid filters
+        take their pids) knows them by their own pids.  One that does not
+        (a virtual clock, no proc connector) gives each a pid of its own
+        the first time it calls, as it does a new task: what the simulated
+        machine hands out never depends on the host's pids.  A process is
+        known by its pid and start time (``kernel.host_start``), so a
+        reused pid is another process; it keeps its pid here while it lives.
+        Of the ones seen least recently, those gone from the host exit here
+        too once more than WRITERS_KEPT are known."""
         if not pid or self.machine.kernel.host_tasks:
             return pid
-        key = (pid, comm or "")
-        own = self.aliases.get(key)
-        if own is None:
-            if len(self.aliases) > EXITED_KEPT:
-                self.aliases.clear()
-            own = self.aliases[key] = self.machine.sched.alloc_pid()
+        key = (pid, self._start(pid))
+        own = self.writers.get(key)
+        if own is not None:
+            self.writers.move_to_end(key)
+            return own
+        own = self.writers[key] = self.machine.sched.alloc_pid()
+        if len(self.writers) > WRITERS_KEPT:
+            self._retire_writers()
         return own
 
-    def syscall(self, pid: int, comm: str, t: int) -> tuple[int, int, int]:
+    def _start(self, pid: int) -> int:
+        """The host's start time of its process ``pid`` (0: unknown or gone)."""
+        start = self.machine.kernel.host_start
+        return (start(pid) or 0) if start is not None else 0
+
+    def _retire_writers(self) -> None:
+        """Of the least recently seen writers, the ones gone from the host
+        (no start time to tell: all of them) exit here by the machine's own
+        exit path; the live ones are seen again."""
+        writers = self.writers
+        for _ in range(min(WRITERS_LOOKED_AT, len(writers) - 1)):
+            if len(writers) <= WRITERS_KEPT:
+                return
+            (pid, start), own = next(iter(writers.items()))
+            if start and self._start(pid) == start:
+                writers.move_to_end((pid, start))
+                continue
+            del writers[pid, start]
+            self.last_call.pop(own, None)
+            self.event("exit", self.machine.kernel.sim_time, own)
+
+    def syscall(self, pid: int, t: int) -> tuple[int, int, int]:
         """The real process ``pid`` makes a system call into the simulated
         kernel at ``t`` (a write to trace_marker): it is woken (its
         terminal's interrupt), preempts a CPU, runs for a moment and goes
         back to sleep.  Returns (its pid here, its CPU, the instant its call
-        gets to its work: the way in, vfs_write(), takes a moment)."""
+        gets to its work: the way in, vfs_write(), takes a moment).  Its
+        comm is read from the host (``kernel.host_comm``) when it is new."""
         m = self.machine
-        pid = self.own_pid(pid, comm)
-        self.caller(pid, comm)
+        host_pid, pid = pid, self.own_pid(pid)
+        if pid and pid not in self.followed:
+            lookup = m.kernel.host_comm
+            self.caller(pid, lookup(host_pid) if lookup is not None else None)
         task = self.task(pid)
         took = m.rng.randrange(*SYSCALL_IN_NS)
         if task is None:                      # a simulated task has that pid
@@ -321,9 +359,9 @@ class HostProcesses:
             if self.memory is not None:
                 self.memory.host_exec(pid, cpu, t)
             m.life.exec(task, cpu, t, name)
-            calls = PROGRAM_CALLS.get(name.rsplit("/", 1)[-1])
-            if calls is not None and r.calls is not None:   # the program's calls from now on
-                r.calls = m.calls.of_profile(calls)
+            program = name.rsplit("/", 1)[-1]
+            if program in OWN_PROFILES and r.calls is not None:   # its calls from now on
+                r.calls = m.calls.of_profile(program)
             return None
 
         if r.calls is not None:

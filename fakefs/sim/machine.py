@@ -561,10 +561,10 @@ class Machine:
         t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
         self._timer_softirq(cpu, t1, t, rcu)
 
-    def host_task(self, pid: int, comm: str, t: int) -> tuple[int, int, int]:
+    def host_task(self, pid: int, t: int) -> tuple[int, int, int]:
         """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""
         self.looked_at()
-        return self.host.syscall(pid, comm, t)
+        return self.host.syscall(pid, t)
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1`` (``HostProcesses.skipped``)."""

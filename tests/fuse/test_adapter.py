@@ -105,6 +105,29 @@ async def test_a_name_longer_than_name_max_is_enametoolong_where_the_kernel_says
         assert e.value.errno == err, (parent, len(name))
 
 
+async def test_instance_mkdir_and_rmdir_of_a_name_longer_than_name_max_are_enametoolong():
+    """The VFS looks the name up before a mkdir or rmdir: tracefs's
+    simple_lookup() refuses more than NAME_MAX bytes, so no instance is
+    made or looked for; 255 bytes are fine."""
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    fs = FakeFS(k)
+    ino = pyfuse3.ROOT_INODE
+    for part in ("sys", "kernel", "tracing", "instances"):
+        ino = (await fs.lookup(ino, part.encode(), Ctx())).st_ino
+    for name in (b"b" * 256, b"b" * 1500, "\u00e9".encode() * 128):
+        for op in (fs.mkdir(ino, name, 0o755, Ctx()), fs.rmdir(ino, name, Ctx())):
+            with pytest.raises(pyfuse3.FUSEError) as e:
+                await op
+            assert e.value.errno == errno.ENAMETOOLONG, len(name)
+    assert not k.tracing.instances
+    await fs.mkdir(ino, b"b" * 255, 0o755, Ctx())
+    assert list(k.tracing.instances) == ["b" * 255]
+    await fs.rmdir(ino, b"b" * 255, Ctx())
+    assert not k.tracing.instances
+
+
 async def test_direct_io_and_unexpected_exception_is_eio(fs):
     ino = (await lookup(fs, "buggy")).st_ino
     fi = await fs.open(ino, os.O_RDONLY, Ctx())

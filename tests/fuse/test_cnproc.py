@@ -322,3 +322,27 @@ def _wait(cond, timeout=2.0):
     while not cond():
         assert time.monotonic() < deadline
         time.sleep(0.002)
+
+
+def test_host_start_tells_a_process_by_its_start_time():
+    """Field 22 of /proc/PID/stat, read past the comm (which may hold ") "):
+    a process started later has a later time, one gone has none."""
+    import subprocess
+    import sys
+    from fakefs.fuse.cnproc import host_start
+    code = ("import sys; open('/proc/self/comm', 'w').write('a) 1 2 3'); "
+            "print(flush=True); sys.stdin.read()")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        assert open("/proc/%d/comm" % p.pid).read() == "a) 1 2 3\n"
+        mine, its = host_start(os.getpid()), host_start(p.pid)
+        assert its is not None and mine is not None and its >= mine
+        with open("/proc/%d/stat" % p.pid) as fh:
+            assert fh.read().split()[21 + 3] == str(its)      # the comm is 4 words here
+        assert host_start(p.pid) == its
+    finally:
+        p.stdin.close()
+        p.wait()
+    assert host_start(p.pid) is None

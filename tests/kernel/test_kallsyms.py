@@ -259,3 +259,25 @@ def test_before_kptr_restrict_every_reader_saw_addresses():
         [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")])
     assert k.tree.root.walk("proc/sys/kernel/kptr_restrict") is None
     assert _addresses(_read_as(k, "proc/kallsyms", 1000)) == {True}
+
+
+def test_every_file_of_kernel_addresses_hides_them_the_same_way():
+    """/proc/kallsyms, /proc/modules and debugfs' kprobes/list decide at
+    open alike: root sees the addresses, another reader zeros, and with
+    kptr_restrict 2 root sees zeros too."""
+    from fakefs.kernel.fs.pseudo import File
+    from fakefs.kernel.kprobes import Kprobe
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot()
+    k.modules.load("trace_printk")
+    k.kprobes.register(Kprobe(None, "kernel_clone", 0, False))
+    files = (("proc/kallsyms", 0), ("proc/modules", -1), ("sys/kernel/debug/kprobes/list", 0))
+
+    def shown(uid):
+        return [{int(ln.split()[field], 16) != 0 for ln in _read_as(k, path, uid).splitlines()}
+                for path, field in files]
+
+    assert shown(0) == [{True}] * 3 and shown(1000) == [{False}] * 3
+    sysctl = k.tree.root.walk("proc/sys/kernel/kptr_restrict")
+    sysctl.fops.write(File(sysctl, os.O_WRONLY), b"2")
+    assert shown(0) == [{False}] * 3

@@ -8,6 +8,8 @@ import os
 import pytest
 
 from fakefs.kernel.init import Kernel
+from fakefs.kernel.module import ModuleImage
+from fakefs.kernel.samples import funcs
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, wr
 
@@ -117,11 +119,33 @@ def test_kprobe_event_on_a_module_waits_for_it(k):
     load(k, "trace_printk")
     assert "event1: (trace_printk_irq_work+0x4/0x70 [trace_printk])" in rd(k, "trace")
     delete(k, "trace_printk")
-    assert os.path.basename("events/kprobes/event1") and k.tree.root.walk(
-        "sys/kernel/tracing/events/kprobes/event1") is not None
+    # the event stays, enabled, its probe off the kprobe table until the module comes back
+    assert "p:kprobes/event1 trace_printk:trace_printk_irq_work" in rd(k, "kprobe_events")
+    assert rd(k, "events/kprobes/event1/enable") == "1\n"
     wr(k, "trace", "")
     load(k, "trace_printk")
     assert rd(k, "trace").count("event1:") == 1
     delete(k, "trace_printk")
     wr(k, "events/kprobes/event1/enable", "0")
     wr(k, "kprobe_events", "-:kprobes/event1", APPEND)
+
+
+def test_a_module_in_use_by_another_cannot_go(k):
+    """``depends``: loading needs what it uses (ENOENT, an unknown symbol);
+    the used module counts its users (``/proc/modules``) and refuses to go
+    while one is loaded (``delete_module()``: EWOULDBLOCK)."""
+    k.modules.add_image(ModuleImage("lib_a", 4096, funcs([("lib_a_fn", 0x40, True, ())])))
+    k.modules.add_image(ModuleImage("uses_a", 4096, funcs([("uses_a_fn", 0x40, True, ())]),
+                                    depends=("lib_a",)))
+    assert errno_of(load, k, "uses_a") == errno.ENOENT
+    load(k, "lib_a")
+    load(k, "uses_a")
+    lines = rd(k, "modules", base="proc/").splitlines()
+    assert [ln.split()[:5] for ln in lines] == [["uses_a", "4096", "0", "-", "Live"],
+                                                ["lib_a", "4096", "1", "uses_a,", "Live"]]
+    assert errno_of(delete, k, "lib_a") == errno.EWOULDBLOCK
+    assert "lib_a" in rd(k, "modules", base="proc/")
+    delete(k, "uses_a")
+    assert rd(k, "modules", base="proc/").split()[:4] == ["lib_a", "4096", "0", "-"]
+    delete(k, "lib_a")
+    assert rd(k, "modules", base="proc/") == ""

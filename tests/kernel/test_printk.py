@@ -149,3 +149,20 @@ def test_kptr_restrict_sysctl_takes_0_to_2():
             n.fops.write(f, bad)
         assert e.value.errno == errno.EINVAL, bad
     assert k.log.kptr_restrict == 0
+
+
+def test_dmesg_restrict_sysctl_parses_as_proc_dointvec_minmax():
+    """kernel/printk/sysctl.c: proc_dointvec_minmax_sysadmin, 0..1: no
+    sign before the digits, base 0 (0x1 is 1), a space or newline after."""
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init")])
+    n = k.tree.root.walk("proc/sys/kernel/dmesg_restrict")
+    f = File(n, os.O_RDWR)
+    for text, want in ((b"0\n", 0), (b"0x1", 1), (b" 0 ", 0), (b"01", 1)):
+        n.fops.write(f, text)
+        assert k.log.dmesg_restrict == want and n.fops.show(f) == "%d\n" % want
+    for bad in (b"+0", b"2", b"-1", b"1x", b"", b"08"):
+        with pytest.raises(KernelError) as e:
+            n.fops.write(f, bad)
+        assert e.value.errno == errno.EINVAL, bad
+    assert k.log.dmesg_restrict == 1

@@ -27,7 +27,7 @@ def test_a_bound_task_is_woken_onto_its_cpu_only():
     sched = Scheduler(4)
     free = sched.spawn("t", cpu=2)
     bound = sched.spawn("kworker/3:0", cpu=3, kthread=True)
-    bound.bound = 3
+    bound.bound = True
     for t in (free, bound):
         t.state = "S"
     busy = sched.spawn("busy", cpu=3)

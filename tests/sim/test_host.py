@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from mountlib import REPO, mounted, requires_fuse
-
 from fakefs import sim
+from fakefs.kernel import fork
+from fakefs.sim import host
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
@@ -277,12 +273,13 @@ def test_host_events_of_a_skipped_stretch_are_facts_in_their_order():
 def test_while_the_machine_stands_still_host_events_are_facts_only():
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
+    k.host_comm = lambda pid: "sh"
     k.boot()
     m = sim.attach(k)
     run(k, 0.02)
     assert m.frozen                                 # nothing traces
-    pid, cpu, t = m.host_task(5000, "sh", k.sim_time)    # a marker's writer
-    assert pid == 5000 and t > k.sim_time
+    pid, cpu, t = m.host_task(5000, k.sim_time)     # a marker's writer
+    assert pid == 5000 and t > k.sim_time and k.sched.tasks[5000].comm == "sh"
     assert m.runs[5000].host and not m.heap and cpu == k.sched.tasks[5000].cpu
     for i in range(50):                             # a busy shell
         m.host.event("fork", k.sim_time, 6000 + i, ppid=5000)
@@ -353,62 +350,6 @@ def test_the_top_free_site_of_a_window_with_a_short_command_recurs():
         run(k, 0.02)
 
 
-MARKER_SCRIPT = r"""
-set -e
-T=$1/sys/kernel/tracing
-clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
-echo 1 > $T/events/sched/enable
-echo 1 > $T/events/syscalls/sys_enter_clone/enable
-clock $1 +30ms
-echo from-the-shell > $T/trace_marker
-/bin/echo from-echo > $T/trace_marker
-sh -c "echo from-a-subshell > $T/trace_marker"
-clock $1 +5ms
-echo again > $T/trace_marker
-clock $1 +1500ms
-for f in trace saved_cmdlines saved_tgids per_cpu/cpu0/stats per_cpu/cpu1/stats; do
-    echo "--- $f"; cat $T/$f
-done
-"""
-
-
-def _marker_session(seed):
-    with mounted(seed=seed, extra_args=["--clock", "virtual"]) as mnt:
-        env = dict(os.environ, PY=sys.executable,
-                   PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        out = subprocess.run(["sh", "-c", MARKER_SCRIPT, "sh", mnt], capture_output=True,
-                             text=True, env=env, timeout=300)
-        assert out.returncode == 0, out.stderr
-        return out.stdout
-
-
-@requires_fuse
-def test_on_a_virtual_clock_marker_writers_leave_no_trace_of_the_hosts_pids():
-    """Two mounts, the same seed and commands, trace_marker written by the
-    shell, by /bin/echo and by a subshell (each a process of the host with
-    a pid of its own): every file read is the same, byte for byte; the
-    writers have pids of the machine's, and the pids it hands out after
-    them do not depend on the host's."""
-    first = _marker_session(3)
-    second = _marker_session(3)
-    assert first == second
-    lines = first.splitlines()
-    marks = [ln for ln in lines if "tracing_mark_write:" in ln]
-    assert [m.split(": ")[-1] for m in marks] == ["from-the-shell", "from-echo",
-                                                  "from-a-subshell", "again"]
-    # the shell (which opened trace_marker for /bin/echo too: a marker's
-    # writer is who opened the file, FUSE's write carries no caller here)
-    # and the subshell
-    writers = {m.split()[0] for m in marks}
-    assert len(writers) == 2
-    pids = [int(w.rsplit("-", 1)[1]) for w in writers]
-    assert all(300 < p < 32768 for p in pids)
-    # the machine's forks after the markers: pids next to the writers'
-    forks = [int(ln.split("child_pid=")[1].split()[0]) for ln in lines
-             if "sched_process_fork:" in ln and ln.split()[3] > marks[-1].split()[3]]
-    assert forks and all(p < max(pids) + 1000 for p in forks)
-
-
 def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
     """Of a long unobserved stretch the kernel skips what nobody can see:
     a followed process's exec in it is a fact (its new name), not traced at
@@ -428,3 +369,41 @@ def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
     got = [ln for ln in lines(k) if "-5001 " in ln]
     assert len(got) == 1 and "sched_process_exit: comm=sleep pid=5001 " in got[0], got
     assert abs(float(got[0].split()[3].rstrip(":")) * 1e9 - (t + 2000 * MS)) < MS
+
+
+def test_marker_writers_on_a_virtual_clock_are_bounded_and_a_live_one_keeps_its_pid():
+    """A kernel that does not follow the real processes gives each writer a
+    pid of its own: 5,000 writers come and go, the machine keeps a bounded
+    number of them (the gone ones exit here too); a writer that lives
+    throughout keeps its pid, its comm read once; a reused host pid with a
+    new start time is another writer."""
+    k, m = boot()
+    k.host_tasks = False
+    alive = {4000: 111}                          # host pid -> start time
+    comm_reads = []
+    k.host_start = alive.get
+    k.host_comm = lambda pid: comm_reads.append(pid) or "w%d" % pid
+    run(k, 0.02)
+    booted = len(m.sched.tasks)
+    keeper, _cpu, _t = m.host_task(4000, k.sim_time)
+    assert keeper > max(p for p in m.sched.tasks if p != keeper)
+    for n in range(5000):
+        pid = 10_000 + n
+        alive[pid] = 7
+        m.host_task(pid, k.sim_time)
+        del alive[pid]                            # it wrote once and exited
+        if n % 50 == 0:                           # they come over time
+            k.clock.advance(MS)
+            k.run_until_now()
+        if n == 2500:                             # unseen while more than WRITERS_KEPT came
+            assert m.host_task(4000, k.sim_time)[0] == keeper
+    run(k, 0.04)                                  # the last gone ones' exits run
+    h = m.host
+    assert len(h.writers) <= host.WRITERS_KEPT
+    for kept in (h.followed, h.comms, h.last_call, m.runs, m.sched.tasks):
+        assert len(kept) <= booted + host.WRITERS_KEPT + fork.DEAD_KEPT, len(kept)
+    assert m.host_task(4000, k.sim_time)[0] == keeper
+    assert comm_reads.count(4000) == 1
+    alive[4000] = 222                             # the pid reused by another process
+    assert m.host_task(4000, k.sim_time)[0] not in (keeper, 0)
+    assert comm_reads.count(4000) == 2

@@ -61,6 +61,8 @@ def lookup_name_too_long(dir_path: str, name: bytes) -> bool:
 def lookup_name(d, name: bytes) -> None:
     """The check of a lookup of ``name`` in directory node ``d`` before
     its entries are searched: KernelError(ENAMETOOLONG) where
-    :func:`lookup_name_too_long` says so."""
-    if len(name) > NAME_MAX and lookup_name_too_long(d.path(), name):
+    :func:`lookup_name_too_long` says so.  The VFS looks a name up before
+    a mkdir or rmdir of it too: the filesystem's own operations never see
+    a name it refuses here."""
+    if lookup_name_too_long(d.path(), name):
         raise KernelError(errno.ENAMETOOLONG)

@@ -15,57 +15,66 @@ from __future__ import annotations
 
 import re
 
-# token kinds of glob_tokens()
-LIT, ONE, STAR, CLASS, END = range(5)
+# token kinds of glob_tokens(): a literal character, a piece of regex (``?``,
+# ``*``, a class), a trailing backslash
+LIT, RE, END = range(3)
+
+
+def glob_class(P: str, j: int) -> tuple[int, bool, list[tuple[str, str]]] | None:
+    """The class that starts at ``P[j]``, just after its ``[``, in the
+    pattern ``P`` (ended by a NUL): (the index after its ``]``, whether it
+    is complemented, its (first, last) ranges; a range whose last is
+    before its first holds nothing).  None when it is not closed (then the
+    ``[`` is a literal).  lib/glob.c's parse, shared by the matcher and the
+    regex."""
+    inverted = P[j] == "!"
+    j += inverted
+    a = P[j]
+    j += 1
+    spans = []
+    while True:
+        b = a
+        if a == "\0":
+            return None
+        if P[j] == "-" and P[j + 1] != "]":
+            b = P[j + 1]
+            if b == "\0":
+                return None
+            j += 2
+        spans.append((a, b))
+        a = P[j]
+        j += 1
+        if a == "]":
+            return j, inverted, spans
 
 
 def glob_tokens(pat: str) -> list[tuple[int, str]]:
     """The pattern as (kind, text) tokens: a literal character (LIT, the
-    character), ``?`` (ONE), ``*`` (STAR), a class (CLASS, its regex), a
-    trailing backslash (END)."""
+    character), ``?``, ``*`` or a class (RE, its regex), a trailing
+    backslash (END)."""
     out = []
     i = 0
     n = len(pat)
+    P = pat + "\0"
     while i < n:
         c = pat[i]
         i += 1
         if c == "?":
-            out.append((ONE, "."))
+            out.append((RE, "."))
         elif c == "*":
-            out.append((STAR, ".*"))
+            out.append((RE, ".*"))
         elif c == "[":
-            P = pat + "\0"
-            j = i
-            inverted = P[j] == "!"
-            j += inverted
-            a = P[j]
-            j += 1
-            spans = []
-            while True:
-                b = a
-                if a == "\0":
-                    break
-                if P[j] == "-" and P[j + 1] != "]":
-                    b = P[j + 1]
-                    if b == "\0":
-                        a = b
-                        break
-                    j += 2
-                spans.append((a, b))
-                a = P[j]
-                j += 1
-                if a == "]":
-                    break
-            if a == "\0":                     # malformed: '[' is a literal
+            cls = glob_class(P, i)
+            if cls is None:                   # malformed: '[' is a literal
                 out.append((LIT, "["))
                 continue
-            i = j
+            i, inverted, spans = cls
             items = "".join(re.escape(a) if a == b else "%s-%s" % (re.escape(a), re.escape(b))
                             for a, b in spans if a <= b)
             if inverted:
-                out.append((CLASS, "[^%s]" % items if items else "."))
+                out.append((RE, "[^%s]" % items if items else "."))
             else:
-                out.append((CLASS, "[%s]" % items if items else "(?!)"))
+                out.append((RE, "[%s]" % items if items else "(?!)"))
         elif c == "\\":
             if i < n:
                 out.append((LIT, pat[i]))
@@ -133,29 +142,11 @@ def glob_match(pat: str, s: str) -> bool:
         if d == "[":
             if c == "\0":                     # no possible match
                 return False
-            inverted = P[p] == "!"
-            q = p + inverted
-            a = P[q]
-            q += 1
-            hit = False
-            while True:
-                b = a
-                if a == "\0":
-                    break
-                if P[q] == "-" and P[q + 1] != "]":
-                    b = P[q + 1]
-                    if b == "\0":
-                        a = b
-                        break
-                    q += 2
-                hit |= a <= c <= b
-                a = P[q]
-                q += 1
-                if a == "]":
-                    break
-            if a != "\0":                     # a class (else '[' is a literal)
+            cls = glob_class(P, p)
+            if cls is not None:               # a class (else '[' is a literal)
                 literal = False
-                if hit != inverted:
+                q, inverted, spans = cls
+                if any(a <= c <= b for a, b in spans) != inverted:
                     p = q
                     continue
         elif d == "\\":

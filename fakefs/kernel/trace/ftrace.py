@@ -82,18 +82,18 @@ class FtraceOps:
             self._changed()
 
     def changed(self) -> None:
+        """The hashes changed: their generation moves on now (readers of
+        the ops see the new contents); within a batch, what follows from it
+        waits for the batch's end."""
+        self.generation += 1
+        self._probe_index = None
+        self._targets_key = None
         if self._batch:
             self._deferred = True
-            self.generation += 1
-            self._probe_index = None
-            self._targets_key = None
             return
         self._changed()
 
     def _changed(self) -> None:
-        self.generation += 1
-        self._probe_index = None
-        self._targets_key = None
         tr = self.tr
         active = (self.filtering() or self.notrace or self.pids is not None
                   or self.no_pids is not None or self.probes)

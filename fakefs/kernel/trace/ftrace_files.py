@@ -26,6 +26,7 @@ import errno
 import re
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
+from ..lib.ctype import SPACE
 from .ftrace import ops_of
 from .ftrace_ops_list import ftrace_ops_list
 from .ftrace_profile import register_function_profiler
@@ -37,7 +38,7 @@ from .trace_stat import StatFileOps
 # trace_parser size of the filter files (KSYM_SYMBOL_LEN + 4)
 FTRACE_BUFF_MAX = 670
 # a word: up to the kernel's isspace() (lib/ctype.c, Latin-1) or a NUL
-_WORD = re.compile(r"[^\t\n\v\f\r \xa0\0]+")
+_WORD = re.compile("[^%s\\0]+" % re.escape("".join(sorted(SPACE))))
 # writes from this long on build the names' trigram index first (stepped)
 INDEX_AT = 16384
 

@@ -161,11 +161,11 @@ class NameIndex:
         best, how = n, None
         if prefix:
             lo, hi = self._range(self._fwd, prefix)
-            best, how = hi - lo, ("front", lo, hi)
+            best, how = hi - lo, ("front",)
         if suffix:
             lo, hi = self._range(self._rev, suffix[::-1])
             if hi - lo < best:
-                best, how = hi - lo, ("end", lo, hi)
+                best, how = hi - lo, ("end",)
         longest = max(runs, key=len) if runs else ""
         cand = self._gram_candidates(runs)
         if cand is not None and len(cand) < best:
@@ -173,9 +173,9 @@ class NameIndex:
         if how is None or (best > n // 8 and cand is None and len(longest) > len(prefix)):
             how = ("list", self.containing(longest) if longest else range(n))
         if how[0] == "front":
-            ids = sorted(self._fwd_ids[how[1]:how[2]])
+            ids = self.front(prefix)
         elif how[0] == "end":
-            ids = sorted(self._rev_ids[how[1]:how[2]])
+            ids = self.end(suffix)
         else:
             ids = how[1]
         if len(ids) <= FEW:

@@ -24,10 +24,9 @@ after it, so every holder is carried over to the new numbers by address.
 
 from __future__ import annotations
 
+from ..module import STATE_COMING, STATE_LIVE
 from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_records import FtraceRecords
-
-COMING, LIVE, GOING = "Loading", "Live", "Unloading"
 
 
 def ftrace_module_notify(kernel):
@@ -36,15 +35,15 @@ def ftrace_module_notify(kernel):
         tracing = kernel.tracing
         if tracing is None or not kernel.config.enabled("DYNAMIC_FTRACE"):
             return
-        if state == COMING:
+        if state == STATE_COMING:
             recs = set(a for a, _n in mod.traceable(False) + mod.traceable(True))
-        elif state == LIVE:
+        elif state == STATE_LIVE:
             recs = set(a for a, _n in mod.traceable(False))
         else:
             recs = set()
         mod.ftrace_recs = recs
         renumber(kernel)
-        if state == COMING:
+        if state == STATE_COMING:
             process_cached_mods(kernel, mod.name)
     return notify
 

@@ -346,33 +346,6 @@ class FtraceRecords:
             out.append(i)
         return out, clear
 
-    def match_plain(self, func: str | None, mod: str | None):
-        """``match()`` the kernel's way, every record tested against the glob
-        (what the index must agree with)."""
-        clear = False
-        fg = Glob(MATCH_FULL, "")
-        if func is not None:
-            t, s, clear = filter_parse_regex(func)
-            fg = Glob(t, s)
-        if fg.type == MATCH_INDEX:
-            return self.match(func, mod)
-        mg = exclude = None
-        if mod is not None:
-            mt, ms, exclude = filter_parse_regex(mod)
-            mg = Glob(mt if mt != MATCH_INDEX else MATCH_FULL, ms)
-        out = []
-        for i, n in enumerate(self.names):
-            if mg is not None:
-                modname = self.mods[i]
-                if not len(mg):
-                    if (not exclude) == (modname is None):
-                        continue
-                elif (modname is None or not mg.match(modname)) == (not exclude):
-                    continue
-            if (mg is not None and not len(fg)) or fg.match(n):
-                out.append(i)
-        return out, clear
-
 
 def record_pages(boot_kept: list, module_counts: list) -> tuple[int, int]:
     """(pages, groups) of the record pages: the core records placed at boot

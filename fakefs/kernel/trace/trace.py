@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import collections
 import errno
-import os
 from itertools import groupby
 from operator import itemgetter
 
-from ..fs.namei import NAME_MAX
 from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..lib.versioned import VersionedSet
 from . import trace_entries as te
@@ -514,8 +512,6 @@ class Tracing:
         self.taskinfo_pid = [None] * self.kernel.nr_cpus
 
     def instance_mkdir(self, name: str) -> None:
-        if len(os.fsencode(name)) > NAME_MAX:     # simple_lookup(), before tracefs's mkdir
-            raise KernelError(errno.ENAMETOOLONG)
         if name in self.instances:
             raise KernelError(errno.EEXIST)
         tr = TraceArray(self, name)

@@ -119,15 +119,14 @@ def marker_writer(tr, f) -> tuple[int, int, int]:
     the machine did before is traced first.  On a machine, the writer runs
     its write on a CPU as a task of its own (with the host's pid when the
     kernel follows the real processes, else with a pid of the machine's:
-    ``HostProcesses.own_pid``), its comm saved as any task's
-    (``record-cmd``)."""
+    ``HostProcesses.own_pid``; its comm is read from the host when it is
+    new), its comm saved as any task's (``record-cmd``)."""
     k = tr.kernel
     if k.driver is None or not f.pid:
         if tr.flag("record-cmd"):
             tr.tracing.save_cmdline(f.pid)
         return f.pid, 0, k.sim_time
-    comm = k.host_comm(f.pid) if k.host_comm is not None else None
-    pid, cpu, ts = k.driver.host_task(f.pid, comm, k.sim_time)
+    pid, cpu, ts = k.driver.host_task(f.pid, k.sim_time)
     if tr.flag("record-cmd") and pid == f.pid:
         tr.tracing.save_cmdline(pid)
     k.advance_to(ts + 1)

@@ -23,6 +23,7 @@ from ..fs.pseudo import TRACE_MODE_READ, TRACE_MODE_WRITE, FileOperations, Kerne
 from ..fs.vfs import DENTRY_NAME, FILE_DENTRY
 from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
+from ..module import STATE_COMING, STATE_GOING
 from ..lib.vsprintf import hashed_ptr
 from .events_defs import EventDef
 from .trace_dynevent import DynamicEventsOps, DynEventOps, DynEvents, parse_run_command
@@ -427,7 +428,7 @@ class KprobeOps(DynEventOps):
         those in a going module's text are gone (taken off the kprobe
         table here; the events stay, and arm again when it comes back)."""
         self._name_counts = None
-        if state == "Loading":
+        if state == STATE_COMING:
             for tk in self.probes():
                 if (tk.symbol and tk.symbol.partition(":")[0] == mod.name
                         and not tk.kp.registered):
@@ -435,7 +436,7 @@ class KprobeOps(DynEventOps):
                         self.kprobes.register(tk.kp)
                     except KernelError:
                         pass            # "Failed to re-register probe" (a warning)
-        elif state == "Unloading":
+        elif state == STATE_GOING:
             ks = self.kernel.kallsyms
             for tk in self.probes():
                 hit = ks.lookup(tk.kp.addr) if tk.kp.registered and tk.kp.addr else None

@@ -6,13 +6,16 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
+from ..lib.ctype import SPACE
 from ..lib.kstrtox import RangeError, kstrtoul_from_user
 
 EVENT_BUF_SIZE = 127        # set_event's parser holds EVENT_BUF_SIZE + 1 bytes
 
 
 def _blank(c: str) -> bool:
-    return c.isspace() or c == "\0"
+    """The kernel's ``isspace()`` (lib/ctype.c: not Python's, which takes
+    \\x1c-\\x1f and \\x85 too) or a NUL."""
+    return c in SPACE or c == "\0"
 
 
 def get_user_word(text: str, size: int) -> tuple[str | None, int]:
@@ -21,7 +24,7 @@ def get_user_word(text: str, size: int) -> tuple[str | None, int]:
     one blank after it).  EINVAL for a word of ``size`` characters or more."""
     n = len(text)
     i = 0
-    while i < n - 1 and text[i].isspace():
+    while i < n - 1 and text[i] in SPACE:
         i += 1
     if n == 0 or _blank(text[i]):
         return None, min(i + 1, n)

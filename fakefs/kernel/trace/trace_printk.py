@@ -35,6 +35,7 @@ import json
 import os
 
 from ..fs.pseudo import FileOperations
+from ..module import STATE_COMING
 from ..printk import KERN_WARNING
 from . import trace_entries as te
 from .trace_probe_tmpl import DIRECT_MAP
@@ -122,7 +123,7 @@ def module_notify(kernel):
     """``module_trace_bprintk_format_notify()``: a coming module's formats
     are kept."""
     def notify(mod, state):
-        if state == "Loading" and mod.image.formats:
+        if state == STATE_COMING and mod.image.formats:
             module_formats(kernel).hold(mod.image.formats)
     return notify
 

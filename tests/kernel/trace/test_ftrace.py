@@ -155,3 +155,15 @@ def test_a_filter_on_a_caller_and_its_callee_sees_the_caller_first():
             assert inside.get(pid, pid not in inside), ln
             inside[pid] = False
     assert callees > 5
+
+
+def test_one_change_of_the_filter_is_one_generation(k):
+    """A write of one word to set_ftrace_filter (a batch) is one change:
+    the ops' generation (what the ops list and the profiler compare) moves
+    on by one, and the word is in the filter."""
+    from fakefs.kernel.trace.ftrace import ops_of
+    ops = ops_of(k.tracing.global_trace)
+    before = ops.generation
+    wr(k, "set_ftrace_filter", "schedule\n", APPEND)
+    assert ops.generation == before + 1
+    assert rd(k, "set_ftrace_filter") == "schedule\n"

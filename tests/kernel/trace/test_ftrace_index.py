@@ -9,7 +9,8 @@ import pytest
 
 from fakefs.kernel.lib.glob import glob_match, glob_regex
 from fakefs.kernel.trace.ftrace_index import NameIndex
-from fakefs.kernel.trace.ftrace_records import ftrace_records
+from fakefs.kernel.trace.ftrace_records import (MATCH_FULL, MATCH_INDEX, Glob, filter_parse_regex,
+                                                ftrace_records)
 import ftrace_helpers
 
 booted = ftrace_helpers.booted
@@ -48,9 +49,39 @@ def random_globs(names, rng, n):
     return out
 
 
+def match_plain(recs, func, mod):
+    """``recs.match()`` the kernel's way (``match_records()``): every
+    record tested against the glob, what the index must agree with."""
+    clear = False
+    fg = Glob(MATCH_FULL, "")
+    if func is not None:
+        t, s, clear = filter_parse_regex(func)
+        fg = Glob(t, s)
+    if fg.type == MATCH_INDEX:
+        return recs.match(func, mod)
+    mg = exclude = None
+    if mod is not None:
+        mt, ms, exclude = filter_parse_regex(mod)
+        mg = Glob(mt if mt != MATCH_INDEX else MATCH_FULL, ms)
+    out = []
+    for i, n in enumerate(recs.names):
+        if mg is not None:
+            modname = recs.mods[i]
+            if not len(mg):
+                if (not exclude) == (modname is None):
+                    continue
+            elif (modname is None or not mg.match(modname)) == (not exclude):
+                continue
+        if (mg is not None and not len(fg)) or fg.match(n):
+            out.append(i)
+    return out, clear
+
+
 @pytest.mark.parametrize("grams", [False, True])
 def test_index_agrees_with_the_plain_matcher(booted, grams):
     k, _clock = booted
+    if "trace_printk" not in k.modules.loaded:
+        k.modules.load("trace_printk")        # records of a module for the :mod: half
     recs = ftrace_records(k)
     index = NameIndex(recs.names)
     if grams:
@@ -62,13 +93,18 @@ def test_index_agrees_with_the_plain_matcher(booted, grams):
     hits = 0
     for w in globs:
         got = recs.match(w, None)
-        assert got == recs.match_plain(w, None), w
+        assert got == match_plain(recs, w, None), w
         hits += bool(got[0])
     assert hits > 120                   # most globs pick something
-    mods = sorted(recs.modules) or ["ext4"]   # (none in the bundled symbol table)
-    for w in globs[:25]:
-        for m in ["", "!", mods[0], "!" + mods[0], mods[0][:3] + "*", "*"]:
-            assert recs.match(w, m) == recs.match_plain(w, m), (w, m)
+    mod = "trace_printk"
+    assert mod in recs.modules
+    in_mod = 0
+    for w in globs[:25] + ["trace_printk*", "*irq_work", "!*irq*"]:
+        for m in ["", "!", mod, "!" + mod, mod[:3] + "*", "*"]:
+            got = recs.match(w, m)
+            assert got == match_plain(recs, w, m), (w, m)
+            in_mod += bool(got[0]) and m in (mod, mod[:3] + "*")
+    assert recs.match("*", mod)[0] and in_mod >= 3    # the module's records are picked
 
 
 def test_glob_match_agrees_with_the_regex():
