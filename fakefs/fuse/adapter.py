@@ -27,7 +27,6 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import errno
 import functools
 import logging
@@ -43,7 +42,7 @@ from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperatio
                                 WouldBlock, run_ahead)
 from ..kernel.fs.namei import lookup_name
 from ..kernel.fs.vfs import vfs_call, vfs_probed
-from . import noflush
+from . import noflush, notify
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
 from .pacing import STEP_WALL_S, Pacer, settle_host_events
@@ -55,51 +54,8 @@ from .waiters import Waiters
 
 log = logging.getLogger("fakefs.fuse")
 
-# How long the kernel may trust an entry and its attributes without asking.
-# The tree's nodes are told to it when they change (removed entries and the
-# attributes of their parent, of a directory that gained one, of a new
-# owner's nodes): a tracefs keeps its dentries as long (ftracetest's reset
-# before and after each test reads ~7,400 files under events/; with 1 s the
-# kernel looked each of them up again every time).  The host's links answer
-# per caller: they keep a short timeout.
-ENTRY_TIMEOUT = 3600.0
-ATTR_TIMEOUT = 3600.0
-LINK_TIMEOUT = 1.0
 # how often the mount's presence is checked while somebody waits
 DETACH_CHECK_INTERVAL = 0.2
-
-
-# the entries a request removed from the tree, to invalidate before it is
-# answered (per trio task: each request has its own)
-_PENDING_INVAL: contextvars.ContextVar = contextvars.ContextVar("pending_inval", default=None)
-# the directories whose attributes (nlink, mtime) a request changed by adding
-# or removing entries: told to the kernel before it is answered, once each
-_PENDING_ATTRS: contextvars.ContextVar = contextvars.ContextVar("pending_attrs", default=None)
-# the longest a reply waits for them (the kernel may hold a notification
-# back until a request on the same directory is answered)
-INVAL_WAIT = 0.5
-
-
-def _invalidate_all(items) -> None:
-    for parent, name, deleted in items:
-        try:
-            pyfuse3.invalidate_entry(parent, name, deleted=deleted)
-        except OSError:
-            pass                 # not in the kernel's cache
-        except Exception:        # never instead of the request's reply
-            log.debug("invalidate %r failed", name, exc_info=True)
-
-
-def _invalidate_attrs(inodes) -> None:
-    """Attribute-only invalidation (it takes no page lock: safe inside a
-    request)."""
-    for ino in inodes:
-        try:
-            pyfuse3.invalidate_inode(ino, attr_only=True)
-        except OSError:
-            pass                 # ENOENT: the kernel does not hold it
-        except Exception:        # never instead of the request's reply
-            log.debug("invalidate inode %d failed", ino, exc_info=True)
 
 
 def _flushes(fops) -> bool:
@@ -108,18 +64,21 @@ def _flushes(fops) -> bool:
 
 
 def handler(fn):
-    """Map kernel errors to errno and contain every other exception.  The
-    entries the request removed are invalidated before it is answered (a
-    write to kprobe_events removes event directories: the next ``test -d``
-    must not find them in the kernel's cache)."""
+    """Map kernel errors to errno and contain every other exception; what
+    the request changed in the tree is told to the kernel before it is
+    answered (``notify.request_scope``)."""
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
         self.heap.request_begins()
-        token = _PENDING_INVAL.set([])
-        attrs_token = _PENDING_ATTRS.set(set())
         try:
-            return await fn(self, *args, **kwargs)
+            async with notify.request_scope():
+                try:
+                    return await fn(self, *args, **kwargs)
+                finally:
+                    self.heap.request_ends()
+                    if self.waiters.readers:
+                        self.waiters.poke()        # what they wait for may have moved
         except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
             raise
         except KernelError as e:
@@ -127,20 +86,6 @@ def handler(fn):
         except Exception:
             log.exception("%s failed", fn.__name__)
             raise pyfuse3.FUSEError(errno.EIO)
-        finally:
-            self.heap.request_ends()
-            if self.waiters.readers:
-                self.waiters.poke()                # what they wait for may have moved
-            stale = _PENDING_ATTRS.get()
-            _PENDING_ATTRS.reset(attrs_token)
-            if stale:
-                _invalidate_attrs(stale)
-            pending = _PENDING_INVAL.get()
-            _PENDING_INVAL.reset(token)
-            if pending:
-                with trio.move_on_after(INVAL_WAIT):
-                    await trio.to_thread.run_sync(_invalidate_all, pending,
-                                                  abandon_on_cancel=True)
 
     return wrapper
 
@@ -274,10 +219,10 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         a.st_ino = n.ino
         a.generation = 0
         if isinstance(n, HostLink):
-            a.entry_timeout = a.attr_timeout = LINK_TIMEOUT
+            a.entry_timeout = a.attr_timeout = notify.LINK_TIMEOUT
         else:
-            a.entry_timeout = ENTRY_TIMEOUT
-            a.attr_timeout = ATTR_TIMEOUT
+            a.entry_timeout = notify.ENTRY_TIMEOUT
+            a.attr_timeout = notify.ATTR_TIMEOUT
         a.st_mode = n.mode
         a.st_nlink = 2 + n.nr_subdirs() if isinstance(n, DirNode) else 1
         a.st_rdev = 0
@@ -302,42 +247,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     def _tree_changed(self, parent, name, node, added) -> None:
         if not added:
             self.own.forget(node.ino)
-        if not self.mounted or parent is None or node is self.vfs_removing:
-            return
-        stale = _PENDING_ATTRS.get()          # the parent's nlink and mtime changed
-        if stale is not None:
-            stale.add(parent.ino)
-        else:
-            _invalidate_attrs((parent.ino,))
-        if added:
-            return
-        # a directory gets a plain invalidation: the kernel refuses to
-        # notify the deletion of one whose entries are still in use (an
-        # event's files until their RELEASE is answered), and the stale
-        # entry would be seen until it times out
-        deleted = 0 if isinstance(node, DirNode) else node.ino
-        pending = _PENDING_INVAL.get()
-        if pending is not None:
-            pending.append((parent.ino, name.encode(), deleted))
-            return
-        try:
-            pyfuse3.invalidate_entry_async(parent.ino, name.encode(), deleted=deleted,
-                                           ignore_enoent=True)
-        except Exception:   # never let a notification failure reach the kernel model
-            log.debug("invalidate %s failed", name, exc_info=True)
-
-    def _invalidate_attrs_below(self, d: DirNode) -> None:
-        """Nodes that inherit their owner from ``d`` show the new one at
-        once, not after the attribute timeout (attr-only invalidation takes
-        no page lock: safe inside a request)."""
-        stack = list(d.created_children())
-        inodes = []
-        while stack:
-            n = stack.pop()
-            if isinstance(n, DirNode):
-                stack.extend(n.created_children())
-            inodes.append(n.ino)
-        _invalidate_attrs(inodes)
+        if self.mounted and parent is not None and node is not self.vfs_removing:
+            notify.tree_changed(parent, name, node, added)
 
     def file(self, fh: int) -> File:
         f = self.files.get(fh)
@@ -396,7 +307,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             self.own.chown(n, attr.st_uid if fields.update_uid else None,
                            attr.st_gid if fields.update_gid else None)
             if self.mounted and self.own.is_anchor(n):
-                self._invalidate_attrs_below(n)
+                notify.attrs_below(n)
         # size changes (truncate -s) are accepted and ignored, as tracefs does
         return self.attrs(n)
 

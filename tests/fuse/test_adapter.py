@@ -7,7 +7,7 @@ import time
 import pyfuse3
 import pytest
 
-from fakefs.fuse import adapter
+from fakefs.fuse import notify
 from fakefs.fuse.adapter import FakeFS
 from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, Unsettled, WouldBlock
 
@@ -85,8 +85,8 @@ async def test_lookup_and_attrs(fs):
     assert a.st_size == 0 and a.st_mode & 0o777 == 0o640
     # the tree's entries are trusted as long as a tracefs's dentries live:
     # the adapter tells the kernel when they change (test_mount_semantics)
-    assert a.entry_timeout == adapter.ENTRY_TIMEOUT >= 600
-    assert a.attr_timeout == adapter.ATTR_TIMEOUT >= 600
+    assert a.entry_timeout == notify.ENTRY_TIMEOUT >= 600
+    assert a.attr_timeout == notify.ATTR_TIMEOUT >= 600
     with pytest.raises(pyfuse3.FUSEError) as e:
         await lookup(fs, "missing")
     assert e.value.errno == errno.ENOENT

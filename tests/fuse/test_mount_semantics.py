@@ -180,7 +180,7 @@ def test_long_marker_write_is_split_like_the_kernel(tracing):
 
 
 def test_what_the_kernel_model_changes_is_seen_at_once_despite_long_caching(tracing):
-    """Entries and attributes are cached for long (adapter.ENTRY_TIMEOUT), as
+    """Entries and attributes are cached for long (notify.ENTRY_TIMEOUT), as
     a tracefs's dentries live: a change the kernel model makes, not through
     the VFS, is told to the kernel at once.  A kprobe's event directory
     appears with its parent's link count and mtime moved; its removal is
