@@ -17,7 +17,9 @@ import time
 from .kernel.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"
-SPAN_NS = 200_000_000
+# a second: sustained tracing meets the path cache's restarts (the
+# function tracer fills FRAME_CAP's stacks in seconds), a shorter span would not
+SPAN_NS = 1_000_000_000
 STEP_NS = 10_000_000
 ROUNDS = 3
 CONFIGS = (

@@ -65,10 +65,13 @@ EXEC_PROFILES = frozenset({"sleep"})
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
-# distinct stacks kept before the path cache restarts: ~0.56 kB a frame with
-# its event_stack() memo keys and what tracing caches of its stack (17.6k
-# frames freed 9.8 MB), so ~14 MB at most
-FRAME_CAP = 25_000
+# distinct stacks kept before the path cache restarts: ~0.3 kB a frame now
+# with what tracing caches of its stack (+22 MB of RSS from 25k to 100k), so
+# ~30-55 MB at most.  The function tracer meets ~28k distinct stacks in its
+# first 0.5 s and ~100k in 3.5 s (a long tail of rare paths): with 25k the
+# cache restarted every ~0.5 s and the function tracer ran 0.45 sim s a CPU
+# s, with 100k 0.57-0.64 (python -m fakefs.bench engine)
+FRAME_CAP = 100_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up
