@@ -14,7 +14,8 @@ import pyfuse3
 import trio
 
 from .fuse.adapter import FakeFS
-from .fuse.cnproc import HostWatch, host_pid_exists, host_pid_max, host_start, open_proc_connector
+from .fuse.cnproc import (HostWatch, host_affinity, host_pid_exists, host_pid_max, host_start,
+                          open_proc_connector)
 from .fuse import noflush
 from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
@@ -82,6 +83,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     watch = None
     if kernel.workload is not None:
         machine = sim.attach(kernel)
+        machine.host.affinity = host_affinity
         if conn is not None:
             machine.host.exists = host_pid_exists
             kernel.sched.pid_in_use = machine.host.pid_taken

@@ -4,6 +4,8 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 
 * every file is opened with ``direct_io`` and no page cache, reported with
   ``st_size`` 0 (tracefs does the same) unless its operations give a size;
+* entries and attributes are cached by the kernel for long, and told to it
+  when the kernel model changes them (``notify.py``);
 * truncate/append are decided from the open flags (handled by the kernel
   model through ``File.trunc`` / ``File.append``), never from write offsets;
 * blocking reads wait on what their file's ``WouldBlock`` names, with one

@@ -237,6 +237,16 @@ def host_pid_exists(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")
 
 
+def host_affinity(pid: int) -> frozenset[int] | None:
+    """The CPUs the real process ``pid`` may run on (``sched_getaffinity``),
+    None when it may run on every CPU of the real machine, or is gone."""
+    try:
+        mask = os.sched_getaffinity(pid)
+    except OSError:
+        return None
+    return None if len(mask) >= (os.cpu_count() or 1) else frozenset(mask)
+
+
 def host_start(pid: int) -> int | None:
     """When the real process ``pid`` started (field 22 of /proc/PID/stat,
     clock ticks since boot): with its pid, who it is.  None: it is gone."""

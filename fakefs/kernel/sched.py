@@ -60,8 +60,8 @@ PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
 class Task:
-    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "state", "on_cpu",
-                 "slice_end", "exec_start", "sum_exec_runtime")
+    __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "allowed", "state",
+                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -74,6 +74,9 @@ class Task:
         # it may run on its CPU only (a per-CPU kernel thread, kthread_bind());
         # False: on any
         self.bound = False
+        # the CPUs it may run on (``cpus_mask``, set by sched_setaffinity()),
+        # in order; None: every CPU
+        self.allowed: tuple[int, ...] | None = None
         self.state = "R"          # R (running or runnable) or a sleep state
         self.on_cpu = False
         self.slice_end = 0
@@ -282,12 +285,35 @@ class Scheduler:
         if task.bound:
             return task.cpu             # one CPU allowed: select_task_rq() asks nobody
         prev = task.cpu
-        if self.curr[prev].pid == 0 and not self.rq[prev]:
+        ok = task.allowed
+        if (ok is None or prev in ok) and self.curr[prev].pid == 0 and not self.rq[prev]:
             return prev
-        for c in range(self.nr_cpus):
+        for c in range(self.nr_cpus) if ok is None else ok:
             if self.curr[c].pid == 0 and not self.rq[c]:
                 return c
-        return prev
+        return prev if ok is None or prev in ok else ok[0]     # select_fallback_rq()
+
+    def set_cpus_allowed(self, task: Task, allowed, cpu: int, ts: int) -> None:
+        """``__set_cpus_allowed_ptr()`` from ``cpu`` (the caller's) for a
+        task that is not running: its new mask (None: every CPU); queued on
+        a CPU it may no longer use, it moves to one it may
+        (``move_queued_task()``, a ``sched_migrate_task``).  A running task
+        must be switched out first (the stopper thread's work: the caller's)."""
+        task.allowed = allowed
+        if allowed is None or task.cpu in allowed:
+            return
+        assert not task.on_cpu, "a running task is switched out first"
+        dest = self.select_task_rq(task)
+        if task.state == "R" and task in self.rq[task.cpu]:
+            self.rq[task.cpu].remove(task)
+            if self.tp_sched_migrate_task.probes:
+                # (under the runqueue's lock: irqs off, preemption disabled)
+                self.tp_sched_migrate_task.fire(cpu, ts, self.curr[cpu].pid,
+                                                self.flags(cpu, IRQS_OFF), self.depth(cpu, 1),
+                                                (task.comm, task.pid, task.prio, task.cpu, dest))
+            self.enqueue(task, dest)
+        else:
+            task.cpu = dest               # asleep: it wakes where it may run
 
     def try_to_wake_up(self, task: Task, cpu: int, ts: int, ctx=CTX_TASK,
                        preempt: bool = False) -> int | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
-from ..kernel.sched import CTX_HARDIRQ
+from ..kernel.sched import CTX_HARDIRQ, CTX_TASK
 
 HOST = 7                   # the machine's queue: a real process's event
 # a real process's event is simulated this long after its instant (the
@@ -62,6 +62,9 @@ class HostProcesses:
         # fn(pid) -> bool: does a process of the real machine hold the pid
         # (the daemon's /proc check; None: only the followed ones count)
         self.exists = None
+        # fn(pid) -> the CPUs the real process ``pid`` may run on, or None
+        # when it may run on all (its affinity is its CPUs here; None: not read)
+        self.affinity = None
         # the allocators' model of their memory (None: a kernel without it)
         wl = machine.kernel.alloc_workload
         self.memory = wl.tasks if wl is not None else None
@@ -140,6 +143,7 @@ class HostProcesses:
         if task is None:                      # a simulated task has that pid
             cpu = m.sched.tasks[pid].cpu
             return pid, cpu, t + took if m.frozen else m._at(cpu, t + took)
+        t = self._affine(task, host_pid, t)
         if m.frozen:                          # nobody sees the CPUs: where it ran last
             cpu, t = task.cpu, max(t, self.last_call.get(pid, 0)) + took
         else:
@@ -149,6 +153,47 @@ class HostProcesses:
             self.last_call.clear()
         self.last_call[pid] = t
         return pid, cpu, t
+
+    def _affine(self, task, host_pid: int, t: int) -> int:
+        """The real process's affinity (``sched_setaffinity()`` on the host)
+        is its task's CPUs here (a ``trace_marker`` write pinned to CPU 1
+        lands in CPU 1's buffer).  Read at each of its calls, which is when
+        the machine learns of a change: a task still running on a CPU it
+        may no longer use is moved first, as the stopper thread would.
+        Returns when the call goes on (after such a move)."""
+        if self.affinity is None:
+            return t
+        m = self.machine
+        nr = m.sched.nr_cpus
+        cpus = self.affinity(host_pid)
+        ok = tuple(sorted(c for c in cpus if 0 <= c < nr)) if cpus else ()
+        allowed = ok if ok and len(ok) < nr else None   # none of ours, or all: any CPU
+        if allowed == task.allowed:
+            return t
+        cpu = task.cpu
+        if allowed is not None and task.on_cpu and cpu not in allowed:
+            stopper = self._stopper(cpu)
+            if stopper is not None:
+                # migration_cpu_stop(): the CPU's stopper thread preempts
+                # it, moves it (queued now), and sleeps again
+                t = m._at(cpu, t)
+                m.sched.try_to_wake_up(stopper, cpu, t, CTX_TASK, preempt=True)
+                m._switch(cpu, t, "R+", pick=stopper)
+                t = m._at(cpu, t + 1000)
+                m.sched.set_cpus_allowed(task, allowed, cpu, t)
+                t = m._at(cpu, t + 1000)
+                m._switch(cpu, t, "S")
+                return t
+        m.sched.set_cpus_allowed(task, allowed, cpu, m._at(cpu, t))
+        return t
+
+    def _stopper(self, cpu: int):
+        """``migration/cpu``, the CPU's stopper thread (None: the machine has none)."""
+        name = "migration/%d" % cpu
+        for task in self.machine.sched.tasks.values():
+            if task.comm == name and task.bound and task.cpu == cpu:
+                return task
+        return None
 
     def skipped(self, actions, t1: int) -> None:
         """The machine starts again at ``t1``, nobody having seen it before:
@@ -308,8 +353,11 @@ class HostProcesses:
             t = m._at(cpu, t)
             sched.idle_exit(cpu, t)           # its CPU halted, the IPI still on its way
         else:
-            idle = [c for c in range(sched.nr_cpus) if sched.curr[c].pid == 0]
-            cpu = idle[0] if idle else m.rng.randrange(sched.nr_cpus)
+            ok = task.allowed
+            idle = [c for c in (range(sched.nr_cpus) if ok is None else ok)
+                    if sched.curr[c].pid == 0]
+            cpu = (idle[0] if idle else m.rng.randrange(sched.nr_cpus) if ok is None
+                   else ok[m.rng.randrange(len(ok))])
             t = m._at(cpu, t)
             task.cpu = cpu
             sched.idle_exit(cpu, t)

@@ -346,3 +346,22 @@ def test_host_start_tells_a_process_by_its_start_time():
         p.stdin.close()
         p.wait()
     assert host_start(p.pid) is None
+
+
+def test_host_affinity_is_none_for_every_cpu_and_the_mask_when_pinned():
+    from fakefs.fuse.cnproc import host_affinity
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs 2 CPUs to pin a process to one")
+    p = subprocess.Popen(["taskset", "-c", "1", "sleep", "5"])
+    q = subprocess.Popen(["sleep", "5"])
+    try:
+        deadline = time.monotonic() + 5          # taskset pins itself, then execs sleep
+        while host_affinity(p.pid) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert host_affinity(p.pid) == frozenset({1})
+        assert host_affinity(q.pid) is None
+    finally:
+        for x in (p, q):
+            x.kill()
+            x.wait()
+    assert host_affinity(p.pid) is None            # gone

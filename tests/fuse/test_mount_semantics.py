@@ -202,3 +202,21 @@ def test_what_the_kernel_model_changes_is_seen_at_once_despite_long_caching(trac
             pass
     assert not os.path.exists(os.path.join(events, "kprobes"))
     assert os.stat(events).st_nlink == before.st_nlink
+
+
+def test_a_marker_write_pinned_to_a_cpu_lands_in_that_cpus_buffer(tracing):
+    """libtracefs's tracefs_iterate_raw_events test pins each write with
+    sched_setaffinity: the writer's affinity is its CPU here."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs a machine with 2 CPUs to pin a writer to either")
+    with open(os.path.join(tracing, "trace"), "w"):
+        pass
+    for cpu in (1, 0, 1):
+        r = sh("taskset -c %d sh -c 'for i in 1 2 3; do echo pinned-to-%d > trace_marker; done'"
+               % (cpu, cpu), tracing)
+        assert r.returncode == 0, r.stderr
+    for cpu in (0, 1):
+        text = read(os.path.join(tracing, "per_cpu/cpu%d/trace" % cpu))
+        other = 1 - cpu
+        assert text.count("pinned-to-%d" % cpu) == (6 if cpu == 1 else 3), text
+        assert "pinned-to-%d" % other not in text, text

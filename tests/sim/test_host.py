@@ -407,3 +407,44 @@ def test_marker_writers_on_a_virtual_clock_are_bounded_and_a_live_one_keeps_its_
     alive[4000] = 222                             # the pid reused by another process
     assert m.host_task(4000, k.sim_time)[0] not in (keeper, 0)
     assert comm_reads.count(4000) == 2
+
+
+def test_a_real_processs_affinity_is_its_cpus_here():
+    """A writer pinned (sched_setaffinity on the host) to one CPU makes its
+    calls on that CPU here, whichever CPU it ran on before, and the sched
+    events stay a machine's; unpinned (every CPU of the host) it may run
+    anywhere again."""
+    k, m = boot()
+    write(k, "events/sched/enable", "1")
+    mask = {}
+    m.host.affinity = mask.get
+    run(k, 0.02)
+    for cpu in (1, 0, 1, 1, 0):
+        mask[5000] = frozenset({cpu})
+        for i in range(4):
+            _pid, got, t = m.host_task(5000, k.sim_time)
+            assert got == cpu
+            if i < 3:                             # the last call's task still runs when
+                k.clock.advance(MS)               # the next pins it elsewhere
+                k.run_until_now()
+        assert m.sched.tasks[5000].allowed == (cpu,)
+    del mask[5000]
+    m.host_task(5000, k.sim_time)
+    assert m.sched.tasks[5000].allowed is None
+    run(k, 0.02)
+    write(k, "tracing_on", "0")
+    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    assert not report.violations, report.examples
+    moved = [ln for ln in lines(k) if "sched_migrate_task" in ln and " pid=5000 " in ln]
+    assert moved, "a pinned writer running elsewhere is moved (sched_migrate_task)"
+
+
+def test_select_task_rq_keeps_to_the_allowed_cpus():
+    from fakefs.kernel.sched import Task
+    k, m = boot()
+    s = m.sched
+    t = Task(9999, "pinned")
+    t.cpu, t.allowed = 0, (1,)
+    assert s.select_task_rq(t) == 1
+    t.allowed = None
+    assert s.select_task_rq(t) in range(s.nr_cpus)
