@@ -30,6 +30,7 @@ from collections import OrderedDict
 
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ, CTX_TASK
+from ..kernel.trace.trace_events_pid import follow_fork
 
 HOST = 7                   # the machine's queue: a real process's event
 # a real process's event is simulated this long after its instant (the
@@ -263,6 +264,8 @@ class HostProcesses:
         if kind == "fork":                        # ("fork", ppid, pid, tgid)
             self.exited.discard(action[2])
             self.forking.pop(action[2], None)
+            if m.kernel.tracing is not None:      # the fork probes run, traced or not
+                follow_fork(m.kernel.tracing, pid, action[2])
             parent = m.sched.tasks.get(pid) if self._is_host(pid) else None
             comm = self.comms.get(pid) or (parent.comm if parent is not None else "")
             if comm:
@@ -279,6 +282,8 @@ class HostProcesses:
         elif kind == "exit":
             self.exited.add(pid)
             self.comms.pop(pid, None)
+            if m.kernel.tracing is not None:      # freed: off the pid lists that followed it
+                follow_fork(m.kernel.tracing, None, pid)
             if self.memory is not None:
                 self.memory.host_exit(pid, None, 0)
             if len(self.exited) > EXITED_KEPT:

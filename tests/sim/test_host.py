@@ -448,3 +448,28 @@ def test_select_task_rq_keeps_to_the_allowed_cpus():
     assert s.select_task_rq(t) == 1
     t.allowed = None
     assert s.select_task_rq(t) in range(s.nr_cpus)
+
+
+def test_a_fork_noted_while_nothing_sees_the_machine_still_follows_the_pid_lists():
+    """event-fork: the fork probe runs on every fork, traced or not; a fork
+    the machine only notes (it happened in a stretch the machine skipped,
+    nobody having seen it) lists the child with its parent (ftracetest's
+    event-no-pid.tc: a child of a filtered-out shell had events), and an
+    exit noted so takes it off."""
+    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.host_tasks = True
+    k.host_comm = lambda pid: "sh"
+    k.boot()
+    m = sim.attach(k)
+    write(k, "set_event_notrace_pid", "5000")
+    write(k, "set_event_pid", "5000")
+    write(k, "options/event-fork", "1")
+    run(k, 0.02)
+    m.host_task(5000, k.sim_time)
+    t = k.sim_time
+    m.host.skipped([(t + MS, ("fork", 5000, 6001, 6001))], t + 2 * MS)
+    listed = lambda f: kernel_read(k.tree, T + f).decode().split()
+    assert listed("set_event_notrace_pid") == ["5000", "6001"]
+    assert listed("set_event_pid") == ["5000", "6001"]
+    m.host.skipped([(t + 3 * MS, ("exit", 6001))], t + 4 * MS)
+    assert listed("set_event_notrace_pid") == ["5000"]

@@ -114,26 +114,29 @@ def event_pid_files(tr, d) -> None:
     f("set_event_notrace_pid", TRACE_MODE_WRITE, d, tr, EventPidOps(True))
 
 
+def follow_fork(tracing, parent: int | None, child: int) -> None:
+    """What the fork and free probes do on every array whose event-fork or
+    function-fork is set: ``child`` joins the pid lists ``parent`` is on
+    (None: ``child`` was freed and leaves them).  A fork the machine only
+    notes (nothing saw it happen) still does this: the probe runs on every
+    fork, traced or not."""
+    for tr in tracing.arrays():
+        if tr.flag("event-fork"):
+            tr.event_pids.follow(parent, child)
+        if tr.flag("function-fork") and tr.ftrace is not None:
+            tr.ftrace.follow_fork(parent, child)
+
+
 def register_pid_follow(tracing) -> None:
     """The probes that follow forks and frees for event-fork and
     function-fork, on every array whose option is set."""
     tps = tracing.kernel.tracepoints
 
     def on_fork(cpu, ts, pid, flags, pc, args):
-        parent, child = args[1], args[3]
-        for tr in tracing.arrays():
-            if tr.flag("event-fork"):
-                tr.event_pids.follow(parent, child)
-            if tr.flag("function-fork") and tr.ftrace is not None:
-                tr.ftrace.follow_fork(parent, child)
+        follow_fork(tracing, args[1], args[3])
 
     def on_free(cpu, ts, pid, flags, pc, args):
-        freed = args[1]
-        for tr in tracing.arrays():
-            if tr.flag("event-fork"):
-                tr.event_pids.follow(None, freed)
-            if tr.flag("function-fork") and tr.ftrace is not None:
-                tr.ftrace.follow_fork(None, freed)
+        follow_fork(tracing, None, args[1])
 
     tps.get("sched_process_fork").register(on_fork)
     tps.get("sched_process_free").register(on_free)
