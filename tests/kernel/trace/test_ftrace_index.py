@@ -89,17 +89,17 @@ def test_index_agrees_with_the_plain_matcher(booted, grams):
             pass
     recs._index = index
     rng = random.Random(35 + grams)
-    globs = random_globs(recs.names, rng, 220)
+    globs = random_globs(recs.names, rng, 120)     # (each plain match scans every record)
     hits = 0
     for w in globs:
         got = recs.match(w, None)
         assert got == match_plain(recs, w, None), w
         hits += bool(got[0])
-    assert hits > 120                   # most globs pick something
+    assert hits > 65                    # most globs pick something
     mod = "trace_printk"
     assert mod in recs.modules
     in_mod = 0
-    for w in globs[:25] + ["trace_printk*", "*irq_work", "!*irq*"]:
+    for w in globs[:12] + ["trace_printk*", "*irq_work", "!*irq*"]:
         for m in ["", "!", mod, "!" + mod, mod[:3] + "*", "*"]:
             got = recs.match(w, m)
             assert got == match_plain(recs, w, m), (w, m)
