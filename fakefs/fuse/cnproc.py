@@ -239,12 +239,16 @@ def host_pid_exists(pid: int) -> bool:
 
 def host_affinity(pid: int) -> frozenset[int] | None:
     """The CPUs the real process ``pid`` may run on (``sched_getaffinity``),
-    None when it may run on every CPU of the real machine, or is gone."""
+    None when it may run on every CPU the daemon may (the real machine's,
+    unless the daemon itself was pinned), or is gone.  System calls only:
+    ``os.cpu_count()`` reads /sys/devices/system/cpu, which the selftest's
+    namespace binds to the mount itself (the daemon waited on itself)."""
     try:
         mask = os.sched_getaffinity(pid)
+        everything = os.sched_getaffinity(0)
     except OSError:
         return None
-    return None if len(mask) >= (os.cpu_count() or 1) else frozenset(mask)
+    return None if mask >= everything else frozenset(mask)
 
 
 def host_start(pid: int) -> int | None:
