@@ -41,7 +41,7 @@ async def let_others_in(fs, budget: float = GRACE_MAX_S) -> float:
     await trio.sleep(0)
     t0 = time.monotonic()
     budget = min(budget, GRACE_MAX_S)
-    while heap.last_request >= end > fs.released_at and end - t0 < budget:
+    while heap.last_request >= end > fs.released_at and time.monotonic() - t0 < budget:
         end = time.monotonic()
         with trio.move_on_after(GRACE_S) as scope:
             await heap.next_request().wait()

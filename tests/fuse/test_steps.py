@@ -59,6 +59,8 @@ async def test_between_slices_a_commands_requests_go_through_together():
                 fs.released_at = time.monotonic()
             fs.heap.request_ends()
 
+    spent = []
+
     async def gap(*cmd, budget=steps.GRACE_MAX_S):
         async with trio.open_nursery() as n:
             if cmd:
@@ -68,6 +70,7 @@ async def test_between_slices_a_commands_requests_go_through_together():
             took = time.monotonic() - t
             n.cancel_scope.cancel()
         assert waited <= took
+        spent.append(waited)
         return took
 
     assert await gap() < steps.GRACE_S / 2                            # nobody came
@@ -78,4 +81,14 @@ async def test_between_slices_a_commands_requests_go_through_together():
     flood = 10 ** 6
     assert steps.GRACE_MAX_S <= await gap(command, flood) < steps.GRACE_MAX_S + 0.1
     assert 0.005 <= await gap(command, flood, budget=0.005) < 0.005 + 0.1
-    assert await gap(command, flood, budget=0) < steps.GRACE_S / 2     # its share spent
+    await gap(command, flood, budget=0)                                  # its share spent:
+    assert spent[-1] < steps.GRACE_S / 2                                 # no wait at all
+
+    async def slow(n):
+        """a request, then the next only after GRACE_S"""
+        for _ in range(n):
+            fs.heap.request_begins()
+            fs.heap.request_ends()
+            await trio.sleep(steps.GRACE_S * 2)
+    await gap(slow, 3, budget=0)            # (it waited GRACE_S for the next one)
+    assert spent[-1] < steps.GRACE_S / 2
