@@ -54,10 +54,12 @@ def test_the_wall_clock_of_boot_is_fixed():
     assert vclock.virtual_clock().boot_wall == vclock.virtual_clock().boot_wall
 
 
-SCRIPT = r"""
-set -e
+# both scripts: the tracing directory, and a step of the virtual clock
+PREAMBLE = r"""set -e
 T=$1/sys/kernel/tracing
 clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
+"""
+SCRIPT = PREAMBLE + r"""
 echo 1 > $T/events/sched/enable
 echo 1 > $T/events/kmem/kmalloc/enable
 echo 1 > $T/options/stackmap
@@ -101,10 +103,7 @@ def test_clock_on_a_mount_without_a_virtual_clock_says_so(tmp_path, capsys):
     assert "--clock virtual" in capsys.readouterr().err
 
 
-MARKER_SCRIPT = r"""
-set -e
-T=$1/sys/kernel/tracing
-clock() { "$PY" -m fakefs clock "$1" "$2" > /dev/null; }
+MARKER_SCRIPT = PREAMBLE + r"""
 echo 1 > $T/events/sched/enable
 echo 1 > $T/events/syscalls/sys_enter_clone/enable
 clock $1 +30ms
