@@ -47,7 +47,7 @@ sysdeps:
 	fi
 
 # (setup.py builds the compiled data plane: a changed .pyx/.pxd rebuilds it)
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard fakefs/*/*.pyx fakefs/*/*/*.pyx fakefs/*/*.pxd)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard fakefs/*/*.pyx fakefs/*/*/*.pyx fakefs/*/*.pxd fakefs/*/*/*.pxd)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

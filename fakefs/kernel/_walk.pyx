@@ -21,6 +21,8 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
+from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
+
 cdef int F_TRACE = 1, F_HALT = 4, F_SWITCH = 8
 cdef int ENTER = 0, RESUME = 1
 
@@ -139,6 +141,7 @@ cdef class Walker:
     walk, the CPU and the generator, fetched once."""
 
     cdef object walk, c, rng, rnd, frames, irq_table, ts
+    cdef fakefs_mt_t *mt        # the generator's state, drawn from in C (lib/_mt.pxd)
     cdef Graph g
     cdef Table table
     cdef int maxd, irqd
@@ -149,6 +152,7 @@ cdef class Walker:
         self.c = c
         self.rng = rng
         self.rnd = rng.random
+        self.mt = direct(rng)
         self.g = walk.cgraph
         self.frames = walk.frames
         self.irq_table = walk.wg.irq_table
@@ -158,6 +162,12 @@ cdef class Walker:
         self.ppre = self.pirq + walk.p_preempt
         self.preempt_cut = self.pirq + 0.6 * walk.p_preempt
         self._task(c.ts)
+
+    cdef inline double draw(self) except? -1.0:
+        """``rng.random()``."""
+        if self.mt != NULL:
+            return mt_random(self.mt)
+        return <double> self.rnd()
 
     cdef inline void _task(self, ts):
         self.ts = ts
@@ -177,7 +187,6 @@ cdef class Walker:
         cdef double r, x
         cdef Table table = self.table
         cdef PyObject *hit
-        rnd = self.rnd
         frames = self.frames
         irq_table = self.irq_table
         walk = self.walk
@@ -188,10 +197,10 @@ cdef class Walker:
         for i in range(limit):
             if fr is None:
                 # in user space: enter the kernel (or take an interrupt)
-                if <double> rnd() < pirq * 4:
-                    fr = frames.irq_child(None, _pick(irq_table, rnd))
+                if self.draw() < pirq * 4:
+                    fr = frames.irq_child(None, _pick(irq_table, self))
                 else:
-                    fr = frames.root(_pick(ts.roots, rnd), ts.mode)
+                    fr = frames.root(_pick(ts.roots, self), ts.mode)
                 ph = ENTER
                 if flags[fr.fn] & F_TRACE and stop_at_trace:
                     ts.frame, ts.phase = fr, ENTER
@@ -208,7 +217,7 @@ cdef class Walker:
                         if fr.irq or fr.depth > irqd:
                             fr, ph = fr.parent, RESUME
                             continue
-                        fr = frames.irq_child(fr, _pick(irq_table, rnd))
+                        fr = frames.irq_child(fr, _pick(irq_table, self))
                         if flags[fr.fn] & F_TRACE:
                             ts.frame, ts.phase = fr, ENTER
                             return fr
@@ -231,11 +240,11 @@ cdef class Walker:
                     fr, ph = fr.parent, RESUME
                     continue
             else:
-                r = rnd()
+                r = self.draw()
                 if r < ppre and not fr.irq and not flags[f] & F_SWITCH:
                     if r < pirq:
                         if fr.depth <= irqd:
-                            fr = frames.irq_child(fr, _pick(irq_table, rnd))
+                            fr = frames.irq_child(fr, _pick(irq_table, self))
                             ph = ENTER
                             if flags[fr.fn] & F_TRACE and stop_at_trace:
                                 ts.frame, ts.phase = fr, ENTER
@@ -249,12 +258,12 @@ cdef class Walker:
                         ts, table = self.ts, self.table
                         fr, ph = ts.frame, ts.phase
                         continue
-                if not table.has[f] or fr.depth >= maxd or <double> rnd() >= again[f]:
+                if not table.has[f] or fr.depth >= maxd or self.draw() >= again[f]:
                     fr = fr.parent
                     continue
             # call one of f's callees
             lo = table.off[f]
-            x = <double> rnd() * table.total[f]
+            x = self.draw() * table.total[f]
             gi = table.callee[bisect_right(table.cum, lo, table.off[f + 1], x)]
             k = None
             if gi >= 0:
@@ -303,10 +312,10 @@ def run_many(walk, c, rng, int n):
     return runs
 
 
-cdef object _pick(object table, rnd):
+cdef object _pick(object table, Walker w):
     """``walkgraph.pick()``: a callee of the pick table ``table``."""
     callees, cum, total = table
-    cdef double x = <double> rnd() * <double> total
+    cdef double x = w.draw() * <double> total
     cdef int lo = 0, hi = len(cum), mid
     while lo < hi:
         mid = (lo + hi) >> 1

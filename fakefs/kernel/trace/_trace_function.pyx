@@ -16,6 +16,7 @@ from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc, qsort
 
 from fakefs.kernel._walk cimport Frame
+from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 
 def function_entries(list runs, list times, miss, entry_type):
@@ -93,17 +94,20 @@ cdef int cmp_i64(const void *a, const void *b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-def call_instants(rnd, long long t0, long long span, Py_ssize_t n):
-    """``sorted(t0 + int(rnd() * span) for _ in range(n))``: the instants
-    of ``n`` calls spread uniformly over [t0, t0 + span), from ``n`` draws."""
+def call_instants(rng, long long t0, long long span, Py_ssize_t n):
+    """``sorted(t0 + int(rng.random() * span) for _ in range(n))``: the
+    instants of ``n`` calls spread uniformly over [t0, t0 + span), from
+    ``n`` draws."""
     cdef long long *ts = <long long *> malloc(max(n, 1) * sizeof(long long))
     cdef Py_ssize_t i
     cdef double fspan = <double> span
+    cdef fakefs_mt_t *mt = direct(rng)
+    rnd = rng.random
     if ts == NULL:
         raise MemoryError()
     try:
         for i in range(n):
-            ts[i] = t0 + <long long> (<double> rnd() * fspan)
+            ts[i] = t0 + <long long> ((mt_random(mt) if mt != NULL else <double> rnd()) * fspan)
         qsort(ts, n, sizeof(long long), cmp_i64)
         return [ts[i] for i in range(n)]
     finally:

@@ -233,7 +233,7 @@ class TraceActivity:
             calls = []            # the plain function calls' instants, apart
             if plain_fn:
                 n = self._count((cpu, None), self.fn_rate, dt)
-                calls = call_instants(rng.random, t0, span, n)     # (sorted)
+                calls = call_instants(rng, t0, span, n)     # (sorted)
             for group in targets:
                 n = self._count((cpu, group.ids), group.rates[cpu], dt)
                 occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]

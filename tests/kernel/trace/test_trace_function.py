@@ -14,5 +14,24 @@ def test_call_instants_are_the_sorted_draws():
                               (3, 5, 1 << 40, 1000), (4, 0, 1000, 0)):
         a, b = random.Random(seed), random.Random(seed)
         want = sorted(t0 + int(b.random() * span) for _ in range(n))
-        assert call_instants(a.random, t0, span, n) == want
+        assert call_instants(a, t0, span, n) == want
         assert a.random() == b.random()          # as many draws
+
+
+class Counting(random.Random):
+    """A generator whose ``random`` is its own: drawn by calling it."""
+
+    def __init__(self, seed):
+        super().__init__(seed)
+        self.calls = 0
+
+    def random(self):
+        self.calls += 1
+        return super().random()
+
+
+def test_call_instants_call_a_generator_of_its_own_making():
+    a, b = Counting(5), random.Random(5)
+    want = sorted(100 + int(b.random() * 1000) for _ in range(50))
+    assert call_instants(a, 100, 1000, 50) == want
+    assert a.calls == 50
