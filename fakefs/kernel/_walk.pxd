@@ -4,8 +4,12 @@
 cdef class Frame:
     cdef public int fn
     cdef public Frame parent
-    # (entry ip,) + the return addresses below this function
-    cdef public tuple stack
+    # the function's entry ip, and (with a parent) the return address into
+    # the parent: the stack (entry ip,) + the return addresses below is made
+    # from them the first time it is asked for (``stack``)
+    cdef public unsigned long long entry, site
+    cdef tuple _stack
+    cdef object owner             # the Frames that made it (interns stacks)
     cdef public dict kids
     cdef public int depth
     cdef public bint irq          # inside an interrupt
@@ -18,6 +22,8 @@ cdef class Frame:
     # its context as the frames up from it say it (-1: not known yet): see
     # TraceActivity.frame_flags()
     cdef public int ctx
+
+    cdef tuple make_stack(self)
 
 
 cdef class Table:

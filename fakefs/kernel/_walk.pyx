@@ -23,25 +23,62 @@ from libc.stdlib cimport free, malloc
 
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
-cdef int F_TRACE = 1, F_HALT = 4, F_SWITCH = 8
+from fakefs.kernel import walkgraph as _wg
+
+cdef int F_TRACE = _wg.F_TRACE, F_HALT = _wg.F_HALT, F_SWITCH = _wg.F_SWITCH
+cdef int F_ENTRY = _wg.F_ENTRY, F_UMODE = _wg.F_UMODE, F_KMODE = _wg.F_KMODE
+cdef int F_NOIDLE = _wg.F_NOIDLE
+cdef int KMODE = _wg.KMODE, UMODE = _wg.UMODE, IDLE = _wg.IDLE
 cdef int ENTER = 0, RESUME = 1
 
 
 cdef class Frame:
     """One distinct kernel stack: a function and the frames below it
-    (its fields: _walk.pxd)."""
+    (its fields: _walk.pxd).  Its stack tuple is made when first asked
+    for: the function tracer never needs it (a call's fields are the
+    entry ip and the return address into the caller), so a new frame
+    costs a few fields, not a copy of the stack below."""
 
-    def __init__(self, int fn, Frame parent, tuple stack, irq, int mode):
+    def __init__(self, int fn, Frame parent, unsigned long long entry, unsigned long long site,
+                 irq, int mode, owner):
         self.fn = fn
         self.parent = parent
-        self.stack = stack
+        self.entry = entry
+        self.site = site
+        self._stack = None
+        self.owner = owner
         self.kids = {}
-        self.depth = len(stack)
+        self.depth = 1 if parent is None else parent.depth + 1
         self.irq = irq
         self.tp = None
         self.mode = mode
         self.call = None
         self.ctx = -1
+
+    @property
+    def stack(self):
+        """(entry ip,) + the return addresses below this function,
+        innermost first (as ``stack_trace_save()`` stores them); interned
+        by the frames' owner."""
+        if self._stack is None:
+            return self.make_stack()
+        return self._stack
+
+    cdef tuple make_stack(self):
+        cdef list chain = []
+        cdef Frame n = self
+        cdef tuple below
+        while n is not None and n._stack is None:
+            chain.append(n)
+            n = n.parent
+        below = n._stack if n is not None else None
+        for n in reversed(chain):           # the outermost first
+            if n.parent is None:
+                t = (n.entry,)
+            else:
+                t = (n.entry, n.site) + below[1:]
+            n._stack = below = n.owner._intern_t(t) if n.owner is not None else t
+        return self._stack
 
 
 cdef class Table:
@@ -96,6 +133,7 @@ cdef class Graph:
     cdef int nf
     cdef int *flags
     cdef double *again
+    cdef unsigned long long *entry
     cdef list ints            # the function ids as Python ints (the kids' keys)
     cdef dict tables          # id(table list) -> Table
 
@@ -104,17 +142,20 @@ cdef class Graph:
         self.nf = len(wg.flags)
         self.flags = <int *> malloc(max(self.nf, 1) * sizeof(int))
         self.again = <double *> malloc(max(self.nf, 1) * sizeof(double))
-        if not (self.flags and self.again):
+        self.entry = <unsigned long long *> malloc(max(self.nf, 1) * sizeof(unsigned long long))
+        if not (self.flags and self.again and self.entry):
             raise MemoryError()
         for f in range(self.nf):
             self.flags[f] = wg.flags[f]
             self.again[f] = wg.again[f]
+            self.entry[f] = wg.entry[f]
         self.ints = list(range(self.nf))
         self.tables = {}
 
     def __dealloc__(self):
         free(self.flags)
         free(self.again)
+        free(self.entry)
 
     cdef Table table(self, list table):
         t = self.tables.get(id(table))
@@ -168,6 +209,34 @@ cdef class Walker:
         if self.mt != NULL:
             return mt_random(self.mt)
         return <double> self.rnd()
+
+    cdef object child(self, Frame fr, int g):
+        """``Frames.child()`` of a call not made before from ``fr``: the new
+        frame, or False where ``g`` cannot be called in ``fr``'s mode."""
+        cdef int fl = self.g.flags[g], mode = fr.mode
+        cdef Frame k
+        key = self.g.ints[g]
+        if fl & F_ENTRY and mode == UMODE:
+            mode = KMODE                # an exception taken in kernel code
+        if ((fl & F_UMODE and mode != UMODE) or (fl & F_KMODE and mode == UMODE)
+                or (fl & F_NOIDLE and mode == IDLE)):
+            fr.kids[key] = False
+            return False
+        frames = self.frames
+        k = Frame.__new__(Frame)
+        k.fn = g
+        k.parent = fr
+        k.entry = self.g.entry[g]
+        k.site = frames.site_of(fr.fn, key)
+        k.owner = frames
+        k.kids = {}
+        k.depth = fr.depth + 1
+        k.irq = fr.irq
+        k.mode = mode
+        k.ctx = -1
+        fr.kids[key] = k
+        frames.count += 1
+        return k
 
     cdef inline void _task(self, ts):
         self.ts = ts
@@ -269,7 +338,7 @@ cdef class Walker:
             if gi >= 0:
                 hit = PyDict_GetItem(fr.kids, ints[gi])
                 if hit is NULL:
-                    got = frames.child(fr, gi)
+                    got = self.child(fr, gi)
                 else:
                     got = <object> hit
                 if got is not False:

@@ -3,7 +3,8 @@
 A ``Frame`` (``_walk.pyx``: the compiled walk reads its fields) is one
 distinct stack: a function, the frame it was called from, and the stack
 tuple (return addresses, innermost first, as ``stack_trace_save()`` stores
-them).  ``Frames`` makes them on demand and
+them), made the first time it is asked for from the function's entry and
+the return address into the caller.  ``Frames`` makes them on demand and
 keeps them: the frame of a call is the caller's ``kids[callee]``, so a
 given path is always the same frame and the same (interned) tuple.
 ``restart()`` forgets them all to bound memory; tasks keep the frames they
@@ -66,13 +67,18 @@ class Frames:
                 or (fl & F_NOIDLE and mode == IDLE)):
             fr.kids[g] = False
             return False
-        site = self.site.get((fr.fn, g))
-        if site is None:
-            site = self.addr[fr.fn] + call_off(self.names[fr.fn], self.names[g], 0, 1, self.size[fr.fn])
-        k = Frame(g, fr, self._intern_t((self.entry[g], site) + fr.stack[1:]), fr.irq, mode)
+        k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self)
         fr.kids[g] = k
         self.count += 1
         return k
+
+    def site_of(self, f, g):
+        """The return address of ``f``'s call of ``g`` (the compiled walk
+        makes its frames' kids itself, asking this for the address)."""
+        site = self.site.get((f, g))
+        if site is None:
+            site = self.addr[f] + call_off(self.names[f], self.names[g], 0, 1, self.size[f])
+        return site
 
     def irq_child(self, fr, root):
         """An interrupt entry ``root`` arriving while ``fr`` runs (or in user
@@ -80,8 +86,8 @@ class Frames:
         if fr is None:
             k = self._user_irq.get(root)
             if k is None:
-                k = self._user_irq[root] = Frame(root, None, self._intern_t((self.entry[root],)),
-                                                 True, UMODE)
+                k = self._user_irq[root] = Frame(root, None, self.entry[root], 0, True, UMODE,
+                                                 self)
                 self.count += 1
             return k
         key = (root,)                   # call kids are keyed by callee id
@@ -89,8 +95,8 @@ class Frames:
         if k is None:
             f = fr.fn
             ret = self.addr[f] + irq_off(self.names[f], self.size[f])
-            k = Frame(root, fr, self._intern_t((self.entry[root], ret) + fr.stack[1:]), True,
-                      IDLE if fr.mode == IDLE else KMODE)
+            k = Frame(root, fr, self.entry[root], ret, True, IDLE if fr.mode == IDLE else KMODE,
+                      self)
             fr.kids[key] = k
             self.count += 1
         return k
@@ -99,8 +105,7 @@ class Frames:
         """The outermost frame of an entry ``fn`` (a task's first)."""
         k = self._roots.get((fn, mode))
         if k is None:
-            k = self._roots[(fn, mode)] = Frame(fn, None, self._intern_t((self.entry[fn],)),
-                                                False, mode)
+            k = self._roots[(fn, mode)] = Frame(fn, None, self.entry[fn], 0, False, mode, self)
             self.count += 1
         return k
 

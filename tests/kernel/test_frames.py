@@ -56,6 +56,31 @@ def test_identical_paths_are_one_object(k):
         assert prev is stack
 
 
+def test_a_stack_made_when_asked_is_the_callers_with_the_return_address(k):
+    """A frame's stack is made lazily from its entry and the return address
+    into its caller: it is the caller's stack with the function's entry
+    above the return address, however deep the caller's was made first,
+    the frame's fields alone say what the function tracer records."""
+    frames = k.workload.walk.frames
+    seen = 0
+    for _, stack in run(k.workload, 3000, seed=6):
+        seen += 1
+    todo = [*frames._roots.values()]
+    checked = 0
+    while todo and checked < 5000:
+        fr = todo.pop()
+        kids = [kd for kd in fr.kids.values() if kd]
+        todo.extend(kids)
+        for kd in kids:
+            # kids asked first, their parent after: both orders build the same
+            st = kd.stack
+            assert st[0] == kd.entry and st[1] == kd.site
+            assert st[2:] == fr.stack[1:]
+            assert len(st) == kd.depth == fr.depth + 1
+            checked += 1
+    assert checked > 500 and seen
+
+
 def test_restart_forgets_the_paths_but_not_where_tasks_are():
     k = boot(seed=2, nr_cpus=2)
     w = k.workload

@@ -3,12 +3,12 @@
 
 ``function_entries()`` is what ``function_trace_call()`` fills for each of
 a stretch of calls (``struct ftrace_entry``: ip and parent ip, with the
-common fields), as the tuples the ring buffer holds; the calls' stacks
-beside them, for the stack options.  The per-frame fields (context flags,
-preempt depth, ip, parent ip) are the frame's ``call``, made by
-``miss(fr)`` the first time a frame is met.  ``stack_records()`` adds
-their stacks' records for the stack options; ``call_instants()`` when a
-stretch's calls happen.
+common fields), as the tuples the ring buffer holds; the calls' frames
+beside them, whose stacks the stack options take (a frame makes its stack
+only when asked).  The per-frame fields (context flags, preempt depth, ip,
+parent ip) are the frame's ``call``, made by ``miss(fr)`` the first time a
+frame is met.  ``stack_records()`` adds the stacks' records for the stack
+options; ``call_instants()`` when a stretch's calls happen.
 """
 
 from cpython.dict cimport PyDict_GetItem
@@ -22,8 +22,8 @@ from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 def function_entries(list runs, list times, miss, entry_type):
     """The TRACE_FN entries of the calls ``runs`` ([(task, [frame, ...])],
     as ``Walk.run_many()`` gives them) made at ``times``, in order, and
-    their stacks: (entries, stacks)."""
-    cdef list entries = [], stacks = []
+    their frames (whose stacks the stack options take): (entries, frames)."""
+    cdef list entries = [], frames = []
     cdef Py_ssize_t i = 0, n = len(times)
     cdef Frame fr
     cdef tuple f
@@ -31,18 +31,18 @@ def function_entries(list runs, list times, miss, entry_type):
         pid = task.pid
         for x in frs:
             if i >= n:
-                return entries, stacks
+                return entries, frames
             fr = <Frame> x
             f = fr.call
             if f is None:
                 f = miss(fr)
             entries.append((times[i], entry_type, pid, f[0], f[1], f[2], f[3]))
-            stacks.append(fr.stack)
+            frames.append(fr)
             i += 1
-    return entries, stacks
+    return entries, frames
 
 
-def stack_records(list entries, list stacks, smap, int cpu, stack_id_type, full_type,
+def stack_records(list entries, list frames, smap, int cpu, stack_id_type, full_type,
                   int fn_length, int stack_id_length, lengths_of, int max_depth):
     """``function_stack_trace_call()`` of each call in overwrite mode: its
     entry, then its stack's, the stack's id in the stackmap ``smap`` where
@@ -63,7 +63,7 @@ def stack_records(list entries, list stacks, smap, int cpu, stack_id_type, full_
             stored = smap._stored
     for i in range(n):
         e = <tuple> entries[i]
-        stack = <tuple> stacks[i]
+        stack = <tuple> (<Frame> frames[i]).stack
         out.append(e)
         lengths.append(fn_length)
         sid = -1

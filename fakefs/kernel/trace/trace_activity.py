@@ -457,17 +457,16 @@ class TraceActivity:
             return
         runs = wl.sample_runs(rng, cpu, len(times))
         self.stack_context.follow_frames(wl)        # (the walk may have restarted them just now)
-        entries, stacks = function_entries(runs, times, self.call_fields, te.TRACE_FN)
+        entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
         for tr in trs:
-            tr.current.record_calls(tr, cpu, entries, stacks)
+            tr.current.record_calls(tr, cpu, entries, frames)
 
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:
         (context flags, preempt depth, ip, parent ip), kept in the frame
         (its stack says them all)."""
-        stack = fr.stack
         f = fr.call = self.frame_flags(fr) + (
-            self.kernel.workload.function_ip(stack), stack[1] if len(stack) > 1 else 0)
+            self.kernel.workload.function_ip((fr.entry,)), fr.site if fr.parent is not None else 0)
         return f
 
     def _function_call(self, trs, wl, rng, cpu, ts, probe_trs=()) -> None:

@@ -70,7 +70,7 @@ class StackContext:
                 n = n.parent
             below = n.ctx if n is not None else 0
             for n in reversed(chain):           # the outermost first
-                own = self.frame_context(n.stack[0])
+                own = self.frame_context(n.entry)
                 bits = (own & 3 or below & 3) | ((own | below) & 4)
                 n.ctx = below = bits
         return CONTEXT_FLAGS[bits]

@@ -64,11 +64,11 @@ class FunctionTracer(Tracer):
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
 
-    def record_calls(self, tr, cpu: int, entries: list, stacks: list) -> None:
+    def record_calls(self, tr, cpu: int, entries: list, frames: list) -> None:
         """``function_trace_call()`` (``function_stack_trace_call()`` with
         a stack option) of each of ``entries`` (TRACE_FN entries in time
-        order with nothing recorded between them; ``stacks[i]`` the i-th
-        call's stack), for an array whose ops take every call and without
+        order with nothing recorded between them; ``frames[i]`` the i-th
+        call's frame, whose stack the stack options take), for an array whose ops take every call and without
         ``func-no-repeats``: the entries one call at a time makes, written
         in one go."""
         buf = tr.buffer
@@ -78,12 +78,12 @@ class FunctionTracer(Tracer):
             tr.write_entries(cpu, entries, FN_LENGTH)
             return
         if not tr.flag("overwrite"):             # a stack only after an entry taken
-            for e, stack in zip(entries, stacks):
+            for e, fr in zip(entries, frames):
                 if tr.write_entry(cpu, e, te.FN_PAYLOAD):
-                    tr.trace_stack(cpu, e[0], e[2], e[3], e[4], stack)
+                    tr.trace_stack(cpu, e[0], e[2], e[3], e[4], fr.stack)
             return
         smap = tr.stackmap if tr.flag("stackmap") else None
-        out, lengths = stack_records(entries, stacks, smap, cpu, te.TRACE_STACK_ID, te.TRACE_STACK,
+        out, lengths = stack_records(entries, frames, smap, cpu, te.TRACE_STACK_ID, te.TRACE_STACK,
                                      FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
         tr.write_entries(cpu, out, lengths)
 
