@@ -1,5 +1,9 @@
-# The compiled walk's frame and pick tables, as other compiled modules read
-# them (_walk.pyx).
+# The compiled walk's frame, pick tables and walker, as other compiled
+# modules use them (_walk.pyx).
+
+cimport cython
+
+from fakefs.kernel.lib._mt cimport fakefs_mt_t
 
 cdef class Frame:
     cdef public int fn
@@ -19,8 +23,9 @@ cdef class Frame:
     # time and task (context flags, preempt depth, ip, parent ip): see
     # TraceActivity.call_fields()
     cdef public tuple call
-    # its context as the frames up from it say it (-1: not known yet): see
-    # TraceActivity.frame_flags()
+    # its context as the frames up from it say it (walkgraph.inner_context:
+    # the innermost interrupt entry's, and whether the idle loop is below),
+    # made with it
     cdef public int ctx
 
     cdef tuple make_stack(self)
@@ -34,3 +39,34 @@ cdef class Table:
     cdef double *total
     cdef char *has
     cdef object source       # the list it was made from (kept alive: keyed by id)
+
+
+cdef class Graph:
+    cdef int nf
+    cdef int *flags
+    cdef double *again
+    cdef unsigned long long *entry
+    cdef int *fctx            # the context each function gives its frame (walkgraph)
+    cdef list ints            # the function ids as Python ints (the kids' keys)
+    cdef dict tables          # id(table list) -> Table
+
+    cdef Table table(self, list table)
+
+
+@cython.final
+cdef class Walker:
+    cdef object walk, c, rng, rnd, frames, irq_table
+    cdef public object ts       # the task state the walk is in (walk.TaskState)
+    cdef Frame fr               # and where in it (flushed to ts by flush())
+    cdef int ph
+    cdef fakefs_mt_t *mt        # the generator's state, drawn from in C (lib/_mt.pxd)
+    cdef Graph g
+    cdef Table table
+    cdef int maxd, irqd
+    cdef double pirq, ppre, preempt_cut
+
+    cdef double draw(self) except? -1.0
+    cdef object child(self, Frame fr, int g)
+    cdef void _task(self, ts)
+    cdef void flush(self)
+    cdef Frame step(self, bint until_switch, bint until_halt, int limit)

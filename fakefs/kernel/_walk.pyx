@@ -21,6 +21,8 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
+cimport cython
+
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel import walkgraph as _wg
@@ -40,7 +42,7 @@ cdef class Frame:
     costs a few fields, not a copy of the stack below."""
 
     def __init__(self, int fn, Frame parent, unsigned long long entry, unsigned long long site,
-                 irq, int mode, owner):
+                 irq, int mode, owner, int ctx):
         self.fn = fn
         self.parent = parent
         self.entry = entry
@@ -53,7 +55,7 @@ cdef class Frame:
         self.tp = None
         self.mode = mode
         self.call = None
-        self.ctx = -1
+        self.ctx = ctx
 
     @property
     def stack(self):
@@ -128,14 +130,7 @@ cdef class Table:
 
 cdef class Graph:
     """The walk graph's per-function arrays as C arrays, and the compiled
-    pick tables made so far (one per table list)."""
-
-    cdef int nf
-    cdef int *flags
-    cdef double *again
-    cdef unsigned long long *entry
-    cdef list ints            # the function ids as Python ints (the kids' keys)
-    cdef dict tables          # id(table list) -> Table
+    pick tables made so far (one per table list): fields in _walk.pxd."""
 
     def __cinit__(self, wg):
         cdef int f
@@ -143,12 +138,14 @@ cdef class Graph:
         self.flags = <int *> malloc(max(self.nf, 1) * sizeof(int))
         self.again = <double *> malloc(max(self.nf, 1) * sizeof(double))
         self.entry = <unsigned long long *> malloc(max(self.nf, 1) * sizeof(unsigned long long))
-        if not (self.flags and self.again and self.entry):
+        self.fctx = <int *> malloc(max(self.nf, 1) * sizeof(int))
+        if not (self.flags and self.again and self.entry and self.fctx):
             raise MemoryError()
         for f in range(self.nf):
             self.flags[f] = wg.flags[f]
             self.again[f] = wg.again[f]
             self.entry[f] = wg.entry[f]
+            self.fctx[f] = _wg.function_context(wg.names[f])
         self.ints = list(range(self.nf))
         self.tables = {}
 
@@ -156,12 +153,18 @@ cdef class Graph:
         free(self.flags)
         free(self.again)
         free(self.entry)
+        free(self.fctx)
 
     cdef Table table(self, list table):
         t = self.tables.get(id(table))
         if t is None:
             t = self.tables[id(table)] = Table(table)
         return <Table> t
+
+
+cdef inline int inner_context(int own, int below) noexcept:
+    """``walkgraph.inner_context()``."""
+    return (own & 3 if own & 3 else below & 3) | ((own | below) & 4)
 
 
 cdef inline int bisect_right(double *a, int lo, int hi, double x):
@@ -177,16 +180,10 @@ cdef inline int bisect_right(double *a, int lo, int hi, double x):
     return lo
 
 
+@cython.final
 cdef class Walker:
     """One CPU's walk for a stretch of calls: what ``run()`` reads of the
-    walk, the CPU and the generator, fetched once."""
-
-    cdef object walk, c, rng, rnd, frames, irq_table, ts
-    cdef fakefs_mt_t *mt        # the generator's state, drawn from in C (lib/_mt.pxd)
-    cdef Graph g
-    cdef Table table
-    cdef int maxd, irqd
-    cdef double pirq, ppre, preempt_cut
+    walk, the CPU and the generator, fetched once (fields in _walk.pxd)."""
 
     def __cinit__(self, walk, c, rng):
         self.walk = walk
@@ -204,7 +201,7 @@ cdef class Walker:
         self.preempt_cut = self.pirq + 0.6 * walk.p_preempt
         self._task(c.ts)
 
-    cdef inline double draw(self) except? -1.0:
+    cdef double draw(self) except? -1.0:
         """``rng.random()``."""
         if self.mt != NULL:
             return mt_random(self.mt)
@@ -233,14 +230,22 @@ cdef class Walker:
         k.depth = fr.depth + 1
         k.irq = fr.irq
         k.mode = mode
-        k.ctx = -1
+        k.ctx = inner_context(self.g.fctx[g], fr.ctx)
         fr.kids[key] = k
         frames.count += 1
         return k
 
-    cdef inline void _task(self, ts):
+    cdef void _task(self, ts):
+        """The walk goes on in task state ``ts`` (where it is: its
+        ``frame`` and ``phase``, held here until ``flush()``)."""
         self.ts = ts
         self.table = self.g.table(ts.table)
+        self.fr = ts.frame
+        self.ph = ts.phase
+
+    cdef void flush(self):
+        """The task state says where the walk is (the steps keep it here)."""
+        self.ts.frame, self.ts.phase = self.fr, self.ph
 
     cdef Frame step(self, bint until_switch, bint until_halt, int limit):
         """Advance to the next traced call (or switch, or halt): the frame
@@ -261,8 +266,8 @@ cdef class Walker:
         walk = self.walk
         c = self.c
         ts = self.ts
-        fr = ts.frame
-        ph = ts.phase
+        fr = self.fr
+        ph = self.ph
         for i in range(limit):
             if fr is None:
                 # in user space: enter the kernel (or take an interrupt)
@@ -272,7 +277,7 @@ cdef class Walker:
                     fr = frames.root(_pick(ts.roots, self), ts.mode)
                 ph = ENTER
                 if flags[fr.fn] & F_TRACE and stop_at_trace:
-                    ts.frame, ts.phase = fr, ENTER
+                    self.fr, self.ph = fr, ENTER
                     return fr
                 continue
             f = fr.fn
@@ -281,27 +286,28 @@ cdef class Walker:
                 if fl & (F_HALT | F_SWITCH):
                     if fl & F_HALT:
                         if until_halt:
-                            ts.frame, ts.phase = fr, ENTER
+                            self.fr, self.ph = fr, ENTER
                             return fr
                         if fr.irq or fr.depth > irqd:
                             fr, ph = fr.parent, RESUME
                             continue
                         fr = frames.irq_child(fr, _pick(irq_table, self))
                         if flags[fr.fn] & F_TRACE:
-                            ts.frame, ts.phase = fr, ENTER
+                            self.fr, self.ph = fr, ENTER
                             return fr
                         continue
                     if until_switch:
-                        ts.frame, ts.phase = fr, RESUME
+                        self.fr, self.ph = fr, RESUME
                         return fr
                     if until_halt or walk.driven:
                         ph = RESUME
                         continue
+                    ts.frame, ts.phase = self.fr, self.ph    # (where the last step left it)
                     nts = walk.switch(c, self.rng, fr)
                     if nts is not ts:
                         self._task(nts)
                         ts, table = nts, self.table
-                        fr, ph = ts.frame, ts.phase
+                        fr, ph = self.fr, self.ph
                         continue
                     ph = RESUME
                     continue
@@ -316,7 +322,7 @@ cdef class Walker:
                             fr = frames.irq_child(fr, _pick(irq_table, self))
                             ph = ENTER
                             if flags[fr.fn] & F_TRACE and stop_at_trace:
-                                ts.frame, ts.phase = fr, ENTER
+                                self.fr, self.ph = fr, ENTER
                                 return fr
                             continue
                     elif ts is not c.idle and stop_at_trace and not walk.driven:
@@ -325,7 +331,7 @@ cdef class Walker:
                         walk.event_switch(c, self.rng, preempt=r < self.preempt_cut)
                         self._task(c.ts)
                         ts, table = self.ts, self.table
-                        fr, ph = ts.frame, ts.phase
+                        fr, ph = self.fr, self.ph
                         continue
                 if not table.has[f] or fr.depth >= maxd or self.draw() >= again[f]:
                     fr = fr.parent
@@ -349,9 +355,9 @@ cdef class Walker:
             fr = k
             ph = ENTER
             if flags[gi] & F_TRACE and stop_at_trace:
-                ts.frame, ts.phase = fr, ENTER
+                self.fr, self.ph = fr, ENTER
                 return fr
-        ts.frame, ts.phase = fr, ph
+        self.fr, self.ph = fr, ph
         return fr
 
 
@@ -360,6 +366,7 @@ def run(walk, c, rng, bint until_switch=False, bint until_halt=False, int limit=
     (task, frame)."""
     cdef Walker w = Walker(walk, c, rng)
     fr = w.step(until_switch, until_halt, limit)
+    w.flush()
     return w.ts.task, fr
 
 
@@ -370,14 +377,17 @@ def run_many(walk, c, rng, int n):
     cdef list runs = [], frs = None
     cdef int i
     task = None
-    for i in range(n):
-        fr = w.step(False, False, 200_000)
-        t = w.ts.task
-        if t is not task:
-            task = t
-            frs = []
-            runs.append((task, frs))
-        frs.append(fr)
+    try:
+        for i in range(n):
+            fr = w.step(False, False, 200_000)
+            t = w.ts.task
+            if t is not task:
+                task = t
+                frs = []
+                runs.append((task, frs))
+            frs.append(fr)
+    finally:
+        w.flush()
     return runs
 
 

@@ -14,8 +14,8 @@ are in.
 from __future__ import annotations
 
 from ._walk import Frame
-from .walkgraph import (F_ENTRY, F_KMODE, F_NOIDLE, F_UMODE, IDLE, KMODE, UMODE, call_off, irq_off,
-                        tp_off)
+from .walkgraph import (F_ENTRY, F_KMODE, F_NOIDLE, F_UMODE, IDLE, KMODE, UMODE, call_off,
+                        function_context, inner_context, irq_off, tp_off)
 
 # where in its frame a task is (its phase)
 ENTER = 0          # the frame's function was just called
@@ -40,6 +40,7 @@ class Frames:
         self.names = wg.names
         self.size = wg.size
         self.entry = wg.entry
+        self.fctx = [function_context(n) for n in wg.names]     # what each function gives a frame
         self.count = 0
         self.generation = 0             # restarts so far (a cache keyed by frames follows it)
         self._intern: dict[tuple, tuple] = {}
@@ -67,7 +68,8 @@ class Frames:
                 or (fl & F_NOIDLE and mode == IDLE)):
             fr.kids[g] = False
             return False
-        k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self)
+        k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self,
+                  inner_context(self.fctx[g], fr.ctx))
         fr.kids[g] = k
         self.count += 1
         return k
@@ -87,7 +89,7 @@ class Frames:
             k = self._user_irq.get(root)
             if k is None:
                 k = self._user_irq[root] = Frame(root, None, self.entry[root], 0, True, UMODE,
-                                                 self)
+                                                 self, self.fctx[root])
                 self.count += 1
             return k
         key = (root,)                   # call kids are keyed by callee id
@@ -96,7 +98,7 @@ class Frames:
             f = fr.fn
             ret = self.addr[f] + irq_off(self.names[f], self.size[f])
             k = Frame(root, fr, self.entry[root], ret, True, IDLE if fr.mode == IDLE else KMODE,
-                      self)
+                      self, inner_context(self.fctx[root], fr.ctx))
             fr.kids[key] = k
             self.count += 1
         return k
@@ -105,7 +107,8 @@ class Frames:
         """The outermost frame of an entry ``fn`` (a task's first)."""
         k = self._roots.get((fn, mode))
         if k is None:
-            k = self._roots[(fn, mode)] = Frame(fn, None, self.entry[fn], 0, False, mode, self)
+            k = self._roots[(fn, mode)] = Frame(fn, None, self.entry[fn], 0, False, mode, self,
+                                                self.fctx[fn])
             self.count += 1
         return k
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from . import _walk
 from ._walk import Graph, run, run_many
 from .frames import ENTER, RESUME
 from .walkgraph import F_SWITCH, IDLE, KMODE, UMODE
@@ -158,6 +159,11 @@ class Walk:
         Compiled (``_walk.run``); the same walk in plain Python, which it
         is tested against, is walk_reference.py."""
         return run(self, c, rng, until_switch, until_halt, limit)
+
+    def compiled(self) -> bool:
+        """The walk is the compiled one (walk_reference swaps in the plain
+        Python walk, which only ``run()`` and ``run_many()`` take)."""
+        return run_many is _walk.run_many
 
     def run_many(self, c, rng, n):
         """``n`` traced calls in a row on ``c``, as runs of one task:

@@ -23,6 +23,7 @@ import zlib
 from bisect import bisect_right
 
 from .callgraph import RET, CallGraph
+from .irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 
 # A traced function's address in a stack: after "endbr64; call __fentry__".
 FENTRY_RET = 9
@@ -33,6 +34,24 @@ FENTRY_IP = 4
 F_TRACE, F_LOOP, F_HALT, F_SWITCH, F_ENTRY, F_UMODE, F_KMODE, F_NOIDLE = 1, 2, 4, 8, 16, 32, 64, 128
 # what a chain of frames runs for: a kernel thread, a user task, the idle task
 KMODE, UMODE, IDLE = 0, 1, 2
+
+# the context a frame's function gives (a frame's ``ctx``): the innermost
+# interrupt entry's (hardirq or softirq), and whether the idle loop is below
+CTX_SOFTIRQ, CTX_HARDIRQ, CTX_IDLE = 1, 2, 4
+IDLE_FUNCS = frozenset({"do_idle"})    # a stack through it is the idle task's
+
+
+def function_context(name: str) -> int:
+    """The context bits a function named ``name`` gives its frame."""
+    return (CTX_HARDIRQ if name in HARDIRQ_FUNCS else CTX_SOFTIRQ if name in SOFTIRQ_FUNCS
+            else CTX_IDLE if name in IDLE_FUNCS else 0)
+
+
+def inner_context(own: int, below: int) -> int:
+    """A frame's context from its function's (``own``) and its caller's
+    frame's (``below``): the innermost interrupt entry wins, the idle
+    loop anywhere below counts."""
+    return (own & 3 or below & 3) | ((own | below) & CTX_IDLE)
 
 
 class WalkGraph:

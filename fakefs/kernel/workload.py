@@ -157,6 +157,14 @@ class Workload:
             self._maybe_restart_cache()
         return self.walk.run_many(self.walk.cpus[cpu], rng, n)
 
+    def stretch(self, cpu):
+        """(walk, CPU state) for a compiled stretch of ``cpu``'s calls that
+        makes no list (``_trace_function.write_calls``): ``sample_runs()``'s
+        walk, after the same bound on memory."""
+        if self.frames.count > FRAME_CAP:
+            self._maybe_restart_cache()
+        return self.walk, self.walk.cpus[cpu]
+
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
         """The running task goes to __schedule(): (the stack where
         ``sched_switch`` fires, the stacks of the traced functions it

@@ -13,13 +13,17 @@ options; ``call_instants()`` when a stretch's calls happen.
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
-from libc.stdlib cimport free, malloc, qsort
+from cpython cimport array
+from libc.stdlib cimport calloc, free, malloc, qsort
 
-from fakefs.kernel._walk cimport Frame
+import array as _array
+
+from fakefs.kernel._walk cimport Frame, Walker
+from fakefs.kernel.trace._ring_buffer cimport PageWriter
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 
-def function_entries(list runs, list times, miss, entry_type):
+def function_entries(list runs, times, miss, entry_type):
     """The TRACE_FN entries of the calls ``runs`` ([(task, [frame, ...])],
     as ``Walk.run_many()`` gives them) made at ``times``, in order, and
     their frames (whose stacks the stack options take): (entries, frames)."""
@@ -89,6 +93,41 @@ def stack_records(list entries, list frames, smap, int cpu, stack_id_type, full_
     return out, lengths
 
 
+cdef void sort_spread(long long *a, Py_ssize_t n, long long t0, long long span) noexcept nogil:
+    """Sort ``a`` (``n`` values in [t0, t0 + span), spread about evenly) in
+    place: a bucket per value by where it falls, then insertion within the
+    buckets (linear for such values, exact for any)."""
+    cdef Py_ssize_t i, j, b
+    cdef long long v
+    cdef Py_ssize_t *start = <Py_ssize_t *> calloc(n + 1, sizeof(Py_ssize_t))
+    cdef long long *tmp = <long long *> malloc(n * sizeof(long long))
+    cdef double per = <double> n / <double> span if span > 0 else 0.0
+    if start == NULL or tmp == NULL:
+        free(start)
+        free(tmp)
+        qsort(a, n, sizeof(long long), cmp_i64)
+        return
+    for i in range(n):
+        b = <Py_ssize_t> (<double> (a[i] - t0) * per)
+        start[min(max(b, 0), n - 1) + 1] += 1
+    for b in range(n):
+        start[b + 1] += start[b]
+    for i in range(n):
+        b = <Py_ssize_t> (<double> (a[i] - t0) * per)
+        b = min(max(b, 0), n - 1)
+        tmp[start[b]] = a[i]
+        start[b] += 1
+    for i in range(n):                  # (the buckets are in order: sort within)
+        v = tmp[i]
+        j = i
+        while j > 0 and a[j - 1] > v:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = v
+    free(start)
+    free(tmp)
+
+
 cdef int cmp_i64(const void *a, const void *b) noexcept nogil:
     cdef long long x = (<const long long *> a)[0], y = (<const long long *> b)[0]
     return (x > y) - (x < y)
@@ -97,18 +136,64 @@ cdef int cmp_i64(const void *a, const void *b) noexcept nogil:
 def call_instants(rng, long long t0, long long span, Py_ssize_t n):
     """``sorted(t0 + int(rng.random() * span) for _ in range(n))``: the
     instants of ``n`` calls spread uniformly over [t0, t0 + span), from
-    ``n`` draws."""
-    cdef long long *ts = <long long *> malloc(max(n, 1) * sizeof(long long))
+    ``n`` draws, as an ``array('q')`` (no object per call; bisect and
+    slices take it as a list)."""
+    cdef array.array out = array.clone(_QARRAY, n, zero=False)
+    cdef long long *ts = out.data.as_longlongs
     cdef Py_ssize_t i
     cdef double fspan = <double> span
     cdef fakefs_mt_t *mt = direct(rng)
     rnd = rng.random
-    if ts == NULL:
-        raise MemoryError()
+    for i in range(n):
+        ts[i] = t0 + <long long> ((mt_random(mt) if mt != NULL else <double> rnd()) * fspan)
+    if n > 1:
+        sort_spread(ts, n, t0, span)
+    return out
+
+
+cdef array.array _QARRAY = _array.array("q")
+
+
+def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length, tuple context_flags,
+                long long ip_off):
+    """The next ``len(times)`` calls of the walk on CPU ``c`` (its
+    ``Walker``: the draws of as many ``run()`` calls), made at ``times``,
+    written as TRACE_FN entries into the CPU buffer ``cb`` (None: the
+    buffer records nothing, the calls are still made) as
+    ``function_entries()`` and ``write_many()`` would, without an object
+    per call: the record is written into the raw sub-buffer from the
+    frame's fields (``context_flags[ctx]``: flags and preempt depth, the
+    entry ip plus ``ip_off``: ftrace's ip, the return address into the
+    caller: parent ip).  Returns the pids of the entries taken, each run
+    of one pid once (``TraceArray._task_info`` takes them)."""
+    cdef Walker w = Walker(walk, c, rng)
+    cdef PageWriter out = PageWriter(cb, overwrite, length) if cb is not None else None
+    cdef Py_ssize_t i, n = times.shape[0]
+    cdef Frame fr
+    cdef int pid = 0, last_pid = -1, k
+    cdef int cflags[8]
+    cdef int cpc[8]
+    cdef list pids = []
+    cdef object ts_obj = None
+    for k in range(8):
+        cflags[k], cpc[k] = context_flags[k]
     try:
         for i in range(n):
-            ts[i] = t0 + <long long> ((mt_random(mt) if mt != NULL else <double> rnd()) * fspan)
-        qsort(ts, n, sizeof(long long), cmp_i64)
-        return [ts[i] for i in range(n)]
+            fr = w.step(False, False, 200_000)
+            if w.ts is not ts_obj:
+                ts_obj = w.ts
+                pid = ts_obj.task.pid
+            if out is None:
+                continue
+            if not out.fn(times[i], pid, cflags[fr.ctx & 7], cpc[fr.ctx & 7],
+                          fr.entry + <unsigned long long> ip_off,
+                          fr.site if fr.parent is not None else 0):
+                continue            # dropped (no overwrite, the buffer full)
+            if pid != last_pid:
+                pids.append(pid)
+                last_pid = pid
     finally:
-        free(ts)
+        w.flush()
+        if out is not None:
+            out.finish()
+    return pids

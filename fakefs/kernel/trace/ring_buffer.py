@@ -125,7 +125,10 @@ class CpuBuffer:
         need = length
         pages = self.pages
         tail = pages[-1] if pages else None
-        # the tail is never packed (the newest sub-buffers stay tuples)
+        # the tail is never packed (the newest sub-buffers stay tuples), but
+        # may be raw (a compiled writer's): it goes on as tuples
+        if tail is not None and tail._events is None:
+            tail.events
         if tail is not None and tail._events and ts - self.last_ts >= TS_DELTA_LIMIT:
             need += RB_LEN_TIME_EXTEND
         if tail is None or tail.used + need > self.subbuf_size:
@@ -149,6 +152,8 @@ class CpuBuffer:
         if not n:
             return 0
         pages = self.pages
+        if pages and pages[-1]._events is None:
+            pages[-1].events                # a raw tail goes on as tuples
         if (entries[-1][0] - entries[0][0] >= TS_DELTA_LIMIT
                 or pages and pages[-1]._events and entries[0][0] - self.last_ts >= TS_DELTA_LIMIT):
             # a time extend somewhere: one at a time
@@ -180,10 +185,11 @@ class CpuBuffer:
             self.last_ts = entries[i - 1][0]
         return i
 
-    def _next_page(self, overwrite: bool):
-        """A new sub-buffer at the tail; when all are in use, the oldest is
-        overwritten (its events counted as overrun), or without overwrite
-        there is none (None)."""
+    def _next_page(self, overwrite: bool, raw: bool = False):
+        """A new sub-buffer at the tail (``raw``: in the binary layout, for
+        a compiled writer); when all are in use, the oldest is overwritten
+        (its events counted as overrun), or without overwrite there is none
+        (None)."""
         pages = self.pages
         if len(pages) >= self.nr_pages:
             if not overwrite:
@@ -191,7 +197,7 @@ class CpuBuffer:
             lost = len(pages.popleft())
             self.entries -= lost
             self.overrun += lost
-        tail = BufferPage()
+        tail = BufferPage(self.subbuf_size if raw else 0)
         pages.append(tail)
         if len(pages) > self.unzipped_pages:
             old = pages[-self.unzipped_pages - 1]

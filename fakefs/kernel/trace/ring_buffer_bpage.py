@@ -10,6 +10,8 @@ import marshal
 import zlib
 from collections import deque
 
+from ._ring_buffer import decode_page, new_page
+
 # the newest sub-buffers of a CPU whose entries stay tuples when packing
 # while idle (``pack_idle``): a writer adds to the newest, a reader that
 # keeps up consumes them before they pack
@@ -23,6 +25,12 @@ UNZIPPED_PAGES = 384
 
 class BufferPage:
     """One sub-buffer's entries and byte counts.
+
+    A sub-buffer the compiled writers started (``raw``: see
+    ``_ring_buffer.pyx``) holds its entries in the kernel's binary layout,
+    ``npacked`` of them, the newest at ``packed_last``: compact already, it
+    is never packed; ``events`` decodes it into tuples for good,
+    ``snapshot()`` decodes a copy.
 
     The entries are tuples while the sub-buffer is among its CPU's newest
     ``LOOSE_PAGES``; past them packing while idle (``pack_idle``) packs it
@@ -39,11 +47,13 @@ class BufferPage:
     make, until something takes them: the move costs nothing at the
     request that makes it, and a reader moves only what it reads."""
 
-    __slots__ = ("_events", "packed", "zipped", "npacked", "packed_last", "used", "nbytes",
+    __slots__ = ("_events", "raw", "packed", "zipped", "npacked", "packed_last", "used", "nbytes",
                  "read", "moved")
 
-    def __init__(self):
-        self._events: deque | None = deque()
+    def __init__(self, raw_size: int = 0):
+        """An empty sub-buffer: of tuples, or raw of ``raw_size`` data bytes."""
+        self._events: deque | None = None if raw_size else deque()
+        self.raw: bytearray | None = new_page(raw_size) if raw_size else None
         self.packed: bytes | None = None    # the entries while packed
         self.zipped = False                 # and compressed
         self.npacked = 0                    # how many it holds
@@ -62,7 +72,11 @@ class BufferPage:
         ev = self._events
         move = self.moved
         if ev is None:
-            ev = unpack(self.packed, self.zipped)
+            if self.raw is not None:
+                ev = decode_page(self.raw, self.used)
+                self.raw = None
+            else:
+                ev = unpack(self.packed, self.zipped)
             ev = self._events = deque(ev if move is None else move.apply(ev))
             self.packed = None
             self.zipped = False
@@ -115,6 +129,9 @@ class BufferPage:
         ones), so a reader shares them."""
         ev = self._events
         move = self.moved
+        if ev is None and self.raw is not None:
+            ev = decode_page(self.raw, self.used)
+            return ev if move is None else (ev, move)
         if move is not None:
             return ((self.packed, self.zipped) if ev is None else ev), move
         return (self.packed, self.zipped) if ev is None else list(ev)

@@ -35,6 +35,7 @@ reader that copies events one at a time.
 from __future__ import annotations
 
 import struct
+from collections import deque
 
 from .ring_buffer import (BUF_PAGE_HDR_SIZE, RB_MAX_SMALL_DATA,
                           TS_DELTA_LIMIT, event_length)
@@ -130,6 +131,9 @@ def read_page(cb, encode, length: int, page_capacity: int):
     or its first event does not fit).  ``encode`` makes an entry's record."""
     if length <= BUF_PAGE_HDR_SIZE:
         return None
+    got = _take_raw(cb, length, page_capacity)
+    if got is not None:
+        return got
     events = reader_events(cb)
     if not events:
         return None
@@ -143,3 +147,37 @@ def read_page(cb, encode, length: int, page_capacity: int):
         cb.consume()
     return pb.page(page_capacity, cb.lost_events())
 
+
+
+def _take_raw(cb, length: int, page_capacity: int):
+    """``read_page()`` of a reader's sub-buffer that is raw (the compiled
+    writer's, ``_ring_buffer.pyx``) and fits whole: its bytes are the page
+    already.  None: it is not (the entries are taken one at a time)."""
+    pages = cb.pages
+    for p in pages:
+        if len(p):
+            break
+    else:
+        return None
+    raw = p.raw
+    if (raw is None or p.moved is not None or p.used > min(length - BUF_PAGE_HDR_SIZE, page_capacity)
+            or len(raw) != BUF_PAGE_HDR_SIZE + page_capacity):
+        return None
+    n = p.npacked
+    data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
+    stamp = int.from_bytes(raw[:8], "little")
+    # consumed as cb.consume() of each would: an emptied sub-buffer goes
+    # unless it is the writer's, which goes on (as tuples) where it was
+    p.read += n
+    cb.entries -= n
+    cb.read += n
+    p.raw = None
+    p.npacked = 0
+    p._events = deque()
+    while len(pages) > 1:
+        gone = pages.popleft()
+        if gone is p:
+            break
+    pb = PageBuilder(page_capacity)
+    pb.data, pb.time_stamp = bytearray(data), stamp
+    return pb.page(page_capacity, cb.lost_events())

@@ -32,16 +32,24 @@ from bisect import bisect_left, bisect_right
 
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
-from ._trace_function import call_instants, function_entries
+from ..walkgraph import FENTRY_IP, FENTRY_RET
+from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
-from .trace_context import StackContext
+from .trace_context import CONTEXT_FLAGS, StackContext
 from .trace_events_commit import trace_event_commit
+from .trace_functions import FN_LENGTH
 from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
 
 FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
+# plain function calls written by the compiled writer into raw sub-buffers
+# (``_trace_function.write_calls``); tests set it False to compare the
+# entries with the tuples' path
+RAW_WRITES = True
+# a frame's context (Frame.ctx) -> (context flags, preempt depth), as a table
+CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
 # Calls of the functions a filter or a probe names come at the same rate as
 # they do in the unfiltered function tracer: ``fn_rate(kernel)`` calls a
 # second times the share of them the walk gives those functions
@@ -454,6 +462,18 @@ class TraceActivity:
                 tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
+            return
+        if RAW_WRITES and len(trs) == 1 and trs[0].current.plain_calls(trs[0]) and wl.walk.compiled():
+            # the compiled writer: no object per call (the same entries)
+            tr = trs[0]
+            buf = tr.buffer
+            cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+            walk, c = wl.stretch(cpu)
+            pids = write_calls(walk, c, rng, times, cb, tr.flags["overwrite"], FN_LENGTH,
+                               CALL_CONTEXT, FENTRY_IP - FENTRY_RET)
+            self.stack_context.follow_frames(wl)
+            for pid in pids:
+                tr._task_info(cpu, pid)
             return
         runs = wl.sample_runs(rng, cpu, len(times))
         self.stack_context.follow_frames(wl)        # (the walk may have restarted them just now)

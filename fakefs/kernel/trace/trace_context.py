@@ -12,11 +12,10 @@ disabled (init_idle_preempt_count), else 0.
 
 from __future__ import annotations
 
-from ..irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
+from ..walkgraph import function_context
 from . import trace_entries as te
 
 FLAGS_CACHED = 1 << 13     # stacks whose context flags are kept
-IDLE_FUNCS = frozenset({"do_idle"})    # a stack through it is the idle task's
 # (flags, preempt depth) of a context: the innermost interrupt entry's
 # (2 hardirq, 1 softirq, 0 none), plus 4 with the idle loop below
 CONTEXT_FLAGS = {ctx | idle: (flags, 1 if idle else 0)
@@ -36,14 +35,12 @@ class StackContext:
         self._frames_gen = 0            # the walk's frames' generation the cache holds
 
     def frame_context(self, ip: int) -> int:
-        """2 for a hardirq entry frame, 1 for softirq, 4 for do_idle, else 0 (cached)."""
+        """2 for a hardirq entry frame, 1 for softirq, 4 for do_idle, else 0
+        (``walkgraph.function_context`` of its symbol; cached)."""
         c = self._addr_ctx.get(ip)
         if c is None:
             hit = self.kernel.kallsyms.lookup(ip)
-            name = hit[0] if hit else ""
-            c = 2 if name in HARDIRQ_FUNCS else 1 if name in SOFTIRQ_FUNCS else \
-                4 if name in IDLE_FUNCS else 0
-            self._addr_ctx[ip] = c
+            c = self._addr_ctx[ip] = function_context(hit[0] if hit else "")
         return c
 
     def context_flags(self, stack: tuple) -> tuple[int, int]:
@@ -58,22 +55,9 @@ class StackContext:
         return r
 
     def frame_flags(self, fr) -> tuple[int, int]:
-        """``context_flags(fr.stack)``, from the frames: each keeps its
-        context (``ctx``: the innermost interrupt's, and whether the idle
-        loop is below), made from its function's and its caller's."""
-        bits = fr.ctx
-        if bits < 0:
-            chain = []
-            n = fr
-            while n is not None and n.ctx < 0:
-                chain.append(n)
-                n = n.parent
-            below = n.ctx if n is not None else 0
-            for n in reversed(chain):           # the outermost first
-                own = self.frame_context(n.entry)
-                bits = (own & 3 or below & 3) | ((own | below) & 4)
-                n.ctx = below = bits
-        return CONTEXT_FLAGS[bits]
+        """``context_flags(fr.stack)``, from the frame: its context was made
+        with it from its function's and its caller's (``Frame.ctx``)."""
+        return CONTEXT_FLAGS[fr.ctx]
 
     def follow_frames(self, wl) -> None:
         """The cache of what stacks imply forgets the stacks of the walk's

@@ -64,6 +64,13 @@ class FunctionTracer(Tracer):
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
 
+    def plain_calls(self, tr) -> bool:
+        """A call's entry is all the array records of it (no stack option,
+        no clock of its own to stamp it): what the compiled writer
+        (``_trace_function.write_calls``) may write."""
+        return tr.clock_reader is None and not (
+            tr.flag("stacktrace") or self.opts.get("func_stack_trace"))
+
     def record_calls(self, tr, cpu: int, entries: list, frames: list) -> None:
         """``function_trace_call()`` (``function_stack_trace_call()`` with
         a stack option) of each of ``entries`` (TRACE_FN entries in time

@@ -11,7 +11,7 @@ from fakefs.kernel.time import ManualClock
 
 
 def test_the_frames_context_is_their_stacks():
-    """A frame's context flags made from its caller's (frame_flags) are
+    """A frame's context flags, made with it from its caller's (Frame.ctx), are
     the ones its whole stack implies (context_flags), for every frame a
     traced machine made: interrupts on tasks, on idle, softirqs on irq exit."""
     k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)

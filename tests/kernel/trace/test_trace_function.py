@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from fakefs.kernel.trace._trace_function import call_instants
 
 
@@ -14,7 +16,7 @@ def test_call_instants_are_the_sorted_draws():
                               (3, 5, 1 << 40, 1000), (4, 0, 1000, 0)):
         a, b = random.Random(seed), random.Random(seed)
         want = sorted(t0 + int(b.random() * span) for _ in range(n))
-        assert call_instants(a, t0, span, n) == want
+        assert call_instants(a, t0, span, n).tolist() == want
         assert a.random() == b.random()          # as many draws
 
 
@@ -33,5 +35,55 @@ class Counting(random.Random):
 def test_call_instants_call_a_generator_of_its_own_making():
     a, b = Counting(5), random.Random(5)
     want = sorted(100 + int(b.random() * 1000) for _ in range(50))
-    assert call_instants(a, 100, 1000, 50) == want
+    assert call_instants(a, 100, 1000, 50).tolist() == want
     assert a.calls == 50
+
+
+def _traced(raw, settings, cmdline, monkeypatch, reads=False):
+    """A traced machine's files, with plain calls written by the compiled
+    writer into raw sub-buffers (``raw``) or as tuples."""
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.fs.pseudo import kernel_read
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_activity
+    monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
+    k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
+    for path, value in settings:
+        wr(k, path, value)
+    out = []
+    for step in range(6):
+        k.clock.advance(30_000_000)
+        k.run_until_now()
+        if reads and step % 2:
+            # consuming readers between the writer's stretches: whole pages,
+            # text, and what is left
+            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu1/trace_pipe_raw", 4096))
+            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe", 1 << 14))
+    out += [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
+            rd(k, "saved_cmdlines"), rd(k, "buffer_total_size_kb")]
+    used = [sum(p.raw is not None for p in cb.pages) for cb in k.tracing.global_trace.buffer.cpus]
+    monkeypatch.undo()
+    return out, used
+
+
+@pytest.mark.parametrize("cmdline,settings,reads", (
+    ("fakefs.fn_rate=200000", [("current_tracer", "function")], False),
+    ("fakefs.fn_rate=200000", [("buffer_size_kb", "16"), ("current_tracer", "function")], True),
+    ("fakefs.fn_rate=100000", [("buffer_size_kb", "32"), ("options/overwrite", "0"),
+                               ("current_tracer", "function")], False),
+    ("fakefs.fn_rate=50000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
+                              ("events/sched/enable", "1"), ("events/irq/enable", "1")], True),
+))
+def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, settings, reads, monkeypatch):
+    """Byte for byte the same files (trace, stats, trace_pipe_raw pages,
+    trace_pipe, saved comms) whether plain function calls go through the
+    compiled writer into raw sub-buffers or as tuples: with the buffer
+    wrapping, without overwrite (dropped entries), with events between
+    the calls (tuple and raw sub-buffers mixed), with consuming readers."""
+    raw, used = _traced(True, settings, cmdline, monkeypatch, reads)
+    tuples, none = _traced(False, settings, cmdline, monkeypatch, reads)
+    assert any(used) and not any(none)
+    assert raw[-5].count("\n") > 300
+    assert raw == tuples

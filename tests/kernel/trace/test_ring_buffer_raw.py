@@ -1,0 +1,151 @@
+"""Raw sub-buffers (``_ring_buffer.pyx``): the compiled writer keeps the
+accounts ``CpuBuffer.write()`` keeps, its sub-buffers are the kernel's
+binary layout, and reading them gives the entries written."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import pytest
+
+from fakefs.kernel.trace import trace_entries as te
+from fakefs.kernel.trace._ring_buffer import PageWriter, decode_page
+from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
+from fakefs.kernel.trace.ring_buffer_page import read_page
+from fakefs.kernel.trace.trace_events_raw import RecordEncoder
+
+FN = event_length(te.FN_PAYLOAD)
+COUNTS = ("written", "bytes_written", "entries", "overrun", "dropped", "last_ts")
+
+
+def entries(seed, n, t0=1_000_000):
+    """TRACE_FN entries in time order: small gaps, equal times, and gaps a
+    27-bit delta cannot hold (a time extend before them)."""
+    rng = random.Random(seed)
+    t, out = t0, []
+    for _ in range(n):
+        r = rng.random()
+        t += 0 if r < 0.1 else (1 << 27) + rng.randrange(1 << 30) if r < 0.13 else rng.randrange(5000)
+        out.append((t, te.TRACE_FN, rng.choice((0, 7, 4242, 2 ** 31 - 1)), rng.choice((0, 1, 0x9, 0x10)),
+                    rng.randrange(3), 0xffffffff81000000 + rng.randrange(1 << 24),
+                    rng.choice((0, 0xffffffff81000000 + rng.randrange(1 << 24)))))
+    return out
+
+
+def accounts(cb):
+    return ([getattr(cb, a) for a in COUNTS],
+            [(len(p), p.used, p.nbytes) for p in cb.pages], cb.events())
+
+
+@pytest.mark.parametrize("overwrite", (True, False))
+@pytest.mark.parametrize("prefill", (0, 5, 145))
+def test_the_writer_keeps_write_s_accounts(overwrite, prefill):
+    """Entries put by the compiled writer (after ``prefill`` written as
+    tuples, so it starts on a tuple tail) leave the CPU buffer as write()
+    of each does: counters, sub-buffers, entries."""
+    es = entries(prefill + overwrite, 3000)
+    want, got = CpuBuffer(0, 6), CpuBuffer(0, 6)
+    for e in es[:prefill]:
+        want.write(e[0], e, FN, overwrite)
+        got.write(e[0], e, FN, overwrite)
+    for e in es[prefill:]:
+        want.write(e[0], e, FN, overwrite)
+    w = PageWriter(got, overwrite, FN)
+    took = [w.put_fn(e[0], *e[2:]) for e in es[prefill:]]
+    w.finish()
+    assert all(took) or not overwrite
+    assert any(p.raw is not None for p in got.pages)
+    assert accounts(got) == accounts(want)
+
+
+def test_a_raw_sub_buffer_is_the_kernel_s_page():
+    """header_page's time_stamp and commit, then header_event's events:
+    type_len 6 (24 bytes), the delta in the upper 27 bits, a time extend
+    (type 30) before a delta that does not fit; the records as
+    trace_pipe_raw encodes them."""
+    cb = CpuBuffer(0, 4)
+    es = [(5000, 1, 42, 1, 0, 0xffffffff81000010, 0xffffffff81000020),
+          (5100, 1, 42, 1, 0, 0xffffffff81000030, 0),
+          (5100 + (3 << 27) + 17, 1, 43, 0x10, 1, 0xffffffff81000040, 0xffffffff81000050)]
+    w = PageWriter(cb, True, FN)
+    for e in es:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    page = cb.pages[-1]
+    raw = bytes(page.raw)
+    ts, commit = struct.unpack_from("<QQ", raw)
+    assert (ts, commit) == (5000, 28 + 28 + 8 + 28) == (5000, page.used)
+    enc = RecordEncoder(None)
+    assert raw[16:20] == struct.pack("<I", 6) and raw[20:44] == enc.encode(es[0])
+    assert raw[44:48] == struct.pack("<I", 6 | 100 << 5)
+    delta = (3 << 27) + 17
+    assert raw[72:80] == struct.pack("<II", 30 | (delta & ((1 << 27) - 1)) << 5, delta >> 27)
+    assert raw[80:84] == struct.pack("<I", 6) and raw[84:108] == enc.encode(es[2])
+    assert decode_page(page.raw, page.used) == es
+    # a consuming reader of pages gets the same bytes as from tuples
+    tuples = CpuBuffer(0, 4)
+    for e in es:
+        tuples.write(e[0], e, FN, True)
+    assert read_page(cb, enc.encode, 4096, cb.subbuf_size) == \
+        read_page(tuples, enc.encode, 4096, tuples.subbuf_size)
+
+
+def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
+    cb = CpuBuffer(0, 8)
+    es = entries(9, 400)
+    w = PageWriter(cb, True, FN)
+    for e in es:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    assert list(cb.iter_events()) == es
+    assert all(p.raw is not None for p in cb.pages)        # a snapshot decodes a copy
+    assert cb.consume() == es[0]
+    assert cb.pages[0].raw is None and cb.pages[1].raw is not None
+    # a tuple written after them goes on the (raw) tail as a tuple
+    e = (es[-1][0] + 1, te.TRACE_FN, 1, 0, 0, 1, 2)
+    assert cb.write(e[0], e, FN, True)
+    assert cb.pages[-1].raw is None and cb.events() == es[1:] + [e]
+
+
+def test_a_page_s_records_other_than_function_entries_are_refused():
+    cb = CpuBuffer(0, 4)
+    w = PageWriter(cb, True, FN)
+    w.put_fn(10, 1, 0, 0, 1, 2)
+    w.finish()
+    raw = cb.pages[-1].raw
+    raw[20] = te.TRACE_STACK
+    with pytest.raises(ValueError):
+        decode_page(raw, cb.pages[-1].used)
+
+
+def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
+    """A consuming page reader gets a raw sub-buffer's bytes without
+    decoding it, the same page and the same accounts as from tuples: with
+    the writer on the page read, writes in between, lost events, and reads
+    too short for the page (taken one entry at a time)."""
+    from fakefs.kernel.trace import ring_buffer_bpage
+    es = entries(3, 4000)
+    raw_cb, tup_cb = CpuBuffer(0, 6), CpuBuffer(0, 6)
+    enc = RecordEncoder(None)
+    cap = raw_cb.subbuf_size
+    decoded = []
+    real = ring_buffer_bpage.decode_page
+    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    pages = short = 0
+    for lo in range(0, len(es), 500):
+        w = PageWriter(raw_cb, True, FN)
+        for e in es[lo:lo + 500]:
+            w.put_fn(e[0], *e[2:])
+            tup_cb.write(e[0], e, FN, True)
+        w.finish()
+        decoded.clear()
+        for size in (4096, 4096, 200, 4096):
+            got = read_page(raw_cb, enc.encode, size, cap)
+            assert got == read_page(tup_cb, enc.encode, size, cap)
+            pages += got is not None
+        # whole pages were taken as they are; only the short read decoded one
+        assert len(decoded) <= 1
+        short += len(decoded)
+        assert accounts(raw_cb) == accounts(tup_cb)
+    assert pages > 20 and short > 2
