@@ -198,3 +198,21 @@ cdef class PageWriter:
     def put_fn(self, long long ts, int pid, int flags, int pc, uint64_t ip, uint64_t parent):
         """``fn()`` from Python (the tests')."""
         return self.fn(ts, pid, flags, pc, ip, parent)
+
+
+def write_fn(cb, tuple entry, int length, bint overwrite):
+    """``CpuBuffer.write()`` of the TRACE_FN ``entry`` on a raw tail: it goes
+    on in the binary layout.  None where it cannot (fields out of the
+    record's ranges): the caller writes it as a tuple."""
+    if len(entry) != 7:
+        return None
+    ts, typ, pid, flags, pc, ip, parent = entry
+    if not (type(typ) is int and typ == TRACE_FN and type(ip) is int and type(parent) is int
+            and 0 <= flags < 256 and 0 <= pc < 256
+            and -2 ** 31 <= pid < 2 ** 31 and 0 <= ip < 2 ** 64 and 0 <= parent < 2 ** 64):
+        return None
+    cdef PageWriter w = PageWriter(cb, overwrite, length)
+    try:
+        return w.fn(ts, pid, flags, pc, ip, parent)
+    finally:
+        w._store()

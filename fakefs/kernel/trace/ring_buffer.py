@@ -28,6 +28,7 @@ from collections import deque
 from itertools import accumulate
 
 from ..lib.kstrtox import ULONG_MAX
+from ._ring_buffer import write_fn
 from .ring_buffer_bpage import LOOSE_PAGES, UNZIPPED_PAGES, BufferPage, snapshot_entries
 
 PAGE_SIZE = 4096
@@ -38,6 +39,7 @@ RB_ALIGNMENT = 4
 RB_MAX_SMALL_DATA = RB_ALIGNMENT * 28
 RB_LEN_TIME_EXTEND = 8
 TS_DELTA_LIMIT = 1 << 27
+FN_LENGTH = 28                  # a TRACE_FN entry's (trace_functions.FN_LENGTH)
 
 
 def event_length(payload: int) -> int:
@@ -120,15 +122,20 @@ class CpuBuffer:
             self.overrun += lost
 
     def write(self, ts: int, entry, length: int, overwrite: bool) -> bool:
-        self.written += 1
-        self.bytes_written += length
-        need = length
         pages = self.pages
         tail = pages[-1] if pages else None
         # the tail is never packed (the newest sub-buffers stay tuples), but
-        # may be raw (a compiled writer's): it goes on as tuples
+        # may be raw (a compiled writer's): a function entry goes on in it
+        # raw, anything else turns it into tuples
         if tail is not None and tail._events is None:
+            if length == FN_LENGTH and tail.moved is None and ts == entry[0]:
+                took = write_fn(self, entry, length, overwrite)
+                if took is not None:
+                    return took
             tail.events
+        self.written += 1
+        self.bytes_written += length
+        need = length
         if tail is not None and tail._events and ts - self.last_ts >= TS_DELTA_LIMIT:
             need += RB_LEN_TIME_EXTEND
         if tail is None or tail.used + need > self.subbuf_size:

@@ -102,9 +102,9 @@ def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
     assert all(p.raw is not None for p in cb.pages)        # a snapshot decodes a copy
     assert cb.consume() == es[0]
     assert cb.pages[0].raw is None and cb.pages[1].raw is not None
-    # a tuple written after them goes on the (raw) tail as a tuple
-    e = (es[-1][0] + 1, te.TRACE_FN, 1, 0, 0, 1, 2)
-    assert cb.write(e[0], e, FN, True)
+    # an entry of another type written after them turns the tail into tuples
+    e = (es[-1][0] + 1, te.TRACE_STACK_ID, 1, 0, 0, 7, None)
+    assert cb.write(e[0], e, event_length(te.STACK_ID_PAYLOAD), True)
     assert cb.pages[-1].raw is None and cb.events() == es[1:] + [e]
 
 
@@ -149,3 +149,28 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
         short += len(decoded)
         assert accounts(raw_cb) == accounts(tup_cb)
     assert pages > 20 and short > 2
+
+
+def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
+    """write() of a TRACE_FN entry (a call the machine made, between the
+    compiled writer's stretches) goes on in a raw tail as write() of tuples
+    would; another entry type turns the tail into tuples."""
+    es = entries(4, 1200)
+    raw_cb, tup_cb = CpuBuffer(0, 5), CpuBuffer(0, 5)
+    for lo in range(0, len(es), 100):
+        w = PageWriter(raw_cb, True, FN)
+        for e in es[lo:lo + 90]:
+            w.put_fn(e[0], *e[2:])
+        w.finish()
+        for e in es[lo + 90:lo + 100]:
+            assert raw_cb.write(e[0], e, FN, True)
+        for e in es[lo:lo + 100]:
+            tup_cb.write(e[0], e, FN, True)
+        assert raw_cb.pages[-1].raw is not None
+        assert accounts(raw_cb) == accounts(tup_cb)
+    other = (es[-1][0] + 5, te.TRACE_STACK_ID, 1, 0, 0, 3, None)
+    length = event_length(te.STACK_ID_PAYLOAD)
+    raw_cb.write(other[0], other, length, True)
+    tup_cb.write(other[0], other, length, True)
+    assert raw_cb.pages[-1].raw is None
+    assert accounts(raw_cb) == accounts(tup_cb)
