@@ -9,12 +9,16 @@ specification) makes, so both give the same frames for the same seed; the
 test comparing them is tests/kernel/test_walk_compiled.py.
 
 What makes it fast: the graph's per-function arrays (flags, the chance to
-call again, pick tables) are C arrays (``Graph``, made once per pick table
-list), frames are a C struct's fields, a callee is drawn by a binary search
-over C doubles.  The random numbers are still the generator's own
-(``rng.random()``): the same stream as everywhere else in the kernel.
-Frames are still made by ``Frames`` (in Python), the first time a path is
-taken; a context switch or an interrupt entry also goes back to Python.
+call again, pick tables, entry ips, contexts) are C arrays (``Graph``, made
+once per pick table list), frames are a C struct's fields, a callee is
+drawn by a binary search over C doubles.  The random numbers are the
+generator's own stream, drawn from its state in C (``lib/_mt.pxd``).  A
+call not made before from a frame makes the new frame here
+(``Walker.child``: ``Frames.child`` in C, its return address asked of
+``Frames.site_of``); the roots, interrupt entries and context switches go
+back to Python.  The walker holds where its task is (``fr``, ``ph``) and
+writes it to the task state before any Python that may look and when done
+(``flush()``).
 """
 
 from cpython.dict cimport PyDict_GetItem

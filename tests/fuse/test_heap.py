@@ -10,6 +10,7 @@ from fakefs.fuse import heap as heap_mod
 from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.kernel.fs.pseudo import kernel_write
 from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace import trace_activity
 
 T = "sys/kernel/tracing/"
 
@@ -62,7 +63,9 @@ def test_the_trim_waits_for_an_idle_moment():
     trio.run(main)
 
 
-def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():
+def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers(monkeypatch):
+    # (sub-buffers of tuples: the function tracer's calls go raw, compact already)
+    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     kernel_write(k.tree, T + "current_tracer", b"function")
     for _ in range(2):
@@ -85,7 +88,26 @@ def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers():
     assert [list(cb.iter_events()) for b in bufs for cb in b.cpus] == before
 
 
-def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers():
+def test_raw_sub_buffers_are_left_as_they_are():
+    """The function tracer's raw sub-buffers (the kernel's binary layout,
+    28 bytes an entry) are compact already: packing passes them by and
+    they read back the same."""
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    kernel_write(k.tree, T + "current_tracer", b"function")
+    k.clock.advance(1_000_000_000)
+    k.run_until_now()
+    cpus = k.tracing.global_trace.buffer.cpus
+    before = [list(cb.iter_events()) for cb in cpus]
+    raw = [sum(p.raw is not None for p in cb.pages) for cb in cpus]
+    assert all(n > 300 for n in raw)
+    while pack_idle(k.tracing, 16):
+        pass
+    assert [sum(p.raw is not None for p in cb.pages) for cb in cpus] == raw
+    assert [list(cb.iter_events()) for cb in cpus] == before
+
+
+def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers(monkeypatch):
+    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)     # (sub-buffers of tuples)
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     kernel_write(k.tree, T + "current_tracer", b"function")
     k.clock.advance(3_000_000_000)

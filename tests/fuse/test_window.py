@@ -167,9 +167,11 @@ def test_a_request_that_catches_a_gap_up_itself_is_followed_by_a_window():
     trio.run(main)
 
 
-def test_the_packer_packs_a_held_window_and_the_moved_entries_read_back():
+def test_the_packer_packs_a_held_window_and_the_moved_entries_read_back(monkeypatch):
     """Packing while idle goes on in a window made ahead; its sub-buffers,
     packed, move their entries when read (``BufferPage.move``)."""
+    from fakefs.kernel.trace import trace_activity
+    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)     # (sub-buffers of tuples)
     k = boot(Clock(), ("current_tracer", "function"))
     heap, pacer, maker = parts(k)
     cpu0 = k.tracing.global_trace.buffer.cpus[0]

@@ -27,7 +27,27 @@ cdef int TS_SHIFT = 27
 cdef long long TS_LIMIT = 1LL << 27
 cdef int LEN_EXTEND = 8             # RB_LEN_TIME_EXTEND
 cdef int TRACE_FN = 1               # trace_entries.TRACE_FN
+cdef int TRACE_STACK = 4            # trace_entries.TRACE_STACK
+cdef int TRACE_STACK_ID = 20        # trace_entries.TRACE_STACK_ID (the stackmap series)
 cdef int FN_RECORD = 24             # struct ftrace_entry: trace_entry, ip, parent_ip
+cdef int SMALL_DATA = 112           # RB_MAX_SMALL_DATA
+
+
+cdef inline int event_length(int payload) noexcept:
+    """``ring_buffer.event_length()``."""
+    cdef int length = payload if payload else 1
+    if length > SMALL_DATA:
+        length += 4
+    length += 4
+    length = (length + 3) & ~3
+    if length == LEN_EXTEND + 4:
+        length += 4
+    return length
+
+
+def stack_length(int nr):
+    """The length of a kernel_stack entry of ``nr`` callers (the tests')."""
+    return event_length(16 + 8 * nr)
 
 
 def new_page(int subbuf_size):
@@ -43,8 +63,10 @@ def decode_page(bytearray raw, int used):
     cdef uint32_t hdr, ext, tl
     cdef uint16_t typ
     cdef int32_t pid
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used
-    cdef list out = []
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec, nxt, i
+    cdef uint32_t sid
+    cdef int32_t size
+    cdef list out = [], stack
     memcpy(&ts, p, 8)
     while off < end:
         memcpy(&hdr, p + off, 4)
@@ -54,17 +76,35 @@ def decode_page(bytearray raw, int used):
             ts += ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
             off += LEN_EXTEND
             continue
-        if tl == 0 or tl > 28:
+        if tl > 28:
             raise ValueError("raw sub-buffer: event type %d at %d" % (tl, off))
         ts += hdr >> 5
-        memcpy(&typ, p + off + 4, 2)
-        if typ != TRACE_FN:
+        if tl == 0:                         # a length word, then the record
+            memcpy(&ext, p + off + 4, 4)
+            rec = off + 8
+            nxt = off + 4 + ext
+        else:
+            rec = off + 4
+            nxt = off + 4 + tl * 4
+        memcpy(&typ, p + rec, 2)
+        memcpy(&pid, p + rec + 4, 4)
+        if typ == TRACE_FN:
+            memcpy(&ip, p + rec + 8, 8)
+            memcpy(&parent, p + rec + 16, 8)
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], ip, parent))
+        elif typ == TRACE_STACK_ID:
+            memcpy(&sid, p + rec + 8, 4)
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], sid, None))
+        elif typ == TRACE_STACK:
+            memcpy(&size, p + rec + 8, 4)
+            stack = []
+            for i in range(size):
+                memcpy(&ip, p + rec + 16 + 8 * i, 8)
+                stack.append(ip)
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], tuple(stack), None))
+        else:
             raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
-        memcpy(&pid, p + off + 8, 4)
-        memcpy(&ip, p + off + 12, 8)
-        memcpy(&parent, p + off + 20, 8)
-        out.append((<long long> ts, typ, pid, p[off + 6], p[off + 7], ip, parent))
-        off += 4 + tl * 4
+        off = nxt
     return out
 
 
@@ -78,7 +118,7 @@ cdef class PageWriter:
         self.length = length
         self.cap = cb.subbuf_size
         self.last_ts = cb.last_ts
-        self.written = self.entries = self.dropped = 0
+        self.written = self.entries = self.dropped = self.nbytes_written = 0
         self.page = None
         pages = cb.pages
         if pages:
@@ -113,75 +153,124 @@ cdef class PageWriter:
                 memcpy(self.raw + 8, &commit, 8)
         cb = self.cb
         cb.written += self.written
-        cb.bytes_written += self.written * self.length
+        cb.bytes_written += self.nbytes_written
         cb.entries += self.entries
         cb.dropped += self.dropped
         cb.last_ts = self.last_ts
-        self.written = self.entries = self.dropped = 0
+        self.written = self.entries = self.dropped = self.nbytes_written = 0
 
     cdef bint _next(self) except -1:
-        """A new raw sub-buffer at the tail (False: none, the entry is dropped)."""
+        """A new raw sub-buffer at the tail (False: none, the entry is
+        dropped; the tail stays, a shorter entry may still fit in it)."""
         self._store()
         page = self.cb._next_page(self.overwrite, True)
         if page is None:
-            self.page = None
             return False
         self._load(page)
         return True
 
-    cdef bint fn(self, long long ts, int pid, int flags, int pc, uint64_t ip,
-                 uint64_t parent) except -1:
-        """``write()`` of a TRACE_FN entry; False: dropped."""
-        cdef int need = self.length, hdr_len
+    cdef int reserve(self, long long ts, int length) except -1:
+        """``write()``'s accounts of an entry of ``length`` bytes at ``ts``:
+        0 it is dropped, 1 its record is to be written at ``self.q`` (its
+        event header, and a time extend, written), 2 the tail holds tuples:
+        append one."""
+        cdef int need = length, area
         cdef uint32_t hdr, ext
-        cdef uint16_t typ = TRACE_FN
-        cdef int32_t pid32 = pid
         cdef uint64_t delta, t
         cdef unsigned char *q
         self.written += 1
+        self.nbytes_written += length
         if self.page is not None and self.n and ts - self.last_ts >= TS_LIMIT:
             need += LEN_EXTEND
         if self.page is None or self.used + need > self.cap:
             if not self._next():
                 self.dropped += 1
-                return False
-            need = self.length
+                return 0
+            need = length
         if self.raw != NULL and self.n and ts < self.page_last:
             # earlier than the page's last (never from the function
             # tracer's sorted calls): the sub-buffer goes on as tuples
             self._untuple()
-        if self.raw == NULL:
-            self.append((ts, TRACE_FN, pid, flags, pc, ip, parent))
-        else:
-            q = self.raw + PAGE_HDR + self.used
-            if self.n == 0:
-                t = <uint64_t> ts
-                memcpy(self.raw, &t, 8)             # the page's time_stamp
-                delta = 0
-            else:
-                delta = <uint64_t> (ts - self.page_last)
-            if need > self.length:                  # a time extend first
-                hdr = TYPE_EXTEND | <uint32_t> ((delta & (TS_LIMIT - 1)) << 5)
-                ext = <uint32_t> (delta >> TS_SHIFT)
-                memcpy(q, &hdr, 4)
-                memcpy(q + 4, &ext, 4)
-                q += LEN_EXTEND
-                delta = 0
-            hdr = <uint32_t> (FN_RECORD // 4) | <uint32_t> (delta << 5)
-            memcpy(q, &hdr, 4)
-            memcpy(q + 4, &typ, 2)
-            q[6] = <uint8_t> flags
-            q[7] = <uint8_t> pc
-            memcpy(q + 8, &pid32, 4)
-            memcpy(q + 12, &ip, 8)
-            memcpy(q + 20, &parent, 8)
-            self.page_last = ts
         self.used += need
-        self.nbytes += self.length
+        self.nbytes += length
         self.n += 1
         self.entries += 1
         self.last_ts = ts
-        return True
+        if self.raw == NULL:
+            return 2
+        q = self.raw + PAGE_HDR + self.used - need
+        if self.n == 1:
+            t = <uint64_t> ts
+            memcpy(self.raw, &t, 8)                 # the page's time_stamp
+            delta = 0
+        else:
+            delta = <uint64_t> (ts - self.page_last)
+        self.page_last = ts
+        if need > length:                           # a time extend first
+            hdr = TYPE_EXTEND | <uint32_t> ((delta & (TS_LIMIT - 1)) << 5)
+            ext = <uint32_t> (delta >> TS_SHIFT)
+            memcpy(q, &hdr, 4)
+            memcpy(q + 4, &ext, 4)
+            q += LEN_EXTEND
+            delta = 0
+        area = length - 4
+        if area > SMALL_DATA:                       # type_len 0: a length word
+            hdr = <uint32_t> (delta << 5)
+            ext = <uint32_t> area
+            memcpy(q, &hdr, 4)
+            memcpy(q + 4, &ext, 4)
+            self.q = q + 8
+        else:
+            hdr = <uint32_t> (area // 4) | <uint32_t> (delta << 5)
+            memcpy(q, &hdr, 4)
+            self.q = q + 4
+        return 1
+
+    cdef void _common(self, uint16_t typ, int pid, int flags, int pc) noexcept:
+        cdef unsigned char *q = self.q
+        cdef int32_t pid32 = pid
+        memcpy(q, &typ, 2)
+        q[2] = <uint8_t> flags
+        q[3] = <uint8_t> pc
+        memcpy(q + 4, &pid32, 4)
+
+    cdef bint fn(self, long long ts, int pid, int flags, int pc, uint64_t ip,
+                 uint64_t parent) except -1:
+        """``write()`` of a TRACE_FN entry; False: dropped."""
+        cdef int r = self.reserve(ts, self.length)
+        if r == 1:
+            self._common(TRACE_FN, pid, flags, pc)
+            memcpy(self.q + 8, &ip, 8)
+            memcpy(self.q + 16, &parent, 8)
+        elif r == 2:
+            self.append((ts, TRACE_FN, pid, flags, pc, ip, parent))
+        return r != 0
+
+    cdef bint stack_id(self, long long ts, int pid, int flags, int pc, uint32_t sid,
+                       int length) except -1:
+        """``write()`` of a TRACE_STACK_ID entry (``length`` bytes)."""
+        cdef int r = self.reserve(ts, length)
+        if r == 1:
+            self._common(TRACE_STACK_ID, pid, flags, pc)
+            memcpy(self.q + 8, &sid, 4)
+        elif r == 2:
+            self.append((ts, TRACE_STACK_ID, pid, flags, pc, sid, None))
+        return r != 0
+
+    cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack) except -1:
+        """``write()`` of a TRACE_STACK entry of ``stack`` (its callers)."""
+        cdef int32_t size = len(stack), i
+        cdef uint64_t ip
+        cdef int r = self.reserve(ts, event_length(16 + 8 * size))
+        if r == 1:
+            self._common(TRACE_STACK, pid, flags, pc)
+            memcpy(self.q + 8, &size, 4)
+            for i in range(size):
+                ip = stack[i]
+                memcpy(self.q + 16 + 8 * i, &ip, 8)
+        elif r == 2:
+            self.append((ts, TRACE_STACK, pid, flags, pc, stack, None))
+        return r != 0
 
     cdef void _untuple(self) except *:
         page = self.page
@@ -198,6 +287,12 @@ cdef class PageWriter:
     def put_fn(self, long long ts, int pid, int flags, int pc, uint64_t ip, uint64_t parent):
         """``fn()`` from Python (the tests')."""
         return self.fn(ts, pid, flags, pc, ip, parent)
+
+    def put_stack_id(self, long long ts, int pid, int flags, int pc, uint32_t sid, int length):
+        return self.stack_id(ts, pid, flags, pc, sid, length)
+
+    def put_stack(self, long long ts, int pid, int flags, int pc, tuple stack):
+        return self.stack(ts, pid, flags, pc, stack)
 
 
 def write_fn(cb, tuple entry, int length, bint overwrite):

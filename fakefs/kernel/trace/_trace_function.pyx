@@ -154,8 +154,9 @@ def call_instants(rng, long long t0, long long span, Py_ssize_t n):
 cdef array.array _QARRAY = _array.array("q")
 
 
-def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length, tuple context_flags,
-                long long ip_off):
+def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length,
+                tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
+                int id_length=0, int max_depth=0):
     """The next ``len(times)`` calls of the walk on CPU ``c`` (its
     ``Walker``: the draws of as many ``run()`` calls), made at ``times``,
     written as TRACE_FN entries into the CPU buffer ``cb`` (None: the
@@ -164,17 +165,30 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     per call: the record is written into the raw sub-buffer from the
     frame's fields (``context_flags[ctx]``: flags and preempt depth, the
     entry ip plus ``ip_off``: ftrace's ip, the return address into the
-    caller: parent ip).  Returns the pids of the entries taken, each run
-    of one pid once (``TraceArray._task_info`` takes them)."""
+    caller: parent ip).  With ``stacks`` (overwrite mode), each entry is
+    followed by its stack's as ``stack_records()`` makes it: its id in the
+    stackmap ``smap`` (``id_length`` bytes) through the same first
+    shortcut, else the stack in full.  Returns the pids of the entries
+    taken, each run of one pid once (``TraceArray._task_info`` takes
+    them)."""
     cdef Walker w = Walker(walk, c, rng)
     cdef PageWriter out = PageWriter(cb, overwrite, length) if cb is not None else None
     cdef Py_ssize_t i, n = times.shape[0]
     cdef Frame fr
-    cdef int pid = 0, last_pid = -1, k
+    cdef int pid = 0, last_pid = -1, k, flags, pc
+    cdef long long ts, sid, found = 0
     cdef int cflags[8]
     cdef int cpc[8]
     cdef list pids = []
     cdef object ts_obj = None
+    cdef tuple st
+    cdef dict stored = None
+    cdef PyObject *hit
+    get_id = None
+    if stacks and smap is not None:
+        get_id = smap.get_id
+        if not smap.resetting:
+            stored = smap._stored
     for k in range(8):
         cflags[k], cpc[k] = context_flags[k]
     try:
@@ -185,15 +199,38 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
                 pid = ts_obj.task.pid
             if out is None:
                 continue
-            if not out.fn(times[i], pid, cflags[fr.ctx & 7], cpc[fr.ctx & 7],
-                          fr.entry + <unsigned long long> ip_off,
+            ts = times[i]
+            flags = cflags[fr.ctx & 7]
+            pc = cpc[fr.ctx & 7]
+            if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> ip_off,
                           fr.site if fr.parent is not None else 0):
                 continue            # dropped (no overwrite, the buffer full)
             if pid != last_pid:
                 pids.append(pid)
                 last_pid = pid
+            if not stacks:
+                continue
+            st = fr._stack if fr._stack is not None else fr.make_stack()
+            sid = -1
+            if get_id is not None:
+                hit = NULL
+                if stored is not None and len(st) <= max_depth:
+                    hit = PyDict_GetItem(stored, st)
+                if hit is not NULL:
+                    slot, elt = <tuple> hit
+                    elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+                    found += 1
+                    sid = slot
+                else:
+                    sid = get_id(st, cpu)
+            if sid >= 0:
+                out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
+            else:
+                out.stack(ts, pid, flags, pc, st)
     finally:
         w.flush()
         if out is not None:
             out.finish()
+        if found:
+            smap.successes[cpu] += found
     return pids

@@ -37,7 +37,8 @@ from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
 from .trace_context import CONTEXT_FLAGS, StackContext
 from .trace_events_commit import trace_event_commit
-from .trace_functions import FN_LENGTH
+from .trace_functions import FN_LENGTH, STACK_ID_LENGTH
+from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
 
@@ -463,14 +464,17 @@ class TraceActivity:
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
-        if RAW_WRITES and len(trs) == 1 and trs[0].current.plain_calls(trs[0]) and wl.walk.compiled():
+        mode = trs[0].current.compiled_calls(trs[0]) if RAW_WRITES and len(trs) == 1 else None
+        if mode is not None and wl.walk.compiled():
             # the compiled writer: no object per call (the same entries)
             tr = trs[0]
             buf = tr.buffer
             cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
             walk, c = wl.stretch(cpu)
             pids = write_calls(walk, c, rng, times, cb, tr.flags["overwrite"], FN_LENGTH,
-                               CALL_CONTEXT, FENTRY_IP - FENTRY_RET)
+                               CALL_CONTEXT, FENTRY_IP - FENTRY_RET, cpu, mode,
+                               tr.stackmap if mode and tr.flag("stackmap") else None,
+                               STACK_ID_LENGTH, MAX_DEPTH)
             self.stack_context.follow_frames(wl)
             for pid in pids:
                 tr._task_info(cpu, pid)

@@ -64,12 +64,16 @@ class FunctionTracer(Tracer):
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
 
-    def plain_calls(self, tr) -> bool:
-        """A call's entry is all the array records of it (no stack option,
-        no clock of its own to stamp it): what the compiled writer
-        (``_trace_function.write_calls``) may write."""
-        return tr.clock_reader is None and not (
-            tr.flag("stacktrace") or self.opts.get("func_stack_trace"))
+    def compiled_calls(self, tr):
+        """What the compiled writer (``_trace_function.write_calls``) may
+        write of this array's calls: None (not it: a clock of the array's
+        own stamps them, or a stack option without overwrite), False (the
+        entries alone), True (each entry and its stack's)."""
+        if tr.clock_reader is not None:
+            return None
+        if not (tr.flag("stacktrace") or self.opts.get("func_stack_trace")):
+            return False
+        return True if tr.flag("overwrite") else None
 
     def record_calls(self, tr, cpu: int, entries: list, frames: list) -> None:
         """``function_trace_call()`` (``function_stack_trace_call()`` with

@@ -108,13 +108,13 @@ def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
     assert cb.pages[-1].raw is None and cb.events() == es[1:] + [e]
 
 
-def test_a_page_s_records_other_than_function_entries_are_refused():
+def test_a_page_s_records_of_a_type_it_does_not_write_are_refused():
     cb = CpuBuffer(0, 4)
     w = PageWriter(cb, True, FN)
     w.put_fn(10, 1, 0, 0, 1, 2)
     w.finish()
     raw = cb.pages[-1].raw
-    raw[20] = te.TRACE_STACK
+    raw[20] = te.TRACE_PRINT
     with pytest.raises(ValueError):
         decode_page(raw, cb.pages[-1].used)
 
@@ -174,3 +174,81 @@ def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
     tup_cb.write(other[0], other, length, True)
     assert raw_cb.pages[-1].raw is None
     assert accounts(raw_cb) == accounts(tup_cb)
+
+
+def with_stacks(seed, n):
+    """Function entries, each followed by its stack's: an id in the
+    stackmap, or the stack in full (short ones in the small event form,
+    long ones with a length word)."""
+    rng = random.Random(seed)
+    out = []
+    for e in entries(seed, n):
+        out.append((e, FN))
+        if rng.random() < 0.5:
+            out.append(((e[0], te.TRACE_STACK_ID) + e[2:5] + (rng.randrange(1 << 20), None),
+                        event_length(te.STACK_ID_PAYLOAD)))
+        else:
+            stack = tuple(0xffffffff81000000 + rng.randrange(1 << 24)
+                          for _ in range(rng.choice((1, 2, 11, 12, 13, 30, 62))))
+            out.append(((e[0], te.TRACE_STACK) + e[2:5] + (stack, None),
+                        event_length(te.stack_payload(len(stack)))))
+    return out
+
+
+def put(w, e, length):
+    if e[1] == te.TRACE_FN:
+        return w.put_fn(e[0], *e[2:])
+    if e[1] == te.TRACE_STACK_ID:
+        return w.put_stack_id(e[0], e[2], e[3], e[4], e[5], length)
+    return w.put_stack(e[0], e[2], e[3], e[4], e[5])
+
+
+@pytest.mark.parametrize("overwrite", (True, False))
+def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
+    """stack_id and kernel_stack entries of every size: the same accounts,
+    sub-buffers and entries as write() of each, and the pages' bytes as
+    trace_pipe_raw encodes the entries."""
+    from fakefs.kernel.trace._ring_buffer import stack_length
+    es = with_stacks(8, 1500)
+    assert all(stack_length(len(e[5])) == ln for e, ln in es if e[1] == te.TRACE_STACK)
+    want, got = CpuBuffer(0, 24), CpuBuffer(0, 24)
+    for e, ln in es[:3]:
+        want.write(e[0], e, ln, overwrite)
+        got.write(e[0], e, ln, overwrite)
+    w = PageWriter(got, overwrite, FN)
+    for e, ln in es[3:]:
+        want.write(e[0], e, ln, overwrite)
+        put(w, e, ln)
+    w.finish()
+    assert sum(p.raw is not None for p in got.pages) > 10
+    assert accounts(got) == accounts(want)
+    enc = RecordEncoder(None)
+    cap = got.subbuf_size
+    while True:
+        page = read_page(got, enc.encode, 4096, cap)
+        assert page == read_page(want, enc.encode, 4096, cap)
+        if page is None:
+            break
+
+
+def test_a_move_of_raw_sub_buffers_is_made_as_they_are_read():
+    """Entries moved later (a gap's window, ``trace_shift``): raw
+    sub-buffers keep their bytes and the move, made when read, as tuple
+    sub-buffers do."""
+    from fakefs.kernel.trace.ring_buffer_bpage import Move
+    es = entries(12, 700)
+    raw_cb, tup_cb = CpuBuffer(0, 8), CpuBuffer(0, 8)
+    w = PageWriter(raw_cb, True, FN)
+    for e in es:
+        w.put_fn(e[0], *e[2:])
+        tup_cb.write(e[0], e, FN, True)
+    w.finish()
+    move = Move(es[300][0], 12345, {})
+    for cb in (raw_cb, tup_cb):
+        for p in cb.pages:
+            if p.newest_ts() >= move.since:
+                p.move(move)
+    assert [p.raw is not None for p in raw_cb.pages].count(True) >= 3
+    assert list(raw_cb.iter_events()) == list(tup_cb.iter_events())
+    assert list(raw_cb.iter_events())[-1][0] == es[-1][0] + 12345
+    assert [raw_cb.consume() for _ in range(400)] == [tup_cb.consume() for _ in range(400)]

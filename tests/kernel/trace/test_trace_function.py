@@ -63,6 +63,8 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
             out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe", 1 << 14))
     out += [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
             rd(k, "saved_cmdlines"), rd(k, "buffer_total_size_kb")]
+    if k.tracing.global_trace.stackmap is not None:
+        out += [rd(k, "stack_map_stat"), rd(k, "stack_map")]
     used = [sum(p.raw is not None for p in cb.pages) for cb in k.tracing.global_trace.buffer.cpus]
     monkeypatch.undo()
     return out, used
@@ -75,15 +77,22 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
                                ("current_tracer", "function")], False),
     ("fakefs.fn_rate=50000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
                               ("events/sched/enable", "1"), ("events/irq/enable", "1")], True),
+    ("fakefs.fn_rate=50000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
+                              ("options/stacktrace", "1"), ("options/stackmap", "1")], True),
+    ("fakefs.fn_rate=30000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
+                              ("options/func_stack_trace", "1")], False),
+    ("fakefs.fn_rate=30000", [("current_tracer", "function"), ("options/func_stack_trace", "1"),
+                              ("options/stackmap", "1"), ("events/sched/enable", "1")], True),
 ))
 def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, settings, reads, monkeypatch):
     """Byte for byte the same files (trace, stats, trace_pipe_raw pages,
     trace_pipe, saved comms) whether plain function calls go through the
     compiled writer into raw sub-buffers or as tuples: with the buffer
     wrapping, without overwrite (dropped entries), with events between
-    the calls (tuple and raw sub-buffers mixed), with consuming readers."""
+    the calls (tuple and raw sub-buffers mixed), with consuming readers,
+    with the calls' stacks through the stackmap (its files too) or in full."""
     raw, used = _traced(True, settings, cmdline, monkeypatch, reads)
     tuples, none = _traced(False, settings, cmdline, monkeypatch, reads)
     assert any(used) and not any(none)
-    assert raw[-5].count("\n") > 300
+    assert raw[6 if reads else 0].count("\n") > 300        # the trace
     assert raw == tuples
