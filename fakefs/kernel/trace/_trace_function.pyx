@@ -168,7 +168,8 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     caller: parent ip).  With ``stacks`` (overwrite mode), each entry is
     followed by its stack's as ``stack_records()`` makes it: its id in the
     stackmap ``smap`` (``id_length`` bytes) through the same first
-    shortcut, else the stack in full.  Returns the pids of the entries
+    shortcut, else the stack in full; a stack not in a map with no slot
+    left takes ``get_id()``'s answer (a drop) without asking it.  Returns the pids of the entries
     taken, each run of one pid once (``TraceArray._task_info`` takes
     them)."""
     cdef Walker w = Walker(walk, c, rng)
@@ -176,7 +177,8 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     cdef Py_ssize_t i, n = times.shape[0]
     cdef Frame fr
     cdef int pid = 0, last_pid = -1, k, flags, pc
-    cdef long long ts, sid, found = 0
+    cdef long long ts, sid, found = 0, drops = 0
+    cdef bint full = False
     cdef int cflags[8]
     cdef int cpc[8]
     cdef list pids = []
@@ -189,6 +191,7 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
         get_id = smap.get_id
         if not smap.resetting:
             stored = smap._stored
+        full = not smap.empty_slots
     for k in range(8):
         cflags[k], cpc[k] = context_flags[k]
     try:
@@ -221,8 +224,11 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
                     elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
                     found += 1
                     sid = slot
+                elif full and stored is not None and len(st) <= max_depth:
+                    drops += 1          # get_id's answer when no slot is left: -ENOSPC
                 else:
                     sid = get_id(st, cpu)
+                    full = not smap.empty_slots
             if sid >= 0:
                 out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
             else:
@@ -233,4 +239,6 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
             out.finish()
         if found:
             smap.successes[cpu] += found
+        if drops:
+            smap.drops[cpu] += drops
     return pids

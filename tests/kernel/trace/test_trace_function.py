@@ -79,6 +79,9 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
                               ("events/sched/enable", "1"), ("events/irq/enable", "1")], True),
     ("fakefs.fn_rate=50000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
                               ("options/stacktrace", "1"), ("options/stackmap", "1")], True),
+    ("fakefs.fn_rate=50000 ftrace_stackmap.bits=10",        # the map fills: drops
+     [("buffer_size_kb", "128"), ("current_tracer", "function"), ("options/stacktrace", "1"),
+      ("options/stackmap", "1")], False),
     ("fakefs.fn_rate=30000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
                               ("options/func_stack_trace", "1")], False),
     ("fakefs.fn_rate=30000", [("current_tracer", "function"), ("options/func_stack_trace", "1"),
@@ -93,6 +96,8 @@ def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, setting
     with the calls' stacks through the stackmap (its files too) or in full."""
     raw, used = _traced(True, settings, cmdline, monkeypatch, reads)
     tuples, none = _traced(False, settings, cmdline, monkeypatch, reads)
+    if "bits=10" in cmdline:
+        assert int(raw[-2].split("drops:")[1].split()[0]) > 100, raw[-2]     # stack_map_stat
     assert any(used) and not any(none)
     assert raw[6 if reads else 0].count("\n") > 300        # the trace
     assert raw == tuples
