@@ -15,7 +15,7 @@ After a request that gave buffer pages back to the simulated machine (the
 account's ``given_back`` moved), ``malloc_trim(0)`` returns the free pages
 of the heap, once the mount is idle as for packing: it runs in the main
 loop (4.4 ms after 16 MB a CPU went back to the default, 9.7 ms after 64
-MB, ``bench_memory --in-process``), and right after an ``rmdir`` it would
+MB, ``python -m fakefs.bench in_process``), and right after an ``rmdir`` it would
 hold the VFS's lock of ``instances/`` that long, which every other mkdir
 and rmdir there waits for.  Without glibc there is nothing to call and the
 memory stays with the process.

@@ -8,7 +8,7 @@ import os
 
 from mountlib import requires_fuse
 
-from fakefs.bench_barefs import fakefs_mounted, requests_of
+from fakefs.bench.barefs import fakefs_mounted, requests_of
 from fakefs.fuse.noflush import HEADER, noflush_bit
 
 T = "sys/kernel/tracing/"

@@ -5,7 +5,7 @@ of a write in one go."""
 
 import os
 
-from fakefs.bench_requests import glob_list, write_while_reading
+from fakefs.bench.requests import glob_list, write_while_reading
 from mountlib import mounted, requires_fuse
 
 pytestmark = requires_fuse

@@ -16,7 +16,7 @@ import trio
 
 import mountlib
 
-from fakefs.bench_requests import blocked_readers_cpu
+from fakefs.bench.requests import blocked_readers_cpu
 from fakefs.fuse import waiters
 from fakefs.fuse.adapter import FakeFS
 from fakefs.kernel.fs.pseudo import FileOperations, PseudoTree, WouldBlock

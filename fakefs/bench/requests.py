@@ -8,7 +8,7 @@
 * the daemon's CPU over 5 s while 200 readers are blocked in ``trace_pipe``
   (nothing is traced: they wait).
 
-``python -m fakefs.bench_requests [MB] [READERS]`` prints the rows alone.
+``python -m fakefs.bench.requests [MB] [READERS]`` prints the rows alone.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import sys
 import threading
 import time
 
-from .bench_barefs import fakefs_mounted
-from .fuse.mountpoint import daemon_pids
+from .barefs import fakefs_mounted
+from ..fuse.mountpoint import daemon_pids
 
 TRACING = "sys/kernel/tracing"
 

@@ -21,8 +21,8 @@ pool + 150 MB (the pool counted as the kernel's elements would take:
 ``buffer_size_kb`` back to the default, before and after the heap trim the
 daemon makes after such a write (fuse/heap.py).
 
-    python -m fakefs.bench_memory [SECONDS]
-    python -m fakefs.bench_memory --in-process [BUFFER_SIZE_KB]
+    python -m fakefs.bench.memory [SECONDS]
+    python -m fakefs.bench.memory --in-process [BUFFER_SIZE_KB]
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import re
 import sys
 import time
 
-from .bench_barefs import fakefs_mounted
-from .fuse.heap import HeapKeeper, pack_idle
+from .barefs import fakefs_mounted
+from ..fuse.heap import HeapKeeper, pack_idle
 
 T = "sys/kernel/tracing/"
 SECONDS = 60
@@ -108,9 +108,9 @@ def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
 
 
 def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
-    from . import sim
-    from .kernel.fs.pseudo import kernel_read, kernel_write
-    from .kernel.time import ManualClock
+    from .. import sim
+    from ..kernel.fs.pseudo import kernel_read, kernel_write
+    from ..kernel.time import ManualClock
     me = os.getpid()
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
                  cmdline="trace_options=stackmap,stacktrace")

@@ -22,8 +22,8 @@ import random
 import statistics
 import time
 
-from .kernel.init import Kernel
-from .kernel.time import ManualClock
+from ..kernel.init import Kernel
+from ..kernel.time import ManualClock
 
 SEC = 1_000_000_000
 STEP = 20_000_000
@@ -74,13 +74,13 @@ def bench_alloc_step() -> list[tuple[str, float, str]]:
 
 
 def _read_all(k: Kernel, path: str) -> bytes:
-    from .kernel.fs.pseudo import kernel_read
+    from ..kernel.fs.pseudo import kernel_read
     return kernel_read(k.tree, path)
 
 
 def bench_allocinfo_render() -> list[tuple[str, float, str]]:
-    from .kernel.mm.alloc_tag import load_tag_table
-    from .kernel.mm.alloc_tag_module import load_module
+    from ..kernel.mm.alloc_tag import load_tag_table
+    from ..kernel.mm.alloc_tag_module import load_module
     k = _boot()
     core = _median(lambda: _read_all(k, "proc/allocinfo"), 3)
     n_core = k.alloc_tag.cttype.count
@@ -94,7 +94,7 @@ def bench_allocinfo_render() -> list[tuple[str, float, str]]:
 
 
 def bench_stress_step() -> list[tuple[str, float, str]]:
-    from .kernel.mm.stress_2630 import MemorySystem
+    from ..kernel.mm.stress_2630 import MemorySystem
     hz = 250
     got = {}
     for scenario in ("idle", "stress"):
@@ -130,7 +130,7 @@ def bench_sample() -> list[tuple[str, float, str]]:
 
 
 def bench_kallsyms_load() -> list[tuple[str, float, str]]:
-    from .kernel.kallsyms import Kallsyms
+    from ..kernel.kallsyms import Kallsyms
     bundled = _median(Kallsyms.load_bundled, 3)
     out = [("load the bundled kallsyms table", bundled, "s")]
     try:

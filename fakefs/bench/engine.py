@@ -19,8 +19,8 @@ import gc
 import statistics
 import time
 
-from .fuse.heap import GC_THRESHOLD
-from .kernel.walk_reference import use_reference
+from ..fuse.heap import GC_THRESHOLD
+from ..kernel.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"
 # a second: sustained tracing meets the path cache's restarts (the
@@ -40,9 +40,9 @@ CONFIGS = (
 
 def sim_seconds_per_cpu_second(settings, reference: bool = False) -> float:
     """One run: ``SPAN_NS`` of the machine with ``settings`` written."""
-    from . import sim
-    from .kernel.fs.pseudo import kernel_write
-    from .kernel.time import ManualClock
+    from .. import sim
+    from ..kernel.fs.pseudo import kernel_write
+    from ..kernel.time import ManualClock
     with use_reference() if reference else contextlib.nullcontext():
         k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
         for path, value in settings:

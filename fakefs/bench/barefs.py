@@ -15,7 +15,7 @@ pyfuse3 + trio is then fakefs's own work.  Two styles:
     from the page cache), the real ``st_size``, and ``EntryAttributes``'s
     default timeouts (300 s), ``default_permissions``.
 
-Run in its own process (``python -m fakefs.bench_barefs MOUNTPOINT``; it
+Run in its own process (``python -m fakefs.bench.barefs MOUNTPOINT``; it
 stays in the foreground and unmounts on SIGTERM/SIGINT).  Every request
 that reaches a Python handler is counted by operation name; the counts are
 written as JSON to ``--stats FILE`` on SIGUSR1 and on exit (the file is
@@ -49,7 +49,7 @@ import time
 import pyfuse3
 import trio
 
-from .fuse.mountpoint import is_mounted, unmount_and_wait
+from ..fuse.mountpoint import is_mounted, unmount_and_wait
 
 STYLES = ("matched", "naive")
 
@@ -180,7 +180,7 @@ def _write_json(path: str, obj) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fakefs.bench_barefs", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m fakefs.bench.barefs", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("mountpoint")
     p.add_argument("--path", default="tracing_on", help="where the file is, below the mount")
@@ -263,7 +263,7 @@ def barefs_mounted(relpath: str = "tracing_on", style: str = "matched", debug: b
     Yields (mountpoint, log file (its stderr), stats file, process)."""
     mnt = tempfile.mkdtemp(prefix="barefs-")
     log, stats = mnt + ".log", mnt + ".stats"
-    cmd = [sys.executable, "-m", "fakefs.bench_barefs", "--path", relpath, "--style", style,
+    cmd = [sys.executable, "-m", "fakefs.bench.barefs", "--path", relpath, "--style", style,
            "--stats", stats] + (["--debug"] if debug else []) + [mnt]
     with open(log, "ab") as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,

@@ -1,19 +1,19 @@
 """``make bench``: speed and memory figures, each against a baseline from the same run.
 
 1. open+read+close of a small tracefs file through a real mount, vs the same on tmpfs;
-   then vs a bare pyfuse3 filesystem (bench_barefs.py) measured in the same run,
+   then vs a bare pyfuse3 filesystem (barefs.py) measured in the same run,
    with the FUSE requests one ``cat`` of the file sends to each (libfuse's debug log);
 2. stackmap ``get_id`` throughput (stack events/s), vs a plain dict-based deduplication;
 3. ring-buffer retention for the same simulated workload with and without the stackmap;
-4. the first request after 1-600 s idle with everything traced (bench_catchup.py), vs
+4. the first request after 1-600 s idle with everything traced (catchup.py), vs
    the same stretch simulated in full;
 5. the function tracer at its default 500,000 calls/s: a second of it, counters and cost, vs 4000 (the earlier default);
-6. the daemon's memory (bench_memory.py): RSS after a minute of everything traced vs at the
+6. the daemon's memory (memory.py): RSS after a minute of everything traced vs at the
    mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
-7. the simulated kernel's step and table costs (bench_costs.py), each vs a baseline;
-8. simulated seconds per CPU second (bench_engine.py): the compiled data plane vs the walk
+7. the simulated kernel's step and table costs (costs.py), each vs a baseline;
+8. simulated seconds per CPU second (engine.py): the compiled data plane vs the walk
    in plain Python, for the function tracer, every event, both with stacks, sched_switch;
-9. requests stay short (bench_requests.py): a 10 MB glob list written while ``cat tracing_on``
+9. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
    runs, and the daemon's CPU with 200 readers blocked in trace_pipe.
 
 Medians over repeated rounds are printed; nothing here is asserted.
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_catchup, bench_costs, bench_engine, bench_memory, bench_requests
+from . import catchup, costs, engine, memory, requests
 
 ROUNDS = 5
 
@@ -83,7 +83,7 @@ def bench_small_file_bare() -> list[tuple[str, object, str]]:
     """fakefs against a bare pyfuse3 filesystem serving the same path (one
     with fakefs's direct_io/size 0/1 s timeouts, one as pyfuse3's hello.py:
     page cache, real size, 300 s timeouts), and the requests of one cat."""
-    from . import bench_barefs as bare
+    from . import barefs as bare
     rel = "sys/kernel/tracing/tracing_on"
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
     with tempfile.NamedTemporaryFile("w", dir=shm) as tmp, bare.fakefs_mounted() as (fk, _), \
@@ -136,8 +136,8 @@ def _idle_cpu(mnt: str, seconds: float) -> float:
 
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
-    from .kernel.init import Kernel
-    from .kernel.time import ManualClock
+    from ..kernel.init import Kernel
+    from ..kernel.time import ManualClock
     clock = ManualClock()
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=clock)
     k.boot()
@@ -145,7 +145,7 @@ def _kernel(cmdline: str = "", nr_cpus: int = 2):
 
 
 def bench_get_id() -> list[tuple[str, float, str]]:
-    from .kernel.trace.trace_stackmap import FtraceStackMap
+    from ..kernel.trace.trace_stackmap import FtraceStackMap
     k, _ = _kernel()
     rng = k.subsystem_rng("bench")
     stacks = [k.workload.sample(rng, i % k.nr_cpus)[1] for i in range(100_000)]
@@ -217,12 +217,12 @@ SERIES_SCHED = "series v3: 9625 events, 466 stacks; 88 B full vs 12 B stack_id"
 
 def bench_retention_sched(seconds: float = 5.0) -> list[tuple[str, float, str]]:
     """The series' experiment: sched_switch with stacktrace, default buffer."""
-    from .kernel.fs.pseudo import kernel_write
-    from .kernel.trace import trace_entries as te
+    from ..kernel.fs.pseudo import kernel_write
+    from ..kernel.trace import trace_entries as te
     out = []
     kept = {}
-    from . import sim
-    from .kernel.time import ManualClock
+    from .. import sim
+    from ..kernel.time import ManualClock
     for label, opts in (("without stackmap", ("stacktrace",)), ("with stackmap", ("stackmap", "stacktrace"))):
         clock = ManualClock()
         k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)     # the machine's own rates
@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     name is one of the NAMEs, ``bench_`` optional (``small_file_bare``, ``get_id``...)."""
     names = sys.argv[1:] if argv is None else list(argv)
     sections = [("simulated seconds per CPU second (in-process, 2 CPUs; median of 3 rounds)",
-                 bench_engine.bench_engine),
+                 engine.bench_engine),
                 ("tracefs small-file latency", bench_small_file),
                 ("small file: fakefs vs a bare pyfuse3 filesystem (warm: cats back to back; "
                  "cold: 1.2 s apart)", bench_small_file_bare),
@@ -267,20 +267,20 @@ def main(argv=None) -> int:
                 ("ring-buffer retention, the series' experiment (sched_switch + stacktrace, 2 CPUs, "
                  "1410 KB/CPU, 5 s; one run)", bench_retention_sched)]
     sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
-                     "event; 2 CPUs, default buffer)", bench_catchup.bench_catchup))
-    sections.append(("cat trace of a full buffer", bench_catchup.bench_trace_read))
+                     "event; 2 CPUs, default buffer)", catchup.bench_catchup))
+    sections.append(("cat trace of a full buffer", catchup.bench_trace_read))
     sections.append(("function tracer for 1 s (in-process; entries-written, overrun, full buffer)",
-                     bench_catchup.bench_rates))
+                     catchup.bench_rates))
     sections.append(("daemon memory (stackmap, stacktrace, function tracer, every event; "
-                     "one run)", bench_memory.bench_memory))
+                     "one run)", memory.bench_memory))
     sections.append(("memory of full big buffers (in-process; one run)",
-                     bench_memory.in_process))
-    sections += bench_costs.SECTIONS
+                     memory.in_process))
+    sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
-                     "200 blocked trace_pipe readers (one run)", bench_requests.bench_requests))
+                     "200 blocked trace_pipe readers (one run)", requests.bench_requests))
     try:
-        from . import bench_alloc_tag
-        sections.append(("memory allocation profiling", bench_alloc_tag.bench_alloc_tag))
+        from . import alloc_tag
+        sections.append(("memory allocation profiling", alloc_tag.bench_alloc_tag))
     except ImportError:
         pass
     if names:
@@ -295,7 +295,3 @@ def main(argv=None) -> int:
             else:
                 print("  %-62s %12.0f %s" % (name, value, unit))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

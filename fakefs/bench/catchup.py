@@ -27,7 +27,7 @@ calls a second per CPU, and at the 4000 of the earlier default
 full the buffer is, what the last write cost; with stackmap + stacktrace,
 the stackmap's counters.
 
-    python -m fakefs.bench_catchup [--no-mount | --rates | --mount-gaps 1,10,60,600 [--rounds N]]
+    python -m fakefs.bench.catchup [--no-mount | --rates | --mount-gaps 1,10,60,600 [--rounds N]]
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import sys
 import threading
 import time
 
-from .bench_barefs import fakefs_mounted
-from .fuse.window import LATER_S
+from .barefs import fakefs_mounted
+from ..fuse.window import LATER_S
 
 ROUNDS = 3
 GAPS_S = (1, 10, 60, 600)
@@ -52,9 +52,9 @@ EVERYTHING = (("current_tracer", "function"), ("events/enable", "1"),
 
 
 def _booted():
-    from . import sim
-    from .kernel.fs.pseudo import kernel_write
-    from .kernel.time import ManualClock
+    from .. import sim
+    from ..kernel.fs.pseudo import kernel_write
+    from ..kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in EVERYTHING:
         kernel_write(k.tree, T + path, value.encode())
@@ -64,7 +64,7 @@ def _booted():
 
 
 def _first_read(k) -> None:
-    from .kernel.fs.pseudo import kernel_read
+    from ..kernel.fs.pseudo import kernel_read
     kernel_read(k.tree, T + "trace", READ)
 
 
@@ -201,7 +201,7 @@ def bench_trace_read() -> list[tuple[str, float, str]]:
         # (tracefs is one instance: where the host has it mounted already,
         # the private namespace sees that mount)
         cmd = ["unshare", "-m", "sh", "-c", "{ mountpoint -q %s || mount -t tracefs nodev %s; } && "
-               "exec %s -m fakefs.bench_catchup --real" % (REAL.rstrip("/"), REAL.rstrip("/"), sys.executable)]
+               "exec %s -m fakefs.bench.catchup --real" % (REAL.rstrip("/"), REAL.rstrip("/"), sys.executable)]
         out = subprocess.run(cmd, capture_output=True, text=True)
         vals = [float(v) for v in out.stdout.split()] if out.returncode == 0 else []
         if vals:
@@ -241,9 +241,9 @@ def bench_catchup(mount: bool = True, mount_gaps=MOUNT_GAPS_S) -> list[tuple[str
 def _rates_once(cmdline: str, stackmap: bool) -> dict:
     """``echo function > current_tracer; sleep 1; echo 0 > tracing_on``
     in-process (manual clock): per-CPU counters, and what the last write cost."""
-    from . import sim
-    from .kernel.fs.pseudo import kernel_write
-    from .kernel.time import ManualClock
+    from .. import sim
+    from ..kernel.fs.pseudo import kernel_write
+    from ..kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
     if stackmap:
         for o in ("stackmap", "stacktrace"):

@@ -21,8 +21,8 @@ ROUNDS = 5
 
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
-    from .kernel.init import Kernel
-    from .kernel.time import ManualClock
+    from ..kernel.init import Kernel
+    from ..kernel.time import ManualClock
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock())
     k.boot(initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
                       ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
@@ -31,7 +31,7 @@ def _kernel(cmdline: str = "", nr_cpus: int = 2):
 
 
 def _all_modules() -> list[str]:
-    from .kernel.mm.alloc_tag import load_tag_table
+    from ..kernel.mm.alloc_tag import load_tag_table
     return sorted(load_tag_table((6, 12))[1])
 
 
@@ -73,7 +73,7 @@ def _step_cost(k) -> float:
 
 
 def _render(k) -> tuple[int, float]:
-    from .kernel.fs.pseudo import File
+    from ..kernel.fs.pseudo import File
     node = k.tree.root.walk("proc/allocinfo")
     times = []
     for _ in range(ROUNDS):

@@ -5,7 +5,7 @@ import subprocess
 
 from mountlib import requires_fuse
 
-from fakefs import bench_barefs as bare
+from fakefs.bench import barefs as bare
 
 REL = "sys/kernel/tracing/tracing_on"
 
