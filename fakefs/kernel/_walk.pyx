@@ -32,9 +32,6 @@ from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 from fakefs.kernel import walkgraph as _wg
 
 cdef int F_TRACE = _wg.F_TRACE, F_HALT = _wg.F_HALT, F_SWITCH = _wg.F_SWITCH
-cdef int F_ENTRY = _wg.F_ENTRY, F_UMODE = _wg.F_UMODE, F_KMODE = _wg.F_KMODE
-cdef int F_NOIDLE = _wg.F_NOIDLE
-cdef int KMODE = _wg.KMODE, UMODE = _wg.UMODE, IDLE = _wg.IDLE
 cdef int ENTER = 0, RESUME = 1
 
 
@@ -214,13 +211,10 @@ cdef class Walker:
     cdef object child(self, Frame fr, int g):
         """``Frames.child()`` of a call not made before from ``fr``: the new
         frame, or False where ``g`` cannot be called in ``fr``'s mode."""
-        cdef int fl = self.g.flags[g], mode = fr.mode
+        cdef int mode = _wg.callee_mode(self.g.flags[g], fr.mode)
         cdef Frame k
         key = self.g.ints[g]
-        if fl & F_ENTRY and mode == UMODE:
-            mode = KMODE                # an exception taken in kernel code
-        if ((fl & F_UMODE and mode != UMODE) or (fl & F_KMODE and mode == UMODE)
-                or (fl & F_NOIDLE and mode == IDLE)):
+        if mode < 0:
             fr.kids[key] = False
             return False
         frames = self.frames

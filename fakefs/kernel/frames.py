@@ -14,8 +14,8 @@ are in.
 from __future__ import annotations
 
 from ._walk import Frame
-from .walkgraph import (F_ENTRY, F_KMODE, F_NOIDLE, F_UMODE, IDLE, KMODE, UMODE, call_off,
-                        function_context, inner_context, irq_off, tp_off)
+from .walkgraph import (IDLE, KMODE, UMODE, call_off, callee_mode, function_context, inner_context,
+                        irq_off, tp_off)
 
 # where in its frame a task is (its phase)
 ENTER = 0          # the frame's function was just called
@@ -60,12 +60,8 @@ class Frames:
         k = fr.kids.get(g)
         if k is not None:
             return k
-        fl = self.flags[g]
-        mode = fr.mode
-        if fl & F_ENTRY and mode == UMODE:
-            mode = KMODE                # an exception taken in kernel code
-        if ((fl & F_UMODE and mode != UMODE) or (fl & F_KMODE and mode == UMODE)
-                or (fl & F_NOIDLE and mode == IDLE)):
+        mode = callee_mode(self.flags[g], fr.mode)
+        if mode < 0:
             fr.kids[g] = False
             return False
         k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self,

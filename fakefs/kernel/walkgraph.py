@@ -47,6 +47,18 @@ def function_context(name: str) -> int:
             else CTX_IDLE if name in IDLE_FUNCS else 0)
 
 
+def callee_mode(fl: int, mode: int) -> int:
+    """The mode a function of flags ``fl`` runs in when called from a
+    frame of ``mode`` (an entry from user mode is an exception taken in
+    kernel code), or -1 where it cannot be called from there."""
+    if fl & F_ENTRY and mode == UMODE:
+        mode = KMODE
+    if ((fl & F_UMODE and mode != UMODE) or (fl & F_KMODE and mode == UMODE)
+            or (fl & F_NOIDLE and mode == IDLE)):
+        return -1
+    return mode
+
+
 def inner_context(own: int, below: int) -> int:
     """A frame's context from its function's (``own``) and its caller's
     frame's (``below``): the innermost interrupt entry wins, the idle

@@ -14,6 +14,7 @@ options; ``call_instants()`` when a stretch's calls happen.
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from cpython cimport array
+from libc.errno cimport ENOSPC
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
@@ -46,50 +47,83 @@ def function_entries(list runs, times, miss, entry_type):
     return entries, frames
 
 
+cdef class StackIds:
+    """``FtraceStackMap.get_id()`` for a stretch of calls on one CPU, with
+    its first shortcut in C: a stack the map holds (``_stored``) takes its
+    remembered slot and counts (the CPU's successes added when done); a
+    stack not held while no slot is left takes get_id's answer (a drop,
+    -ENOSPC) without asking it; any other is asked.  A map being reset is
+    always asked (it answers -EINVAL)."""
+
+    cdef object smap, get_id
+    cdef dict stored
+    cdef int cpu, max_depth
+    cdef bint full
+    cdef long long found, drops
+
+    def __cinit__(self, smap, int cpu, int max_depth):
+        self.smap = smap
+        self.get_id = smap.get_id
+        self.stored = None if smap.resetting else smap._stored
+        self.cpu = cpu
+        self.max_depth = max_depth
+        self.full = not smap.empty_slots
+        self.found = self.drops = 0
+
+    cdef long long of(self, tuple stack) except? -1000:
+        cdef PyObject *hit = NULL
+        cdef long long sid
+        if self.stored is not None and 0 < len(stack) <= self.max_depth:
+            hit = PyDict_GetItem(self.stored, stack)
+            if hit is not NULL:
+                slot, elt = <tuple> hit
+                elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+                self.found += 1
+                return slot
+            if self.full:
+                self.drops += 1
+                return -ENOSPC
+        sid = self.get_id(stack, self.cpu)
+        self.full = not self.smap.empty_slots
+        return sid
+
+    cdef void done(self) except *:
+        """The counts kept here go to the map."""
+        if self.found:
+            self.smap.successes[self.cpu] += self.found
+        if self.drops:
+            self.smap.drops[self.cpu] += self.drops
+        self.found = self.drops = 0
+
+
 def stack_records(list entries, list frames, smap, int cpu, stack_id_type, full_type,
                   int fn_length, int stack_id_length, lengths_of, int max_depth):
     """``function_stack_trace_call()`` of each call in overwrite mode: its
     entry, then its stack's, the stack's id in the stackmap ``smap`` where
     it has one (``<stack_id N>``), else the stack in full: (records,
-    lengths).  A stack the map holds already takes the map's first shortcut
-    here (``FtraceStackMap.get_id``: the remembered slot, its count and the
-    CPU's successes); any other goes through ``get_id``."""
+    lengths).  The ids come through ``StackIds`` (the map's first
+    shortcuts in C)."""
     cdef list out = [], lengths = []
     cdef Py_ssize_t i, n = len(entries)
     cdef tuple e, stack
-    cdef PyObject *hit
-    cdef long long sid, found = 0
-    cdef dict stored = None
-    get_id = None
-    if smap is not None:
-        get_id = smap.get_id
-        if not smap.resetting:
-            stored = smap._stored
-    for i in range(n):
-        e = <tuple> entries[i]
-        stack = <tuple> (<Frame> frames[i]).stack
-        out.append(e)
-        lengths.append(fn_length)
-        sid = -1
-        if get_id is not None:
-            hit = NULL
-            if stored is not None and len(stack) <= max_depth:
-                hit = PyDict_GetItem(stored, stack)
-            if hit is not NULL:
-                slot, elt = <tuple> hit
-                elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
-                found += 1
-                sid = slot
+    cdef long long sid
+    cdef StackIds ids = StackIds(smap, cpu, max_depth) if smap is not None else None
+    try:
+        for i in range(n):
+            e = <tuple> entries[i]
+            stack = <tuple> (<Frame> frames[i]).stack
+            out.append(e)
+            lengths.append(fn_length)
+            sid = ids.of(stack) if ids is not None else -1
+            if sid >= 0:
+                out.append((e[0], stack_id_type, e[2], e[3], e[4], sid, None))
+                lengths.append(stack_id_length)
             else:
-                sid = get_id(stack, cpu)
-        if sid >= 0:
-            out.append((e[0], stack_id_type, e[2], e[3], e[4], sid, None))
-            lengths.append(stack_id_length)
-        else:
-            out.append((e[0], full_type, e[2], e[3], e[4], stack, None))
-            lengths.append(lengths_of[len(stack)])
-    if found:
-        smap.successes[cpu] += found
+                out.append((e[0], full_type, e[2], e[3], e[4], stack, None))
+                lengths.append(lengths_of[len(stack)])
+    finally:
+        if ids is not None:
+            ids.done()
     return out, lengths
 
 
@@ -167,9 +201,8 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     entry ip plus ``ip_off``: ftrace's ip, the return address into the
     caller: parent ip).  With ``stacks`` (overwrite mode), each entry is
     followed by its stack's as ``stack_records()`` makes it: its id in the
-    stackmap ``smap`` (``id_length`` bytes) through the same first
-    shortcut, else the stack in full; a stack not in a map with no slot
-    left takes ``get_id()``'s answer (a drop) without asking it.  Returns the pids of the entries
+    stackmap ``smap`` (``id_length`` bytes, ``StackIds``), else the stack
+    in full.  Returns the pids of the entries
     taken, each run of one pid once (``TraceArray._task_info`` takes
     them)."""
     cdef Walker w = Walker(walk, c, rng)
@@ -177,21 +210,13 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     cdef Py_ssize_t i, n = times.shape[0]
     cdef Frame fr
     cdef int pid = 0, last_pid = -1, k, flags, pc
-    cdef long long ts, sid, found = 0, drops = 0
-    cdef bint full = False
+    cdef long long ts, sid
     cdef int cflags[8]
     cdef int cpc[8]
     cdef list pids = []
     cdef object ts_obj = None
     cdef tuple st
-    cdef dict stored = None
-    cdef PyObject *hit
-    get_id = None
-    if stacks and smap is not None:
-        get_id = smap.get_id
-        if not smap.resetting:
-            stored = smap._stored
-        full = not smap.empty_slots
+    cdef StackIds ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
     for k in range(8):
         cflags[k], cpc[k] = context_flags[k]
     try:
@@ -214,21 +239,7 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
             if not stacks:
                 continue
             st = fr._stack if fr._stack is not None else fr.make_stack()
-            sid = -1
-            if get_id is not None:
-                hit = NULL
-                if stored is not None and len(st) <= max_depth:
-                    hit = PyDict_GetItem(stored, st)
-                if hit is not NULL:
-                    slot, elt = <tuple> hit
-                    elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
-                    found += 1
-                    sid = slot
-                elif full and stored is not None and len(st) <= max_depth:
-                    drops += 1          # get_id's answer when no slot is left: -ENOSPC
-                else:
-                    sid = get_id(st, cpu)
-                    full = not smap.empty_slots
+            sid = ids.of(st) if ids is not None else -1
             if sid >= 0:
                 out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
             else:
@@ -237,8 +248,6 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
         w.flush()
         if out is not None:
             out.finish()
-        if found:
-            smap.successes[cpu] += found
-        if drops:
-            smap.drops[cpu] += drops
+        if ids is not None:
+            ids.done()
     return pids

@@ -69,6 +69,10 @@ def test_function_calls_in_bulk_are_the_calls_one_by_one(monkeypatch):
                                       ("trace_clock", "global")]),
             ("fakefs.fn_rate=50000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
                                       ("options/stacktrace", "1"), ("options/stackmap", "1")]),
+            # a stackmap that fills: the drops the compiled path counts without asking
+            ("fakefs.fn_rate=50000 ftrace_stackmap.bits=10",
+             [("buffer_size_kb", "128"), ("current_tracer", "function"),
+              ("options/stacktrace", "1"), ("options/stackmap", "1")]),
             ("fakefs.fn_rate=20000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
                                       ("options/func_stack_trace", "1"), ("options/overwrite", "0")]),
             ("fakefs.fn_rate=20000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
