@@ -11,10 +11,12 @@ a 32-bit header of ``type_len:5`` and ``time_delta:27``, a time extend
 fill it where the events fire; ``decode_page()`` gives its entries as the
 tuples the rest of the model reads, when something reads them.
 
-``PageWriter`` is ``CpuBuffer.write()`` for a stretch of entries of one
-fixed-size record type, with the same accounting: a tail sub-buffer that
-holds tuples is filled with tuples (as ``write()`` would), every new one
-is raw.  Only TRACE_FN records are written raw so far (``function_trace_call()``).
+``PageWriter`` is ``CpuBuffer.write()`` for a stretch of entries, with
+the same accounting (``reserve()``): a tail sub-buffer that holds tuples
+is filled with tuples (as ``write()`` would), every new one is raw.  The
+records written raw so far are the function tracer's: TRACE_FN
+(``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
+options); ``decode_page()`` refuses any other type.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t

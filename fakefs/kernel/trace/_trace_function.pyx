@@ -1,14 +1,21 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The function tracer's entries, compiled (the data plane: docs/data-plane.md).
 
-``function_entries()`` is what ``function_trace_call()`` fills for each of
-a stretch of calls (``struct ftrace_entry``: ip and parent ip, with the
-common fields), as the tuples the ring buffer holds; the calls' frames
-beside them, whose stacks the stack options take (a frame makes its stack
-only when asked).  The per-frame fields (context flags, preempt depth, ip,
-parent ip) are the frame's ``call``, made by ``miss(fr)`` the first time a
-frame is met.  ``stack_records()`` adds the stacks' records for the stack
-options; ``call_instants()`` when a stretch's calls happen.
+``write_calls()`` is ``function_trace_call()`` (and, with a stack option,
+``function_stack_trace_call()``) for a stretch of calls: the walk's steps
+written straight into the ring buffer's raw sub-buffers (``_ring_buffer``),
+no object per call; the stacks' ids come through ``StackIds`` (the
+stackmap's first shortcuts).  ``call_instants()`` says when a stretch's
+calls happen.
+
+The tuples' path, for what the raw writer does not take (several arrays,
+no overwrite with a stack option, a clock of the array's own):
+``function_entries()`` makes the tuples the ring buffer holds (``struct
+ftrace_entry``: ip and parent ip, with the common fields), with the
+calls' frames beside them, whose stacks the stack options take; the
+per-frame fields are the frame's ``call``, made by ``miss(fr)`` the first
+time a frame is met; ``stack_records()`` adds the stacks' records.  Tests
+hold both paths to the same bytes (tests/kernel/trace/test_trace_function.py).
 """
 
 from cpython.dict cimport PyDict_GetItem
