@@ -80,7 +80,7 @@ cdef class Frame:
                 t = (n.entry,)
             else:
                 t = (n.entry, n.site) + below[1:]
-            n._stack = below = n.owner._intern_t(t) if n.owner is not None else t
+            n._stack = below = n.owner._intern_t(t)
         return self._stack
 
 
@@ -146,7 +146,7 @@ cdef class Graph:
             self.flags[f] = wg.flags[f]
             self.again[f] = wg.again[f]
             self.entry[f] = wg.entry[f]
-            self.fctx[f] = _wg.function_context(wg.names[f])
+            self.fctx[f] = wg.fctx[f]
         self.ints = list(range(self.nf))
         self.tables = {}
 

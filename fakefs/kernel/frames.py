@@ -14,8 +14,7 @@ are in.
 from __future__ import annotations
 
 from ._walk import Frame
-from .walkgraph import (IDLE, KMODE, UMODE, call_off, callee_mode, function_context, inner_context,
-                        irq_off, tp_off)
+from .walkgraph import IDLE, KMODE, UMODE, call_off, callee_mode, inner_context, irq_off, tp_off
 
 # where in its frame a task is (its phase)
 ENTER = 0          # the frame's function was just called
@@ -40,7 +39,7 @@ class Frames:
         self.names = wg.names
         self.size = wg.size
         self.entry = wg.entry
-        self.fctx = [function_context(n) for n in wg.names]     # what each function gives a frame
+        self.fctx = wg.fctx
         self.count = 0
         self.generation = 0             # restarts so far (a cache keyed by frames follows it)
         self._intern: dict[tuple, tuple] = {}

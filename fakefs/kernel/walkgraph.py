@@ -86,6 +86,7 @@ class WalkGraph:
         self.flags: list[int] = []
         self.again: list[float] = []
         self.entry: list[int] = []
+        self.fctx: list[int] = []       # the context each function gives its frame
         self.site: dict[tuple[int, int], int] = {}
         self.tables: dict[str, list] = {}
         self.base_table: list = []
@@ -265,6 +266,7 @@ class WalkGraph:
             elif n in again:
                 self.again[i] = again[n]
         self.entry = [a + _entry_off(s) for a, s in zip(self.addr, self.size)]
+        self.fctx = [function_context(n) for n in self.names]
         # call sites: fixed per (caller, callee), in the order listed
         for calls in allcalls:
             for caller, edges in calls.items():

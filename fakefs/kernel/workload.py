@@ -153,14 +153,13 @@ class Workload:
         ``stack``); the draws of as many ``sample()`` calls (one run while
         a machine decides who runs: the walk then never switches tasks by
         itself)."""
-        if self.frames.count > FRAME_CAP:
-            self._maybe_restart_cache()
-        return self.walk.run_many(self.walk.cpus[cpu], rng, n)
+        walk, c = self.stretch(cpu)
+        return walk.run_many(c, rng, n)
 
     def stretch(self, cpu):
-        """(walk, CPU state) for a compiled stretch of ``cpu``'s calls that
-        makes no list (``_trace_function.write_calls``): ``sample_runs()``'s
-        walk, after the same bound on memory."""
+        """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``,
+        or the compiled writer's ``_trace_function.write_calls``), after the
+        bound on memory."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         return self.walk, self.walk.cpus[cpu]

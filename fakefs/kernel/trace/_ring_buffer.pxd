@@ -21,5 +21,6 @@ cdef class PageWriter:
                  uint64_t parent) except -1
     cdef bint stack_id(self, long long ts, int pid, int flags, int pc, uint32_t sid,
                        int length) except -1
-    cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack) except -1
+    cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack,
+                    int length) except -1
     cdef void _untuple(self) except *

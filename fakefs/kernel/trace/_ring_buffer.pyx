@@ -20,7 +20,7 @@ options); ``decode_page()`` refuses any other type.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
 cdef int PAGE_HDR = 16              # BUF_PAGE_HDR_SIZE
@@ -31,25 +31,7 @@ cdef int LEN_EXTEND = 8             # RB_LEN_TIME_EXTEND
 cdef int TRACE_FN = 1               # trace_entries.TRACE_FN
 cdef int TRACE_STACK = 4            # trace_entries.TRACE_STACK
 cdef int TRACE_STACK_ID = 20        # trace_entries.TRACE_STACK_ID (the stackmap series)
-cdef int FN_RECORD = 24             # struct ftrace_entry: trace_entry, ip, parent_ip
 cdef int SMALL_DATA = 112           # RB_MAX_SMALL_DATA
-
-
-cdef inline int event_length(int payload) noexcept:
-    """``ring_buffer.event_length()``."""
-    cdef int length = payload if payload else 1
-    if length > SMALL_DATA:
-        length += 4
-    length += 4
-    length = (length + 3) & ~3
-    if length == LEN_EXTEND + 4:
-        length += 4
-    return length
-
-
-def stack_length(int nr):
-    """The length of a kernel_stack entry of ``nr`` callers (the tests')."""
-    return event_length(16 + 8 * nr)
 
 
 def new_page(int subbuf_size):
@@ -111,8 +93,10 @@ def decode_page(bytearray raw, int used):
 
 
 cdef class PageWriter:
-    """Writing entries of one record size into one CPU's buffer (a
-    ``CpuBuffer``), as ``write()`` of each would (see the module's doc)."""
+    """Writing entries into one CPU's buffer (a ``CpuBuffer``), as
+    ``write()`` of each would (see the module's doc); ``length`` is a
+    function entry's (``ring_buffer.event_length()``, as every length
+    given here)."""
 
     def __cinit__(self, cb, bint overwrite, int length):
         self.cb = cb
@@ -259,11 +243,13 @@ cdef class PageWriter:
             self.append((ts, TRACE_STACK_ID, pid, flags, pc, sid, None))
         return r != 0
 
-    cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack) except -1:
-        """``write()`` of a TRACE_STACK entry of ``stack`` (its callers)."""
+    cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack,
+                    int length) except -1:
+        """``write()`` of a TRACE_STACK entry of ``stack`` (its callers;
+        ``length`` bytes)."""
         cdef int32_t size = len(stack), i
         cdef uint64_t ip
-        cdef int r = self.reserve(ts, event_length(16 + 8 * size))
+        cdef int r = self.reserve(ts, length)
         if r == 1:
             self._common(TRACE_STACK, pid, flags, pc)
             memcpy(self.q + 8, &size, 4)
@@ -293,15 +279,16 @@ cdef class PageWriter:
     def put_stack_id(self, long long ts, int pid, int flags, int pc, uint32_t sid, int length):
         return self.stack_id(ts, pid, flags, pc, sid, length)
 
-    def put_stack(self, long long ts, int pid, int flags, int pc, tuple stack):
-        return self.stack(ts, pid, flags, pc, stack)
+    def put_stack(self, long long ts, int pid, int flags, int pc, tuple stack, int length):
+        return self.stack(ts, pid, flags, pc, stack, length)
 
 
-def write_fn(cb, tuple entry, int length, bint overwrite):
-    """``CpuBuffer.write()`` of the TRACE_FN ``entry`` on a raw tail: it goes
-    on in the binary layout.  None where it cannot (fields out of the
-    record's ranges): the caller writes it as a tuple."""
-    if len(entry) != 7:
+def write_fn(cb, entry, int length, bint overwrite):
+    """``CpuBuffer.write()`` of ``entry`` on a raw tail when it is a TRACE_FN
+    entry: it goes on in the binary layout.  None where it cannot (another
+    type, fields out of the record's ranges): the caller writes it as a
+    tuple."""
+    if type(entry) is not tuple or len(entry) != 7:
         return None
     ts, typ, pid, flags, pc, ip, parent = entry
     if not (type(typ) is int and typ == TRACE_FN and type(ip) is int and type(parent) is int

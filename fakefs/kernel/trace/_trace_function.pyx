@@ -197,7 +197,7 @@ cdef array.array _QARRAY = _array.array("q")
 
 def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length,
                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
-                int id_length=0, int max_depth=0):
+                int id_length=0, lengths_of=None, int max_depth=0):
     """The next ``len(times)`` calls of the walk on CPU ``c`` (its
     ``Walker``: the draws of as many ``run()`` calls), made at ``times``,
     written as TRACE_FN entries into the CPU buffer ``cb`` (None: the
@@ -209,7 +209,7 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     caller: parent ip).  With ``stacks`` (overwrite mode), each entry is
     followed by its stack's as ``stack_records()`` makes it: its id in the
     stackmap ``smap`` (``id_length`` bytes, ``StackIds``), else the stack
-    in full.  Returns the pids of the entries
+    in full (``lengths_of[depth]`` bytes).  Returns the pids of the entries
     taken, each run of one pid once (``TraceArray._task_info`` takes
     them)."""
     cdef Walker w = Walker(walk, c, rng)
@@ -250,7 +250,7 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
             if sid >= 0:
                 out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
             else:
-                out.stack(ts, pid, flags, pc, st)
+                out.stack(ts, pid, flags, pc, st, lengths_of[len(st)])
     finally:
         w.flush()
         if out is not None:

@@ -39,7 +39,6 @@ RB_ALIGNMENT = 4
 RB_MAX_SMALL_DATA = RB_ALIGNMENT * 28
 RB_LEN_TIME_EXTEND = 8
 TS_DELTA_LIMIT = 1 << 27
-FN_LENGTH = 28                  # a TRACE_FN entry's (trace_functions.FN_LENGTH)
 
 
 def event_length(payload: int) -> int:
@@ -128,7 +127,7 @@ class CpuBuffer:
         # may be raw (a compiled writer's): a function entry goes on in it
         # raw, anything else turns it into tuples
         if tail is not None and tail._events is None:
-            if length == FN_LENGTH and tail.moved is None and ts == entry[0]:
+            if tail.moved is None and ts == entry[0]:
                 took = write_fn(self, entry, length, overwrite)
                 if took is not None:
                     return took
@@ -404,6 +403,34 @@ class CpuBuffer:
                 return None
             pages.popleft()
         return None
+
+    def take_raw(self, room: int):
+        """The reader's sub-buffer (the oldest with entries) when it is raw
+        (a compiled writer's) and its data fit in ``room`` bytes: consumed
+        whole, as ``consume()`` of each entry would, and given as they are:
+        (time_stamp, data).  None: not so (take them one at a time)."""
+        pages = self.pages
+        for p in pages:
+            if len(p):
+                break
+        else:
+            return None
+        raw = p.raw
+        if raw is None or p.moved is not None or p.used > room:
+            return None
+        n = p.npacked
+        data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
+        stamp = int.from_bytes(raw[:8], "little")
+        p.read += n
+        self.entries -= n
+        self.read += n
+        p.raw = None                    # emptied: the writer's goes on (as tuples)
+        p.npacked = 0
+        p._events = deque()
+        while len(pages) > 1:           # the emptied one goes, and the empty before it
+            if pages.popleft() is p:
+                break
+        return stamp, data
 
     def peek(self):
         for p in self.pages:

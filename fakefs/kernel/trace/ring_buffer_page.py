@@ -35,7 +35,6 @@ reader that copies events one at a time.
 from __future__ import annotations
 
 import struct
-from collections import deque
 
 from .ring_buffer import (BUF_PAGE_HDR_SIZE, RB_MAX_SMALL_DATA,
                           TS_DELTA_LIMIT, event_length)
@@ -102,16 +101,19 @@ class PageBuilder:
         return True
 
     def page(self, page_capacity: int, missed: int = 0) -> bytes:
-        """The page: header, data, the missed-events count if any (stored
-        when it fits), zeros up to ``page_capacity`` data bytes."""
-        commit = len(self.data)
-        data = self.data
-        if missed:
-            if page_capacity - commit >= 8:
-                data = data + missed.to_bytes(8, "little")
-                commit |= RB_MISSED_STORED
-            commit |= RB_MISSED_EVENTS
-        return _PAGE_HDR.pack(self.time_stamp or 0, commit) + bytes(data).ljust(page_capacity, b"\0")
+        return data_page(self.time_stamp or 0, bytes(self.data), page_capacity, missed)
+
+
+def data_page(time_stamp: int, data: bytes, page_capacity: int, missed: int = 0) -> bytes:
+    """A page: header, ``data`` (the events), the missed-events count if any
+    (stored when it fits), zeros up to ``page_capacity`` data bytes."""
+    commit = len(data)
+    if missed:
+        if page_capacity - commit >= 8:
+            data = data + missed.to_bytes(8, "little")
+            commit |= RB_MISSED_STORED
+        commit |= RB_MISSED_EVENTS
+    return _PAGE_HDR.pack(time_stamp, commit) + data.ljust(page_capacity, b"\0")
 
 
 def reader_events(cb):
@@ -131,9 +133,9 @@ def read_page(cb, encode, length: int, page_capacity: int):
     or its first event does not fit).  ``encode`` makes an entry's record."""
     if length <= BUF_PAGE_HDR_SIZE:
         return None
-    got = _take_raw(cb, length, page_capacity)
-    if got is not None:
-        return got
+    raw = cb.take_raw(min(length - BUF_PAGE_HDR_SIZE, page_capacity))
+    if raw is not None:                 # a raw sub-buffer: the page as it is
+        return data_page(raw[0], raw[1], page_capacity, cb.lost_events())
     events = reader_events(cb)
     if not events:
         return None
@@ -147,37 +149,3 @@ def read_page(cb, encode, length: int, page_capacity: int):
         cb.consume()
     return pb.page(page_capacity, cb.lost_events())
 
-
-
-def _take_raw(cb, length: int, page_capacity: int):
-    """``read_page()`` of a reader's sub-buffer that is raw (the compiled
-    writer's, ``_ring_buffer.pyx``) and fits whole: its bytes are the page
-    already.  None: it is not (the entries are taken one at a time)."""
-    pages = cb.pages
-    for p in pages:
-        if len(p):
-            break
-    else:
-        return None
-    raw = p.raw
-    if (raw is None or p.moved is not None or p.used > min(length - BUF_PAGE_HDR_SIZE, page_capacity)
-            or len(raw) != BUF_PAGE_HDR_SIZE + page_capacity):
-        return None
-    n = p.npacked
-    data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
-    stamp = int.from_bytes(raw[:8], "little")
-    # consumed as cb.consume() of each would: an emptied sub-buffer goes
-    # unless it is the writer's, which goes on (as tuples) where it was
-    p.read += n
-    cb.entries -= n
-    cb.read += n
-    p.raw = None
-    p.npacked = 0
-    p._events = deque()
-    while len(pages) > 1:
-        gone = pages.popleft()
-        if gone is p:
-            break
-    pb = PageBuilder(page_capacity)
-    pb.data, pb.time_stamp = bytearray(data), stamp
-    return pb.page(page_capacity, cb.lost_events())

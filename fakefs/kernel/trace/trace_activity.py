@@ -37,7 +37,7 @@ from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
 from .trace_context import CONTEXT_FLAGS, StackContext
 from .trace_events_commit import trace_event_commit
-from .trace_functions import FN_LENGTH, STACK_ID_LENGTH
+from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
@@ -49,8 +49,13 @@ SWITCH = object()          # an unrecorded context switch
 # (``_trace_function.write_calls``); tests set it False to compare the
 # entries with the tuples' path
 RAW_WRITES = True
-# a frame's context (Frame.ctx) -> (context flags, preempt depth), as a table
+# what a call at a frame records besides its time and task, from the
+# frame's fields (both paths: ``call_fields`` and the compiled writer):
+# its context (Frame.ctx) -> (context flags, preempt depth), as a table;
+# ftrace's ip is the entry ip (the return address of the __fentry__ call)
+# plus CALL_IP_OFF; the parent ip is the return address into the caller
 CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
+CALL_IP_OFF = FENTRY_IP - FENTRY_RET
 # Calls of the functions a filter or a probe names come at the same rate as
 # they do in the unfiltered function tracer: ``fn_rate(kernel)`` calls a
 # second times the share of them the walk gives those functions
@@ -101,7 +106,6 @@ class TraceActivity:
         # the context (flags, preempt depth) a stack or a frame implies
         self.stack_context = StackContext(kernel)
         self.context_flags = self.stack_context.context_flags
-        self.frame_flags = self.stack_context.frame_flags
         self.tasks: list = []
         self._target_addrs = frozenset()
         # the events with rates of their own, and the arrays' sets they are of
@@ -472,9 +476,9 @@ class TraceActivity:
             cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
             walk, c = wl.stretch(cpu)
             pids = write_calls(walk, c, rng, times, cb, tr.flags["overwrite"], FN_LENGTH,
-                               CALL_CONTEXT, FENTRY_IP - FENTRY_RET, cpu, mode,
+                               CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
                                tr.stackmap if mode and tr.flag("stackmap") else None,
-                               STACK_ID_LENGTH, MAX_DEPTH)
+                               STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
             self.stack_context.follow_frames(wl)
             for pid in pids:
                 tr._task_info(cpu, pid)
@@ -488,9 +492,9 @@ class TraceActivity:
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:
         (context flags, preempt depth, ip, parent ip), kept in the frame
-        (its stack says them all)."""
-        f = fr.call = self.frame_flags(fr) + (
-            self.kernel.workload.function_ip((fr.entry,)), fr.site if fr.parent is not None else 0)
+        (see CALL_CONTEXT: the compiled writer reads the same fields)."""
+        f = fr.call = CALL_CONTEXT[fr.ctx] + (
+            fr.entry + CALL_IP_OFF, fr.site if fr.parent is not None else 0)
         return f
 
     def _function_call(self, trs, wl, rng, cpu, ts, probe_trs=()) -> None:

@@ -54,11 +54,6 @@ class StackContext:
             self._flags_cache[stack] = r
         return r
 
-    def frame_flags(self, fr) -> tuple[int, int]:
-        """``context_flags(fr.stack)``, from the frame: its context was made
-        with it from its function's and its caller's (``Frame.ctx``)."""
-        return CONTEXT_FLAGS[fr.ctx]
-
     def follow_frames(self, wl) -> None:
         """The cache of what stacks imply forgets the stacks of the walk's
         older generations: no frame tree of theirs stays alive after a

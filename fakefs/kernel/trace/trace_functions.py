@@ -79,9 +79,9 @@ class FunctionTracer(Tracer):
         """``function_trace_call()`` (``function_stack_trace_call()`` with
         a stack option) of each of ``entries`` (TRACE_FN entries in time
         order with nothing recorded between them; ``frames[i]`` the i-th
-        call's frame, whose stack the stack options take), for an array whose ops take every call and without
-        ``func-no-repeats``: the entries one call at a time makes, written
-        in one go."""
+        call's frame, whose stack the stack options take), for an array
+        whose ops take every call and without ``func-no-repeats``: the
+        entries one call at a time makes, written in one go."""
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return                               # no entry, so no stack either

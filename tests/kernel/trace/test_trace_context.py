@@ -11,9 +11,12 @@ from fakefs.kernel.time import ManualClock
 
 
 def test_the_frames_context_is_their_stacks():
-    """A frame's context flags, made with it from its caller's (Frame.ctx), are
-    the ones its whole stack implies (context_flags), for every frame a
-    traced machine made: interrupts on tasks, on idle, softirqs on irq exit."""
+    """What a call at a frame records, from the frame's own fields (its
+    context, made with it from its caller's: Frame.ctx; its entry and the
+    return address into its caller), is what its whole stack implies
+    (context_flags, function_ip, the caller's return address), for every
+    frame a traced machine made: interrupts on tasks, on idle, softirqs on
+    irq exit."""
     k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in (("current_tracer", "function"), ("events/enable", "1")):
         wr(k, path, value)
@@ -25,7 +28,9 @@ def test_the_frames_context_is_their_stacks():
     while todo:
         fr = todo.pop()
         todo.extend(kid for kid in fr.kids.values() if kid)
-        flags = act.frame_flags(fr)
-        assert flags == act.context_flags(fr.stack), [hex(ip) for ip in fr.stack]
-        seen[flags] += 1
+        fields = act.call_fields(fr)
+        assert fields[:2] == act.context_flags(fr.stack), [hex(ip) for ip in fr.stack]
+        assert fields[2:] == (k.workload.function_ip(fr.stack),
+                              fr.stack[1] if len(fr.stack) > 1 else 0)
+        seen[fields[:2]] += 1
     assert len(seen) >= 4 and sum(seen.values()) > 5000, seen
