@@ -21,6 +21,7 @@ from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.procfd import mount_dev
+from .fuse.runner import Runner
 from .fuse.window import WindowMaker
 from . import sim, vclock
 from .kernel.init import Kernel
@@ -114,6 +115,7 @@ async def _serve(ops: FakeFS) -> None:
         nursery.start_soon(ops.detach_watcher)
         nursery.start_soon(ops.heap.packer)
         nursery.start_soon(WindowMaker(ops.kernel, ops.pacer, ops.heap).run)
+        nursery.start_soon(Runner(ops).run)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()
 

@@ -13,7 +13,9 @@
 7. the simulated kernel's step and table costs (costs.py), each vs a baseline;
 8. simulated seconds per CPU second (engine.py): the compiled data plane vs the walk
    in plain Python, for the function tracer, every event, both with stacks, sched_switch;
-9. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
+9. the series' experiment on a mount (seed004.py): entries kept on the virtual clock, an idle
+   and a busy host, without and with the stackmap, and bytes per entry beside the series';
+10. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
    runs, and the daemon's CPU with 200 readers blocked in trace_pipe.
 
 Medians over repeated rounds are printed; nothing here is asserted.
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from . import catchup, costs, engine, memory, requests
+from . import catchup, costs, engine, memory, requests, seed004
 
 ROUNDS = 5
 
@@ -265,7 +267,9 @@ def main(argv=None) -> int:
                 ("ring-buffer retention (function tracer + stacktrace, 2 CPUs, 1410 KB/CPU; "
                  "deterministic, one run)", bench_retention),
                 ("ring-buffer retention, the series' experiment (sched_switch + stacktrace, 2 CPUs, "
-                 "1410 KB/CPU, 5 s; one run)", bench_retention_sched)]
+                 "1410 KB/CPU, 5 s; one run)", bench_retention_sched),
+                ("the series' experiment on a mount (sched_switch + kmem_cache_alloc + stacktrace, "
+                 "default buffer, 5 s): virtual clock, idle and busy host; one run", seed004.bench_seed004)]
     sections.append(("first request after idle (function tracer, stacktrace, stackmap, every "
                      "event; 2 CPUs, default buffer)", catchup.bench_catchup))
     sections.append(("cat trace of a full buffer", catchup.bench_trace_read))

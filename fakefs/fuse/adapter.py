@@ -184,16 +184,17 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if driver is not None and not driver.frozen:
             self.host.poke()
 
-    async def observe(self, changes: bool = False) -> int:
+    async def observe(self, changes: bool = False, waited: bool = True) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
         of time (pacing.STEP_WALL_S: what a step is sized to cost);
         what the followed real processes did before it is done by then
-        (``changes``: the request may change settings)."""
+        (``changes``: the request may change settings; ``waited``: a
+        request waits for it, not the runner, ``fuse.runner``)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.pacer.instant(self.kernel)   # the request came now: no later
-        while self.pacer.step(self.kernel, until):
+        while self.pacer.step(self.kernel, until, waited=waited):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()

@@ -56,10 +56,11 @@ class Pacer:
         self.gap = None
         self.gap_spent = 0.0
 
-    def step(self, kernel, until: int, hold: bool = False) -> bool:
+    def step(self, kernel, until: int, hold: bool = False, waited: bool = True) -> bool:
         """One step of the kernel towards ``until`` (``Kernel.catch_up``;
-        ``hold``: a gap's window made ahead, ``fuse.window``): True while
-        more remains."""
+        ``hold``: a gap's window made ahead, ``fuse.window``; ``waited``: a
+        request waits for the step, not the runner, ``fuse.runner``): True
+        while more remains."""
         if not self.paced:
             return kernel.catch_up(1, until, hold=hold)
         step = self.step_ns
@@ -71,7 +72,7 @@ class Pacer:
         more = kernel.catch_up(1, until, step, hold)
         spent = time.perf_counter() - t0
         self._charge_gap(kernel, spent)
-        if not hold:                             # a request waited for it
+        if waited and not hold:                  # a request waited for it
             self.clock.stood_still(int(spent * 1e9))
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs

@@ -1,0 +1,74 @@
+"""The simulated machine kept at the host's time while tracing records.
+
+Without it the kernel is simulated lazily: a request catches it up to its
+instant, and a stretch nobody saw while something records is a *gap*
+(``Kernel.catch_up``, ``trace_backlog``): a probe, a skip, and a window
+sized from the probe, capped by what a request may wait
+(``pacing.GAP_WALL_S``).  What a gap keeps then depends on how fast the
+host ran the catch-up and on the probe's guess, so the same commands kept
+different counts on an idle and a busy host (the stackmap's seed-004
+experiment kept a tenth of its entries on a wall clock).
+
+While anything records, the runner steps the kernel to the host's time
+every TICK_S, a step's worth of work (``pacing.STEP_WALL_S``) at a time
+between requests, as a running kernel would be.  The machine never falls
+a gap behind as long as it runs faster than real time (every configuration
+but the costliest, docs/time.md), so every instant is simulated in full:
+the same counts as on the virtual clock, however loaded the host is.  A
+request then finds at most a tick to simulate.
+
+When the machine falls behind by a gap all the same (slower than real time,
+or the host too busy), the runner stops and the lazy path takes over: the
+next request catches the gap up as before, and the runner starts again
+from there.  Nothing records (or ``--clock virtual``): it waits for the
+next request, the only thing that can change that.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from ..kernel.init import GAP_NS
+
+log = logging.getLogger(__name__)
+
+# how often the machine is caught up with the host while it records
+TICK_S = 0.01
+
+
+class Runner:
+    """Steps the kernel of ``fs`` (``FakeFS``) to the host's time (``run``)."""
+
+    __slots__ = ("fs", "ticks")
+
+    def __init__(self, fs):
+        self.fs = fs
+        self.ticks = 0            # catch-ups it made
+
+    def due(self) -> bool:
+        """Whether the machine is to be kept up now: the clock is the host's,
+        something records (a gap would be shorter than GAP_NS), and the
+        kernel is less than a gap behind (else a request catches it up)."""
+        fs = self.fs
+        k = fs.kernel
+        if not fs.pacer.paced or k.driver is None or k.gap is not None:
+            return False
+        threshold = k.gap_threshold()
+        return threshold < GAP_NS and k.now_ns() - k.sim_time <= threshold
+
+    async def run(self) -> None:
+        heap = self.fs.heap
+        while True:
+            if not self.due():
+                await heap.next_request().wait()
+                continue
+            try:
+                await self.fs.observe(waited=False)
+            except Exception:       # never the daemon's end: requests catch up
+                log.exception("keeping the machine up failed")
+                await heap.next_request().wait()
+                continue
+            self.ticks += 1
+            await trio.sleep(TICK_S)

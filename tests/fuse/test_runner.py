@@ -1,0 +1,83 @@
+"""fuse.runner: the machine kept at the host's time while tracing records,
+so that what the buffers keep does not depend on when requests come."""
+
+from __future__ import annotations
+
+import time
+
+import trio
+
+from fakefs import sim
+from fakefs.fuse.adapter import FakeFS
+from fakefs.fuse.runner import TICK_S, Runner
+from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.kernel.time import Clock, ManualClock
+
+T = "sys/kernel/tracing/"
+
+
+def boot(clock, *settings):
+    k = sim.boot(seed=4, nr_cpus=2, clock=clock, host_kallsyms=False)
+    for path, value in settings:
+        kernel_write(k.tree, T + path, value.encode())
+    return k
+
+
+SEED004 = (("events/sched/sched_switch/enable", "1"), ("events/kmem/kmem_cache_alloc/enable", "1"),
+           ("options/stacktrace", "1"))
+
+
+def behind(k) -> int:
+    return k.now_ns() - k.sim_time
+
+
+def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_a_gap():
+    k = boot(Clock(), *SEED004)
+    fs = FakeFS(k)
+    runner = Runner(fs)
+    gaps = []
+    k.add_gap_watcher(type("W", (), {
+        "gap_begins": lambda self, g: gaps.append(g), "gap_ends": lambda self, g: None,
+        "boundary": lambda self: None, "gap_threshold": lambda self: 1 << 62,
+        "full_from": lambda self, t, g: g.end})())
+    assert runner.due()
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner.run)
+            await trio.sleep(1.0)           # no request meanwhile
+            lag = behind(k)
+            nursery.cancel_scope.cancel()
+        return lag
+
+    lag = trio.run(main)
+    assert runner.ticks > 10
+    assert lag < 200_000_000                # at most a step or so behind, never a gap's length
+    assert gaps == []
+    cpus = k.tracing.global_trace.buffer.cpus
+    assert sum(cb.written for cb in cpus) > 1000   # simulated in full: events recorded
+
+
+def test_the_runner_waits_when_nothing_records_or_on_the_virtual_clock():
+    k = boot(Clock())
+    runner = Runner(FakeFS(k))
+    assert not runner.due()                 # nothing records: a request catches up
+    t = k.sim_time
+
+    async def main():
+        with trio.move_on_after(5 * TICK_S):
+            await runner.run()
+
+    trio.run(main)
+    assert runner.ticks == 0 and k.sim_time == t
+    assert not Runner(FakeFS(boot(ManualClock(), *SEED004))).due()
+
+
+def test_a_gap_behind_leaves_the_catch_up_to_the_next_request():
+    k = boot(Clock(), *SEED004)
+    runner = Runner(FakeFS(k))
+    assert runner.due()
+    time.sleep(k.gap_threshold() / 1e9 + 0.05)
+    assert not runner.due()                 # the lazy path's gap, as before
+    k.run_until_now()
+    assert runner.due()
