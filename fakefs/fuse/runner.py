@@ -17,11 +17,13 @@ but the costliest, docs/time.md), so every instant is simulated in full:
 the same counts as on the virtual clock, however loaded the host is.  A
 request then finds at most a tick to simulate.
 
-When the machine falls behind by a gap all the same (slower than real time,
-or the host too busy), the runner stops and the lazy path takes over: the
-next request catches the gap up as before, and the runner starts again
-from there.  Nothing records (or ``--clock virtual``): it waits for the
-next request, the only thing that can change that.
+When the machine does not keep up (slower than real time, or the host too
+busy: a catch-up leaves it more than GIVE_UP_S behind), the runner stops
+and the lazy path takes over: the mount's next gap is made ahead
+(``fuse.window``) or caught up by the next request as before, and the
+runner starts again after that request.  Nothing records (or ``--clock
+virtual``): it waits for the next request, the only thing that can change
+that.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 
 # how often the machine is caught up with the host while it records
 TICK_S = 0.01
+# behind by more than this after a catch-up: the machine does not keep up
+GIVE_UP_S = 0.05
 
 
 class Runner:
@@ -71,4 +75,8 @@ class Runner:
                 await heap.next_request().wait()
                 continue
             self.ticks += 1
+            k = self.fs.kernel
+            if k.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
+                await heap.next_request().wait()     # it does not keep up
+                continue
             await trio.sleep(TICK_S)

@@ -81,3 +81,17 @@ def test_a_gap_behind_leaves_the_catch_up_to_the_next_request():
     assert not runner.due()                 # the lazy path's gap, as before
     k.run_until_now()
     assert runner.due()
+
+
+def test_a_machine_that_does_not_keep_up_is_left_to_the_lazy_path(monkeypatch):
+    from fakefs.fuse import runner as runner_mod
+    monkeypatch.setattr(runner_mod, "GIVE_UP_S", -1.0)     # every catch-up leaves it "behind"
+    k = boot(Clock(), *SEED004)
+    runner = Runner(FakeFS(k))
+
+    async def main():
+        with trio.move_on_after(0.5):
+            await runner.run()
+
+    trio.run(main)
+    assert runner.ticks == 1                # then it waits for a request
