@@ -18,10 +18,11 @@ the same counts as on the virtual clock, however loaded the host is.  A
 request then finds at most a tick to simulate.
 
 When the machine does not keep up (slower than real time, or the host too
-busy: a catch-up leaves it more than GIVE_UP_S behind), the runner stops
+busy: GIVE_UP_TICKS catch-ups in a row ran slower than real time and left
+it more than GIVE_UP_S behind), the runner stops
 and the lazy path takes over: the mount's next gap is made ahead
 (``fuse.window``) or caught up by the next request as before, and the
-runner starts again after that request.  Nothing records (or ``--clock
+runner starts again after that request (or RETRY_S).  Nothing records (or ``--clock
 virtual``): it waits for the next request, the only thing that can change
 that.
 """
@@ -29,6 +30,7 @@ that.
 from __future__ import annotations
 
 import logging
+import time
 
 import trio
 
@@ -38,18 +40,24 @@ log = logging.getLogger(__name__)
 
 # how often the machine is caught up with the host while it records
 TICK_S = 0.01
-# behind by more than this after a catch-up: the machine does not keep up
+# GIVE_UP_TICKS catch-ups in a row slower than real time, each leaving it
+# more than GIVE_UP_S behind: the machine does not keep up; it tries again
+# after the next request, or RETRY_S
 GIVE_UP_S = 0.05
+GIVE_UP_TICKS = 5
+RETRY_S = 1.0
 
 
 class Runner:
     """Steps the kernel of ``fs`` (``FakeFS``) to the host's time (``run``)."""
 
-    __slots__ = ("fs", "ticks")
+    __slots__ = ("fs", "ticks", "slow", "wall")
 
     def __init__(self, fs):
         self.fs = fs
+        self.wall = time.monotonic        # what a catch-up's cost is measured with
         self.ticks = 0            # catch-ups it made
+        self.slow = 0             # those in a row that did not keep up
 
     def due(self) -> bool:
         """Whether the machine is to be kept up now: the clock is the host's,
@@ -68,6 +76,8 @@ class Runner:
             if not self.due():
                 await heap.next_request().wait()
                 continue
+            k = self.fs.kernel
+            t0, sim0 = self.wall(), k.sim_time
             try:
                 await self.fs.observe(waited=False)
             except Exception:       # never the daemon's end: requests catch up
@@ -75,8 +85,14 @@ class Runner:
                 await heap.next_request().wait()
                 continue
             self.ticks += 1
-            k = self.fs.kernel
-            if k.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
-                await heap.next_request().wait()     # it does not keep up
-                continue
+            slower = (k.sim_time - sim0) / 1e9 < self.wall() - t0
+            if slower and k.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
+                self.slow += 1
+                if self.slow >= GIVE_UP_TICKS:       # it does not keep up
+                    self.slow = 0
+                    with trio.move_on_after(RETRY_S):
+                        await heap.next_request().wait()
+                    continue
+            else:
+                self.slow = 0
             await trio.sleep(TICK_S)
