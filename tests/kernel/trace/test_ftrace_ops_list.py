@@ -239,8 +239,8 @@ def test_pid_filter_calls_ftrace_pid_func():
 def test_all_functions_listing_is_quick(booted):
     k, _clock = booted
     wr(k, "current_tracer", "function\n")
-    t = time.monotonic()
+    t = time.process_time()             # (CPU time: a loaded host does not make it fail)
     n = len(lines(k))
-    assert time.monotonic() - t < 2.0
+    assert time.process_time() - t < 2.0
     assert n == len(rd(k, "available_filter_functions").splitlines())
     ftrace_helpers.undo_ftrace(k)
