@@ -89,13 +89,18 @@ def test_a_machine_that_does_not_keep_up_is_left_to_the_lazy_path(monkeypatch):
     from fakefs.fuse import runner as runner_mod
     monkeypatch.setattr(runner_mod, "GIVE_UP_S", -1.0)     # every catch-up leaves it "behind"
     monkeypatch.setattr(runner_mod, "RETRY_S", 60.0)
-    k = boot(Clock(), *SEED004)
+    k = boot(Clock(), *SWITCH)
     runner = Runner(FakeFS(k))
     runner.wall = lambda: 1e3 * time.monotonic()    # ... and takes a thousand times real time
 
     async def main():
-        with trio.move_on_after(3.0):
-            await runner.run()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner.run)
+            with trio.move_on_after(60):
+                while runner.ticks < runner_mod.GIVE_UP_TICKS:
+                    await trio.sleep(0.05)
+            await trio.sleep(0.5)           # long enough for more ticks, had it gone on
+            nursery.cancel_scope.cancel()
 
     trio.run(main)
     assert runner.ticks == runner_mod.GIVE_UP_TICKS     # then it waits for a request
