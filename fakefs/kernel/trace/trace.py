@@ -463,6 +463,7 @@ class Tracing:
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
         self.hist_named = HistRegistry()          # named hist triggers, of all arrays
+        self.synth_ops = None                     # trace_events_synth.SynthEventOps, at init
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 
     def buffer_memory(self) -> PageAccount | None:
