@@ -48,9 +48,10 @@ from .trace_events_filter import filters_of
 from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STATIC_STRING, GENERIC,
                                          Field, event_fields)
 from .trace_events_filter_parse import ERR_TEXT as FILTER_ERR_TEXT, FILT_ERR_ERRNO, FilterError
-from .trace_events_hist_data import create_actions, create_hist_data, hist_data_match, parse_hist_trigger_attrs
+from .trace_events_hist_data import create_hist_data, hist_data_match, parse_hist_trigger_attrs
+from .trace_events_hist_actions import create_actions, destroy_actions, run_actions
 from .trace_events_hist_fields import (FL_STACKTRACE, FL_STRING, FL_VAR,
-                                       HIST_STACKTRACE_DEPTH, U64, HistErr, binary_op)
+                                       HIST_STACKTRACE_DEPTH, U64, FieldParser, HistErr, binary_op)
 from .trace_events_hist_output import Symbols, hist_trigger_show, trigger_listing
 
 FILTER_ERR_LOC = "event filter parse error"
@@ -148,6 +149,12 @@ class _Compiler:
         if fn == "timestamp":
             hd = self.hd
             return lambda e, a, cpu, elt: _event_time_stamp(hd, e[0])
+        if fn == "var_ref":
+            hd, i = self.hd, hf.var_ref_idx
+            return lambda e, a, cpu, elt: hd.ref_vals[i]
+        if hf.flags & FL_STACKTRACE and hf.field is None:
+            hd = self.hd
+            return lambda e, a, cpu, elt: tuple(hd.stack or ())[:HIST_STACKTRACE_DEPTH]
         if fn in ("log2", "bucket", "uminus"):
             g = self.build(hf.operands[0])
             if fn == "log2":
@@ -202,6 +209,7 @@ class HistTrigger:
         self.filter_str = None
         self.filter = None
         self.comm = _comm_of(tr)
+        self.synth = None           # the synthetic event it is on (holds a reference)
         self.takes_stack = False    # a stacktrace key: hit() wants the stack
         self._execname = False      # an execname field: elements keep the comm
         self._keys: list = []
@@ -213,7 +221,8 @@ class HistTrigger:
         c = _Compiler(hd, self.fields)
         self._keys = [(hf, c.build(hf)) for hf in hd.key_fields]
         self._vals = [(i, hf, c.build(hf)) for i, hf in enumerate(hd.fields[:hd.n_vals])]
-        self.takes_stack = any(hf.flags & FL_STACKTRACE for hf in hd.key_fields)
+        self._compiler = c
+        self.takes_stack = any(hf.flags & FL_STACKTRACE for hf in hd.fields)
         self._execname = hd.has_execname()
 
     def share(self, named) -> None:
@@ -239,8 +248,16 @@ class HistTrigger:
         if self._execname:
             comm, pid = self.comm, entry[2]
             new_private = lambda: comm(pid)[:15].encode("latin-1", "replace")  # noqa: E731
-        m = self.hist.map
-        elt = m.insert(tuple(key), b"".join(raw), new_private)
+        hd = self.hist
+        m = hd.map
+        key = tuple(key)
+        if hd.var_refs:
+            # resolve_var_refs(): the other triggers' variables of this key
+            hd.ref_vals = [0] * len(hd.var_refs)
+            if not _resolve(hd, key, False):
+                return
+        hd.stack = stack
+        elt = m.insert(key, b"".join(raw), new_private)
         if elt is None:
             return
         for i, hf, g in self._vals:
@@ -249,6 +266,12 @@ class HistTrigger:
                 m.set_var(elt, hf.var_idx, v)
             else:
                 m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(v))
+        if hd.actions and _resolve(hd, key, True):
+            run_actions(self, hd, elt, entry, a, cpu, key, hd.ref_vals)
+
+    def evaluate(self, hf, entry, a, cpu: int, elt):
+        """The value of field ``hf`` (an action's param) for this hit."""
+        return self._compiler.build(hf)(entry, a, cpu, elt)
 
     # -- state -----------------------------------------------------------------
     def listing(self) -> str:
@@ -284,6 +307,46 @@ class HistTrigger:
         self.ref -= 1
         if not self.ref and self.name:
             self.reg.delete(self)
+        if not self.ref and self.named_data is None:
+            destroy_actions(self.hist)
+        if not self.ref and self.synth is not None:
+            self.synth.ref -= 1
+            self.synth = None
+
+
+def _resolve(hd, key, self_refs: bool) -> bool:
+    """``resolve_var_refs()``: the values of the references to the
+    triggers' (``self_refs``: this one's) variables for ``key``, into
+    ``hd.ref_vals``; False when one is not set."""
+    vals = hd.ref_vals
+    if len(vals) != len(hd.var_refs):
+        vals = hd.ref_vals = [0] * len(hd.var_refs)
+    for i, ref in enumerate(hd.var_refs):
+        var_hd = ref.var_hist
+        if var_hd is None:
+            return False
+        if (var_hd is hd) != self_refs:
+            continue
+        m = var_hd.map
+        elt = m.elts.get(key)
+        if elt is None or not m.var_set(elt, ref.var_idx):
+            return False
+        if self_refs or not ref.read_once:
+            vals[i] = m.read_var(elt, ref.var_idx)
+        else:
+            vals[i] = m.read_var_once(elt, ref.var_idx)
+    return True
+
+
+def check_var_refs(hd, reg_triggers) -> bool:
+    """``check_var_refs()``: a variable of ``hd`` is referenced by another
+    registered trigger."""
+    for _ev, other in reg_triggers:
+        if other is hd:
+            continue
+        if any(ref.var_hist is hd for ref in other.var_refs):
+            return True
+    return False
 
 
 def hist_trigger_match(reg: HistRegistry, data: HistTrigger, test: HistTrigger, named,
@@ -394,12 +457,24 @@ def _register(reg, err: HistErr, t: HistTrigger, triggers: list) -> HistOp:
     if hd.enable_timestamps:
         _set_clock(err, t.tr, attrs.clock)
     t.init()
+    ops = t.tr.tracing.synth_ops
+    se = ops.find(hd.event.name) if ops is not None and hd.event.system == "synthetic" else None
+    if se is hd.event:
+        se.ref += 1
+        t.synth = se
     return HistOp("add", t)
 
 
+def _find_synth(tr):
+    ops = tr.tracing.synth_ops
+    return (lambda name: None) if ops is None else ops.find
+
+
 def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, triggers: list,
-                             fields: dict | None = None, set_filter=None) -> HistOp:
-    """The ``hist`` command (see the module's doc)."""
+                             fields: dict | None = None, set_filter=None,
+                             registered=None) -> HistOp:
+    """The ``hist`` command (see the module's doc).  ``registered()``
+    gives (event, HistData) of every hist trigger of the array."""
     if param is None:
         raise KernelError(errno.EINVAL)
     err = HistErr(tr, ev.system, ev.name, param)
@@ -409,7 +484,8 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
     attrs = parse_hist_trigger_attrs(err, param)
     if fields is None:
         fields = event_fields(ev)
-    hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers])
+    hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers],
+                          registered)
     t = HistTrigger(reg, tr, hd, fields)
     if filter_text is not None:
         _set_trigger_filter(t, filter_text, set_filter or _event_filter(tr, ev))
@@ -417,13 +493,19 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
         named = reg.find_named(attrs.name) if attrs.name else None
         for test in triggers:
             if hist_trigger_match(reg, t, test, named, False):
+                if registered is not None and check_var_refs(test.hist, registered()):
+                    raise KernelError(errno.EBUSY)
                 test.free()
                 return HistOp("remove", test)
         return HistOp("none")
     if _update_only(reg, t, triggers):
         return HistOp("none")
-    create_actions(err, hd)
-    return _register(reg, err, t, triggers)
+    create_actions(err, hd, FieldParser(err, fields, hd), _find_synth(tr))
+    try:
+        return _register(reg, err, t, triggers)
+    except KernelError:
+        destroy_actions(hd)
+        raise
 
 
 def ftrace_print_fields() -> dict:

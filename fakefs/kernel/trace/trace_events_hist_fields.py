@@ -153,6 +153,12 @@ class HistField:
         self.name = None                # the text of an expression
         self.constant = 0
         self.div_multiplier = 0
+        self.var_hist = None            # a variable's or a reference's HistData
+        self.var_ref_idx = -1           # a reference's index in its trigger's var_refs
+        self.read_once = False          # an operand: the variable is unset once read
+        self.system = None              # a reference's system.event, when named
+        self.event_name = None
+        self.var_type = None            # a reference's variable's type, for synthetic fields
 
 
 def select_value_fn(size: int, signed) -> str:
@@ -218,6 +224,8 @@ def hist_field_name(f: HistField, level: int = 0) -> str:
     if f.flags & FL_CPU:
         return "common_cpu"
     if f.flags & (FL_EXPR | FL_VAR_REF):
+        if f.system:
+            return "%s.%s.%s" % (f.system, f.event_name, f.name)
         return f.name or ""
     if f.flags & FL_TIMESTAMP:
         return "common_timestamp"
@@ -420,11 +428,9 @@ class FieldParser:
             s = ref_var
         local = self.local_field_var_ref(ref_system, ref_event, ref_var)
         if local is None:
-            if len(ref_var) >= 2 and ref_var[0] == "$":
-                # a reference to another histogram's variable: none is
-                # known here (inter-event variables are not modelled), so
-                # as on a kernel without it, then the name is no field
-                self.err.log("VAR_NOT_FOUND", self.err.pos(ref_var[1:]))
+            ref = self.hist.parse_var_ref(self.err, ref_system, ref_event, ref_var)
+            if ref is not None:
+                return self.hist.alias(ref, var_name) if var_name else ref
         else:
             s = local
         field, flags, buckets = self.parse_field(s, flags)
@@ -505,6 +511,7 @@ class FieldParser:
         flags |= FL_CONST if combine else FL_EXPR
         flags |= op1.flags & (FL_TIMESTAMP | FL_TIMESTAMP_USECS)
         expr = create_hist_field(None, flags, var_name)
+        op1.read_once = op2.read_once = True
         expr.operands = [op1, op2]
         if op == OP_DIV and op2.flags & FL_CONST:
             if not op2.constant:

@@ -25,7 +25,7 @@ from ..lib.kstrtox import kstrtoul
 from .events_defs import EventDef
 from .trace_dynevent import DynEventOps, parse_run_command
 from .trace_events import add_event_call, remove_event_call
-from .trace_events_commit import trace_event_commit
+from .trace_events_commit import nested_commit
 from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STACKTRACE, GENERIC, Field,
                                          filter_assign_type)
 from .trace_probe import is_good_name
@@ -218,7 +218,7 @@ class SynthEvent(EventDef):
                     v -= 1 << (8 * f.size)
                 args.append(v)
         entry = (ctx[0], self.id, ctx[2], ctx[3], ctx[4], tuple(args), None)
-        trace_event_commit(trs, self, cpu, entry, size, None)
+        nested_commit(tracing, trs, self, cpu, entry, size)
 
 
 def _cstr(v) -> str:

@@ -134,13 +134,14 @@ class MapElt:
     """``struct tracing_map_elt``: the key, the sums, the variables, and
     what the map's user keeps per element (``private``)."""
 
-    __slots__ = ("key", "key_bytes", "sums", "vars", "private")
+    __slots__ = ("key", "key_bytes", "sums", "vars", "vset", "private")
 
     def __init__(self, key, key_bytes: bytes, n_sums: int, n_vars: int, private):
         self.key = key
         self.key_bytes = key_bytes
         self.sums = [0] * n_sums
         self.vars = [0] * n_vars
+        self.vset = [False] * n_vars
         self.private = private
 
 
@@ -218,6 +219,21 @@ class TracingMap:
     @staticmethod
     def set_var(elt: MapElt, i: int, n) -> None:
         elt.vars[i] = n
+        elt.vset[i] = True
+
+    @staticmethod
+    def var_set(elt: MapElt, i: int) -> bool:
+        return elt.vset[i]
+
+    @staticmethod
+    def read_var(elt: MapElt, i: int):
+        return elt.vars[i]
+
+    @staticmethod
+    def read_var_once(elt: MapElt, i: int):
+        """``tracing_map_read_var_once()``: the value, unset afterwards."""
+        elt.vset[i] = False
+        return elt.vars[i]
 
     # -- sorting ----------------------------------------------------------------
     def _cmp_fn(self, sk: SortKey):
