@@ -251,13 +251,14 @@ class HistTrigger:
         hd = self.hist
         m = hd.map
         key = tuple(key)
+        raw = b"".join(raw)
         if hd.var_refs:
             # resolve_var_refs(): the other triggers' variables of this key
             hd.ref_vals = [0] * len(hd.var_refs)
-            if not _resolve(hd, key, False):
+            if not _resolve(hd, raw, False):
                 return
         hd.stack = stack
-        elt = m.insert(key, b"".join(raw), new_private)
+        elt = m.insert(key, raw, new_private)
         if elt is None:
             return
         for i, hf, g in self._vals:
@@ -266,7 +267,7 @@ class HistTrigger:
                 m.set_var(elt, hf.var_idx, v)
             else:
                 m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(v))
-        if hd.actions and _resolve(hd, key, True):
+        if hd.actions and _resolve(hd, raw, True):
             run_actions(self, hd, elt, entry, a, cpu, key, hd.ref_vals)
 
     def evaluate(self, hf, entry, a, cpu: int, elt):
@@ -314,7 +315,7 @@ class HistTrigger:
             self.synth = None
 
 
-def _resolve(hd, key, self_refs: bool) -> bool:
+def _resolve(hd, key: bytes, self_refs: bool) -> bool:
     """``resolve_var_refs()``: the values of the references to the
     triggers' (``self_refs``: this one's) variables for ``key``, into
     ``hd.ref_vals``; False when one is not set."""
@@ -328,7 +329,7 @@ def _resolve(hd, key, self_refs: bool) -> bool:
         if (var_hd is hd) != self_refs:
             continue
         m = var_hd.map
-        elt = m.elts.get(key)
+        elt = m.lookup(key[:var_hd.key_size])
         if elt is None or not m.var_set(elt, ref.var_idx):
             return False
         if self_refs or not ref.read_once:

@@ -165,6 +165,7 @@ class TracingMap:
         self.n_keys = 0
         self.n_vars = 0
         self.elts: dict = {}
+        self.by_bytes: dict = {}     # the elements by the bytes of their keys (lookups)
         self.hits = 0
         self.drops = 0
 
@@ -204,10 +205,18 @@ class TracingMap:
         elt = MapElt(key, key_bytes, len(self.fields), self.n_vars,
                      new_private() if new_private is not None else None)
         self.elts[key] = elt
+        self.by_bytes[key_bytes] = elt
         self.hits += 1
         return elt
 
+    def lookup(self, key_bytes: bytes) -> MapElt | None:
+        """``tracing_map_lookup()``: the element whose key is the first
+        ``key_size`` bytes of ``key_bytes`` (a longer compound key of
+        another map compares by its head, as memcmp() does), or None."""
+        return self.by_bytes.get(key_bytes)
+
     def clear(self) -> None:
+        self.by_bytes = {}
         self.elts = {}
         self.hits = 0
         self.drops = 0
