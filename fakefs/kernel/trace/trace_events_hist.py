@@ -49,7 +49,8 @@ from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STATIC_STR
                                          Field, event_fields)
 from .trace_events_filter_parse import ERR_TEXT as FILTER_ERR_TEXT, FILT_ERR_ERRNO, FilterError
 from .trace_events_hist_data import create_hist_data, hist_data_match, parse_hist_trigger_attrs
-from .trace_events_hist_actions import create_actions, destroy_actions, run_actions
+from .trace_events_hist_actions import (create_actions, destroy_actions, run_actions,
+                                        unregister_field_var_hists)
 from .trace_events_hist_fields import (FL_STACKTRACE, FL_STRING, FL_VAR,
                                        HIST_STACKTRACE_DEPTH, U64, FieldParser, HistErr, binary_op)
 from .trace_events_hist_output import Symbols, hist_trigger_show, trigger_listing
@@ -309,7 +310,9 @@ class HistTrigger:
         if not self.ref and self.name:
             self.reg.delete(self)
         if not self.ref and self.named_data is None:
+            self.hist.dying = True
             destroy_actions(self.hist)
+            unregister_field_var_hists(self.hist)
         if not self.ref and self.synth is not None:
             self.synth.ref -= 1
             self.synth = None
@@ -343,7 +346,7 @@ def check_var_refs(hd, reg_triggers) -> bool:
     """``check_var_refs()``: a variable of ``hd`` is referenced by another
     registered trigger."""
     for _ev, other in reg_triggers:
-        if other is hd:
+        if other is hd or other.dying:
             continue
         if any(ref.var_hist is hd for ref in other.var_refs):
             return True
@@ -405,7 +408,7 @@ def _set_trigger_filter(t: HistTrigger, text: str, set_filter) -> None:
         raise KernelError(errno.EINVAL)
     rest = text[cut + 1:]
     t.filter = set_filter(rest)
-    t.filter_str = rest
+    t.filter_str = t.hist.filter_str = rest
 
 
 def _set_clock(err: HistErr, tr, clock: str) -> None:
@@ -473,9 +476,11 @@ def _find_synth(tr):
 
 def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, triggers: list,
                              fields: dict | None = None, set_filter=None,
-                             registered=None) -> HistOp:
+                             registered=None, run_hist=None) -> HistOp:
     """The ``hist`` command (see the module's doc).  ``registered()``
-    gives (event, HistData) of every hist trigger of the array."""
+    gives (event, HistData) of every hist trigger of the array,
+    ``run_hist(event, glob, cmd)`` runs a hist command on another event
+    (the triggers of field variables)."""
     if param is None:
         raise KernelError(errno.EINVAL)
     err = HistErr(tr, ev.system, ev.name, param)
@@ -488,6 +493,7 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
     hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers],
                           registered)
     t = HistTrigger(reg, tr, hd, fields)
+    hd.run_hist = run_hist
     if filter_text is not None:
         _set_trigger_filter(t, filter_text, set_filter or _event_filter(tr, ev))
     if remove:
@@ -506,6 +512,7 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
         return _register(reg, err, t, triggers)
     except KernelError:
         destroy_actions(hd)
+        unregister_field_var_hists(hd)
         raise
 
 

@@ -27,7 +27,7 @@ import errno
 from ..fs.pseudo import KernelError
 from .trace_events_hist_fields import (FL_ALIAS, FL_EXECNAME, FL_STACKTRACE, FL_STRING,
                                        FL_TIMESTAMP, FL_TIMESTAMP_USECS, FL_VAR, FL_VAR_REF,
-                                       HistField, strsep)
+                                       HistField, expr_field_str, strsep)
 from .trace_events_trigger import PRINT_EVENT
 from .trace_snapshot import arm_snapshot, disarm_snapshot, update_max_tr
 from .tracing_map import TRACING_MAP_VARS_MAX
@@ -294,6 +294,61 @@ def _field_reader(err, hd, parser, param: str):
         return None
 
 
+def _event_of(hd, system: str, event: str):
+    if (system, event) == (PRINT_EVENT.system, PRINT_EVENT.name):
+        return PRINT_EVENT
+    return next((ev for ev in hd.tr.tracing.events if ev.system == system and ev.name == event),
+                None)
+
+
+def _compatible_keys(target, hd) -> bool:
+    """``compatible_keys()``"""
+    a, b = hd.key_fields, target.key_fields
+    if len(a) != len(b):
+        return False
+    return all(_type_of(x) == _type_of(y) and x.size == y.size
+               and bool(x.is_signed) == bool(y.is_signed) for x, y in zip(a, b))
+
+
+def _field_var_hist(err, hd, system: str, event: str, field: str):
+    """``create_field_var_hist()``: a hist trigger on the other event with
+    the keys (and filter) of its first compatible one and the variable
+    ``synthetic_<field>=<field>``; the variable."""
+    ev = _event_of(hd, system, event)
+    if ev is None:
+        err.fail("EVENT_FILE_NOT_FOUND", field)
+    compat = next((o for e, o in hd.registered() if e is ev and _compatible_keys(hd, o)), None)
+    if compat is None:
+        err.fail("HIST_NOT_FOUND", field)
+    name = "synthetic_" + field
+    var = find_event_var(err, hd, system, event, name)
+    if var is not None:
+        return var
+    cmd = "keys=%s:%s=%s" % (",".join(expr_field_str(k) for k in compat.key_fields), name, field)
+    if compat.filter_str is not None:
+        cmd += " if %s" % compat.filter_str
+    try:
+        hd.run_hist(ev, "hist", cmd)
+    except KernelError as e:
+        err.fail("HIST_CREATE_FAIL", field, e.errno)
+    hd.field_var_hists.append((ev, cmd))
+    var = find_event_var(err, hd, system, event, name)
+    if var is None:
+        err.fail("SYNTH_VAR_NOT_FOUND", field)
+    return var
+
+
+def unregister_field_var_hists(hd) -> None:
+    """``unregister_field_var_hists()``: the triggers made for field
+    variables go with the trigger that made them."""
+    hists, hd.field_var_hists = hd.field_var_hists, []
+    for ev, cmd in hists:
+        try:
+            hd.run_hist(ev, "!hist", cmd)
+        except KernelError:
+            pass                       # (the kernel warns once)
+
+
 def _type_of(hf: HistField) -> str:
     f = hf.field
     if hf.var_type:
@@ -354,13 +409,23 @@ def _trace_create(err, hd, parser, data: Action, find_synth) -> None:
                 hf = None
                 if not system or (system == hd.event.system and event == hd.event.name):
                     hf = _field_reader(err, hd, parser, param)
-                if hf is None:
-                    # a field of another event: a field variable of a new
-                    # hist trigger there (create_field_var_hist) is not made here
-                    err.fail("FIELD_VAR_CREATE_FAIL", param)
+                local = hf is not None
+                if not local:
+                    # a field of another event: a variable of a hist trigger
+                    # made there for it (create_field_var_hist)
+                    if not system and data.handler == HANDLER_ONMATCH:
+                        system, event = data.match_system, data.match_event
+                    if not event:
+                        raise KernelError(errno.EINVAL)
+                    hf = _field_var_hist(err, hd, system, event, param)
                 ok = pos < len(se.synth_fields) and _check_synth_field(se.synth_fields[pos], hf)
-                if ok:
+                if ok and local:
                     data.var_ref_idx.append(hf)
+                elif ok:
+                    ref = create_var_ref(hd, hf, system, event)
+                    if ref is None:
+                        raise KernelError(errno.ENOMEM)
+                    data.var_ref_idx.append(ref.var_ref_idx)
             if not ok:
                 err.fail("SYNTH_TYPE_MISMATCH", param)
             pos += 1
@@ -409,6 +474,7 @@ def create_actions(err, hd, parser, find_synth) -> None:
                 data.save_vars = saves
     except KernelError:
         destroy_actions(hd)
+        unregister_field_var_hists(hd)
         raise
 
 
@@ -494,4 +560,5 @@ def _snapshot(t, hd, data: Action, elt, key, entry, cpu) -> None:
 
 
 __all__ = ["Action", "actions_match", "create_actions", "create_alias", "destroy_actions",
-           "find_var_field", "parse_actions", "parse_var_ref", "run_actions"]
+           "find_var_field", "parse_actions", "parse_var_ref", "run_actions",
+           "unregister_field_var_hists"]

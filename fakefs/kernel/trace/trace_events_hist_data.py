@@ -136,6 +136,10 @@ class HistData:
         self.ref_vals: list = []         # the references' values of the hit being handled
         self.stack = None                # the stack of the hit being handled
         self.others = tuple              # () -> (event, HistData) of the array's registered triggers
+        self.run_hist = None             # (event, glob, cmd): a hist command on another event
+        self.field_var_hists: list = []  # (event, cmd) of the triggers made for field variables
+        self.filter_str = None           # its trigger's filter
+        self.dying = False               # being freed: its references no longer count
 
     def find_var_field(self, name: str):
         return find_var_field(self, name)

@@ -248,7 +248,7 @@ def field_flags_str(f: HistField) -> str | None:
     return None
 
 
-def _expr_field_str(f: HistField) -> str:
+def expr_field_str(f: HistField) -> str:
     out = ""
     if f.flags & FL_VAR_REF:
         out += "$"
@@ -266,10 +266,10 @@ def expr_str(f: HistField, level: int = 0) -> str:
     if level > 1:
         raise KernelError(errno.EINVAL)
     if f.operands[0] is None:
-        return _expr_field_str(f)
+        return expr_field_str(f)
     if f.operator == OP_UNARY_MINUS:
         return "-(%s)" % expr_str(f.operands[0], level + 1)
-    return _expr_field_str(f.operands[0]) + OP_CHAR[f.operator] + _expr_field_str(f.operands[1])
+    return expr_field_str(f.operands[0]) + OP_CHAR[f.operator] + expr_field_str(f.operands[1])
 
 
 def hist_field_print(f: HistField) -> str:

@@ -69,7 +69,8 @@ class HistCommand(EventCommand):
         fields = ftrace_print_fields() if ev is PRINT_EVENT else None
         op = event_hist_trigger_parse(tr.tracing.hist_named, tr, ev, glob, param_and_filter,
                                       [d.private for d in datas], fields,
-                                      registered=lambda: registered_hists(tr))
+                                      registered=lambda: registered_hists(tr),
+                                      run_hist=lambda e, g, cmd: self.parse(tr, e, g, cmd))
         if op.kind == "add":
             # hist_trigger_enable(): at the tail, then soft mode
             data = TriggerData(self, False, op.trigger)

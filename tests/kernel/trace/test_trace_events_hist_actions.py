@@ -187,3 +187,19 @@ def test_action_errors(k, cmd, err, where):
         assert "error: Couldn't find variable" in rd(k, "error_log")
     assert "hist:" not in rd(k, SWITCH + "trigger")
     wr(k, "synthetic_events", "!lat2\n", APPEND)           # no reference was left behind
+
+
+def test_a_field_of_the_matching_event_gets_a_trigger_there(k, clock):
+    wr(k, "synthetic_events", "wl u64 lat; pid_t pid; int prio\n")
+    wr(k, WAKING + "trigger", "hist:keys=pid:ts0=common_timestamp.usecs if prio < 200\n")
+    cmd = ("hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:"
+           "onmatch(sched.sched_waking).wl($lat,next_pid,sched.sched_waking.prio)")
+    wr(k, SWITCH + "trigger", cmd + "\n", APPEND)
+    listing = rd(k, WAKING + "trigger")
+    assert ("hist:keys=pid:vals=hitcount:synthetic_prio=prio:sort=hitcount:size=2048 "
+            "if prio < 200 [active]\n") in listing
+    wr(k, "events/synthetic/wl/enable", "1\n")
+    clock.advance(100 * MS)
+    assert re.search(r"wl: lat=\d+ pid=\d+ prio=120\n", rd(k, "trace"))
+    wr(k, SWITCH + "trigger", "!" + cmd + "\n", APPEND)
+    assert "synthetic_prio" not in rd(k, WAKING + "trigger")
