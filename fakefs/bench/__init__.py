@@ -14,7 +14,9 @@
 8. simulated seconds per CPU second (engine.py): the compiled data plane vs the walk
    in plain Python, for the function tracer, every event, both with stacks, sched_switch;
 9. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
-   runs, and the daemon's CPU with 200 readers blocked in trace_pipe.
+   runs, and the daemon's CPU with 200 readers blocked in trace_pipe;
+10. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
+   pair with its synthetic event (hist.py), vs the same events without a trigger.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from . import catchup, costs, engine, memory, requests
+from . import catchup, costs, engine, hist, memory, requests
 
 ROUNDS = 5
 
@@ -278,6 +280,8 @@ def main(argv=None) -> int:
     sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
                      "200 blocked trace_pipe readers (one run)", requests.bench_requests))
+    sections.append(("hist triggers: CPU per hit on sched_switch vs no trigger (hist.py)",
+                     hist.bench_hist))
     try:
         from . import alloc_tag
         sections.append(("memory allocation profiling", alloc_tag.bench_alloc_tag))
