@@ -150,6 +150,9 @@ class _Compiler:
         if fn == "timestamp":
             hd = self.hd
             return lambda e, a, cpu, elt: _event_time_stamp(hd, e[0])
+        if fn == "stack" and hf.field is not None:
+            r = self.read(hf.field)
+            return lambda e, a, cpu, elt: tuple(r(e, a, cpu) or ())
         if fn == "var_ref":
             hd, i = self.hd, hf.var_ref_idx
             return lambda e, a, cpu, elt: hd.ref_vals[i]
@@ -241,8 +244,11 @@ class HistTrigger:
         a = entry[5]
         key, raw = [], []
         for hf, g in self._keys:
-            v = None if hf.flags & FL_STACKTRACE else g(entry, a, cpu, None)
-            k, b = _key_part(hf, v, stack)
+            if hf.flags & FL_STACKTRACE:
+                # a stack field's stored stack, else the event's own
+                k, b = _key_part(hf, None, g(entry, a, cpu, None) if hf.field else stack)
+            else:
+                k, b = _key_part(hf, g(entry, a, cpu, None), stack)
             key.append(k)
             raw.append(b)
         new_private = None

@@ -22,7 +22,7 @@ import errno
 
 from ..fs.pseudo import KernelError
 from ..lib.kstrtox import kstrtoul
-from .trace_events_filter_fields import (FILTER_COMM, FILTER_CPU, FILTER_PTR_STRING,
+from .trace_events_filter_fields import (GENERIC, FILTER_COMM, FILTER_CPU, FILTER_PTR_STRING,
                                          FILTER_STACKTRACE, FILTER_STATIC_STRING,
                                          FILTER_TRACE_FN)
 
@@ -403,8 +403,9 @@ class FieldParser:
     @staticmethod
     def _has_size(field) -> bool:
         """The generic fields (``CPU``, ``comm``, ``stacktrace``) have no
-        size in the kernel's field list, nor have ``char buf[]`` arrays."""
-        if field.filter_type in (FILTER_CPU, FILTER_COMM, FILTER_STACKTRACE):
+        size in the kernel's field list, nor have ``char buf[]`` arrays (a
+        synthetic event's ``unsigned long[]`` stack has its size)."""
+        if field.filter_type in (FILTER_CPU, FILTER_COMM) or any(field is g for g in GENERIC):
             return False
         return bool(field.size)
 
