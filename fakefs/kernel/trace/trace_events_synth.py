@@ -157,6 +157,8 @@ class SynthEvent(EventDef):
         self.n_u64 = n_u64
         self.ref = 0                     # histograms that generate it
         self.filter_fields = self._filter_fields()
+        # a stack's record (trace_stack()): its length, then the addresses
+        self.filter_values = {f.name: _stack_bytes for f in fields if f.is_stack}
 
     def _filter_fields(self) -> dict:
         out: dict = {}
@@ -219,6 +221,10 @@ class SynthEvent(EventDef):
                 args.append(v)
         entry = (ctx[0], self.id, ctx[2], ctx[3], ctx[4], tuple(args), None)
         nested_commit(tracing, trs, self, cpu, entry, size)
+
+
+def _stack_bytes(v) -> bytes:
+    return b"".join((x & ((1 << 64) - 1)).to_bytes(8, "little") for x in (len(v),) + tuple(v))
 
 
 def _cstr(v) -> str:

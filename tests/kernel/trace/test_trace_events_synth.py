@@ -8,6 +8,7 @@ import pytest
 
 import ftrace_helpers
 from ftrace_helpers import APPEND
+from fakefs.kernel.fs.pseudo import kernel_read
 from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
@@ -120,3 +121,24 @@ def test_types(k):
     wr(k, "synthetic_events", "myevent char var[10]\n")
     assert rd(k, "synthetic_events") == "myevent\tchar[10] var\n"
     assert errno_of(wr, k, "synthetic_events", "myevent int var[]\n") == errno.EINVAL
+
+
+def test_fired_records_print_and_encode(k):
+    add(k, "s:ev pid_t pid; u64 delta; unsigned long[] stack; char name[]; char c[4]",
+        "dynamic_events")
+    wr(k, "events/synthetic/ev/enable", "1\n")
+    wr(k, "trace", "\n")
+    ev = k.tracing.synth_ops.find("ev")
+    ks = k.kallsyms
+    stack = (ks.addr_of("schedule"), ks.addr_of("kthread"))
+    ev.fire(k.tracing, 0, (k.sim_time, 0, 0, 0, 0), [-1, 5, stack, b"a name", "longer"])
+    lines = [x for x in rd(k, "trace").splitlines() if not x.startswith("#")]
+    assert lines[0].endswith("ev: pid=-1 delta=5 stack=STACK:")
+    assert lines[1].startswith("=> schedule+0x0/") and lines[2].startswith("=> kthread+0x0/")
+    assert lines[3] == "name=a name c=lon"
+    k.run_until_now()
+    raw = kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe_raw")
+    assert len(raw) == 4096
+    # the stack's data: its length, then the addresses
+    want = b"".join(x.to_bytes(8, "little") for x in (2,) + stack)
+    assert want in raw and b"a name\0" in raw
