@@ -25,7 +25,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import KernelError
-from .trace_events_hist_fields import (FL_ALIAS, FL_EXECNAME, FL_STACKTRACE, FL_STRING,
+from .trace_events_hist_fields import (FL_ALIAS, FL_EXECNAME, FL_STACKTRACE,
                                        FL_TIMESTAMP, FL_TIMESTAMP_USECS, FL_VAR, FL_VAR_REF,
                                        HistField, expr_field_str, strsep)
 from .trace_events_trigger import PRINT_EVENT

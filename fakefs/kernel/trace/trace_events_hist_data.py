@@ -17,7 +17,7 @@ from ..fs.pseudo import KernelError
 from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_hist_fields import (FL_BUCKET, FL_CPU, FL_EXECNAME, FL_GRAPH,
                                        FL_HITCOUNT, FL_KEY, FL_LOG2, FL_PERCENT, FL_STACKTRACE, FL_STRING,
-                                       FL_SYM, FL_SYM_OFFSET, FL_SYSCALL, FL_VAR,
+                                       FL_SYM, FL_SYM_OFFSET, FL_SYSCALL, FL_VAR, FL_VAR_REF,
                                        HIST_STACKTRACE_DEPTH, MAX_FILTER_STR_VAL, FieldParser,
                                        HistErr, create_hist_field, hist_field_name, strsep)
 from .trace_events_hist_actions import (actions_match, create_alias, find_var_field,
@@ -229,6 +229,15 @@ def _create_var_fields(err, parser, hd: HistData, others: list) -> None:
             hf.size, hf.is_signed, hf.fn = MAX_FILTER_STR_VAL, 0, "execname"
 
 
+def _has_hist_vars(hf, level: int) -> bool:
+    """``field_has_hist_vars()``: a key cannot read variables."""
+    if level > 3 or hf is None:
+        return False
+    if hf.flags & (FL_VAR | FL_VAR_REF):
+        return True
+    return any(_has_hist_vars(op, level + 1) for op in hf.operands)
+
+
 def _create_key_fields(err, parser, hd: HistData) -> None:
     rest = hd.attrs.keys_str
     for _ in range(TRACING_MAP_KEYS_MAX):
@@ -240,6 +249,8 @@ def _create_key_fields(err, parser, hd: HistData) -> None:
             size = HIST_STACKTRACE_DEPTH * 8
         else:
             hf = parser.parse_expr(field_str, FL_KEY, None, [0])
+            if _has_hist_vars(hf, 0):
+                err.fail("INVALID_REF_KEY", field_str)
             size = hf.size
         size = (size + 7) & ~7
         hf.size, hf.offset = size, hd.key_size

@@ -26,7 +26,7 @@ from .events_defs import EventDef
 from .trace_dynevent import DynEventOps, parse_run_command
 from .trace_events import add_event_call, remove_event_call
 from .trace_events_commit import nested_commit
-from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STACKTRACE, GENERIC, Field,
+from .trace_events_filter_fields import (COMMON, FILTER_STACKTRACE, GENERIC, Field,
                                          filter_assign_type)
 from .trace_probe import is_good_name
 from .trace_probe_tmpl import field_line

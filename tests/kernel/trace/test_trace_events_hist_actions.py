@@ -203,3 +203,14 @@ def test_a_field_of_the_matching_event_gets_a_trigger_there(k, clock):
     assert re.search(r"wl: lat=\d+ pid=\d+ prio=120\n", rd(k, "trace"))
     wr(k, SWITCH + "trigger", "!" + cmd + "\n", APPEND)
     assert "synthetic_prio" not in rd(k, WAKING + "trigger")
+
+
+def test_a_key_cannot_read_a_variable(k):
+    wr(k, WAKING + "trigger", "hist:keys=pid:ts0=common_timestamp.usecs\n")
+    cmd = "hist:keys=$ts0"
+    assert errno_of(wr, k, SWITCH + "trigger", cmd + "\n", APPEND) == errno.EINVAL
+    assert last_error(k) == ("Using variable references in keys not supported", cmd,
+                             cmd.index("$ts0"))
+    # a key naming a variable of its own trigger that is a field is that field
+    wr(k, SWITCH + "trigger", "hist:keys=$p:p=next_pid\n", APPEND)
+    assert rd(k, SWITCH + "trigger").startswith("hist:keys=next_pid:vals=hitcount:p=next_pid:")
