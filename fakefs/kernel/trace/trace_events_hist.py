@@ -6,7 +6,10 @@ API for the trigger framework (``trace_events_trigger.py``)
 * ``HistRegistry()`` — one per ``Tracing``: the kernel-wide list of named
   triggers (``named_triggers``), shared by all trace arrays.
 * ``event_hist_trigger_parse(reg, tr, ev, glob, param, triggers, fields=None,
-  set_filter=None) -> HistOp`` — the command's ``parse``: ``glob`` is
+  set_filter=None, registered=None, run_hist=None) -> HistOp`` — the
+  command's ``parse`` (``registered()``: every hist trigger of the array, where
+  references find variables; ``run_hist(ev, glob, cmd)``: a hist command on
+  another event, for field variables; see trace_events_hist_actions.py): ``glob`` is
   ``"hist"`` or ``"!hist"``, ``param`` the text after ``hist:`` as
   ``trigger_process_regex()`` hands it over (None when there is none),
   ``triggers`` the event file's hist triggers in list order.  Raises
