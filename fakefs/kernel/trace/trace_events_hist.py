@@ -43,7 +43,6 @@ API for the trigger framework (``trace_events_trigger.py``)
 from __future__ import annotations
 
 import errno
-import zlib
 
 from ..fs.pseudo import KernelError
 from .trace_clock import clock_in_ns
@@ -56,11 +55,10 @@ from .trace_events_hist_actions import (create_actions, destroy_actions, run_act
                                         unregister_field_var_hists)
 from .trace_events_hist_fields import (FL_STACKTRACE, FL_STRING, FL_VAR,
                                        HIST_STACKTRACE_DEPTH, U64, FieldParser, HistErr, binary_op)
+from .trace_events_hist_fields import as_u64 as _as_u64
 from .trace_events_hist_output import Symbols, hist_trigger_show, trigger_listing
 
 FILTER_ERR_LOC = "event filter parse error"
-# where a string would sit in a record: what a string value sums to
-_STR_ADDR_BASE = 0xffff888100000000
 
 
 class HistRegistry:
@@ -116,13 +114,13 @@ def _order_base_2(v: int) -> int:
     return (v - 1).bit_length() if v > 1 else 0
 
 
-def _as_u64(v) -> int:
-    """A value the entry keeps in another form, as the record holds it."""
-    if isinstance(v, str):
-        v = v.encode("latin-1", "replace")
-    if isinstance(v, bytes):
-        return _STR_ADDR_BASE + (zlib.crc32(v) << 4)
-    return int(v)
+def _num(g):
+    """``g``'s value as the u64 an operand is (a string or a stack is
+    where it is kept: ``as_u64``)."""
+    def value(e, a, cpu, elt):
+        v = g(e, a, cpu, elt)
+        return v if type(v) is int else _as_u64(v)
+    return value
 
 
 class _Compiler:
@@ -163,7 +161,7 @@ class _Compiler:
             hd = self.hd
             return lambda e, a, cpu, elt: tuple(hd.stack or ())[:HIST_STACKTRACE_DEPTH]
         if fn in ("log2", "bucket", "uminus"):
-            g = self.build(hf.operands[0])
+            g = _num(self.build(hf.operands[0]))
             if fn == "log2":
                 return lambda e, a, cpu, elt: _order_base_2(g(e, a, cpu, elt))
             if fn == "uminus":
@@ -172,7 +170,7 @@ class _Compiler:
             return lambda e, a, cpu, elt: g(e, a, cpu, elt) // b * b
         if fn in ("plus", "minus", "mult", "div", "div_power2", "div_not_power2",
                   "div_mult_shift"):
-            g1, g2 = self.build(hf.operands[0]), self.build(hf.operands[1])
+            g1, g2 = _num(self.build(hf.operands[0])), _num(self.build(hf.operands[1]))
             d = hf.operands[1]
             return lambda e, a, cpu, elt: binary_op(fn, g1(e, a, cpu, elt), g2(e, a, cpu, elt), d)
         if fn == "string":

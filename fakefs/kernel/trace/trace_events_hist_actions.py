@@ -27,7 +27,7 @@ import errno
 from ..fs.pseudo import KernelError
 from .trace_events_hist_fields import (FL_ALIAS, FL_EXECNAME, FL_STACKTRACE,
                                        FL_TIMESTAMP, FL_TIMESTAMP_USECS, FL_VAR, FL_VAR_REF,
-                                       HistField, expr_field_str, strsep)
+                                       HistField, as_u64, expr_field_str, strsep)
 from .trace_events_trigger import PRINT_EVENT
 from .trace_snapshot import arm_snapshot, disarm_snapshot, update_max_tr
 from .tracing_map import TRACING_MAP_VARS_MAX
@@ -519,9 +519,11 @@ def run_actions(t, hd, elt, entry, a, cpu, key, vals) -> None:
             _trace(t, hd, data, elt, entry, a, cpu, vals)
             continue
         v = vals[data.var_ref.var_ref_idx]
+        if type(v) is not int:
+            v = as_u64(v)                 # a string or stack variable: where it is kept
         track = elt.vars[data.track_var_idx]
         if data.handler == HANDLER_ONMAX:
-            if not (isinstance(v, int) and v > track):
+            if not v > track:
                 continue
         elif v == track:
             continue

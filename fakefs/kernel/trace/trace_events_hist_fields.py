@@ -19,6 +19,7 @@ compiled filter uses.  Values are u64 (strings are bytes).
 from __future__ import annotations
 
 import errno
+import zlib
 
 from ..fs.pseudo import KernelError
 from ..lib.kstrtox import kstrtoul
@@ -159,6 +160,24 @@ class HistField:
         self.system = None              # a reference's system.event, when named
         self.event_name = None
         self.var_type = None            # a reference's variable's type, for synthetic fields
+
+
+# where a string or a stack would sit in kernel memory: what such a value is as a number
+_ADDR_BASE = 0xffff888100000000
+
+
+def as_u64(v) -> int:
+    """A value kept in another form (a string, a stack) as the u64 the
+    kernel has for it: where it is kept (the same for the same contents)."""
+    if v is None:
+        return 0
+    if isinstance(v, str):
+        v = v.encode("latin-1", "replace")
+    if isinstance(v, tuple):
+        v = b"".join((x & U64).to_bytes(8, "little") for x in v)
+    if isinstance(v, bytes):
+        return _ADDR_BASE + (zlib.crc32(v) << 4)
+    return int(v)
 
 
 def select_value_fn(size: int, signed) -> str:

@@ -214,3 +214,14 @@ def test_a_key_cannot_read_a_variable(k):
     # a key naming a variable of its own trigger that is a field is that field
     wr(k, SWITCH + "trigger", "hist:keys=$p:p=next_pid\n", APPEND)
     assert rd(k, SWITCH + "trigger").startswith("hist:keys=next_pid:vals=hitcount:p=next_pid:")
+
+
+def test_a_stack_variable_in_arithmetic_is_where_it_is_kept(k, clock):
+    # the kernel computes with the stack's address: no value error, ever
+    wr(k, SWITCH + "trigger", "hist:keys=next_pid:st=common_stacktrace\n", APPEND)
+    wr(k, SWITCH + "trigger", "hist:keys=prev_pid:x=common_timestamp-$st:"
+                              "onmax($x).save(prev_comm)\n", APPEND)
+    wr(k, SWITCH + "trigger", "hist:keys=prev_prio:y=common_stacktrace:onchange($y).snapshot()\n",
+       APPEND)
+    clock.advance(100 * MS)
+    assert re.search(r"\tmax: +\d+  prev_comm: ", rd(k, SWITCH + "hist"))
