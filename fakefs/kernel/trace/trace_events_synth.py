@@ -28,6 +28,7 @@ from .trace_events import add_event_call, remove_event_call
 from .trace_events_commit import nested_commit
 from .trace_events_filter_fields import (COMMON, FILTER_STACKTRACE, GENERIC, Field,
                                          filter_assign_type)
+from .trace_events_hist_fields import as_u64
 from .trace_probe import is_good_name
 from .trace_probe_tmpl import field_line
 
@@ -215,7 +216,7 @@ class SynthEvent(EventDef):
                 size += (len(st) + 1) * 8
                 args.append(st)
             else:
-                v = int(v) & ((1 << (8 * f.size)) - 1)
+                v = (v if type(v) is int else as_u64(v)) & ((1 << (8 * f.size)) - 1)
                 if f.is_signed and v >> (8 * f.size - 1):
                     v -= 1 << (8 * f.size)
                 args.append(v)
