@@ -225,3 +225,14 @@ def test_a_stack_variable_in_arithmetic_is_where_it_is_kept(k, clock):
        APPEND)
     clock.advance(100 * MS)
     assert re.search(r"\tmax: +\d+  prev_comm: ", rd(k, SWITCH + "hist"))
+
+
+def test_a_snapshot_action_owns_the_snapshot(k):
+    wr(k, WAKING + "trigger", "hist:keys=pid:p=prio:onchange($p).snapshot()\n")
+    assert errno_of(wr, k, "snapshot", "0\n") == errno.EBUSY
+    # one conditional snapshot per array
+    assert errno_of(wr, k, SWITCH + "trigger",
+                    "hist:keys=next_pid:q=next_prio:onchange($q).snapshot()\n",
+                    APPEND) == errno.EBUSY
+    wr(k, WAKING + "trigger", "!hist:keys=pid:p=prio:onchange($p).snapshot()\n", APPEND)
+    wr(k, "snapshot", "0\n")
