@@ -16,7 +16,9 @@
 9. the series' experiment on a mount (seed004.py): entries kept on the virtual clock, an idle
    and a busy host, without and with the stackmap, and bytes per entry beside the series';
 10. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
-   runs, and the daemon's CPU with 200 readers blocked in trace_pipe.
+   runs, and the daemon's CPU with 200 readers blocked in trace_pipe;
+11. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
+   pair with its synthetic event (hist.py), vs the same events without a trigger.
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -30,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from . import catchup, costs, engine, memory, requests, seed004
+from . import catchup, costs, engine, hist, memory, requests, seed004
 
 ROUNDS = 5
 
@@ -282,6 +284,8 @@ def main(argv=None) -> int:
     sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
                      "200 blocked trace_pipe readers (one run)", requests.bench_requests))
+    sections.append(("hist triggers: CPU per hit on sched_switch vs no trigger "
+                     "(hist.py; median of 3 rounds)", hist.bench_hist))
     try:
         from . import alloc_tag
         sections.append(("memory allocation profiling", alloc_tag.bench_alloc_tag))

@@ -33,6 +33,7 @@ _CONFIG_6_12 = {
     "CONFIG_KPROBES": True,
     "CONFIG_KPROBE_EVENTS": True,
     "CONFIG_HIST_TRIGGERS": True,
+    "CONFIG_SYNTH_EVENTS": True,
 }
 
 PERSONAS: dict[str, dict] = {

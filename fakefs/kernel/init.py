@@ -59,6 +59,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
     ("fakefs.kernel.kallsyms", "kallsyms_init"),
     ("fakefs.kernel.samples", "samples_init"),
+    ("fakefs.kernel.ping", "ping_init"),
     ("fakefs.kernel.cpu", "cpu_dev_init"),
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),

@@ -29,8 +29,10 @@ from ..namespace import bind
 from .errors import SelftestError, log
 from .kmod import host_kmod_paths
 from .kmod import install as install_kmod
+from .ping import install as install_ping
 
 CONTROL = CONTROL_DIR + "/" + CONTROL_NAME
+PING_CONTROL = CONTROL_DIR + "/ping"
 
 READY_TIMEOUT = 60
 
@@ -102,6 +104,17 @@ def kmod_commands(mnt: Path, host_binds: list, userns: bool) -> None:
             raise SelftestError("mount --bind over %s failed: %s (a test would load a module "
                                 "into the host's kernel)" % (path, err))
         host_binds.append(path)
+    ping_control = mnt / PING_CONTROL
+    if ping_control.exists():
+        # fakefs's ping (selftest/ping.py): its echoes are calls into the simulated kernel
+        keep = mnt.parent / "ping-control"
+        keep.touch()
+        err = bind(str(ping_control), str(keep))
+        if err is not None:
+            raise SelftestError("mount --bind of the simulated kernel's ping control failed: %s"
+                                % err)
+        host_binds.append(str(keep))
+        install_ping(bindir, str(keep))
     os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
 
 

@@ -105,9 +105,9 @@ FTRACE_PID = (
 )
 
 # CONFIG_KPROBE_EVENTS (with CONFIG_DYNAMIC_EVENTS): the 6.12 lines for the
-# probe commands this kernel takes.  Left out, because what they describe
-# is not there: uprobe_events and the uprobe place, the f/t (fprobe), s
-# (synthetic) and e (eprobe) commands with eprobes' efield lines, BTF
+# probe commands this kernel takes (the s line with CONFIG_HIST_TRIGGERS).
+# Left out, because what they describe is not there: uprobe_events and the
+# uprobe place, the f/t (fprobe) and e (eprobe) commands with eprobes' efield lines, BTF
 # <argname> arguments (CONFIG_PROBE_EVENTS_BTF_ARGS), and the type line
 # naming ustring (no user memory is readable by probes here; bitfields
 # are still taken)
@@ -119,6 +119,7 @@ PROBE_EVENTS = (
     "\t  accepts: event-definitions (one definition per line)\n"
     "\t   Format: p[:[<group>/][<event>]] <place> [<args>]\n"
     "\t           r[maxactive][:[<group>/][<event>]] <place> [<args>]\n"
+    "{synthetic}"
     "\t           -:[<group>/][<event>]\n"
     "\t    place: [<module>:]<symbol>[+<offset>]|<memaddr>\n"
     "place (kretprobe): [<module>:]<symbol>[+<offset>]%return|<memaddr>\n"
@@ -129,14 +130,14 @@ PROBE_EVENTS = (
     "\t     kernel return probes support: $retval, $arg<N>, $comm\n"
     "\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,\n"
     "\t           symstr, %pd/%pD, <type>\\[<array-size>\\]\n"
+    "{synthetic_fields}"
 )
 
 
 # CONFIG_HIST_TRIGGERS (trace_events_hist_trigger.py): the trigger list's
-# lines and the hist paragraph of 6.12.  Left out, because they are
-# refused here: the ``[:<handler>.<action>]`` line and the paragraph on
-# handlers (onmatch/onmax/onchange) and actions (trace/save/snapshot), and
-# the synthetic-event lines (no synthetic_events file)
+# lines and the hist paragraph of 6.12 with its handlers and actions
+# (trace_events_hist_actions.py; snapshot() with CONFIG_TRACER_SNAPSHOT),
+# and the synthetic_events paragraph (CONFIG_SYNTH_EVENTS)
 EVENTS_HIST_CMDS = (
     "\t            enable_hist:<system>:<event>\n"
     "\t            disable_hist:<system>:<event>\n"
@@ -152,6 +153,7 @@ HIST = (
     "\t            [:pause][:continue][:clear]\n"
     "\t            [:name=histname1]\n"
     "\t            [:nohitcount]\n"
+    "\t            [:<handler>.<action>]\n"
     "\t            [if <filter>]\n\n"
     "\t    Note, special fields can be used as well:\n"
     "\t            common_timestamp - to record current timestamp\n"
@@ -213,6 +215,28 @@ HIST = (
     "\t    have one event conditionally start and stop another event's\n"
     "\t    already-attached hist trigger.  The syntax is analogous to\n"
     "\t    the enable_event and disable_event triggers.\n\n"
+    "\t    Hist trigger handlers and actions are executed whenever a\n"
+    "\t    a histogram entry is added or updated.  They take the form:\n\n"
+    "\t        <handler>.<action>\n\n"
+    "\t    The available handlers are:\n\n"
+    "\t        onmatch(matching.event)  - invoke on addition or update\n"
+    "\t        onmax(var)               - invoke if var exceeds current max\n"
+    "\t        onchange(var)            - invoke action if var changes\n\n"
+    "\t    The available actions are:\n\n"
+    "\t        trace(<synthetic_event>,param list)  - generate synthetic event\n"
+    "\t        save(field,...)                      - save current event fields\n"
+)
+HIST_SNAPSHOT = "\t        snapshot()                           - snapshot the trace buffer\n\n"
+SYNTH_EVENTS = (
+    "  events/synthetic_events\t- Create/append/remove/show synthetic events\n"
+    "\t  Write into this file to define/undefine new synthetic events.\n"
+    "\t     example: echo 'myevent u64 lat; char name[]; long[] stack' >> synthetic_events\n"
+)
+SYNTH_COMMAND = "\t           s:[synthetic/]<event> <field> [<field>]\n"
+SYNTH_FIELDS = (
+    "\t    field: <stype> <name>;\n"
+    "\t    stype: u8/u16/u32/u64, s8/s16/s32/s64, pid_t,\n"
+    "\t           [unsigned] char/int/long\n"
 )
 
 def readme_text(config, pid_files: bool = False) -> str:
@@ -229,9 +253,10 @@ def readme_text(config, pid_files: bool = False) -> str:
         text += STACK_TRACER
         if config.enabled("DYNAMIC_FTRACE"):
             text += STACK_TRACE_FILTER
-    if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
-        text += PROBE_EVENTS
     hist = config.enabled("HIST_TRIGGERS")
+    if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
+        text += PROBE_EVENTS.replace("{synthetic}", SYNTH_COMMAND if hist else "").replace(
+            "{synthetic_fields}", SYNTH_FIELDS if hist else "")
     text += EVENTS_HEAD
     if hist:
         text += EVENTS_HIST_CMDS
@@ -244,4 +269,8 @@ def readme_text(config, pid_files: bool = False) -> str:
     text += EVENTS_TAIL
     if hist:
         text += HIST
+        if snap:
+            text += HIST_SNAPSHOT
+        if config.enabled("SYNTH_EVENTS"):
+            text += SYNTH_EVENTS
     return text

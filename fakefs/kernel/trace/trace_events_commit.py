@@ -92,14 +92,35 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
     if tr.event_pids.ignore(ev.tracepoint, entry):
         return stack
     into = tr.buffer.cpus[cpu] if tr.reserves_on(cpu) else None
+    tracing = tr.tracing
+    outer, tracing.nested = tracing.nested, []
     tt = event_triggers_call(tr, trig, cpu, entry, stack)
     if into is not None and ev not in tr.soft_disabled:
         flt = tr.event_filters.get(ev)
         if (flt is None or flt(entry, cpu)) and tr.write_entry(cpu, entry, payload, into):
             stack = _after_commit(tr, cpu, entry, stack)
+    _commit_nested(tracing, outer)
     if tt:
         event_triggers_post_call(tr, trig, tt, cpu, entry, stack)
     return stack
+
+
+def _commit_nested(tracing, outer) -> None:
+    """The events the triggers generated (synthetic events) go after the
+    record they ran for: reserved while it was, they follow it in the
+    buffer (``ring_buffer_nest_start()``)."""
+    pending, tracing.nested = tracing.nested, outer
+    for trs, ev, cpu, entry, payload in pending:
+        trace_event_commit(trs, ev, cpu, entry, payload, None)
+
+
+def nested_commit(tracing, trs, ev, cpu: int, entry, payload: int) -> None:
+    """Commit an event a trigger generates (after the triggering record
+    when there is one being committed)."""
+    if tracing.nested is not None:
+        tracing.nested.append((trs, ev, cpu, entry, payload))
+    else:
+        trace_event_commit(trs, ev, cpu, entry, payload, None)
 
 
 def _after_commit(tr, cpu, entry, stack):
@@ -148,8 +169,11 @@ def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> bo
         return tr.write_entry(cpu, entry, payload)
     into = tr.buffer.cpus[cpu]
     rec = (entry[0], te.TRACE_PRINT, entry[2], entry[3], entry[4], (entry[5], buf), None)
+    tracing = tr.tracing
+    outer, tracing.nested = tracing.nested, []
     tt = event_triggers_call(tr, trig, cpu, rec, stack)
     committed = tr.write_entry(cpu, entry, payload, into)
+    _commit_nested(tracing, outer)
     if tt:
         event_triggers_post_call(tr, trig, tt, cpu, rec, stack)
     return committed

@@ -6,7 +6,10 @@ API for the trigger framework (``trace_events_trigger.py``)
 * ``HistRegistry()`` — one per ``Tracing``: the kernel-wide list of named
   triggers (``named_triggers``), shared by all trace arrays.
 * ``event_hist_trigger_parse(reg, tr, ev, glob, param, triggers, fields=None,
-  set_filter=None) -> HistOp`` — the command's ``parse``: ``glob`` is
+  set_filter=None, registered=None, run_hist=None) -> HistOp`` — the
+  command's ``parse`` (``registered()``: every hist trigger of the array, where
+  references find variables; ``run_hist(ev, glob, cmd)``: a hist command on
+  another event, for field variables; see trace_events_hist_actions.py): ``glob`` is
   ``"hist"`` or ``"!hist"``, ``param`` the text after ``hist:`` as
   ``trigger_process_regex()`` hands it over (None when there is none),
   ``triggers`` the event file's hist triggers in list order.  Raises
@@ -40,7 +43,6 @@ API for the trigger framework (``trace_events_trigger.py``)
 from __future__ import annotations
 
 import errno
-import zlib
 
 from ..fs.pseudo import KernelError
 from .trace_clock import clock_in_ns
@@ -48,14 +50,15 @@ from .trace_events_filter import filters_of
 from .trace_events_filter_fields import (COMMON, FILTER_OTHER, FILTER_STATIC_STRING, GENERIC,
                                          Field, event_fields)
 from .trace_events_filter_parse import ERR_TEXT as FILTER_ERR_TEXT, FILT_ERR_ERRNO, FilterError
-from .trace_events_hist_data import create_actions, create_hist_data, hist_data_match, parse_hist_trigger_attrs
+from .trace_events_hist_data import create_hist_data, hist_data_match, parse_hist_trigger_attrs
+from .trace_events_hist_actions import (create_actions, destroy_actions, run_actions,
+                                        unregister_field_var_hists)
 from .trace_events_hist_fields import (FL_STACKTRACE, FL_STRING, FL_VAR,
-                                       HIST_STACKTRACE_DEPTH, U64, HistErr, binary_op)
+                                       HIST_STACKTRACE_DEPTH, U64, FieldParser, HistErr, binary_op)
+from .trace_events_hist_fields import as_u64 as _as_u64
 from .trace_events_hist_output import Symbols, hist_trigger_show, trigger_listing
 
 FILTER_ERR_LOC = "event filter parse error"
-# where a string would sit in a record: what a string value sums to
-_STR_ADDR_BASE = 0xffff888100000000
 
 
 class HistRegistry:
@@ -111,13 +114,13 @@ def _order_base_2(v: int) -> int:
     return (v - 1).bit_length() if v > 1 else 0
 
 
-def _as_u64(v) -> int:
-    """A value the entry keeps in another form, as the record holds it."""
-    if isinstance(v, str):
-        v = v.encode("latin-1", "replace")
-    if isinstance(v, bytes):
-        return _STR_ADDR_BASE + (zlib.crc32(v) << 4)
-    return int(v)
+def _num(g):
+    """``g``'s value as the u64 an operand is (a string or a stack is
+    where it is kept: ``as_u64``)."""
+    def value(e, a, cpu, elt):
+        v = g(e, a, cpu, elt)
+        return v if type(v) is int else _as_u64(v)
+    return value
 
 
 class _Compiler:
@@ -148,8 +151,17 @@ class _Compiler:
         if fn == "timestamp":
             hd = self.hd
             return lambda e, a, cpu, elt: _event_time_stamp(hd, e[0])
+        if fn == "stack" and hf.field is not None:
+            r = self.read(hf.field)
+            return lambda e, a, cpu, elt: tuple(r(e, a, cpu) or ())
+        if fn == "var_ref":
+            hd, i = self.hd, hf.var_ref_idx
+            return lambda e, a, cpu, elt: hd.ref_vals[i]
+        if hf.flags & FL_STACKTRACE and hf.field is None:
+            hd = self.hd
+            return lambda e, a, cpu, elt: tuple(hd.stack or ())[:HIST_STACKTRACE_DEPTH]
         if fn in ("log2", "bucket", "uminus"):
-            g = self.build(hf.operands[0])
+            g = _num(self.build(hf.operands[0]))
             if fn == "log2":
                 return lambda e, a, cpu, elt: _order_base_2(g(e, a, cpu, elt))
             if fn == "uminus":
@@ -158,7 +170,7 @@ class _Compiler:
             return lambda e, a, cpu, elt: g(e, a, cpu, elt) // b * b
         if fn in ("plus", "minus", "mult", "div", "div_power2", "div_not_power2",
                   "div_mult_shift"):
-            g1, g2 = self.build(hf.operands[0]), self.build(hf.operands[1])
+            g1, g2 = _num(self.build(hf.operands[0])), _num(self.build(hf.operands[1]))
             d = hf.operands[1]
             return lambda e, a, cpu, elt: binary_op(fn, g1(e, a, cpu, elt), g2(e, a, cpu, elt), d)
         if fn == "string":
@@ -202,6 +214,7 @@ class HistTrigger:
         self.filter_str = None
         self.filter = None
         self.comm = _comm_of(tr)
+        self.synth = None           # the synthetic event it is on (holds a reference)
         self.takes_stack = False    # a stacktrace key: hit() wants the stack
         self._execname = False      # an execname field: elements keep the comm
         self._keys: list = []
@@ -213,7 +226,8 @@ class HistTrigger:
         c = _Compiler(hd, self.fields)
         self._keys = [(hf, c.build(hf)) for hf in hd.key_fields]
         self._vals = [(i, hf, c.build(hf)) for i, hf in enumerate(hd.fields[:hd.n_vals])]
-        self.takes_stack = any(hf.flags & FL_STACKTRACE for hf in hd.key_fields)
+        self._compiler = c
+        self.takes_stack = any(hf.flags & FL_STACKTRACE for hf in hd.fields)
         self._execname = hd.has_execname()
 
     def share(self, named) -> None:
@@ -231,16 +245,28 @@ class HistTrigger:
         a = entry[5]
         key, raw = [], []
         for hf, g in self._keys:
-            v = None if hf.flags & FL_STACKTRACE else g(entry, a, cpu, None)
-            k, b = _key_part(hf, v, stack)
+            if hf.flags & FL_STACKTRACE:
+                # a stack field's stored stack, else the event's own
+                k, b = _key_part(hf, None, g(entry, a, cpu, None) if hf.field else stack)
+            else:
+                k, b = _key_part(hf, g(entry, a, cpu, None), stack)
             key.append(k)
             raw.append(b)
         new_private = None
         if self._execname:
             comm, pid = self.comm, entry[2]
             new_private = lambda: comm(pid)[:15].encode("latin-1", "replace")  # noqa: E731
-        m = self.hist.map
-        elt = m.insert(tuple(key), b"".join(raw), new_private)
+        hd = self.hist
+        m = hd.map
+        key = tuple(key)
+        raw = b"".join(raw)
+        if hd.var_refs:
+            # resolve_var_refs(): the other triggers' variables of this key
+            hd.ref_vals = [0] * len(hd.var_refs)
+            if not _resolve(hd, raw, False):
+                return
+        hd.stack = stack
+        elt = m.insert(key, raw, new_private)
         if elt is None:
             return
         for i, hf, g in self._vals:
@@ -249,6 +275,12 @@ class HistTrigger:
                 m.set_var(elt, hf.var_idx, v)
             else:
                 m.update_sum(elt, i, v if isinstance(v, int) else _as_u64(v))
+        if hd.actions and _resolve(hd, raw, True):
+            run_actions(self, hd, elt, entry, a, cpu, key, hd.ref_vals)
+
+    def evaluate(self, hf, entry, a, cpu: int, elt):
+        """The value of field ``hf`` (an action's param) for this hit."""
+        return self._compiler.build(hf)(entry, a, cpu, elt)
 
     # -- state -----------------------------------------------------------------
     def listing(self) -> str:
@@ -284,6 +316,48 @@ class HistTrigger:
         self.ref -= 1
         if not self.ref and self.name:
             self.reg.delete(self)
+        if not self.ref and self.named_data is None:
+            self.hist.dying = True
+            destroy_actions(self.hist)
+            unregister_field_var_hists(self.hist)
+        if not self.ref and self.synth is not None:
+            self.synth.ref -= 1
+            self.synth = None
+
+
+def _resolve(hd, key: bytes, self_refs: bool) -> bool:
+    """``resolve_var_refs()``: the values of the references to the
+    triggers' (``self_refs``: this one's) variables for ``key``, into
+    ``hd.ref_vals``; False when one is not set."""
+    vals = hd.ref_vals
+    if len(vals) != len(hd.var_refs):
+        vals = hd.ref_vals = [0] * len(hd.var_refs)
+    for i, ref in enumerate(hd.var_refs):
+        var_hd = ref.var_hist
+        if var_hd is None:
+            return False
+        if (var_hd is hd) != self_refs:
+            continue
+        m = var_hd.map
+        elt = m.lookup(key[:var_hd.key_size])
+        if elt is None or not m.var_set(elt, ref.var_idx):
+            return False
+        if self_refs or not ref.read_once:
+            vals[i] = m.read_var(elt, ref.var_idx)
+        else:
+            vals[i] = m.read_var_once(elt, ref.var_idx)
+    return True
+
+
+def check_var_refs(hd, reg_triggers) -> bool:
+    """``check_var_refs()``: a variable of ``hd`` is referenced by another
+    registered trigger."""
+    for _ev, other in reg_triggers:
+        if other is hd or other.dying:
+            continue
+        if any(ref.var_hist is hd for ref in other.var_refs):
+            return True
+    return False
 
 
 def hist_trigger_match(reg: HistRegistry, data: HistTrigger, test: HistTrigger, named,
@@ -341,7 +415,7 @@ def _set_trigger_filter(t: HistTrigger, text: str, set_filter) -> None:
         raise KernelError(errno.EINVAL)
     rest = text[cut + 1:]
     t.filter = set_filter(rest)
-    t.filter_str = rest
+    t.filter_str = t.hist.filter_str = rest
 
 
 def _set_clock(err: HistErr, tr, clock: str) -> None:
@@ -394,12 +468,26 @@ def _register(reg, err: HistErr, t: HistTrigger, triggers: list) -> HistOp:
     if hd.enable_timestamps:
         _set_clock(err, t.tr, attrs.clock)
     t.init()
+    ops = t.tr.tracing.synth_ops
+    se = ops.find(hd.event.name) if ops is not None and hd.event.system == "synthetic" else None
+    if se is hd.event:
+        se.ref += 1
+        t.synth = se
     return HistOp("add", t)
 
 
+def _find_synth(tr):
+    ops = tr.tracing.synth_ops
+    return (lambda name: None) if ops is None else ops.find
+
+
 def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, triggers: list,
-                             fields: dict | None = None, set_filter=None) -> HistOp:
-    """The ``hist`` command (see the module's doc)."""
+                             fields: dict | None = None, set_filter=None,
+                             registered=None, run_hist=None) -> HistOp:
+    """The ``hist`` command (see the module's doc).  ``registered()``
+    gives (event, HistData) of every hist trigger of the array,
+    ``run_hist(event, glob, cmd)`` runs a hist command on another event
+    (the triggers of field variables)."""
     if param is None:
         raise KernelError(errno.EINVAL)
     err = HistErr(tr, ev.system, ev.name, param)
@@ -409,21 +497,30 @@ def event_hist_trigger_parse(reg: HistRegistry, tr, ev, glob: str, param, trigge
     attrs = parse_hist_trigger_attrs(err, param)
     if fields is None:
         fields = event_fields(ev)
-    hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers])
+    hd = create_hist_data(err, tr, ev, fields, attrs, remove, [o.hist for o in triggers],
+                          registered)
     t = HistTrigger(reg, tr, hd, fields)
+    hd.run_hist = run_hist
     if filter_text is not None:
         _set_trigger_filter(t, filter_text, set_filter or _event_filter(tr, ev))
     if remove:
         named = reg.find_named(attrs.name) if attrs.name else None
         for test in triggers:
             if hist_trigger_match(reg, t, test, named, False):
+                if registered is not None and check_var_refs(test.hist, registered()):
+                    raise KernelError(errno.EBUSY)
                 test.free()
                 return HistOp("remove", test)
         return HistOp("none")
     if _update_only(reg, t, triggers):
         return HistOp("none")
-    create_actions(err, hd)
-    return _register(reg, err, t, triggers)
+    create_actions(err, hd, FieldParser(err, fields, hd), _find_synth(tr))
+    try:
+        return _register(reg, err, t, triggers)
+    except KernelError:
+        destroy_actions(hd)
+        unregister_field_var_hists(hd)
+        raise
 
 
 def ftrace_print_fields() -> dict:

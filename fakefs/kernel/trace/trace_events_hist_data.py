@@ -5,8 +5,8 @@
 
 ``create_hist_data()`` follows the kernel's ``create_hist_data()`` step by
 step, so a bad command fails at the same step, with the same errno and
-``error_log`` entry.  Actions (``onmatch``/``onmax``/``onchange``) are not
-modelled: they are refused (see ``parse_actions``).
+``error_log`` entry.  Actions (``onmatch``/``onmax``/``onchange``) and the
+references to other triggers' variables are ``trace_events_hist_actions.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from ..fs.pseudo import KernelError
 from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_hist_fields import (FL_BUCKET, FL_CPU, FL_EXECNAME, FL_GRAPH,
                                        FL_HITCOUNT, FL_KEY, FL_LOG2, FL_PERCENT, FL_STACKTRACE, FL_STRING,
-                                       FL_SYM, FL_SYM_OFFSET, FL_SYSCALL, FL_VAR,
+                                       FL_SYM, FL_SYM_OFFSET, FL_SYSCALL, FL_VAR, FL_VAR_REF,
                                        HIST_STACKTRACE_DEPTH, MAX_FILTER_STR_VAL, FieldParser,
                                        HistErr, create_hist_field, hist_field_name, strsep)
+from .trace_events_hist_actions import (actions_match, create_alias, find_var_field,
+                                        parse_actions, parse_var_ref)
 from .tracing_map import (TRACING_MAP_BITS_DEFAULT, TRACING_MAP_BITS_MAX, TRACING_MAP_BITS_MIN,
                           TRACING_MAP_KEYS_MAX, TRACING_MAP_SORT_KEYS_MAX, TRACING_MAP_VALS_MAX,
                           TRACING_MAP_VARS_MAX, SortKey, TracingMap, cmp_none, cmp_num,
@@ -128,12 +130,29 @@ class HistData:
         self.ts_in_usecs = False
         self.var_defs: list[tuple[str, str]] = []
         self.map: TracingMap | None = None
+        self.fields_dict: dict = {}      # the event's fields by name
+        self.var_refs: list = []         # references to variables (HistField FL_VAR_REF)
+        self.actions: list = []          # trace_events_hist_actions.Action
+        self.ref_vals: list = []         # the references' values of the hit being handled
+        self.stack = None                # the stack of the hit being handled
+        self.others = tuple              # () -> (event, HistData) of the array's registered triggers
+        self.run_hist = None             # (event, glob, cmd): a hist command on another event
+        self.field_var_hists: list = []  # (event, cmd) of the triggers made for field variables
+        self.filter_str = None           # its trigger's filter
+        self.dying = False               # being freed: its references no longer count
 
     def find_var_field(self, name: str):
-        for f in self.fields:
-            if f.flags & FL_VAR and f.var_name == name:
-                return f
-        return None
+        return find_var_field(self, name)
+
+    def registered(self):
+        return self.others()
+
+    def parse_var_ref(self, err, system, event, var_name):
+        return parse_var_ref(err, self, system, event, var_name)
+
+    @staticmethod
+    def alias(ref, var_name):
+        return create_alias(ref, var_name)
 
     def has_execname(self) -> bool:
         return any(f.flags & FL_EXECNAME for f in self.fields)
@@ -141,65 +160,6 @@ class HistData:
     @property
     def key_fields(self) -> list:
         return self.fields[self.n_vals:]
-
-
-def _action_parse(err: HistErr, s, onmatch: bool) -> str | None:
-    """``action_parse()``'s checks; the synthetic event an ``onmatch``
-    action would generate, when it names one."""
-    _handler, s = strsep(s, ".")
-    if s is None:
-        err.fail("ACTION_NOT_FOUND", 0)
-    action_name, s = strsep(s, "(")
-    if s is None:
-        err.fail("ACTION_NOT_FOUND", 0)
-    params, rest = strsep(s, ")")
-    if action_name.startswith(("save", "snapshot")):
-        if action_name.startswith("snapshot") and rest is None:
-            err.fail("NO_CLOSING_PAREN", params)
-        if onmatch:
-            err.fail("ACTION_MISMATCH", action_name)
-        return None
-    if action_name.startswith("trace"):
-        return strsep(params, ",")[0]
-    return action_name
-
-
-def parse_actions(err: HistErr, tr, attrs: HistAttrs) -> None:
-    """``parse_actions()``: the syntax of ``onmatch(sys.event).action()``,
-    ``onmax($var).action()`` and ``onchange($var).action()``."""
-    events = {(ev.system, ev.name) for ev in tr.tracing.events}
-    for s in attrs.actions:
-        if s.startswith("onmatch("):
-            match_event, rest = strsep(s[len("onmatch("):], ")")
-            if rest is None:
-                err.fail("NO_CLOSING_PAREN", match_event)
-            system, event = strsep(match_event, ".")
-            if event is None:
-                err.fail("SUBSYS_NOT_FOUND", system)
-            if (system, event) not in events:
-                err.fail("INVALID_SUBSYS_EVENT", event)
-            _action_parse(err, rest, True)
-        else:
-            _var, rest = strsep(s[s.index("(") + 1:], ")")
-            if rest is None:
-                raise KernelError(errno.EINVAL)
-            _action_parse(err, rest, False)
-
-
-def create_actions(err: HistErr, hd: "HistData") -> None:
-    """Actions are not modelled, so none is created: an ``onmatch`` action
-    needs a synthetic event and none can exist here (as on a kernel where
-    none was defined); ``onmax``/``onchange`` fail as for a variable that
-    is not found (a stock kernel accepts them when it is)."""
-    for s in hd.attrs.actions:
-        if s.startswith("onmatch("):
-            rest = s[s.index(")") + 1:]
-            synth = _action_parse(err, rest, True)
-            err.fail("SYNTH_EVENT_NOT_FOUND", synth)
-        var = s[s.index("(") + 1:s.index(")")]
-        if not var.startswith("$"):
-            err.fail("ONX_NOT_VAR", var)
-        err.fail("ONX_VAR_NOT_FOUND", var[1:])
 
 
 def _parse_var_defs(err: HistErr, hd: HistData) -> None:
@@ -269,6 +229,15 @@ def _create_var_fields(err, parser, hd: HistData, others: list) -> None:
             hf.size, hf.is_signed, hf.fn = MAX_FILTER_STR_VAL, 0, "execname"
 
 
+def _has_hist_vars(hf, level: int) -> bool:
+    """``field_has_hist_vars()``: a key cannot read variables."""
+    if level > 3 or hf is None:
+        return False
+    if hf.flags & (FL_VAR | FL_VAR_REF):
+        return True
+    return any(_has_hist_vars(op, level + 1) for op in hf.operands)
+
+
 def _create_key_fields(err, parser, hd: HistData) -> None:
     rest = hd.attrs.keys_str
     for _ in range(TRACING_MAP_KEYS_MAX):
@@ -280,6 +249,8 @@ def _create_key_fields(err, parser, hd: HistData) -> None:
             size = HIST_STACKTRACE_DEPTH * 8
         else:
             hf = parser.parse_expr(field_str, FL_KEY, None, [0])
+            if _has_hist_vars(hf, 0):
+                err.fail("INVALID_REF_KEY", field_str)
             size = hf.size
         size = (size + 7) & ~7
         hf.size, hf.offset = size, hd.key_size
@@ -357,14 +328,20 @@ def _create_tracing_map_fields(hd: HistData) -> None:
             if idx < 0:
                 raise KernelError(errno.EINVAL)
             hf.var_idx = idx
+            hf.var_hist = hd
 
 
 def create_hist_data(err: HistErr, tr, ev, fields: dict, attrs: HistAttrs, remove: bool,
-                     others: list) -> HistData:
+                     others: list, others_fn=None) -> HistData:
     """``create_hist_data()``; ``others`` are the HistData of the event's
-    other hist triggers (their variables' names are taken)."""
+    other hist triggers (their variables' names are taken); ``others_fn()``
+    gives (event, HistData) of every registered hist trigger of the array
+    (where references find variables)."""
     hd = HistData(tr, ev, attrs, remove)
-    parse_actions(err, tr, attrs)
+    hd.fields_dict = fields
+    if others_fn is not None:
+        hd.others = others_fn
+    hd.actions = parse_actions(err, tr, attrs)
     parser = FieldParser(err, fields, hd)
     _parse_var_defs(err, hd)
     _create_val_fields(err, parser, hd)
@@ -392,7 +369,7 @@ def hist_data_match(a: HistData, b: HistData) -> bool:
     if (a.n_vals, len(a.fields), len(a.sort_keys)) != (b.n_vals, len(b.fields),
                                                        len(b.sort_keys)):
         return False
-    if len(a.attrs.actions) != len(b.attrs.actions):       # actions_match()
+    if not actions_match(a.actions, b.actions):
         return False
     for fa, fb in zip(a.fields, b.fields):
         if fa.flags != fb.flags or not _compatible_field(fa.field, fb.field):
@@ -407,5 +384,5 @@ def hist_data_match(a: HistData, b: HistData) -> bool:
     return True
 
 
-__all__ = ["HistAttrs", "HistData", "create_actions", "create_hist_data", "hist_data_match",
+__all__ = ["HistAttrs", "HistData", "create_hist_data", "hist_data_match",
            "parse_hist_trigger_attrs"]

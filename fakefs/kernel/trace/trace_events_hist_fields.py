@@ -19,10 +19,11 @@ compiled filter uses.  Values are u64 (strings are bytes).
 from __future__ import annotations
 
 import errno
+import zlib
 
 from ..fs.pseudo import KernelError
 from ..lib.kstrtox import kstrtoul
-from .trace_events_filter_fields import (FILTER_COMM, FILTER_CPU, FILTER_PTR_STRING,
+from .trace_events_filter_fields import (GENERIC, FILTER_COMM, FILTER_CPU, FILTER_PTR_STRING,
                                          FILTER_STACKTRACE, FILTER_STATIC_STRING,
                                          FILTER_TRACE_FN)
 
@@ -153,6 +154,30 @@ class HistField:
         self.name = None                # the text of an expression
         self.constant = 0
         self.div_multiplier = 0
+        self.var_hist = None            # a variable's or a reference's HistData
+        self.var_ref_idx = -1           # a reference's index in its trigger's var_refs
+        self.read_once = False          # an operand: the variable is unset once read
+        self.system = None              # a reference's system.event, when named
+        self.event_name = None
+        self.var_type = None            # a reference's variable's type, for synthetic fields
+
+
+# where a string or a stack would sit in kernel memory: what such a value is as a number
+_ADDR_BASE = 0xffff888100000000
+
+
+def as_u64(v) -> int:
+    """A value kept in another form (a string, a stack) as the u64 the
+    kernel has for it: where it is kept (the same for the same contents)."""
+    if v is None:
+        return 0
+    if isinstance(v, str):
+        v = v.encode("latin-1", "replace")
+    if isinstance(v, tuple):
+        v = b"".join((x & U64).to_bytes(8, "little") for x in v)
+    if isinstance(v, bytes):
+        return _ADDR_BASE + (zlib.crc32(v) << 4)
+    return int(v)
 
 
 def select_value_fn(size: int, signed) -> str:
@@ -218,6 +243,8 @@ def hist_field_name(f: HistField, level: int = 0) -> str:
     if f.flags & FL_CPU:
         return "common_cpu"
     if f.flags & (FL_EXPR | FL_VAR_REF):
+        if f.system:
+            return "%s.%s.%s" % (f.system, f.event_name, f.name)
         return f.name or ""
     if f.flags & FL_TIMESTAMP:
         return "common_timestamp"
@@ -240,7 +267,7 @@ def field_flags_str(f: HistField) -> str | None:
     return None
 
 
-def _expr_field_str(f: HistField) -> str:
+def expr_field_str(f: HistField) -> str:
     out = ""
     if f.flags & FL_VAR_REF:
         out += "$"
@@ -258,10 +285,10 @@ def expr_str(f: HistField, level: int = 0) -> str:
     if level > 1:
         raise KernelError(errno.EINVAL)
     if f.operands[0] is None:
-        return _expr_field_str(f)
+        return expr_field_str(f)
     if f.operator == OP_UNARY_MINUS:
         return "-(%s)" % expr_str(f.operands[0], level + 1)
-    return _expr_field_str(f.operands[0]) + OP_CHAR[f.operator] + _expr_field_str(f.operands[1])
+    return expr_field_str(f.operands[0]) + OP_CHAR[f.operator] + expr_field_str(f.operands[1])
 
 
 def hist_field_print(f: HistField) -> str:
@@ -395,8 +422,9 @@ class FieldParser:
     @staticmethod
     def _has_size(field) -> bool:
         """The generic fields (``CPU``, ``comm``, ``stacktrace``) have no
-        size in the kernel's field list, nor have ``char buf[]`` arrays."""
-        if field.filter_type in (FILTER_CPU, FILTER_COMM, FILTER_STACKTRACE):
+        size in the kernel's field list, nor have ``char buf[]`` arrays (a
+        synthetic event's ``unsigned long[]`` stack has its size)."""
+        if field.filter_type in (FILTER_CPU, FILTER_COMM) or any(field is g for g in GENERIC):
             return False
         return bool(field.size)
 
@@ -420,11 +448,9 @@ class FieldParser:
             s = ref_var
         local = self.local_field_var_ref(ref_system, ref_event, ref_var)
         if local is None:
-            if len(ref_var) >= 2 and ref_var[0] == "$":
-                # a reference to another histogram's variable: none is
-                # known here (inter-event variables are not modelled), so
-                # as on a kernel without it, then the name is no field
-                self.err.log("VAR_NOT_FOUND", self.err.pos(ref_var[1:]))
+            ref = self.hist.parse_var_ref(self.err, ref_system, ref_event, ref_var)
+            if ref is not None:
+                return self.hist.alias(ref, var_name) if var_name else ref
         else:
             s = local
         field, flags, buckets = self.parse_field(s, flags)
@@ -505,6 +531,7 @@ class FieldParser:
         flags |= FL_CONST if combine else FL_EXPR
         flags |= op1.flags & (FL_TIMESTAMP | FL_TIMESTAMP_USECS)
         expr = create_hist_field(None, flags, var_name)
+        op1.read_once = op2.read_once = True
         expr.operands = [op1, op2]
         if op == OP_DIV and op2.flags & FL_CONST:
             if not op2.constant:

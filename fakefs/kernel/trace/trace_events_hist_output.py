@@ -12,6 +12,8 @@ has a name when the kernel has syscall metadata for it, i.e. its
 from __future__ import annotations
 
 from ..entry_common import syscall_table
+from .trace_events_hist_actions import (ACTION_SAVE, ACTION_SNAPSHOT, ACTION_TRACE,
+                                        HANDLER_ONMATCH, HANDLER_ONMAX)
 from .trace_events_hist_fields import (FL_BUCKET, FL_EXECNAME, FL_EXPR, FL_GRAPH, FL_HEX, FL_LOG2,
                                        FL_PERCENT, FL_STACKTRACE, FL_STRING, FL_SYM,
                                        FL_SYM_OFFSET, FL_SYSCALL, FL_VAR, HIST_PREFIX,
@@ -97,11 +99,71 @@ def trigger_listing(t) -> str:
         out.append(":clock=%s" % hd.attrs.clock)
     if hd.attrs.no_hitcount:
         out.append(":nohitcount")
+    out.append(_actions_spec(hd))
     if t.filter_str is not None:
         out.append(" if %s" % t.filter_str)
     out.append(" [paused]" if t.paused else " [active]")
     out.append("\n")
     return "".join(out)
+
+
+def _action_spec(data) -> str:
+    if data.action == ACTION_SAVE:
+        return ",".join(name for name, _hf, _idx in data.save_vars)
+    if data.action == ACTION_TRACE:
+        parts = ([data.synth_event_name] if data.use_trace_keyword else []) + data.params
+        return ",".join(parts)
+    return ""
+
+
+def _actions_spec(hd) -> str:
+    """``print_actions_spec()``"""
+    out = []
+    for data in hd.actions:
+        if data.handler == HANDLER_ONMATCH:
+            out.append(":onmatch(%s.%s)." % (data.match_system, data.match_event))
+        else:
+            out.append(":%s(%s)." % ("onmax" if data.handler == HANDLER_ONMAX else "onchange",
+                                     data.var_str))
+        out.append("%s(%s)" % (data.action_name, _action_spec(data)))
+    return "".join(out)
+
+
+def _print_actions(hd, elt) -> str:
+    """``print_actions()``/``track_data_print()``"""
+    out = []
+    for data in hd.actions:
+        if data.action == ACTION_SNAPSHOT or data.handler == HANDLER_ONMATCH:
+            continue
+        track = elt.vars[data.track_var_idx]
+        out.append("\n\t%s: %10d" % ("max" if data.handler == HANDLER_ONMAX else "changed",
+                                      track & U64_MAX))
+        for d in hd.actions:
+            for name, hf, idx in d.save_vars:
+                v = elt.vars[idx]
+                if hf.flags & FL_STRING:
+                    out.append("  %s: %-32s" % (name, _cstr(v) if isinstance(v, bytes) else v))
+                else:
+                    out.append("  %s: %10d" % (name, v & U64_MAX if isinstance(v, int) else 0))
+    return "".join(out)
+
+
+def _snapshot_details(t, hd, sym) -> str:
+    """``track_data_snapshot_print()``"""
+    cond = hd.tr.cond_snapshot
+    if cond is None or cond[0] is not hd:
+        return ""
+    data = cond[1]
+    snap = data.snap
+    if snap is None or not snap.updated:
+        return ""
+
+    class _Elt:
+        key, private = snap.key, snap.comm
+    return ("\nSnapshot taken (see tracing/snapshot).  Details:\n"
+            "\ttriggering value { %s(%s) }: %10d\ttriggered by event with key: %s\n"
+            % ("onmax" if data.handler == HANDLER_ONMAX else "onchange", data.var_str,
+               snap.track_val & U64_MAX, _print_key(hd, _Elt, sym)))
 
 
 # --- hist_trigger_show -------------------------------------------------------
@@ -199,6 +261,8 @@ def _print_entries(hd, sym: Symbols) -> tuple[str, int]:
                 continue
             out.append(" ")
             out.append(_print_val(hist_field_name(f, 0), f.flags, e.sums[i], stats.get(i)))
+        if hd.actions:
+            out.append(_print_actions(hd, e))
         out.append("\n")
         lines.append("".join(out))
     return "".join(lines), len(entries)
@@ -209,6 +273,8 @@ def hist_trigger_show(t, n: int, sym: Symbols) -> str:
     trigger of its event."""
     hd = t.hist
     body, n_entries = _print_entries(hd, sym)
+    if hd.actions:
+        body += _snapshot_details(t, hd, sym)
     return ("%s# event histogram\n#\n# trigger info: %s#\n\n%s"
             "\nTotals:\n    Hits: %d\n    Entries: %d\n    Dropped: %d\n"
             % ("\n\n" if n > 0 else "", trigger_listing(t), body, hd.map.hits, n_entries,

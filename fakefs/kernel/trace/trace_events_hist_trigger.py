@@ -18,7 +18,7 @@ own, in ``register_trigger_cmds()`` order.
 
 from __future__ import annotations
 
-from .trace_events_hist import event_hist_trigger_parse, ftrace_print_fields, hist_text
+from .trace_events_hist import check_var_refs, event_hist_trigger_parse, ftrace_print_fields, hist_text
 from .trace_events_trigger import (ETT_EVENT_HIST, ETT_HIST_ENABLE, PRINT_EVENT, EnableEventCommand,
                                    EventCommand, TriggerData, forget_if_empty, register_event_command,
                                    trigger_enable_disable, triggers_of)
@@ -32,6 +32,12 @@ def hist_datas(tr, ev, trigger_type=ETT_EVENT_HIST) -> list:
     if trig is None:
         return []
     return [d for d in trig.triggers if d.cmd.trigger_type == trigger_type]
+
+
+def registered_hists(tr) -> list:
+    """(event, HistData) of every hist trigger of the array."""
+    return [(ev, d.private.hist) for ev, trig in tr.event_triggers.items()
+            for d in trig.triggers if d.cmd.trigger_type == ETT_EVENT_HIST]
 
 
 def _unlink(tr, ev, data) -> None:
@@ -62,7 +68,9 @@ class HistCommand(EventCommand):
         datas = hist_datas(tr, ev)
         fields = ftrace_print_fields() if ev is PRINT_EVENT else None
         op = event_hist_trigger_parse(tr.tracing.hist_named, tr, ev, glob, param_and_filter,
-                                      [d.private for d in datas], fields)
+                                      [d.private for d in datas], fields,
+                                      registered=lambda: registered_hists(tr),
+                                      run_hist=lambda e, g, cmd: self.parse(tr, e, g, cmd))
         if op.kind == "add":
             # hist_trigger_enable(): at the tail, then soft mode
             data = TriggerData(self, False, op.trigger)
@@ -82,8 +90,11 @@ class HistCommand(EventCommand):
 
     def unreg_all(self, tr, ev) -> None:
         """``hist_unreg_all()``: what an O_TRUNC open of the trigger file
-        removes (no histogram's variables can be referenced from another
-        here: no synthetic events, no actions)."""
+        removes: nothing while another trigger refers to a variable of one
+        of them (``hist_file_check_refs()``)."""
+        regs = registered_hists(tr)
+        if any(check_var_refs(d.private.hist, regs) for d in hist_datas(tr, ev)):
+            return
         _unreg_all(tr, ev, ETT_EVENT_HIST)
 
     def free(self, tr, data) -> None:

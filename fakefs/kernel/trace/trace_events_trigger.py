@@ -26,7 +26,7 @@ from ..fs.pseudo import FileOperations, KernelError
 from ..lib.ctype import skip_spaces
 from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_filter import filters_of
-from .trace_events_filter_fields import COMMON, FILTER_OTHER, GENERIC, Field
+from .trace_events_filter_fields import COMMON, FILTER_OTHER, FILTER_STATIC_STRING, GENERIC, Field
 from .trace_iter import catch_up
 from .trace_snapshot import arm_snapshot, disarm_snapshot, snapshot_instance
 
@@ -45,8 +45,9 @@ ETT_EVENT_EPROBE = 1 << 6
 
 class PrintEvent:
     """``ftrace/print`` as a trigger's event: its fields for an ``if``
-    filter (``ip``, ``buf``: trace_export.c's, a dynamic array is
-    FILTER_OTHER), seen in the record ``(ts, type, pid, flags, pc, (ip,
+    filter (``ip``, ``buf``: trace_export.c's; a ``char[]`` defined as
+    FILTER_OTHER is typed by ``filter_assign_type()``: a static string of
+    size 0, compared whole), seen in the record ``(ts, type, pid, flags, pc, (ip,
     buf), None)`` that :func:`trace_print_commit` hands the triggers."""
 
     system = "ftrace"
@@ -54,7 +55,7 @@ class PrintEvent:
 
     def __init__(self):
         out = {"ip": Field("ip", "unsigned long", 8, 0, FILTER_OTHER, "a[0]"),
-               "buf": Field("buf", "char[]", 0, 0, FILTER_OTHER, "a[1]")}
+               "buf": Field("buf", "char[]", 0, 0, FILTER_STATIC_STRING, "a[1]")}
         for f in GENERIC + COMMON:
             out.setdefault(f.name, f)
         self.filter_fields = out

@@ -9,13 +9,15 @@ array core imports none of the files built on it.
 
 from __future__ import annotations
 
-from ..fs.pseudo import KernelError
+from ..fs.pseudo import TRACE_MODE_WRITE, KernelError
 from ..lib.kstrtox import kstrtoul
 from .trace import TRACE_BUF_SIZE_DEFAULT, Tracing
 from .trace_activity import register_trace_activity
 from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
+from .trace_dynevent import DynamicEventsOps, DynEvents
+from .trace_events_synth import init_synth_trace
 from .trace_kprobe import init_kprobe_trace
 from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
@@ -104,7 +106,14 @@ def tracer_init_tracefs(kernel) -> None:
                                      rng=kernel.subsystem_rng("stackmap"))
     init_tracer_tracefs(gt, root)
     create_top_level_files(tracing, root)
+    dyn = None
     if kernel.kprobes is not None and kernel.config.enabled("KPROBE_EVENTS"):
-        init_kprobe_trace(tracing, root)
+        dyn = init_kprobe_trace(tracing, root)
+    if kernel.config.enabled("SYNTH_EVENTS") and kernel.config.enabled("HIST_TRIGGERS"):
+        if dyn is None:
+            dyn = DynEvents()
+            kernel.tree.create_file("dynamic_events", TRACE_MODE_WRITE, root, dyn,
+                                    DynamicEventsOps())
+        init_synth_trace(tracing, root, dyn)
     register_trace_activity(kernel)
     register_pid_follow(tracing)

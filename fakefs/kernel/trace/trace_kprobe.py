@@ -527,8 +527,9 @@ class KprobeProfileOps(FileOperations):
                        for tk in ops.probes())
 
 
-def init_kprobe_trace(tracing, root) -> None:
-    """``init_kprobe_trace()`` and ``init_dynamic_event()``: the files."""
+def init_kprobe_trace(tracing, root) -> DynEvents:
+    """``init_kprobe_trace()`` and ``init_dynamic_event()``: the files;
+    the dynamic events' list, which other kinds join."""
     kernel = tracing.kernel
     dyn = DynEvents()
     ops = KprobeOps(kernel, dyn)
@@ -539,3 +540,4 @@ def init_kprobe_trace(tracing, root) -> None:
     tree.create_file("dynamic_events", TRACE_MODE_WRITE, root, dyn, DynamicEventsOps())
     tree.create_file("kprobe_events", TRACE_MODE_WRITE, root, ops, KprobeEventsOps())
     tree.create_file("kprobe_profile", TRACE_MODE_READ, root, ops, KprobeProfileOps())
+    return dyn

@@ -207,6 +207,8 @@ class SnapshotOps(TraceOps):
         tr = f.data
         tr.ensure_expanded()                    # tracing_update_buffers()
         val = user_ulong(data)
+        if tr.cond_snapshot is not None:        # a hist trigger's snapshot() owns it
+            raise KernelError(errno.EBUSY)
         catch_up(tr)                            # what ran before is in the old buffer
         cpu = self.cpu
         if val == 0:

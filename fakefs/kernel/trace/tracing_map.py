@@ -134,13 +134,14 @@ class MapElt:
     """``struct tracing_map_elt``: the key, the sums, the variables, and
     what the map's user keeps per element (``private``)."""
 
-    __slots__ = ("key", "key_bytes", "sums", "vars", "private")
+    __slots__ = ("key", "key_bytes", "sums", "vars", "vset", "private")
 
     def __init__(self, key, key_bytes: bytes, n_sums: int, n_vars: int, private):
         self.key = key
         self.key_bytes = key_bytes
         self.sums = [0] * n_sums
         self.vars = [0] * n_vars
+        self.vset = [False] * n_vars
         self.private = private
 
 
@@ -164,6 +165,7 @@ class TracingMap:
         self.n_keys = 0
         self.n_vars = 0
         self.elts: dict = {}
+        self.by_bytes: dict = {}     # the elements by the bytes of their keys (lookups)
         self.hits = 0
         self.drops = 0
 
@@ -203,10 +205,18 @@ class TracingMap:
         elt = MapElt(key, key_bytes, len(self.fields), self.n_vars,
                      new_private() if new_private is not None else None)
         self.elts[key] = elt
+        self.by_bytes[key_bytes] = elt
         self.hits += 1
         return elt
 
+    def lookup(self, key_bytes: bytes) -> MapElt | None:
+        """``tracing_map_lookup()``: the element whose key is the first
+        ``key_size`` bytes of ``key_bytes`` (a longer compound key of
+        another map compares by its head, as memcmp() does), or None."""
+        return self.by_bytes.get(key_bytes)
+
     def clear(self) -> None:
+        self.by_bytes = {}
         self.elts = {}
         self.hits = 0
         self.drops = 0
@@ -218,6 +228,21 @@ class TracingMap:
     @staticmethod
     def set_var(elt: MapElt, i: int, n) -> None:
         elt.vars[i] = n
+        elt.vset[i] = True
+
+    @staticmethod
+    def var_set(elt: MapElt, i: int) -> bool:
+        return elt.vset[i]
+
+    @staticmethod
+    def read_var(elt: MapElt, i: int):
+        return elt.vars[i]
+
+    @staticmethod
+    def read_var_once(elt: MapElt, i: int):
+        """``tracing_map_read_var_once()``: the value, unset afterwards."""
+        elt.vset[i] = False
+        return elt.vars[i]
 
     # -- sorting ----------------------------------------------------------------
     def _cmp_fn(self, sk: SortKey):

@@ -191,6 +191,8 @@ def test_readme_advertises_what_is_taken(k):
     assert "\t\t    snapshot\n\t\t    hist (see below)\n" in readme
     assert "[:<var1>=<field|var_ref|numeric_literal>[,<var2>=...]]" in readme
     assert "'common_stacktrace'" in readme
-    for refused in ("onchange(var)", "onmax(var)", "snapshot()", "trace(<synthetic_event>",
-                    "<handler>.<action>", "synthetic_events", "s:[synthetic/]"):
-        assert refused not in readme, refused
+    for taken in ("onchange(var)", "onmax(var)", "snapshot()", "trace(<synthetic_event>",
+                  "<handler>.<action>", "' >> synthetic_events", "s:[synthetic/]",
+                  "long[] stack' >> synthetic_events"):
+        assert taken in readme, taken
+    assert node(k, "synthetic_events")

@@ -137,7 +137,7 @@ def test_command_errors(k, marked, err):
 
 def test_not_a_kprobe_command(k):
     assert errno_of(add, k, "a:x vfs_read") == errno.EINVAL
-    assert errno_of(add, k, "s:syn u64 lat", "dynamic_events") == errno.EINVAL
+    assert errno_of(add, k, "x:syn u64 lat", "dynamic_events") == errno.EINVAL
     assert errno_of(add, k, "p") == errno.EINVAL
     add(k, "# a comment only")
     assert rd(k, "error_log") == ""

@@ -1,0 +1,74 @@
+"""What a hist trigger costs per hit (``python -m fakefs.bench hist``).
+
+In-process like engine.py (manual clock, 2 CPUs, seed 3, the daemon's
+collector policy): ``SPAN_NS`` of the machine with ``sched_switch``
+enabled, without a trigger (the baseline of the same run), with a
+single-event hist trigger on it, and with the wakeup-latency pair
+(``sched_waking`` keeps a timestamp, ``sched_switch`` reads it and
+generates a synthetic event with ``onmatch``).  The cost per hit is the
+CPU time over the baseline divided by the hits the histograms counted.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+import statistics
+import time
+
+from .engine import STEP_NS, daemon_collector
+
+T = "sys/kernel/tracing/"
+SPAN_NS = 1_000_000_000
+ROUNDS = 3
+BASE = (("events/sched/sched_switch/enable", "1"), ("events/sched/sched_waking/enable", "1"))
+CONFIGS = (
+    ("hist keys=prev_pid,next_pid on sched_switch",
+     (("events/sched/sched_switch/trigger", "hist:keys=prev_pid,next_pid"),),
+     ("events/sched/sched_switch/hist",)),
+    ("wakeup latency: sched_waking -> sched_switch -> synthetic event with its own hist",
+     (("synthetic_events", "wakeup_latency u64 lat; pid_t pid"),
+      ("events/sched/sched_waking/trigger", "hist:keys=pid:ts0=common_timestamp.usecs"),
+      ("events/sched/sched_switch/trigger",
+       "hist:keys=next_pid:lat=common_timestamp.usecs-$ts0:"
+       "onmatch(sched.sched_waking).wakeup_latency($lat,next_pid)"),
+      ("events/synthetic/wakeup_latency/trigger", "hist:keys=lat.log2")),
+     ("events/sched/sched_waking/hist", "events/sched/sched_switch/hist")),
+)
+
+
+def run(settings, hist_files=()) -> tuple[float, int]:
+    """(CPU seconds for ``SPAN_NS``, hits counted by ``hist_files``)."""
+    from .. import sim
+    from ..kernel.fs.pseudo import kernel_read, kernel_write
+    from ..kernel.time import ManualClock
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    for path, value in BASE + tuple(settings):
+        kernel_write(k.tree, T + path, value.encode())
+    k.clock.advance(STEP_NS)
+    k.run_until_now()
+    with daemon_collector():
+        t0 = time.process_time()
+        for _ in range(SPAN_NS // STEP_NS):
+            k.clock.advance(STEP_NS)
+            k.run_until_now()
+            gc.freeze()
+        took = time.process_time() - t0
+    hits = 0
+    for path in hist_files:
+        text = kernel_read(k.tree, T + path).decode()
+        hits += sum(int(n) for n in re.findall(r"Hits: (\d+)", text))
+    return took, hits
+
+
+def bench_hist() -> list[tuple[str, float, str]]:
+    base = statistics.median(run(())[0] for _ in range(ROUNDS))
+    rows = [("sched_switch + sched_waking enabled, no trigger (baseline)", base, "CPU s / sim s")]
+    for label, settings, files in CONFIGS:
+        got = [run(settings, files) for _ in range(ROUNDS)]
+        took = statistics.median(t for t, _h in got)
+        hits = statistics.median(h for _t, h in got)
+        rows += [("%s" % label, took, "CPU s / sim s"),
+                 ("  per hit over the baseline", (took - base) / max(hits, 1) * 1e6, "us"),
+                 ("  hits per simulated second", hits, "")]
+    return rows
