@@ -106,11 +106,16 @@ FTRACE_PID = (
 
 # CONFIG_KPROBE_EVENTS (with CONFIG_DYNAMIC_EVENTS): the 6.12 lines for the
 # probe commands this kernel takes.  Left out, because what they describe
-# is not there: uprobe_events and the uprobe place, the f/t (fprobe), s
-# (synthetic) and e (eprobe) commands with eprobes' efield lines, BTF
+# is not there: uprobe_events and the uprobe place, the s (synthetic)
+# command and its field lines, BTF
 # <argname> arguments (CONFIG_PROBE_EVENTS_BTF_ARGS), and the type line
 # naming ustring (no user memory is readable by probes here; bitfields
 # are still taken)
+# CONFIG_FPROBE_EVENTS (trace_fprobe.py)
+FPROBE_FORMATS = (
+    "\t           f[:[<group>/][<event>]] <func-name>[%return] [<args>]\n"
+    "\t           t[:[<group>/][<event>]] <tracepoint> [<args>]\n"
+)
 PROBE_EVENTS = (
     "  dynamic_events\t\t- Create/append/remove/show the generic dynamic events\n"
     "\t\t\t  Write into this file to define/undefine new trace events.\n"
@@ -119,6 +124,8 @@ PROBE_EVENTS = (
     "\t  accepts: event-definitions (one definition per line)\n"
     "\t   Format: p[:[<group>/][<event>]] <place> [<args>]\n"
     "\t           r[maxactive][:[<group>/][<event>]] <place> [<args>]\n"
+    + FPROBE_FORMATS +
+    "\t           e[:[<group>/][<event>]] <attached-group>.<attached-event> [<args>] [if <filter>]\n"
     "\t           -:[<group>/][<event>]\n"
     "\t    place: [<module>:]<symbol>[+<offset>]|<memaddr>\n"
     "place (kretprobe): [<module>:]<symbol>[+<offset>]%return|<memaddr>\n"
@@ -129,6 +136,8 @@ PROBE_EVENTS = (
     "\t     kernel return probes support: $retval, $arg<N>, $comm\n"
     "\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,\n"
     "\t           symstr, %pd/%pD, <type>\\[<array-size>\\]\n"
+    "\t    efield: For event probes ('e' types), the field is on of the fields\n"
+    "\t            of the <attached-group>/<attached-event>.\n"
 )
 
 
@@ -230,7 +239,8 @@ def readme_text(config, pid_files: bool = False) -> str:
         if config.enabled("DYNAMIC_FTRACE"):
             text += STACK_TRACE_FILTER
     if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
-        text += PROBE_EVENTS
+        text += (PROBE_EVENTS if config.enabled("FPROBE_EVENTS")
+                 else PROBE_EVENTS.replace(FPROBE_FORMATS, ""))
     hist = config.enabled("HIST_TRIGGERS")
     text += EVENTS_HEAD
     if hist:

@@ -291,6 +291,8 @@ class TraceArray:
                 self.enabled_events.discard(ev)
                 self.tracing.tgids.event_disabled(self.tgid_recorded, ev)
                 self.tracing.tracepoint_use(ev, -1)
+                for hook in self.tracing.file_hooks:
+                    hook(self, ev, False)
             if ev in self.soft_mode:
                 self.soft_disabled.add(ev)
             else:
@@ -310,6 +312,8 @@ class TraceArray:
             self.engage()
             self.tracing.tgids.event_enabled(self.tgid_recorded, ev, self.flags.get("record-tgid", False))
             self.tracing.tracepoint_use(ev, 1)
+            for hook in self.tracing.file_hooks:
+                hook(self, ev, True)
 
     def event_ignored(self, ev, entry, cpu: int) -> bool:
         """Is a hit of ``ev`` left out of this array: by its pid lists
@@ -462,6 +466,10 @@ class Tracing:
         # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops
         self.tracepoint_users: dict[str, int] = {}
         self.probe_hooks: list = []
+        # ``file_hooks`` get (array, event, enabled) when an event starts or
+        # stops being enabled (soft or not) in one array (its ``reg``)
+        self.file_hooks: list = []
+        self.dyn_events = None        # trace_dynevent.DynEvents, with kprobe events
         self.hist_named = HistRegistry()          # named hist triggers, of all arrays
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 

@@ -16,6 +16,8 @@ from .trace_activity import register_trace_activity
 from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
+from .trace_eprobe import init_eprobe_trace
+from .trace_fprobe import init_fprobe_trace
 from .trace_kprobe import init_kprobe_trace
 from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
@@ -105,6 +107,9 @@ def tracer_init_tracefs(kernel) -> None:
     init_tracer_tracefs(gt, root)
     create_top_level_files(tracing, root)
     if kernel.kprobes is not None and kernel.config.enabled("KPROBE_EVENTS"):
-        init_kprobe_trace(tracing, root)
+        dyn = init_kprobe_trace(tracing, root)
+        init_fprobe_trace(tracing, dyn)
+        init_eprobe_trace(tracing, dyn)
+        tracing.dyn_events = dyn
     register_trace_activity(kernel)
     register_pid_follow(tracing)

@@ -124,7 +124,11 @@ REGISTERS = ("r15", "r14", "r13", "r12", "r11", "r10", "r9", "r8", "bx", "cx", "
 FL_RETURN = 1
 FL_KERNEL = 2
 FL_FENTRY = 4
-FL_LOC_MASK = FL_RETURN | FL_KERNEL | FL_FENTRY
+FL_TEVENT = 8          # an event probe: ``$field`` of the attached event
+FL_USER = 16
+FL_FPROBE = 32         # fprobe and tracepoint probe: no registers
+FL_TPOINT = 64         # a tracepoint probe: $argN skips the stub's data
+FL_LOC_MASK = FL_RETURN | FL_KERNEL | FL_FENTRY | FL_TEVENT | FL_USER
 
 
 def is_function_entry(flags: int) -> bool:
@@ -313,12 +317,16 @@ def find_fetch_type(name: str | None):
 class ParseContext:
     """``traceprobe_parse_context``: where the probe is (FL_* flags), the
     offset of the text being parsed in its word, the entry data a return
-    probe keeps for ``$argN`` (argument numbers, in slot order)."""
+    probe keeps for ``$argN`` (argument numbers, in slot order), and for
+    an event probe the attached event's own fields (name -> index)."""
 
-    def __init__(self, flags: int):
+    __slots__ = ("flags", "offset", "entry_args", "event_fields")
+
+    def __init__(self, flags: int, event_fields: dict | None = None):
         self.flags = flags
         self.offset = 0
         self.entry_args: list[int] = []
+        self.event_fields = event_fields
 
 
 class ProbeArg:
@@ -409,7 +417,7 @@ def _parse_type(body: str, parg: ProbeArg, ctx: ParseContext, log: ProbeLog):
             parg.count = count
             tname = tname[:lb]
     offs = colon + 1 if colon >= 0 else 0
-    if text in ("$comm", "$COMM") or text.startswith('\\"'):
+    if not ctx.flags & FL_TEVENT and (text in ("$comm", "$COMM") or text.startswith('\\"')):
         if parg.count or (tname is not None and tname != "string"):
             raise log.fail(ctx.offset + offs, "NEED_STRING_TYPE")
         parg.type = FETCH_TYPES["string"]
@@ -424,6 +432,15 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
     """``parse_probe_vars()``: ``$retval``, ``$stack[N]``, ``$comm``, ``$argN``."""
     name = arg[1:]
     err = "BAD_VAR"
+    if ctx.flags & FL_TEVENT:
+        field = ctx.event_fields.get(name)
+        if field is not None:
+            code.append(("tp_arg",) + field)        # (index, conversion)
+        elif name in ("comm", "COMM"):
+            code.append(("comm",))
+        else:
+            raise log.fail(ctx.offset, err)
+        return
     if name.startswith("retval"):
         if not ctx.flags & FL_RETURN:
             raise log.fail(ctx.offset, "RETVAL_ON_PROBE")
@@ -456,7 +473,8 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
             raise log.fail(ctx.offset, "BAD_ARG_NUM")
         n -= 1
         if is_function_entry(ctx.flags):
-            code.append(("arg", n))
+            # a tracepoint probe's stub has the tracepoint's data first
+            code.append(("arg", n + 1 if ctx.flags & FL_TPOINT else n))
         elif is_function_return(ctx.flags):
             if n not in ctx.entry_args:
                 ctx.entry_args.append(n)
@@ -465,6 +483,28 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
             raise log.fail(ctx.offset, "NOFENTRY_ARGS")
         return
     raise log.fail(ctx.offset, err)
+
+
+def check_var_args(args: list[str], ctx: ParseContext, log: ProbeLog) -> None:
+    """``argv_has_var_arg()`` for arguments starting at word 2: ``$argN``
+    needs a function entry or exit; ``$arg*`` needs BTF, which this kernel
+    does not have (``traceprobe_expand_meta_args()``)."""
+    found_all = False
+    for i, a in enumerate(args):
+        if not a.startswith("$arg"):
+            continue
+        log.set_index(i + 2)
+        if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
+            raise log.fail(0, "NOFENTRY_ARGS")
+        if a[4:5].isdigit():
+            continue
+        if a[4:5] != "*":
+            raise log.fail(0, "BAD_VAR")
+        if found_all:
+            raise log.fail(0, "DOUBLE_ARGS")
+        found_all = True
+    if found_all:
+        raise log.fail(0, "NOSUP_BTFARG", errno.EOPNOTSUPP)
 
 
 def _push(code: list, op: tuple, ctx: ParseContext, log: ProbeLog) -> None:
@@ -479,6 +519,8 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
     if c == "$":
         _parse_vars(arg, code, ctx, log)
     elif c == "%":
+        if ctx.flags & (FL_TEVENT | FL_FPROBE):
+            raise log.fail(ctx.offset, "BAD_VAR")     # no registers there
         if arg[1:] not in REGISTERS:
             raise log.fail(ctx.offset, "BAD_REG_NAME")
         code.append(("reg", arg[1:]))
@@ -530,8 +572,11 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
             if imm is None:
                 raise log.fail(ctx.offset + 1, "BAD_IMM")
             code.append(("imm", imm))
-    elif c and (c.isalpha() or c == "_"):
-        # a BTF variable: this kernel has no BTF argument support
+    elif c and (c.isascii() and c.isalpha() or c == "_"):
+        # a BTF variable: only at a function entry or exit, and this kernel
+        # has no BTF argument support
+        if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
+            raise log.fail(ctx.offset, "NOSUP_BTFARG")
         raise log.fail(ctx.offset, "NOSUP_BTFARG", errno.EOPNOTSUPP)
     else:
         raise log.fail(ctx.offset, "BAD_FETCH_ARG")
@@ -554,13 +599,13 @@ def _finalize(code: list, parg: ProbeArg, tname, tofs: int, ctx: ParseContext,
     last = code[-1][0]
     if t.is_string:
         if t.name == "symstr":
-            if last not in ("reg", "stack", "retval", "arg", "deref"):
+            if last not in ("reg", "stack", "retval", "arg", "deref", "tp_arg"):
                 raise log.fail(ctx.offset + tofs, "BAD_SYMSTRING")
-        elif last not in ("deref", "uderef", "imm", "comm", "data"):
+        elif last not in ("deref", "uderef", "imm", "comm", "data", "tp_arg"):
             raise log.fail(ctx.offset + tofs, "BAD_STRING")
         if t.name == "symstr":
             _push(code, ("st_symstr",), ctx, log)
-        elif last in ("imm", "comm", "data") or parg.count:
+        elif last in ("imm", "comm", "data", "tp_arg") or parg.count:
             _push(code, ("st_string",), ctx, log)
         else:
             code[-1] = ("st_string_at", code[-1][1])
