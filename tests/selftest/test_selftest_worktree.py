@@ -94,3 +94,22 @@ def test_expected_cases(tree, extra):
         (1, "00basic/a.tc", False), (2, "00basic/b.tc", False),
         (3, "mytests/one.tc", False), (4, "mytests/sub/two.tc", False),
         (5, "00basic/b.tc", True), (6, "mytests/sub/two.tc", True)]
+
+
+def test_mark_unsupported_says_why_and_keeps_the_head(tree):
+    tests = worktree.select_tests(tree, [])
+    target = next(t for t in tests if tree.rel(t) == "00basic/a.tc")
+    before = target.read_text()
+    marked = worktree.mark_unsupported(tree, tests, {"00basic/a.tc": "never reaches the mount"})
+    assert marked == ["00basic/a.tc"]
+    text = target.read_text()
+    head = [ln for ln in before.splitlines(keepends=True) if ln.startswith("#")]
+    assert text.startswith("".join(head) + "echo 'fakefs: never reaches the mount'\nexit_unsupported\n")
+    assert text.endswith("".join(ln for ln in before.splitlines(keepends=True) if not ln.startswith("#")))
+    other = next(t for t in tests if tree.rel(t) == "00basic/b.tc")
+    assert "exit_unsupported" not in other.read_text()
+
+
+def test_never_reaches_mount_names_tests_with_reasons():
+    for rel, why in worktree.NEVER_REACHES_MOUNT.items():
+        assert rel.endswith(".tc") and "mount" in why
