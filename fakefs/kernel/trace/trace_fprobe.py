@@ -16,7 +16,9 @@ A probe is a :class:`TraceFprobe` on a :class:`ProbeEvent` (more probes
 with the same argument types may share one).  While its event is enabled
 an fprobe has an (unlisted) kprobe on the function's ftrace site, so each
 call of the function in the simulated machine is a hit; a tracepoint
-probe is a probe on the tracepoint, so each hit the machine fires is one.
+probe is a probe on the tracepoint (``TraceActivity.add_tp_hook``), so each
+hit of it the simulated machine makes is one, whether or not an event
+records it.
 """
 
 from __future__ import annotations
@@ -311,9 +313,10 @@ class FprobeOps(DynEventOps):
 
     def _arm(self, tf: TraceFprobe) -> None:
         if tf.is_tracepoint:
-            if not tf.armed and self._site(tf) is not None:
+            act = self.kernel.trace_activity
+            if not tf.armed and act is not None and self._site(tf) is not None:
                 tf.kp = self._stub_probe(tf)
-                self.kernel.tracepoints.get(tf.symbol).register(tf.kp.handler)
+                act.add_tp_hook(tf.symbol, tf.kp.handler)
                 tf.armed = True
             return
         if tf.kp is None:
@@ -329,7 +332,7 @@ class FprobeOps(DynEventOps):
     def _disarm(self, tf: TraceFprobe) -> None:
         if tf.is_tracepoint:
             if tf.armed:
-                self.kernel.tracepoints.get(tf.symbol).unregister(tf.kp.handler)
+                self.kernel.trace_activity.remove_tp_hook(tf.symbol, tf.kp.handler)
                 tf.armed = False
             return
         if tf.kp is not None:
@@ -337,19 +340,19 @@ class FprobeOps(DynEventOps):
             tf.kp = None
 
     def _stub_probe(self, tf: TraceFprobe) -> Kprobe:
-        """The tracepoint's stub as a probe site, with the probe the
-        tracepoint calls: ``(cpu, ts, pid, flags, preempt_count, args)``."""
+        """The tracepoint's stub as a probe site, with the handler its
+        tracepoint's replayed hits call (``TraceActivity.tp_hooks``)."""
         ks = self.kernel.kallsyms
         stub = PROBESTUB + tf.symbol
-        addr = ks.addr_of(stub)
+        func = ks.addr_of(stub)
+        addr = self.kprobes.kprobe_addr(None, stub, 0)[0]     # its ftrace site
         kp = Kprobe(addr, None, 0, False, None, tf)
-        kp.func, kp.func_name, kp.func_offset, kp.ftrace = addr, stub, 0, True
+        kp.func, kp.func_name, kp.func_offset, kp.ftrace = func, stub, addr - func, True
         kp.listed = False
 
-        def on_tracepoint(cpu, ts, pid, flags, pc, args, _kp=kp):
-            sched = self.kernel.sched
-            task = sched.find(pid) or sched.curr[cpu]
-            self._record(tf, _kp, cpu, ts, (addr,), task, (flags, pc))
+        def on_tracepoint(cpu, ts, task, flags, pc, _args, stack, _kp=kp):
+            # the stub is called from the traced function: its frame on top
+            self._record(tf, _kp, cpu, ts, (addr,) + tuple(stack or ())[1:], task, (flags, pc))
         kp.handler = on_tracepoint
         return kp
 

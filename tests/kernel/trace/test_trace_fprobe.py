@@ -143,3 +143,35 @@ def test_busy_event_is_not_removed(k):
     wr(k, "events/fprobes/busy/enable", "0\n")
     add(k, "-:busy")
     assert node(k, "events") and rd(k, "dynamic_events") == ""
+
+
+def test_tracepoint_probes_fire_with_the_tracepoint(k, clock):
+    """A tracepoint probe fires at the tracepoint's hits whether or not its
+    event is enabled; with the event enabled each hit gives both records,
+    the probe's at the same instant, from the stub's ftrace site."""
+    add(k, "t:tp1 kmem_cache_alloc $arg1\nt sched_switch c=$comm")
+    wr(k, "events/tracepoints/enable", "1\n")
+    clock.advance(50 * MS)
+    lines = entries(k)
+    tp1 = [ln for ln in lines if " tp1: " in ln]
+    sw = [ln for ln in lines if " sched_switch: " in ln]
+    assert tp1 and sw
+    assert all(": (__probestub_kmem_cache_alloc+0x4/" in ln for ln in tp1)
+    for ln in sw:                          # $comm is the task the line names
+        comm, task = ln.split("c=")[1].strip('"'), ln.split()[0].rsplit("-", 1)[0]
+        assert comm == task or (task == "<idle>" and comm.startswith("swapper/"))
+    wr(k, "events/kmem/kmem_cache_alloc/enable", "1\n")
+    wr(k, "trace", "\n")
+    clock.advance(20 * MS)
+    lines = entries(k)
+    idx = [i for i, ln in enumerate(lines) if " kmem_cache_alloc: " in ln]
+    assert idx
+    for i in idx:
+        assert " tp1: " in lines[i + 1]
+        assert lines[i].split(": ")[0] == lines[i + 1].split(": ")[0]
+    wr(k, "events/kmem/kmem_cache_alloc/enable", "0\n")
+    wr(k, "events/tracepoints/enable", "0\n")
+    assert k.trace_activity.tp_hooks == {}
+    wr(k, "trace", "\n")
+    clock.advance(20 * MS)
+    assert entries(k) == []
