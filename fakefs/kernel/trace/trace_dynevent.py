@@ -57,6 +57,11 @@ class DynEvents:
     def remove(self, ev) -> None:
         self.events.remove(ev)
 
+    def referenced(self, call) -> bool:
+        """Another dynamic event holds a reference on the event ``call``
+        (an event probe attached to it: ``trace_event_get_ref()``)."""
+        return any(getattr(ev, "attached", None) is call for ev in self.events)
+
     def of(self, ops) -> list:
         return [ev for ev in self.events if ev.ops is ops]
 

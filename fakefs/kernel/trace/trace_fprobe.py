@@ -128,7 +128,7 @@ class FprobeOps(DynEventOps):
     def free(self, tf) -> None:
         ev = tf.event
         if len(ev.probes) == 1:
-            if self.is_busy(tf):
+            if self.is_busy(tf) or self.dyn.referenced(ev):
                 raise KernelError(errno.EBUSY)
             for tr in list(ev.was_enabled):
                 if tr in self.tracing.arrays():

@@ -192,7 +192,7 @@ class KprobeOps(DynEventOps):
         the event with it, unless it is enabled (EBUSY)."""
         ev = tk.event
         if len(ev.probes) == 1:
-            if self.is_busy(tk):
+            if self.is_busy(tk) or self.dyn.referenced(ev):
                 raise KernelError(errno.EBUSY)
             for tr in list(ev.was_enabled):
                 if tr in self.tracing.arrays():

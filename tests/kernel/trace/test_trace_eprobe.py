@@ -117,3 +117,18 @@ def test_fires_from_the_attached_event_in_soft_mode(k, clock):
     assert rd(k, "events/kmem/kmem_cache_alloc/enable") == "0\n"
     add(k, "-:kc")
     assert rd(k, "dynamic_events") == ""
+
+
+def test_on_a_kprobe_event_which_it_holds(k, clock):
+    add(k, "p:kgroup/kevent kernel_clone $arg1")
+    add(k, "e:ongroup/onk kgroup.kevent a=$arg1 ip=$__probe_ip:symbol")
+    assert errno_of(add, k, "-:kgroup/kevent") == errno.EBUSY
+    wr(k, "events/ongroup/onk/enable", "1\n")
+    clock.advance(100 * MS)
+    lines = entries(k)
+    assert lines and all(" onk: (kgroup.kevent) a=0x" in ln and ln.endswith(" ip=kernel_clone+0x4/0x3e0")
+                         for ln in lines)
+    wr(k, "events/ongroup/onk/enable", "0\n")
+    add(k, "-:ongroup/onk")
+    add(k, "-:kgroup/kevent")
+    assert rd(k, "dynamic_events") == ""
