@@ -544,6 +544,8 @@ class Tracing:
         for ev in tr.enabled_events:
             self.tracepoint_use(ev, -1)
             self.tgids.event_disabled(tr.tgid_recorded, ev)
+            for hook in self.file_hooks:
+                hook(tr, ev, False)
         tr.enabled_events.clear()
         if self.printk_trace is tr:
             self.update_printk_trace(self.global_trace)
