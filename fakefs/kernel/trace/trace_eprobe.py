@@ -271,7 +271,8 @@ class EprobeOps(DynEventOps):
         task = self.kernel.sched.find(pid) if pid else None
         comm = task.comm if task is not None else (
             "swapper/%d" % cpu if not pid else self.tracing.savedcmd.lookup(pid) or "<...>")
-        mem = ProbeMemory(self.kernel.seed, _text(self.kernel), None, None)
+        mem = ProbeMemory(self.kernel.seed, _text(self.kernel), self.kernel.kallsyms.data_contents,
+                          None)
         regs = ProbeRegs({}, [], comm, mem, self.kernel.kallsyms, event_args=tuple(fields))
         values = fetch_args(ep.args, regs)
         entry = (ts, ev.id, pid, flags, pc, values, None)

@@ -281,3 +281,18 @@ def test_raw_address_probe_fires(k, clock):
     clock.advance(100 * MS)
     lines = [ln for ln in entries(k) if " raw: " in ln]
     assert lines and all(ln.endswith("raw: (kernel_clone+0x4/0x3e0)") for ln in lines)
+
+
+def test_a_data_symbol_argument_reads_the_banner(k, clock):
+    """kprobe_args_symbol.tc: ``@linux_proc_banner`` (CONFIG_KALLSYMS_ALL)
+    reads the format /proc/version is printed from."""
+    add(k, "p:str kernel_clone arg1=@linux_proc_banner:string arg2=@linux_proc_banner:u8")
+    wr(k, "events/kprobes/str/enable", "1\n")
+    clock.advance(100 * MS)
+    lines = entries(k)
+    i = next(i for i, ln in enumerate(lines) if " str: " in ln)
+    version = rd(k, "proc/version", base="")
+    groups = re.search(r" (\(.*\)) (\(.*\)) ", version).groups()
+    # (the string ends with the banner's newline, printed as it is)
+    assert lines[i].split('arg1="')[1] == "%s version %s " + " ".join(groups) + " %s"
+    assert lines[i + 1] == '" arg2=%d' % ord("%")
