@@ -3,8 +3,9 @@ the ``f`` and ``t`` commands of ``dynamic_events``.
 
 ``f[N][:[GROUP/][EVENT]] FUNC[%return] [ARGS]`` probes a function at its
 entry, or at its exit (``%return``, or ``$retval`` among the arguments),
-through its ftrace site: the function must be in ftrace's list (else
-ENOENT, "Invalid probed address or symbol").  ``t[:[GROUP/][EVENT]]
+through its ftrace site: FUNC is an ftrace filter (a name or a glob of
+``available_filter_functions``; nothing matched: EINVAL, "Failed to
+register probe event").  ``t[:[GROUP/][EVENT]]
 TRACEPOINT [ARGS]`` probes a tracepoint through its ``__probestub_``
 function: a tracepoint not in the kernel (a module's, maybe loaded later)
 is taken and armed when it appears.  Neither takes registers (``%reg``):
@@ -50,7 +51,7 @@ class TraceFprobe:
     """``struct trace_fprobe``: one probe of an event (a dynamic event)."""
 
     __slots__ = ("ops", "event", "symbol", "is_return", "is_tracepoint", "maxactive", "args",
-                 "entry_args", "kp", "armed", "nhit")
+                 "entry_args", "kp", "kps", "armed", "nhit")
 
     def __init__(self, ops, symbol, is_return, is_tracepoint, maxactive, args, entry_args):
         self.ops = ops
@@ -61,7 +62,8 @@ class TraceFprobe:
         self.maxactive = maxactive
         self.args = args
         self.entry_args = entry_args
-        self.kp: Kprobe | None = None      # where it fires (the ftrace site or the stub)
+        self.kp: Kprobe | None = None      # a tracepoint probe's stub
+        self.kps: list[Kprobe] = []        # an fprobe's: one per function it matched
         self.armed = False                 # a tracepoint probe on its tracepoint
         self.nhit = 0
 
@@ -278,24 +280,24 @@ class FprobeOps(DynEventOps):
             ret = update_arg(parg, self.kernel.kallsyms.addr_of)
             if ret:
                 break
-        if not ret:
-            site = self._site(tf)
-            if site is None and not tf.is_tracepoint:
-                ret = -errno.ENOENT
+        if not ret and not tf.is_tracepoint and not self._sites(tf):
+            ret = -errno.EINVAL        # ftrace_set_filter(): no function matched
         if ret:
             log.set_index(1)
             raise log.fail(0, "BAD_PROBE_ADDR" if ret == -errno.ENOENT else "FAIL_REG_PROBE", -ret)
 
     def _site(self, tf: TraceFprobe):
-        """The address an fprobe or a tracepoint probe sits on: the
-        function's ftrace record, or the tracepoint's ``__probestub_``."""
-        ks = self.kernel.kallsyms
-        if tf.is_tracepoint:
-            return ks.addr_of(PROBESTUB + tf.symbol)
-        addr = ks.addr_of(tf.symbol) if ":" not in tf.symbol else None
-        if addr is None or addr not in ftrace_records(self.kernel).by_addr:
-            return None
-        return addr
+        """Where a tracepoint probe sits: the tracepoint's ``__probestub_``
+        (None while the tracepoint is not in the kernel)."""
+        return self.kernel.kallsyms.addr_of(PROBESTUB + tf.symbol)
+
+    def _sites(self, tf: TraceFprobe) -> list:
+        """The functions an fprobe's symbol selects: it is an ftrace filter
+        (``register_fprobe()``: a name, a glob, an index as in
+        set_ftrace_filter; a ``!`` filter selects nothing here)."""
+        recs = ftrace_records(self.kernel)
+        idx, clear = recs.match(tf.symbol, None)
+        return [] if clear else [recs.addrs[i] for i in idx]
 
     # --- enabling and hits -------------------------------------------------------------
     def _use_changed(self, tracepoint: str, on: bool) -> None:
@@ -319,15 +321,16 @@ class FprobeOps(DynEventOps):
                 act.add_tp_hook(tf.symbol, tf.kp.handler)
                 tf.armed = True
             return
-        if tf.kp is None:
-            kp = Kprobe(None, tf.symbol, 0, tf.is_return, self.hit, tf)
-            kp.listed = False
-            kp.disabled = False
-            try:
-                self.kprobes.register(kp)
-            except KernelError:
-                return
-            tf.kp = kp
+        if not tf.kps:
+            for func in self._sites(tf):
+                kp = Kprobe(func, None, 0, tf.is_return, self.hit, tf)
+                kp.listed = False
+                kp.disabled = False
+                try:
+                    self.kprobes.register(kp)
+                except KernelError:
+                    continue
+                tf.kps.append(kp)
 
     def _disarm(self, tf: TraceFprobe) -> None:
         if tf.is_tracepoint:
@@ -335,9 +338,9 @@ class FprobeOps(DynEventOps):
                 self.kernel.trace_activity.remove_tp_hook(tf.symbol, tf.kp.handler)
                 tf.armed = False
             return
-        if tf.kp is not None:
-            self.kprobes.unregister(tf.kp)
-            tf.kp = None
+        for kp in tf.kps:
+            self.kprobes.unregister(kp)
+        tf.kps = []
 
     def _stub_probe(self, tf: TraceFprobe) -> Kprobe:
         """The tracepoint's stub as a probe site, with the handler its
@@ -383,7 +386,7 @@ class FprobeOps(DynEventOps):
         regs = hit_regs(self.kernel, kp, cpu, ts, stack, task, call)
         if tf.is_return:
             regs = return_regs(regs, tf.entry_args, kp)
-            head = (kp.func, stack[1] if len(stack) > 1 else 0)
+            head = (kp.addr, stack[1] if len(stack) > 1 else 0)
         else:
             head = (kp.addr,)
         values = fetch_args(tf.args, regs)

@@ -72,8 +72,8 @@ def test_listing_names_and_groups(k):
     ("f^100 vfs_read", errno.EINVAL),
     ("f^1a111 vfs_read", errno.EINVAL),
     ("f^100000 vfs_read", errno.EINVAL),
-    ("f ^non_exist_func", errno.ENOENT),
-    ("f ^vfs_read+10", errno.ENOENT),
+    ("f ^non_exist_func", errno.EINVAL),          # no function matches the filter
+    ("f ^vfs_read+10", errno.EINVAL),
     ("f:^/bar vfs_read", errno.EINVAL),
     ("f:foo/^bar.1 vfs_read", errno.EINVAL),
     ("f vfs_read ^$stack10000", errno.EINVAL),
@@ -175,3 +175,18 @@ def test_tracepoint_probes_fire_with_the_tracepoint(k, clock):
     wr(k, "trace", "\n")
     clock.advance(20 * MS)
     assert entries(k) == []
+
+
+def test_the_function_is_an_ftrace_filter(k, clock):
+    """register_fprobe() takes the symbol as set_ftrace_filter does: a glob
+    probes every function it matches; nothing matched is EINVAL with
+    "Failed to register probe event"."""
+    add(k, "f vfs_rea*")
+    assert rd(k, "dynamic_events") == "f:fprobes/vfs_rea___entry vfs_rea*\n"
+    wr(k, "events/fprobes/vfs_rea___entry/enable", "1\n")
+    clock.advance(100 * MS)
+    funcs = {ln.split(": (")[1].split("+")[0] for ln in entries(k)}
+    assert "vfs_read" in funcs and all(f.startswith("vfs_rea") for f in funcs)
+    wr(k, "events/fprobes/vfs_rea___entry/enable", "0\n")
+    assert errno_of(add, k, "f:x no_such_function_*") == errno.EINVAL
+    assert last_error(k)[0].endswith("Failed to register probe event")
