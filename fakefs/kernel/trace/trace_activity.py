@@ -32,6 +32,7 @@ from bisect import bisect_left, bisect_right
 
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
+from ..tracepoint import TracepointHooks
 from ..walkgraph import FENTRY_IP, FENTRY_RET
 from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
@@ -118,11 +119,7 @@ class TraceActivity:
         self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
         self._events_by_name: dict = {}
         self._probes: dict = {}
-        # probes of other kinds on a tracepoint (tracepoint probe events):
-        # name -> handlers(cpu, ts, task, flags, pc, args, stack), run at
-        # each replayed hit whether or not an event records it
-        self.tp_hooks: dict[str, list] = {}
-        self._hooks_version = 0
+        self.tp_hooks = TracepointHooks()       # tracepoint probe events
         for name in FOLLOWED:
             self.set_probe(name, True)
         if kernel.tracing is not None:         # events enabled at boot (trace_event=)
@@ -154,25 +151,12 @@ class TraceActivity:
             tp.unregister(self._probe(name))
 
     def add_tp_hook(self, name: str, handler) -> None:
-        """A probe of another kind on tracepoint ``name`` (see tp_hooks)."""
-        self.tp_hooks.setdefault(name, []).append(handler)
-        self._hooks_version += 1
+        self.tp_hooks.add(name, handler)
         self.set_probe(name, True)
 
     def remove_tp_hook(self, name: str, handler) -> None:
-        hooks = self.tp_hooks.get(name, [])
-        if handler in hooks:
-            hooks.remove(handler)
-            self._hooks_version += 1
-        if not hooks:
-            self.tp_hooks.pop(name, None)
+        if self.tp_hooks.remove(name, handler):
             self.set_probe(name, name in self.kernel.tracing.tracepoint_users)
-
-    def _run_hooks(self, hooks, cpu, ts, task, flags, pc, args, stack) -> None:
-        if callable(stack):
-            stack = stack()
-        for hook in list(hooks):
-            hook(cpu, ts, task, flags, pc, args, stack)
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's
@@ -210,7 +194,7 @@ class TraceActivity:
         """The events that hit with a rate of their own, in id order, of the
         arrays ``ev_trs``: made again only when their sets changed."""
         key = tuple((tr.enabled_events.version, -1 if tr in acting else tr.soft_disabled.version)
-                    for tr in ev_trs) + (self._hooks_version,)
+                    for tr in ev_trs) + (self.tp_hooks.version,)
         if key == self._events_key:
             return self._events
         events = set()
@@ -373,8 +357,8 @@ class TraceActivity:
             evd = self._event_def(name)
             kind = evd.kind if evd is not None else None
             task = (self.kernel.sched.find(pid) if pid else None) or self.curr[cpu]
-            self._run_hooks(hooks, cpu, ts, task, flags, pc, args,
-                            stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args,
+                                stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
         self._follow(wl, cpu, hit)
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
@@ -432,7 +416,7 @@ class TraceActivity:
             trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
                                ev.record_size(args), stack)
         if hooks:
-            self._run_hooks(hooks, cpu, ts, task, flags, pc, args, stack)
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 
     def _hit_events(self, name, args) -> list:
         """The events recording a hit of tracepoint ``name``, each with the
@@ -597,7 +581,7 @@ class TraceActivity:
             trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None),
                                ev.record_size(args), stack)
         if hooks:
-            self._run_hooks(hooks, cpu, ts, task, flags, pc, args, stack)
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 
 
 def register_trace_activity(kernel) -> None:

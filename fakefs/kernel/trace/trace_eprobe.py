@@ -33,7 +33,8 @@ from .trace_events_trigger import (ETT_EVENT_EPROBE, EventCommand, TriggerData, 
 from .trace_kprobe import add_probe_event, event_name_used
 from .trace_kprobe_regs import _text
 from .trace_probe import (FL_KERNEL, FL_TEVENT, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
-                          ProbeError, ProbeLog, parse_event_name, parse_probe_arg)
+                          parse_event_name, parse_probe_arg)
+from .trace_probe_log import ProbeError, ProbeLog
 from .trace_probe_tmpl import (ProbeMemory, ProbeRegs, data_size, fetch_args, field_line,
                                print_args, print_fmt, update_arg)
 

@@ -36,8 +36,9 @@ from .trace_events_commit import trace_event_commit
 from .trace_kprobe import ProbeEvent, _expand_dentry_args, add_probe_event, event_name_used
 from .trace_kprobe_regs import hit_regs, return_regs
 from .trace_probe import (FL_FENTRY, FL_FPROBE, FL_KERNEL, FL_RETURN, FL_TPOINT, MAX_EVENT_NAME_LEN,
-                          MAX_TRACE_ARGS, ParseContext, ProbeError, ProbeLog, check_var_args,
+                          MAX_TRACE_ARGS, ParseContext, check_var_args,
                           parse_event_name, parse_probe_arg, sanitize_event_name)
+from .trace_probe_log import ProbeError, ProbeLog
 from .trace_probe_tmpl import data_size, fetch_args, update_arg
 
 FPROBE_EVENT_SYSTEM = "fprobes"

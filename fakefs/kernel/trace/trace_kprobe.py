@@ -32,8 +32,9 @@ from .trace_events_commit import trace_event_commit
 from .trace_kprobe_regs import ModelCall, caller_task, hit_regs, return_regs
 from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP, FL_FENTRY,
                           FL_KERNEL, FL_RETURN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
-                          ProbeError, ProbeLog, check_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
+                          check_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
                           split_symbol_offset)
+from .trace_probe_log import ProbeError, ProbeLog
 from .trace_probe_tmpl import (DIRECT_MAP, data_size, fetch_args, field_line, mix64, print_args,
                                print_fmt, update_arg)
 
