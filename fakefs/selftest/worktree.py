@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,9 +214,10 @@ def mark_unsupported(tree: "WorkTree", tests: list[Path], reasons: dict) -> list
         if why is None:
             continue
         lines = t.read_text().splitlines(keepends=True)
-        body = [ln for ln in lines if not ln.startswith("#")]
-        head = lines[:len(lines) - len(body)]
-        t.write_text("".join(head) + "echo 'fakefs: %s'\nexit_unsupported\n" % why
-                     + "".join(body))
+        n = 0                          # the leading comments (requires: ...) stay first
+        while n < len(lines) and lines[n].startswith("#"):
+            n += 1
+        t.write_text("".join(lines[:n]) + "echo %s\nexit_unsupported\n" % shlex.quote("fakefs: " + why)
+                     + "".join(lines[n:]))
         marked.append(rel)
     return marked
