@@ -41,7 +41,7 @@ ALLOWED_ERRNOS = {errno.EINVAL, errno.EBUSY, errno.ENOENT, errno.EPERM, errno.EA
                   errno.ENODEV, errno.ENOSPC, errno.EBADF, errno.E2BIG, errno.ENOMEM,
                   errno.EEXIST, errno.EFAULT, errno.ERANGE, errno.EAGAIN, errno.ENOTDIR,
                   errno.EISDIR, errno.ENAMETOOLONG, errno.ENOTEMPTY, errno.ESRCH,
-                  errno.EOVERFLOW}
+                  errno.EOVERFLOW, errno.EILSEQ, errno.EOPNOTSUPP}
 KEEP_ON = {"markers"}                  # options that stay set (trace_marker writers need it)
 TARGETS_MS = {"cat tracing_on": 50.0, "mkdir instance": 200.0, "rmdir instance": 200.0}
 
@@ -56,6 +56,12 @@ BOUNDARY = [b"", b"\n", b"0", b"1", b"-1", b"2", b"0\n", b"1\n", b" 1 ", b"01", 
             b"sched:sched_switch", b"!sched:*", b"sched_switch", b"*:*", b"prev_pid > 0",
             b"prev_pid == ", b"common_pid & 1", b"((((", b"))", b"&&", b"||",
             b"schedule:traceon", b"schedule:stacktrace:5", b"kfree:disable_event:kmem:kfree",
+            # probe commands (kprobe_events, dynamic_events) and their removal
+            b"p:fz kernel_clone $arg1", b"r:fz kernel_clone $retval", b"p 0x0", b"p kernel_clone+1",
+            b"f:fz vfs_read $arg1 +0($arg2):string", b"f vfs_read%return $retval $arg1",
+            b"t:fz kmem_cache_alloc $arg1 $comm", b"t sched_switch", b"f vfs_read $arg*",
+            b"e:fz kmem.kmem_cache_alloc $ptr $bytes_alloc:u32 if bytes_alloc > 100",
+            b"e syscalls/sys_enter_openat +0($filename):ustring", b"-:fz", b"!t sched_switch",
             b"x" * 255, b"x" * 4095, b"x" * 4096, b"x" * 65537, b"1\n" * 100]
 
 

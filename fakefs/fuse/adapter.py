@@ -43,7 +43,7 @@ import trio
 from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
                                 WouldBlock, run_ahead)
 from ..kernel.fs.namei import lookup_name
-from ..kernel.fs.vfs import vfs_call, vfs_probed
+from ..kernel.fs.vfs import instance_dirs_made, vfs_call, vfs_probed
 from . import noflush, notify
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
@@ -350,6 +350,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         until = await self.observe() if parent.dops.observes(parent, name) else None
         with self.at(until):
             parent.dops.mkdir(parent, name)
+            if vfs_probed(self.kernel, "tracefs_create_dir"):
+                instance_dirs_made(self.kernel, name, ctx.pid)
         child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.EIO)

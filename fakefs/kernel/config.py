@@ -10,6 +10,10 @@ from __future__ import annotations
 
 DEFAULT_PERSONA = "6.12-stackmap"
 
+# LINUX_COMPILER of a build (the banner's second parenthesis)
+DEBIAN_12_GCC = ("x86_64-linux-gnu-gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0, "
+                 "GNU ld (GNU Binutils for Debian) 2.40")
+
 # Linux 6.12 as configured for the persona the stackmap series was measured on
 _CONFIG_6_12 = {
     "CONFIG_TRACING": True,
@@ -20,6 +24,7 @@ _CONFIG_6_12 = {
     "CONFIG_STACK_TRACER": True,
     "CONFIG_STACKTRACE": True,
     "CONFIG_KALLSYMS": True,
+    "CONFIG_KALLSYMS_ALL": True,
     "CONFIG_FTRACE_STACKMAP": True,
     "CONFIG_TRACER_SNAPSHOT": True,
     "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP": True,
@@ -32,6 +37,7 @@ _CONFIG_6_12 = {
     "CONFIG_RANDOMIZE_BASE": True,
     "CONFIG_KPROBES": True,
     "CONFIG_KPROBE_EVENTS": True,
+    "CONFIG_FPROBE_EVENTS": True,
     "CONFIG_HIST_TRIGGERS": True,
     "CONFIG_SYNTH_EVENTS": True,
 }
@@ -41,12 +47,14 @@ PERSONAS: dict[str, dict] = {
         "description": "Linux 6.12 with the ftrace stackmap RFC v3 series applied",
         "version": (6, 12, 0),
         "release": "6.12.0-stackmap",
+        "compiler": DEBIAN_12_GCC,
         "config": dict(_CONFIG_6_12),
     },
     "6.18": {
         "description": "Linux 6.18 (allocinfo 2.0, mem_profiling compression, no stackmap)",
         "version": (6, 18, 0),
         "release": "6.18.0",
+        "compiler": DEBIAN_12_GCC,
         "config": dict(_CONFIG_6_12, CONFIG_FTRACE_STACKMAP=False),
     },
     "2.6.30-eqware": {
@@ -56,6 +64,7 @@ PERSONAS: dict[str, dict] = {
                        "column, event triggers...), not 2.6.30's",
         "version": (2, 6, 30),
         "release": "2.6.30-eqware",
+        "compiler": "gcc version 4.3.2 (Debian 4.3.2-1.1) ",
         # out-of-tree patches in this build (no Kconfig symbol of their own)
         "patches": ["eqware-heap-stress"],
         "config": {
@@ -92,7 +101,8 @@ PERSONAS: dict[str, dict] = {
 # Kconfig symbols the model reads besides those the personas list
 # (tests/test_cli.py checks every literal enabled("X") in fakefs/ is known)
 READ_SYMBOLS = frozenset({
-    "CONFIG_HIST_TRIGGERS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS", "CONFIG_LRU_GEN",
+    "CONFIG_HIST_TRIGGERS", "CONFIG_KPROBES", "CONFIG_KPROBE_EVENTS", "CONFIG_FPROBE_EVENTS",
+    "CONFIG_LRU_GEN",
     "CONFIG_MEMCG", "CONFIG_MEM_ALLOC_PROFILING_DEBUG",
     "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT", "CONFIG_NUMA", "CONFIG_NUMA_BALANCING",
     "CONFIG_RANDOMIZE_BASE", "CONFIG_SECURITY_DMESG_RESTRICT", "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP",
@@ -129,6 +139,7 @@ class Kconfig:
         p = PERSONAS[persona]
         self.version = p["version"]
         self.release = p["release"]
+        self.compiler = p.get("compiler", "gcc")
 
     @classmethod
     def from_persona(cls, persona: str = DEFAULT_PERSONA, overrides: dict | None = None) -> "Kconfig":

@@ -53,6 +53,7 @@ from .workqueue import Workqueues
 from .sched import Scheduler, host_cpu_count
 from .time import Clock
 from .tracepoint import Tracepoints
+from .version import linux_banner
 
 # (module, function) run in order at boot, like the initcall levels.
 INITCALLS: list[tuple[str, str]] = [
@@ -67,6 +68,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.trace.ftrace_sysctl", "ftrace_sysctl_init"),
     ("fakefs.kernel.trace.trace_stack", "stack_trace_init"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
+    ("fakefs.kernel.version", "proc_version_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
     ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init"),
@@ -206,8 +208,7 @@ class Kernel:
 
     # --- boot -----------------------------------------------------------
     def boot(self, initcalls=None) -> "Kernel":
-        dyn = " PREEMPT_DYNAMIC" if self.config.version_at_least(5, 12) else ""
-        self.printk("Linux version %s (fakefs) #1 SMP%s" % (self.config.release, dyn))
+        self.printk(linux_banner(self).rstrip("\n"))
         self.printk("Command line: %s" % self.cmdline.text)
         fns = []
         for modname, fname in (INITCALLS if initcalls is None else initcalls):

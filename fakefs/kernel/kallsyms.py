@@ -1,7 +1,9 @@
 """The kernel symbol table (kernel/kallsyms.c) and ``%pS`` printing.
 
-Only text symbols are kept (types t/T and weak w/W), as a kernel built
-without CONFIG_KALLSYMS_ALL has them.  The table is the host's
+The table holds text symbols (types t/T and weak w/W); a kernel built
+with CONFIG_KALLSYMS_ALL also lists data symbols (``set_data()``: those
+this model knows, in ``.rodata``/``.data`` after the text, with their
+contents where the kernel's are known, e.g. the banners).  The table is the host's
 ``/proc/kallsyms`` when that is readable with real addresses, else a copy of
 one shipped in ``data/kallsyms.gz`` (see ``write_bundled``).
 
@@ -23,6 +25,7 @@ from bisect import bisect_right
 from itertools import islice
 
 from .fs.pseudo import FileOperations
+from .version import linux_banner, linux_proc_banner
 
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 BUNDLED_PATH = os.path.join(DATA_DIR, "kallsyms.gz")
@@ -75,6 +78,8 @@ class Kallsyms:
         self._mod_order = modules
         self._by_name: dict[str, int] | None = None
         self._by_base: dict[str, str] | None = None
+        self.data: list[tuple[int, str, str]] = []     # (addr, type, name) of data symbols
+        self.data_contents: dict[int, bytes] = {}      # what some of them hold
         self._text = (self._marker("_stext"), self._marker("_etext"))
         self._inittext = (self._marker("_sinittext"), self._marker("_einittext"))
         if self._text[0] is None or self._text[1] is None:
@@ -291,6 +296,8 @@ class Kallsyms:
             for n, a in zip(self._mnames, self._maddrs):
                 if n not in d:
                     d[n] = a
+            for a, _t, n in self.data:
+                d.setdefault(n, a)
             self._by_name = d
         return self._by_name
 
@@ -357,14 +364,27 @@ class Kallsyms:
         """/proc/kallsyms: ``%px %c %s`` per symbol, ``\\t[mod]`` for modules.
         Without ``show_value`` (kptr_restrict) addresses print as zeros."""
         out = []
+        data = {bisect_right(self._addrs, a): [] for a, _t, _n in self.data}
+        for a, t, n in self.data:          # in address order, among vmlinux's
+            data[bisect_right(self._addrs, a)].append((a, t, n))
+        if data:
+            addrs, types, names = [], [], []
+            for i, (a, t, n) in enumerate(zip(self._addrs, self._types, self._names)):
+                for d in data.get(i, ()):
+                    addrs.append(d[0]), types.append(d[1]), names.append(d[2])
+                addrs.append(a), types.append(t), names.append(n)
+            for d in data.get(len(self._addrs), ()):
+                addrs.append(d[0]), types.append(d[1]), names.append(d[2])
+        else:
+            addrs, types, names = self._addrs, self._types, self._names
         if show_value:
-            for a, t, n in zip(self._addrs, self._types, self._names):
+            for a, t, n in zip(addrs, types, names):
                 out.append("%016x %s %s\n" % (a, t, n))
             for a, t, n, m in self._mod_order:
                 out.append("%016x %s %s\t[%s]\n" % (a, t, n, m))
         else:
             z = "0" * 16
-            for t, n in zip(self._types, self._names):
+            for t, n in zip(types, names):
                 out.append("%s %s %s\n" % (z, t, n))
             for a, t, n, m in self._mod_order:
                 out.append("%s %s %s\t[%s]\n" % (z, t, n, m))
@@ -468,9 +488,39 @@ class ProcKallsymsOps(AddressesOps):
         return f.data.proc_text(f.private)
 
 
+# CONFIG_KALLSYMS_ALL: the data symbols this kernel lists, (type, name,
+# offset from the start of .rodata or .data): .rodata starts at the first
+# 2 MiB boundary after the text, .data 8 MiB later
+RODATA_SYMBOLS = (("R", "linux_banner", 0x140), ("R", "linux_proc_banner", 0x240))
+DATA_SYMBOLS = (("D", "init_task", 0x12940), ("D", "init_mm", 0x2e1c0), ("D", "jiffies_64", 0x8c80),
+                ("D", "jiffies", 0x8c80))
+SECTION_ALIGN = 2 << 20
+DATA_OFFSET = 8 << 20
+
+
+def kallsyms_all(kernel, table: Kallsyms) -> None:
+    """The data symbols of a CONFIG_KALLSYMS_ALL kernel and the contents
+    known of them (the banners of init/version.c)."""
+    etext = table._text[1]
+    rodata = (etext + SECTION_ALIGN - 1) & ~(SECTION_ALIGN - 1)
+    data = rodata + DATA_OFFSET
+    syms = [(rodata + off, t, n) for t, n, off in RODATA_SYMBOLS]
+    syms += [(data + off, t, n) for t, n, off in DATA_SYMBOLS]
+    syms.sort(key=lambda s: s[0])
+    table.data = syms
+    table._by_name = None
+    addr = {n: a for a, _t, n in syms}
+    table.data_contents = {
+        addr["linux_banner"]: linux_banner(kernel).encode("latin-1") + b"\0",
+        addr["linux_proc_banner"]: linux_proc_banner(kernel).encode("latin-1") + b"\0",
+    }
+
+
 def kallsyms_init(kernel) -> None:
     table = Kallsyms.load(host=uses_host_table(kernel))
     kernel.kallsyms = table.relocated(*kaslr_bases(kernel))
+    if kernel.config.enabled("KALLSYMS_ALL"):
+        kallsyms_all(kernel, kernel.kallsyms)
     proc = kernel.tree.makedirs("proc")
     kernel.tree.create_file("kallsyms", 0o444, proc, kernel.kallsyms, ProcKallsymsOps(kernel))
 

@@ -120,6 +120,9 @@ class Kprobe:
         self.unopt_at: int | None = None  # when the unoptimizer clears the flag
         self.registered = False
         self.nmissed = 0
+        # in /sys/kernel/debug/kprobes/list: an fprobe's entry and exit
+        # handlers sit on the function's ftrace site, not in kprobe_table
+        self.listed = True
 
 
 class Kprobes:
@@ -158,8 +161,12 @@ class Kprobes:
 
     def kprobe_addr(self, addr: int | None, symbol: str | None, offset: int):
         """``_kprobe_addr()``: (probed address, function start, on entry);
-        raises ENOENT for an unknown symbol or address."""
+        raises EINVAL with neither an address nor a symbol (address 0), ENOENT for
+        an unknown symbol or an address outside any symbol."""
         ks = self.kernel.kallsyms
+        if symbol is None and not addr:
+            raise KernelError(errno.EINVAL)          # neither (a symbol's probe
+                                                     # keeps its last address)
         if symbol is not None:
             base = self._lookup_name(symbol)
             if base is None:
@@ -364,6 +371,8 @@ class Kprobes:
         (``kallsyms_show_value()``)."""
         buckets: list[list[list[Kprobe]]] = [[] for _ in range(KPROBE_TABLE_SIZE)]
         for kp in self.probes:
+            if not kp.listed:
+                continue
             b = buckets[((kp.addr * GOLDEN_RATIO_64) & (1 << 64) - 1) >> 58]
             same = next((g for g in b if g[0].addr == kp.addr), None)
             if same is None:

@@ -50,3 +50,49 @@ class Tracepoints:
 
     def __iter__(self):
         return iter(list(self._by_name.values()))
+
+
+class TracepointHooks:
+    """Probes of other kinds on tracepoints (tracepoint probe events), run
+    where the trace event code's probe runs: at each replayed hit of the
+    tracepoint, recorded by an event or not.  ``by_name``: name ->
+    handlers ``(cpu, ts, task, flags, preempt_count, args, stack)``;
+    ``version`` moves at each change."""
+
+    __slots__ = ("by_name", "version")
+
+    def __init__(self):
+        self.by_name: dict[str, list] = {}
+        self.version = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.by_name)
+
+    def __contains__(self, name) -> bool:
+        return name in self.by_name
+
+    def get(self, name: str):
+        return self.by_name.get(name)
+
+    def add(self, name: str, handler) -> None:
+        self.by_name.setdefault(name, []).append(handler)
+        self.version += 1
+
+    def remove(self, name: str, handler) -> bool:
+        """Take ``handler`` off; True when ``name`` has none left."""
+        hooks = self.by_name.get(name, [])
+        if handler in hooks:
+            hooks.remove(handler)
+            self.version += 1
+        if hooks:
+            return False
+        self.by_name.pop(name, None)
+        return True
+
+    @staticmethod
+    def run(hooks, cpu, ts, task, flags, pc, args, stack) -> None:
+        """``stack``: the hit's, or a function making it."""
+        if callable(stack):
+            stack = stack()
+        for hook in list(hooks):
+            hook(cpu, ts, task, flags, pc, args, stack)

@@ -24,8 +24,8 @@ from .inner import inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
 from .results import parse_output, report
 from .table import load_why, log_reasons, render
-from .worktree import (WorkTree, add_extra, expected_cases, make_work_tree,
-                       mark_unsupported_in_userns, select_tests)
+from .worktree import (NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases, make_work_tree,
+                       mark_unsupported, mark_unsupported_in_userns, select_tests)
 
 DEFAULT_TIMEOUT = 1800
 
@@ -131,6 +131,7 @@ def run(args) -> int:
             for t in tests:
                 print(tree.rel(t))
             return 0
+        mark_unsupported(tree, tests, NEVER_REACHES_MOUNT)
         if use_userns():
             marked = mark_unsupported_in_userns(tree, tests)
             log("not root: running in a user namespace (unshare -Urm)%s"

@@ -140,17 +140,19 @@ def inner_main(cfg_path: str) -> int:
         if r.returncode != 0:
             raise SelftestError("mount --bind failed: %s" % r.stdout.strip())
         bound = True
-        # tests look addresses up in /proc/kallsyms: the simulated kernel's
+        # tests look addresses up in /proc/kallsyms and compare what a probe
+        # reads of the banner with /proc/version: the simulated kernel's
         # (a daemon that serves none leaves the host's)
-        r = None
-        if (mnt / "proc/kallsyms").exists():
-            r = subprocess.run(["mount", "--bind", str(mnt / "proc/kallsyms"), "/proc/kallsyms"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if r is not None and r.returncode != 0:
-            if not cfg.get("userns", False):
-                raise SelftestError("mount --bind of /proc/kallsyms failed: %s" % r.stdout.strip())
-            log("note: /proc/kallsyms stays the host's here (%s): tests that look "
-                 "addresses up in it may fail" % r.stdout.strip())
+        for path in ("/proc/kallsyms", "/proc/version"):
+            r = None
+            if (mnt / path.lstrip("/")).exists():
+                r = subprocess.run(["mount", "--bind", str(mnt / path.lstrip("/")), path],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if r is not None and r.returncode != 0:
+                if not cfg.get("userns", False):
+                    raise SelftestError("mount --bind of %s failed: %s" % (path, r.stdout.strip()))
+                log("note: %s stays the host's here (%s): tests that read it may fail"
+                    % (path, r.stdout.strip()))
         # Host files the tests (or the harness) write: the simulated
         # kernel's, never the host's
         for path in SIMULATED_HOST_FILES + (SIMULATED_SYSCTL_DIR,):

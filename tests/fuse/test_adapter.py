@@ -408,3 +408,27 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
     assert any("myread" in ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines())
     assert stamps == sorted(stamps)
 
+
+
+async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
+    """mkdir of an instance through the mount runs tracefs_create_dir()
+    for the instance and its directories: a probe reads the names, the
+    instance's first, in the mkdir caller's task."""
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    t = "sys/kernel/tracing/"
+    kernel_write(k.tree, t + "kprobe_events", b"p:mk tracefs_create_dir name=+0(%di):string\n")
+    kernel_write(k.tree, t + "events/kprobes/mk/enable", b"1\n")
+    fs = FakeFS(k)
+    ino = pyfuse3.ROOT_INODE
+    for part in ("sys", "kernel", "tracing", "instances"):
+        ino = (await fs.lookup(ino, part.encode(), Ctx())).st_ino
+    await fs.mkdir(ino, b"my_instance", 0o755, Ctx())
+    lines = [ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines()
+             if " mk: " in ln]
+    names = [ln.split('name="')[1].rstrip('"') for ln in lines]
+    assert names == ["my_instance", "options", "per_cpu", "cpu0", "cpu1"]
+    assert all("(tracefs_create_dir+0x4/" in ln for ln in lines)
+    await fs.rmdir(ino, b"my_instance", Ctx())

@@ -94,3 +94,26 @@ def test_expected_cases(tree, extra):
         (1, "00basic/a.tc", False), (2, "00basic/b.tc", False),
         (3, "mytests/one.tc", False), (4, "mytests/sub/two.tc", False),
         (5, "00basic/b.tc", True), (6, "mytests/sub/two.tc", True)]
+
+
+def test_mark_unsupported_says_why_and_keeps_the_head(tree):
+    """The echo and exit go right after the leading comments (a comment
+    further down stays where it is); a reason with a quote is quoted."""
+    tests = worktree.select_tests(tree, [])
+    target = next(t for t in tests if tree.rel(t) == "00basic/a.tc")
+    target.write_text(target.read_text() + "# a comment in the body\necho done\n")
+    before = target.read_text().splitlines(keepends=True)
+    n = next(i for i, ln in enumerate(before) if not ln.startswith("#"))
+    marked = worktree.mark_unsupported(tree, tests, {"00basic/a.tc": "the shell's own call"})
+    assert marked == ["00basic/a.tc"]
+    after = target.read_text().splitlines(keepends=True)
+    assert after[:n] == before[:n]
+    assert after[n:n + 2] == ["echo 'fakefs: the shell'\"'\"'s own call'\n", "exit_unsupported\n"]
+    assert after[n + 2:] == before[n:]
+    other = next(t for t in tests if tree.rel(t) == "00basic/b.tc")
+    assert "exit_unsupported" not in other.read_text()
+
+
+def test_never_reaches_mount_names_tests_with_reasons():
+    for rel, why in worktree.NEVER_REACHES_MOUNT.items():
+        assert rel.endswith(".tc") and "mount" in why

@@ -1,6 +1,7 @@
 """The VFS calls behind a process's use of the simulated files
 (fs/open.c ``vfs_open()``, fs/read_write.c ``vfs_read()``, fs/dcache.c
-``dput()`` at the last close).
+``dput()`` at the last close, ``tracefs_create_dir()`` for a new
+instance's directories).
 
 Whoever serves the files (the FUSE adapter) reports each open, read and
 release with :func:`vfs_call`; while a kprobe is armed on one of those
@@ -26,6 +27,22 @@ CALLERS = {
                  "do_syscall_64"),
     "vfs_read": ("ksys_read", "__x64_sys_read", "do_syscall_64"),
     "dput": ("__fput", "task_work_run", "syscall_exit_to_user_mode", "do_syscall_64"),
+}
+# mkdir of a tracing instance: instance_mkdir() from tracefs' mkdir
+INSTANCE_MKDIR = ("instance_mkdir", "tracefs_syscall_mkdir", "vfs_mkdir", "do_mkdirat",
+                  "__x64_sys_mkdir", "do_syscall_64")
+# who calls tracefs_create_dir() for each directory of a new instance
+TRACEFS_DIR_CALLERS = {
+    "instance": ("trace_array_create_dir", "trace_array_create_systems", "trace_array_create")
+    + INSTANCE_MKDIR,
+    "options": ("trace_options_init_dentry", "create_trace_options_dir", "init_tracer_tracefs",
+                "trace_array_create_dir", "trace_array_create_systems", "trace_array_create")
+    + INSTANCE_MKDIR,
+    "per_cpu": ("tracing_dentry_percpu", "tracing_init_tracefs_percpu", "init_tracer_tracefs",
+                "trace_array_create_dir", "trace_array_create_systems", "trace_array_create")
+    + INSTANCE_MKDIR,
+    "cpu": ("tracing_init_tracefs_percpu", "init_tracer_tracefs", "trace_array_create_dir",
+            "trace_array_create_systems", "trace_array_create") + INSTANCE_MKDIR,
 }
 
 
@@ -58,3 +75,28 @@ def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> 
         args = (dentry,)
     task = caller_task(kernel, pid)
     kernel.kprobes.fire(func, CALLERS[func], pid % kernel.nr_cpus, task, ModelCall(args, regions))
+
+
+def instance_dirs_made(kernel, name: str, pid: int) -> None:
+    """A tracing instance ``name`` was made by ``pid``'s mkdir: its
+    directories came from ``tracefs_create_dir(name, parent)``, in the
+    kernel's order (the instance, options, per_cpu, cpuN); each is a hit
+    of a probe there, with the name string and the parent's dentry."""
+    if not vfs_probed(kernel, "tracefs_create_dir"):
+        return
+    tr = kernel.tracing.instances.get(name) if kernel.tracing is not None else None
+    if tr is None:
+        return
+    parents = {"instances": kernel.tracing.root.children["instances"], name: tr.dir}
+    per_cpu = tr.dir.children.get("per_cpu")
+    dirs = [(name, "instances", "instance"), ("options", name, "options"),
+            ("per_cpu", name, "per_cpu")]
+    dirs += [("cpu%d" % cpu, "per_cpu", "cpu") for cpu in range(kernel.nr_cpus)]
+    task = caller_task(kernel, pid)
+    for i, (dname, parent, kind) in enumerate(dirs):
+        pnode = per_cpu if parent == "per_cpu" else parents[parent]
+        parent_dentry = DENTRIES + (pnode.ino if pnode is not None else 0) * 0xc0
+        name_ptr = DIRECT_MAP + 0x30000000 + (tr.dir.ino & 0xffff) * 0x400 + 0x20 * i
+        call = ModelCall((name_ptr, parent_dentry), {name_ptr: dname.encode("latin-1") + b"\0"})
+        kernel.kprobes.fire("tracefs_create_dir", TRACEFS_DIR_CALLERS[kind],
+                            pid % kernel.nr_cpus, task, call)

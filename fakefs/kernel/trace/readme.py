@@ -105,12 +105,17 @@ FTRACE_PID = (
 )
 
 # CONFIG_KPROBE_EVENTS (with CONFIG_DYNAMIC_EVENTS): the 6.12 lines for the
-# probe commands this kernel takes (the s line with CONFIG_HIST_TRIGGERS).
-# Left out, because what they describe is not there: uprobe_events and the
-# uprobe place, the f/t (fprobe) and e (eprobe) commands with eprobes' efield lines, BTF
+# probe commands this kernel takes (the s line with CONFIG_HIST_TRIGGERS,
+# the f/t lines with CONFIG_FPROBE_EVENTS).  Left out, because what they
+# describe is not there: uprobe_events and the uprobe place, BTF
 # <argname> arguments (CONFIG_PROBE_EVENTS_BTF_ARGS), and the type line
 # naming ustring (no user memory is readable by probes here; bitfields
 # are still taken)
+# CONFIG_FPROBE_EVENTS (trace_fprobe.py)
+FPROBE_FORMATS = (
+    "\t           f[:[<group>/][<event>]] <func-name>[%return] [<args>]\n"
+    "\t           t[:[<group>/][<event>]] <tracepoint> [<args>]\n"
+)
 PROBE_EVENTS = (
     "  dynamic_events\t\t- Create/append/remove/show the generic dynamic events\n"
     "\t\t\t  Write into this file to define/undefine new trace events.\n"
@@ -119,7 +124,9 @@ PROBE_EVENTS = (
     "\t  accepts: event-definitions (one definition per line)\n"
     "\t   Format: p[:[<group>/][<event>]] <place> [<args>]\n"
     "\t           r[maxactive][:[<group>/][<event>]] <place> [<args>]\n"
+    + FPROBE_FORMATS +
     "{synthetic}"
+    "\t           e[:[<group>/][<event>]] <attached-group>.<attached-event> [<args>] [if <filter>]\n"
     "\t           -:[<group>/][<event>]\n"
     "\t    place: [<module>:]<symbol>[+<offset>]|<memaddr>\n"
     "place (kretprobe): [<module>:]<symbol>[+<offset>]%return|<memaddr>\n"
@@ -131,6 +138,8 @@ PROBE_EVENTS = (
     "\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,\n"
     "\t           symstr, %pd/%pD, <type>\\[<array-size>\\]\n"
     "{synthetic_fields}"
+    "\t    efield: For event probes ('e' types), the field is on of the fields\n"
+    "\t            of the <attached-group>/<attached-event>.\n"
 )
 
 
@@ -255,7 +264,8 @@ def readme_text(config, pid_files: bool = False) -> str:
             text += STACK_TRACE_FILTER
     hist = config.enabled("HIST_TRIGGERS")
     if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
-        text += PROBE_EVENTS.replace("{synthetic}", SYNTH_COMMAND if hist else "").replace(
+        probes = PROBE_EVENTS if config.enabled("FPROBE_EVENTS") else PROBE_EVENTS.replace(FPROBE_FORMATS, "")
+        text += probes.replace("{synthetic}", SYNTH_COMMAND if hist else "").replace(
             "{synthetic_fields}", SYNTH_FIELDS if hist else "")
     text += EVENTS_HEAD
     if hist:

@@ -32,6 +32,7 @@ from bisect import bisect_left, bisect_right
 
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
+from ..tracepoint import TracepointHooks
 from ..walkgraph import FENTRY_IP, FENTRY_RET
 from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
@@ -118,6 +119,7 @@ class TraceActivity:
         self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
         self._events_by_name: dict = {}
         self._probes: dict = {}
+        self.tp_hooks = TracepointHooks()       # tracepoint probe events
         for name in FOLLOWED:
             self.set_probe(name, True)
         if kernel.tracing is not None:         # events enabled at boot (trace_event=)
@@ -140,13 +142,21 @@ class TraceActivity:
 
     def set_probe(self, name: str, on: bool) -> None:
         """The trace event code's probe on tracepoint ``name``: on while an
-        event recording it is enabled somewhere (``sched_switch`` always:
-        the replay follows who runs)."""
+        event recording it is enabled somewhere, or another probe is on it
+        (``sched_switch`` always: the replay follows who runs)."""
         tp = self.kernel.tracepoints.get(name)
-        if on or name in FOLLOWED:
+        if on or name in FOLLOWED or name in self.tp_hooks:
             tp.register(self._probe(name))
         else:
             tp.unregister(self._probe(name))
+
+    def add_tp_hook(self, name: str, handler) -> None:
+        self.tp_hooks.add(name, handler)
+        self.set_probe(name, True)
+
+    def remove_tp_hook(self, name: str, handler) -> None:
+        if self.tp_hooks.remove(name, handler):
+            self.set_probe(name, name in self.kernel.tracing.tracepoint_users)
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's
@@ -184,7 +194,7 @@ class TraceActivity:
         """The events that hit with a rate of their own, in id order, of the
         arrays ``ev_trs``: made again only when their sets changed."""
         key = tuple((tr.enabled_events.version, -1 if tr in acting else tr.soft_disabled.version)
-                    for tr in ev_trs)
+                    for tr in ev_trs) + (self.tp_hooks.version,)
         if key == self._events_key:
             return self._events
         events = set()
@@ -192,6 +202,8 @@ class TraceActivity:
             # soft-disabled events are left out, unless a probe or a trigger
             # may enable them (or has triggers of its own)
             events |= tr.enabled_events if tr in acting else tr.enabled_events - tr.soft_disabled
+        if self.tp_hooks:                   # probed tracepoints fire for their probes
+            events |= {ev for ev in self.kernel.tracing.events if ev.tracepoint in self.tp_hooks}
         tps = self.kernel.tracepoints
         # the others never fire, or fire from a modelled code path
         events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
@@ -221,7 +233,8 @@ class TraceActivity:
             self.stack_context.follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
-        if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets):
+        if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets
+                                            and not self.tp_hooks):
             for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
                 if driven:
                     wl.follow(cpu, self.curr[cpu])
@@ -339,6 +352,13 @@ class TraceActivity:
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
                                        stack if stack is not None
                                        else lambda: wl.event_stack(rng, cpu, ev.kind))
+        hooks = self.tp_hooks.get(name)
+        if hooks:
+            evd = self._event_def(name)
+            kind = evd.kind if evd is not None else None
+            task = (self.kernel.sched.find(pid) if pid else None) or self.curr[cpu]
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args,
+                                stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
         self._follow(wl, cpu, hit)
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
@@ -364,9 +384,10 @@ class TraceActivity:
         function (the stack goes through it); a free's is the stack's."""
         ts, name, _pid, _flags, _pc, args, _after = hit
         recorders = self._recorders_of(name, args, trs, cpu)
-        if not recorders:
+        hooks = self.tp_hooks.get(name)
+        if not recorders and not hooks:
             return
-        ev = recorders[0][0]
+        ev = recorders[0][0] if recorders else self._event_def(name)
         stack = None
         if self.kernel.driver is not None:
             task = self.curr[cpu]
@@ -394,6 +415,8 @@ class TraceActivity:
         for ev, _conv, etrs in recorders:
             trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
                                ev.record_size(args), stack)
+        if hooks:
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 
     def _hit_events(self, name, args) -> list:
         """The events recording a hit of tracepoint ``name``, each with the
@@ -542,7 +565,8 @@ class TraceActivity:
     def _tracepoint(self, ev, trs, wl, rng, cpu, ts) -> None:
         trs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
                or ev in tr.event_triggers]
-        if not trs:
+        hooks = self.tp_hooks.get(ev.tracepoint)
+        if not trs and not hooks:
             return
         try:
             if self.kernel.driver is not None:
@@ -553,8 +577,11 @@ class TraceActivity:
             task, stack = wl.sample(rng, cpu)
         flags, pc = self.context_flags(stack)
         args = ev.make(rng, cpu, task, stack, self)
-        trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None),
-                           ev.record_size(args), stack)
+        if trs:
+            trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None),
+                               ev.record_size(args), stack)
+        if hooks:
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 
 
 def register_trace_activity(kernel) -> None:

@@ -2,8 +2,8 @@
 line parser (``trace_parse_run_command()`` of kernel/trace/trace.c).
 
 :class:`DynEvents` is ``dyn_event_list`` with the registered kinds of
-dynamic event (``dyn_event_operations``; this kernel has kprobe events
-only): creation tries each kind in turn, ``-:[group/]event [args]`` and
+dynamic event (``dyn_event_operations``: kprobe, fprobe/tprobe and
+event probe events): creation tries each kind in turn, ``-:[group/]event [args]`` and
 ``!<definition>`` remove the matching events, O_TRUNC removes them all
 unless one is busy.  ``dynamic_events`` lists every dynamic event.
 """
@@ -46,6 +46,7 @@ class DynEvents:
         self.events: list = []
         self.kinds: list[DynEventOps] = []
         self.caller_pid = 0            # who writes the command being run
+        self.first_dynamic_id = 0      # the first event id after the built-in ones
 
     def register(self, ops: DynEventOps) -> None:
         self.kinds.append(ops)
@@ -55,6 +56,11 @@ class DynEvents:
 
     def remove(self, ev) -> None:
         self.events.remove(ev)
+
+    def referenced(self, call) -> bool:
+        """Another dynamic event holds a reference on the event ``call``
+        (an event probe attached to it: ``trace_event_get_ref()``)."""
+        return any(getattr(ev, "attached", None) is call for ev in self.events)
 
     def of(self, ops) -> list:
         return [ev for ev in self.events if ev.ops is ops]

@@ -519,7 +519,8 @@ class EventTriggerOps(FileOperations):
     def show(self, f):
         tr, ev = f.data
         trig = tr.event_triggers.get(ev)
-        if trig is None or not trig.triggers:
+        # (an event probe's trigger is no user's: check_user_trigger())
+        if trig is None or all(d.cmd.trigger_type == ETT_EVENT_EPROBE for d in trig.triggers):
             names = "".join(" " + p.name for p in trigger_commands(tr.kernel.config))
             return "# Available triggers:\n#" + names + "\n"
         return "".join(d.cmd.print(d) for d in trig.triggers)

@@ -17,7 +17,9 @@ from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
 from .trace_dynevent import DynamicEventsOps, DynEvents
+from .trace_eprobe import init_eprobe_trace
 from .trace_events_synth import init_synth_trace
+from .trace_fprobe import init_fprobe_trace
 from .trace_kprobe import init_kprobe_trace
 from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
@@ -109,11 +111,14 @@ def tracer_init_tracefs(kernel) -> None:
     dyn = None
     if kernel.kprobes is not None and kernel.config.enabled("KPROBE_EVENTS"):
         dyn = init_kprobe_trace(tracing, root)
+        init_fprobe_trace(tracing, dyn)
+        init_eprobe_trace(tracing, dyn)
     if kernel.config.enabled("SYNTH_EVENTS") and kernel.config.enabled("HIST_TRIGGERS"):
         if dyn is None:
             dyn = DynEvents()
             kernel.tree.create_file("dynamic_events", TRACE_MODE_WRITE, root, dyn,
                                     DynamicEventsOps())
         init_synth_trace(tracing, root, dyn)
+    tracing.dyn_events = dyn
     register_trace_activity(kernel)
     register_pid_follow(tracing)

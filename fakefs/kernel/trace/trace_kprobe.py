@@ -32,9 +32,9 @@ from .trace_events_commit import trace_event_commit
 from .trace_kprobe_regs import ModelCall, caller_task, hit_regs, return_regs
 from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP, FL_FENTRY,
                           FL_KERNEL, FL_RETURN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
-                          ProbeError, ProbeLog, is_function_entry, is_function_return,
-                          parse_event_name, parse_probe_arg, sanitize_event_name,
+                          check_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
                           split_symbol_offset)
+from .trace_probe_log import ProbeError, ProbeLog
 from .trace_probe_tmpl import (DIRECT_MAP, data_size, fetch_args, field_line, mix64, print_args,
                                print_fmt, update_arg)
 
@@ -52,7 +52,7 @@ class ProbeEvent(EventDef):
     """``trace_probe_event`` and its ``trace_event_call``: the event, its
     fields and print format (from its first probe's arguments), its probes."""
 
-    def __init__(self, group: str, name: str, args: list, is_return: bool):
+    def __init__(self, group: str, name: str, args: list, is_return: bool, kind: str = "kprobe"):
         head = ([field_line("unsigned long", FIELD_STRING_FUNC, 8, 8, False),
                  field_line("unsigned long", FIELD_STRING_RETIP, 16, 8, False)] if is_return
                 else [field_line("unsigned long", FIELD_STRING_IP, 8, 8, False)])
@@ -60,7 +60,7 @@ class ProbeEvent(EventDef):
         fields = head + [field_line(a.field_type(), a.name, base + a.offset, a.size(), a.type.signed)
                          for a in args]
         super().__init__(group, name, fields, print_fmt(args, is_return), base, 0, None)
-        self.tracepoint = "\0kprobe:%s/%s" % (group, name)     # no tracepoint: kprobes
+        self.tracepoint = "\0%s:%s/%s" % (kind, group, name)     # no tracepoint: probes
         self.args = args
         self.is_return = is_return
         self.head = len(head)
@@ -74,6 +74,20 @@ class ProbeEvent(EventDef):
         else:
             where = "(%s)" % fmt.sym(a[0], True, addr)
         return where + print_args(self.args, a[self.head:], fmt.kallsyms)
+
+
+def add_probe_event(tracing, ev, first_id: int) -> bool:
+    """``trace_probe_register_event_call()`` of a new event: the first free
+    dynamic id, its directories; True when its system is new."""
+    ids = tracing.events_by_id
+    ev.id = next(i for i in range(first_id, 1 << 16) if i not in ids)
+    new_system = not any(e.system == ev.system for e in tracing.events)
+    add_event_call(tracing, ev)
+    return new_system
+
+
+def event_name_used(tracing, group: str, name: str) -> bool:
+    return any(ev.system == group and ev.name == name for ev in tracing.events)
 
 
 class TraceKprobe:
@@ -123,7 +137,7 @@ class KprobeOps(DynEventOps):
         self.tracing = kernel.tracing
         self.kprobes = kernel.kprobes
         self.dyn = dyn
-        self.first_dynamic_id = max(self.tracing.events_by_id) + 1
+        self.first_dynamic_id = dyn.first_dynamic_id
         self._name_counts: tuple | None = None
         self.tracing.probe_hooks.append(self._use_changed)
 
@@ -179,7 +193,7 @@ class KprobeOps(DynEventOps):
         the event with it, unless it is enabled (EBUSY)."""
         ev = tk.event
         if len(ev.probes) == 1:
-            if self.is_busy(tk):
+            if self.is_busy(tk) or self.dyn.referenced(ev):
                 raise KernelError(errno.EBUSY)
             for tr in list(ev.was_enabled):
                 if tr in self.tracing.arrays():
@@ -258,7 +272,7 @@ class KprobeOps(DynEventOps):
             name = sanitize_event_name(name[:MAX_EVENT_NAME_LEN - 1])
         args = argv[2:]
         ctx = ParseContext(flags)
-        self._check_var_args(args, ctx, log)
+        check_var_args(args, ctx, log)
         if len(args) > MAX_TRACE_ARGS:
             raise ProbeError(errno.E2BIG)
         _expand_dentry_args(args)
@@ -302,27 +316,6 @@ class KprobeOps(DynEventOps):
             self._name_counts = (by, mods)
         return self._name_counts
 
-    @staticmethod
-    def _check_var_args(args, ctx, log) -> None:
-        """``argv_has_var_arg()``: ``$argN`` needs a function entry or exit;
-        ``$arg*`` needs BTF, which this kernel does not have."""
-        found_all = False
-        for i, a in enumerate(args):
-            if not a.startswith("$arg"):
-                continue
-            log.set_index(i + 2)
-            if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
-                raise log.fail(0, "NOFENTRY_ARGS")
-            if a[4:5].isdigit():
-                continue
-            if a[4:5] != "*":
-                raise log.fail(0, "BAD_VAR")
-            if found_all:
-                raise log.fail(0, "DOUBLE_ARGS")
-            found_all = True
-        if found_all:
-            raise log.fail(0, "NOSUP_BTFARG", errno.EOPNOTSUPP)
-
     # --- registration ----------------------------------------------------------
     def _register(self, tk: TraceKprobe, group: str, name: str, log: ProbeLog) -> None:
         """``register_trace_kprobe()``"""
@@ -333,14 +326,11 @@ class KprobeOps(DynEventOps):
                 raise log.fail(0, "DIFF_PROBE_TYPE", errno.EEXIST)
             self._append(tk, old, log)
             return
-        if any(ev.system == group and ev.name == name for ev in self.tracing.events):
+        if event_name_used(self.tracing, group, name):
             log.set_index(0)
             raise log.fail(0, "EVENT_EXIST", errno.EEXIST)
         ev = ProbeEvent(group, name, tk.args, tk.is_return)
-        ids = self.tracing.events_by_id
-        ev.id = next(i for i in range(self.first_dynamic_id, 1 << 16) if i not in ids)
-        new_system = not any(e.system == group for e in self.tracing.events)
-        add_event_call(self.tracing, ev)
+        new_system = add_probe_event(self.tracing, ev, self.first_dynamic_id)
         self._created_dirs(ev, new_system)
         try:
             self._register_kprobe(tk, log)
@@ -529,9 +519,10 @@ class KprobeProfileOps(FileOperations):
 
 def init_kprobe_trace(tracing, root) -> DynEvents:
     """``init_kprobe_trace()`` and ``init_dynamic_event()``: the files;
-    the dynamic events' list, which other kinds join."""
+    the dynamic events' list, for the other kinds to register with."""
     kernel = tracing.kernel
     dyn = DynEvents()
+    dyn.first_dynamic_id = max(tracing.events_by_id) + 1
     ops = KprobeOps(kernel, dyn)
     dyn.register(ops)
     if kernel.modules is not None:

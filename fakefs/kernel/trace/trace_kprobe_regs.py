@@ -86,8 +86,10 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
             regs[name] = _known_arg(kind, mix64(seed + 50 + i), sp)
     regs["bp"] = sp + 8 * (4 + (mix64(seed ^ 1) & 7))
     words = _stack_words(kp, seed, stack, text)
-    mem = ProbeMemory(kernel.seed, text, call.regions if call is not None else None,
-                      (sp, words))
+    regions = dict(kernel.kallsyms.data_contents)       # the data the kernel's is known of
+    if call is not None:
+        regions.update(call.regions)
+    mem = ProbeMemory(kernel.seed, text, regions, (sp, words))
     comm = task.comm if task.pid else "swapper/%d" % cpu
     return ProbeRegs(regs, words, comm, mem, kernel.kallsyms)
 

@@ -1,13 +1,11 @@
 """Probe event arguments (kernel/trace/trace_probe.c, trace_probe.h).
 
-What kprobe events share with the other probe events: the error log of a
-probe command (``ProbeLog``: the ``ERRORS`` texts, the command re-joined
-from its words and the caret under the failing word), event and group
-names, and the fetch arguments: ``[name=]fetcharg[:type]`` parsed into a
-``ProbeArg`` (a list of fetch instructions, a type, an array count) with
-the kernel's checks, error positions and errnos, the event fields and
-print format they give, and their evaluation against the state of a hit
-(``ProbeRegs``, ``trace_kprobe_regs.py``).
+What the probe events share (their error log is ``trace_probe_log.py``):
+event and group names, and the fetch arguments: ``[name=]fetcharg[:type]``
+parsed into a ``ProbeArg`` (a list of fetch instructions, a type, an
+array count) with the kernel's checks, error positions and errnos, the
+event fields and print format they give, and their evaluation against
+the state of a hit (``ProbeRegs``, ``trace_kprobe_regs.py``).
 """
 
 from __future__ import annotations
@@ -15,90 +13,8 @@ from __future__ import annotations
 import errno
 
 from ..lib.kstrtox import kstrtoll, kstrtoul
+from .trace_probe_log import ProbeLog
 
-ERRORS = [
-    ("FILE_NOT_FOUND", "Failed to find the given file"),
-    ("NO_REGULAR_FILE", "Not a regular file"),
-    ("BAD_REFCNT", "Invalid reference counter offset"),
-    ("REFCNT_OPEN_BRACE", "Reference counter brace is not closed"),
-    ("BAD_REFCNT_SUFFIX", "Reference counter has wrong suffix"),
-    ("BAD_UPROBE_OFFS", "Invalid uprobe offset"),
-    ("BAD_MAXACT_TYPE", "Maxactive is only for function exit"),
-    ("BAD_MAXACT", "Invalid maxactive number"),
-    ("MAXACT_TOO_BIG", "Maxactive is too big"),
-    ("BAD_PROBE_ADDR", "Invalid probed address or symbol"),
-    ("NON_UNIQ_SYMBOL", "The symbol is not unique"),
-    ("BAD_RETPROBE", "Retprobe address must be an function entry"),
-    ("NO_TRACEPOINT", "Tracepoint is not found"),
-    ("BAD_TP_NAME", "Invalid character in tracepoint name"),
-    ("BAD_ADDR_SUFFIX", "Invalid probed address suffix"),
-    ("NO_GROUP_NAME", "Group name is not specified"),
-    ("GROUP_TOO_LONG", "Group name is too long"),
-    ("BAD_GROUP_NAME", "Group name must follow the same rules as C identifiers"),
-    ("NO_EVENT_NAME", "Event name is not specified"),
-    ("EVENT_TOO_LONG", "Event name is too long"),
-    ("BAD_EVENT_NAME", "Event name must follow the same rules as C identifiers"),
-    ("EVENT_EXIST", "Given group/event name is already used by another event"),
-    ("RETVAL_ON_PROBE", "$retval is not available on probe"),
-    ("NO_RETVAL", "This function returns 'void' type"),
-    ("BAD_STACK_NUM", "Invalid stack number"),
-    ("BAD_ARG_NUM", "Invalid argument number"),
-    ("BAD_VAR", "Invalid $-variable specified"),
-    ("BAD_REG_NAME", "Invalid register name"),
-    ("BAD_MEM_ADDR", "Invalid memory address"),
-    ("BAD_IMM", "Invalid immediate value"),
-    ("IMMSTR_NO_CLOSE", "String is not closed with '\"'"),
-    ("FILE_ON_KPROBE", "File offset is not available with kprobe"),
-    ("BAD_FILE_OFFS", "Invalid file offset value"),
-    ("SYM_ON_UPROBE", "Symbol is not available with uprobe"),
-    ("TOO_MANY_OPS", "Dereference is too much nested"),
-    ("DEREF_NEED_BRACE", "Dereference needs a brace"),
-    ("BAD_DEREF_OFFS", "Invalid dereference offset"),
-    ("DEREF_OPEN_BRACE", "Dereference brace is not closed"),
-    ("COMM_CANT_DEREF", "$comm can not be dereferenced"),
-    ("BAD_FETCH_ARG", "Invalid fetch argument"),
-    ("ARRAY_NO_CLOSE", "Array is not closed"),
-    ("BAD_ARRAY_SUFFIX", "Array has wrong suffix"),
-    ("BAD_ARRAY_NUM", "Invalid array size"),
-    ("ARRAY_TOO_BIG", "Array number is too big"),
-    ("BAD_TYPE", "Unknown type is specified"),
-    ("BAD_STRING", "String accepts only memory argument"),
-    ("BAD_SYMSTRING", "Symbol String doesn't accept data/userdata"),
-    ("BAD_BITFIELD", "Invalid bitfield"),
-    ("ARG_NAME_TOO_LONG", "Argument name is too long"),
-    ("NO_ARG_NAME", "Argument name is not specified"),
-    ("BAD_ARG_NAME", "Argument name must follow the same rules as C identifiers"),
-    ("USED_ARG_NAME", "This argument name is already used"),
-    ("ARG_TOO_LONG", "Argument expression is too long"),
-    ("NO_ARG_BODY", "No argument expression"),
-    ("BAD_INSN_BNDRY", "Probe point is not an instruction boundary"),
-    ("FAIL_REG_PROBE", "Failed to register probe event"),
-    ("DIFF_PROBE_TYPE", "Probe type is different from existing probe"),
-    ("DIFF_ARG_TYPE", "Argument type or name is different from existing probe"),
-    ("SAME_PROBE", "There is already the exact same probe event"),
-    ("NO_EVENT_INFO", "This requires both group and event name to attach"),
-    ("BAD_ATTACH_EVENT", "Attached event does not exist"),
-    ("BAD_ATTACH_ARG", "Attached event does not have this field"),
-    ("NO_EP_FILTER", "No filter rule after 'if'"),
-    ("NOSUP_BTFARG", "BTF is not available or not supported"),
-    ("NO_BTFARG", "This variable is not found at this probe point"),
-    ("NO_BTF_ENTRY", "No BTF entry for this probe point"),
-    ("BAD_VAR_ARGS", "$arg* must be an independent parameter without name etc."),
-    ("NOFENTRY_ARGS", "$arg* can be used only on function entry or exit"),
-    ("DOUBLE_ARGS", "$arg* can be used only once in the parameters"),
-    ("ARGS_2LONG", "$arg* failed because the argument list is too long"),
-    ("ARGIDX_2BIG", "$argN index is too big"),
-    ("NO_PTR_STRCT", "This is not a pointer to union/structure."),
-    ("NOSUP_DAT_ARG", "Non pointer structure/union argument is not supported."),
-    ("BAD_HYPHEN", "Failed to parse single hyphen. Forgot '>'?"),
-    ("NO_BTF_FIELD", "This field is not found."),
-    ("BAD_BTF_TID", "Failed to get BTF type info."),
-    ("BAD_TYPE4STR", "This type does not fit for string."),
-    ("NEED_STRING_TYPE", "$comm and immediate-string only accepts string type"),
-    ("EVENT_TOO_BIG", "Event too big (too many fields?)"),
-]
-ERR_TEXTS = [text for _name, text in ERRORS]
-ERR = {name: i for i, (name, _text) in enumerate(ERRORS)}
 
 MAX_TRACE_ARGS = 128
 MAX_ARGSTR_LEN = 63
@@ -124,7 +40,11 @@ REGISTERS = ("r15", "r14", "r13", "r12", "r11", "r10", "r9", "r8", "bx", "cx", "
 FL_RETURN = 1
 FL_KERNEL = 2
 FL_FENTRY = 4
-FL_LOC_MASK = FL_RETURN | FL_KERNEL | FL_FENTRY
+FL_TEVENT = 8          # an event probe: ``$field`` of the attached event
+FL_USER = 16
+FL_FPROBE = 32         # fprobe and tracepoint probe: no registers
+FL_TPOINT = 64         # a tracepoint probe: $argN skips the stub's data
+FL_LOC_MASK = FL_RETURN | FL_KERNEL | FL_FENTRY | FL_TEVENT | FL_USER
 
 
 def is_function_entry(flags: int) -> bool:
@@ -133,41 +53,6 @@ def is_function_entry(flags: int) -> bool:
 
 def is_function_return(flags: int) -> bool:
     return flags & FL_LOC_MASK == FL_KERNEL | FL_RETURN
-
-
-class ProbeError(Exception):
-    """A probe command failed with ``errno`` (its error_log entry is made)."""
-
-    def __init__(self, err: int):
-        super().__init__(err)
-        self.errno = err
-
-
-class ProbeLog:
-    """``trace_probe_log``: the words of the command being parsed and the
-    index of the one being looked at; ``err()`` logs an error there."""
-
-    def __init__(self, tr, subsystem: str, argv: list[str]):
-        self.tr = tr
-        self.subsystem = subsystem
-        self.argv = argv
-        self.index = 0
-
-    def set_index(self, index: int) -> None:
-        self.index = index
-
-    def err(self, offset: int, name: str) -> None:
-        """``__trace_probe_log_err()``: the caret goes under word ``index``
-        plus ``offset``; past the last word, one past the command's end."""
-        argv = self.argv
-        pos = sum(len(a) + 1 for a in argv[:self.index])
-        if self.index >= len(argv):
-            pos, offset = sum(len(a) + 1 for a in argv), 0
-        self.tr.log_err(self.subsystem, " ".join(argv), ERR_TEXTS, ERR[name], pos + offset)
-
-    def fail(self, offset: int, name: str, err: int = errno.EINVAL):
-        self.err(offset, name)
-        return ProbeError(err)
 
 
 # --- names ----------------------------------------------------------------------
@@ -313,12 +198,16 @@ def find_fetch_type(name: str | None):
 class ParseContext:
     """``traceprobe_parse_context``: where the probe is (FL_* flags), the
     offset of the text being parsed in its word, the entry data a return
-    probe keeps for ``$argN`` (argument numbers, in slot order)."""
+    probe keeps for ``$argN`` (argument numbers, in slot order), and for
+    an event probe the attached event's own fields (name -> index)."""
 
-    def __init__(self, flags: int):
+    __slots__ = ("flags", "offset", "entry_args", "event_fields")
+
+    def __init__(self, flags: int, event_fields: dict | None = None):
         self.flags = flags
         self.offset = 0
         self.entry_args: list[int] = []
+        self.event_fields = event_fields
 
 
 class ProbeArg:
@@ -409,7 +298,7 @@ def _parse_type(body: str, parg: ProbeArg, ctx: ParseContext, log: ProbeLog):
             parg.count = count
             tname = tname[:lb]
     offs = colon + 1 if colon >= 0 else 0
-    if text in ("$comm", "$COMM") or text.startswith('\\"'):
+    if not ctx.flags & FL_TEVENT and (text in ("$comm", "$COMM") or text.startswith('\\"')):
         if parg.count or (tname is not None and tname != "string"):
             raise log.fail(ctx.offset + offs, "NEED_STRING_TYPE")
         parg.type = FETCH_TYPES["string"]
@@ -424,6 +313,15 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
     """``parse_probe_vars()``: ``$retval``, ``$stack[N]``, ``$comm``, ``$argN``."""
     name = arg[1:]
     err = "BAD_VAR"
+    if ctx.flags & FL_TEVENT:
+        field = ctx.event_fields.get(name)
+        if field is not None:
+            code.append(("tp_arg",) + field)        # (index, conversion)
+        elif name in ("comm", "COMM"):
+            code.append(("comm",))
+        else:
+            raise log.fail(ctx.offset, err)
+        return
     if name.startswith("retval"):
         if not ctx.flags & FL_RETURN:
             raise log.fail(ctx.offset, "RETVAL_ON_PROBE")
@@ -456,7 +354,8 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
             raise log.fail(ctx.offset, "BAD_ARG_NUM")
         n -= 1
         if is_function_entry(ctx.flags):
-            code.append(("arg", n))
+            # a tracepoint probe's stub has the tracepoint's data first
+            code.append(("arg", n + 1 if ctx.flags & FL_TPOINT else n))
         elif is_function_return(ctx.flags):
             if n not in ctx.entry_args:
                 ctx.entry_args.append(n)
@@ -465,6 +364,28 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
             raise log.fail(ctx.offset, "NOFENTRY_ARGS")
         return
     raise log.fail(ctx.offset, err)
+
+
+def check_var_args(args: list[str], ctx: ParseContext, log: ProbeLog) -> None:
+    """``argv_has_var_arg()`` for arguments starting at word 2: ``$argN``
+    needs a function entry or exit; ``$arg*`` needs BTF, which this kernel
+    does not have (``traceprobe_expand_meta_args()``)."""
+    found_all = False
+    for i, a in enumerate(args):
+        if not a.startswith("$arg"):
+            continue
+        log.set_index(i + 2)
+        if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
+            raise log.fail(0, "NOFENTRY_ARGS")
+        if a[4:5].isdigit():
+            continue
+        if a[4:5] != "*":
+            raise log.fail(0, "BAD_VAR")
+        if found_all:
+            raise log.fail(0, "DOUBLE_ARGS")
+        found_all = True
+    if found_all:
+        raise log.fail(0, "NOSUP_BTFARG", errno.EOPNOTSUPP)
 
 
 def _push(code: list, op: tuple, ctx: ParseContext, log: ProbeLog) -> None:
@@ -479,6 +400,8 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
     if c == "$":
         _parse_vars(arg, code, ctx, log)
     elif c == "%":
+        if ctx.flags & (FL_TEVENT | FL_FPROBE):
+            raise log.fail(ctx.offset, "BAD_VAR")     # no registers there
         if arg[1:] not in REGISTERS:
             raise log.fail(ctx.offset, "BAD_REG_NAME")
         code.append(("reg", arg[1:]))
@@ -530,8 +453,11 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
             if imm is None:
                 raise log.fail(ctx.offset + 1, "BAD_IMM")
             code.append(("imm", imm))
-    elif c and (c.isalpha() or c == "_"):
-        # a BTF variable: this kernel has no BTF argument support
+    elif c and (c.isascii() and c.isalpha() or c == "_"):
+        # a BTF variable: only at a function entry or exit, and this kernel
+        # has no BTF argument support
+        if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
+            raise log.fail(ctx.offset, "NOSUP_BTFARG")
         raise log.fail(ctx.offset, "NOSUP_BTFARG", errno.EOPNOTSUPP)
     else:
         raise log.fail(ctx.offset, "BAD_FETCH_ARG")
@@ -554,13 +480,13 @@ def _finalize(code: list, parg: ProbeArg, tname, tofs: int, ctx: ParseContext,
     last = code[-1][0]
     if t.is_string:
         if t.name == "symstr":
-            if last not in ("reg", "stack", "retval", "arg", "deref"):
+            if last not in ("reg", "stack", "retval", "arg", "deref", "tp_arg"):
                 raise log.fail(ctx.offset + tofs, "BAD_SYMSTRING")
-        elif last not in ("deref", "uderef", "imm", "comm", "data"):
+        elif last not in ("deref", "uderef", "imm", "comm", "data", "tp_arg"):
             raise log.fail(ctx.offset + tofs, "BAD_STRING")
         if t.name == "symstr":
             _push(code, ("st_symstr",), ctx, log)
-        elif last in ("imm", "comm", "data") or parg.count:
+        elif last in ("imm", "comm", "data", "tp_arg") or parg.count:
             _push(code, ("st_string",), ctx, log)
         else:
             code[-1] = ("st_string_at", code[-1][1])

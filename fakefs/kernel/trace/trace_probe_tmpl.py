@@ -99,7 +99,8 @@ class ProbeRegs:
     return probe, memory, and kallsyms for ``symstr``."""
 
     def __init__(self, regs: dict, stack: list, comm: str, mem: ProbeMemory, kallsyms,
-                 retval: int = 0, edata=()):
+                 retval: int = 0, edata=(), event_args=()):
+        self.event_args = event_args       # an event probe: the attached event's record
         self.regs = regs
         self.stack = stack
         self.comm = comm
@@ -162,6 +163,16 @@ def _fetch(parg: ProbeArg, r: ProbeRegs):
             data = op[1].encode("latin-1")
         elif kind == "arg":
             val = r.arg(op[1])
+        elif kind == "tp_arg":
+            v = r.event_args[op[1]] if op[1] < len(r.event_args) else 0
+            if op[2] is not None:
+                v = op[2](v)
+            if isinstance(v, str):     # a string field: the string in the record
+                data = v.encode("latin-1")
+            elif isinstance(v, bytes):
+                data = v
+            else:
+                val = (v or 0) & M64
         elif kind == "edata":
             val = r.edata[op[1]] if op[1] < len(r.edata) else 0
         elif kind == "deref":
@@ -274,9 +285,12 @@ def print_args(args: list[ProbeArg], values: tuple, kallsyms) -> str:
     return "".join(out)
 
 
-def print_fmt(args: list[ProbeArg], is_return: bool) -> str:
-    """``__set_print_fmt()``"""
-    if is_return:
+def print_fmt(args: list[ProbeArg], is_return: bool, event: bool = False) -> str:
+    """``__set_print_fmt()`` (``event``: PROBE_PRINT_EVENT, no head)"""
+    if event:
+        out = ['"']
+        tail = ""
+    elif is_return:
         out = ['"(%lx <- %lx)']
         tail = ", REC->" + FIELD_STRING_FUNC + ", REC->" + FIELD_STRING_RETIP
     else:

@@ -239,3 +239,60 @@ def test_an_instance_events_dir_not_yet_filled_counts_a_new_system(k):
         assert "lazygroup" not in evdir.children and evdir.nr_subdirs() == before
     finally:
         k.tracing.instance_rmdir("lazy")
+
+
+def _layout(k, name):
+    addr = k.kallsyms.addr_of(name)
+    return addr, k.kprobes.layout(addr)
+
+
+def test_raw_addresses_resolve_on_the_layout(k):
+    """``p:name 0xADDR`` (an address copied from /proc/kallsyms) and
+    ``sym+off``: instruction boundaries of the modelled layout are taken,
+    others are EILSEQ; outside any symbol ENOENT; address 0 EINVAL."""
+    addr, lay = _layout(k, "kernel_clone")
+    inside = next(off for off in range(lay.fentry + 1, lay.size) if not lay.boundary(off))
+    body = next(off for off in lay.starts if off > lay.fentry)
+    add(k, "p:at_entry 0x%x" % addr)
+    add(k, "p:at_body 0x%x" % (addr + body))
+    add(k, "p:sym_body kernel_clone+%d" % body)
+    assert errno_of(add, k, "p:mid 0x%x" % (addr + inside)) == errno.EILSEQ
+    assert last_error(k) == ("p:mid 0x%x" % (addr + inside), len("p:mid "))
+    assert "Probe point is not an instruction boundary" in rd(k, "error_log")
+    assert errno_of(add, k, "p:mid2 kernel_clone+%d" % inside) == errno.EILSEQ
+    assert errno_of(add, k, "p:nowhere 0x1234") == errno.ENOENT
+    assert rd(k, "error_log").splitlines()[-3].endswith("Invalid probed address or symbol")
+    assert errno_of(add, k, "p:zero 0x0") == errno.EINVAL
+    assert rd(k, "error_log").splitlines()[-3].endswith("Failed to register probe event")
+    lines = rd(k, "kprobe_events").splitlines()
+    assert [ln.split()[0] for ln in lines] == ["p:kprobes/at_entry", "p:kprobes/at_body",
+                                               "p:kprobes/sym_body"]
+    assert lines[2].endswith(" kernel_clone+%d" % body)
+    assert re.fullmatch(r"p:kprobes/at_entry 0x[0-9a-f]{16}", lines[0])
+    # the raw entry address is the function's entry: a return probe may go there
+    add(k, "r:ret_raw 0x%x" % addr)
+    assert errno_of(add, k, "r:ret_body 0x%x" % (addr + body)) == errno.EINVAL
+
+
+def test_raw_address_probe_fires(k, clock):
+    addr, _lay = _layout(k, "kernel_clone")
+    add(k, "p:raw 0x%x" % addr)
+    wr(k, "events/kprobes/raw/enable", "1\n")
+    clock.advance(100 * MS)
+    lines = [ln for ln in entries(k) if " raw: " in ln]
+    assert lines and all(ln.endswith("raw: (kernel_clone+0x4/0x3e0)") for ln in lines)
+
+
+def test_a_data_symbol_argument_reads_the_banner(k, clock):
+    """kprobe_args_symbol.tc: ``@linux_proc_banner`` (CONFIG_KALLSYMS_ALL)
+    reads the format /proc/version is printed from."""
+    add(k, "p:str kernel_clone arg1=@linux_proc_banner:string arg2=@linux_proc_banner:u8")
+    wr(k, "events/kprobes/str/enable", "1\n")
+    clock.advance(100 * MS)
+    lines = entries(k)
+    i = next(i for i, ln in enumerate(lines) if " str: " in ln)
+    version = rd(k, "proc/version", base="")
+    groups = re.search(r" (\(.*\)) (\(.*\)) ", version).groups()
+    # (the string ends with the banner's newline, printed as it is)
+    assert lines[i].split('arg1="')[1] == "%s version %s " + " ".join(groups) + " %s"
+    assert lines[i + 1] == '" arg2=%d' % ord("%")

@@ -5,10 +5,10 @@ import errno
 
 import pytest
 
-from fakefs.kernel.trace.trace_probe import (ERR_TEXTS, FL_FENTRY, FL_KERNEL, FL_RETURN,
-                                             ParseContext, ProbeError, ProbeLog,
+from fakefs.kernel.trace.trace_probe import (FL_FENTRY, FL_KERNEL, FL_RETURN, ParseContext,
                                              parse_event_name, parse_probe_arg,
                                              sanitize_event_name, split_symbol_offset)
+from fakefs.kernel.trace.trace_probe_log import ERR_TEXTS, ProbeError, ProbeLog
 from fakefs.kernel.trace.trace_probe_tmpl import (ProbeMemory, ProbeRegs, data_size, fetch_args,
                                                   print_args, print_fmt)
 
