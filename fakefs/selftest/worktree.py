@@ -197,6 +197,16 @@ NEVER_REACHES_MOUNT = {
         "reach the mount, so the simulated kernel has no such event",
 }
 
+# Tests whose checks need the real processes' own system calls as events of
+# the simulated kernel, with their user memory (issue 35: seccomp user
+# notification): not made yet, so reported UNSUPPORTED, with the reason.
+NEEDS_HOST_SYSCALL_EVENTS = {
+    "trigger/inter-event/trigger-synthetic-eprobe.tc":
+        "expects ls's openat() of the tracefs directory in sys_enter_openat and sys_exit_openat, "
+        "its filename read from user memory (ustring): the real processes' system calls are not "
+        "events of the simulated kernel yet",
+}
+
 
 def mark_unsupported_in_userns(tree: "WorkTree", tests: list[Path]) -> list[str]:
     """Make the tests a user namespace cannot run exit UNSUPPORTED (in the

@@ -117,3 +117,11 @@ def test_mark_unsupported_says_why_and_keeps_the_head(tree):
 def test_never_reaches_mount_names_tests_with_reasons():
     for rel, why in worktree.NEVER_REACHES_MOUNT.items():
         assert rel.endswith(".tc") and "mount" in why
+
+
+def test_the_host_syscall_tests_are_named_with_their_reasons_and_said_in_why_toml():
+    import tomllib
+    why = tomllib.loads((worktree.Path(worktree.__file__).parent / "why.toml").read_text())["why"]
+    for rel, reason in worktree.NEEDS_HOST_SYSCALL_EVENTS.items():
+        assert rel.endswith(".tc") and "system calls" in reason
+        assert rel in why and "harness" in why[rel]
