@@ -30,10 +30,9 @@ from ..fs.pseudo import KernelError
 from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
 from .ftrace_records import ftrace_records
-from .trace_dynevent import DynEventOps
 from .trace_events import remove_event_call
 from .trace_events_commit import trace_event_commit
-from .trace_kprobe import ProbeEvent, _expand_dentry_args, add_probe_event, event_name_used
+from .trace_kprobe import ProbeEvent, ProbeEventOps, _expand_dentry_args, add_probe_event, event_name_used
 from .trace_kprobe_regs import hit_regs, return_regs
 from .trace_probe import (FL_FENTRY, FL_FPROBE, FL_KERNEL, FL_RETURN, FL_TPOINT, MAX_EVENT_NAME_LEN,
                           MAX_TRACE_ARGS, ParseContext, check_var_args,
@@ -69,38 +68,8 @@ class TraceFprobe:
         self.nhit = 0
 
 
-class FprobeOps(DynEventOps):
+class FprobeOps(ProbeEventOps):
     """``trace_fprobe_ops`` and the fprobe/tprobe events of one kernel."""
-
-    def __init__(self, kernel, dyn):
-        self.kernel = kernel
-        self.tracing = kernel.tracing
-        self.kprobes = kernel.kprobes
-        self.dyn = dyn
-        self.first_dynamic_id = dyn.first_dynamic_id
-        self.tracing.probe_hooks.append(self._use_changed)
-
-    def probes(self) -> list:
-        return self.dyn.of(self)
-
-    def events(self) -> list:
-        out = []
-        for tf in self.probes():
-            if tf.event not in out:
-                out.append(tf.event)
-        return out
-
-    def find_event(self, group: str, name: str):
-        return next((ev for ev in self.events() if ev.system == group and ev.name == name), None)
-
-    # --- dyn_event_operations ---------------------------------------------------
-    def create(self, raw: str) -> None:
-        argv = raw.split()
-        if argv:
-            try:
-                self._create(argv)
-            except ProbeError as e:
-                raise KernelError(e.errno)
 
     def show(self, tf) -> str:
         head = "t" if tf.is_tracepoint else "f"
@@ -110,36 +79,11 @@ class FprobeOps(DynEventOps):
                                       "%return" if tf.is_return else "",
                                       "".join(" %s=%s" % (a.name, a.comm) for a in tf.args))
 
-    def is_busy(self, tf) -> bool:
-        return tf.event.tracepoint in self.tracing.tracepoint_users
+    def place_of(self, tf) -> str:
+        return tf.symbol
 
-    def match(self, system, event, argv, tf) -> bool:
-        ev = tf.event
-        if event and event != ev.name:
-            return False
-        if system is not None and system != ev.system:
-            return False
-        if not argv:
-            return True
-        if argv[0] != tf.symbol:
-            return False
-        rest = argv[1:]
-        if len(tf.args) < len(rest):
-            return False
-        return all(w == "%s=%s" % (a.name, a.comm) for w, a in zip(rest, tf.args))
-
-    def free(self, tf) -> None:
-        ev = tf.event
-        if len(ev.probes) == 1:
-            if self.is_busy(tf) or self.dyn.referenced(ev):
-                raise KernelError(errno.EBUSY)
-            for tr in list(ev.was_enabled):
-                if tr in self.tracing.arrays():
-                    tr.reset_buffer()
-            remove_event_call(self.tracing, ev)
+    def _unregister(self, tf) -> None:
         self._disarm(tf)
-        ev.probes.remove(tf)
-        self.dyn.remove(tf)
 
     # --- __trace_fprobe_create ------------------------------------------------------
     def _create(self, argv: list[str]) -> None:
@@ -243,9 +187,7 @@ class FprobeOps(DynEventOps):
         except ProbeError:
             remove_event_call(self.tracing, ev)
             raise
-        tf.event = ev
-        ev.probes.append(tf)
-        self.dyn.add(tf)
+        self._add(tf, ev)
 
     def _append(self, tf: TraceFprobe, ev: ProbeEvent, log: ProbeLog) -> None:
         """``append_trace_fprobe()``"""
@@ -253,22 +195,13 @@ class FprobeOps(DynEventOps):
         if tf.is_return != first.is_return or tf.is_tracepoint != first.is_tracepoint:
             log.set_index(0)
             raise log.fail(0, "DIFF_PROBE_TYPE", errno.EEXIST)
-        a, b = tf.args, first.args
-        if len(a) != len(b):
-            diff = min(len(a), len(b)) + 1
-        else:
-            diff = next((i + 1 for i in range(len(a)) if not a[i].same_type(b[i])), 0)
-        if diff:
-            log.set_index(diff + 1)
-            raise log.fail(0, "DIFF_ARG_TYPE", errno.EEXIST)
+        self._check_arg_types(tf, first, log)
         for other in ev.probes:
             if other.symbol == tf.symbol and all(x.comm == y.comm for x, y in zip(other.args, tf.args)):
                 log.set_index(0)
                 raise log.fail(0, "SAME_PROBE", errno.EEXIST)
         self._register_fprobe(tf, log)
-        tf.event = ev
-        ev.probes.append(tf)
-        self.dyn.add(tf)
+        self._add(tf, ev)
         if self.is_busy(tf):
             self._arm(tf)
 

@@ -129,8 +129,10 @@ def _expand_dentry_args(args: list[str]) -> None:
             args[i] = "%s+0x0(+0x%x(+0x%x(%s))):string" % (name, DENTRY_NAME, FILE_DENTRY, var)
 
 
-class KprobeOps(DynEventOps):
-    """``trace_kprobe_ops`` and the kprobe events of one kernel."""
+class ProbeEventOps(DynEventOps):
+    """What the kinds of probe event share (trace_probe.c and each kind's
+    ``dyn_event_operations``): the events of the kind, a command's create,
+    matching a removal, freeing a probe, appending one to an event."""
 
     def __init__(self, kernel, dyn):
         self.kernel = kernel
@@ -138,17 +140,27 @@ class KprobeOps(DynEventOps):
         self.kprobes = kernel.kprobes
         self.dyn = dyn
         self.first_dynamic_id = dyn.first_dynamic_id
-        self._name_counts: tuple | None = None
         self.tracing.probe_hooks.append(self._use_changed)
+
+    def _use_changed(self, tracepoint: str, on: bool) -> None:
+        raise NotImplementedError
+
+    def place_of(self, p) -> str:
+        """Where probe ``p`` is, as a removal command names it."""
+        raise NotImplementedError
+
+    def _unregister(self, p) -> None:
+        """The probe ``p`` stops firing."""
+        raise NotImplementedError
 
     def probes(self) -> list:
         return self.dyn.of(self)
 
     def events(self) -> list:
         out = []
-        for tk in self.probes():
-            if tk.event not in out:
-                out.append(tk.event)
+        for p in self.probes():
+            if p.event not in out:
+                out.append(p.event)
         return out
 
     def find_event(self, group: str, name: str):
@@ -163,6 +175,70 @@ class KprobeOps(DynEventOps):
             except ProbeError as e:
                 raise KernelError(e.errno)
 
+    def _create(self, argv: list[str]) -> None:
+        raise NotImplementedError
+
+    def is_busy(self, p) -> bool:
+        return p.event.tracepoint in self.tracing.tracepoint_users
+
+    def match(self, system, event, argv, p) -> bool:
+        """``trace_probe_match_command_args()`` after the event's name."""
+        ev = p.event
+        if event and event != ev.name:
+            return False
+        if system is not None and system != ev.system:
+            return False
+        if not argv:
+            return True
+        if argv[0] != self.place_of(p):
+            return False
+        rest = argv[1:]
+        if len(p.args) < len(rest):
+            return False
+        return all(w == "%s=%s" % (a.name, a.comm) for w, a in zip(rest, p.args))
+
+    def free(self, p) -> None:
+        """The last probe of an event takes the event with it, unless it is
+        enabled or referenced (EBUSY)."""
+        ev = p.event
+        if len(ev.probes) == 1:
+            if self.is_busy(p) or self.dyn.referenced(ev):
+                raise KernelError(errno.EBUSY)
+            for tr in list(ev.was_enabled):
+                if tr in self.tracing.arrays():
+                    tr.reset_buffer()         # tracing_reset_all_online_cpus()
+            remove_event_call(self.tracing, ev)
+        self._unregister(p)
+        ev.probes.remove(p)
+        self.dyn.remove(p)
+
+    @staticmethod
+    def _check_arg_types(p, first, log: ProbeLog) -> None:
+        """``trace_probe_compare_arg_type()`` of a probe appended to an event
+        whose first probe is ``first``: DIFF_ARG_TYPE where they differ."""
+        a, b = p.args, first.args
+        if len(a) != len(b):
+            diff = min(len(a), len(b)) + 1
+        else:
+            diff = next((i + 1 for i in range(len(a)) if not a[i].same_type(b[i])), 0)
+        if diff:
+            log.set_index(diff + 1)
+            raise log.fail(0, "DIFF_ARG_TYPE", errno.EEXIST)
+
+    def _add(self, p, ev) -> None:
+        """Probe ``p`` belongs to event ``ev`` now."""
+        p.event = ev
+        ev.probes.append(p)
+        self.dyn.add(p)
+
+
+class KprobeOps(ProbeEventOps):
+    """``trace_kprobe_ops`` and the kprobe events of one kernel."""
+
+    def __init__(self, kernel, dyn):
+        self._name_counts: tuple | None = None
+        super().__init__(kernel, dyn)
+
     def show(self, tk) -> str:
         head = "r" if tk.is_return else "p"
         if tk.is_return and tk.maxactive:
@@ -170,38 +246,11 @@ class KprobeOps(DynEventOps):
         return "%s:%s/%s %s%s\n" % (head, tk.event.system, tk.event.name, tk.place(),
                                     "".join(" %s=%s" % (a.name, a.comm) for a in tk.args))
 
-    def is_busy(self, tk) -> bool:
-        return tk.event.tracepoint in self.tracing.tracepoint_users
+    def place_of(self, tk) -> str:
+        return tk.place()
 
-    def match(self, system, event, argv, tk) -> bool:
-        ev = tk.event
-        if event and event != ev.name:
-            return False
-        if system is not None and system != ev.system:
-            return False
-        if not argv:
-            return True
-        if argv[0] != tk.place():
-            return False
-        rest = argv[1:]
-        if len(tk.args) < len(rest):
-            return False
-        return all(w == "%s=%s" % (a.name, a.comm) for w, a in zip(rest, tk.args))
-
-    def free(self, tk) -> None:
-        """``unregister_trace_kprobe()``: the last probe of an event takes
-        the event with it, unless it is enabled (EBUSY)."""
-        ev = tk.event
-        if len(ev.probes) == 1:
-            if self.is_busy(tk) or self.dyn.referenced(ev):
-                raise KernelError(errno.EBUSY)
-            for tr in list(ev.was_enabled):
-                if tr in self.tracing.arrays():
-                    tr.reset_buffer()         # tracing_reset_all_online_cpus()
-            remove_event_call(self.tracing, ev)
+    def _unregister(self, tk) -> None:
         self.kprobes.unregister(tk.kp)
-        ev.probes.remove(tk)
-        self.dyn.remove(tk)
 
     # --- __trace_kprobe_create ----------------------------------------------------
     def _create(self, argv: list[str]) -> None:
@@ -337,9 +386,7 @@ class KprobeOps(DynEventOps):
         except ProbeError:
             remove_event_call(self.tracing, ev)
             raise
-        tk.event = ev
-        ev.probes.append(tk)
-        self.dyn.add(tk)
+        self._add(tk, ev)
 
     def _created_dirs(self, ev: ProbeEvent, new_system: bool) -> None:
         """``event_create_dir()`` in each array: the eventfs directories of
@@ -361,24 +408,14 @@ class KprobeOps(DynEventOps):
 
     def _append(self, tk: TraceKprobe, ev: ProbeEvent, log: ProbeLog) -> None:
         """``append_trace_kprobe()``"""
-        a, b = tk.args, ev.probes[0].args
-        diff = 0
-        if len(a) != len(b):
-            diff = min(len(a), len(b)) + 1
-        else:
-            diff = next((i + 1 for i in range(len(a)) if not a[i].same_type(b[i])), 0)
-        if diff:
-            log.set_index(diff + 1)
-            raise log.fail(0, "DIFF_ARG_TYPE", errno.EEXIST)
+        self._check_arg_types(tk, ev.probes[0], log)
         for other in ev.probes:
             if ((other.symbol or "unknown") == (tk.symbol or "unknown") and other.offset == tk.offset
                     and all(x.comm == y.comm for x, y in zip(other.args, tk.args))):
                 log.set_index(0)
                 raise log.fail(0, "SAME_PROBE", errno.EEXIST)
         self._register_kprobe(tk, log)
-        tk.event = ev
-        ev.probes.append(tk)
-        self.dyn.add(tk)
+        self._add(tk, ev)
         if self.is_busy(tk):
             self.kprobes.enable(tk.kp)
 
