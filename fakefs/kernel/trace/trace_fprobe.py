@@ -31,14 +31,12 @@ from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
 from .ftrace_records import ftrace_records
 from .trace_events import remove_event_call
-from .trace_events_commit import trace_event_commit
 from .trace_kprobe import ProbeEvent, ProbeEventOps, _expand_dentry_args, add_probe_event, event_name_used
-from .trace_kprobe_regs import hit_regs, return_regs
 from .trace_probe import (FL_FENTRY, FL_FPROBE, FL_KERNEL, FL_RETURN, FL_TPOINT, MAX_EVENT_NAME_LEN,
                           MAX_TRACE_ARGS, ParseContext, check_var_args,
                           parse_event_name, parse_probe_arg, sanitize_event_name)
 from .trace_probe_log import ProbeError, ProbeLog
-from .trace_probe_tmpl import data_size, fetch_args, update_arg
+from .trace_probe_tmpl import update_arg
 
 FPROBE_EVENT_SYSTEM = "fprobes"
 TRACEPOINT_EVENT_SYSTEM = "tracepoints"
@@ -307,29 +305,6 @@ class FprobeOps(ProbeEventOps):
         """A call reached the fprobe (``fentry_dispatcher()`` /
         ``fexit_dispatcher()``)."""
         self._record(kp.owner, kp, cpu, ts, stack, task, None, call)
-
-    def _record(self, tf: TraceFprobe, kp, cpu, ts, stack, task, context=None, call=None) -> None:
-        tf.nhit += 1
-        ev = tf.event
-        trs = [tr for tr in self.tracing.arrays()
-               if (tr.event_recording(ev) and tr.cpumask >> cpu & 1) or ev in tr.event_triggers]
-        if not trs:
-            return
-        for tr in trs:
-            ev.was_enabled.add(tr)
-        regs = hit_regs(self.kernel, kp, cpu, ts, stack, task, call)
-        if tf.is_return:
-            regs = return_regs(regs, tf.entry_args, kp)
-            head = (kp.addr, stack[1] if len(stack) > 1 else 0)
-        else:
-            head = (kp.addr,)
-        values = fetch_args(tf.args, regs)
-        if context is None:
-            act = self.kernel.trace_activity
-            context = act.context_flags(stack) if act is not None else (0, 0)
-        flags, pc = context
-        entry = (ts, ev.id, task.pid, flags, pc, head + values, None)
-        trace_event_commit(trs, ev, cpu, entry, ev.payload + data_size(tf.args, values), stack)
 
 
 def init_fprobe_trace(tracing, dyn) -> FprobeOps | None:

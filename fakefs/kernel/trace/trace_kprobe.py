@@ -231,6 +231,33 @@ class ProbeEventOps(DynEventOps):
         ev.probes.append(p)
         self.dyn.add(p)
 
+    def _record(self, p, kp, cpu, ts, stack, task, context=None, call=None) -> None:
+        """Probe ``p`` hit by a call at ``kp``: its record in each array its
+        event records in (``context``: flags and preempt count, else from
+        the stack)."""
+        p.nhit += 1
+        ev = p.event
+        trs = [tr for tr in self.tracing.arrays()
+               if (tr.event_recording(ev) and tr.cpumask >> cpu & 1) or ev in tr.event_triggers]
+        if not trs:
+            return
+        for tr in trs:
+            ev.was_enabled.add(tr)
+        regs = hit_regs(self.kernel, kp, cpu, ts, stack, task, call)
+        if p.is_return:
+            regs = return_regs(regs, p.entry_args, kp)
+            head = (kp.addr, stack[1] if len(stack) > 1 else 0)
+        else:
+            head = (kp.addr,)
+        values = fetch_args(p.args, regs)
+        if context is None:
+            act = self.kernel.trace_activity
+            context = act.context_flags(stack) if act is not None else (0, 0)
+        flags, pc = context
+        entry = (ts, ev.id, task.pid, flags, pc, head + values, None)
+        trace_event_commit(trs, ev, cpu, entry, ev.payload + data_size(p.args, values), stack)
+
+
 
 class KprobeOps(ProbeEventOps):
     """``trace_kprobe_ops`` and the kprobe events of one kernel."""
@@ -496,27 +523,7 @@ class KprobeOps(ProbeEventOps):
         """A call reached the probe: ``kprobe_dispatcher()`` /
         ``kretprobe_dispatcher()``; ``call`` gives the arguments and memory
         of a call the model makes itself."""
-        tk = kp.owner
-        tk.nhit += 1
-        ev = tk.event
-        trs = [tr for tr in self.tracing.arrays()
-               if (tr.event_recording(ev) and tr.cpumask >> cpu & 1) or ev in tr.event_triggers]
-        if not trs:
-            return
-        for tr in trs:
-            ev.was_enabled.add(tr)
-        regs = hit_regs(self.kernel, kp, cpu, ts, stack, task, call)
-        if tk.is_return:
-            regs = return_regs(regs, tk.entry_args, kp)
-            head = (kp.addr, stack[1] if len(stack) > 1 else 0)
-        else:
-            head = (kp.addr,)
-        values = fetch_args(tk.args, regs)
-        act = self.kernel.trace_activity
-        flags, pc = act.context_flags(stack) if act is not None else (0, 0)
-        entry = (ts, ev.id, task.pid, flags, pc, head + values, None)
-        trace_event_commit(trs, ev, cpu, entry, ev.payload + data_size(tk.args, values), stack)
-
+        self._record(kp.owner, kp, cpu, ts, stack, task, None, call)
 
 class KprobeEventsOps(FileOperations):
     """kprobe_events"""

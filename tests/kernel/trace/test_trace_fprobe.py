@@ -6,7 +6,8 @@ import errno
 import pytest
 
 import ftrace_helpers
-from ftrace_helpers import APPEND, MS, entries
+from ftrace_helpers import MS, entries
+from probe_helpers import add, fresh, last_error
 from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
@@ -14,12 +15,7 @@ booted = ftrace_helpers.booted              # the shared kernel
 
 @pytest.fixture
 def k(booted):
-    k, _clock = booted
-    wr(k, "events/enable", "0\n")
-    wr(k, "dynamic_events", "\n")
-    wr(k, "error_log", "\n")
-    wr(k, "trace", "\n")
-    return k
+    return fresh(booted[0])
 
 
 @pytest.fixture
@@ -27,14 +23,6 @@ def clock(booted):
     return booted[1]
 
 
-def add(k, cmd):
-    return wr(k, "dynamic_events", cmd + "\n", APPEND)
-
-
-def last_error(k):
-    """(subsystem line, command, caret position) of the last error_log entry."""
-    lines = rd(k, "error_log").splitlines()
-    return lines[-3].split("] ", 1)[1], lines[-2][len("  Command: "):], len(lines[-1]) - 11 - 1
 
 
 def test_listing_names_and_groups(k):

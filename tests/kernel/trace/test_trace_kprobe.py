@@ -8,6 +8,7 @@ import pytest
 
 import ftrace_helpers
 from ftrace_helpers import APPEND, MS, entries
+from probe_helpers import fresh
 from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
@@ -15,12 +16,7 @@ booted = ftrace_helpers.booted              # the shared kernel
 
 @pytest.fixture
 def k(booted):
-    k, _clock = booted
-    wr(k, "events/enable", "0\n")
-    wr(k, "dynamic_events", "\n")
-    wr(k, "error_log", "\n")
-    wr(k, "trace", "\n")
-    return k
+    return fresh(booted[0])
 
 
 @pytest.fixture
