@@ -40,6 +40,13 @@ CONFIGS = (
 
 def sim_seconds_per_cpu_second(settings, reference: bool = False) -> float:
     """One run: ``SPAN_NS`` of the machine with ``settings`` written."""
+    return SPAN_NS / 1e9 / traced_span(settings, reference)[1]
+
+
+def traced_span(settings, reference: bool = False):
+    """(the kernel, CPU seconds) of ``SPAN_NS`` of a machine booted with
+    ``settings`` written (pairs of a tracefs path and a value), after a
+    first step, under the daemon's collector policy."""
     from .. import sim
     from ..kernel.fs.pseudo import kernel_write
     from ..kernel.time import ManualClock
@@ -55,7 +62,7 @@ def sim_seconds_per_cpu_second(settings, reference: bool = False) -> float:
                 k.clock.advance(STEP_NS)
                 k.run_until_now()
                 gc.freeze()                  # the end of a stretch of requests
-            return SPAN_NS / 1e9 / (time.process_time() - t0)
+            return k, time.process_time() - t0
 
 
 @contextlib.contextmanager

@@ -11,15 +11,11 @@ CPU time over the baseline divided by the hits the histograms counted.
 
 from __future__ import annotations
 
-import gc
 import re
 import statistics
-import time
 
-from .engine import STEP_NS, daemon_collector
+from .engine import T, traced_span
 
-T = "sys/kernel/tracing/"
-SPAN_NS = 1_000_000_000
 ROUNDS = 3
 BASE = (("events/sched/sched_switch/enable", "1"), ("events/sched/sched_waking/enable", "1"))
 CONFIGS = (
@@ -39,27 +35,13 @@ CONFIGS = (
 
 def run(settings, hist_files=()) -> tuple[float, int]:
     """(CPU seconds for ``SPAN_NS``, hits counted by ``hist_files``)."""
-    from .. import sim
-    from ..kernel.fs.pseudo import kernel_read, kernel_write
-    from ..kernel.time import ManualClock
-    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    for path, value in BASE + tuple(settings):
-        kernel_write(k.tree, T + path, value.encode())
-    k.clock.advance(STEP_NS)
-    k.run_until_now()
-    with daemon_collector():
-        t0 = time.process_time()
-        for _ in range(SPAN_NS // STEP_NS):
-            k.clock.advance(STEP_NS)
-            k.run_until_now()
-            gc.freeze()
-        took = time.process_time() - t0
+    from ..kernel.fs.pseudo import kernel_read
+    k, took = traced_span(BASE + tuple(settings))
     hits = 0
     for path in hist_files:
         text = kernel_read(k.tree, T + path).decode()
         hits += sum(int(n) for n in re.findall(r"Hits: (\d+)", text))
     return took, hits
-
 
 def bench_hist() -> list[tuple[str, float, str]]:
     base = statistics.median(run(())[0] for _ in range(ROUNDS))
