@@ -72,7 +72,7 @@ SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
 	  "the series' own tests skipped: $(UPSTREAM) not present (seed 004's patch 3/3:" \
 	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
 	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
-	time env --default-signal=INT $(FAKEFS) selftest --timeout 3600 --extra selftests/stackmap $$extra all
+	time env --default-signal=INT $(FAKEFS) selftest --extra selftests/stackmap $$extra --timeout 3600 all
 
 # ftracetest runs in the background into a log while the unit tests run in the foreground;
 # the log is shown (followed while it still runs) once they are done.  Fails if either does.
