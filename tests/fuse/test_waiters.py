@@ -127,7 +127,9 @@ async def test_waiting_readers_read_again_only_when_their_token_moves():
     got = []
     async with trio.open_nursery() as n:
         await _readers(fs, ino, 100, got, n)
-        await trio.sleep(0.01)
+        with trio.fail_after(10):                # (a loaded host: all of them waiting first)
+            while len(fs.waiters) < 100:
+                await trio.sleep(0.005)
         steps = fs.kernel.steps                  # (the opens' and reads' catch-ups)
         await trio.sleep(0.4)                    # 8 ticks
         assert box.reads == 100                  # each read once, then waited
