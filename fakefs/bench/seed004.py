@@ -32,11 +32,11 @@ def _w(path: str, value: str) -> None:
         f.write(value)
 
 
-def _stats(t: str, nr_cpus: int) -> tuple[int, int]:
+def _stats(t: str) -> tuple[int, int]:
     """(entries, bytes) of every CPU's ``stats``."""
     entries = nbytes = 0
-    for c in range(nr_cpus):
-        with open("%s/per_cpu/cpu%d/stats" % (t, c)) as f:
+    for cpu in os.listdir(t + "/per_cpu"):
+        with open("%s/per_cpu/%s/stats" % (t, cpu)) as f:
             d = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
         entries += int(d["entries"])
         nbytes += int(d["bytes"])
@@ -81,7 +81,7 @@ def capture(clock: str, stackmap: bool, events=EVENTS, seconds: float = CAPTURE_
         t0 = time.perf_counter()
         _w(t + "/tracing_on", "0")
         off_ms = (time.perf_counter() - t0) * 1e3
-        entries, nbytes = _stats(t, 2)
+        entries, nbytes = _stats(t)
         with open(t + "/trace") as f:
             switches = sum(1 for line in f if " sched_switch: " in line)
     return {"entries": entries, "bytes": nbytes, "switches": switches, "off_ms": off_ms}

@@ -350,8 +350,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         until = await self.observe() if parent.dops.observes(parent, name) else None
         with self.at(until):
             parent.dops.mkdir(parent, name)
-            if vfs_probed(self.kernel, "tracefs_create_dir"):
-                instance_dirs_made(self.kernel, name, ctx.pid)
+            instance_dirs_made(self.kernel, name, ctx.pid)
         child = parent.lookup(name)
         if child is None:
             raise pyfuse3.FUSEError(errno.EIO)

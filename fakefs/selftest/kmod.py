@@ -15,8 +15,9 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import stat
 import sys
+
+from .scripts import write_script
 
 COMMANDS = ("insmod", "modprobe", "rmmod", "lsmod")
 KMOD_PATHS = ("/usr/bin/kmod", "/bin/kmod", "/usr/sbin/modprobe", "/sbin/modprobe",
@@ -124,15 +125,8 @@ def main(argv: list[str], control: str, proc_modules: str = PROC_MODULES) -> int
 def install(bindir: str, control: str, proc_modules: str = PROC_MODULES) -> str:
     """Write the commands into ``bindir`` (one script, linked under each
     name); returns the script's path (to bind over the host's kmod)."""
-    os.makedirs(bindir, exist_ok=True)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    script = os.path.join(bindir, "kmod")
-    with open(script, "w") as f:
-        f.write("#!%s\n# fakefs: the simulated kernel's module commands\n"
-                "import sys\nsys.path.insert(0, %r)\n"
-                "from fakefs.selftest.kmod import main\n"
-                "sys.exit(main(sys.argv, %r, %r))\n" % (sys.executable, root, control, proc_modules))
-    os.chmod(script, os.stat(script).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    script = write_script(bindir, "kmod", "the simulated kernel's module commands", "kmod",
+                          control, proc_modules)
     for cmd in COMMANDS:
         link = os.path.join(bindir, cmd)
         if not os.path.lexists(link):

@@ -24,3 +24,11 @@ def test_the_program_prints_as_iputils(tmp_path):
                        timeout=60)
     assert r.returncode == 2 and "Network is unreachable" in r.stderr
     assert sys.executable in open(script).readline()
+
+
+def test_without_the_kernels_control_file_it_fails_and_makes_none(tmp_path):
+    control = tmp_path / "absent"
+    script = ping_prog.install(str(tmp_path / "bin"), str(control))
+    r = subprocess.run([script, "127.0.0.1", "-c", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "No such file or directory" in r.stderr
+    assert not control.exists()

@@ -292,8 +292,7 @@ class TraceArray:
                 self.enabled_events.discard(ev)
                 self.tracing.tgids.event_disabled(self.tgid_recorded, ev)
                 self.tracing.tracepoint_use(ev, -1)
-                for hook in self.tracing.file_hooks:
-                    hook(self, ev, False)
+                self.tracing.file_changed(self, ev, False)
             if ev in self.soft_mode:
                 self.soft_disabled.add(ev)
             else:
@@ -313,8 +312,7 @@ class TraceArray:
             self.engage()
             self.tracing.tgids.event_enabled(self.tgid_recorded, ev, self.flags.get("record-tgid", False))
             self.tracing.tracepoint_use(ev, 1)
-            for hook in self.tracing.file_hooks:
-                hook(self, ev, True)
+            self.tracing.file_changed(self, ev, True)
 
     def event_ignored(self, ev, entry, cpu: int) -> bool:
         """Is a hit of ``ev`` left out of this array: by its pid lists
@@ -478,6 +476,11 @@ class Tracing:
         self.nested: list | None = None
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 
+    def file_changed(self, tr, ev, on: bool) -> None:
+        """Event ``ev`` starts (``on``) or stops being enabled in array ``tr``."""
+        for hook in self.file_hooks:
+            hook(tr, ev, on)
+
     def buffer_memory(self) -> PageAccount | None:
         """Where ring-buffer pages come from: the page allocator, charged
         to ``__rb_allocate_pages`` (a kernel without one: the default RAM).
@@ -549,8 +552,7 @@ class Tracing:
         for ev in tr.enabled_events:
             self.tracepoint_use(ev, -1)
             self.tgids.event_disabled(tr.tgid_recorded, ev)
-            for hook in self.file_hooks:
-                hook(tr, ev, False)
+            self.file_changed(tr, ev, False)
         tr.enabled_events.clear()
         if self.printk_trace is tr:
             self.update_printk_trace(self.global_trace)

@@ -34,7 +34,7 @@ from .trace_kprobe import add_probe_event, event_name_used
 from .trace_kprobe_regs import _text
 from .trace_probe import (FL_KERNEL, FL_TEVENT, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
                           parse_event_name, parse_probe_arg)
-from .trace_probe_log import ProbeError, ProbeLog
+from .trace_probe_log import ProbeError, ProbeLog, run_probe_command
 from .trace_probe_tmpl import (ProbeMemory, ProbeRegs, data_size, fetch_args, field_line,
                                print_args, print_fmt, update_arg)
 
@@ -125,12 +125,7 @@ class EprobeOps(DynEventOps):
 
     # --- dyn_event_operations ---------------------------------------------------
     def create(self, raw: str) -> None:
-        argv = raw.split()
-        if argv:
-            try:
-                self._create(argv)
-            except ProbeError as e:
-                raise KernelError(e.errno)
+        run_probe_command(raw, self._create)
 
     def show(self, ep) -> str:
         return "e:%s/%s %s.%s%s\n" % (ep.event.system, ep.event.name, ep.attached.system,

@@ -34,7 +34,7 @@ from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP
                           FL_KERNEL, FL_RETURN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
                           check_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
                           split_symbol_offset)
-from .trace_probe_log import ProbeError, ProbeLog
+from .trace_probe_log import ProbeError, ProbeLog, run_probe_command
 from .trace_probe_tmpl import (DIRECT_MAP, data_size, fetch_args, field_line, mix64, print_args,
                                print_fmt, update_arg)
 
@@ -168,12 +168,7 @@ class ProbeEventOps(DynEventOps):
 
     # --- dyn_event_operations ----------------------------------------------------
     def create(self, raw: str) -> None:
-        argv = raw.split()
-        if argv:
-            try:
-                self._create(argv)
-            except ProbeError as e:
-                raise KernelError(e.errno)
+        run_probe_command(raw, self._create)
 
     def _create(self, argv: list[str]) -> None:
         raise NotImplementedError

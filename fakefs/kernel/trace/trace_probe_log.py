@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 
+from ..fs.pseudo import KernelError
+
 ERRORS = [
     ("FILE_NOT_FOUND", "Failed to find the given file"),
     ("NO_REGULAR_FILE", "Not a regular file"),
@@ -102,6 +104,17 @@ class ProbeError(Exception):
     def __init__(self, err: int):
         super().__init__(err)
         self.errno = err
+
+
+def run_probe_command(raw: str, create) -> None:
+    """A probe kind's ``dyn_event_operations.create``: ``create(argv)`` of the
+    command's words (none: nothing), a ProbeError answered as its errno."""
+    argv = raw.split()
+    if argv:
+        try:
+            create(argv)
+        except ProbeError as e:
+            raise KernelError(e.errno)
 
 
 class ProbeLog:

@@ -5,22 +5,17 @@ import errno
 import pytest
 
 import ftrace_helpers
+import probe_helpers
 from ftrace_helpers import MS, entries
-from probe_helpers import add, fresh, last_error
+from probe_helpers import add, last_error
 from kfiles import errno_of, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
 KC = "kmem/kmem_cache_alloc"
 
 
-@pytest.fixture
-def k(booted):
-    return fresh(booted[0])
-
-
-@pytest.fixture
-def clock(booted):
-    return booted[1]
+k = probe_helpers.k                         # (fixtures: the shared kernel, fresh)
+clock = probe_helpers.clock
 
 
 

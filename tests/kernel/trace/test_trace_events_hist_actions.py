@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from ftrace_helpers import APPEND, MS, boot
+import ftrace_helpers
+from ftrace_helpers import APPEND, MS
 from kfiles import errno_of, rd, reset_triggers, wr
 
 WAKING = "events/sched/sched_waking/"
@@ -15,9 +16,7 @@ SWITCH = "events/sched/sched_switch/"
 LAT = "events/synthetic/wakeup_latency/"
 
 
-@pytest.fixture(scope="module")
-def booted():
-    return boot()
+booted = ftrace_helpers.booted              # the shared kernel
 
 
 @pytest.fixture

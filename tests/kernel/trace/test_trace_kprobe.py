@@ -7,21 +7,15 @@ import re
 import pytest
 
 import ftrace_helpers
+import probe_helpers
 from ftrace_helpers import APPEND, MS, entries
-from probe_helpers import fresh
 from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
 
 
-@pytest.fixture
-def k(booted):
-    return fresh(booted[0])
-
-
-@pytest.fixture
-def clock(booted):
-    return booted[1]
+k = probe_helpers.k                         # (fixtures: the shared kernel, fresh)
+clock = probe_helpers.clock
 
 
 def add(k, cmd, path="kprobe_events"):
