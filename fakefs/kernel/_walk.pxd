@@ -27,6 +27,11 @@ cdef class Frame:
     # the innermost interrupt entry's, and whether the idle loop is below),
     # made with it
     cdef public int ctx
+    # how many calls the walk made from it, and whether the walk made the
+    # call of it from its parent (walkgraph: a frame repeats what it did;
+    # a walk on the side changes neither)
+    cdef public long visits
+    cdef public bint called
 
     cdef tuple make_stack(self)
 
@@ -63,7 +68,9 @@ cdef class Walker:
     cdef Graph g
     cdef Table table
     cdef int maxd, irqd
-    cdef double pirq, ppre, preempt_cut
+    cdef double pirq, ppre, preempt_cut, novelty
+    cdef bint remember          # the walk's own run (not one on the side): frames learn
+    cdef long cap               # frames made before the walk restarts them (walk.frame_cap)
 
     cdef double draw(self) except? -1.0
     cdef object child(self, Frame fr, int g)

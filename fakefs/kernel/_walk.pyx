@@ -32,7 +32,9 @@ from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 from fakefs.kernel import walkgraph as _wg
 
 cdef int F_TRACE = _wg.F_TRACE, F_HALT = _wg.F_HALT, F_SWITCH = _wg.F_SWITCH
+cdef int F_DISPATCH = _wg.F_DISPATCH
 cdef int ENTER = 0, RESUME = 1
+cdef int REDRAWS = _wg.REDRAWS
 
 
 cdef class Frame:
@@ -57,6 +59,8 @@ cdef class Frame:
         self.mode = mode
         self.call = None
         self.ctx = ctx
+        self.visits = 0
+        self.called = False
 
     @property
     def stack(self):
@@ -181,6 +185,15 @@ cdef inline int bisect_right(double *a, int lo, int hi, double x):
     return lo
 
 
+cdef inline bint _made(PyObject *hit):
+    """A frame's kid (from its ``kids``) is a call the walk made from it
+    (not one only made elsewhere, nor one it cannot make: False; whether a
+    kid is there must not change the draws)."""
+    if hit is NULL or <object> hit is False:
+        return False
+    return (<Frame> hit).called
+
+
 @cython.final
 cdef class Walker:
     """One CPU's walk for a stretch of calls: what ``run()`` reads of the
@@ -200,6 +213,9 @@ cdef class Walker:
         self.pirq = walk.p_irq
         self.ppre = self.pirq + walk.p_preempt
         self.preempt_cut = self.pirq + 0.6 * walk.p_preempt
+        self.novelty = walk.novelty
+        self.remember = not walk.aside
+        self.cap = walk.frame_cap if walk.frame_cap is not None else 1 << 62
         self._task(c.ts)
 
     cdef double draw(self) except? -1.0:
@@ -252,10 +268,10 @@ cdef class Walker:
         cdef double *again = self.g.again
         cdef list ints = self.g.ints
         cdef int maxd = self.maxd, irqd = self.irqd
-        cdef double pirq = self.pirq, ppre = self.ppre
+        cdef double pirq = self.pirq, ppre = self.ppre, novelty = self.novelty
         cdef bint stop_at_trace = not (until_switch or until_halt)
         cdef Frame fr, k
-        cdef int ph, f, fl, gi, i, lo
+        cdef int ph, f, fl, gi, i, j, lo, hi
         cdef double r, x
         cdef Table table = self.table
         cdef PyObject *hit
@@ -334,25 +350,46 @@ cdef class Walker:
                 if not table.has[f] or fr.depth >= maxd or self.draw() >= again[f]:
                     fr = fr.parent
                     continue
-            # call one of f's callees
+            # call one of f's callees, drawn from f's table; one this frame
+            # has not called yet only with chance novelty / (calls it made +
+            # novelty), else drawn again (walkgraph: a frame repeats what it did)
             lo = table.off[f]
-            x = self.draw() * table.total[f]
-            gi = table.callee[bisect_right(table.cum, lo, table.off[f + 1], x)]
-            k = None
+            hi = table.off[f + 1]
+            gi = table.callee[bisect_right(table.cum, lo, hi, self.draw() * table.total[f])]
+            got = False
             if gi >= 0:
                 hit = PyDict_GetItem(fr.kids, ints[gi])
-                if hit is NULL:
-                    got = self.child(fr, gi)
-                else:
-                    got = <object> hit
+                if (not _made(hit) and fr.visits and not flags[f] & F_DISPATCH
+                        and self.draw() * (fr.visits + novelty) >= novelty):
+                    for j in range(REDRAWS):
+                        gi = table.callee[bisect_right(table.cum, lo, hi,
+                                                       self.draw() * table.total[f])]
+                        if gi < 0:
+                            break
+                        hit = PyDict_GetItem(fr.kids, ints[gi])
+                        if _made(hit):
+                            break
+                if gi >= 0:
+                    if hit is NULL:
+                        if frames.count > self.cap and self.remember:
+                            # (here, not between calls: where the walk is
+                            # the same whichever path runs it)
+                            self.fr, self.ph = fr, ph
+                            self.flush()
+                            walk.restart_frames()
+                        got = self.child(fr, gi)
+                    else:
+                        got = <object> hit
+            if self.remember:
+                fr.visits += 1
                 if got is not False:
-                    k = <Frame> got
-            if k is None:               # "_", or not from this mode: return
+                    (<Frame> got).called = True
+            if got is False:            # "_", or not from this mode: return
                 fr, ph = fr.parent, RESUME
                 continue
-            fr = k
+            fr = <Frame> got
             ph = ENTER
-            if flags[gi] & F_TRACE and stop_at_trace:
+            if flags[fr.fn] & F_TRACE and stop_at_trace:
                 self.fr, self.ph = fr, ENTER
                 return fr
         self.fr, self.ph = fr, ph

@@ -31,6 +31,7 @@ class CallGraph:
         self.usermode: set[str] = set()
         self.kernelmode: set[str] = set()
         self.notidle: set[str] = set()
+        self.dispatch: set[str] = set()
         self.again: dict[str, float] = {}
         self.irq: list[tuple[str, float]] = []
         self.helpers: list[tuple[str, float]] = []
@@ -68,6 +69,8 @@ class CallGraph:
                     g.kernelmode.update(args)
                 elif word == "%notidle":
                     g.notidle.update(args)
+                elif word == "%dispatch":
+                    g.dispatch.update(args)
                 elif word == "%again":
                     for name in args[1:]:
                         g.again[name] = float(args[0])
@@ -123,7 +126,8 @@ class CallGraph:
     def tokens(self):
         """Every name token the description mentions."""
         seen = set(self.notrace | self.loop | self.halt | self.switch | set(self.again)
-                   | self.entry | self.usermode | self.kernelmode | self.notidle)
+                   | self.entry | self.usermode | self.kernelmode | self.notidle
+                   | self.dispatch)
         for c, es in self.calls.items():
             seen.add(c)
             seen.update(t for t, _ in es)

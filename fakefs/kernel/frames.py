@@ -140,5 +140,6 @@ class Frames:
         for fr in kept:
             while fr is not None:
                 fr.kids = {}
+                fr.visits = 0           # (what it called is forgotten with its kids)
                 self._kept.append(fr)
                 fr = fr.parent

@@ -20,7 +20,7 @@ from collections import deque
 from . import _walk
 from ._walk import Graph, run, run_many
 from .frames import ENTER, RESUME
-from .walkgraph import F_SWITCH, IDLE, KMODE, UMODE
+from .walkgraph import F_SWITCH, IDLE, KMODE, NOVELTY, UMODE
 
 ADOPTED_KEPT = 1024        # walk states of tasks the task table does not have
 
@@ -74,6 +74,15 @@ class Walk:
         p = wg.graph.params
         self.p_irq = p.get("irq", 0.0025)
         self.p_preempt = p.get("preempt", 0.004)
+        self.novelty = p.get("novelty", NOVELTY)
+        # set while a run on the side (Workload._aside) leaves what the
+        # frames have called as it was
+        self.aside = False
+        # the bound on memory: past ``frame_cap`` frames, the walk calls
+        # ``restart_frames()`` where it is about to make one more (the owner
+        # sets both; the frames' memory of what they called goes with them)
+        self.frame_cap: int | None = None
+        self.restart_frames = None
         self.switch_hooks: list = []
         # set when a machine decides who runs (``follow``): the walk then
         # never switches tasks by itself

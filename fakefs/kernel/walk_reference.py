@@ -15,7 +15,7 @@ import contextlib
 
 from . import walk as walk_module
 from .frames import ENTER, RESUME
-from .walkgraph import F_HALT, F_SWITCH, F_TRACE, pick
+from .walkgraph import F_DISPATCH, F_HALT, F_SWITCH, F_TRACE, REDRAWS, pick
 
 
 def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
@@ -32,6 +32,9 @@ def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
     irqd = maxd - 8
     frames = self.frames
     irq_table = self.wg.irq_table
+    novelty = self.novelty
+    remember = not self.aside
+    cap = self.frame_cap if self.frame_cap is not None else 1 << 62
     for _ in range(limit):
         if fr is None:
             # in user space: enter the kernel (or take an interrupt)
@@ -104,12 +107,32 @@ def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
             if e is None or fr.depth >= maxd or rnd() >= again[f]:
                 fr = fr.parent
                 continue
-        # call one of f's callees
+        # call one of f's callees (one this frame has not called yet only
+        # now and then: walkgraph, "a frame repeats what it did")
         callees, cum, total = e
         g = callees[bisect_right(cum, rnd() * total)]
-        k = fr.kids.get(g)
-        if k is None:
-            k = frames.child(fr, g) if g >= 0 else False
+        k = False
+        if g >= 0:
+            k = fr.kids.get(g)
+            if (not _made(k) and fr.visits and not flags[f] & F_DISPATCH
+                    and rnd() * (fr.visits + novelty) >= novelty):
+                for _j in range(REDRAWS):
+                    g = callees[bisect_right(cum, rnd() * total)]
+                    if g < 0:
+                        k = False
+                        break
+                    k = fr.kids.get(g)
+                    if _made(k):
+                        break
+            if k is None:
+                if frames.count > cap and remember:
+                    ts.frame, ts.phase = fr, ph
+                    self.restart_frames()
+                k = frames.child(fr, g)
+        if remember:
+            fr.visits += 1
+            if k is not False:
+                k.called = True
         if k is False:              # "_", or not from this mode: return
             fr, ph = fr.parent, RESUME
             continue
@@ -121,6 +144,12 @@ def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
     ts.frame, ts.phase = fr, ph
     return ts.task, fr
 
+
+
+def _made(k):
+    """A frame's kid is a call the walk made from it (not one only made
+    elsewhere, nor one it cannot make)."""
+    return k is not None and k is not False and k.called
 
 
 def run_many(self, c, rng, n):

@@ -111,6 +111,7 @@ class Workload:
         self.reach = Reach(self.wg, self.frames, p.get("event_irq", 0.08))
         table = tasks if tasks is not None else load_tasks()
         self.walk = Walk(kernel, self.wg, self.frames, self.reach, table.idle_profiles)
+        self.walk.frame_cap, self.walk.restart_frames = FRAME_CAP, self._maybe_restart_cache
         self._event_memo: dict[tuple, list] = {}      # event_stack(): paths seen
         self.sources = AllocCallers(self.ks)   # source callers of the call sites the graph lacks
         self.call_sites = CallSites(self.wg, self.frames, self.walk, self.sources)
@@ -142,8 +143,6 @@ class Workload:
     # ---------------------------------------------------------- public API
     def sample(self, rng, cpu):
         """One traced function call on ``cpu``: (running task, its stack)."""
-        if self.frames.count > FRAME_CAP:
-            self._maybe_restart_cache()
         task, fr = self.walk.run(self.walk.cpus[cpu], rng)
         return task, fr.stack
 
@@ -158,10 +157,8 @@ class Workload:
 
     def stretch(self, cpu):
         """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``,
-        or the compiled writer's ``_trace_function.write_calls``), after the
-        bound on memory."""
-        if self.frames.count > FRAME_CAP:
-            self._maybe_restart_cache()
+        or the compiled writer's ``_trace_function.write_calls``); the walk
+        restarts the frames itself when they are too many (``Walk.frame_cap``)."""
         return self.walk, self.walk.cpus[cpu]
 
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
@@ -383,16 +380,19 @@ class Workload:
     @contextlib.contextmanager
     def _aside(self):
         """A run of the walk on the side: every task and CPU is put back
-        where it was after it, and no switch hook hears of it."""
+        where it was after it, no switch hook hears of it, and the frames'
+        memory of what they called is left as it was (``walk.aside``)."""
         sched = self.kernel.sched
         saved_cpus = [(c, c.ts, c.halt) for c in self.walk.cpus]
         saved_tasks = [(ts, ts.frame, ts.phase) for c in self.walk.cpus
                        for ts in [c.idle] + c.rq]
         saved_curr = list(sched.curr)
         hooks, self.walk.switch_hooks = self.walk.switch_hooks, []
+        self.walk.aside = True
         try:
             yield self.walk
         finally:
+            self.walk.aside = False
             self.walk.switch_hooks = hooks
             for c, cts, halt in saved_cpus:
                 c.ts, c.halt = cts, halt
@@ -411,8 +411,6 @@ class Workload:
                 for c in walk.cpus:
                     hits: dict[int, int] = {}
                     for _ in range(n_per_cpu):
-                        if self.frames.count > FRAME_CAP:
-                            self._maybe_restart_cache()
                         _task, fr = walk.run(c, rng)
                         hits[fr.fn] = hits.get(fr.fn, 0) + 1
                     counts.append(hits)

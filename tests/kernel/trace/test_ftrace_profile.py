@@ -153,8 +153,8 @@ def test_the_rate_and_the_table(k, clock):
         t = table(text)
         assert 0.98 * 2 * R_CALLS < sum(t.values()) < 1.08 * 2 * R_CALLS
         assert len(t) > 1000                 # a long tail
-        top = list(t)[:30]
-        assert "update_curr" in top and "try_to_wake_up" in top
+        top = list(t)[:50]     # (a frame repeats what it did: the mix varies by seed)
+        assert "update_curr" in top[:10] and "try_to_wake_up" in top
         assert 400 < t["schedule"] < 20000        # hundreds a second
         assert t["schedule"] > t.get("do_sys_openat2", 0)
 
@@ -194,7 +194,7 @@ def test_the_global_filter_counts_from_its_change(k, clock):
     assert {f: n for f, n in t.items() if f != "schedule"} == \
         {f: n for f, n in before.items() if f != "schedule"}
     rate = (t["schedule"] - before["schedule"])
-    assert 9 * rate < t["schedule"] < 13 * rate        # ~11 s of schedule()
+    assert 8 * rate < t["schedule"] < 14 * rate        # ~11 s of schedule() (its rate varies)
     # notrace wins, and an instance's filter is not the global one
     wr(k, "set_ftrace_notrace", "schedule\n")
     k.tracing.instance_mkdir("prof")

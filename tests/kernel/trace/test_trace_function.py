@@ -75,11 +75,11 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
     ("fakefs.fn_rate=200000", [("buffer_size_kb", "16"), ("current_tracer", "function")], True),
     ("fakefs.fn_rate=100000", [("buffer_size_kb", "32"), ("options/overwrite", "0"),
                                ("current_tracer", "function")], False),
-    ("fakefs.fn_rate=50000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
-                              ("events/sched/enable", "1"), ("events/irq/enable", "1")], True),
+    ("fakefs.fn_rate=200000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
+                               ("events/sched/enable", "1"), ("events/irq/enable", "1")], True),
     ("fakefs.fn_rate=50000", [("buffer_size_kb", "128"), ("current_tracer", "function"),
                               ("options/stacktrace", "1"), ("options/stackmap", "1")], True),
-    ("fakefs.fn_rate=50000 ftrace_stackmap.bits=10",        # the map fills: drops
+    ("fakefs.fn_rate=400000 ftrace_stackmap.bits=10",       # the map fills: drops
      [("buffer_size_kb", "128"), ("current_tracer", "function"), ("options/stacktrace", "1"),
       ("options/stackmap", "1")], False),
     ("fakefs.fn_rate=30000", [("buffer_size_kb", "64"), ("current_tracer", "function"),

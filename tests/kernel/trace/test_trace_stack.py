@@ -233,7 +233,7 @@ def test_do_softirq_runs_on_the_irq_stack(kc):
     names = wl.wg.names
     rng = random.Random(2)
     seen = {"softirq": 0, "task": 0}
-    for fr in wl.calls_aside(rng, 20000):
+    for fr in wl.calls_aside(rng, 60000):
         chain = []
         f = fr
         while f is not None:
