@@ -67,10 +67,10 @@ NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 # distinct stacks kept before the path cache restarts: ~0.3 kB a frame now
 # with what tracing caches of its stack (+22 MB of RSS from 25k to 100k), so
-# ~30-55 MB at most.  The function tracer meets ~28k distinct stacks in its
-# first 0.5 s and ~100k in 3.5 s (a long tail of rare paths): with 25k the
-# cache restarted every ~0.5 s and the function tracer ran 0.45 sim s a CPU
-# s, with 100k 0.57-0.64 (python -m fakefs.bench engine)
+# ~30-55 MB at most.  When every call was drawn afresh the function tracer
+# met ~28k distinct stacks in its first 0.5 s and ~100k in 3.5 s, and a cap
+# of 25k restarted the cache every ~0.5 s; since frames repeat what they did
+# (walkgraph) it meets ~7k in a second and ~11k in two
 FRAME_CAP = 100_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
