@@ -23,8 +23,9 @@ from ..fuse.heap import GC_THRESHOLD
 from ..kernel.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"
-# a second: sustained tracing meets the path cache's restarts (the
-# function tracer fills FRAME_CAP's stacks in seconds), a shorter span would not
+# a second: sustained tracing, past the first new stacks of a frame tree that
+# repeats itself (~7,000 a busy second: walkgraph); a shorter span would be
+# mostly warm-up
 SPAN_NS = 1_000_000_000
 STEP_NS = 10_000_000
 ROUNDS = 3
