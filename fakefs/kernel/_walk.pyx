@@ -270,7 +270,7 @@ cdef class Walker:
         cdef int maxd = self.maxd, irqd = self.irqd
         cdef double pirq = self.pirq, ppre = self.ppre, novelty = self.novelty
         cdef bint stop_at_trace = not (until_switch or until_halt)
-        cdef Frame fr, k
+        cdef Frame fr
         cdef int ph, f, fl, gi, i, j, lo, hi
         cdef double r, x
         cdef Table table = self.table

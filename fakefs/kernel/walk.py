@@ -72,7 +72,7 @@ class Walk:
         self.max_depth = wg.max_depth
         self.cgraph = Graph(wg)          # the graph's arrays as the compiled run() reads them
         p = wg.graph.params
-        self.p_irq = p.get("irq", 0.0025)
+        self.p_irq = p.get("irq", 0.001)
         self.p_preempt = p.get("preempt", 0.004)
         self.novelty = p.get("novelty", NOVELTY)
         # set while a run on the side (Workload._aside) leaves what the
