@@ -23,7 +23,10 @@ someone looks (a read of either file, a change of the filter or of the
 switch), the stretch since the last look is drawn as up to ``DRAWS_MAX``
 calls, as many as the functions the filter takes get at the function
 tracer's rate (``fn_rate``, their share of ``Workload.call_profile()``);
-the deepest is the maximum the kernel would have found.  While
+the deepest is the maximum the kernel would have found.  A read of
+``stack_trace`` measures the reader's own call of ``mutex_lock`` (see
+READER_CALL): just after ``0 > stack_max_size`` that shallow stack is the
+maximum, as on a kernel, even when no simulated time has passed.  While
 ``ftrace_enabled`` is 0 no call reaches the ops.  The ops (static,
 ``func`` = ``stack_trace_call``) is listed in ``enabled_functions`` with
 the others (ftrace_ops_list.py).
@@ -42,6 +45,7 @@ from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_probes import PROBE_COMMANDS
 from .ftrace_records import ftrace_records
+from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
 from .trace_parser import user_ulong
 
@@ -50,6 +54,11 @@ STACK_TRACE_ENTRIES = 500
 BOTTOM = 21 * 8 + 8       # pt_regs at the top of the stack, then the entry code's return address
 DRAWS_MAX = 1000          # calls measured per look at most
 SOFTIRQ_STACK = "__do_softirq"   # do_softirq_own_stack(): the rest runs on the irq stack
+# A read of stack_trace is itself measured once: seq_read_iter() takes the
+# seq_file's mutex before t_start() turns the tracer off on this CPU.
+# (The reader's call, innermost first, as a read(2) of a seq_file reaches it.)
+READER_CALL = ("mutex_lock", "seq_read_iter", "seq_read", "vfs_read", "ksys_read",
+               "__x64_sys_read", "x64_sys_call", "do_syscall_64", "entry_SYSCALL_64_after_hwframe")
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 DISABLED = ("#\n"
             "#  Stack tracer disabled\n"
@@ -209,6 +218,25 @@ class StackTracer:
         self.max_size = entries[0][1]
         self.entries = entries
 
+    def reader_call(self) -> None:
+        """The call of ``mutex_lock`` a read of ``stack_trace`` makes
+        (READER_CALL), measured if the ops is on and its filter takes it."""
+        wl = self.kernel.workload
+        if not self.registered or wl is None or not ftrace_calls_enabled(self.kernel):
+            return
+        ids = [wl.wg.ids.get(name) for name in READER_CALL]
+        if None in ids:
+            return
+        targets = self._targets(wl)
+        if targets is not None and ids[0] not in targets:
+            return
+        site_of = wl.frames.site_of
+        stack = (wl.wg.entry[ids[0]],) + tuple(site_of(f, g) for g, f in zip(ids, ids[1:]))
+        entries = stack_entries([wl.wg.names[i] for i in ids], stack)
+        if entries[0][1] > self.max_size:
+            self.max_size = entries[0][1]
+            self.entries = entries
+
     def _entries_of(self, wl, fr):
         """(return address, depth) of the stack of ``fr``, innermost first;
         None on an interrupt stack."""
@@ -225,18 +253,9 @@ class StackTracer:
             if f.irq or names[f.fn] == SOFTIRQ_STACK:
                 chain = None
                 break
-            chain.append(f)
+            chain.append(names[f.fn])
             f = f.parent
-        got = None
-        if chain:
-            n = min(len(chain), len(fr.stack), STACK_TRACE_ENTRIES - 1)
-            depth = [0] * n
-            depth[n - 1] = BOTTOM
-            for i in range(n - 2, 0, -1):
-                depth[i] = depth[i + 1] + frame_size(names[chain[i].fn])
-            if n > 1:
-                depth[0] = depth[1] + 8       # traced at entry: only its return address
-            got = list(zip(fr.stack[:n], depth))
+        got = stack_entries(chain, fr.stack) if chain else None
         self._depths[fr] = got
         return got
 
@@ -259,12 +278,27 @@ class StackTracer:
         return "%d\n" % (v - (1 << 64) if v >> 63 else v)     # %ld of an unsigned long
 
 
+def stack_entries(chain: list, stack: tuple) -> list:
+    """(return address, depth) of a stack: ``chain`` the function names,
+    ``stack`` the return addresses (innermost first, the traced call's
+    entry first)."""
+    n = min(len(chain), len(stack), STACK_TRACE_ENTRIES - 1)
+    depth = [0] * n
+    depth[n - 1] = BOTTOM
+    for i in range(n - 2, 0, -1):
+        depth[i] = depth[i + 1] + frame_size(chain[i])
+    if n > 1:
+        depth[0] = depth[1] + 8       # traced at entry: only its return address
+    return list(zip(stack[:n], depth))
+
+
 # --------------------------------------------------------------------- files
 class StackTraceOps(FileOperations):
     """stack_trace (``stack_trace_fops``)."""
 
     def show(self, f):
         f.data.catch_up()
+        f.data.reader_call()
         return f.data.trace_text()
 
 

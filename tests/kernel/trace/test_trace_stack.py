@@ -249,3 +249,29 @@ def test_do_softirq_runs_on_the_irq_stack(kc):
             assert [a for a, _d in entries] == list(fr.stack)
             seen["task"] += 1
     assert seen["softirq"] and seen["task"]
+
+
+def test_a_read_measures_its_own_call(kc):
+    """seq_read_iter() takes the seq_file's mutex before t_start() turns the
+    tracer off: with no simulated time since ``0 > stack_max_size`` the
+    reader's ``mutex_lock`` is the maximum (func_stack_tracer.tc's first read
+    with a ``*lock*`` filter needs it), and only while the ops takes it."""
+    k, _clock = kc
+    wr(k, "stack_trace_filter", "mutex_lock\n")
+    enable(k)
+    wr(k, "stack_max_size", "0\n")
+    got = parse(rd(k, "stack_trace"))
+    assert [e[3] for e in got] == ["mutex_lock", "seq_read_iter", "seq_read", "vfs_read", "ksys_read",
+                                   "__x64_sys_read", "x64_sys_call", "do_syscall_64",
+                                   "entry_SYSCALL_64_after_hwframe"]
+    assert got[0][2] == 8 and got[-1][1] == BOTTOM
+    assert rd(k, "stack_max_size") == "%d\n" % got[0][1]
+    # a filter without mutex_lock, the tracer off, ftrace_enabled 0: not measured
+    for setup, undo in ((("stack_trace_filter", "schedule\n", TRUNC), ("stack_trace_filter", "mutex_lock\n", TRUNC)),
+                        (("stack_tracer_enabled", "0\n", TRUNC, P), ("stack_tracer_enabled", "1\n", TRUNC, P)),
+                        (("ftrace_enabled", "0\n", TRUNC, P), ("ftrace_enabled", "1\n", TRUNC, P))):
+        wr(k, *setup)
+        wr(k, "stack_max_size", "0\n")
+        rd(k, "stack_trace")
+        assert rd(k, "stack_max_size") == "0\n", setup
+        wr(k, *undo)
