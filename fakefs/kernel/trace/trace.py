@@ -438,6 +438,7 @@ class Tracing:
         self.global_trace = TraceArray(self, None)
         self.printk_trace = self.global_trace      # where trace_printk() writes
         self.tracing_thresh = 0                   # ns (trace_latency_files)
+        self.graph = None                         # trace_functions_graph.GraphHashes, on first use
         self.instances: dict[str, TraceArray] = {}
         # the instances that ever had an event, a trigger, a tracer, a probe
         # or a fork-following flag (``TraceArray.engage``): the others

@@ -225,6 +225,13 @@ class TraceActivity:
         # (options/function-trace is the latency tracers' switch: the
         # function tracer does not look at it)
         fn_trs = [tr for tr in live if calls and tr.current.name == "function"]
+        # function_graph arrays take every call of the walk, in a row, and
+        # keep their own return stacks (trace_functions_graph.py); one
+        # that does not record now has nothing pushed meanwhile
+        gr_trs = [tr for tr in live if calls and tr.current.name == "function_graph"]
+        for tr in arrays:
+            if tr.current.name == "function_graph" and tr not in gr_trs:
+                tr.current.forget()
         ev_trs = [tr for tr in live if tr.enabled_events]
         plain_fn = [tr for tr in fn_trs if tr.ftrace_ops is None or not tr.ftrace_ops.filtering()]
         filt_fn = [tr for tr in fn_trs if tr not in plain_fn]
@@ -233,8 +240,8 @@ class TraceActivity:
             self.stack_context.follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
-        if self.backlog.untraced(t0, t1) or (not plain_fn and not ev_trs and not targets
-                                            and not self.tp_hooks):
+        if self.backlog.untraced(t0, t1) or (not plain_fn and not gr_trs and not ev_trs
+                                            and not targets and not self.tp_hooks):
             for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
                 if driven:
                     wl.follow(cpu, self.curr[cpu])
@@ -251,13 +258,13 @@ class TraceActivity:
                 wl.follow(cpu, self.curr[cpu])   # the window starts with who ran then
         dt = (t1 - t0) / 1e9
         span = t1 - t0
-        moving = bool(plain_fn or targets)
+        moving = bool(plain_fn or gr_trs or targets)
         per_cpu = []
         self._recorders = None if acting else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             calls = []            # the plain function calls' instants, apart
-            if plain_fn:
+            if plain_fn or gr_trs:
                 n = self._count((cpu, None), self.fn_rate, dt)
                 calls = call_instants(rng, t0, span, n)     # (sorted)
             for group in targets:
@@ -280,7 +287,8 @@ class TraceActivity:
                 continue
             occ.sort(key=lambda o: (o[0], o[1]))
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
-                   [tr for tr in filt_fn if tr.cpumask >> cpu & 1])
+                   [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
+                   [tr for tr in gr_trs if tr.cpumask >> cpu & 1])
             if not acting:
                 self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls)
             else:
@@ -296,18 +304,21 @@ class TraceActivity:
         """The occurrences ``occ`` on ``cpu`` in time order, and among them
         the plain function calls at the instants ``calls`` (in order; one
         goes after the machine's hits of its instant, before its events)."""
-        ftrs, filtered = trs
+        ftrs, filtered, graph = trs
         j = 0
         for ts, _id, ev in occ:
             if j < len(calls) and calls[j] <= ts:
                 k = bisect_left(calls, ts, j) if _id < 0 else bisect_right(calls, ts, j)
                 if k > j:
-                    self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs)
+                    self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs, graph)
                     j = k
             if _id == MACHINE:
                 self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu)
             elif ev is None:
-                self._function_call(ftrs, wl, rng, cpu, ts, probe_trs)
+                if graph:
+                    self._function_calls(ftrs, wl, rng, cpu, [ts], probe_trs, graph)
+                else:
+                    self._function_call(ftrs, wl, rng, cpu, ts, probe_trs)
             elif type(ev) is CallGroup:
                 self._targeted_call(filtered, wl, rng, cpu, ts, probe_trs, ev.ids)
             elif ev is SWITCH:
@@ -315,7 +326,7 @@ class TraceActivity:
             else:
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
         if j < len(calls):
-            self._function_calls(ftrs, wl, rng, cpu, calls[j:], probe_trs)
+            self._function_calls(ftrs, wl, rng, cpu, calls[j:], probe_trs, graph)
 
     def _follow(self, wl, cpu, hit) -> None:
         if hit[1] == "sched_switch":
@@ -477,12 +488,17 @@ class TraceActivity:
                     g.rates[cpu] *= TARGETED_MAX / total
         return tuple(groups)
 
-    def _function_calls(self, trs, wl, rng, cpu, times, probe_trs) -> None:
+    def _function_calls(self, trs, wl, rng, cpu, times, probe_trs, graph=()) -> None:
         """Function calls at ``times`` with nothing else between them.  When
         every array records each call as it comes (no pid list or notrace,
         no repeats check, no probe or kprobe on calls), their entries (and
         stacks) are made and written in one go: the same entries, in the
-        same order, from the same draws as one ``_function_call()`` each."""
+        same order, from the same draws as one ``_function_call()`` each.
+        With ``graph`` arrays (function_graph) the calls are made in a row
+        and each array takes them (and the function tracers one by one)."""
+        if graph:
+            self._graph_calls(trs, wl, rng, cpu, times, probe_trs, graph)
+            return
         if not trs:
             return
         self.backlog.calls += len(times)
@@ -511,6 +527,23 @@ class TraceActivity:
         entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
         for tr in trs:
             tr.current.record_calls(tr, cpu, entries, frames)
+
+    def _graph_calls(self, trs, wl, rng, cpu, times, probe_trs, graph) -> None:
+        """The calls at ``times`` for function_graph arrays (and function
+        tracers beside them: the same calls, each as ``_record_call()``)."""
+        self.backlog.calls += len(times)
+        runs = wl.sample_runs(rng, cpu, len(times))
+        self.stack_context.follow_frames(wl)
+        for tr in graph:
+            tr.current.record_runs(tr, cpu, runs, times, CALL_CONTEXT)
+        if trs:
+            i = 0
+            for task, frames in runs:
+                for fr in frames:
+                    stack = fr.stack
+                    self._record_call(trs, task, stack, cpu, times[i], wl.function_ip(stack),
+                                      probe_trs)
+                    i += 1
 
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:

@@ -12,6 +12,9 @@ TRACE_PRINT    ip                          buf (str, ends in a newline)
 TRACE_RAW_DATA id                          buf[] as shown (bytes)
 TRACE_FUNC_REPEATS (ip, parent_ip, count)  delta of the last repeat (clock units)
 TRACE_USER_STACK tgid                      tuple of user return addresses (at most 8)
+TRACE_GRAPH_ENT func                       depth
+TRACE_GRAPH_RET (func, depth, overrun,     -
+                calltime, rettime)
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -21,6 +24,8 @@ u8, pid int).
 
 TRACE_FN = 1
 TRACE_STACK = 4
+TRACE_GRAPH_RET = 10
+TRACE_GRAPH_ENT = 11
 TRACE_USER_STACK = 12
 TRACE_PRINT = 5
 TRACE_RAW_DATA = 18
@@ -43,6 +48,10 @@ TRACE_FLAG_BH_OFF = 0x80
 FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
 STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
 USERSTACK_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 * 8   # unsigned int tgid (padded), caller[8]
+# struct ftrace_graph_ent_entry: func, int depth; struct ftrace_graph_ret_entry
+# (packed, without CONFIG_FUNCTION_GRAPH_RETVAL): func, depth, overrun, calltime, rettime
+GRAPH_ENT_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4
+GRAPH_RET_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4 + 4 + 8 + 8
 FUNC_REPEATS_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 + 2 + 2 + 4   # ip, parent_ip, count, delta
 
 

@@ -60,6 +60,8 @@ _PRINT_HDR = struct.Struct("<HBBiQ")
 _RAW_HDR = struct.Struct("<HBBiI")
 _REPEATS = struct.Struct("<HBBiQQHHI")
 _USTACK = struct.Struct("<HBBiI4x8Q")
+_GRAPH_ENT = struct.Struct("<HBBiQi")
+_GRAPH_RET = struct.Struct("<HBBiQiIQQ")
 
 _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
 
@@ -222,6 +224,11 @@ class RecordEncoder:
             delta = entry[6]
             return _REPEATS.pack(t, flags, pc, pid, ip, parent, count & 0xffff,
                                  (delta >> 32) & 0xffff, delta & 0xFFFFFFFF)
+        if t == te.TRACE_GRAPH_ENT:
+            return _GRAPH_ENT.pack(t, flags, pc, pid, entry[5], entry[6])
+        if t == te.TRACE_GRAPH_RET:
+            func, depth, overrun, calltime, rettime = entry[5]
+            return _GRAPH_RET.pack(t, flags, pc, pid, func, depth, overrun, calltime, rettime)
         if t == te.TRACE_RAW_DATA:
             return _RAW_HDR.pack(t, flags, pc, pid, entry[5] & 0xFFFFFFFF) + bytes(entry[6])
         ev = self.tracing.events_by_id.get(t)

@@ -16,6 +16,7 @@ from .trace_activity import register_trace_activity
 from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
+from .trace_functions_graph import GraphTracer, graph_tracefs
 from .trace_dynevent import DynamicEventsOps, DynEvents
 from .trace_eprobe import init_eprobe_trace
 from .trace_events_synth import init_synth_trace
@@ -79,6 +80,8 @@ def tracer_init_tracefs(kernel) -> None:
     if not kernel.config.enabled("TRACING"):
         return
     tracers = [FunctionTracer] if kernel.config.enabled("FUNCTION_TRACER") else []
+    if tracers and kernel.config.enabled("FUNCTION_GRAPH_TRACER"):
+        tracers.insert(0, GraphTracer)
     tracing = Tracing(kernel, tracers, init_tracer_tracefs)
     kernel.tracing = tracing
     gt = tracing.global_trace
@@ -107,6 +110,8 @@ def tracer_init_tracefs(kernel) -> None:
         gt.stackmap = FtraceStackMap(tracing.stackmap_bits, kernel.nr_cpus, gt,
                                      rng=kernel.subsystem_rng("stackmap"))
     init_tracer_tracefs(gt, root)
+    if GraphTracer in tracers:
+        graph_tracefs(kernel, root)
     create_top_level_files(tracing, root)
     dyn = None
     if kernel.kprobes is not None and kernel.config.enabled("KPROBE_EVENTS"):

@@ -12,6 +12,7 @@ from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
                            print_trace_header)
 from .trace_clock import clock_in_ns
+from .trace_functions_graph_output import GraphView, graph_lines
 from .trace_ref import ArrayFileOps
 
 # a trace_seq's text: TRACE_SEQ_SIZE (8192) less its other fields (64-bit)
@@ -190,6 +191,9 @@ class TraceOps(ArrayFileOps):
         # test_cpu_buff_start() belongs to the normal printer only
         annotate = annotate and not any(tr.flag(o) for o in ("bin", "hex", "raw"))
 
+        if tr.current.name == "function_graph":
+            return self._graph(tr, buf, help_text, nonempty, entries, total, lat)
+
         def gen():
             yield "# tracer: %s\n#\n" % tr.current.name
             if help_text is not None:
@@ -222,6 +226,21 @@ class TraceOps(ArrayFileOps):
                         yield "##### CPU %u buffer started ####\n" % cpu
                 yield line(e, cpu, prev[0][0] if prev is not None else None, idx)
                 idx += 1
+        return gen()
+
+    def _graph(self, tr, buf, help_text, nonempty, entries, total, lat):
+        """The function graph tracer's ``print_line``/``print_header``."""
+        view = GraphView(tr, formatter(tr), lat)
+        cpus = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
+        streams = [(cb.cpu, iter(cb.iter_events())) for cb in cpus]
+
+        def gen():
+            yield "# tracer: %s\n#\n" % tr.current.name
+            if help_text is not None:
+                yield help_text
+            else:
+                yield view.header(nonempty, lambda: print_trace_header(tr, entries, total))
+            yield from graph_lines(view, streams)
         return gen()
 
     def read(self, f, off, size):
@@ -281,6 +300,8 @@ class TracePipeOps(ArrayFileOps):
         # head of its CPU when printed, so it is its own "next" (delay 0),
         # and the index counts from 1 at each read (trace_iterator_reset())
         text = formatter(tr).printer(st["lat"])
+        if tr.current.name == "function_graph":
+            text = self._graph_text(tr, st)
         idx = 0
         while len(seq) < cnt:
             ev, st["held"] = st["held"], None
@@ -307,6 +328,22 @@ class TracePipeOps(ArrayFileOps):
         out, st["pending"] = bytes(seq[:size]), bytes(seq[size:])
         st["pos"] += len(out)
         return out
+
+    def _graph_text(self, tr, st):
+        """The function graph tracer's ``print_line`` for a consuming
+        reader (its ``pipe_open`` state kept with the open file): a leaf's
+        return, at the head of its CPU once the entry is taken, goes too."""
+        view = st.get("graph")
+        if view is None:
+            view = st["graph"] = GraphView(tr, formatter(tr), st["lat"])
+
+        def text(e, cpu, _next=None, _idx=0):
+            cb = tr.buffer.cpus[cpu]
+            s, took = view.line(e, cpu, cb.peek())
+            if took:
+                cb.consume()
+            return s
+        return text
 
     def poll(self, f):
         """``trace_poll()``: readable at once with ``options/block``; else

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..timer import JIFFY_NS, TIMER_ARRAYMASK, TIMER_ARRAYSHIFT, calc_wheel_index
+from . import trace_entries as te
 from .ring_buffer_bpage import Move
 from .trace_events_filter_fields import parse_field_decl
 
@@ -76,6 +77,12 @@ class ArgShifter:
         return shift
 
 
+def _graph_times(ret: tuple, since: int, d: int) -> tuple:
+    func, depth, overrun, calltime, rettime = ret
+    return (func, depth, overrun, calltime + d if calltime >= since else calltime,
+            rettime + d if rettime >= since else rettime)
+
+
 def _shift_pages(cb, since: int, du: int, args: dict) -> None:
     """Stamp ``du`` later every entry of ``cb`` from ``since`` on, and move
     the times in the fields of the events ``args`` holds (id: how): made as
@@ -99,6 +106,8 @@ def shift_tracing(tracing, backlog):
     def shift(d: int, since: int) -> None:
         d_j = d // JIFFY_NS
         moved = {i: partial(fn, d_ns=d, d_j=d_j) for i, fn in args.timed().items()}
+        # a function graph exit's calltime and rettime (trace_clock_local(), ns)
+        moved[te.TRACE_GRAPH_RET] = partial(_graph_times, since=since, d=d)
         for tr in tracing.arrays():
             reader = tr.clock_reader
             if reader is None:

@@ -1,0 +1,305 @@
+"""The function graph tracer (kernel/trace/trace_functions_graph.c, the
+return hooks of kernel/trace/fgraph.c, ``set_graph_function`` and
+``set_graph_notrace`` of kernel/trace/ftrace.c).
+
+The tracer writes an entry (``funcgraph_entry``: the function, its depth)
+when a traced function is called and an exit (``funcgraph_exit``: the
+function, its depth, when it was called and when it returned) when it
+returns.  Both come from the walk's calls: the calls of a CPU in a row
+(``Workload.sample_runs()``, at the function tracer's rate and instants)
+are what every task did, and each task's return stack is the chain of its
+traced frames.  When a task's next call is made from a frame below the
+ones it was last in, those returned in between: their exits are written on
+the CPU the task runs on then, just before that call, innermost first, so
+a parent's duration covers its children's and every CPU's stamps go
+forward.  A function runs until just before the task's next traced call.
+
+Which calls are pushed on a task's return stack and recorded, per array,
+follows ``function_graph_enter()`` / ``trace_graph_entry()``:
+``set_ftrace_filter``/``set_ftrace_notrace``/pid lists (``ops.match()``)
+decide whether the hook runs at all; a function in ``set_graph_notrace``
+is pushed unrecorded and nothing below it is pushed; with
+``set_graph_function`` set, only calls inside one of those functions are
+(``TRACE_GRAPH_FL``); ``max_graph_depth`` bounds the depth; with
+``funcgraph-irqs`` off hardirq calls are skipped; with ``tracing_thresh``
+only exits at least that long are written; a call whose entry the buffer
+does not take is not pushed.  Each array keeps its own return stacks (the
+kernel's depth counts every ops' pushes on one stack: with several arrays
+tracing, depths here count the array's own only).  Functions entered while
+the array was not recording are not on its stacks (their exits are not
+written), as the kernel's hooks find nothing pushed for them.
+
+``sleep-time`` off takes the time a task was switched out off its open
+calls (the calltime moves later by it).  No function of the model is in
+``__irqentry_text`` (x86's interrupt entries are ``noinstr``), so the
+``==========>`` markers never show.  ``funcgraph-retval`` needs
+CONFIG_FUNCTION_GRAPH_RETVAL, which Debian's build (and this one) leaves
+out.  The text output is ``trace_functions_graph_output.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_WRITE
+from ..walkgraph import FENTRY_IP, FENTRY_RET
+from . import trace_entries as te
+from .ftrace import ALL_ENABLED, NONE_DISABLED
+from .ftrace_files import FtraceRegexOps
+from .ftrace_ops_list import ftrace_ops_update
+from .ftrace_records import ftrace_records
+from .trace_nop import Tracer
+from .trace_parser import user_ulong
+
+TRACE_GRAPH_RET, TRACE_GRAPH_ENT = te.TRACE_GRAPH_RET, te.TRACE_GRAPH_ENT
+GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD = te.GRAPH_ENT_PAYLOAD, te.GRAPH_RET_PAYLOAD
+
+# ftrace's ip of a call: the frame's entry plus this (as trace_activity.CALL_IP_OFF)
+CALL_IP_OFF = FENTRY_IP - FENTRY_RET
+# what a function on a task's return stack is, for one array
+RECORDED = 0        # its entry was written (or, with tracing_thresh, would have been)
+NOTRACE = 1         # in set_graph_notrace: pushed, nothing below it is
+
+
+class Pushed:
+    """One function on a task's return stack (``struct ftrace_ret_stack``
+    with the array's view of it)."""
+
+    __slots__ = ("frame", "func", "depth", "calltime", "state", "sets_fl", "flags", "pc")
+
+    def __init__(self, frame, func, depth, calltime, state, sets_fl, flags, pc):
+        self.frame = frame
+        self.func = func
+        self.depth = depth
+        self.calltime = calltime
+        self.state = state
+        self.sets_fl = sets_fl          # it set TRACE_GRAPH_FL (a set_graph_function entry)
+        self.flags = flags
+        self.pc = pc
+
+
+class GraphHashes:
+    """``ftrace_graph_hash`` and ``ftrace_graph_notrace_hash`` (records of
+    ``ftrace_records()``), and ``fgraph_max_depth``: global, one of each."""
+
+    __slots__ = ("kernel", "funcs", "notrace", "max_depth", "skip_irqs")
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.funcs: set[int] = set()
+        self.notrace: set[int] = set()
+        self.max_depth = 0
+        self.skip_irqs = False          # ftrace_graph_skip_irqs (funcgraph-irqs off)
+
+    # --- set_graph_function / set_graph_notrace (FtraceRegexOps' owner) ----------
+    def process_regex(self, word: str, enable: bool) -> None:
+        """A word of ``ftrace_graph_write()``: a glob, no commands."""
+        self.set_hash(self.funcs if enable else self.notrace, word)
+
+    def clear_functions(self, notrace: bool) -> None:
+        """An O_TRUNC open starts from an empty hash."""
+        (self.notrace if notrace else self.funcs).clear()
+
+    def filter_text(self, notrace: bool) -> str:
+        """``g_show()``"""
+        hashed = self.notrace if notrace else self.funcs
+        if not hashed:
+            return NONE_DISABLED if notrace else ALL_ENABLED
+        recs = ftrace_records(self.kernel)
+        return "".join(recs.display(i) + "\n" for i in sorted(hashed))
+
+    def set_hash(self, target: set, word: str) -> None:
+        """``ftrace_graph_set_hash()``: a glob (``!`` removes); EINVAL when
+        nothing matched (or, removing, nothing was there)."""
+        recs, clear = ftrace_records(self.kernel).match(word, None)
+        if clear:
+            there = target & set(recs)
+            if not there:
+                raise KernelError(errno.EINVAL)
+            target.difference_update(there)
+            return
+        if not recs:
+            raise KernelError(errno.EINVAL)
+        target.update(recs)
+
+
+def graph_hashes(kernel) -> GraphHashes:
+    tracing = kernel.tracing
+    h = tracing.graph
+    if h is None:
+        h = tracing.graph = GraphHashes(kernel)
+    return h
+
+
+class GraphTracer(Tracer):
+    name = "function_graph"
+    allow_instances = True
+
+    def __init__(self, tr):
+        super().__init__(tr)
+        self.opts = self.tracer_options(tr.kernel.config)
+        self.stacks: dict[int, list] = {}       # pid -> its return stack (this array's pushes)
+        self.left: dict[int, int] = {}          # pid -> when it last ran (sleep-time off)
+        self.last_pid: list[int] = [-1] * tr.kernel.nr_cpus
+
+    @staticmethod
+    def tracer_options(config) -> dict:
+        """``trace_opts`` of 6.12 in order, with their defaults."""
+        opts = {"funcgraph-overrun": False, "funcgraph-cpu": True, "funcgraph-overhead": True,
+                "funcgraph-proc": False, "funcgraph-duration": True, "funcgraph-abstime": False,
+                "funcgraph-irqs": True, "funcgraph-tail": False, "sleep-time": True}
+        if config.enabled("FUNCTION_PROFILER"):
+            opts["graph-time"] = True
+        return opts
+
+    def init(self, tr) -> None:
+        """``graph_trace_init()``: ``register_ftrace_graph()`` of the array's ops."""
+        self.forget()
+        ftrace_ops_update(tr.kernel)
+
+    def reset(self, tr) -> None:
+        self.forget()
+        ftrace_ops_update(tr.kernel)
+
+    def forget(self) -> None:
+        """Nothing is on the array's return stacks (not registered, or
+        not recording: no hook pushed anything meanwhile)."""
+        self.stacks.clear()
+        self.left.clear()
+        self.last_pid = [-1] * len(self.last_pid)
+
+    def set_flag(self, name: str, on: bool) -> None:
+        """``func_graph_set_flag()``: ``funcgraph-irqs`` is the global
+        ``ftrace_graph_skip_irqs``."""
+        if name == "funcgraph-irqs":
+            graph_hashes(self.tr.kernel).skip_irqs = not on
+        super().set_flag(name, on)
+
+    def shift(self, du: int, since: int) -> None:
+        for stack in self.stacks.values():
+            for p in stack:
+                if p.calltime >= since:
+                    p.calltime += du
+        for pid, t in self.left.items():
+            if t >= since:
+                self.left[pid] = t + du
+
+    # --- the hooks -------------------------------------------------------------
+    def record_runs(self, tr, cpu: int, runs: list, times, context) -> None:
+        """The calls ``runs`` (``sample_runs()``) made at ``times`` on ``cpu``:
+        the exits of what returned before each, then its entry.
+        ``context[fr.ctx]`` is a frame's (flags, preempt count)."""
+        i = 0
+        for task, frames in runs:
+            pid = task.pid
+            for fr in frames:
+                self._call(tr, cpu, pid, fr, times[i], context)
+                i += 1
+
+    def _call(self, tr, cpu, pid, fr, t, context) -> None:
+        stacks = self.stacks
+        stack = stacks.get(pid)
+        if stack is None:
+            stack = stacks[pid] = []
+        if self.last_pid[cpu] != pid:
+            self.last_pid[cpu] = pid
+            since = self.left.get(pid)
+            if since is not None and stack and not self.opts["sleep-time"]:
+                for p in stack:            # ftrace_graph_sleep_time_control(): off
+                    p.calltime += t - since
+        self.left[pid] = t
+        if stack:
+            above = set()
+            f = fr.parent
+            while f is not None:
+                above.add(f)
+                f = f.parent
+            n = len(stack)
+            k = n
+            while k and stack[k - 1].frame not in above:
+                k -= 1
+            if k < n:
+                self._returns(tr, cpu, pid, stack, k, t)
+        self._enter(tr, cpu, pid, fr, t, stack, context)
+
+    def _returns(self, tr, cpu, pid, stack, k, t) -> None:
+        """The functions ``stack[k:]`` return, innermost first, just before ``t``."""
+        n = len(stack)
+        # (the CPU's last stamp, in ns while the array's clock is the local one)
+        last = tr.buffer.cpus[cpu].last_ts if tr.clock_reader is None else 0
+        thresh = tr.tracing.tracing_thresh
+        r = 0
+        for j in range(n - 1, k - 1, -1):
+            p = stack.pop()
+            r = max(t - (j - k + 1), p.calltime, last, r)
+            if p.state != RECORDED:
+                continue
+            if thresh and r - p.calltime < thresh:
+                continue
+            tr.write_entry(cpu, (r, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                                 (p.func, p.depth, 0, p.calltime, r), None), GRAPH_RET_PAYLOAD)
+
+    def _enter(self, tr, cpu, pid, fr, t, stack, context) -> None:
+        """``function_graph_enter()`` with this array's ``trace_graph_entry()``."""
+        if stack and stack[-1].state == NOTRACE:
+            return                                   # TRACE_GRAPH_NOTRACE
+        func = fr.entry + CALL_IP_OFF
+        ops = tr.ftrace_ops
+        if ops is not None and not ops.match(func, pid):
+            return
+        flags, pc = context[fr.ctx]
+        g = graph_hashes(tr.kernel)
+        depth = len(stack)
+        if g.notrace or g.funcs:
+            rec = ftrace_records(tr.kernel).rec_of_ip(func)
+            if rec is not None and rec in g.notrace:
+                stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
+                return
+            inside = any(p.sets_fl for p in stack)
+            sets_fl = False
+            if g.funcs and not inside:
+                if rec is None or rec not in g.funcs:
+                    return
+                sets_fl = True
+        else:
+            inside = sets_fl = False
+        if g.max_depth and depth >= g.max_depth:
+            return
+        if g.skip_irqs and flags & te.TRACE_FLAG_HARDIRQ and not (inside or sets_fl):
+            return
+        if not tr.tracing.tracing_thresh:
+            if not tr.write_entry(cpu, (t, TRACE_GRAPH_ENT, pid, flags, pc, func, depth),
+                                  GRAPH_ENT_PAYLOAD):
+                return                               # no event reserved: not pushed
+        stack.append(Pushed(fr, func, depth, t, RECORDED, sets_fl, flags, pc))
+
+
+# --------------------------------------------------------------------- files
+class GraphFilterOps(FtraceRegexOps):
+    """``set_graph_function`` / ``set_graph_notrace`` (``ftrace_graph_fops``):
+    the globs go to the graph hashes (the kernel fills a copy and moves it
+    in at the close; here each word counts at once, as the other filters)."""
+
+    def owner(self, f):
+        return graph_hashes(f.data)
+
+
+class MaxGraphDepthOps(FileOperations):
+    """``max_graph_depth`` (``graph_depth_fops``): an unsigned int, written
+    as ``kstrtoul_from_user()`` base 10 reads it, shown with ``%d``."""
+
+    def show(self, f):
+        v = graph_hashes(f.data).max_depth
+        return "%d\n" % (v - (1 << 32) if v >> 31 else v)
+
+    def write(self, f, data):
+        graph_hashes(f.data).max_depth = user_ulong(data) & 0xFFFFFFFF
+        return len(data)
+
+
+def graph_tracefs(kernel, d) -> None:
+    """The top level's files of the graph tracer."""
+    f = kernel.tree.create_file
+    f("set_graph_function", TRACE_MODE_WRITE, d, kernel, GraphFilterOps(False))
+    f("set_graph_notrace", TRACE_MODE_WRITE, d, kernel, GraphFilterOps(True))
+    f("max_graph_depth", TRACE_MODE_WRITE, d, kernel, MaxGraphDepthOps())
