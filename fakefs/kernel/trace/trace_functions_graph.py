@@ -10,9 +10,10 @@ returns.  Both come from the walk's calls: the calls of a CPU in a row
 are what every task did, and each task's return stack is the chain of its
 traced frames.  When a task's next call is made from a frame below the
 ones it was last in, those returned in between: their exits are written on
-the CPU the task runs on then, just before that call, innermost first, so
-a parent's duration covers its children's and every CPU's stamps go
-forward.  A function runs until just before the task's next traced call.
+the CPU the task runs on then, stamped with that call's instant and before
+its entry, innermost first, so a parent's duration covers its children's
+and every CPU's stamps go forward.  A function runs until the task's next
+traced call.
 
 Which calls are pushed on a task's return stack and recorded, per array,
 follows ``function_graph_enter()`` / ``trace_graph_entry()``:
@@ -138,9 +139,11 @@ class GraphTracer(Tracer):
     def __init__(self, tr):
         super().__init__(tr)
         self.opts = self.tracer_options(tr.kernel.config)
-        self.stacks: dict[int, list] = {}       # pid -> its return stack (this array's pushes)
-        self.left: dict[int, int] = {}          # pid -> when it last ran (sleep-time off)
-        self.last_pid: list[int] = [-1] * tr.kernel.nr_cpus
+        # per task (each CPU's idle task is one, all pid 0): its return
+        # stack (this array's pushes) and when it last ran (sleep-time off)
+        self.stacks: dict = {}
+        self.left: dict = {}
+        self.last_task: list = [None] * tr.kernel.nr_cpus
 
     @staticmethod
     def tracer_options(config) -> dict:
@@ -166,7 +169,7 @@ class GraphTracer(Tracer):
         not recording: no hook pushed anything meanwhile)."""
         self.stacks.clear()
         self.left.clear()
-        self.last_pid = [-1] * len(self.last_pid)
+        self.last_task = [None] * len(self.last_task)
 
     def set_flag(self, name: str, on: bool) -> None:
         """``func_graph_set_flag()``: ``funcgraph-irqs`` is the global
@@ -180,9 +183,9 @@ class GraphTracer(Tracer):
             for p in stack:
                 if p.calltime >= since:
                     p.calltime += du
-        for pid, t in self.left.items():
+        for task, t in self.left.items():
             if t >= since:
-                self.left[pid] = t + du
+                self.left[task] = t + du
 
     # --- the hooks -------------------------------------------------------------
     def record_runs(self, tr, cpu: int, runs: list, times, context) -> None:
@@ -191,23 +194,23 @@ class GraphTracer(Tracer):
         ``context[fr.ctx]`` is a frame's (flags, preempt count)."""
         i = 0
         for task, frames in runs:
-            pid = task.pid
             for fr in frames:
-                self._call(tr, cpu, pid, fr, times[i], context)
+                self._call(tr, cpu, task, fr, times[i], context)
                 i += 1
 
-    def _call(self, tr, cpu, pid, fr, t, context) -> None:
+    def _call(self, tr, cpu, task, fr, t, context) -> None:
         stacks = self.stacks
-        stack = stacks.get(pid)
+        stack = stacks.get(task)
         if stack is None:
-            stack = stacks[pid] = []
-        if self.last_pid[cpu] != pid:
-            self.last_pid[cpu] = pid
-            since = self.left.get(pid)
+            stack = stacks[task] = []
+        if self.last_task[cpu] is not task:
+            self.last_task[cpu] = task
+            since = self.left.get(task)
             if since is not None and stack and not self.opts["sleep-time"]:
                 for p in stack:            # ftrace_graph_sleep_time_control(): off
                     p.calltime += t - since
-        self.left[pid] = t
+        self.left[task] = t
+        pid = task.pid
         if stack:
             above = set()
             f = fr.parent
@@ -223,21 +226,20 @@ class GraphTracer(Tracer):
         self._enter(tr, cpu, pid, fr, t, stack, context)
 
     def _returns(self, tr, cpu, pid, stack, k, t) -> None:
-        """The functions ``stack[k:]`` return, innermost first, just before ``t``."""
-        n = len(stack)
-        # (the CPU's last stamp, in ns while the array's clock is the local one)
-        last = tr.buffer.cpus[cpu].last_ts if tr.clock_reader is None else 0
+        """The functions ``stack[k:]`` return, innermost first, at ``t``
+        (the instant of the task's next call, which is written after them).
+        One called later than ``t`` (on another CPU, whose calls of the same
+        stretch were made first) is not written: its exit would come before
+        its entry."""
         thresh = tr.tracing.tracing_thresh
-        r = 0
-        for j in range(n - 1, k - 1, -1):
+        for _j in range(len(stack) - k):
             p = stack.pop()
-            r = max(t - (j - k + 1), p.calltime, last, r)
-            if p.state != RECORDED:
+            if p.state != RECORDED or p.calltime > t:
                 continue
-            if thresh and r - p.calltime < thresh:
+            if thresh and t - p.calltime < thresh:
                 continue
-            tr.write_entry(cpu, (r, TRACE_GRAPH_RET, pid, p.flags, p.pc,
-                                 (p.func, p.depth, 0, p.calltime, r), None), GRAPH_RET_PAYLOAD)
+            tr.write_entry(cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                                 (p.func, p.depth, 0, p.calltime, t), None), GRAPH_RET_PAYLOAD)
 
     def _enter(self, tr, cpu, pid, fr, t, stack, context) -> None:
         """``function_graph_enter()`` with this array's ``trace_graph_entry()``."""

@@ -41,7 +41,7 @@ def _function_trace(cmdline, settings, one_by_one, monkeypatch):
     from kfiles import rd
     from fakefs.kernel.trace import trace_activity
     if one_by_one:
-        def each(self, trs, wl, rng, cpu, times, probe_trs):
+        def each(self, trs, wl, rng, cpu, times, probe_trs, graph=()):
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
         monkeypatch.setattr(trace_activity.TraceActivity, "_function_calls", each)
