@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from .kernel.config import PERSONAS, config_problem, known_symbols, parse_value
+from .kernel.config import known_symbols, parse_value
 
 DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through FUSE: "
                "mount it, run a command with it at the real paths (sandbox), run the "
@@ -49,11 +49,6 @@ def cmd_mount(args) -> int:
     if unknown:
         print("fakefs: %s: not a Kconfig symbol of the simulated kernel (its own, see "
               "fakefs/kernel/config.py)" % ", ".join(unknown), file=sys.stderr)
-        return 2
-    problem = config_problem(dict(PERSONAS[args.persona]["config"], **{
-        k if k.startswith("CONFIG_") else "CONFIG_" + k: v for k, v in args.config.items()}))
-    if problem:
-        print("fakefs: %s" % problem, file=sys.stderr)
         return 2
     mnt = os.path.abspath(args.mountpoint)
     problem = mountpoint.fuse_device_problem()

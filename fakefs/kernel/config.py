@@ -21,6 +21,7 @@ _CONFIG_6_12 = {
     "CONFIG_FUNCTION_TRACER": True,
     "CONFIG_DYNAMIC_FTRACE": True,
     "CONFIG_FUNCTION_PROFILER": True,
+    "CONFIG_FUNCTION_GRAPH_TRACER": True,
     "CONFIG_STACK_TRACER": True,
     "CONFIG_STACKTRACE": True,
     "CONFIG_KALLSYMS": True,
@@ -106,24 +107,8 @@ READ_SYMBOLS = frozenset({
     "CONFIG_MEMCG", "CONFIG_MEM_ALLOC_PROFILING_DEBUG",
     "CONFIG_MEM_ALLOC_PROFILING_ENABLED_BY_DEFAULT", "CONFIG_NUMA", "CONFIG_NUMA_BALANCING",
     "CONFIG_RANDOMIZE_BASE", "CONFIG_SECURITY_DMESG_RESTRICT", "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP",
-    "CONFIG_FUNCTION_PROFILER", "CONFIG_DYNAMIC_FTRACE", "CONFIG_FUNCTION_GRAPH_TRACER",
+    "CONFIG_FUNCTION_PROFILER", "CONFIG_DYNAMIC_FTRACE",
 })
-
-# builds this model cannot make honestly yet: (options all enabled, why)
-UNMODELLED = (
-    (("CONFIG_FUNCTION_GRAPH_TRACER", "CONFIG_FUNCTION_PROFILER"),
-     "the function profiler of a kernel with the function graph tracer times each function "
-     "(trace_stat's Time, Avg and s^2 columns, sorted by time), which is not simulated yet: "
-     "set CONFIG_FUNCTION_PROFILER=n with CONFIG_FUNCTION_GRAPH_TRACER=y"),
-)
-
-
-def config_problem(opts: dict) -> str | None:
-    """Why a configuration cannot be booted here (None: it can)."""
-    for names, why in UNMODELLED:
-        if all(opts.get(n) for n in names):
-            return "%s: %s" % (" with ".join(names), why)
-    return None
 
 
 def known_symbols() -> frozenset:
@@ -164,9 +149,6 @@ class Kconfig:
         opts = dict(PERSONAS[persona]["config"])
         for k, v in (overrides or {}).items():
             opts[k if k.startswith("CONFIG_") else "CONFIG_" + k] = v
-        problem = config_problem(opts)
-        if problem:
-            raise ValueError(problem)
         return cls(persona, opts)
 
     def __getitem__(self, name: str):

@@ -29,6 +29,24 @@ def interrupted(fr):
     return fr
 
 
+def still_open(frames: list, fr, inside: bool = False) -> int:
+    """How many of a task's open ``frames`` (outermost first, each called
+    from the one before it or below) are still open when the task calls from
+    ``fr``'s parent (``inside``: while it is in ``fr``, as a task switched
+    out there): those it runs below; the rest returned before."""
+    k = len(frames)
+    if not k:
+        return 0
+    above = set()
+    f = fr if inside else fr.parent
+    while f is not None:
+        above.add(f)
+        f = f.parent
+    while k and frames[k - 1] not in above:
+        k -= 1
+    return k
+
+
 class Frames:
     """The frames of the resolved graph ``wg`` made so far (``count``)."""
 

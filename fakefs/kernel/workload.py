@@ -44,7 +44,7 @@ import contextlib
 from .alloc_callers import AllocCallers
 from .call_sites import CallSites
 from .callgraph import CallGraph, load_callgraph
-from .frames import ENTER, RESUME, Frames, interrupted
+from .frames import ENTER, RESUME, Frames, interrupted, still_open
 from .kallsyms import Kallsyms, uses_host_table
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
@@ -116,6 +116,7 @@ class Workload:
         self.sources = AllocCallers(self.ks)   # source callers of the call sites the graph lacks
         self.call_sites = CallSites(self.wg, self.frames, self.walk, self.sources)
         self._call_counts = None               # call_profile()
+        self._durations = None                 # duration_profile()
         self._fid_by_addr = None               # call_ids()
         spawn_boot_tasks(table, kernel.sched, kernel.subsystem_rng("workload"), self.walk.add)
         self.walk.set_idle_weights(table.idle_weight_min, table.idle_weight_per_task_weight)
@@ -417,6 +418,26 @@ class Workload:
             self._call_counts = (counts, n_per_cpu)
         return self._call_counts
 
+    def duration_profile(self, rate: int, n_per_cpu: int = 16000):
+        """How long each traced function runs: per CPU, ``{id: sums}`` of its
+        calls that returned among ``n_per_cpu`` calls of an unrecorded run of
+        the walk made ``rate`` a second (exponential gaps), each call
+        lasting until its task's next call from below it (as the function
+        graph tracer sees them: ``trace_functions_graph.py``).  ``sums`` is
+        a list per (graph-time, sleep-time) setting, ``DURATION_KEYS``
+        order, of [calls, sum of durations, sum of their squares]: with
+        graph-time off a function's own time (its callees' taken out), with
+        sleep-time off the time its task was switched out taken out too.
+        Done once, on the side (``_aside()``)."""
+        if self._durations is None:
+            rng = self.kernel.subsystem_rng("workload-duration-profile")
+            out = []
+            with self._aside() as walk:
+                for c in walk.cpus:
+                    out.append(_durations(walk, c, rng, rate, n_per_cpu))
+            self._durations = out
+        return self._durations
+
     def calls_aside(self, rng, n: int, targets: frozenset | None = None) -> list:
         """The frames of ``n`` traced calls, CPU after CPU, made on the side
         (``_aside()``): the calls of any function, or (``targets``, ids from
@@ -536,3 +557,54 @@ class Workload:
 
 def workload_init(kernel) -> None:
     kernel.workload = Workload(kernel)
+
+
+# duration_profile()'s settings: (graph-time, sleep-time)
+DURATION_KEYS = ((True, True), (True, False), (False, True), (False, False))
+
+
+def _durations(walk, c, rng, rate: int, n: int) -> dict:
+    """``duration_profile()`` of one CPU (as trace_functions_graph's
+    ``GraphTracer.call()`` sees the calls: a task switched out leaves what
+    it called before the switch)."""
+    open_of: dict = {}          # task state -> [[frame, calltime, slept, [callees' time per key]]]
+    off_at: dict = {}           # task state -> when it was switched out
+    sums: dict = {}
+    t = 0.0
+    last = None
+
+    def returns(st, k, t):
+        while len(st) > k:
+            fr, calltime, slept, child = st.pop()
+            got = sums.get(fr.fn)
+            if got is None:
+                got = sums[fr.fn] = [[0, 0.0, 0.0] for _ in DURATION_KEYS]
+            for j, (graph_time, sleep_time) in enumerate(DURATION_KEYS):
+                d = t - calltime - (0.0 if sleep_time else slept)
+                own = d if graph_time else d - child[j]
+                g = got[j]
+                g[0] += 1
+                g[1] += own
+                g[2] += own * own
+                if st:
+                    st[-1][3][j] += d
+
+    for _ in range(n):
+        t += rng.expovariate(rate) * 1e9
+        _task, fr = walk.run(c, rng)
+        state = c.ts
+        if state is not last:
+            if last is not None:
+                st = open_of.get(last)
+                if st and last.frame is not None:
+                    returns(st, still_open([e[0] for e in st], last.frame, inside=True), t)
+                off_at[last] = t
+            since = off_at.pop(state, None)
+            if since is not None:
+                for e in open_of.get(state, ()):
+                    e[2] += t - since
+            last = state
+        st = open_of.setdefault(state, [])
+        returns(st, still_open([e[0] for e in st], fr), t)
+        st.append([fr, t, 0.0, [0.0] * len(DURATION_KEYS)])
+    return sums

@@ -16,9 +16,13 @@ The ops this kernel can have, as 6.12 registers them on x86-64:
   ftrace_func_probe``: ``traceon``, ``traceon:count``, ``snapshot``, ...;
   kzalloc'ed, DYNAMIC) on its own hash, ``func`` =
   ``function_trace_probe_call``;
-* the function profiler (``ftrace_profile_ops``, static, no function_graph
-  here), on the top level's filter and notrace hashes
+* the function profiler (``ftrace_profile_ops``, static, without the
+  function graph tracer), on the top level's filter and notrace hashes
   (``ftrace_ops_set_global_filter()``), ``func`` = ``function_profile_call``;
+* with CONFIG_FUNCTION_GRAPH_TRACER, ``graph_ops`` (static, ``func`` =
+  ``ftrace_graph_func``) while a function_graph tracer or the profiler
+  (``fprofiler_ops``) uses it: one ops managing them (6.12's subops), on the
+  union of their filter hashes and the records all their notrace hashes hold;
 * the stack tracer's ``trace_ops`` (static) while ``stack_tracer_enabled``,
   on its own hash (``stack_trace_filter``), ``func`` = ``stack_trace_call``;
 * ``kprobe_ftrace_ops`` (static, FTRACE_OPS_FL_SAVE_REGS), on the
@@ -69,7 +73,9 @@ EXECMEM_STRIDE = 2 * MODULE_PAGE       # one page of trampoline + the vmalloc gu
 # Debian's 6.12.117 amd64 System.map has them, from its -dbg package; the
 # distance to the next symbol).
 STAND_IN_SIZES = {"kprobe_ftrace_handler": 0x1d0, "function_profile_call": 0x1c0,
-                  "stack_trace_call": 0x330}
+                  "stack_trace_call": 0x330,
+                  # (as the fgraph series' own enabled_functions examples show it)
+                  "ftrace_graph_func": 0x60}
 TRACER_FUNCS = {(False, False): "function_trace_call",
                 (True, False): "function_stack_trace_call",
                 (False, True): "function_no_repeats_trace_call",
@@ -101,8 +107,11 @@ def registered_ops(kernel, profiler=None) -> list:
     nowhere in these files)."""
     out = []
     tracing = kernel.tracing
+    graph_users = []        # the function graph's subops: (filter or None, notrace, version)
     for tr in tracing.arrays():
         fops = tr.ftrace
+        if tr.current.name == "function_graph":
+            graph_users.append(_hashes(fops))
         if tr.current.name == "function":
             filt = notrace = None
             pids = False
@@ -122,12 +131,20 @@ def registered_ops(kernel, profiler=None) -> list:
                                          probe.entries, dynamic=True, version=fops.generation))
     if profiler is not None and profiler.enabled:
         fops = tracing.global_trace.ftrace
-        filt, notrace = None, frozenset()
-        if fops is not None:
-            filt = fops.filter if fops.filtering() else None
-            notrace = fops.notrace
-        out.append(RegisteredOps(("profile",), "function_profile_call", filt, notrace,
-                                 version=fops.generation if fops is not None else 0))
+        if profiler.graph:                   # fprofiler_ops: another subops of graph_ops
+            graph_users.append(_hashes(fops))
+        else:
+            filt, notrace, version = _hashes(fops)
+            out.append(RegisteredOps(("profile",), "function_profile_call", filt, notrace,
+                                     version=version))
+    if graph_users:
+        # graph_ops (static) on the union of its subops' filters and the
+        # records every one of them leaves out (ftrace_startup_subops())
+        filters = [u[0] for u in graph_users]
+        recs = None if any(f is None for f in filters) else frozenset().union(*filters)
+        notrace = frozenset.intersection(*(frozenset(u[1]) for u in graph_users))
+        out.append(RegisteredOps(("graph",), "ftrace_graph_func", recs, notrace,
+                                 version=tuple(u[2] for u in graph_users)))
     st = kernel.stack_tracer
     if st is not None and st.registered:
         out.append(RegisteredOps(("stack",), "stack_trace_call", st.filter or None,
@@ -143,6 +160,14 @@ def registered_ops(kernel, profiler=None) -> list:
             out.append(RegisteredOps(("kprobe",), "kprobe_ftrace_handler", armed, save_regs=True,
                                      version=frozenset(armed)))
     return out
+
+
+def _hashes(fops) -> tuple:
+    """(filter hash or None for every record, notrace hash, version) of an
+    array's ``FtraceOps`` (None: nothing set)."""
+    if fops is None:
+        return None, frozenset(), 0
+    return (fops.filter if fops.filtering() else None), fops.notrace, fops.generation
 
 
 class FtraceOpsList:

@@ -34,10 +34,17 @@ import math
 from ..fs.pseudo import KernelError
 from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
 from .ftrace_records import ftrace_records
+from ..workload import DURATION_KEYS
 from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .trace_functions_graph_output import graph_duration
 
 FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"
                          "  --------                               ---\n")
+GRAPH_STAT_HEADERS = ("  Function                               Hit    Time            Avg"
+                      "             s^2\n"
+                      "  --------                               ---    ----            ---"
+                      "             ---\n")
+U64 = (1 << 64) - 1
 ULONG_MAX = (1 << 64) - 1
 POISSON_INVERSION_MAX = 12     # below this mean: inversion; above: transformed rejection
 
@@ -83,27 +90,34 @@ def _poisson_ptrs(rng, lam: float) -> int:
 
 class CpuProfile:
     """``struct ftrace_profile_stat`` of one CPU: records (function
-    address, hits) in the order they were handed out."""
+    address, hits, and with the graph tracer the time and the sum of
+    squares) in the order they were handed out."""
 
-    __slots__ = ("ips", "hits", "slot_of")
+    __slots__ = ("ips", "hits", "time", "time_sq", "slot_of")
 
     def __init__(self):
-        self.ips: list[int] = []
-        self.hits: list[int] = []
-        self.slot_of: dict[int, int] = {}
+        self.reset()
 
     def reset(self) -> None:
         """``ftrace_profile_reset()``: every record is zeroed and free."""
-        self.ips, self.hits, self.slot_of = [], [], {}
+        self.ips: list[int] = []
+        self.hits: list[int] = []
+        self.time: list[int] = []
+        self.time_sq: list[int] = []
+        self.slot_of: dict[int, int] = {}
 
-    def add(self, ip: int, n: int) -> None:
+    def add(self, ip: int, n: int, time: int = 0, time_sq: int = 0) -> None:
         s = self.slot_of.get(ip)
         if s is None:
             s = self.slot_of[ip] = len(self.ips)
             self.ips.append(ip)
             self.hits.append(n)
+            self.time.append(time)
+            self.time_sq.append(time_sq)
         else:
             self.hits[s] += n
+            self.time[s] += time
+            self.time_sq[s] += time_sq
 
 
 class FunctionProfiler:
@@ -122,6 +136,9 @@ class FunctionProfiler:
         self._rates: list[tuple] = []    # per CPU: (ips, calls per second) under...
         self._generation = None     # ...this generation of the global filter
         self._names: dict[int, str] = {}
+        # with the function graph tracer the profiler times each call
+        # (profile_graph_entry/return): Time, Avg, s^2, sorted by time
+        self.graph = kernel.config.enabled("FUNCTION_GRAPH_TRACER")
 
     # --- on and off -----------------------------------------------------------
     def set_enabled(self, on: bool) -> None:
@@ -162,22 +179,48 @@ class FunctionProfiler:
         dt = (t - self.since if sysctl is None else sysctl.enabled_ns(self.since, t)) / 1e9
         self.since = t
         rng = self.rng
-        for st, (ips, rates) in zip(self.stats, self._rates):
+        key = self._duration_key()
+        for st, (ips, rates, durations) in zip(self.stats, self._rates):
             new = []
-            slot_of, hits = st.slot_of, st.hits
-            for ip, rate in zip(ips, rates):
+            slot_of = st.slot_of
+            for ip, rate, dur in zip(ips, rates, durations):
                 n = poisson(rng, rate * dt)
                 if not n:
                     continue
+                time, time_sq = (0, 0) if dur is None else self._times(rng, dur[key], n)
                 s = slot_of.get(ip)
                 if s is None:
                     # when in the stretch it was first called
-                    new.append((1.0 - (1.0 - rng.random()) ** (1.0 / n), ip, n))
+                    new.append((1.0 - (1.0 - rng.random()) ** (1.0 / n), ip, n, time, time_sq))
                 else:
-                    hits[s] += n
+                    st.hits[s] += n
+                    st.time[s] += time
+                    st.time_sq[s] += time_sq
             new.sort()
-            for _first, ip, n in new:
-                st.add(ip, n)
+            for _first, ip, n, time, time_sq in new:
+                st.add(ip, n, time, time_sq)
+
+    # --- the graph tracer's times ------------------------------------------------
+    def _duration_key(self) -> int:
+        """Which of ``Workload.duration_profile()``'s sums the options ask
+        for: ``graph-time`` (off: a function's own time) and ``sleep-time``
+        (off: without the time its task was switched out)."""
+        g = self.kernel.tracing.graph
+        graph_time = g is None or g.graph_time
+        sleep_time = g is None or g.sleep_time
+        return DURATION_KEYS.index((graph_time, sleep_time))
+
+    @staticmethod
+    def _times(rng, dur, n: int) -> tuple[int, int]:
+        """The summed time and squares of ``n`` calls of a function whose
+        measured calls were ``dur`` = [calls, sum, sum of squares]: their
+        sum drawn around n times the mean, with the measured spread."""
+        m, s1, s2 = dur
+        mean = s1 / m
+        var = max(0.0, s2 / m - mean * mean)
+        time = max(0, round(rng.gauss(n * mean, math.sqrt(n * var)))) if var else round(n * mean)
+        # (never below what n calls summing to ``time`` have: n * sum x^2 >= (sum x)^2)
+        return time, max(round(n * s2 / m), -(-time * time // n))
 
     # --- the global filter ----------------------------------------------------
     def _filter_generation(self):
@@ -207,8 +250,12 @@ class FunctionProfiler:
             ids.append(i)
         ips = tuple(wl.wg.addr[i] for i in ids)
         rate = fn_rate(k)
-        return [(ips, tuple(rate * (c.get(i, 0) + CALL_PRIOR) / n for i in ids))
-                for c in counts]
+        if self.graph:
+            durs = [tuple(d.get(i) for i in ids) for d in wl.duration_profile(rate)]
+        else:
+            durs = [(None,) * len(ids) for _ in counts]
+        return [(ips, tuple(rate * (c.get(i, 0) + CALL_PRIOR) / n for i in ids), d)
+                for c, d in zip(counts, durs)]
 
     # --- the stat files (function_stat_*) ---------------------------------------
     def stat_start(self, cpu: int) -> list[int]:
@@ -216,11 +263,12 @@ class FunctionProfiler:
         return list(range(len(self.stats[cpu].ips)))
 
     def stat_cmp_key(self, cpu: int, slot: int) -> int:
-        """``function_stat_cmp()`` without function_graph: the hits."""
-        return self.stats[cpu].hits[slot]
+        """``function_stat_cmp()``: the time with the graph tracer, else the hits."""
+        st = self.stats[cpu]
+        return st.time[slot] if self.graph else st.hits[slot]
 
     def stat_headers(self) -> str:
-        return FUNCTION_STAT_HEADERS
+        return GRAPH_STAT_HEADERS if self.graph else FUNCTION_STAT_HEADERS
 
     def stat_show(self, cpu: int, slot: int) -> str:
         """``function_stat_show()`` of a record (EBUSY if the tables were
@@ -233,7 +281,21 @@ class FunctionProfiler:
         if name is None:
             hit = self.kernel.kallsyms.lookup(ip)
             name = self._names[ip] = hit[0] if hit else "0x%x" % ip
-        return "  %-30.30s  %10d\n" % (name, st.hits[slot])
+        hits = st.hits[slot]
+        if not self.graph:
+            return "  %-30.30s  %10d\n" % (name, hits)
+        time = st.time[slot]
+        avg = time // hits
+        thresh = self.kernel.tracing.tracing_thresh
+        if thresh and avg < thresh:
+            return ""
+        stddev = 0
+        denom = hits * (hits - 1) * 1000 & U64
+        if denom:
+            stddev = ((hits * st.time_sq[slot] & U64) - (time * time & U64)) & U64
+            stddev //= denom
+        return "  %-30.30s  %10d    %s    %s    %s\n" % (
+            name, hits, graph_duration(time), graph_duration(avg), graph_duration(stddev))
 
 
 def register_function_profiler(kernel, ops) -> FunctionProfiler:

@@ -530,20 +530,18 @@ class TraceActivity:
 
     def _graph_calls(self, trs, wl, rng, cpu, times, probe_trs, graph) -> None:
         """The calls at ``times`` for function_graph arrays (and function
-        tracers beside them: the same calls, each as ``_record_call()``)."""
+        tracers beside them: the same calls, each as ``_record_call()``),
+        one at a time: a graph tracer looks at the CPU's task as it goes."""
         self.backlog.calls += len(times)
-        runs = wl.sample_runs(rng, cpu, len(times))
+        walk, c = wl.stretch(cpu)
+        for t in times:
+            task, fr = walk.run(c, rng)
+            for tr in graph:
+                tr.current.call(tr, cpu, c.ts, fr, t, CALL_CONTEXT)
+            if trs:
+                stack = fr.stack
+                self._record_call(trs, task, stack, cpu, t, wl.function_ip(stack), probe_trs)
         self.stack_context.follow_frames(wl)
-        for tr in graph:
-            tr.current.record_runs(tr, cpu, runs, times, CALL_CONTEXT)
-        if trs:
-            i = 0
-            for task, frames in runs:
-                for fr in frames:
-                    stack = fr.stack
-                    self._record_call(trs, task, stack, cpu, times[i], wl.function_ip(stack),
-                                      probe_trs)
-                    i += 1
 
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_WRITE
+from ..frames import still_open
 from ..walkgraph import FENTRY_IP, FENTRY_RET
 from . import trace_entries as te
 from .ftrace import ALL_ENABLED, NONE_DISABLED
@@ -83,14 +84,19 @@ class GraphHashes:
     """``ftrace_graph_hash`` and ``ftrace_graph_notrace_hash`` (records of
     ``ftrace_records()``), and ``fgraph_max_depth``: global, one of each."""
 
-    __slots__ = ("kernel", "funcs", "notrace", "max_depth", "skip_irqs")
+    __slots__ = ("kernel", "funcs", "notrace", "max_depth", "skip_irqs", "sleep_time",
+                 "graph_time")
 
     def __init__(self, kernel):
         self.kernel = kernel
         self.funcs: set[int] = set()
         self.notrace: set[int] = set()
         self.max_depth = 0
-        self.skip_irqs = False          # ftrace_graph_skip_irqs (funcgraph-irqs off)
+        # the options' globals: ftrace_graph_skip_irqs (funcgraph-irqs off),
+        # fgraph_sleep_time, fgraph_graph_time (the profiler's)
+        self.skip_irqs = False
+        self.sleep_time = True
+        self.graph_time = True
 
     # --- set_graph_function / set_graph_notrace (FtraceRegexOps' owner) ----------
     def process_regex(self, word: str, enable: bool) -> None:
@@ -139,8 +145,9 @@ class GraphTracer(Tracer):
     def __init__(self, tr):
         super().__init__(tr)
         self.opts = self.tracer_options(tr.kernel.config)
-        # per task (each CPU's idle task is one, all pid 0): its return
-        # stack (this array's pushes) and when it last ran (sleep-time off)
+        # per task, by its walk state (each CPU's idle task is one, all pid
+        # 0): its return stack (this array's pushes), when it was switched
+        # out (sleep-time off); per CPU the task that called there last
         self.stacks: dict = {}
         self.left: dict = {}
         self.last_task: list = [None] * tr.kernel.nr_cpus
@@ -172,10 +179,15 @@ class GraphTracer(Tracer):
         self.last_task = [None] * len(self.last_task)
 
     def set_flag(self, name: str, on: bool) -> None:
-        """``func_graph_set_flag()``: ``funcgraph-irqs`` is the global
-        ``ftrace_graph_skip_irqs``."""
+        """``func_graph_set_flag()``: ``funcgraph-irqs``, ``sleep-time`` and
+        ``graph-time`` set globals (the profiler reads the last two)."""
+        g = graph_hashes(self.tr.kernel)
         if name == "funcgraph-irqs":
-            graph_hashes(self.tr.kernel).skip_irqs = not on
+            g.skip_irqs = not on
+        elif name == "sleep-time":
+            g.sleep_time = on
+        elif name == "graph-time":
+            g.graph_time = on
         super().set_flag(name, on)
 
     def shift(self, du: int, since: int) -> None:
@@ -188,42 +200,43 @@ class GraphTracer(Tracer):
                 self.left[task] = t + du
 
     # --- the hooks -------------------------------------------------------------
-    def record_runs(self, tr, cpu: int, runs: list, times, context) -> None:
-        """The calls ``runs`` (``sample_runs()``) made at ``times`` on ``cpu``:
-        the exits of what returned before each, then its entry.
-        ``context[fr.ctx]`` is a frame's (flags, preempt count)."""
-        i = 0
-        for task, frames in runs:
-            for fr in frames:
-                self._call(tr, cpu, task, fr, times[i], context)
-                i += 1
-
-    def _call(self, tr, cpu, task, fr, t, context) -> None:
+    def call(self, tr, cpu: int, state, fr, t: int, context) -> None:
+        """A call at frame ``fr`` and instant ``t`` on ``cpu`` by the task
+        whose walk state is ``state``: the exits of what returned before it
+        (and, when another task ran last here, of what that task left before
+        it was switched out), then its entry.  ``context[fr.ctx]`` is a
+        frame's (flags, preempt count)."""
         stacks = self.stacks
-        stack = stacks.get(task)
-        if stack is None:
-            stack = stacks[task] = []
-        if self.last_task[cpu] is not task:
-            self.last_task[cpu] = task
-            since = self.left.get(task)
-            if since is not None and stack and not self.opts["sleep-time"]:
+        last = self.last_task[cpu]
+        if last is not state:
+            self.last_task[cpu] = state
+            if last is not None:
+                self._switched_out(tr, cpu, last, t)
+            since = self.left.pop(state, None)
+            stack = stacks.get(state)
+            if since is not None and stack and not graph_hashes(tr.kernel).sleep_time:
                 for p in stack:            # ftrace_graph_sleep_time_control(): off
                     p.calltime += t - since
-        self.left[task] = t
-        pid = task.pid
+        stack = stacks.get(state)
+        if stack is None:
+            stack = stacks[state] = []
+        pid = state.task.pid
         if stack:
-            above = set()
-            f = fr.parent
-            while f is not None:
-                above.add(f)
-                f = f.parent
-            n = len(stack)
-            k = n
-            while k and stack[k - 1].frame not in above:
-                k -= 1
-            if k < n:
+            k = still_open([p.frame for p in stack], fr)
+            if k < len(stack):
                 self._returns(tr, cpu, pid, stack, k, t)
         self._enter(tr, cpu, pid, fr, t, stack, context)
+
+    def _switched_out(self, tr, cpu, state, t) -> None:
+        """The task of ``state`` left the CPU (it sleeps in ``state.frame``,
+        or runs elsewhere now): what it called there and left returned
+        before the switch, which came before ``t``."""
+        stack = self.stacks.get(state)
+        if stack and state.frame is not None:
+            k = still_open([p.frame for p in stack], state.frame, inside=True)
+            if k < len(stack):
+                self._returns(tr, cpu, state.task.pid, stack, k, t)
+        self.left[state] = t
 
     def _returns(self, tr, cpu, pid, stack, k, t) -> None:
         """The functions ``stack[k:]`` return, innermost first, at ``t``

@@ -104,15 +104,30 @@ def test_probes_have_ops_of_their_own(fresh):
     assert rd(k, "enabled_functions") == ""
 
 
-def test_profiler_follows_the_global_filter(fresh):
-    k = fresh
+@pytest.mark.parametrize("graph", [True, False])
+def test_profiler_follows_the_global_filter(graph):
+    """With the function graph tracer the profiler is a subops of graph_ops
+    (ftrace_graph_func), which a function_graph tracer shares; without it,
+    an ops of its own."""
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+               config_overrides={"CONFIG_FUNCTION_GRAPH_TRACER": graph}).boot()
     wr(k, "set_ftrace_filter", "schedule\n")
     wr(k, "function_profile_enabled", "1\n")
     (line,) = lines(k)
     name, count, regs, _addr, func = tramp_line(k, line)
     assert (name, count, regs) == ("schedule", 1, "")
-    assert func.startswith("function_profile_call+0x0/0x")
-    wr(k, "function_profile_enabled", "0\n")
+    assert func.startswith("ftrace_graph_func+0x0/0x60" if graph else "function_profile_call+0x0/0x")
+    if graph:
+        wr(k, "current_tracer", "function_graph\n")
+        (line,) = lines(k)                     # one ops for both, on the same filter
+        assert tramp_line(k, line)[:3] == ("schedule", 1, "")
+        wr(k, "function_profile_enabled", "0\n")
+        assert tramp_line(k, lines(k)[0])[4].startswith("ftrace_graph_func")
+        wr(k, "current_tracer", "nop\n")
+    else:
+        wr(k, "function_profile_enabled", "0\n")
     assert rd(k, "enabled_functions") == ""
 
 

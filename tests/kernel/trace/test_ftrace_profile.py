@@ -20,9 +20,13 @@ from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted
 S = 1_000_000_000
-HEADER = ("  Function                               Hit\n"
-          "  --------                               ---\n")
-LINE = re.compile(r"^  (.{30})  ([ \d]{10})$")
+# with the function graph tracer (the persona's), each function is timed
+HEADER = ("  Function                               Hit    Time            Avg             s^2\n"
+          "  --------                               ---    ----            ---             ---\n")
+DUR = r"(\d+(?:\.\d+)? us +)"
+LINE = re.compile(r"^  (.{30})  ([ \d]{10})    %s    %s    %s$" % (DUR, DUR, DUR))
+PLAIN_HEADER = ("  Function                               Hit\n"
+                "  --------                               ---\n")
 
 
 @pytest.fixture
@@ -52,7 +56,17 @@ def table(text):
 
 
 def hits(text):
-    return [int(ln.split()[-1]) for ln in text[len(HEADER):].splitlines()]
+    return [int(LINE.match(ln).group(2)) for ln in text[len(HEADER):].splitlines()]
+
+
+def us(col: str) -> float:
+    return float(col.split()[0])
+
+
+def times(text):
+    """{function: (time, avg, s^2)} in microseconds."""
+    return {m.group(1).rstrip(): (us(m.group(3)), us(m.group(4)), us(m.group(5)))
+            for m in map(LINE.match, text[len(HEADER):].splitlines())}
 
 
 # --------------------------------------------------------------- the files
@@ -73,6 +87,49 @@ def test_files_modes_and_first_read(k):
         assert k.tree.root.walk("sys/kernel/tracing/instances/prof/trace_stat") is None
     finally:
         k.tracing.instance_rmdir("prof")
+
+
+def test_times_follow_the_graph_options(k, clock):
+    """Time, Avg and s^2 (us) as function_stat_show() makes them from the
+    summed times: Avg = Time / Hit; graph-time off counts a function's own
+    time (its callees' taken out); tracing_thresh hides the functions whose
+    average is below it."""
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 2)
+    full = times(rd(k, "trace_stat/function0"))
+    t = table(rd(k, "trace_stat/function0"))
+    for f, (time, avg, _s2) in full.items():
+        assert abs(time / t[f] - avg) <= 0.01 * avg + 0.002, f
+    wr(k, "options/graph-time", "0\n")
+    wr(k, "function_profile_enabled", "0\n")
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 2)
+    own = times(rd(k, "trace_stat/function0"))
+    # a caller's own time is well under its time with its callees
+    for f in ("ext4_writepages", "process_one_work", "do_writepages"):
+        if f in full and f in own:
+            assert own[f][1] < 0.8 * full[f][1], f
+    wr(k, "options/graph-time", "1\n")
+    wr(k, "tracing_thresh", "100\n")
+    try:
+        kept = times(rd(k, "trace_stat/function0"))
+        assert kept and all(avg >= 100 for _t, avg, _s in kept.values())
+        assert len(kept) < len(own)
+    finally:
+        wr(k, "tracing_thresh", "0\n")
+
+
+def test_plain_without_the_graph_tracer():
+    clock = ManualClock()
+    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
+               config_overrides={"FUNCTION_GRAPH_TRACER": False}).boot()
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 2)
+    text = rd(k, "trace_stat/function0")
+    assert text.startswith(PLAIN_HEADER)
+    h = [int(ln.split()[-1]) for ln in text[len(PLAIN_HEADER):].splitlines()]
+    assert h and h == sorted(h, reverse=True)          # by hits
+    assert all(re.match(r"^  .{30}  [ \d]{10}$", ln) for ln in text.splitlines()[2:])
 
 
 def test_not_built_without_the_option():
@@ -148,12 +205,12 @@ def test_the_rate_and_the_table(k, clock):
     tables = [rd(k, "trace_stat/function%d" % c) for c in range(k.nr_cpus)]
     assert tables[0] != tables[1]
     for text in tables:
-        h = hits(text)
-        assert h == sorted(h, reverse=True)
+        tm = [v[0] for v in times(text).values()]
+        assert tm == sorted(tm, reverse=True)          # by time (function_stat_cmp())
         t = table(text)
         assert 0.98 * 2 * R_CALLS < sum(t.values()) < 1.08 * 2 * R_CALLS
         assert len(t) > 1000                 # a long tail
-        top = list(t)[:50]     # (a frame repeats what it did: the mix varies by seed)
+        top = sorted(t, key=t.get, reverse=True)[:50]     # (the mix varies by seed)
         assert "update_curr" in top[:10] and "try_to_wake_up" in top
         assert 400 < t["schedule"] < 20000        # hundreds a second
         assert t["schedule"] > t.get("do_sys_openat2", 0)

@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from fakefs.kernel.config import Kconfig
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_entries as te
@@ -14,7 +13,7 @@ from fakefs.kernel.trace.trace_functions_graph_output import graph_duration
 from ftrace_helpers import APPEND
 from kfiles import errno_of, node, rd, wr
 
-GRAPH = {"CONFIG_FUNCTION_GRAPH_TRACER": True, "CONFIG_FUNCTION_PROFILER": False}
+GRAPH = {"CONFIG_FUNCTION_GRAPH_TRACER": True}
 MS = 1_000_000
 
 
@@ -99,11 +98,6 @@ def test_files_and_defaults(kc):
     wr(k, "set_graph_function", "schedule\n")
     wr(k, "set_graph_function", "!schedule\n", APPEND)
     assert rd(k, "set_graph_function") == "#### all functions enabled ####\n"
-
-
-def test_profiler_with_the_graph_tracer_is_refused():
-    with pytest.raises(ValueError, match="FUNCTION_PROFILER"):
-        Kconfig.from_persona(overrides={"CONFIG_FUNCTION_GRAPH_TRACER": True})
 
 
 def test_a_trace_keeps_the_return_stacks(kc):
