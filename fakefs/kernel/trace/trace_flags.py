@@ -34,6 +34,7 @@ CORE_FLAGS: list[tuple[str, bool, bool]] = [
     ("hash-ptr", True, False),
     ("function-trace", True, False),
     ("function-fork", False, False),
+    ("display-graph", False, False),     # the latency tracers' output as a graph
     ("stacktrace", False, False),
     ("stackmap", False, True),
 ]
@@ -48,6 +49,8 @@ def core_flag_names(config) -> list[str]:
     names = []
     for name, _d, _top in CORE_FLAGS:
         if name in ("function-trace", "function-fork") and not config.enabled("FUNCTION_TRACER"):
+            continue
+        if name == "display-graph" and not config.enabled("FUNCTION_GRAPH_TRACER"):
             continue
         if name == "stacktrace" and not config.enabled("STACKTRACE"):
             continue
