@@ -32,6 +32,18 @@ tracer, any events) and counts violations of what every Linux trace keeps:
   on the clock's nanoseconds: three or more markers all on whole
   milliseconds are a clock that was never read.
 
+A ``function_graph`` trace (``# tracer: function_graph``) read with
+``funcgraph-abstime``, ``funcgraph-proc`` and ``funcgraph-tail`` on has its
+own rules (``check_graph()``):
+
+* ``ts``: as above, on the absolute times;
+* ``graph-exit``: a ``} /* func */`` closes the function its task entered
+  last and has not left, at the same depth (one entered before the trace
+  began may close without an entry);
+* ``graph-nest``: a function's duration covers the calls it made;
+* ``graph-duration``: an exit's time is its entry's plus its duration
+  (to the microsecond the times show).
+
 The first switch seen on a CPU starts that CPU's timeline (what came before
 was overwritten), and so does a ``CPU:N [LOST M EVENTS]`` line of a
 consuming reader; the idle task (pid 0) is per CPU.  It reports counts per
@@ -291,6 +303,72 @@ def check(lines, whole: bool = True) -> Report:
     return rep
 
 
+GRAPH_RE = re.compile(r"^\s*(\d+)\.(\d{6}) \|\s+(\d+)\)\s+(.*?)-(\d+)\s+\|"
+                      r"\s*[+!#*@$]?\s*(?:(\d+(?:\.\d+)?) us)?\s*\|  ( *)(.*)$")
+GRAPH_NEEDS = "funcgraph-abstime, funcgraph-proc and funcgraph-tail"
+
+
+def _us(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+def check_graph(lines) -> Report:
+    """The violations in the text of a function_graph trace (see above)."""
+    rep = Report()
+    last_ts: dict[int, int] = {}
+    merged_ts = -1
+    open_of: dict[tuple, list] = {}     # task -> [[name, depth, ts, longest call inside]]
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line or line.startswith("#") or line.startswith(" ---"):
+            continue
+        m = GRAPH_RE.match(line)
+        if m is None:
+            continue
+        rep.lines += 1
+        ts = int(m.group(1)) * 1_000_000 + int(m.group(2))
+        cpu, pid = int(m.group(3)), int(m.group(5))
+        dur, depth, what = _us(m.group(6)), len(m.group(7)) // 2, m.group(8)
+        if ts < last_ts.get(cpu, -1) or ts < merged_ts:
+            rep.bad("ts", line)
+        last_ts[cpu] = ts
+        merged_ts = max(merged_ts, ts)
+        task = (pid, cpu) if pid == 0 else (pid,)        # an idle task per CPU
+        st = open_of.setdefault(task, [])
+        if what.endswith("() {"):
+            rep.events["funcgraph_entry"] += 1
+            while st and st[-1][1] >= depth:              # left before the trace kept them
+                st.pop()
+            st.append([what[:-4], depth, ts, 0.0])
+            continue
+        if what.endswith("();"):
+            rep.events["funcgraph_entry"] += 1
+            if st and dur is not None and st[-1][1] < depth:
+                st[-1][3] = max(st[-1][3], dur)
+            continue
+        tail = re.match(r"\} /\* (.*) \*/$", what)
+        if tail is None:
+            continue
+        rep.events["funcgraph_exit"] += 1
+        while st and st[-1][1] > depth:                   # deeper ones never closed
+            rep.bad("graph-exit", line)
+            st.pop()
+        if not st or st[-1][1] != depth:
+            continue                                      # entered before the trace
+        name, _d, entry_ts, inner = st.pop()
+        if name != tail.group(1):
+            rep.bad("graph-exit", line)
+            continue
+        if dur is not None:
+            if inner > dur + 0.001:
+                rep.bad("graph-nest", line)
+            if abs((ts - entry_ts) - dur) > 1.5:
+                rep.bad("graph-duration", line)
+            if st:
+                st[-1][3] = max(st[-1][3], dur)
+    return rep
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     whole = "--filtered" not in argv
@@ -303,7 +381,16 @@ def main(argv=None) -> int:
     worst = 0
     for path in argv:
         with open(path, errors="replace") as fh:
-            rep = check(fh, whole)
+            text = fh.readlines()
+        if text and text[0].startswith("# tracer: function_graph"):
+            head = "".join(text[:8])
+            if "TIME" not in head or "TASK/PID" not in head:
+                print("%s: a function_graph trace needs %s on" % (path, GRAPH_NEEDS),
+                      file=sys.stderr)
+                return 2
+            rep = check_graph(text)
+        else:
+            rep = check(text, whole)
         print("%s: %s" % (path, rep.text()))
         worst = max(worst, rep.total)
     return 1 if worst else 0
