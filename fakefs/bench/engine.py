@@ -36,6 +36,7 @@ CONFIGS = (
      (("current_tracer", "function"), ("events/enable", "1"),
       ("options/stacktrace", "1"), ("options/stackmap", "1"))),
     ("sched_switch only", (("events/sched/sched_switch/enable", "1"),)),
+    ("function_graph", (("current_tracer", "function_graph"),)),
 )
 
 

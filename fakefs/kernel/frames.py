@@ -33,18 +33,19 @@ def still_open(frames: list, fr, inside: bool = False) -> int:
     """How many of a task's open ``frames`` (outermost first, each called
     from the one before it or below) are still open when the task calls from
     ``fr``'s parent (``inside``: while it is in ``fr``, as a task switched
-    out there): those it runs below; the rest returned before."""
+    out there): those it runs below; the rest returned before.  (A frame's
+    ``depth`` is its caller's plus one: one climb from ``fr`` answers.)"""
     k = len(frames)
-    if not k:
-        return 0
-    above = set()
     f = fr if inside else fr.parent
-    while f is not None:
-        above.add(f)
-        f = f.parent
-    while k and frames[k - 1] not in above:
+    while k and f is not None:
+        e = frames[k - 1]
+        d = e.depth
+        while f is not None and f.depth > d:
+            f = f.parent
+        if f is e:
+            return k
         k -= 1
-    return k
+    return 0
 
 
 class Frames:

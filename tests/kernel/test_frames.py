@@ -127,3 +127,40 @@ def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
         gc.enable()
     assert k.workload.frames.generation >= gen + 2
     assert not garbage, garbage.most_common(5)
+
+
+def test_still_open_is_the_calls_below_the_new_one():
+    """``still_open()`` climbs by depth once; it answers what a set of
+    the caller's ancestors would (random stacks of walked frames)."""
+    import random
+    from fakefs.kernel.frames import still_open
+    from fakefs.kernel.init import Kernel
+    from fakefs.kernel.time import ManualClock
+    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    walk = k.workload.walk
+    rng = random.Random(1)
+    frs = [walk.run(walk.cpus[i % 2], rng)[1] for i in range(3000)]
+
+    def chain(fr):
+        out = []
+        while fr is not None:
+            out.append(fr)
+            fr = fr.parent
+        return out[::-1]
+
+    def by_set(frames, fr, inside):
+        above = set(chain(fr if inside else fr.parent))
+        n = len(frames)
+        while n and frames[n - 1] not in above:
+            n -= 1
+        return n
+
+    kept = 0
+    for _ in range(2000):
+        a, b = rng.choice(frs), rng.choice(frs)
+        stack = [f for f in chain(a) if rng.random() < 0.7]
+        for inside in (False, True):
+            n = still_open(stack, b, inside)
+            assert n == by_set(stack, b, inside)
+            kept += n > 0
+    assert kept > 200

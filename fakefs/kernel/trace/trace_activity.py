@@ -534,6 +534,8 @@ class TraceActivity:
         one at a time: a graph tracer looks at the CPU's task as it goes."""
         self.backlog.calls += len(times)
         walk, c = wl.stretch(cpu)
+        for tr in graph:
+            tr.current.begin(tr)
         for t in times:
             task, fr = walk.run(c, rng)
             for tr in graph:
@@ -541,6 +543,8 @@ class TraceActivity:
             if trs:
                 stack = fr.stack
                 self._record_call(trs, task, stack, cpu, t, wl.function_ip(stack), probe_trs)
+        for tr in graph:
+            tr.current.end(tr, cpu)
         self.stack_context.follow_frames(wl)
 
     def call_fields(self, fr) -> tuple:

@@ -50,11 +50,13 @@ from .ftrace import ALL_ENABLED, NONE_DISABLED
 from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_records import ftrace_records
+from .ring_buffer import event_length
 from .trace_nop import Tracer
 from .trace_parser import user_ulong
 
 TRACE_GRAPH_RET, TRACE_GRAPH_ENT = te.TRACE_GRAPH_RET, te.TRACE_GRAPH_ENT
 GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD = te.GRAPH_ENT_PAYLOAD, te.GRAPH_RET_PAYLOAD
+GRAPH_LENGTHS = {p: event_length(p) for p in (GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD)}
 
 # ftrace's ip of a call: the frame's entry plus this (as trace_activity.CALL_IP_OFF)
 CALL_IP_OFF = FENTRY_IP - FENTRY_RET
@@ -151,6 +153,9 @@ class GraphTracer(Tracer):
         self.stacks: dict = {}
         self.left: dict = {}
         self.last_task: list = [None] * tr.kernel.nr_cpus
+        # a stretch's records, written in one go at its end (``begin()``)
+        self._out: list | None = None
+        self._lengths: list = []
 
     @staticmethod
     def tracer_options(config) -> dict:
@@ -200,6 +205,27 @@ class GraphTracer(Tracer):
                 self.left[task] = t + du
 
     # --- the hooks -------------------------------------------------------------
+    def begin(self, tr) -> None:
+        """A stretch of calls with nothing else written between them: when
+        every reserve succeeds (overwrite, recording) the records are kept
+        and written at ``end()``, as one ``write_entries()``."""
+        if tr.flags["overwrite"] and tr.recording():
+            self._out, self._lengths = [], []
+
+    def end(self, tr, cpu: int) -> None:
+        out = self._out
+        if out:
+            tr.write_entries(cpu, out, self._lengths)
+        self._out = None
+
+    def _write(self, tr, cpu, entry, payload) -> bool:
+        out = self._out
+        if out is None:
+            return tr.write_entry(cpu, entry, payload)
+        out.append(entry)
+        self._lengths.append(GRAPH_LENGTHS[payload])
+        return True
+
     def call(self, tr, cpu: int, state, fr, t: int, context) -> None:
         """A call at frame ``fr`` and instant ``t`` on ``cpu`` by the task
         whose walk state is ``state``: the exits of what returned before it
@@ -251,8 +277,8 @@ class GraphTracer(Tracer):
                 continue
             if thresh and t - p.calltime < thresh:
                 continue
-            tr.write_entry(cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
-                                 (p.func, p.depth, 0, p.calltime, t), None), GRAPH_RET_PAYLOAD)
+            self._write(tr, cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                                  (p.func, p.depth, 0, p.calltime, t), None), GRAPH_RET_PAYLOAD)
 
     def _enter(self, tr, cpu, pid, fr, t, stack, context) -> None:
         """``function_graph_enter()`` with this array's ``trace_graph_entry()``."""
@@ -283,8 +309,8 @@ class GraphTracer(Tracer):
         if g.skip_irqs and flags & te.TRACE_FLAG_HARDIRQ and not (inside or sets_fl):
             return
         if not tr.tracing.tracing_thresh:
-            if not tr.write_entry(cpu, (t, TRACE_GRAPH_ENT, pid, flags, pc, func, depth),
-                                  GRAPH_ENT_PAYLOAD):
+            if not self._write(tr, cpu, (t, TRACE_GRAPH_ENT, pid, flags, pc, func, depth),
+                               GRAPH_ENT_PAYLOAD):
                 return                               # no event reserved: not pushed
         stack.append(Pushed(fr, func, depth, t, RECORDED, sets_fl, flags, pc))
 
