@@ -131,17 +131,23 @@ class FtraceOps:
     # --- the tracer's view -------------------------------------------------
     def match(self, ip: int, pid: int) -> bool:
         """Does the function tracer of this array record this call?"""
+        return self.match_function(ip) and self.match_pid(pid)
+
+    def match_function(self, ip: int) -> bool:
+        """``match()`` by the function alone (the hashes)."""
         if self.filtering() or self.notrace:
             rec = self.records.rec_of_ip(ip)
             if self.filtering() and rec not in self.filter:
                 return False
             if rec is not None and rec in self.notrace:
                 return False
+        return True
+
+    def match_pid(self, pid: int) -> bool:
+        """``match()`` by the pid lists alone."""
         if self.pids is not None and pid not in self.pids:
             return False
-        if self.no_pids is not None and pid in self.no_pids:
-            return False
-        return True
+        return not (self.no_pids is not None and pid in self.no_pids)
 
     def _index(self) -> dict:
         idx = self._probe_index

@@ -87,7 +87,7 @@ class GraphHashes:
     ``ftrace_records()``), and ``fgraph_max_depth``: global, one of each."""
 
     __slots__ = ("kernel", "funcs", "notrace", "max_depth", "skip_irqs", "sleep_time",
-                 "graph_time")
+                 "graph_time", "generation")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -99,6 +99,7 @@ class GraphHashes:
         self.skip_irqs = False
         self.sleep_time = True
         self.graph_time = True
+        self.generation = 0             # moves on with each change of a hash
 
     # --- set_graph_function / set_graph_notrace (FtraceRegexOps' owner) ----------
     def process_regex(self, word: str, enable: bool) -> None:
@@ -108,6 +109,7 @@ class GraphHashes:
     def clear_functions(self, notrace: bool) -> None:
         """An O_TRUNC open starts from an empty hash."""
         (self.notrace if notrace else self.funcs).clear()
+        self.generation += 1
 
     def filter_text(self, notrace: bool) -> str:
         """``g_show()``"""
@@ -121,6 +123,7 @@ class GraphHashes:
         """``ftrace_graph_set_hash()``: a glob (``!`` removes); EINVAL when
         nothing matched (or, removing, nothing was there)."""
         recs, clear = ftrace_records(self.kernel).match(word, None)
+        self.generation += 1
         if clear:
             there = target & set(recs)
             if not there:
@@ -156,6 +159,10 @@ class GraphTracer(Tracer):
         # a stretch's records, written in one go at its end (``begin()``)
         self._out: list | None = None
         self._lengths: list = []
+        # function id -> whether and how the array hooks it (``_hook()``),
+        # valid while the filters stay as they were (``_key()``)
+        self._hooks: dict = {}
+        self._hooks_key = None
 
     @staticmethod
     def tracer_options(config) -> dict:
@@ -209,6 +216,7 @@ class GraphTracer(Tracer):
         """A stretch of calls with nothing else written between them: when
         every reserve succeeds (overwrite, recording) the records are kept
         and written at ``end()``, as one ``write_entries()``."""
+        self._key(tr)                 # (the filters are as they were, or the hooks go)
         if tr.flags["overwrite"] and tr.recording():
             self._out, self._lengths = [], []
 
@@ -251,7 +259,35 @@ class GraphTracer(Tracer):
             k = still_open([p.frame for p in stack], fr)
             if k < len(stack):
                 self._returns(tr, cpu, pid, stack, k, t)
-        self._enter(tr, cpu, pid, fr, t, stack, context)
+        hook = self._hooks.get(fr.fn)
+        if hook is None:
+            hook = self._hook(tr, fr)
+        if hook is not False:
+            self._enter(tr, cpu, pid, fr, t, stack, context, hook)
+
+    def _key(self, tr) -> None:
+        """The hooks' answers hold while the array's ops, the graph hashes
+        and the records stay as they were (their generations): else they go."""
+        ops = tr.ftrace_ops
+        key = (None if ops is None else ops.generation, graph_hashes(tr.kernel).generation,
+               id(ftrace_records(tr.kernel)))
+        if key != self._hooks_key:
+            self._hooks_key = key
+            self._hooks = {}
+
+    def _hook(self, tr, fr):
+        """For the function of ``fr``: False when the array's ops does not
+        hook it (set_ftrace_filter/notrace), else (ip, in set_graph_notrace,
+        in set_graph_function)."""
+        func = fr.entry + CALL_IP_OFF
+        ops = tr.ftrace_ops
+        hook = False
+        if ops is None or ops.match_function(func):
+            g = graph_hashes(tr.kernel)
+            rec = ftrace_records(tr.kernel).rec_of_ip(func) if g.notrace or g.funcs else None
+            hook = (func, rec is not None and rec in g.notrace, rec is not None and rec in g.funcs)
+        self._hooks[fr.fn] = hook
+        return hook
 
     def _switched_out(self, tr, cpu, state, t) -> None:
         """The task of ``state`` left the CPU (it sleeps in ``state.frame``,
@@ -280,30 +316,28 @@ class GraphTracer(Tracer):
             self._write(tr, cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
                                   (p.func, p.depth, 0, p.calltime, t), None), GRAPH_RET_PAYLOAD)
 
-    def _enter(self, tr, cpu, pid, fr, t, stack, context) -> None:
-        """``function_graph_enter()`` with this array's ``trace_graph_entry()``."""
+    def _enter(self, tr, cpu, pid, fr, t, stack, context, hook) -> None:
+        """``function_graph_enter()`` with this array's ``trace_graph_entry()``
+        for a function its ops hooks (``hook``: see ``_hook()``)."""
         if stack and stack[-1].state == NOTRACE:
             return                                   # TRACE_GRAPH_NOTRACE
-        func = fr.entry + CALL_IP_OFF
         ops = tr.ftrace_ops
-        if ops is not None and not ops.match(func, pid):
+        if ops is not None and not ops.match_pid(pid):
             return
+        func, notrace, in_graph = hook
         flags, pc = context[fr.ctx]
-        g = graph_hashes(tr.kernel)
         depth = len(stack)
-        if g.notrace or g.funcs:
-            rec = ftrace_records(tr.kernel).rec_of_ip(func)
-            if rec is not None and rec in g.notrace:
-                stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
-                return
+        if notrace:
+            stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
+            return
+        g = graph_hashes(tr.kernel)
+        inside = sets_fl = False
+        if g.funcs:
             inside = any(p.sets_fl for p in stack)
-            sets_fl = False
-            if g.funcs and not inside:
-                if rec is None or rec not in g.funcs:
+            if not inside:
+                if not in_graph:
                     return
                 sets_fl = True
-        else:
-            inside = sets_fl = False
         if g.max_depth and depth >= g.max_depth:
             return
         if g.skip_irqs and flags & te.TRACE_FLAG_HARDIRQ and not (inside or sets_fl):
