@@ -44,7 +44,8 @@ import contextlib
 from .alloc_callers import AllocCallers
 from .call_sites import CallSites
 from .callgraph import CallGraph, load_callgraph
-from .frames import ENTER, RESUME, Frames, interrupted, still_open
+from .call_durations import durations
+from .frames import ENTER, RESUME, Frames, interrupted
 from .kallsyms import Kallsyms, uses_host_table
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
@@ -424,17 +425,14 @@ class Workload:
         the walk made ``rate`` a second (exponential gaps), each call
         lasting until its task's next call from below it (as the function
         graph tracer sees them: ``trace_functions_graph.py``).  ``sums`` is
-        a list per (graph-time, sleep-time) setting, ``DURATION_KEYS``
-        order, of [calls, sum of durations, sum of their squares]: with
-        graph-time off a function's own time (its callees' taken out), with
-        sleep-time off the time its task was switched out taken out too.
+        a list per (graph-time, sleep-time) setting (``call_durations.py``).
         Done once, on the side (``_aside()``)."""
         if self._durations is None:
             rng = self.kernel.subsystem_rng("workload-duration-profile")
             out = []
             with self._aside() as walk:
                 for c in walk.cpus:
-                    out.append(_durations(walk, c, rng, rate, n_per_cpu))
+                    out.append(durations(walk, c, rng, rate, n_per_cpu))
             self._durations = out
         return self._durations
 
@@ -558,53 +556,3 @@ class Workload:
 def workload_init(kernel) -> None:
     kernel.workload = Workload(kernel)
 
-
-# duration_profile()'s settings: (graph-time, sleep-time)
-DURATION_KEYS = ((True, True), (True, False), (False, True), (False, False))
-
-
-def _durations(walk, c, rng, rate: int, n: int) -> dict:
-    """``duration_profile()`` of one CPU (as trace_functions_graph's
-    ``GraphTracer.call()`` sees the calls: a task switched out leaves what
-    it called before the switch)."""
-    open_of: dict = {}          # task state -> [[frame, calltime, slept, [callees' time per key]]]
-    off_at: dict = {}           # task state -> when it was switched out
-    sums: dict = {}
-    t = 0.0
-    last = None
-
-    def returns(st, k, t):
-        while len(st) > k:
-            fr, calltime, slept, child = st.pop()
-            got = sums.get(fr.fn)
-            if got is None:
-                got = sums[fr.fn] = [[0, 0.0, 0.0] for _ in DURATION_KEYS]
-            for j, (graph_time, sleep_time) in enumerate(DURATION_KEYS):
-                d = t - calltime - (0.0 if sleep_time else slept)
-                own = d if graph_time else d - child[j]
-                g = got[j]
-                g[0] += 1
-                g[1] += own
-                g[2] += own * own
-                if st:
-                    st[-1][3][j] += d
-
-    for _ in range(n):
-        t += rng.expovariate(rate) * 1e9
-        _task, fr = walk.run(c, rng)
-        state = c.ts
-        if state is not last:
-            if last is not None:
-                st = open_of.get(last)
-                if st and last.frame is not None:
-                    returns(st, still_open([e[0] for e in st], last.frame, inside=True), t)
-                off_at[last] = t
-            since = off_at.pop(state, None)
-            if since is not None:
-                for e in open_of.get(state, ()):
-                    e[2] += t - since
-            last = state
-        st = open_of.setdefault(state, [])
-        returns(st, still_open([e[0] for e in st], fr), t)
-        st.append([fr, t, 0.0, [0.0] * len(DURATION_KEYS)])
-    return sums

@@ -12,7 +12,7 @@ tables; turning it off keeps them.
 
 Calls are not made one by one: each function is called at the rate the
 activity generator gives a filtered function tracer
-(``trace_activity.fn_rate()`` times its share in ``Workload.call_profile()``,
+(``trace_call_rates.fn_rate()`` times its share in ``Workload.call_profile()``,
 ``CALL_PRIOR`` calls for one it never got to), so the profiler and a
 tracer filtered on a function agree.  The counts of a stretch of time are
 Poisson draws, made when someone looks (a stat file is opened or read, the
@@ -34,8 +34,8 @@ import math
 from ..fs.pseudo import KernelError
 from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
 from .ftrace_records import ftrace_records
-from ..workload import DURATION_KEYS
-from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from ..call_durations import DURATION_KEYS
+from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
 from .trace_functions_graph_output import graph_duration
 
 FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"

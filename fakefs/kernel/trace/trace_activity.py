@@ -9,10 +9,11 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
-The function tracer records ``fn_rate`` calls a second per CPU (default
-500,000, a busy machine's rate; ``fakefs.fn_rate=N`` sets another).  A
-run of them with nothing else between is made and written in one go when
-every array takes each call as it comes (``_function_calls``).  The
+The function tracer records ``fn_rate`` calls a second per CPU
+(``trace_call_rates.py``).  A run of them with nothing else between is made
+and written in one go when every array takes each call as it comes
+(``_function_calls``); a function_graph array takes every call of the walk
+one at a time, whatever its filters (``_graph_calls``).  The
 functions a filtered function tracer or a function probe names
 (``tr.ftrace_ops``, see ``ftrace.py``) get their own streams of calls at the
 rate they are really made (``Workload.calls_to()``): a filter on
@@ -36,6 +37,7 @@ from ..tracepoint import TracepointHooks
 from ..walkgraph import FENTRY_IP, FENTRY_RET
 from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
+from .trace_call_rates import CallGroup, call_groups, fn_rate
 from .trace_context import CONTEXT_FLAGS, StackContext
 from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
@@ -43,7 +45,6 @@ from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
 from .trace_syscalls import SyscallEvent
 
-FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # plain function calls written by the compiled writer into raw sub-buffers
@@ -57,15 +58,6 @@ RAW_WRITES = True
 # plus CALL_IP_OFF; the parent ip is the return address into the caller
 CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
 CALL_IP_OFF = FENTRY_IP - FENTRY_RET
-# Calls of the functions a filter or a probe names come at the same rate as
-# they do in the unfiltered function tracer: ``fn_rate(kernel)`` calls a
-# second times the share of them the walk gives those functions
-# (``Workload.call_profile()``, CALL_PROFILE_N calls per CPU), counting
-# CALL_PRIOR calls for each function there that it never got to.
-CALL_PROFILE_N = 16_000
-CALL_PRIOR = 0.5
-TARGETED_MAX = 1000        # per CPU: a broad filter costs no more than this
-SINGLE_STREAMS = 16        # up to this many functions get a stream each
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
@@ -80,21 +72,6 @@ GFP_DIRECT_RECLAIM = 0x400
 CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
 FOLLOWED = CODE_PATHS
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
-
-
-class CallGroup:
-    """Calls of one of ``ids`` (workload function ids), ``rates[cpu]`` a second."""
-
-    __slots__ = ("ids", "rates")
-
-    def __init__(self, ids, rates):
-        self.ids = ids
-        self.rates = rates
-
-
-def fn_rate(kernel) -> int:
-    """Traced function calls a second per CPU (``fakefs.fn_rate=``)."""
-    return kernel.setup.get("fakefs.fn_rate", FN_RATE_DEFAULT)
 
 
 class TraceActivity:
@@ -459,34 +436,8 @@ class TraceActivity:
             addrs |= self.kernel.kprobes.call_targets()       # armed kprobes
         if addrs != self._target_addrs:
             self._target_addrs = addrs
-            self._targets = self._call_groups(wl, addrs) if addrs else ()
+            self._targets = call_groups(wl, addrs, self.fn_rate) if addrs else ()
         return self._targets
-
-    def _call_groups(self, wl, addrs):
-        """Each function gets its own stream (so a rare one is called at
-        its own rate, not drowned by a frequent one), unless there are many:
-        then one stream goes to all of them as the walk gets there."""
-        ids = wl.call_ids(addrs)
-        if not ids:
-            return ()
-        counts, n = wl.call_profile(CALL_PROFILE_N)
-
-        def rates(group):
-            return [self.fn_rate * (sum(c.get(i, 0) for i in group) + CALL_PRIOR * len(group)) / n
-                    for c in counts]
-
-        if len(ids) <= SINGLE_STREAMS:
-            groups = [CallGroup(frozenset((i,)), None) for i in sorted(ids)]
-        else:
-            groups = [CallGroup(ids, None)]
-        for g in groups:
-            g.rates = rates(g.ids)
-        for cpu in range(len(counts)):
-            total = sum(g.rates[cpu] for g in groups)
-            if total > TARGETED_MAX:
-                for g in groups:
-                    g.rates[cpu] *= TARGETED_MAX / total
-        return tuple(groups)
 
     def _function_calls(self, trs, wl, rng, cpu, times, probe_trs, graph=()) -> None:
         """Function calls at ``times`` with nothing else between them.  When

@@ -46,7 +46,7 @@ from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_probes import PROBE_COMMANDS
 from .ftrace_records import ftrace_records
 from .ftrace_sysctl import ftrace_calls_enabled
-from .trace_activity import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
 from .trace_parser import user_ulong
 
 THREAD_SIZE = 16384

@@ -14,7 +14,7 @@ from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.ftrace_profile import poisson
-from fakefs.kernel.trace.trace_activity import FN_RATE_DEFAULT as R_CALLS
+from fakefs.kernel.trace.trace_call_rates import FN_RATE_DEFAULT as R_CALLS
 from fakefs.kernel.trace.trace_stat import StatFileOps
 from kfiles import errno_of, node, rd, wr
 
