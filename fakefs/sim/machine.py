@@ -36,6 +36,8 @@ from .host import HOST, HostProcesses
 from .syscalls import Syscalls
 
 _END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
+_DOWN, _UP = 9, 10         # CPU hotplug (kernel/cpu.py; HOST is 7): a CPU dies, comes back
+_INFLIGHT = (_CONT, _IPI, _RESCHED)   # what a CPU going offline finishes first
 SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's stack
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 _TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
@@ -86,6 +88,10 @@ class Machine:
         self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
         self.time = 0
         self.frozen = False                   # nothing can see it: it stands still
+        # CPU hotplug: the CPUs dead (offline: nothing happens on them), and
+        # per CPU the pids of its per-CPU threads woken while it was
+        self.down_cpus: set[int] = set()
+        self.parked: dict[int, list[int]] = {}
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
@@ -123,7 +129,7 @@ class Machine:
             timer.expires = timer.bucket_expiry = self.timers.jiffies(t) + timeout
             due = self.timers.time_of(timer.bucket_expiry)
         self.seq += 1
-        heapq.heappush(self.wheel[r.task.cpu], (due, self.seq, r.task.pid))
+        heapq.heappush(self.wheel[self._live(r.task.cpu)], (due, self.seq, r.task.pid))
 
     # --- set-up -------------------------------------------------------------
     def start(self, t: int) -> None:
@@ -138,6 +144,8 @@ class Machine:
             sched.rq[cpu].clear()
             sched.need_resched[cpu] = False
             self.clock[cpu] = t
+            if cpu in self.down_cpus:
+                continue                  # offline: no tick
             self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
                        _TICK, cpu, 0)
         for pid in self.exiting:          # on their way out when nobody looked
@@ -192,6 +200,10 @@ class Machine:
             if kind == HOST:
                 self.host.run(t, b)
                 continue
+            if self.down_cpus and kind != _WAKE and a in self.down_cpus:
+                if kind == _UP:           # (what else was due on a dead CPU is void)
+                    self._up(t, a)
+                continue
             if kind != _WAKE and t < clock[a]:
                 # that CPU is still busy (an interrupt, a switch): one thing
                 # at a time, and what others see happens when it is stamped
@@ -209,6 +221,10 @@ class Machine:
                 self._cont(t, a, b)
             elif kind == _SYSCALL:
                 self._syscall(t, a, b)
+            elif kind == _DOWN:
+                self._down(t, a)
+            elif kind == _UP:
+                pass                      # (up already)
             else:
                 self._resched(t, a)
         self.time = max(self.time, t1)
@@ -426,7 +442,7 @@ class Machine:
                 return
             waker = "timer"                     # nobody runs: a timeout does it
         if waker == "timer":
-            cpu = r.task.cpu
+            cpu = self._live(r.task.cpu)      # (a dead CPU's timers moved)
             if t < self.clock[cpu]:
                 self._push(self.clock[cpu], _WAKE, pid, 0)
                 return
@@ -434,7 +450,7 @@ class Machine:
             self._at(cpu, tw)
             self._push(tw, _CONT, cpu, (pid, _TIMER_WAKE))
             return
-        cpu = self.rng.randrange(sched.nr_cpus)
+        cpu = self._live(self.rng.randrange(sched.nr_cpus))   # (irqs avoid dead CPUs)
         if t < self.clock[cpu]:
             self._push(self.clock[cpu], _WAKE, pid, 0)
             return
@@ -521,6 +537,10 @@ class Machine:
         """try_to_wake_up() from ``cpu``; a preempted CPU reschedules (this
         one on the way out, another one through a reschedule IPI)."""
         sched = self.sched
+        if r.task.bound and not sched.online[r.task.cpu]:
+            # a parked per-CPU thread: it runs when its CPU is back
+            self.parked.setdefault(r.task.cpu, []).append(r.task.pid)
+            return t
         target_curr = sched.curr[sched.select_task_rq(r.task)]
         tr = self.runs.get(target_curr.pid)
         preempt = tr is not None and tr.beh.cpu_bound and not r.beh.cpu_bound
@@ -560,6 +580,100 @@ class Machine:
         rcu = bool(q) and q[0][0] <= t
         t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
         self._timer_softirq(cpu, t1, t, rcu)
+
+    # --- CPU hotplug (kernel/cpu.py) ----------------------------------------
+    def _live(self, cpu: int) -> int:
+        """``cpu``, or if it is offline the next CPU online (where its
+        timers and interrupts went)."""
+        online = self.sched.online
+        if online[cpu]:
+            return cpu
+        n = len(online)
+        for i in range(1, n):
+            c = (cpu + i) % n
+            if online[c]:
+                return c
+        return cpu
+
+    def cpu_dead(self, cpu: int) -> bool:
+        return cpu in self.down_cpus
+
+    def cpu_down(self, cpu: int, t: int) -> None:
+        """``cpu`` starts going offline at ``t``: nothing new goes to it;
+        it dies once what it is in the middle of is over (``_down``)."""
+        self.sched.online[cpu] = False
+        self._push(t, _DOWN, cpu, 0)
+
+    def cpu_up(self, cpu: int, t: int) -> None:
+        """``cpu`` comes back at ``t`` (``_up``)."""
+        self._push(t, _UP, cpu, 0)
+
+    def cpu_state(self, cpu: int, online: bool, t: int) -> None:
+        """The machine stands still: ``cpu``'s state changes at once (its
+        start puts nothing on a dead CPU)."""
+        if online:
+            self.down_cpus.discard(cpu)
+            for pid in self.parked.pop(cpu, ()):
+                r = self.runs.get(pid)
+                if r is not None and not r.task.on_cpu and r.task.state != "R":
+                    self._push(t + self._sleep(r), _WAKE, pid, 0)
+        else:
+            self.down_cpus.add(cpu)
+
+    def _down(self, t: int, cpu: int) -> None:
+        """take_cpu_down(): once no interrupt, IPI or reschedule of
+        ``cpu`` is pending, its tasks move away (``Scheduler.cpu_dying``),
+        its timers and RCU callbacks go to the next online CPU, and it is
+        dead."""
+        if self.sched.online[cpu]:
+            return                            # (brought back before it died)
+        last = max((e[0] for e in self.heap if e[2] in _INFLIGHT and e[3] == cpu), default=None)
+        if last is not None:
+            self._push(max(last, self.clock[cpu]) + 1, _DOWN, cpu, 0)
+            return
+        sched = self.sched
+        t = self._at(cpu, t)
+        r = self.runs.get(sched.curr[cpu].pid) if sched.curr[cpu].pid else None
+        if r is not None:
+            r.left -= t - r.since
+            r.token += 1                      # its pending end is void
+        dests, parked = sched.cpu_dying(cpu, t)
+        for task in parked:
+            self.parked.setdefault(cpu, []).append(task.pid)
+        for dest in sorted(set(dests)):
+            if sched.curr[dest].pid == 0:     # an idle CPU: it must look at its queue
+                sched.need_resched[dest] = True
+                self.irq.send_reschedule(cpu, t, dest, CTX_TASK)
+                self._push(t + self.ipi_ns, _IPI, dest, 0)
+        to = self._live(cpu)
+        for e in self.wheel[cpu]:
+            heapq.heappush(self.wheel[to], e)
+        self.wheel[cpu] = []
+        if self.rcu[cpu]:
+            self.rcu[to] = sorted(self.rcu[to] + self.rcu[cpu], key=lambda e: e[0])
+            self.rcu[cpu] = []
+        self.down_cpus.add(cpu)
+        hp = self.kernel.cpuhp
+        if hp is not None:
+            hp.note(cpu, t, False)
+
+    def _up(self, t: int, cpu: int) -> None:
+        """The CPU is back at ``t``: idle, its tick again, its parked threads
+        asleep as they would be."""
+        if cpu not in self.down_cpus:
+            return
+        sched = self.sched
+        t = self._at(cpu, t)
+        self.down_cpus.discard(cpu)
+        sched.online[cpu] = True
+        sched.curr[cpu] = sched.idle[cpu]
+        sched.need_resched[cpu] = False
+        sched.idle_enter(cpu, t)
+        self._push(t + self.tick_ns, _TICK, cpu, 0)
+        self.cpu_state(cpu, True, t)
+        hp = self.kernel.cpuhp
+        if hp is not None:
+            hp.note(cpu, t, True)
 
     def host_task(self, pid: int, t: int) -> tuple[int, int, int]:
         """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""

@@ -82,6 +82,26 @@ FOLLOWED = CODE_PATHS
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
 
+def _within(ts: int, spans) -> bool:
+    for a, b in spans:
+        if a <= ts < b:
+            return True
+    return False
+
+
+def _outside_sorted(calls, spans):
+    """The instants of ``calls`` (sorted, an ``array('q')``) outside the
+    sorted, disjoint ``spans`` [a, b)."""
+    out = calls[:0]
+    i = 0
+    for a, b in spans:
+        j = bisect_left(calls, a, i)
+        out += calls[i:j]
+        i = bisect_left(calls, b, j)
+    out += calls[i:]
+    return out
+
+
 class CallGroup:
     """Calls of one of ``ids`` (workload function ids), ``rates[cpu]`` a second."""
 
@@ -253,6 +273,8 @@ class TraceActivity:
         span = t1 - t0
         moving = bool(plain_fn or targets)
         per_cpu = []
+        hp = self.kernel.cpuhp
+        hotplugged = hp is not None and hp.any_offline(t0)
         self._recorders = None if acting else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
@@ -273,6 +295,13 @@ class TraceActivity:
                 # from changing tasks
                 n = self._count((cpu, "switch"), SWITCH_RATE, dt)
                 occ += [(t0 + int(rng.random() * span), -1, SWITCH) for _ in range(n)]
+            if hotplugged:
+                # an offline CPU runs nothing: none of its own occurrences
+                # fall where it was offline (the machine made none there)
+                off = hp.offline_spans(cpu, t0, t1)
+                if off:
+                    calls = _outside_sorted(calls, off)
+                    occ = [o for o in occ if o[1] == MACHINE or not _within(o[0], off)]
             if acting:
                 occ += [(ts, 0, None) for ts in calls]
                 calls = []
