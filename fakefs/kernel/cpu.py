@@ -40,6 +40,7 @@ stretches, the time hooks' windows cut by them), the trace's ``#P:``
 from __future__ import annotations
 
 import errno
+from bisect import bisect_left
 
 from .fs.pseudo import FileOperations, KernelError
 from .lib.bitmap import bitmap_list_string
@@ -118,6 +119,24 @@ class CpuHotplug:
             if a < b:
                 out.append((a, b))
         return out
+
+    def cut(self, cpu: int, t0: int, t1: int, calls, occ, keep_id):
+        """What ``cpu`` does in [t0, t1) (the time hook's instants of calls,
+        sorted, and occurrences ``(ts, id, what)``) less what falls where
+        it was offline; occurrences of id ``keep_id`` (what the machine
+        did: it does nothing on an offline CPU) stay."""
+        off = self.offline_spans(cpu, t0, t1)
+        if not off:
+            return calls, occ
+        out = calls[:0]
+        i = 0
+        for a, b in off:
+            j = bisect_left(calls, a, i)
+            out += calls[i:j]
+            i = bisect_left(calls, b, j)
+        out += calls[i:]
+        occ = [o for o in occ if o[1] == keep_id or not any(a <= o[0] < b for a, b in off)]
+        return out, occ
 
     def cpu_at(self, cpu: int, t: int) -> int:
         """``cpu`` if it was online at ``t``, else the next CPU that was
