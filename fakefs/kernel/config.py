@@ -41,6 +41,7 @@ _CONFIG_6_12 = {
     "CONFIG_FPROBE_EVENTS": True,
     "CONFIG_HIST_TRIGGERS": True,
     "CONFIG_SYNTH_EVENTS": True,
+    "CONFIG_HOTPLUG_CPU": True,
 }
 
 PERSONAS: dict[str, dict] = {

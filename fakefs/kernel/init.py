@@ -174,6 +174,7 @@ class Kernel:
         self.percpu = None
         self.heap_stress = None
         self.modules = None               # module.Modules: the loader and what it loaded
+        self.cpuhp = None                 # cpu.CpuHotplug: the CPUs online (cpu_dev_init)
 
     # --- registration -------------------------------------------------
     def early_param(self, name: str, fn) -> None:

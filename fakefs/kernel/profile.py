@@ -305,9 +305,11 @@ class Profiler:
         if n <= 0:
             return
         if self.prof_on == CPU_PROFILING:
+            online = self.kernel.sched.online      # (an offline CPU has no tick)
             for _ in range(n):
                 for cpu in range(self.kernel.nr_cpus):
-                    self._cpu_tick(cpu, 1)
+                    if online[cpu]:
+                        self._cpu_tick(cpu, 1)
         elif self.prof_on == SCHED_PROFILING:
             wl = self.kernel.workload
             if wl is None:
@@ -325,7 +327,10 @@ class Profiler:
         if n <= 0:
             return
         k = min(n, SKIP_SAMPLES)
+        online = self.kernel.sched.online
         for cpu in range(self.kernel.nr_cpus):
+            if not online[cpu]:
+                continue
             for i in range(k):
                 self._cpu_tick(cpu, n // k + (1 if i < n % k else 0))
         self.ticks += n

@@ -143,6 +143,9 @@ class Scheduler:
         self.tp_cpu_idle = tps.get("cpu_idle")
         self.tp_sched_stat_runtime = tps.get("sched_stat_runtime")
         self.idling = [False] * nr_cpus       # in the idle routine (halted)
+        # cpu_active(): False from the moment a CPU starts going offline
+        # (kernel/cpu.py): nothing new is put on it
+        self.online = [True] * nr_cpus
         self.switch_hooks: list = []      # fn(cpu, ts, prev, next): who runs where
         # per CPU, (instant, task) of each switch since forget_before()'s
         # instant, the first one the task running then: who ran when
@@ -286,12 +289,19 @@ class Scheduler:
             return task.cpu             # one CPU allowed: select_task_rq() asks nobody
         prev = task.cpu
         ok = task.allowed
-        if (ok is None or prev in ok) and self.curr[prev].pid == 0 and not self.rq[prev]:
+        online = self.online
+        if (ok is None or prev in ok) and online[prev] and self.curr[prev].pid == 0 \
+                and not self.rq[prev]:
             return prev
         for c in range(self.nr_cpus) if ok is None else ok:
-            if self.curr[c].pid == 0 and not self.rq[c]:
+            if online[c] and self.curr[c].pid == 0 and not self.rq[c]:
                 return c
-        return prev if ok is None or prev in ok else ok[0]     # select_fallback_rq()
+        if (ok is None or prev in ok) and online[prev]:
+            return prev
+        for c in ok or ():                 # select_fallback_rq(): an allowed CPU online,
+            if online[c]:
+                return c
+        return online.index(True)          # else any online CPU (the cpuset's)
 
     def set_cpus_allowed(self, task: Task, allowed, cpu: int, ts: int) -> None:
         """``__set_cpus_allowed_ptr()`` from ``cpu`` (the caller's) for a
@@ -342,6 +352,50 @@ class Scheduler:
             self.tp_sched_wakeup.fire(cpu, ts, waker.pid, self.flags(cpu, base), at + 1,
                                       (task.comm, task.pid, task.prio, target))
         return resched
+
+    def cpu_dying(self, cpu: int, ts: int) -> tuple[list[int], list[Task]]:
+        """``cpu`` goes offline at ``ts`` (not ``online`` any more): its
+        task is switched out for the idle task (preempted: ``R+``), then it
+        and every task queued there move to online CPUs (``sched_migrate_task``
+        from the dying CPU, under its runqueue's lock); its per-CPU threads
+        (``bound``) stay, asleep (parked).  Returns the CPUs the others went
+        to (one entry a task) and the parked threads."""
+        prev = self.curr[cpu]
+        q = self.rq[cpu]
+        if prev.pid != 0:
+            flags, pc = SWITCH_CTX
+            self.update_curr(cpu, prev, ts, cpu, flags, pc)
+            prev.on_cpu = False
+            prev.state = "R"
+            idle = self.idle[cpu]
+            idle.exec_start = ts
+            self.curr[cpu] = idle
+            self.history[cpu].append((ts, idle))
+            self.need_resched[cpu] = False
+            if self.tp_sched_switch.probes:
+                self.tp_sched_switch.fire(cpu, ts, prev.pid, flags, pc,
+                                          (prev.comm, prev.pid, prev.prio, "R+",
+                                           idle.comm, idle.pid, idle.prio))
+            for hook in self.switch_hooks:
+                hook(cpu, ts, prev, idle)
+            q.insert(0, prev)
+        dests, parked = [], []
+        for task in list(q):
+            q.remove(task)
+            if task.bound:
+                task.state = "S"
+                parked.append(task)
+                continue
+            dest = self.select_task_rq(task)
+            if self.tp_sched_migrate_task.probes:
+                self.tp_sched_migrate_task.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF),
+                                                self.depth(cpu, 1),
+                                                (task.comm, task.pid, task.prio, cpu, dest))
+            self.enqueue(task, dest)
+            dests.append(dest)
+        self.need_resched[cpu] = False
+        self.idling[cpu] = False
+        return dests, parked
 
     # --- the idle loop (kernel/sched/idle.c) ------------------------------
     def idle_enter(self, cpu: int, ts: int) -> None:

@@ -359,10 +359,11 @@ class HostProcesses:
             sched.idle_exit(cpu, t)           # its CPU halted, the IPI still on its way
         else:
             ok = task.allowed
+            online = sched.online
             idle = [c for c in (range(sched.nr_cpus) if ok is None else ok)
-                    if sched.curr[c].pid == 0]
-            cpu = (idle[0] if idle else m.rng.randrange(sched.nr_cpus) if ok is None
-                   else ok[m.rng.randrange(len(ok))])
+                    if sched.curr[c].pid == 0 and online[c]]
+            cpu = m._live(idle[0] if idle else m.rng.randrange(sched.nr_cpus) if ok is None
+                          else ok[m.rng.randrange(len(ok))])
             t = m._at(cpu, t)
             task.cpu = cpu
             sched.idle_exit(cpu, t)

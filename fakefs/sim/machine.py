@@ -28,22 +28,20 @@ from __future__ import annotations
 
 import heapq
 
-from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .host import HOST, HostProcesses
+from .kinds import (_CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL, _TICK, _TIMER_WAKE,
+                    _UP, _WAKE, _WHEEL_WAKE)
+from .machine_percpu import PerCpu
 from .syscalls import Syscalls
 
-_END, _WAKE, _RESCHED, _TICK, _IPI, _CONT, _SYSCALL = 0, 1, 2, 3, 4, 5, 6
 SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's stack
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
-_TIMER_WAKE = -1           # a _CONT in an hrtimer (else: the softirq vector)
-_WHEEL_WAKE = -2           # a _CONT in a wheel timer's function
-_EXIT_WAKE = -3            # a _CONT in an exiting task's exit_notify()
 
 
-class Machine:
+class Machine(PerCpu):
     def __init__(self, kernel, spec: dict | None = None):
         spec = spec or load_behaviour()
         self.kernel = kernel
@@ -86,6 +84,10 @@ class Machine:
         self.wheel: list[list] = [[] for _ in range(self.sched.nr_cpus)]
         self.time = 0
         self.frozen = False                   # nothing can see it: it stands still
+        # CPU hotplug: the CPUs dead (offline: nothing happens on them), and
+        # per CPU the pids of its per-CPU threads woken while it was
+        self.down_cpus: set[int] = set()
+        self.parked: dict[int, dict[int, None]] = {}     # (pids in order)
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
@@ -101,30 +103,6 @@ class Machine:
             r.timer = TimerList(task_stack(task.pid) + SCHEDULE_TIMEOUT_OFF, self.process_timeout)
         return r
 
-    def _wheel_sleep(self, r, cpu: int, t: int, sleep: int, armed: bool = True) -> None:
-        """``r``'s task sleeps on a wheel timer: a kernel thread's
-        schedule_timeout(), a kworker's next delayed work.  ``armed``: the
-        arming is traced (not for the timers armed before the machine
-        started)."""
-        if r.beh.pool is not None:
-            r.work = self.wq.pick(r.beh.pool, r.task.cpu, self.rng.random())
-            if r.work is None or r.work.timer is None:
-                self._push(t + sleep, _WAKE, r.task.pid, 0)     # no such work here
-                return
-            timer = r.work.timer
-        else:
-            timer = r.timer
-            if armed:
-                self.timers.init(cpu, t, timer)
-        timeout = max(1, -(-sleep // self.tick_ns))
-        if armed:
-            due = self.timers.start(cpu, t, timer, timeout)
-        else:
-            timer.expires = timer.bucket_expiry = self.timers.jiffies(t) + timeout
-            due = self.timers.time_of(timer.bucket_expiry)
-        self.seq += 1
-        heapq.heappush(self.wheel[r.task.cpu], (due, self.seq, r.task.pid))
-
     # --- set-up -------------------------------------------------------------
     def start(self, t: int) -> None:
         """Every task asleep where it waits, every CPU idle, at ``t``.
@@ -138,6 +116,8 @@ class Machine:
             sched.rq[cpu].clear()
             sched.need_resched[cpu] = False
             self.clock[cpu] = t
+            if cpu in self.down_cpus:
+                continue                  # offline: no tick
             self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
                        _TICK, cpu, 0)
         for pid in self.exiting:          # on their way out when nobody looked
@@ -192,6 +172,10 @@ class Machine:
             if kind == HOST:
                 self.host.run(t, b)
                 continue
+            if self.down_cpus and kind != _WAKE and a in self.down_cpus:
+                if kind == _UP:           # (what else was due on a dead CPU is void)
+                    self._up(t, a)
+                continue
             if kind != _WAKE and t < clock[a]:
                 # that CPU is still busy (an interrupt, a switch): one thing
                 # at a time, and what others see happens when it is stamped
@@ -209,6 +193,10 @@ class Machine:
                 self._cont(t, a, b)
             elif kind == _SYSCALL:
                 self._syscall(t, a, b)
+            elif kind == _DOWN:
+                self._down(t, a)
+            elif kind == _UP:
+                pass                      # (up already)
             else:
                 self._resched(t, a)
         self.time = max(self.time, t1)
@@ -426,7 +414,7 @@ class Machine:
                 return
             waker = "timer"                     # nobody runs: a timeout does it
         if waker == "timer":
-            cpu = r.task.cpu
+            cpu = self._live(r.task.cpu)      # (a dead CPU's timers moved)
             if t < self.clock[cpu]:
                 self._push(self.clock[cpu], _WAKE, pid, 0)
                 return
@@ -434,7 +422,7 @@ class Machine:
             self._at(cpu, tw)
             self._push(tw, _CONT, cpu, (pid, _TIMER_WAKE))
             return
-        cpu = self.rng.randrange(sched.nr_cpus)
+        cpu = self._live(self.rng.randrange(sched.nr_cpus))   # (irqs avoid dead CPUs)
         if t < self.clock[cpu]:
             self._push(self.clock[cpu], _WAKE, pid, 0)
             return
@@ -472,55 +460,14 @@ class Machine:
         if sched.curr[cpu].pid == 0 and not sched.need_resched[cpu]:
             sched.idle_enter(cpu, self._at(cpu, t + 1000))
 
-    def _timer_softirq(self, cpu: int, t: int, due: int, rcu: bool) -> None:
-        """The TIMER softirq of a tick (at ``due``) from ``t`` on: the next
-        expired wheel timer runs — its function wakes a task at its own
-        instant (a ``_CONT``), which goes on here — then the softirq ends,
-        and the RCU softirq runs the callbacks whose grace period is over."""
-        wheel = self.wheel[cpu]
-        while wheel and wheel[0][0] <= due:
-            pid = heapq.heappop(wheel)[2]
-            r = self.runs.get(pid)
-            timer = None
-            if r is not None:
-                timer = r.timer if r.timer is not None else \
-                    r.work.timer if r.work is not None else None
-            if timer is None:
-                continue
-            self.timers.expire_begin(cpu, t, timer)
-            t = self._at(cpu, t + 1000)
-            self._push(t, _CONT, cpu, (pid, _WHEEL_WAKE, due, rcu))
-            return
-        t = self._at(cpu, self.irq.softirq_end(cpu, t, SOFTIRQ_TIMER))
-        if rcu:
-            q = self.rcu[cpu]
-            t = self._at(cpu, self.irq.softirq_begin(cpu, t, SOFTIRQ_RCU))
-            while q and q[0][0] <= due:
-                _due, comm, pid, prio = q.pop(0)
-                self.life.delayed_put_task_struct(cpu, t, comm, pid, prio)
-                t = self._at(cpu, t + 1000)
-            t = self._at(cpu, self.irq.softirq_end(cpu, t, SOFTIRQ_RCU))
-        if self.sched.need_resched[cpu]:
-            self._push(t + self.switch_ns, _RESCHED, cpu, 0)
-        else:
-            self._back_to_idle(cpu, t)
-
-    def _wheel_wake(self, t: int, cpu: int, r, due: int, rcu: bool) -> None:
-        """A wheel timer's function: process_timeout wakes a kernel thread,
-        delayed_work_timer_fn queues a kworker's work (which wakes it)."""
-        timer = r.timer if r.timer is not None else r.work.timer
-        if r.work is not None:
-            self.wq.queue_work(cpu, t, r.work, softirq=True)
-        if r.task.state in ("S", "D", "I") and not r.task.on_cpu:
-            self._try_wake(r, cpu, t, CTX_SOFTIRQ)
-        t = self._at(cpu, t + 1000)
-        self.timers.expire_end(cpu, t, timer)
-        self._timer_softirq(cpu, self._at(cpu, t + 1000), due, rcu)
-
     def _try_wake(self, r, cpu: int, t: int, ctx) -> int:
         """try_to_wake_up() from ``cpu``; a preempted CPU reschedules (this
         one on the way out, another one through a reschedule IPI)."""
         sched = self.sched
+        if r.task.bound and not sched.online[r.task.cpu]:
+            # a parked per-CPU thread: it runs when its CPU is back
+            self.parked.setdefault(r.task.cpu, {})[r.task.pid] = None
+            return t
         target_curr = sched.curr[sched.select_task_rq(r.task)]
         tr = self.runs.get(target_curr.pid)
         preempt = tr is not None and tr.beh.cpu_bound and not r.beh.cpu_bound

@@ -13,6 +13,7 @@ so that ``%pd``/``%pD`` arguments read the file's name.
 
 from __future__ import annotations
 
+from ..cpu import online_cpu
 from ..trace.trace_kprobe_regs import ModelCall, caller_task
 from ..trace.trace_probe_tmpl import DIRECT_MAP
 
@@ -74,7 +75,8 @@ def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> 
     else:
         args = (dentry,)
     task = caller_task(kernel, pid)
-    kernel.kprobes.fire(func, CALLERS[func], pid % kernel.nr_cpus, task, ModelCall(args, regions))
+    kernel.kprobes.fire(func, CALLERS[func], online_cpu(kernel, pid % kernel.nr_cpus), task,
+                        ModelCall(args, regions))
 
 
 def instance_dirs_made(kernel, name: str, pid: int) -> None:
@@ -99,4 +101,4 @@ def instance_dirs_made(kernel, name: str, pid: int) -> None:
         name_ptr = DIRECT_MAP + 0x30000000 + (tr.dir.ino & 0xffff) * 0x400 + 0x20 * i
         call = ModelCall((name_ptr, parent_dentry), {name_ptr: dname.encode("latin-1") + b"\0"})
         kernel.kprobes.fire("tracefs_create_dir", TRACEFS_DIR_CALLERS[kind],
-                            pid % kernel.nr_cpus, task, call)
+                            online_cpu(kernel, pid % kernel.nr_cpus), task, call)

@@ -34,6 +34,7 @@ class Moments:
         self.sched = kernel.sched
         self.trace = trace
         self.nr_cpus = kernel.nr_cpus
+        self.hp = kernel.cpuhp
         wl = kernel.workload
         self.reaches = wl.reaches if wl is not None else None
         self.window = None                   # (workload time, kernel time, span) of the step
@@ -72,7 +73,10 @@ class Moments:
                 self.trace.at(cpu, t)
                 return base + (t - k0)
             w = base + int(r.random() * span)
-        self.trace.at(int(r.random() * self.nr_cpus), k0 + (w - base))
+        cpu, t = int(r.random() * self.nr_cpus), k0 + (w - base)
+        if self.hp is not None and self.hp.changes:
+            cpu = self.hp.cpu_at(cpu, t)        # (an offline CPU frees nothing)
+        self.trace.at(cpu, t)
         return w
 
     def _instant(self, cum, where, site):

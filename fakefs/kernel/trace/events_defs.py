@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from ..cpu import online_cpu
 from .trace_export import COMMON_FIELDS, _field
 
 with open(os.path.join(os.path.dirname(__file__), "data", "show_gfp_flags.txt")) as _fh:
@@ -135,7 +136,10 @@ class SchedWake(EventDef):
 
     def make(self, rng, cpu, task, stack, src):
         t = rng.choice(src.tasks) if src.tasks else task
-        return (t.comm, t.pid, t.prio, rng.randrange(src.kernel.nr_cpus))
+        target = rng.randrange(src.kernel.nr_cpus)
+        if not src.kernel.sched.online[target]:       # (a wakeup goes to an online CPU)
+            target = online_cpu(src.kernel, target)
+        return (t.comm, t.pid, t.prio, target)
 
 
 def _call_site(stack):

@@ -233,10 +233,10 @@ class TraceActivity:
         if driven:
             for cpu in range(self.kernel.nr_cpus):
                 wl.follow(cpu, self.curr[cpu])   # the window starts with who ran then
-        dt = (t1 - t0) / 1e9
-        span = t1 - t0
+        dt, span = (t1 - t0) / 1e9, t1 - t0
         moving = bool(plain_fn or gr_trs or targets)
         per_cpu = []
+        hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
         self._recorders = None if acting else {}
         for cpu in range(self.kernel.nr_cpus):
             occ = []
@@ -252,11 +252,12 @@ class TraceActivity:
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
             occ += self._machine_hits(cpu, t1)
             if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
-                # nothing else moves the CPUs from task to task: let the
-                # scheduler run unrecorded so the traced events keep coming
-                # from changing tasks
+                # nothing else moves the CPUs from task to task: the scheduler runs
+                # unrecorded so the traced events keep coming from changing tasks
                 n = self._count((cpu, "switch"), SWITCH_RATE, dt)
                 occ += [(t0 + int(rng.random() * span), -1, SWITCH) for _ in range(n)]
+            if hp is not None:                  # an offline CPU runs nothing (kernel/cpu.py)
+                calls, occ = hp.cut(cpu, t0, t1, calls, occ, MACHINE)
             if acting:
                 occ += [(ts, 0, None) for ts in calls]
                 calls = []
@@ -271,8 +272,7 @@ class TraceActivity:
             else:
                 per_cpu.append((cpu, occ, trs))
         if per_cpu:
-            # probes act on the state of the whole array (tracing_on, events):
-            # the CPUs go through the interval together, in time order
+            # probes act on the whole array (tracing_on, events): all CPUs in time order
             streams = [[(o[0], o[1], cpu, o[2], trs) for o in occ] for cpu, occ, trs in per_cpu]
             for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
                 self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 from itertools import islice, repeat
 
+from ..cpu import num_online_cpus
 from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
                            print_trace_header)
@@ -206,7 +207,7 @@ class TraceOps(ArrayFileOps):
                     if not verbose:
                         yield LAT_HELP_HEADER
             elif not verbose:
-                yield func_help_header(tr, entries, total, tr.kernel.nr_cpus)
+                yield func_help_header(tr, entries, total, num_online_cpus(tr.kernel))
             line = formatter(tr).printer(lat)
             if not annotate and not lat:       # the next entry matters to neither
                 while True:

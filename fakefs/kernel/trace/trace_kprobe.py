@@ -21,6 +21,7 @@ import fnmatch
 
 from ..fs.pseudo import TRACE_MODE_READ, TRACE_MODE_WRITE, FileOperations, KernelError
 from ..fs.vfs import DENTRY_NAME, FILE_DENTRY
+from ..cpu import online_cpu
 from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
 from ..module import STATE_COMING, STATE_GOING
@@ -418,7 +419,7 @@ class KprobeOps(ProbeEventOps):
             return
         pid = self.dyn.caller_pid
         task = caller_task(self.kernel, pid)
-        cpu = pid % self.kernel.nr_cpus
+        cpu = online_cpu(self.kernel, pid % self.kernel.nr_cpus)
         base = DIRECT_MAP | (mix64(ev.id) & 0x3fffff) << 12
         for i, tr in enumerate(self.tracing.arrays()):
             names = ([ev.system] if new_system else []) + [ev.name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from ..cpu import num_online_cpus
 from ..lib.vsprintf import hashed_ptr
 from ..mm.mmap import find_vma
 from . import trace_entries as te
@@ -343,7 +344,7 @@ def print_trace_header(tr, entries: int, total: int) -> str:
     return ("# %s latency trace v1.1.5 on %s\n" % (tr.current.name, k.config.release)
             + "# " + "-" * 68 + "\n"
             + "# latency: 0 us, #%d/%d, CPU#0 | (M:%s VP:0, KP:0, SP:0 HP:0 #P:%d)\n"
-            % (entries, total, PREEMPT_MODEL, k.nr_cpus)
+            % (entries, total, PREEMPT_MODEL, num_online_cpus(k))
             + "#    -----------------\n"
             + "#    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)\n"
             + "#    -----------------\n"
