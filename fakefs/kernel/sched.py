@@ -61,7 +61,7 @@ PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 class Task:
     __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "allowed", "state",
-                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime")
+                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime", "policy", "rt_priority")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -82,6 +82,8 @@ class Task:
         self.slice_end = 0
         self.exec_start = 0           # when update_curr() last charged it
         self.sum_exec_runtime = 0
+        self.policy = 0               # SCHED_NORMAL; SCHED_FIFO 1, SCHED_RR 2 (prio 99 - rt_priority)
+        self.rt_priority = 0
 
     def __repr__(self):
         return f"Task({self.comm}-{self.pid})"

@@ -62,6 +62,9 @@ class TraceArray:
         self.clock = "local"
         self.clock_reader = None        # TraceClocks.reader(clock): None reads ns as they are
         self.max_latency = 0            # ns, tracing_max_latency (trace_latency_files)
+        # the max buffer's CPU and its per-CPU records (trace_snapshot.MaxData)
+        self.max_cpu = 0
+        self.max_data: dict = {}
         self.stackmap: FtraceStackMap | None = None
         self.dir: DirNode | None = None
         self.open_refs = 0
@@ -228,6 +231,7 @@ class TraceArray:
         """``set_tracer_flag()``"""
         if self.flags.get(name) == on:
             return
+        self.current.flag_changed(self, name, on)     # the tracer may refuse (EINVAL)
         if name == "trace_printk_dest":
             self.tracing.set_printk_dest(self, on)
             return
@@ -249,11 +253,29 @@ class TraceArray:
         self.ensure_expanded()
         if t is self.current:
             return
-        self.current.reset(self)
-        self.current = t
+        if t.use_max_tr and self.cond_snapshot is not None:
+            raise KernelError(errno.EBUSY)      # a hist trigger's snapshot() owns it
+        from .trace_snapshot import arm_snapshot, disarm_snapshot, free_snapshot
+        old = self.current
+        old.enabled = False
+        old.reset(self)
+        self.current = self.tracers["nop"]
+        if old.use_max_tr and not t.use_max_tr:
+            free_snapshot(self)
+            disarm_snapshot(self)
+        if not old.use_max_tr and t.use_max_tr:
+            arm_snapshot(self)
         self.engage()
         self.reset_buffer()          # tracer_init() -> tracing_reset_online_cpus()
-        t.init(self)
+        self.current = t             # (what init() registers asks for the current tracer)
+        try:
+            t.init(self)
+        except KernelError:
+            self.current = self.tracers["nop"]
+            if t.use_max_tr:
+                disarm_snapshot(self)
+            raise
+        t.enabled = True
 
     def set_option(self, text: str) -> None:
         """``trace_set_options()``: ``name`` or ``noname``."""

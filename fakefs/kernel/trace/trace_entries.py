@@ -12,6 +12,11 @@ TRACE_PRINT    ip                          buf (str, ends in a newline)
 TRACE_RAW_DATA id                          buf[] as shown (bytes)
 TRACE_FUNC_REPEATS (ip, parent_ip, count)  delta of the last repeat (clock units)
 TRACE_USER_STACK tgid                      tuple of user return addresses (at most 8)
+TRACE_CTX      (prev_pid, prev_prio,       -
+TRACE_WAKE      prev_state, next_pid,
+                next_prio, next_state,
+                next_cpu); states as
+                task_state_index()
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -20,6 +25,8 @@ u8, pid int).
 """
 
 TRACE_FN = 1
+TRACE_CTX = 2       # the wakeup tracers' context switch (ctx_switch_entry)
+TRACE_WAKE = 3      # and wakeup
 TRACE_STACK = 4
 TRACE_USER_STACK = 12
 TRACE_PRINT = 5
@@ -43,6 +50,9 @@ TRACE_FLAG_BH_OFF = 0x80
 FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
 STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
 USERSTACK_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 * 8   # unsigned int tgid (padded), caller[8]
+CTX_PAYLOAD = TRACE_ENTRY_HDR + 4 + 4 + 4 + 4   # three pids/cpu, four chars
+# task_state_index() -> its letter (TASK_STATE_TO_CHAR_STR)
+TASK_STATE_CHARS = "RSDTtXZPI"
 FUNC_REPEATS_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 + 2 + 2 + 4   # ip, parent_ip, count, delta
 
 

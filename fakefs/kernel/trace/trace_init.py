@@ -16,6 +16,8 @@ from .trace_activity import register_trace_activity
 from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
+from .trace_irqsoff import irqsoff_tracers
+from .trace_sched_wakeup import wakeup_tracers
 from .trace_dynevent import DynamicEventsOps, DynEvents
 from .trace_eprobe import init_eprobe_trace
 from .trace_events_synth import init_synth_trace
@@ -79,6 +81,10 @@ def tracer_init_tracefs(kernel) -> None:
     if not kernel.config.enabled("TRACING"):
         return
     tracers = [FunctionTracer] if kernel.config.enabled("FUNCTION_TRACER") else []
+    # listed newest first (register_tracer() pushes on trace_types): the
+    # initcalls register function, then irqsoff's three, then wakeup's three
+    tracers = (wakeup_tracers(kernel.config)[::-1] + irqsoff_tracers(kernel.config)[::-1]
+               + tracers)
     tracing = Tracing(kernel, tracers, init_tracer_tracefs)
     kernel.tracing = tracing
     gt = tracing.global_trace
