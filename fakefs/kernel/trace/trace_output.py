@@ -64,6 +64,7 @@ class TraceFormatter:
         self.tr = tr
         self.kallsyms = tr.kernel.kallsyms
         self._sym_cache: dict[int, str] = {}
+        self._sym_generation = self.kallsyms.generation    # modules (un)loaded since: names change
         self._fields = None          # (EventFields, RecordEncoder), made when first asked
 
     def comm(self, pid: int) -> str:
@@ -105,6 +106,9 @@ class TraceFormatter:
         from ``ring``'s start (the buffer read; the array's own if None).  The
         ``bin`` output is bytes carried as latin-1 text, as all the text is."""
         tr = self.tr
+        if self._sym_generation != self.kallsyms.generation:
+            self._sym_cache.clear()
+            self._sym_generation = self.kallsyms.generation
         flag = tr.flag
         context, tgid, irq = flag("context-info"), flag("record-tgid"), flag("irq-info")
         offset, addr, parent = flag("sym-offset"), flag("sym-addr"), flag("print-parent")
@@ -396,7 +400,7 @@ def print_trace_header(tr, entries: int, total: int, ring=None) -> str:
     out.append("#    -----------------\n")
     if data is not None and data.critical_start:
         f = tr.flag
-        sym = (tr.formatter or TraceFormatter(tr)).sym
+        sym = TraceFormatter(tr).sym                # names as they are now
         offset, addr = f("sym-offset"), f("sym-addr")
         out.append("#  => started at: %s\n" % sym(data.critical_start, offset, addr))
         out.append("#  => ended at:   %s\n#\n" % sym(data.critical_end, offset, addr))
