@@ -55,6 +55,7 @@ CTX_HARDIRQ = (IRQS_OFF | HARDIRQ, 2)
 SWITCH_CTX = (IRQS_OFF, 2)
 SLEEP_STATES = ("S", "D", "I")
 BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
+MAX_RT_PRIO = 100             # prio below it: a real-time task (SCHED_FIFO/RR)
 RESERVED_PIDS = 300          # alloc_pid() never hands out a lower pid again
 PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
@@ -219,6 +220,13 @@ class Scheduler:
             prev.state = "R"
         elif prev.pid != 0:
             prev.state = prev_state
+        if pick is None and q:
+            # pick_next_task(): a real-time task (prio < 100) before the
+            # others, the highest first (the machine's are all prio 120 but
+            # for real processes run with chrt)
+            for x in q:
+                if x.prio < MAX_RT_PRIO and (pick is None or x.prio < pick.prio):
+                    pick = x
         if pick is not None and pick in q:
             q.remove(pick)
             nxt = pick
@@ -336,7 +344,9 @@ class Scheduler:
         self.enqueue(task, target)
         self.update_curr(cpu, self.curr[target], ts, target, self.flags(cpu, base), depth + 1)
         resched = None
-        if self.curr[target].pid == 0 or preempt:
+        # a real-time wakee preempts a lower-priority task (check_preempt_curr())
+        if self.curr[target].pid == 0 or preempt or (task.prio < MAX_RT_PRIO
+                                                    and task.prio < self.curr[target].prio):
             resched = target
             if target == cpu:
                 self.need_resched[cpu] = True

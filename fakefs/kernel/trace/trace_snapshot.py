@@ -18,6 +18,10 @@ a per-CPU file, when CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP selects
 RING_BUFFER_ALLOW_SWAP), any other number clears it.  O_TRUNC means nothing
 to it: ``echo > snapshot`` writes a newline, which is not a number (EINVAL).
 
+A latency tracer (``use_max_tr``) owns the snapshot buffer while current:
+its max trace is there; writing or reading ``snapshot`` is EBUSY then, and
+a snapshot trigger writes two lines saying so instead.
+
 Triggers and function probes *arm* the snapshot (``tracing_arm_snapshot()``:
 allocate it and count the users, ``tr.snapshot_arms``); a trigger firing
 on an array whose snapshot is not allocated writes two lines into the
@@ -206,6 +210,10 @@ def snapshot_instance(tr, cpu: int, ts: int, pid: int, flags: int, pc: int) -> N
         _puts(tr, cpu, ts, pid, flags, pc, "*** stopping trace here!   ***\n")
         tr.set_tracing_on(False)
         return
+    if tr.current.use_max_tr:                  # the latency tracer owns the max buffer
+        _puts(tr, cpu, ts, pid, flags, pc, "*** LATENCY TRACER ACTIVE ***\n")
+        _puts(tr, cpu, ts, pid, flags, pc, "*** Can not use snapshot (sorry) ***\n")
+        return
     update_max_tr(tr)
 
 
@@ -236,6 +244,12 @@ class SnapshotOps(TraceOps):
     def ring(self, tr):
         return tr.max_buffer
 
+    def read(self, f, off, size):
+        """``s_start()``: EBUSY while a latency tracer uses the max buffer."""
+        if f.data.current.use_max_tr:
+            raise KernelError(errno.EBUSY)
+        return super().read(f, off, size)
+
     def empty_help(self, tr, buf):
         cpus = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
         if any(cb.entries for cb in cpus):
@@ -247,6 +261,8 @@ class SnapshotOps(TraceOps):
         tr = f.data
         tr.ensure_expanded()                    # tracing_update_buffers()
         val = user_ulong(data)
+        if tr.current.use_max_tr:               # a latency tracer's max trace is there
+            raise KernelError(errno.EBUSY)
         if tr.cond_snapshot is not None:        # a hist trigger's snapshot() owns it
             raise KernelError(errno.EBUSY)
         catch_up(tr)                            # what ran before is in the old buffer
