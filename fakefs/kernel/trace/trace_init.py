@@ -127,4 +127,6 @@ def tracer_init_tracefs(kernel) -> None:
         init_synth_trace(tracing, root, dyn)
     tracing.dyn_events = dyn
     register_trace_activity(kernel)
+    if gt.current.enabled and hasattr(gt.current, "register_probes"):
+        gt.current.register_probes(gt)           # a wakeup tracer chosen by ftrace=
     register_pid_follow(tracing)

@@ -107,6 +107,13 @@ class WakeupTracer(Tracer):
 
     def _start(self, tr) -> None:
         """``start_wakeup_tracer()``: the probes, then ``wakeup_reset()``."""
+        self.register_probes(tr)
+        tr.reset_buffer()
+        self._clear()
+
+    def register_probes(self, tr) -> None:
+        """The tracepoint probes (again at boot: ``ftrace=wakeup`` chooses
+        the tracer before the replay of the machine's hits exists)."""
         act = tr.kernel.trace_activity
         if act is not None and self.hooks is None:
             self.hooks = {"sched_wakeup": self.probe_wakeup, "sched_wakeup_new": self.probe_wakeup,
@@ -114,8 +121,6 @@ class WakeupTracer(Tracer):
                           "sched_migrate_task": self.probe_migrate}
             for name in PROBES:
                 act.add_tp_hook(name, self.hooks[name])
-        tr.reset_buffer()
-        self._clear()
 
     def _stop(self, tr) -> None:
         act = tr.kernel.trace_activity

@@ -146,3 +146,12 @@ def test_a_real_process_run_with_chrt_is_a_real_time_task(monkeypatch):
     assert host.host_rt_policy(1) == (host.os.SCHED_FIFO, 5)
     monkeypatch.setattr(host.os, "sched_getscheduler", lambda pid: host.os.SCHED_OTHER)
     assert host.host_rt_policy(1) is None
+
+
+def test_chosen_at_boot_it_probes_the_machine():
+    clock = ManualClock()
+    k = sim.boot(seed=4, nr_cpus=2, clock=clock, host_kallsyms=False, cmdline="ftrace=wakeup_rt")
+    assert rd(k, "current_tracer") == "wakeup_rt\n"
+    make_rt(k)
+    clock.advance(500_000_000)
+    assert "policy:1 rt_prio:5" in rd(k, "trace")
