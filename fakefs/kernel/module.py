@@ -44,6 +44,8 @@ import errno
 
 from .fs.pseudo import FileOperations, KernelError
 from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
+from .lib.kstrtox import kstrtoul
+from .printk import KERN_ERR, KERN_WARNING
 
 CONTROL_DIR = ".fakefs"
 CONTROL_NAME = "modules"
@@ -108,7 +110,6 @@ class ModuleParam:
 
     def parse(self, val):
         """The ``param_set_*()`` of its kind: the value, or a KernelError."""
-        from .lib.kstrtox import kstrtoul
         if self.kind == "string":
             val = val or ""
             if len(val.encode()) >= self.maxlen:        # param_set_copystring()
@@ -132,7 +133,6 @@ def parse_params(kernel, image: ModuleImage, args: str) -> dict:
     (``-`` and ``_`` alike in names); an unknown name is ignored with a
     warning (``unknown_module_param_cb()``); a bad value fails the load
     (EINVAL, ENOSPC for a string too long, ERANGE out of range)."""
-    from .printk import KERN_ERR, KERN_WARNING
     values = {p.name: p.default for p in image.params}
     by_name = {p.name: p for p in image.params}
     for word in args.split():

@@ -26,6 +26,7 @@ from .sched import Task
 from .trace.ftrace_module import ftrace_module_notify
 from .trace.trace_buffer_files import marker_writer
 from .trace.trace_entries import TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_OFF
+from .trace.trace_irqsoff import TRACER_IRQS_OFF, TRACER_PREEMPT_OFF, section_tracer
 from .trace.trace_kprobe_regs import caller_task
 from .trace.trace_printk import module_notify, trace_printk
 
@@ -132,8 +133,6 @@ def _pirq_section(kernel, mod, task, cpu: int, idx: int, irq: bool, t: int, dela
                   rng) -> int:
     """One test function: its busy loop with irqs or preemption off, as
     the latency tracer measuring that kind sees it; returns when it ends."""
-    from .trace.trace_entries import TRACE_FLAG_IRQS_OFF
-    from .trace.trace_irqsoff import TRACER_IRQS_OFF, TRACER_PREEMPT_OFF, section_tracer
     fn = mod.addr_of("preemptirqtest_%d" % idx)
     run = mod.addr_of("preemptirq_delay_run")
     ks = kernel.kallsyms

@@ -27,6 +27,7 @@ from .trace_clock import TRACE_CLOCKS, TraceClocks
 from .trace_events_hist import HistRegistry
 from .trace_events_trigger import clear_event_triggers
 from .trace_nop import NopTracer
+from .trace_snapshot import max_tr_switch
 from .trace_flags import CORE_FLAGS, ZEROED_FLAGS, core_flag_names
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
@@ -255,16 +256,11 @@ class TraceArray:
             return
         if t.use_max_tr and self.cond_snapshot is not None:
             raise KernelError(errno.EBUSY)      # a hist trigger's snapshot() owns it
-        from .trace_snapshot import arm_snapshot, disarm_snapshot, free_snapshot
         old = self.current
         old.enabled = False
         old.reset(self)
         self.current = self.tracers["nop"]
-        if old.use_max_tr and not t.use_max_tr:
-            free_snapshot(self)
-            disarm_snapshot(self)
-        if not old.use_max_tr and t.use_max_tr:
-            arm_snapshot(self)
+        max_tr_switch(self, old, t)    # the snapshot: kept while a latency tracer is current
         self.engage()
         self.reset_buffer()          # tracer_init() -> tracing_reset_online_cpus()
         self.current = t             # (what init() registers asks for the current tracer)
@@ -272,8 +268,7 @@ class TraceArray:
             t.init(self)
         except KernelError:
             self.current = self.tracers["nop"]
-            if t.use_max_tr:
-                disarm_snapshot(self)
+            max_tr_switch(self, t, None)
             raise
         t.enabled = True
 

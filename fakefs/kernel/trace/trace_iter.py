@@ -126,7 +126,15 @@ class TraceOps(ArrayFileOps):
         tr = f.data
         catch_up(tr)                 # what ran until the open is in the buffer
         if f.trunc:
-            if self.cpu is None:
+            # a latency tracer's ``trace`` clears the max buffer it shows
+            ring = self.ring(tr)
+            if ring is not tr.buffer:
+                if self.cpu is None:
+                    ring.reset()
+                    ring.time_start = tr.clock_now()
+                else:
+                    ring.cpus[self.cpu].reset()
+            elif self.cpu is None:
                 tr.reset_buffer()
             else:
                 tr.buffer.cpus[self.cpu].reset()

@@ -133,6 +133,20 @@ def disarm_snapshot(tr) -> None:
         tr.snapshot_arms -= 1
 
 
+def max_tr_switch(tr, old, new) -> None:
+    """``tracing_set_tracer()`` from tracer ``old`` to ``new`` (None: ``new``
+    failed its init, back to nop): a latency tracer (``use_max_tr``) arms
+    the snapshot; leaving one frees it and disarms."""
+    had = old.use_max_tr
+    has = new is not None and new.use_max_tr
+    if had and not has:
+        if new is not None:
+            free_snapshot(tr)
+        disarm_snapshot(tr)
+    elif has and not had:
+        arm_snapshot(tr)
+
+
 # --- swapping -------------------------------------------------------------------
 
 def _stopped(tr) -> bool:

@@ -160,3 +160,12 @@ def test_the_module_parameters(k):
     assert rd(k, "tracing_max_latency") == "0\n"             # an unknown mode runs no test
     load(k, "test_mode=preempt delay=100 cpu_affinity=1")
     assert header(rd(k, "trace")).group(4) == "1"
+
+
+def test_truncating_trace_clears_the_max_trace(k):
+    wr(k, "current_tracer", "preemptoff")
+    load(k, "test_mode=preempt delay=100")
+    assert "# latency: " in rd(k, "trace")
+    wr(k, "trace", "")                                       # echo > trace
+    assert rd(k, "trace") == "# tracer: preemptoff\n#\n"
+    assert 100 <= int(rd(k, "tracing_max_latency")) < 105     # the value stays
