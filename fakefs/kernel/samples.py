@@ -16,6 +16,10 @@ prints the four ``(irq)`` messages from ``trace_printk_irq_work``; then
 the init prints two formatted messages (a constant format:
 ``trace_bprintk``; a format in a variable: ``trace_printk``).  Its exit
 does nothing.
+
+``preemptirq_delay_test`` (kernel/trace/preemptirq_delay_test.c, with the
+irqsoff or preempt tracer built): the sections of irqs or preemption off
+the latency tracers measure (see ``_preemptirq_init``).
 """
 
 from __future__ import annotations

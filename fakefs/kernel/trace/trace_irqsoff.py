@@ -35,13 +35,10 @@ is EINVAL) and sets ``latency-format``, both put back at reset, as 6.12.
 
 from __future__ import annotations
 
-import errno
-
-from ..fs.pseudo import KernelError
 from . import trace_entries as te
 from .trace_functions import FN_LENGTH
 from .ftrace_sysctl import ftrace_calls_enabled
-from .trace_nop import Tracer
+from .trace_latency_files import LatencyTracer, report_latency
 from .trace_snapshot import update_max_tr_single
 
 TRACER_IRQS_OFF = 1
@@ -50,15 +47,6 @@ TRACER_PREEMPT_OFF = 2
 # saving a stack takes (the entries' spacing in the latency format)
 CHECK_NS = 700
 STACK_NS = 1_900
-
-
-def report_latency(tr, delta: int) -> bool:
-    """``report_latency()``: above the threshold when one is set, else above
-    the array's max latency."""
-    thresh = tr.tracing.tracing_thresh
-    if thresh:
-        return delta >= thresh
-    return delta > tr.max_latency
 
 
 class _CpuData:
@@ -76,51 +64,28 @@ class _CpuData:
         self.tracing = False
 
 
-class IrqsoffTracer(Tracer):
+class IrqsoffTracer(LatencyTracer):
     name = "irqsoff"
     trace_type = TRACER_IRQS_OFF
-    allow_instances = True
-    use_max_tr = True
-    print_max = True
+    busy = "irqsoff_busy"
 
     def __init__(self, tr):
         super().__init__(tr)
-        self.saved_flags = None
         self.cpus = [_CpuData() for _ in range(tr.kernel.nr_cpus)]
 
-    # --- tracer ops -------------------------------------------------------------
     def init(self, tr) -> None:
-        """``__irqsoff_tracer_init()``: one array at a time (EBUSY); the
-        overwrite and latency-format options on; the max latency back to 0."""
-        tracing = tr.tracing
-        if getattr(tracing, "irqsoff_busy", False):
-            raise KernelError(errno.EBUSY)
-        self.saved_flags = (tr.flag("latency-format"), tr.flag("overwrite"))
-        tr.set_flag("overwrite", True)
-        tr.set_flag("latency-format", True)
-        tr.max_latency = 0
+        """``__irqsoff_tracer_init()``; the ``function-trace`` option (the
+        function callback registered or not) is read at each section."""
+        self.take(tr)
         for d in self.cpus:
             d.__init__()
-        tracing.irqsoff_busy = True
-        tracing.max_sequence = getattr(tracing, "max_sequence", 0)
+        tr.tracing.max_sequence = getattr(tr.tracing, "max_sequence", 0)
 
     def reset(self, tr) -> None:
-        """``__irqsoff_tracer_reset()``: the two options as they were."""
-        if self.saved_flags is not None:
-            lat, overwrite = self.saved_flags
-            tr.set_flag("latency-format", lat)
-            tr.set_flag("overwrite", overwrite)
-            self.saved_flags = None
+        """``__irqsoff_tracer_reset()``"""
         for d in self.cpus:
             d.tracing = False
-        tr.tracing.irqsoff_busy = False
-
-    def flag_changed(self, tr, name: str, on: bool) -> None:
-        """``irqsoff_flag_changed()``: ``trace_keep_overwrite()``; the
-        ``function-trace`` option (un)registers the function callback,
-        read here at each section."""
-        if self.enabled and name == "overwrite" and not on:
-            raise KernelError(errno.EINVAL)
+        self.give_back(tr)
 
     # --- the sections -------------------------------------------------------------
     def traces(self, kind: int) -> bool:

@@ -35,12 +35,8 @@ array at a time may have one of them (EBUSY); each keeps ``overwrite`` on
 
 from __future__ import annotations
 
-import errno
-
-from ..fs.pseudo import KernelError
 from . import trace_entries as te
-from .trace_irqsoff import report_latency
-from .trace_nop import Tracer
+from .trace_latency_files import LatencyTracer, report_latency
 from .trace_snapshot import update_max_tr
 
 MAX_RT_PRIO = 100
@@ -52,17 +48,14 @@ STATE_INDEX = {"R": 0, "R+": 0, "S": 1, "D": 2, "T": 3, "t": 4, "X": 5, "Z": 6, 
 ENTRY_NS = 300
 
 
-class WakeupTracer(Tracer):
+class WakeupTracer(LatencyTracer):
     name = "wakeup"
     wakeup_rt = False
     wakeup_dl = False
-    allow_instances = True
-    use_max_tr = True
-    print_max = True
+    busy = "wakeup_busy"
 
     def __init__(self, tr):
         super().__init__(tr)
-        self.saved_flags = None
         self.hooks = None
         self._clear()
 
@@ -77,33 +70,16 @@ class WakeupTracer(Tracer):
 
     # --- tracer ops -------------------------------------------------------------
     def init(self, tr) -> None:
-        """``__wakeup_tracer_init()``: one array at a time (EBUSY)."""
-        tracing = tr.tracing
-        if getattr(tracing, "wakeup_busy", False):
-            raise KernelError(errno.EBUSY)
-        self.saved_flags = (tr.flag("latency-format"), tr.flag("overwrite"))
-        tr.set_flag("overwrite", True)
-        tr.set_flag("latency-format", True)
-        tr.max_latency = 0
+        """``__wakeup_tracer_init()``"""
+        self.take(tr)
         self._start(tr)
-        tracing.wakeup_busy = True
 
     def reset(self, tr) -> None:
         """``wakeup_tracer_reset()``"""
         self._stop(tr)
         tr.reset_buffer()                      # wakeup_reset()
         self._clear()
-        if self.saved_flags is not None:
-            lat, overwrite = self.saved_flags
-            tr.set_flag("latency-format", lat)
-            tr.set_flag("overwrite", overwrite)
-            self.saved_flags = None
-        tr.tracing.wakeup_busy = False
-
-    def flag_changed(self, tr, name: str, on: bool) -> None:
-        """``wakeup_flag_changed()``: ``trace_keep_overwrite()``."""
-        if self.enabled and name == "overwrite" and not on:
-            raise KernelError(errno.EINVAL)
+        self.give_back(tr)
 
     def _start(self, tr) -> None:
         """``start_wakeup_tracer()``: the probes, then ``wakeup_reset()``."""
