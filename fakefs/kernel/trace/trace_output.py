@@ -399,7 +399,7 @@ def print_trace_header(tr, entries: int, total: int, ring=None) -> str:
                    % (data.comm, data.pid, data.uid, data.nice, data.policy, data.rt_priority))
     out.append("#    -----------------\n")
     if data is not None and data.critical_start:
-        f = tr.flag
+        f = tr.tracing.global_trace.flag            # sym_flags: the top level's options
         sym = TraceFormatter(tr).sym                # names as they are now
         offset, addr = f("sym-offset"), f("sym-addr")
         out.append("#  => started at: %s\n" % sym(data.critical_start, offset, addr))
