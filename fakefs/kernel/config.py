@@ -42,6 +42,10 @@ _CONFIG_6_12 = {
     "CONFIG_HIST_TRIGGERS": True,
     "CONFIG_SYNTH_EVENTS": True,
     "CONFIG_HOTPLUG_CPU": True,
+    # the latency tracers (off in Debian's build: docs/tracefs-6.12.md)
+    "CONFIG_IRQSOFF_TRACER": True,
+    "CONFIG_PREEMPT_TRACER": True,
+    "CONFIG_SCHED_TRACER": True,
 }
 
 PERSONAS: dict[str, dict] = {
@@ -112,6 +116,16 @@ READ_SYMBOLS = frozenset({
 })
 
 
+# what an enabled symbol selects (Kconfig ``select``), for the symbols
+# whose selects the model reads: an override cannot switch these off while
+# the selecting symbol is on
+SELECTS = {
+    "CONFIG_IRQSOFF_TRACER": ("CONFIG_TRACER_SNAPSHOT", "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP"),
+    "CONFIG_PREEMPT_TRACER": ("CONFIG_TRACER_SNAPSHOT", "CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP"),
+    "CONFIG_SCHED_TRACER": ("CONFIG_TRACER_SNAPSHOT",),
+}
+
+
 def known_symbols() -> frozenset:
     """Every Kconfig symbol an override may set: those of the personas'
     configurations and those the model reads."""
@@ -150,6 +164,10 @@ class Kconfig:
         opts = dict(PERSONAS[persona]["config"])
         for k, v in (overrides or {}).items():
             opts[k if k.startswith("CONFIG_") else "CONFIG_" + k] = v
+        for sym, selected in SELECTS.items():
+            if opts.get(sym):
+                for other in selected:
+                    opts[other] = True
         return cls(persona, opts)
 
     def __getitem__(self, name: str):

@@ -55,6 +55,7 @@ class Lifecycle:
         (a process of the real machine)."""
         sched = self.sched
         child = sched.spawn(parent.comm, cpu=cpu, prio=parent.prio, pid=pid, tgid=tgid)
+        child.policy, child.rt_priority = parent.policy, parent.rt_priority
         child.state = "S"
         self.parent[child.pid] = parent.pid
         if self.tp_newtask.probes:

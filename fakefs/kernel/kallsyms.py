@@ -76,6 +76,7 @@ class Kallsyms:
         self._mnames = [s[2] for s in mods]
         self._mmods = [s[3] for s in mods]
         self._mod_order = modules
+        self.generation = 0
         self._by_name: dict[str, int] | None = None
         self._by_base: dict[str, str] | None = None
         self.data: list[tuple[int, str, str]] = []     # (addr, type, name) of data symbols
@@ -240,6 +241,7 @@ class Kallsyms:
         self._mod_order = modules
         self._by_name = None
         self._by_base = None
+        self.generation += 1          # what a module address names changed
 
     # ------------------------------------------------------------ lookups
     def __len__(self) -> int:

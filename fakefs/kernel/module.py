@@ -30,7 +30,8 @@ events' ids and listing order), which have no text here.
 
 The loader's system calls are reached through the control file
 ``.fakefs/modules`` at the root of the mount (outside the kernel's files):
-writing ``load NAME`` or ``delete NAME`` gets the system call's errno;
+writing ``load NAME [PARAM=VALUE...]`` or ``delete NAME`` gets the system
+call's errno;
 reading lists the images (one name a line).  ``insmod``, ``modprobe``,
 ``rmmod`` and ``lsmod`` inside ``fakefs selftest`` and ``fakefs sandbox``
 are fakefs's own commands that talk to it (``fakefs/selftest/kmod.py``),
@@ -43,6 +44,8 @@ import errno
 
 from .fs.pseudo import FileOperations, KernelError
 from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
+from .lib.kstrtox import kstrtoul
+from .printk import KERN_ERR, KERN_WARNING
 
 CONTROL_DIR = ".fakefs"
 CONTROL_NAME = "modules"
@@ -74,9 +77,10 @@ class ModuleImage:
     formats, the modules it needs, and its init and exit (callables
     ``fn(kernel, module, ctx)``; ``ctx`` is who runs the system call)."""
 
-    __slots__ = ("name", "size", "funcs", "formats", "depends", "init", "exit")
+    __slots__ = ("name", "size", "funcs", "formats", "depends", "init", "exit", "params")
 
-    def __init__(self, name, size, funcs=(), formats=(), depends=(), init=None, exit=None):
+    def __init__(self, name, size, funcs=(), formats=(), depends=(), init=None, exit=None,
+                 params=()):
         self.name = name
         self.size = size
         self.funcs = tuple(funcs)
@@ -84,17 +88,77 @@ class ModuleImage:
         self.depends = tuple(depends)
         self.init = init
         self.exit = exit
+        self.params = tuple(params)          # ModuleParams (module_param*())
+
 
     def text_size(self, init: bool) -> int:
         ends = [f.offset + f.size for f in self.funcs if f.init == init]
         return max(ends, default=0)
 
 
+class ModuleParam:
+    """A ``module_param()``: ``kind`` is ulong, uint, int or charp-like
+    ``string`` (``module_param_string()``, ``maxlen`` bytes with the NUL)."""
+
+    __slots__ = ("name", "kind", "default", "maxlen")
+
+    def __init__(self, name, kind, default, maxlen=0):
+        self.name = name
+        self.kind = kind
+        self.default = default
+        self.maxlen = maxlen
+
+    def parse(self, val):
+        """The ``param_set_*()`` of its kind: the value, or a KernelError."""
+        if self.kind == "string":
+            val = val or ""
+            if len(val.encode()) >= self.maxlen:        # param_set_copystring()
+                raise KernelError(errno.ENOSPC)
+            return val
+        if val is None:
+            raise KernelError(errno.EINVAL)
+        neg = self.kind == "int" and val.startswith("-")
+        try:
+            n = kstrtoul(val[1:] if neg else val, 0)
+        except ValueError:
+            raise KernelError(errno.EINVAL) from None
+        limit = {"ulong": 1 << 64, "uint": 1 << 32, "int": 1 << 31}[self.kind]
+        if n >= limit + (1 if neg else 0):
+            raise KernelError(errno.ERANGE if self.kind != "ulong" else errno.EINVAL)
+        return -n if neg else n
+
+
+def parse_params(kernel, image: ModuleImage, args: str) -> dict:
+    """``parse_args()`` of a load's parameter string: ``name=value`` words
+    (``-`` and ``_`` alike in names); an unknown name is ignored with a
+    warning (``unknown_module_param_cb()``); a bad value fails the load
+    (EINVAL, ENOSPC for a string too long, ERANGE out of range)."""
+    values = {p.name: p.default for p in image.params}
+    by_name = {p.name: p for p in image.params}
+    for word in args.split():
+        name, eq, val = word.partition("=")
+        key = name.replace("-", "_")
+        p = by_name.get(key)
+        if p is None:
+            kernel.printk("%s: unknown parameter '%s' ignored" % (image.name, name), KERN_WARNING)
+            continue
+        try:
+            values[key] = p.parse(val if eq else None)
+        except KernelError as e:
+            if e.errno == errno.ENOSPC:
+                kernel.printk("%s: string doesn't fit in %u chars." % (name, p.maxlen - 1), KERN_ERR)
+                kernel.printk("%s: `%s' too large for parameter `%s'" % (image.name, val, name), KERN_ERR)
+            else:
+                kernel.printk("%s: `%s' invalid for parameter `%s'" % (image.name, val, name), KERN_ERR)
+            raise
+    return values
+
 class Module:
     """``struct module``: a loaded image, where its text is, its state and
     the modules using it (``source_list``)."""
 
-    __slots__ = ("image", "name", "base", "init_base", "state", "users", "refcnt", "ftrace_recs")
+    __slots__ = ("image", "name", "base", "init_base", "state", "users", "refcnt", "ftrace_recs",
+                 "params")
 
     def __init__(self, image: ModuleImage, base: int, init_base: int):
         self.image = image
@@ -105,6 +169,7 @@ class Module:
         self.users: list[str] = []
         self.refcnt = 0
         self.ftrace_recs: set[int] = set()   # addresses ftrace has records of now
+        self.params: dict = {}               # the values of its module_param()s
 
     def symbols(self, init: bool) -> list:
         """(addr, type, name) of its core (or init) text."""
@@ -178,8 +243,9 @@ class Modules:
         return addr
 
     # --- the system calls -----------------------------------------------------
-    def load(self, name: str, ctx=None) -> Module:
-        """``finit_module()`` of the image ``name``."""
+    def load(self, name: str, ctx=None, args: str = "") -> Module:
+        """``finit_module()`` of the image ``name`` with the parameter
+        string ``args``."""
         name = name.replace("-", "_")
         if name in self.loaded:
             raise KernelError(errno.EEXIST)
@@ -189,9 +255,11 @@ class Modules:
         for dep in image.depends:
             if dep not in self.loaded:
                 raise KernelError(errno.ENOENT)     # "Unknown symbol in module"
+        params = parse_params(self.kernel, image, args)
         core = _pages(image.text_size(False))
         base = self._free_base(core)
         mod = Module(image, base, 0)
+        mod.params = params
         self.loaded[name] = mod                     # on the list: the next base is past it
         init = _pages(image.text_size(True))
         if init:
@@ -269,13 +337,14 @@ class ModuleControlOps(FileOperations):
 
     def write(self, f, data):
         words = data.decode("latin-1").split()
-        if len(words) != 2 or words[0] not in ("load", "delete"):
+        if len(words) < 2 or words[0] not in ("load", "delete") or (
+                words[0] == "delete" and len(words) != 2):
             raise KernelError(errno.EINVAL)
         mods = f.data
         k = mods.kernel
         k.run_until_now()                   # what ran before the call is traced before it
         if words[0] == "load":
-            mods.load(words[1], f)
+            mods.load(words[1], f, " ".join(words[2:]))
         else:
             mods.delete(words[1], f)
         return len(data)

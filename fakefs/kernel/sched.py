@@ -55,13 +55,14 @@ CTX_HARDIRQ = (IRQS_OFF | HARDIRQ, 2)
 SWITCH_CTX = (IRQS_OFF, 2)
 SLEEP_STATES = ("S", "D", "I")
 BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
+MAX_RT_PRIO = 100             # prio below it: a real-time task (SCHED_FIFO/RR)
 RESERVED_PIDS = 300          # alloc_pid() never hands out a lower pid again
 PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
 class Task:
     __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "allowed", "state",
-                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime")
+                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime", "policy", "rt_priority")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -82,6 +83,8 @@ class Task:
         self.slice_end = 0
         self.exec_start = 0           # when update_curr() last charged it
         self.sum_exec_runtime = 0
+        self.policy = 0               # SCHED_NORMAL; SCHED_FIFO 1, SCHED_RR 2 (prio 99 - rt_priority)
+        self.rt_priority = 0
 
     def __repr__(self):
         return f"Task({self.comm}-{self.pid})"
@@ -220,6 +223,13 @@ class Scheduler:
             prev.state = "R"
         elif prev.pid != 0:
             prev.state = prev_state
+        if pick is None and q:
+            # pick_next_task(): a real-time task (prio < 100) before the
+            # others, the highest first (the machine's are all prio 120 but
+            # for real processes run with chrt)
+            for x in q:
+                if x.prio < MAX_RT_PRIO and (pick is None or x.prio < pick.prio):
+                    pick = x
         if pick is not None and pick in q:
             q.remove(pick)
             nxt = pick
@@ -344,7 +354,9 @@ class Scheduler:
         self.enqueue(task, target)
         self.update_curr(cpu, self.curr[target], ts, target, self.flags(cpu, base), depth + 1)
         resched = None
-        if self.curr[target].pid == 0 or preempt:
+        # a real-time wakee preempts a lower-priority task (check_preempt_curr())
+        if self.curr[target].pid == 0 or preempt or (task.prio < MAX_RT_PRIO
+                                                    and task.prio < self.curr[target].prio):
             resched = target
             if target == cpu:
                 self.need_resched[cpu] = True

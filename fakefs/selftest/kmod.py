@@ -26,11 +26,12 @@ KMOD_PATHS = ("/usr/bin/kmod", "/bin/kmod", "/usr/sbin/modprobe", "/sbin/modprob
 PROC_MODULES = "/proc/modules"
 
 
-def _call(control: str, verb: str, name: str) -> int:
-    """0, or the errno of the system call."""
+def _call(control: str, verb: str, name: str, params: list | None = None) -> int:
+    """0, or the errno of the system call (``params``: the load's
+    ``name=value`` words)."""
     try:
         with open(control, "w") as f:
-            f.write("%s %s\n" % (verb, name))
+            f.write("%s %s\n" % (verb, " ".join([name] + list(params or ()))))
     except OSError as e:
         return e.errno or errno.EIO
     return 0
@@ -78,7 +79,7 @@ def main(argv: list[str], control: str, proc_modules: str = PROC_MODULES) -> int
             print("insmod: ERROR: could not load module %s: No such file or directory" % path,
                   file=sys.stderr)
             return 1
-        err = _call(control, "load", name)
+        err = _call(control, "load", name, names[1:])
         if err:
             print("insmod: ERROR: could not insert module %s: %s" % (path, os.strerror(err)),
                   file=sys.stderr)
@@ -114,7 +115,9 @@ def main(argv: list[str], control: str, proc_modules: str = PROC_MODULES) -> int
                   file=sys.stderr)
             rc = 1
             continue
-        err = _call(control, "load", name)
+        # modprobe MODULE [PARAM=VALUE...]: the words after the name are its
+        # parameters (with -a, every word is a module)
+        err = _call(control, "load", name, [] if "-a" in opts else names[1:])
         if err and err != errno.EEXIST:
             print("modprobe: ERROR: could not insert '%s': %s" % (name, os.strerror(err)),
                   file=sys.stderr)

@@ -26,6 +26,7 @@ kernel (and the ones the host reports) show it running.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
@@ -48,6 +49,24 @@ EXITED_KEPT = 4096     # the system calls a real process makes meanwhile
 WRITERS_KEPT = 1024
 WRITERS_LOOKED_AT = 16     # of the least recently seen, looked at for each new one
 SYSCALL_IN_NS = (1200, 4800)    # a real process's call: from its entry to the work it does
+
+
+MAX_RT_PRIO = 100
+SCHED_RESET_ON_FORK = 0x40000000
+
+
+def host_rt_policy(pid: int):
+    """(policy, rt_priority) of the real process ``pid`` when it runs
+    SCHED_FIFO or SCHED_RR (set before its exec, as chrt does), else None:
+    system calls, never a /proc read (the daemon may be serving it)."""
+    try:
+        policy = os.sched_getscheduler(pid) & ~SCHED_RESET_ON_FORK
+        prio = os.sched_getparam(pid).sched_priority
+    except OSError:
+        return None
+    if policy in (os.SCHED_FIFO, os.SCHED_RR) and 0 < prio < MAX_RT_PRIO:
+        return policy, prio
+    return None
 
 
 class HostProcesses:
@@ -237,7 +256,7 @@ class HostProcesses:
         elif pid not in self.followed:
             return None
         elif kind == "exec":
-            action = ("exec", pid, filename)
+            action = ("exec", pid, filename, host_rt_policy(pid))
         elif kind == "exit":
             self.followed.discard(pid)
             action = ("exit", pid)
@@ -400,7 +419,7 @@ class HostProcesses:
         else:
             fork(t)
 
-    def _exec(self, t: int, pid: int, filename: str) -> None:
+    def _exec(self, t: int, pid: int, filename: str, rt=None) -> None:
         m = self.machine
         task = self.task(pid)
         if task is None:
@@ -413,6 +432,9 @@ class HostProcesses:
             if self.memory is not None:
                 self.memory.host_exec(pid, cpu, t)
             m.life.exec(task, cpu, t, name)
+            if rt is not None:                # a real-time program (chrt -f 5 sleep 1)
+                task.policy, task.rt_priority = rt
+                task.prio = MAX_RT_PRIO - 1 - task.rt_priority
             program = name.rsplit("/", 1)[-1]
             if program in OWN_PROFILES and r.calls is not None:   # its calls from now on
                 r.calls = m.calls.of_profile(program)

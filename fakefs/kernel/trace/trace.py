@@ -27,6 +27,7 @@ from .trace_clock import TRACE_CLOCKS, TraceClocks
 from .trace_events_hist import HistRegistry
 from .trace_events_trigger import clear_event_triggers
 from .trace_nop import NopTracer
+from .trace_snapshot import max_tr_switch
 from .trace_flags import CORE_FLAGS, ZEROED_FLAGS, core_flag_names
 
 TRACE_BUF_SIZE_DEFAULT = 1441792  # trace_buf_size: 1.4 MB per CPU
@@ -62,6 +63,9 @@ class TraceArray:
         self.clock = "local"
         self.clock_reader = None        # TraceClocks.reader(clock): None reads ns as they are
         self.max_latency = 0            # ns, tracing_max_latency (trace_latency_files)
+        # the max buffer's CPU and its per-CPU records (trace_snapshot.MaxData)
+        self.max_cpu = 0
+        self.max_data: dict = {}
         self.stackmap: FtraceStackMap | None = None
         self.dir: DirNode | None = None
         self.open_refs = 0
@@ -228,6 +232,7 @@ class TraceArray:
         """``set_tracer_flag()``"""
         if self.flags.get(name) == on:
             return
+        self.current.flag_changed(self, name, on)     # the tracer may refuse (EINVAL)
         if name == "trace_printk_dest":
             self.tracing.set_printk_dest(self, on)
             return
@@ -249,11 +254,23 @@ class TraceArray:
         self.ensure_expanded()
         if t is self.current:
             return
-        self.current.reset(self)
-        self.current = t
+        if t.use_max_tr and self.cond_snapshot is not None:
+            raise KernelError(errno.EBUSY)      # a hist trigger's snapshot() owns it
+        old = self.current
+        old.enabled = False
+        old.reset(self)
+        self.current = self.tracers["nop"]
+        max_tr_switch(self, old, t)    # the snapshot: kept while a latency tracer is current
         self.engage()
         self.reset_buffer()          # tracer_init() -> tracing_reset_online_cpus()
-        t.init(self)
+        self.current = t             # (what init() registers asks for the current tracer)
+        try:
+            t.init(self)
+        except KernelError:
+            self.current = self.tracers["nop"]
+            max_tr_switch(self, t, None)
+            raise
+        t.enabled = True
 
     def set_option(self, text: str) -> None:
         """``trace_set_options()``: ``name`` or ``noname``."""

@@ -249,3 +249,9 @@ class SnapshotRawOps(TracePipeRawOps):
 
     def ring(self, tr):
         return tr.max_buffer
+
+    def open(self, f):
+        """``snapshot_raw_open()``: EBUSY while a latency tracer uses it."""
+        if f.data.current.use_max_tr:
+            raise KernelError(errno.EBUSY)
+        super().open(f)

@@ -15,6 +15,11 @@ TRACE_USER_STACK tgid                      tuple of user return addresses (at mo
 TRACE_GRAPH_ENT func                       depth
 TRACE_GRAPH_RET (func, depth, overrun,     -
                 calltime, rettime)
+TRACE_CTX      (prev_pid, prev_prio,       -
+TRACE_WAKE      prev_state, next_pid,
+                next_prio, next_state,
+                next_cpu); states as
+                task_state_index()
 =============  ==========================  =====================
 
 Payload sizes are what ``sizeof()`` gives on a 64-bit kernel: the common
@@ -23,6 +28,8 @@ u8, pid int).
 """
 
 TRACE_FN = 1
+TRACE_CTX = 2       # the wakeup tracers' context switch (ctx_switch_entry)
+TRACE_WAKE = 3      # and wakeup
 TRACE_STACK = 4
 TRACE_GRAPH_RET = 10
 TRACE_GRAPH_ENT = 11
@@ -52,6 +59,9 @@ USERSTACK_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 * 8   # unsigned int tgid (padded), 
 # (packed, without CONFIG_FUNCTION_GRAPH_RETVAL): func, depth, overrun, calltime, rettime
 GRAPH_ENT_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4
 GRAPH_RET_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4 + 4 + 8 + 8
+CTX_PAYLOAD = TRACE_ENTRY_HDR + 4 + 4 + 4 + 4   # three pids/cpu, four chars
+# task_state_index() -> its letter (TASK_STATE_TO_CHAR_STR)
+TASK_STATE_CHARS = "RSDTtXZPI"
 FUNC_REPEATS_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 + 2 + 2 + 4   # ip, parent_ip, count, delta
 
 

@@ -454,8 +454,8 @@ def create_actions(err, hd, parser, find_synth) -> None:
                 _trace_create(err, hd, parser, data, find_synth)
             elif data.action == ACTION_SNAPSHOT:
                 tr = hd.tr
-                if tr.cond_snapshot is not None:
-                    raise KernelError(errno.EBUSY)
+                if tr.current.use_max_tr or tr.cond_snapshot is not None:
+                    raise KernelError(errno.EBUSY)    # tracing_snapshot_cond_enable()
                 arm_snapshot(tr)
                 data.snap = SnapshotTrack()
                 tr.cond_snapshot = (hd, data)

@@ -59,6 +59,7 @@ _STACK_ID = struct.Struct("<HBBi")
 _PRINT_HDR = struct.Struct("<HBBiQ")
 _RAW_HDR = struct.Struct("<HBBiI")
 _REPEATS = struct.Struct("<HBBiQQHHI")
+_CTX = struct.Struct("<HBBiIIIBBBB")     # struct ctx_switch_entry
 _USTACK = struct.Struct("<HBBiI4x8Q")
 _GRAPH_ENT = struct.Struct("<HBBiQi")
 _GRAPH_RET = struct.Struct("<HBBiQiIQQ")
@@ -219,6 +220,11 @@ class RecordEncoder:
             return _STACK_ID.pack(t, flags, pc, pid) + _int_bytes(entry[5], 4, "stack_id")
         if t == te.TRACE_PRINT:
             return self._print(entry, flags, pc)
+        if t in (te.TRACE_CTX, te.TRACE_WAKE):
+            prev_pid, prev_prio, prev_state, next_pid, next_prio, next_state, next_cpu = entry[5]
+            return _CTX.pack(t, flags, pc, pid, prev_pid & 0xFFFFFFFF, next_pid & 0xFFFFFFFF,
+                             next_cpu & 0xFFFFFFFF, prev_prio & 0xff, prev_state & 0xff,
+                             next_prio & 0xff, next_state & 0xff)
         if t == te.TRACE_FUNC_REPEATS:
             ip, parent, count = entry[5]
             delta = entry[6]

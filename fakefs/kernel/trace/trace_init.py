@@ -17,6 +17,8 @@ from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
 from .trace_functions_graph import GraphTracer, graph_tracefs
+from .trace_irqsoff import irqsoff_tracers
+from .trace_sched_wakeup import wakeup_tracers
 from .trace_dynevent import DynamicEventsOps, DynEvents
 from .trace_eprobe import init_eprobe_trace
 from .trace_events_synth import init_synth_trace
@@ -80,7 +82,12 @@ def tracer_init_tracefs(kernel) -> None:
     if not kernel.config.enabled("TRACING"):
         return
     tracers = [FunctionTracer] if kernel.config.enabled("FUNCTION_TRACER") else []
-    if tracers and kernel.config.enabled("FUNCTION_GRAPH_TRACER"):
+    # listed newest first (register_tracer() pushes on trace_types): the
+    # initcalls register function, then irqsoff's three, then wakeup's three
+    tracers = (wakeup_tracers(kernel.config)[::-1] + irqsoff_tracers(kernel.config)[::-1]
+               + tracers)
+    # ... and function_graph last (core_initcall of trace_functions_graph.o, linked after)
+    if kernel.config.enabled("FUNCTION_TRACER") and kernel.config.enabled("FUNCTION_GRAPH_TRACER"):
         tracers.insert(0, GraphTracer)
     tracing = Tracing(kernel, tracers, init_tracer_tracefs)
     kernel.tracing = tracing
@@ -126,4 +133,6 @@ def tracer_init_tracefs(kernel) -> None:
         init_synth_trace(tracing, root, dyn)
     tracing.dyn_events = dyn
     register_trace_activity(kernel)
+    if gt.current.enabled and hasattr(gt.current, "register_probes"):
+        gt.current.register_probes(gt)           # a wakeup tracer chosen by ftrace=
     register_pid_follow(tracing)

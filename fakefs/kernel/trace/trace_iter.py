@@ -128,7 +128,15 @@ class TraceOps(ArrayFileOps):
         tr = f.data
         catch_up(tr)                 # what ran until the open is in the buffer
         if f.trunc:
-            if self.cpu is None:
+            # a latency tracer's ``trace`` clears the max buffer it shows
+            ring = self.ring(tr)
+            if ring is not tr.buffer:
+                if self.cpu is None:
+                    ring.reset()
+                    ring.time_start = tr.clock_now()
+                else:
+                    ring.cpus[self.cpu].reset()
+            elif self.cpu is None:
                 tr.reset_buffer()
             else:
                 tr.buffer.cpus[self.cpu].reset()
@@ -164,8 +172,9 @@ class TraceOps(ArrayFileOps):
         return len(data)     # writes are accepted; only O_TRUNC clears
 
     def ring(self, tr):
-        """The buffer the file shows (``iter->array_buffer``)."""
-        return tr.buffer
+        """The buffer the file shows (``iter->array_buffer``): a latency
+        tracer's ``trace`` shows the max buffer (``print_max``)."""
+        return tr.max_buffer if tr.current.print_max and tr.max_buffer is not None else tr.buffer
 
     def empty_help(self, tr, buf):
         """Text shown instead of the column header (the snapshot file's
@@ -183,8 +192,22 @@ class TraceOps(ArrayFileOps):
         # the header counts every CPU's entries, per_cpu/cpuN/trace's too
         # (get_total_entries()), and the overruns of any CPU make annotations
         cpus = buf.cpus
-        entries = sum(cb.counted_entries() for cb in cpus)
-        total = entries + sum(cb.overrun for cb in cpus)
+        if buf is tr.max_buffer and tr.current.print_max:
+            # tracing_iter_reset(): a max buffer's CPUs may hold entries from
+            # before the section (no reset took place there): skipped, and
+            # a CPU with skipped entries counts no overruns
+            since = buf.time_start
+            entries = total = 0
+            for cb in cpus:
+                n = cb.counted_entries()
+                skipped = sum(1 for e in cb.iter_events() if e[0] < since) if n else 0
+                entries += n - skipped
+                total += n - skipped if skipped else n + cb.overrun
+            events = (item for item in events if item[0][0] >= since)
+            nonempty = any(e[0] >= since for cb in shown for e in cb.iter_events())
+        else:
+            entries = sum(cb.counted_entries() for cb in cpus)
+            total = entries + sum(cb.overrun for cb in cpus)
         annotate = tr.flag("annotate") and any(cb.overrun for cb in cpus)
         help_text = self.empty_help(tr, buf)
         lat = f.private.lat
@@ -203,12 +226,12 @@ class TraceOps(ArrayFileOps):
                 pass
             elif lat:                   # trace_default_header(): nothing for an empty buffer
                 if nonempty:
-                    yield print_trace_header(tr, entries, total)
+                    yield print_trace_header(tr, entries, total, buf)
                     if not verbose:
                         yield LAT_HELP_HEADER
             elif not verbose:
                 yield func_help_header(tr, entries, total, num_online_cpus(tr.kernel))
-            line = formatter(tr).printer(lat)
+            line = formatter(tr).printer(lat, buf)
             if not annotate and not lat:       # the next entry matters to neither
                 while True:
                     chunk = list(islice(events, 256))

@@ -16,16 +16,23 @@ class Tracer:
     name = "nop"
     options: dict[str, bool] = {}
     allow_instances = True
+    use_max_tr = False      # it takes snapshots of the worst section (the max buffer)
+    print_max = False       # its ``trace`` shows the max buffer
 
     def __init__(self, tr):
         self.tr = tr                       # the array it is a tracer of
         self.opts = dict(self.options)
+        self.enabled = False               # the array's current tracer (``tracer->enabled``)
 
     def init(self, tr) -> None:
         pass
 
     def reset(self, tr) -> None:
         pass
+
+    def flag_changed(self, tr, name: str, on: bool) -> None:
+        """``tracer->flag_changed()``: a core option of the array is about to
+        change; a KernelError refuses it."""
 
     def shift(self, du: int, since: int) -> None:
         """The stamps it keeps from ``since`` on (the array's clock) move

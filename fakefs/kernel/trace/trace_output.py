@@ -65,6 +65,7 @@ class TraceFormatter:
         self.tr = tr
         self.kallsyms = tr.kernel.kallsyms
         self._sym_cache: dict[int, str] = {}
+        self._sym_generation = self.kallsyms.generation    # modules (un)loaded since: names change
         self._fields = None          # (EventFields, RecordEncoder), made when first asked
 
     def comm(self, pid: int) -> str:
@@ -97,14 +98,18 @@ class TraceFormatter:
             self._sym_cache[key] = s
         return s
 
-    def printer(self, lat: bool = False):
+    def printer(self, lat: bool = False, ring=None):
         """``line(entry, cpu, next_ts, idx)``: the text of one entry
         (``print_trace_line()``), with the options as they are now (taken
         once for a whole read, not per line).  ``lat``: the latency format
         the reader was opened with (``TRACE_FILE_LAT_FMT``), whose columns
-        need the next entry's timestamp and the entry's index.  The
+        need the next entry's timestamp and the entry's index, and count
+        from ``ring``'s start (the buffer read; the array's own if None).  The
         ``bin`` output is bytes carried as latin-1 text, as all the text is."""
         tr = self.tr
+        if self._sym_generation != self.kallsyms.generation:
+            self._sym_cache.clear()
+            self._sym_generation = self.kallsyms.generation
         flag = tr.flag
         context, tgid, irq = flag("context-info"), flag("record-tgid"), flag("irq-info")
         offset, addr, parent = flag("sym-offset"), flag("sym-addr"), flag("print-parent")
@@ -113,7 +118,7 @@ class TraceFormatter:
         msg_only = flag("trace_printk") and flag("printk-msg-only")
         mode = "bin" if flag("bin") else "hex" if flag("hex") else "raw" if flag("raw") else ""
         fields = self.fields_printer() if flag("fields") else None
-        time_start = tr.buffer.time_start
+        time_start = (tr.buffer if ring is None else ring).time_start
         in_ns = clock_in_ns(tr.clock)           # TRACE_FILE_TIME_IN_NS
         comm, sym, find_tgid = self.comm, self.sym, tr.find_tgid
         events = tr.tracing.events_by_id
@@ -135,6 +140,8 @@ class TraceFormatter:
                 return sym(entry[5], offset, addr) + "\n"
             if t == TRACE_STACK_ID:
                 return "<stack_id %d>\n" % entry[5]
+            if t == te.TRACE_CTX or t == te.TRACE_WAKE:
+                return ctxwake_text(entry, comm)
             if t == TRACE_FUNC_REPEATS:          # trace_func_repeats_print()
                 rip, rparent, count = entry[5]
                 s = sym(rip, offset, addr)
@@ -210,6 +217,11 @@ class TraceFormatter:
                 return s + "# %x %s" % (entry[5], entry[6])
             if t == TRACE_FUNC_REPEATS:
                 return s + "%d %d %d %d\n" % (entry[5] + (entry[6],))
+            if t == te.TRACE_CTX or t == te.TRACE_WAKE:     # trace_ctx_raw(), trace_wake_raw()
+                pp, pprio, ps, np_, nprio, ns, ncpu = entry[5]
+                return s + "%d %d %c %d %d %d %c\n" % (
+                    pp, pprio, "+" if t == te.TRACE_WAKE else state_char(ps), ncpu, np_, nprio,
+                    state_char(ns))
             return s + nop_text(t)
 
         def hex_line(entry, cpu: int) -> str:
@@ -219,6 +231,12 @@ class TraceFormatter:
             t = entry[1]
             if t == TRACE_FN:
                 return s + "%016x %016x \n" % (entry[5], entry[6])
+            if t == te.TRACE_CTX or t == te.TRACE_WAKE:     # trace_ctxwake_hex()
+                pp, pprio, ps, np_, nprio, ns, ncpu = entry[5]
+                s_char = ord("+") if t == te.TRACE_WAKE else ord(state_char(ps))
+                return s + "%08x %02x %02x %08x %08x %02x %02x \n" % (
+                    pp & MASK32, pprio & 0xff, s_char, ncpu & MASK32, np_ & MASK32, nprio & 0xff,
+                    ord(state_char(ns)))
             return s + nop_text(t) + "\n"
 
         def bin_line(entry, cpu: int) -> str:
@@ -227,6 +245,11 @@ class TraceFormatter:
             t = entry[1]
             if t == TRACE_FN:
                 return (s + struct.pack("<QQ", entry[5], entry[6])).decode("latin-1")
+            if t == te.TRACE_CTX or t == te.TRACE_WAKE:     # trace_ctxwake_bin()
+                pp, pprio, ps, np_, nprio, ns, ncpu = entry[5]
+                return (s + struct.pack("<IBBIIBB", pp & MASK32, pprio & 0xff, ps & 0xff,
+                                        ncpu & MASK32, np_ & MASK32, nprio & 0xff,
+                                        ns & 0xff)).decode("latin-1")
             return s.decode("latin-1") + nop_text(t)
 
         if not msg_only and not mode and fields is None and context and not lat:
@@ -312,6 +335,22 @@ def trace_find_mark(delay_ns: int) -> str:
     return " "
 
 
+def state_char(index: int) -> str:
+    """``task_index_to_char()``"""
+    chars = te.TASK_STATE_CHARS
+    return chars[index] if 0 <= index < len(chars) else "?"
+
+
+def ctxwake_text(entry, comm) -> str:
+    """``trace_ctx_print()`` / ``trace_wake_print()``: the delimiter
+    ``==>`` for a switch, ``  +`` for a wakeup; the next task's comm from
+    the saved cmdlines."""
+    pp, pprio, ps, np_, nprio, ns, ncpu = entry[5]
+    delim = "==>" if entry[1] == te.TRACE_CTX else "  +"
+    return " %7d:%3d:%c %s [%03d] %7d:%3d:%c %s\n" % (pp, pprio, state_char(ps), delim, ncpu,
+                                                     np_, nprio, state_char(ns), comm(np_))
+
+
 def nop_text(type_id: int) -> str:
     """``trace_nop_print()``: what an event without a raw/hex/binary printer shows."""
     return "type: %d\n" % type_id
@@ -337,18 +376,37 @@ LAT_HELP_HEADER = ("#                    _------=> CPU#            \n"
 PREEMPT_MODEL = "desktop"
 
 
-def print_trace_header(tr, entries: int, total: int) -> str:
-    """``print_trace_header()`` for a tracer that measures no latency: the
-    max-latency record of CPU 0 of the buffer is empty (no task, 0 us)."""
+def print_trace_header(tr, entries: int, total: int, ring=None) -> str:
+    """``print_trace_header()``: the record of the buffer's CPU (a
+    latency tracer's max buffer: the worst section's, trace_snapshot.MaxData);
+    a buffer no latency tracer recorded into has an empty one (no task,
+    0 us, CPU 0)."""
     k = tr.kernel
-    return ("# %s latency trace v1.1.5 on %s\n" % (tr.current.name, k.config.release)
-            + "# " + "-" * 68 + "\n"
-            + "# latency: 0 us, #%d/%d, CPU#0 | (M:%s VP:0, KP:0, SP:0 HP:0 #P:%d)\n"
-            % (entries, total, PREEMPT_MODEL, num_online_cpus(k))
-            + "#    -----------------\n"
-            + "#    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)\n"
-            + "#    -----------------\n"
-            + "#\n")
+    data = None
+    cpu = 0
+    if ring is not None and ring is tr.max_buffer:
+        cpu = tr.max_cpu
+        data = tr.max_data.get(cpu)
+    out = ["# %s latency trace v1.1.5 on %s\n" % (tr.current.name, k.config.release),
+           "# " + "-" * 68 + "\n",
+           "# latency: %d us, #%d/%d, CPU#%d | (M:%s VP:0, KP:0, SP:0 HP:0 #P:%d)\n"
+           % ((data.saved_latency // 1000) if data else 0, entries, total, cpu, PREEMPT_MODEL,
+              num_online_cpus(k)),
+           "#    -----------------\n"]
+    if data is None:
+        out.append("#    | task: -0 (uid:0 nice:0 policy:0 rt_prio:0)\n")
+    else:
+        out.append("#    | task: %.16s-%d (uid:%d nice:%d policy:%d rt_prio:%d)\n"
+                   % (data.comm, data.pid, data.uid, data.nice, data.policy, data.rt_priority))
+    out.append("#    -----------------\n")
+    if data is not None and data.critical_start:
+        f = tr.tracing.global_trace.flag            # sym_flags: the top level's options
+        sym = TraceFormatter(tr).sym                # names as they are now
+        offset, addr = f("sym-offset"), f("sym-addr")
+        out.append("#  => started at: %s\n" % sym(data.critical_start, offset, addr))
+        out.append("#  => ended at:   %s\n#\n" % sym(data.critical_end, offset, addr))
+    out.append("#\n")
+    return "".join(out)
 
 
 def func_help_header(tr, entries: int, total: int, nr_cpus: int) -> str:

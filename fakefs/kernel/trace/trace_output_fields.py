@@ -37,7 +37,8 @@ _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+)
 # the ftrace entry types trace_entries.h declares, by event name
 FTRACE_TYPES = {"function": te.TRACE_FN, "kernel_stack": te.TRACE_STACK, "print": te.TRACE_PRINT,
                 "raw_data": te.TRACE_RAW_DATA, "func_repeats": te.TRACE_FUNC_REPEATS,
-                "stack_id": te.TRACE_STACK_ID, "user_stack": te.TRACE_USER_STACK}
+                "stack_id": te.TRACE_STACK_ID, "user_stack": te.TRACE_USER_STACK,
+                "context_switch": te.TRACE_CTX, "wakeup": te.TRACE_WAKE}
 
 
 class Field:

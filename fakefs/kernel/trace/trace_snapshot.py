@@ -18,6 +18,10 @@ a per-CPU file, when CONFIG_TRACER_SNAPSHOT_PER_CPU_SWAP selects
 RING_BUFFER_ALLOW_SWAP), any other number clears it.  O_TRUNC means nothing
 to it: ``echo > snapshot`` writes a newline, which is not a number (EINVAL).
 
+A latency tracer (``use_max_tr``) owns the snapshot buffer while current:
+its max trace is there; writing or reading ``snapshot`` is EBUSY then, and
+a snapshot trigger writes two lines saying so instead.
+
 Triggers and function probes *arm* the snapshot (``tracing_arm_snapshot()``:
 allocate it and count the users, ``tr.snapshot_arms``); a trigger firing
 on an array whose snapshot is not allocated writes two lines into the
@@ -58,8 +62,9 @@ SNAPSHOT_PERCPU_CLEAR = (
 
 def allow_swap(config) -> bool:
     """RING_BUFFER_ALLOW_SWAP: selected by the per-CPU snapshot swap option
-    (or a latency tracer, which this kernel does not have)."""
-    return config.enabled("TRACER_SNAPSHOT_PER_CPU_SWAP")
+    or by the irqs-off and preempt-off tracers."""
+    return (config.enabled("TRACER_SNAPSHOT_PER_CPU_SWAP") or config.enabled("IRQSOFF_TRACER")
+            or config.enabled("PREEMPT_TRACER"))
 
 
 def snapshot_help(tr, cpu) -> str:
@@ -128,6 +133,20 @@ def disarm_snapshot(tr) -> None:
         tr.snapshot_arms -= 1
 
 
+def max_tr_switch(tr, old, new) -> None:
+    """``tracing_set_tracer()`` from tracer ``old`` to ``new`` (None: ``new``
+    failed its init, back to nop): a latency tracer (``use_max_tr``) arms
+    the snapshot; leaving one frees it and disarms."""
+    had = old.use_max_tr
+    has = new is not None and new.use_max_tr
+    if had and not has:
+        if new is not None:
+            free_snapshot(tr)
+        disarm_snapshot(tr)
+    elif has and not had:
+        arm_snapshot(tr)
+
+
 # --- swapping -------------------------------------------------------------------
 
 def _stopped(tr) -> bool:
@@ -135,27 +154,66 @@ def _stopped(tr) -> bool:
     return bool(tr.buffer.record_disabled)
 
 
-def update_max_tr(tr) -> None:
-    """``update_max_tr()``: every CPU's main and snapshot buffers trade places."""
+class MaxData:
+    """What ``__update_max_tr()`` keeps of the worst section in the max
+    buffer's ``trace_array_cpu`` of its CPU: the latency (ns), where the
+    section started and ended, and the task it was of."""
+
+    __slots__ = ("saved_latency", "critical_start", "critical_end", "comm", "pid", "uid", "nice",
+                 "policy", "rt_priority")
+
+    def __init__(self, latency, start, end, task):
+        self.saved_latency = latency
+        self.critical_start = start
+        self.critical_end = end
+        self.comm = task.comm if task is not None else ""
+        self.pid = task.pid if task is not None else 0
+        self.uid = 0                       # kernel threads and the simulated tasks: root
+        prio = getattr(task, "prio", 120)
+        self.nice = prio - 120 if prio >= 100 else 0      # static_prio - 120
+        self.policy = getattr(task, "policy", 0)
+        self.rt_priority = getattr(task, "rt_priority", 0)
+
+
+def _record_max(tr, task, cpu: int, since: int, start: int, end: int) -> None:
+    """``__update_max_tr()``: the max buffer is of ``cpu``, its entries from
+    ``since`` on (the section's start) are shown; the task's comm is saved."""
+    tr.max_buffer.time_start = since
+    tr.max_cpu = cpu
+    tr.max_data[cpu] = MaxData(tr.max_latency, start, end, task)
+    if task is not None and task.pid:
+        tr.tracing.savedcmd.save(task.pid, task.comm)
+
+
+def update_max_tr(tr, task=None, cpu: int = 0, since: int = 0, start: int = 0, end: int = 0) -> None:
+    """``update_max_tr()``: every CPU's main and snapshot buffers trade
+    places; a latency tracer passes the task of the section (``task``), its
+    CPU and when it started (``since``, ``start``/``end``: the addresses)."""
     if _stopped(tr) or not tr.allocated_snapshot:
         return
     main, snap = tr.buffer, tr.max_buffer
     snap.record_off = main.record_off        # the max buffer inherits the setting
     main.cpus, snap.cpus = snap.cpus, main.cpus
+    if task is not None:
+        _record_max(tr, task, cpu, since, start, end)
 
 
-def update_max_tr_single(tr, cpu: int) -> None:
+def update_max_tr_single(tr, cpu: int, task=None, since: int = 0, start: int = 0, end: int = 0) -> None:
     """``update_max_tr_single()``: ``ring_buffer_swap_cpu()`` of one CPU.  It
     does nothing while either buffer is switched off or disabled, or when
-    their sizes differ."""
+    their sizes differ; a latency tracer's record (``task``...) is kept
+    either way, as ``__update_max_tr()`` runs whatever the swap did."""
     if _stopped(tr) or not tr.allocated_snapshot:
         return
     main, snap = tr.buffer, tr.max_buffer
     if main.cpus[cpu].nr_pages != snap.cpus[cpu].nr_pages or main.subbuf_order != snap.subbuf_order:
-        return                                   # -EINVAL
-    if main.record_off or main.record_disabled or snap.record_off or snap.record_disabled:
-        return                                   # -EAGAIN
-    main.cpus[cpu], snap.cpus[cpu] = snap.cpus[cpu], main.cpus[cpu]
+        pass                                     # -EINVAL
+    elif main.record_off or main.record_disabled or snap.record_off or snap.record_disabled:
+        pass                                     # -EAGAIN
+    else:
+        main.cpus[cpu], snap.cpus[cpu] = snap.cpus[cpu], main.cpus[cpu]
+    if task is not None:
+        _record_max(tr, task, cpu, since, start, end)
 
 
 def snapshot_instance(tr, cpu: int, ts: int, pid: int, flags: int, pc: int) -> None:
@@ -165,6 +223,10 @@ def snapshot_instance(tr, cpu: int, ts: int, pid: int, flags: int, pc: int) -> N
         _puts(tr, cpu, ts, pid, flags, pc, "*** SNAPSHOT NOT ALLOCATED ***\n")
         _puts(tr, cpu, ts, pid, flags, pc, "*** stopping trace here!   ***\n")
         tr.set_tracing_on(False)
+        return
+    if tr.current.use_max_tr:                  # the latency tracer owns the max buffer
+        _puts(tr, cpu, ts, pid, flags, pc, "*** LATENCY TRACER ACTIVE ***\n")
+        _puts(tr, cpu, ts, pid, flags, pc, "*** Can not use snapshot (sorry) ***\n")
         return
     update_max_tr(tr)
 
@@ -196,6 +258,12 @@ class SnapshotOps(TraceOps):
     def ring(self, tr):
         return tr.max_buffer
 
+    def read(self, f, off, size):
+        """``s_start()``: EBUSY while a latency tracer uses the max buffer."""
+        if f.data.current.use_max_tr:
+            raise KernelError(errno.EBUSY)
+        return super().read(f, off, size)
+
     def empty_help(self, tr, buf):
         cpus = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
         if any(cb.entries for cb in cpus):
@@ -207,6 +275,8 @@ class SnapshotOps(TraceOps):
         tr = f.data
         tr.ensure_expanded()                    # tracing_update_buffers()
         val = user_ulong(data)
+        if tr.current.use_max_tr:               # a latency tracer's max trace is there
+            raise KernelError(errno.EBUSY)
         if tr.cond_snapshot is not None:        # a hist trigger's snapshot() owns it
             raise KernelError(errno.EBUSY)
         catch_up(tr)                            # what ran before is in the old buffer

@@ -22,7 +22,8 @@ def test_defaults_and_header():
     k, _ = boot()
     assert rd(k, "tracing_on") == "1\n"
     assert rd(k, "current_tracer") == "nop\n"
-    assert rd(k, "available_tracers") == "function_graph function nop\n"
+    assert rd(k, "available_tracers") == ("function_graph wakeup_dl wakeup_rt wakeup preemptirqsoff "
+                                          "preemptoff irqsoff function nop\n")
     assert rd(k, "buffer_size_kb") == "7 (expanded: 1408)\n"
     assert rd(k, "buffer_total_size_kb") == "14 (expanded: 2816)\n"
     t = rd(k, "trace")

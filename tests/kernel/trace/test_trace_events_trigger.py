@@ -52,7 +52,8 @@ def test_available_triggers_listed_when_none_set(k):
 
 def test_available_triggers_follow_the_config():
     k = Kernel(seed=7, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"TRACER_SNAPSHOT": False}).boot()
+               config_overrides={"TRACER_SNAPSHOT": False, "IRQSOFF_TRACER": False,
+                                 "PREEMPT_TRACER": False, "SCHED_TRACER": False}).boot()
     assert rd(k, FORK + "trigger") == ("# Available triggers:\n"
                                       "# traceon traceoff stacktrace enable_event disable_event"
                                       " enable_hist disable_hist hist\n")

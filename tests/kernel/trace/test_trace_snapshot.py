@@ -63,7 +63,8 @@ def test_files_and_modes(k):
 
 
 def test_no_snapshot_without_the_config():
-    k = boot(TRACER_SNAPSHOT=False)
+    # (the latency tracers select it)
+    k = boot(TRACER_SNAPSHOT=False, IRQSOFF_TRACER=False, PREEMPT_TRACER=False, SCHED_TRACER=False)
     root = k.tree.root.walk("sys/kernel/tracing")
     assert "snapshot" not in root.children
     assert "snapshot" not in root.walk("per_cpu/cpu0").children
@@ -84,7 +85,7 @@ def test_help_while_empty(k):
 
 
 def test_percpu_help_without_swap():
-    k = boot(TRACER_SNAPSHOT_PER_CPU_SWAP=False)
+    k = boot(TRACER_SNAPSHOT_PER_CPU_SWAP=False, IRQSOFF_TRACER=False, PREEMPT_TRACER=False)
     assert rd(k, "per_cpu/cpu0/snapshot").endswith(
         "# echo 0 > snapshot : Invalid for per_cpu snapshot file.\n"
         "# echo 1 > snapshot : Not supported with this kernel.\n"
