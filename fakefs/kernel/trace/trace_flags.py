@@ -1,6 +1,8 @@
 """The trace arrays' option flags (``options/*``, ``trace_options``): the
 TRACE_FLAGS list of kernel/trace/trace.h, in 6.12's order, with the stackmap
-series' flag after "stacktrace"."""
+series' flag after "stacktrace".  ``display-graph`` (after "function-fork"
+with CONFIG_FUNCTION_GRAPH_TRACER) is left out: it makes the latency
+tracers record and print graphs, which they do not here."""
 
 from __future__ import annotations
 
@@ -34,7 +36,6 @@ CORE_FLAGS: list[tuple[str, bool, bool]] = [
     ("hash-ptr", True, False),
     ("function-trace", True, False),
     ("function-fork", False, False),
-    ("display-graph", False, False),     # the latency tracers' output as a graph
     ("stacktrace", False, False),
     ("stackmap", False, True),
 ]
@@ -49,8 +50,6 @@ def core_flag_names(config) -> list[str]:
     names = []
     for name, _d, _top in CORE_FLAGS:
         if name in ("function-trace", "function-fork") and not config.enabled("FUNCTION_TRACER"):
-            continue
-        if name == "display-graph" and not config.enabled("FUNCTION_GRAPH_TRACER"):
             continue
         if name == "stacktrace" and not config.enabled("STACKTRACE"):
             continue

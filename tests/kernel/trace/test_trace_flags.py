@@ -17,10 +17,8 @@ def test_the_flags_a_configuration_has_keep_the_kernels_order():
                                   "FTRACE_STACKMAP"))
     assert full == [name for name, _d, _top in CORE_FLAGS]
     assert full.index("stackmap") == full.index("stacktrace") + 1
-    assert full.index("display-graph") == full.index("function-fork") + 1
     bare = core_flag_names(Config())
-    assert set(full) - set(bare) == {"function-trace", "function-fork", "display-graph",
-                                     "stacktrace", "stackmap"}
+    assert set(full) - set(bare) == {"function-trace", "function-fork", "stacktrace", "stackmap"}
     assert bare == [n for n in full if n in bare]
 
 

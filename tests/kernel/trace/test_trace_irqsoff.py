@@ -44,12 +44,12 @@ def header(text):
 
 def test_the_tracers_and_their_kconfig_switches(k):
     assert rd(k, "available_tracers") == \
-        "wakeup_dl wakeup_rt wakeup preemptirqsoff preemptoff irqsoff function nop\n"
+        "function_graph wakeup_dl wakeup_rt wakeup preemptirqsoff preemptoff irqsoff function nop\n"
     assert MOD in rd(k, CTL, base="").split()
     assert boot(IRQSOFF_TRACER=False).tracing.global_trace.tracers.keys() == \
-        {"preemptoff", "wakeup", "wakeup_rt", "wakeup_dl", "function", "nop"}
+        {"preemptoff", "wakeup", "wakeup_rt", "wakeup_dl", "function_graph", "function", "nop"}
     none = boot(IRQSOFF_TRACER=False, PREEMPT_TRACER=False, SCHED_TRACER=False)
-    assert rd(none, "available_tracers") == "function nop\n"
+    assert rd(none, "available_tracers") == "function_graph function nop\n"
     assert MOD not in rd(none, CTL, base="").split()
     # the tracers select the snapshot: it cannot be switched off under them
     assert boot(TRACER_SNAPSHOT=False).config.enabled("TRACER_SNAPSHOT")
