@@ -165,7 +165,7 @@ class Workload:
 
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
         """The running task goes to __schedule(): (the stack where
-        ``sched_switch`` fires, the stacks of the traced functions it
+        ``sched_switch`` fires, the frames of the traced functions it
         entered on the way there, outermost first)."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
@@ -206,14 +206,14 @@ class Workload:
                     if k:
                         c.ts.frame, c.ts.phase = k, RESUME
                         if self.wg.flags[g] & F_TRACE:
-                            entered += (k.stack,)
+                            entered += (k,)
                         return self.frames.tp_stack(k), entered
         return self.switch_path(rng, cpu)
 
     def code_path(self, rng, cpu, kind) -> tuple[tuple, tuple]:
         """The running task goes into the code where tracepoint ``kind``
         fires (a fork's kernel_clone(), an exec's exec_binprm()): (the
-        stack there, the stacks of the traced functions it entered on the
+        stack there, the frames of the traced functions it entered on the
         way, outermost first); ((), ()) where the graph has no way there."""
         targets = self.wg.events.get(kind)
         if not targets:
@@ -241,7 +241,7 @@ class Workload:
         return n, entered
 
     def _entered(self, f) -> tuple:
-        """The stacks of the traced functions from ``f`` up to where the
+        """The frames of the traced functions from ``f`` up to where the
         last path called down from (``Reach.turn``, itself only if it was
         entered: a root or an interrupt): those the task entered to get to
         ``f``, outermost first.  Frames are shared by every call of a
@@ -253,7 +253,7 @@ class Workload:
             if f is turn and not self.reach.turn_entered:
                 break
             if flags[f.fn] & F_TRACE:
-                entered.append(f.stack)
+                entered.append(f)
             if f is turn:
                 break
             f = f.parent
@@ -493,10 +493,10 @@ class Workload:
             return None
         ts = c.ts
         entered = self._entered(n)
-        if entered and entered[-1] is n.stack:
+        if entered and entered[-1] is n:
             entered = entered[:-1]            # the call itself
         ts.frame, ts.phase = n, ENTER
-        return ts.task, n.stack, entered
+        return ts.task, n.stack, tuple(f.stack for f in entered)
 
 
     def follow(self, cpu, task) -> None:

@@ -210,7 +210,8 @@ def test_code_path_takes_a_user_task_to_the_site(kind, site, entered):
     w, ks = k.workload, k.kallsyms
     shell = next(t for t in k.sched.tasks.values() if t.comm == "bash")
     w.follow(0, shell)
-    stack, calls = w.code_path(random.Random(1), 0, kind)
+    stack, frames = w.code_path(random.Random(1), 0, kind)
+    calls = [fr.stack for fr in frames]
     assert ks.lookup(stack[0])[0] == site
     names = [ks.lookup(st[0])[0] for st in calls]
     assert entered in names
@@ -220,4 +221,4 @@ def test_code_path_takes_a_user_task_to_the_site(kind, site, entered):
     # the task came back: its next fork (or exec) goes through there again
     for seed in range(5):
         _stack, again = w.code_path(random.Random(seed), 0, kind)
-        assert entered in [ks.lookup(st[0])[0] for st in again]
+        assert entered in [ks.lookup(fr.stack[0])[0] for fr in again]

@@ -290,7 +290,7 @@ class TraceActivity:
                     self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs, graph)
                     j = k
             if _id == MACHINE:
-                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu)
+                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph)
             elif ev is None:
                 if graph:
                     self._function_calls(ftrs, wl, rng, cpu, [ts], probe_trs, graph)
@@ -312,13 +312,13 @@ class TraceActivity:
         elif hit[1] == "sched_process_exec":     # its kernel paths are the program's now
             wl.exec_program(self.curr[cpu], hit[5][0].rsplit("/", 1)[-1])
 
-    def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu) -> None:
+    def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu, graph=()) -> None:
         """A hit of one of the scheduler's tracepoints, traced where enabled
         (the stack is the running task's, before a switch takes it off).
         A switch is also the calls the task going to sleep made on its way
         to __schedule() (schedule(), ...), a fork those on its way to
-        kernel_clone(), an exec to exec_binprm(): function tracers and
-        probes see them."""
+        kernel_clone(), an exec to exec_binprm(): function tracers,
+        function_graph tracers and probes see them."""
         ts, name, pid, flags, pc, args, _after = hit
         if pid is None:
             self._unattributed_hit(hit, trs, wl, rng, cpu)
@@ -326,15 +326,19 @@ class TraceActivity:
         recorders = self._recorders_of(name, args, trs, cpu)
         stack = None
         kprobed = self._kprobed()
-        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed):
+        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed or graph):
+            state = wl.walk.cpus[cpu].ts        # (the task going there, before any switch)
             if name == "sched_switch":          # (an exiting task's last: prev_state Z)
                 stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
             else:
                 stack, entered = wl.code_path(rng, cpu, name)
             if ftrs or probe_trs or kprobed:
                 task = self.curr[cpu]
-                for st in entered:
+                for fr in entered:
+                    st = fr.stack
                     self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
+            for tr in graph:
+                tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)
         for ev, conv, etrs in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),

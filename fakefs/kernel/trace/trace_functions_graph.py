@@ -234,6 +234,15 @@ class GraphTracer(Tracer):
         self._lengths.append(GRAPH_LENGTHS[payload])
         return True
 
+    def path(self, tr, cpu: int, state, frames, t: int, context) -> None:
+        """The calls a task made at ``t`` on its way to a tracepoint the
+        machine fired (a switch's __schedule(), a fork's kernel_clone()):
+        ``frames``, outermost first."""
+        self.begin(tr)
+        for fr in frames:
+            self.call(tr, cpu, state, fr, t, context)
+        self.end(tr, cpu)
+
     def call(self, tr, cpu: int, state, fr, t: int, context) -> None:
         """A call at frame ``fr`` and instant ``t`` on ``cpu`` by the task
         whose walk state is ``state``: the exits of what returned before it
