@@ -486,21 +486,33 @@ class TraceActivity:
     def _graph_calls(self, trs, wl, rng, cpu, times, probe_trs, graph) -> None:
         """The calls at ``times`` for function_graph arrays (and function
         tracers beside them: the same calls, each as ``_record_call()``),
-        one at a time: a graph tracer looks at the CPU's task as it goes."""
+        made in a row by the compiled walk; a graph array takes the runs of
+        the tasks it may trace call by call, and of the others only that
+        they ran (``GraphTracer.ran()``)."""
         self.backlog.calls += len(times)
         walk, c = wl.stretch(cpu)
+        runs = walk.run_many(c, rng, len(times))
+        self.stack_context.follow_frames(wl)
         for tr in graph:
             tr.current.begin(tr)
-        for t in times:
-            task, fr = walk.run(c, rng)
+        i = 0
+        for task, frames in runs:
+            state = walk.states.get(task.pid) if task.pid else c.idle
             for tr in graph:
-                tr.current.call(tr, cpu, c.ts, fr, t, CALL_CONTEXT)
+                cur = tr.current
+                if state is None or not cur.traces_pid(tr, task.pid):
+                    cur.ran(tr, cpu, state, times[i])
+                    continue
+                for j, fr in enumerate(frames):
+                    cur.call(tr, cpu, state, fr, times[i + j], CALL_CONTEXT)
             if trs:
-                stack = fr.stack
-                self._record_call(trs, task, stack, cpu, t, wl.function_ip(stack), probe_trs)
+                for j, fr in enumerate(frames):
+                    stack = fr.stack
+                    self._record_call(trs, task, stack, cpu, times[i + j], wl.function_ip(stack),
+                                      probe_trs)
+            i += len(frames)
         for tr in graph:
             tr.current.end(tr, cpu)
-        self.stack_context.follow_frames(wl)
 
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:

@@ -243,6 +243,21 @@ class GraphTracer(Tracer):
             self.call(tr, cpu, state, fr, t, context)
         self.end(tr, cpu)
 
+    @staticmethod
+    def traces_pid(tr, pid: int) -> bool:
+        """May the array push a call of ``pid`` (its pid lists)?"""
+        ops = tr.ftrace_ops
+        return ops is None or ops.match_pid(pid)
+
+    def ran(self, tr, cpu: int, state, t0: int) -> None:
+        """A task the array does not trace (or one the walk has no state
+        for) ran on ``cpu`` from ``t0`` on: only the switch counts."""
+        last = self.last_task[cpu]
+        if last is not state:
+            self.last_task[cpu] = state
+            if last is not None:
+                self._switched_out(tr, cpu, last, t0)
+
     def call(self, tr, cpu: int, state, fr, t: int, context) -> None:
         """A call at frame ``fr`` and instant ``t`` on ``cpu`` by the task
         whose walk state is ``state``: the exits of what returned before it

@@ -207,3 +207,22 @@ def test_same_seed_same_graph():
                                      (1234567890, "1234567 us  "), (12345678901, "12345678 us ")])
 def test_duration_column(ns, text):
     assert graph_duration(ns) == text
+
+
+def test_a_pid_list_keeps_the_other_tasks_out():
+    """set_ftrace_pid: only that task's calls are pushed; the others' runs
+    only switch the CPU (their calls are not looked at one by one)."""
+    clock = ManualClock()
+    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
+    k.host_tasks = True
+    k.boot()
+    busy = sorted(t.pid for t in k.sched.tasks.values() if t.comm == "cc1")
+    assert busy
+    wr(k, "set_ftrace_pid", "%d\n" % busy[0])
+    wr(k, "current_tracer", "function_graph\n")
+    run(k, clock, 20)
+    recs = records(k)
+    pids = {e[2] for es in recs.values() for e in es}
+    assert pids == {busy[0]}
+    check_timeline(k, recs)
+    wr(k, "set_ftrace_pid", "\n")
