@@ -72,7 +72,7 @@ class CpuHotplug:
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self.enabled = kernel.config.enabled("CONFIG_HOTPLUG_CPU")
+        self.enabled = kernel.config.enabled("HOTPLUG_CPU")
         self.online = kernel.sched.online          # shared with the scheduler
         # per CPU: [down, up] stretches it was offline (up None: still is)
         self.spans: list[list[list]] = [[] for _ in range(kernel.nr_cpus)]

@@ -484,11 +484,10 @@ class TraceActivity:
             tr.current.record_calls(tr, cpu, entries, frames)
 
     def _graph_calls(self, trs, wl, rng, cpu, times, probe_trs, graph) -> None:
-        """The calls at ``times`` for function_graph arrays (and function
-        tracers beside them: the same calls, each as ``_record_call()``),
-        made in a row by the compiled walk; a graph array takes the runs of
-        the tasks it may trace call by call, and of the others only that
-        they ran (``GraphTracer.ran()``)."""
+        """The calls at ``times`` (made in a row) for function_graph arrays,
+        which take the runs of the tasks they may trace call by call and of
+        the others only the switch (``ran()``), and for function tracers
+        beside them (the same calls, as ``_record_call()``)."""
         self.backlog.calls += len(times)
         walk, c = wl.stretch(cpu)
         runs = walk.run_many(c, rng, len(times))
@@ -505,11 +504,9 @@ class TraceActivity:
                     continue
                 for j, fr in enumerate(frames):
                     cur.call(tr, cpu, state, fr, times[i + j], CALL_CONTEXT)
-            if trs:
-                for j, fr in enumerate(frames):
-                    stack = fr.stack
-                    self._record_call(trs, task, stack, cpu, times[i + j], wl.function_ip(stack),
-                                      probe_trs)
+            for j, fr in enumerate(frames if trs else ()):
+                st = fr.stack
+                self._record_call(trs, task, st, cpu, times[i + j], wl.function_ip(st), probe_trs)
             i += len(frames)
         for tr in graph:
             tr.current.end(tr, cpu)
