@@ -47,6 +47,8 @@ from .irq import HARDIRQ_FUNCS, SOFTIRQ_FUNCS
 FENTRY_RET = 9
 # ftrace's ip for a traced function (the __fentry__ call site).
 FENTRY_IP = 4
+# ftrace's ip of a call is its frame's entry (FENTRY_RET in) plus this
+CALL_IP_OFF = FENTRY_IP - FENTRY_RET
 
 # a frame repeats what it did (above): the weight of a call not made before,
 # and how many draws look for one made before

@@ -34,7 +34,7 @@ from bisect import bisect_left, bisect_right
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
-from ..walkgraph import FENTRY_IP, FENTRY_RET
+from ..walkgraph import CALL_IP_OFF
 from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
 from .trace_call_rates import CallGroup, call_groups, fn_rate
@@ -57,7 +57,6 @@ RAW_WRITES = True
 # ftrace's ip is the entry ip (the return address of the __fentry__ call)
 # plus CALL_IP_OFF; the parent ip is the return address into the caller
 CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
-CALL_IP_OFF = FENTRY_IP - FENTRY_RET
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")

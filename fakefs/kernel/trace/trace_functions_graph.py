@@ -44,13 +44,14 @@ import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_WRITE
 from ..frames import still_open
-from ..walkgraph import FENTRY_IP, FENTRY_RET
+from ..walkgraph import CALL_IP_OFF
 from . import trace_entries as te
 from .ftrace import ALL_ENABLED, NONE_DISABLED
 from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_records import ftrace_records
 from .ring_buffer import event_length
+from .trace_functions_graph_output import GraphView
 from .trace_nop import Tracer
 from .trace_parser import user_ulong
 
@@ -58,8 +59,6 @@ TRACE_GRAPH_RET, TRACE_GRAPH_ENT = te.TRACE_GRAPH_RET, te.TRACE_GRAPH_ENT
 GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD = te.GRAPH_ENT_PAYLOAD, te.GRAPH_RET_PAYLOAD
 GRAPH_LENGTHS = {p: event_length(p) for p in (GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD)}
 
-# ftrace's ip of a call: the frame's entry plus this (as trace_activity.CALL_IP_OFF)
-CALL_IP_OFF = FENTRY_IP - FENTRY_RET
 # what a function on a task's return stack is, for one array
 RECORDED = 0        # its entry was written (or, with tracing_thresh, would have been)
 NOTRACE = 1         # in set_graph_notrace: pushed, nothing below it is
@@ -173,6 +172,10 @@ class GraphTracer(Tracer):
         if config.enabled("FUNCTION_PROFILER"):
             opts["graph-time"] = True
         return opts
+
+    def text_view(self, tr, formatter, lat: bool):
+        """``graph_trace_open()``: the reader's ``fgraph_data``."""
+        return GraphView(tr, formatter, lat)
 
     def init(self, tr) -> None:
         """``graph_trace_init()``: ``register_ftrace_graph()`` of the array's ops."""

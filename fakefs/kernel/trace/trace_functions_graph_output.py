@@ -186,6 +186,10 @@ class GraphView:
             text = ev.text(e[5], self.fmt)
         return self._comment(e, cpu, text), False
 
+    def lines(self, streams):
+        """The text of per-CPU ``streams`` ([(cpu, iterator)]), merged."""
+        return graph_lines(self, streams)
+
     def _comment(self, e, cpu: int, text: str) -> str:
         """``print_graph_comment()``"""
         depth = self.depth[cpu]

@@ -13,7 +13,6 @@ from ..fs.pseudo import WouldBlock, POLLIN, POLLRDNORM
 from .trace_output import (LAT_HELP_HEADER, TraceFormatter, func_help_header, ns2usecs,
                            print_trace_header)
 from .trace_clock import clock_in_ns
-from .trace_functions_graph_output import GraphView, graph_lines
 from .trace_ref import ArrayFileOps
 
 # a trace_seq's text: TRACE_SEQ_SIZE (8192) less its other fields (64-bit)
@@ -215,8 +214,9 @@ class TraceOps(ArrayFileOps):
         # test_cpu_buff_start() belongs to the normal printer only
         annotate = annotate and not any(tr.flag(o) for o in ("bin", "hex", "raw"))
 
-        if tr.current.name == "function_graph":
-            return self._graph(tr, buf, help_text, nonempty, entries, total, lat)
+        view = tr.current.text_view(tr, formatter(tr), lat)
+        if view is not None:
+            return self._view_text(tr, view, buf, help_text, nonempty, entries, total)
 
         def gen():
             yield "# tracer: %s\n#\n" % tr.current.name
@@ -252,9 +252,8 @@ class TraceOps(ArrayFileOps):
                 idx += 1
         return gen()
 
-    def _graph(self, tr, buf, help_text, nonempty, entries, total, lat):
-        """The function graph tracer's ``print_line``/``print_header``."""
-        view = GraphView(tr, formatter(tr), lat)
+    def _view_text(self, tr, view, buf, help_text, nonempty, entries, total):
+        """The text of a tracer with a printer of its own (``text_view()``)."""
         cpus = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
         streams = [(cb.cpu, iter(cb.iter_events())) for cb in cpus]
 
@@ -264,7 +263,7 @@ class TraceOps(ArrayFileOps):
                 yield help_text
             else:
                 yield view.header(nonempty, lambda: print_trace_header(tr, entries, total))
-            yield from graph_lines(view, streams)
+            yield from view.lines(streams)
         return gen()
 
     def read(self, f, off, size):
@@ -323,9 +322,7 @@ class TracePipeOps(ArrayFileOps):
         # a consuming reader's latency columns: the entry is still at the
         # head of its CPU when printed, so it is its own "next" (delay 0),
         # and the index counts from 1 at each read (trace_iterator_reset())
-        text = formatter(tr).printer(st["lat"])
-        if tr.current.name == "function_graph":
-            text = self._graph_text(tr, st)
+        text = self._view_printer(tr, st) or formatter(tr).printer(st["lat"])
         idx = 0
         while len(seq) < cnt:
             ev, st["held"] = st["held"], None
@@ -353,13 +350,16 @@ class TracePipeOps(ArrayFileOps):
         st["pos"] += len(out)
         return out
 
-    def _graph_text(self, tr, st):
-        """The function graph tracer's ``print_line`` for a consuming
-        reader (its ``pipe_open`` state kept with the open file): a leaf's
-        return, at the head of its CPU once the entry is taken, goes too."""
-        view = st.get("graph")
+    def _view_printer(self, tr, st):
+        """A printer of the current tracer's own (``text_view()``, made at
+        the first read and kept with the open file, as ``pipe_open``), or
+        None; a line may take the next entry of its CPU too (a leaf's return)."""
+        view = st.get("view")
+        if view is None or view[0] is not tr.current:
+            st["view"] = view = (tr.current, tr.current.text_view(tr, formatter(tr), st["lat"]))
+        view = view[1]
         if view is None:
-            view = st["graph"] = GraphView(tr, formatter(tr), st["lat"])
+            return None
 
         def text(e, cpu, _next=None, _idx=0):
             cb = tr.buffer.cpus[cpu]

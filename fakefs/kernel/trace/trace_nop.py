@@ -34,6 +34,13 @@ class Tracer:
         """``tracer->flag_changed()``: a core option of the array is about to
         change; a KernelError refuses it."""
 
+    def text_view(self, tr, formatter, lat: bool):
+        """``tracer->print_header``/``print_line`` with a reader's own state
+        (``tracer->open``): an object with ``header(nonempty, lat_header)``,
+        ``line(entry, cpu, next_on_cpu) -> (text, took_next)`` and
+        ``lines(streams)``; None: the default printer."""
+        return None
+
     def shift(self, du: int, since: int) -> None:
         """The stamps it keeps from ``since`` on (the array's clock) move
         ``du`` later (``trace_shift``)."""

@@ -226,3 +226,28 @@ def test_a_pid_list_keeps_the_other_tasks_out():
     assert pids == {busy[0]}
     check_timeline(k, recs)
     wr(k, "set_ftrace_pid", "\n")
+
+
+def test_trace_pipe_consumes_a_leaf_with_its_return(kc):
+    """A consuming reader prints with the tracer's own view too: a leaf
+    line takes its return off the buffer with it (no stray ``}``)."""
+    k, clock = kc
+    wr(k, "current_tracer", "function_graph\n")
+    run(k, clock, 2)
+    wr(k, "tracing_on", "0\n")
+    n_before = sum(len(es) for es in records(k).values())
+    node_ = node(k, "trace_pipe")
+    import os
+    from fakefs.kernel.fs.pseudo import File
+    f = File(node_, os.O_RDONLY)
+    node_.fops.open(f)
+    text = node_.fops.read(f, 0, 1 << 16).decode()
+    lines = text.splitlines()
+    leaves = [ln for ln in lines if ln.endswith("();")]
+    assert leaves and not any("()" in ln and "{" not in ln and not ln.endswith(";") for ln in lines)
+    # each leaf line took two entries (entry and return) off the buffer, the
+    # other lines one (the banners none); an entry whose line did not fit is
+    # held for the next read
+    shown = [ln for ln in lines if re.match(r"^ \d\) .*\|  ", ln)]
+    taken = n_before - sum(len(es) for es in records(k).values())
+    assert 0 <= taken - (len(shown) + len(leaves)) <= 2
