@@ -60,22 +60,22 @@ class ReturnValues:
     """The return registers of one kernel's traced functions: each
     function's kind (from its prototype) looked up once."""
 
-    __slots__ = ("kernel", "_kinds")
+    __slots__ = ("kernel", "kinds")
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self._kinds: dict = {}          # function address -> kind
+        self.kinds: dict = {}           # function address -> kind
 
     def kind(self, func: int) -> str:
-        kind = self._kinds.get(func)
+        kind = self.kinds.get(func)
         if kind is None:
             sym = self.kernel.kallsyms.lookup(func)
-            kind = self._kinds[func] = return_kind(sym[0] if sym is not None else "")
+            kind = self.kinds[func] = return_kind(sym[0] if sym is not None else "")
         return kind
 
     def value(self, pushed) -> int:
         """``rax`` when the function on a return stack (``Pushed``) returns."""
-        kind = self._kinds.get(pushed.func)
+        kind = self.kinds.get(pushed.func)
         if kind is None:
             kind = self.kind(pushed.func)
         if kind == "void":

@@ -50,7 +50,7 @@ from . import trace_entries as te
 from .ftrace import ALL_ENABLED, NONE_DISABLED
 from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
-from .fgraph_retval import ReturnValues
+from .fgraph_retval import ReturnValues, retval_of
 from .ftrace_records import ftrace_records
 from .ring_buffer import event_length
 from .trace_functions_graph_output import GraphView
@@ -181,6 +181,7 @@ class GraphTracer(Tracer):
         self._hooks: dict = {}
         self._hooks_key = None
         # with CONFIG_FUNCTION_GRAPH_RETVAL an exit holds the return register
+        self.hashes: GraphHashes | None = None     # the kernel's (set at init())
         self.retvals = ReturnValues(tr.kernel) if tr.kernel.config.enabled(
             "FUNCTION_GRAPH_RETVAL") else None
         self.ret_payload = GRAPH_RET_PAYLOAD if self.retvals is None else GRAPH_RET_RETVAL_PAYLOAD
@@ -205,6 +206,7 @@ class GraphTracer(Tracer):
 
     def init(self, tr) -> None:
         """``graph_trace_init()``: ``register_ftrace_graph()`` of the array's ops."""
+        self.hashes = graph_hashes(tr.kernel)
         self.forget()
         ftrace_ops_update(tr.kernel)
 
@@ -308,7 +310,7 @@ class GraphTracer(Tracer):
         if stack is None:
             stack = stacks[state] = []
         pid = state.task.pid
-        if stack:
+        if stack and fr.parent is not stack[-1].frame:      # (a call from the innermost: none returned)
             k = still_open([p.frame for p in stack], fr)
             if k < len(stack):
                 self._returns(tr, cpu, pid, stack, k, t)
@@ -385,18 +387,29 @@ class GraphTracer(Tracer):
         its entry."""
         thresh = tr.tracing.tracing_thresh
         retvals = self.retvals
+        kinds = retvals.kinds if retvals is not None else None
+        out, lengths, payload = self._out, self._lengths, self.ret_payload
         rax = None
         for _j in range(len(stack) - k):
             p = stack.pop()
             if rax is not None:
                 p.rax = rax
-            rax = retvals.value(p) if retvals is not None else 0
+            if kinds is None:
+                rax = 0
+            else:                                    # (ReturnValues.value(), inline)
+                kind = kinds.get(p.func) or retvals.kind(p.func)
+                rax = p.rax if kind == "void" else retval_of(kind, p.func, p.calltime, p.rax)
             if p.state != RECORDED or p.calltime > t:
                 continue
             if thresh and t - p.calltime < thresh:
                 continue
-            self._write(tr, cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
-                                  (p.func, p.depth, 0, p.calltime, t, rax), None), self.ret_payload)
+            entry = (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                     (p.func, p.depth, 0, p.calltime, t, rax), None)
+            if out is not None:                      # (_write(), inline)
+                out.append(entry)
+                lengths.append(GRAPH_LENGTHS[payload])
+            else:
+                tr.write_entry(cpu, entry, payload)
         if stack and rax is not None:
             stack[-1].rax = rax
 
@@ -414,7 +427,7 @@ class GraphTracer(Tracer):
         if notrace:
             stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
             return
-        g = graph_hashes(tr.kernel)
+        g = self.hashes
         inside = sets_fl = False
         if g.funcs:
             inside = any(p.sets_fl for p in stack)
