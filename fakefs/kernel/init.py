@@ -65,6 +65,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
+    ("fakefs.kernel.trace.ftrace_boot", "set_ftrace_early_filters"),
     ("fakefs.kernel.trace.ftrace_sysctl", "ftrace_sysctl_init"),
     ("fakefs.kernel.trace.trace_stack", "stack_trace_init"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
