@@ -28,6 +28,7 @@ from .module import ModuleFunc, ModuleImage, ModuleParam, modules_init
 from .printk import KERN_ERR
 from .samples_ftrace_direct import ftrace_direct_images
 from .sched import Task
+from .trace.ftrace_direct import ftrace_direct_init
 from .trace.ftrace_module import ftrace_module_notify
 from .trace.trace_buffer_files import marker_writer
 from .trace.trace_entries import TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_OFF
@@ -210,6 +211,7 @@ def samples_init(kernel) -> None:
     mods.register_notifier(module_notify(kernel))
     mods.add_image(trace_printk_image())
     if kernel.config.enabled("DYNAMIC_FTRACE") and kernel.config.enabled("KPROBES"):
+        ftrace_direct_init(kernel)
         for image in ftrace_direct_images():       # (direct calls reach them as kprobes do)
             mods.add_image(image)
     if kernel.config.enabled("IRQSOFF_TRACER") or kernel.config.enabled("PREEMPT_TRACER"):

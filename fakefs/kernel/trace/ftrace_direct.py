@@ -49,6 +49,12 @@ class DirectOps:
         self.kps: list = []
 
 
+def ftrace_direct_init(kernel) -> None:
+    """While a direct call is registered, the machine's calls matter (the
+    machine runs instead of standing still)."""
+    kernel.add_machine_watcher(lambda: bool(ftrace_ops_list(kernel).direct))
+
+
 def direct_functions(kernel) -> dict:
     """``direct_functions``: function start -> direct trampoline."""
     return {f: ops.addr for ops in ftrace_ops_list(kernel).direct for f in ops.funcs}
