@@ -27,6 +27,7 @@ from __future__ import annotations
 from .module import ModuleFunc, ModuleImage, ModuleParam, modules_init
 from .printk import KERN_ERR
 from .samples_ftrace_direct import ftrace_direct_images
+from .samples_trace_events import trace_events_sample_init
 from .sched import Task
 from .trace.ftrace_direct import ftrace_direct_init
 from .trace.ftrace_module import ftrace_module_notify
@@ -214,5 +215,6 @@ def samples_init(kernel) -> None:
         ftrace_direct_init(kernel)
         for image in ftrace_direct_images():       # (direct calls reach them as kprobes do)
             mods.add_image(image)
+    trace_events_sample_init(kernel, mods, caller)
     if kernel.config.enabled("IRQSOFF_TRACER") or kernel.config.enabled("PREEMPT_TRACER"):
         mods.add_image(preemptirq_delay_image())
