@@ -44,6 +44,7 @@ WAKE_NS = 12_000             # the timer's softirq to the thread running
 FN_WAKE_NS = 9_000           # event-sample-fn, woken by the same softirq, runs after it
 TP_NS = 1_500                # from one tracepoint to the next in the loop
 PFX_LEN = 16
+STEP_MARGIN_NS = 20_000_000  # a gap is simulated from a step before a thread's loop
 
 # the events in the header's order: (name, class, fields, TP_printk args)
 _FOO_BAR_FMT = (
@@ -231,6 +232,9 @@ class TraceEventsSample:
         if mod.name != NAME or tracing is None:
             return
         if state == STATE_COMING:
+            act = self.kernel.trace_activity        # (made after the loader, at boot)
+            if act is not None and self.traced_in not in act.backlog.traced_needs:
+                act.backlog.traced_needs.append(self.traced_in)
             self.events = sample_events()
             # the IDA's lowest free id from __TRACE_LAST_TYPE (the first
             # vmlinux event's) up
@@ -290,6 +294,34 @@ class TraceEventsSample:
             if th is not None and th.next >= since:
                 th.next += d
 
+    # --- gaps: a hit of a probed tracepoint is simulated and traced --------------
+    def _probed(self) -> bool:
+        tps = self.kernel.tracepoints
+        return self.thread is not None and any(tps.get(n).probes for n, _c, _f, _p in EVENTS)
+
+    def _due(self) -> list:
+        return [th.next for th in (self.thread, self.fn_thread) if th is not None]
+
+    def gap_threshold(self) -> int:
+        return 1 << 62
+
+    def gap_begins(self, gap) -> None:
+        pass
+
+    def gap_ends(self, gap) -> None:
+        pass
+
+    def boundary(self):
+        return None
+
+    def full_from(self, t: int, gap) -> int:
+        """The next loop of a thread while its tracepoints are probed."""
+        due = [n for n in self._due() if n < gap.end] if self._probed() else []
+        return max(t, min(due) - STEP_MARGIN_NS) if due else gap.end
+
+    def traced_in(self, t0: int, t1: int) -> bool:
+        return self._probed() and any(t0 <= n < t1 for n in self._due())
+
     def _hit(self, th: SampleThread, name: str, t: int, args) -> int:
         tp = self.kernel.tracepoints.get(name)
         if tp.probes:
@@ -326,4 +358,5 @@ def trace_events_sample_init(kernel, mods, caller) -> None:
     mods.register_notifier(s.notify)
     kernel.add_timer_hook(s.step, skip=s.skip)
     kernel.add_shift_hook(s.shift)
+    kernel.add_gap_watcher(s)
     mods.add_image(ModuleImage(NAME, 16384, _funcs(), init=s.init, exit=s.exit))
