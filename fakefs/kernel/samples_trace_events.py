@@ -44,7 +44,6 @@ WAKE_NS = 12_000             # the timer's softirq to the thread running
 FN_WAKE_NS = 9_000           # event-sample-fn, woken by the same softirq, runs after it
 TP_NS = 1_500                # from one tracepoint to the next in the loop
 PFX_LEN = 16
-STEP_MARGIN_NS = 20_000_000  # a gap is simulated from a step before a thread's loop
 
 # the events in the header's order: (name, class, fields, TP_printk args)
 _FOO_BAR_FMT = (
@@ -299,9 +298,6 @@ class TraceEventsSample:
         tps = self.kernel.tracepoints
         return self.thread is not None and any(tps.get(n).probes for n, _c, _f, _p in EVENTS)
 
-    def _due(self) -> list:
-        return [th.next for th in (self.thread, self.fn_thread) if th is not None]
-
     def gap_threshold(self) -> int:
         return 1 << 62
 
@@ -315,12 +311,13 @@ class TraceEventsSample:
         return None
 
     def full_from(self, t: int, gap) -> int:
-        """The next loop of a thread while its tracepoints are probed."""
-        due = [n for n in self._due() if n < gap.end] if self._probed() else []
-        return max(t, min(due) - STEP_MARGIN_NS) if due else gap.end
+        """While its tracepoints are probed, a gap is simulated in full: a
+        loop's hits are not a rate the skipped time could be counted at."""
+        return t if self._probed() else gap.end
 
     def traced_in(self, t0: int, t1: int) -> bool:
-        return self._probed() and any(t0 <= n < t1 for n in self._due())
+        """... and traced in full (no quiet time before the window)."""
+        return self._probed()
 
     def _hit(self, th: SampleThread, name: str, t: int, args) -> int:
         tp = self.kernel.tracepoints.get(name)
