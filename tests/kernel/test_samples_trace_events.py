@@ -66,6 +66,10 @@ def test_formats(k):
 
 
 def test_the_loop_fires_each_second(k):
+    wr(k, "events/sched/sched_switch/enable", "1")      # hits of known events before
+    run(k, 0.2)
+    wr(k, "events/sched/sched_switch/enable", "0")
+    wr(k, "trace", "")
     ctl(k, "load trace-events-sample")
     wr(k, "events/sample-trace/enable", "1")
     run(k, 3.2)
@@ -90,6 +94,26 @@ def test_the_loop_fires_each_second(k):
     wr(k, "trace", "")
     run(k, 1.5)
     assert lines(k) == []
+
+
+def test_the_conditions_and_the_strings_of_a_loop(k):
+    ctl(k, "load trace-events-sample")
+    sample = next(w for w in k._gap_watchers if type(w).__name__ == "TraceEventsSample")
+    hits = []
+    sample._hit = lambda th, name, t, args: hits.append((name, args)) or t + 1
+    for cnt in range(41):
+        sample.thread.cnt = cnt
+        sample._loop(sample.thread, 0)
+    by = {}
+    for name, args in hits:
+        by.setdefault(name, []).append(args)
+    assert [a[1] for a in by["foo_bar_with_cond"]] == [0, 10, 20, 30, 40]
+    assert [a[1] for a in by["foo_with_template_cond"]] == [0, 8, 16, 24, 32, 40]
+    assert len(by["foo_bar"]) == len(by["foo_rel_loc"]) == 41
+    foo, bar, lst, s, cpus, cpum, vstr, lstr = by["foo_bar"][13]
+    assert (foo, bar, lst, s, vstr, lstr) == ("hello", 13, bytes([1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]),
+                                             "Frodo", "iter=13", "hello")
+    assert by["foo_bar"][7][7] == "hel"                 # bar / 2 characters of "hello"
 
 
 def test_a_tracepoint_probe_waits_for_the_module_and_survives_a_gap(k):
