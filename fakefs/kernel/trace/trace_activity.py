@@ -148,10 +148,6 @@ class TraceActivity:
         q[:] = [h for h in q if h[0] >= t1]
         return hits
 
-    def events_changed(self) -> None:
-        """An event came or went (a module's): names are looked up again."""
-        self._events_by_name.clear()
-
     def _event_def(self, name):
         d = self._events_by_name
         if not d:

@@ -337,9 +337,11 @@ def _event_dirs(tr):
 
 
 def _events_changed(tracing) -> None:
+    """The activity looks a hit's event up by name again (a module's came
+    or went: its cache would miss them; trace_activity.py is at its size)."""
     act = tracing.kernel.trace_activity
     if act is not None:
-        act.events_changed()
+        act._events_by_name.clear()
 
 
 def add_event_call(tracing, ev) -> None:
