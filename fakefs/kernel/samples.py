@@ -26,7 +26,10 @@ from __future__ import annotations
 
 from .module import ModuleFunc, ModuleImage, ModuleParam, modules_init
 from .printk import KERN_ERR
+from .samples_ftrace_direct import ftrace_direct_images
+from .samples_trace_events import trace_events_sample_init
 from .sched import Task
+from .trace.ftrace_direct import ftrace_direct_init
 from .trace.ftrace_module import ftrace_module_notify
 from .trace.trace_buffer_files import marker_writer
 from .trace.trace_entries import TRACE_FLAG_HARDIRQ, TRACE_FLAG_IRQS_OFF
@@ -208,5 +211,10 @@ def samples_init(kernel) -> None:
     mods.register_notifier(ftrace_module_notify(kernel))
     mods.register_notifier(module_notify(kernel))
     mods.add_image(trace_printk_image())
+    if kernel.config.enabled("DYNAMIC_FTRACE") and kernel.config.enabled("KPROBES"):
+        ftrace_direct_init(kernel)
+        for image in ftrace_direct_images():       # (direct calls reach them as kprobes do)
+            mods.add_image(image)
+    trace_events_sample_init(kernel, mods, caller)
     if kernel.config.enabled("IRQSOFF_TRACER") or kernel.config.enabled("PREEMPT_TRACER"):
         mods.add_image(preemptirq_delay_image())

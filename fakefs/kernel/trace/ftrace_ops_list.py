@@ -30,8 +30,15 @@ The ops this kernel can have, as 6.12 registers them on x86-64:
   ``kprobe_ftrace_handler``.  ``kprobe_ipmodify_ops`` is only for probes
   with a post_handler, which kprobe events never have, so no record gets
   IPMODIFY (nor MODIFIED, which needs IPMODIFY or DIRECT).
-  ``set_ftrace_pid`` adds no ops.  x86 has no CALL_OPS, and no direct
-  trampolines (BPF) exist here: no ``D``/``O`` column either.
+  ``set_ftrace_pid`` adds no ops.  x86 has no CALL_OPS: no ``O`` column;
+* a direct call's ops (``register_ftrace_direct()``, ``ftrace_direct.py``:
+  the ftrace-direct sample modules), in the module's data (DYNAMIC), with
+  DIRECT and SAVE_REGS, ``func`` = ``call_direct_funcs`` and the static
+  trampoline ``ftrace_regs_caller``.  Its records are DIRECT (the ``D``
+  column, and a ``\n\tdirect--><trampoline>`` line), and MODIFIED (``M``)
+  for good once patched while DIRECT; alone on a record, its ``tramp:`` is
+  ``ftrace_regs_caller`` with no `` ->`` (a trampoline ftrace did not
+  allocate has no call of its own to show, ``static_tramp_func()``).
 
 A record's flags follow ``__ftrace_hash_rec_update()`` and
 ``ftrace_check_record()``: the count is the number of ops whose hash
@@ -89,10 +96,11 @@ class RegisteredOps:
     while it lives), its hash (``recs`` None: the filter hash is empty, every
     record), its notrace hash, ``func`` and flags."""
 
-    __slots__ = ("key", "func", "save_regs", "dynamic", "recs", "notrace", "version")
+    __slots__ = ("key", "func", "save_regs", "dynamic", "recs", "notrace", "version", "direct",
+                 "trampoline")
 
     def __init__(self, key, func, recs, notrace=frozenset(), save_regs=False, dynamic=False,
-                 version=None):
+                 version=None, direct=0, trampoline=None):
         self.key = key
         self.version = version           # moves on when the hashes may have changed
         self.func = func
@@ -100,6 +108,8 @@ class RegisteredOps:
         self.notrace = notrace
         self.save_regs = save_regs
         self.dynamic = dynamic
+        self.direct = direct             # FTRACE_OPS_FL_DIRECT: its direct trampoline
+        self.trampoline = trampoline     # the name of a trampoline it brings (not allocated)
 
 
 def registered_ops(kernel, profiler=None) -> list:
@@ -159,6 +169,13 @@ def registered_ops(kernel, profiler=None) -> list:
         if armed:
             out.append(RegisteredOps(("kprobe",), "kprobe_ftrace_handler", armed, save_regs=True,
                                      version=frozenset(armed)))
+    ol = ftrace_records(kernel).ops_list
+    for d in (ol.direct if ol is not None else ()):
+        by_addr = ftrace_records(kernel).by_addr
+        recs = frozenset(by_addr[f] for f in d.funcs if f in by_addr)
+        out.append(RegisteredOps(("direct", d), "call_direct_funcs", recs, save_regs=True,
+                                 dynamic=True, version=(d.addr, recs), direct=d.addr,
+                                 trampoline="ftrace_regs_caller"))
     return out
 
 
@@ -185,6 +202,8 @@ class FtraceOpsList:
         self.touched_all_but: set | None = None    # every record but these was touched
         self._tramp_base = None
         self._counted: dict = {}         # ops key -> version whose records are TOUCHED
+        self.direct: list = []           # ftrace_direct.DirectOps registered, in order
+        self.modified: set[int] = set()  # addresses of the records ever patched DIRECT
 
     # --- updates ----------------------------------------------------------------
     def calls_enabled(self) -> bool:
@@ -199,7 +218,7 @@ class FtraceOpsList:
         for key in [k for k in self.tramps if k not in live and k not in self.static_keys]:
             del self.tramps[key]
         for o in ops:
-            if o.key not in self.tramps:
+            if o.key not in self.tramps and o.trampoline is None:
                 self.tramps[o.key] = self._alloc_tramp()
                 if not o.dynamic:
                     self.static_keys.add(o.key)
@@ -208,6 +227,10 @@ class FtraceOpsList:
         if not self.calls_enabled():
             self._counted = {}
             return
+        ips = ftrace_records(self.kernel).addrs
+        for o in ops:
+            if o.direct:
+                self.modified.update(ips[r] for r in o.recs)
         if not ops:
             self.site_func = STUB_FUNC
         elif len(ops) == 1 and not ops[0].dynamic:
@@ -238,7 +261,8 @@ class FtraceOpsList:
 
     # --- the records --------------------------------------------------------------
     def rec_state(self) -> dict:
-        """record -> [count, regs, the one ops] for the records some ops takes."""
+        """record -> [count, regs, the one ops, direct trampoline] for the
+        records some ops takes."""
         state: dict[int, list] = {}
         n = len(ftrace_records(self.kernel))
         for o in self.ops:
@@ -249,10 +273,11 @@ class FtraceOpsList:
                     continue
                 s = state.get(r)
                 if s is None:
-                    state[r] = [1, o.save_regs, o]
+                    state[r] = [1, o.save_regs, o, o.direct]
                 else:
                     s[0] += 1
                     s[1] = s[1] or o.save_regs
+                    s[3] = s[3] or o.direct
         return state
 
     def is_touched(self, rec: int) -> bool:
@@ -270,16 +295,22 @@ class FtraceOpsList:
 
     def line(self, rec: int, state) -> str:
         """``t_show()`` of a record for enabled/touched_functions."""
-        count, regs, ops = state if state is not None else (0, False, None)
+        count, regs, ops, direct = state if state is not None else (0, False, None, 0)
         enabled = count and self.calls_enabled()
-        # the R, I, D, O and M columns: only R can be set here
-        out = ["%s (%d)%s      " % (ftrace_records(self.kernel).display(rec), count,
-                                   " R" if regs else "  "), "   "]
-        if enabled and count == 1:
+        recs = ftrace_records(self.kernel)
+        # the R, I, D, O and M columns: I and O are never set here
+        out = ["%s (%d)%s  %s  " % (recs.display(rec), count, " R" if regs else "  ",
+                                   " D" if direct else "  "),
+               " M " if recs.addrs[rec] in self.modified else "   "]
+        if enabled and count == 1 and ops.trampoline is not None:
+            out.append("\ttramp: %s (%s)" % (self.sym(ops.trampoline), self.sym(ops.func)))
+        elif enabled and count == 1:
             func = self.sym(ops.func)
             out.append("\ttramp: 0x%x (%s) ->%s" % (self.tramps[ops.key], func, func))
         else:
             out.append(" ->" + self.sym(self.site_func))
+        if direct:
+            out.append("\n\tdirect-->" + self.kernel.kallsyms.sprint_symbol(direct))
         out.append("\n")
         return "".join(out)
 

@@ -138,6 +138,10 @@ class TraceBacklog:
         # the counter clock's reading at each instant the gap's simulation
         # asked where to go on from: its reading when the skip began
         self.counter_at: dict[int, int] = {}
+        # fn(t0, t1) -> bool: something of the model hits a probed
+        # tracepoint in [t0, t1) (a sample module's thread), so the step
+        # is traced even before the window
+        self.traced_needs: list = []
 
     def gap_threshold(self) -> int:
         tracing = self.kernel.tracing          # the instances not engaged record nothing
@@ -161,7 +165,7 @@ class TraceBacklog:
         """Is the step [t0, t1) quiet (before the window of the gap under
         way: the machine runs, nothing is recorded)?  Counts it if so."""
         w = self.window_from
-        if w is None or t1 > w:
+        if w is None or t1 > w or any(fn(t0, t1) for fn in self.traced_needs):
             return False
         self.quiet += t1 - t0
         self.quiet_end = t1

@@ -336,11 +336,20 @@ def _event_dirs(tr):
     return evdir, evdir.children
 
 
+def _events_changed(tracing) -> None:
+    """The activity looks a hit's event up by name again (a module's came
+    or went: its cache would miss them; trace_activity.py is at its size)."""
+    act = tracing.kernel.trace_activity
+    if act is not None:
+        act._events_by_name.clear()
+
+
 def add_event_call(tracing, ev) -> None:
     """``trace_add_event_call()``: register ``ev`` and give it a directory
     in every array's ``events/<system>/`` (made for the first event of a
     system).  ``ev.id`` must be set."""
     tracing.events.append(ev)
+    _events_changed(tracing)
     tracing.event_systems[ev.system] = tracing.event_systems.get(ev.system, 0) + 1
     tracing.events_by_id[ev.id] = ev
     tracing.events_listing.append(ev)
@@ -367,6 +376,7 @@ def remove_event_call(tracing, ev) -> None:
     """``trace_remove_event_call()`` (the caller checked it is not busy):
     its directories go, and a system's once its last event is gone."""
     tracing.events.remove(ev)
+    _events_changed(tracing)
     left = tracing.event_systems.pop(ev.system) - 1
     if left:
         tracing.event_systems[ev.system] = left
