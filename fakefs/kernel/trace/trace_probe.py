@@ -179,7 +179,9 @@ FETCH_TYPES = {t.name: t for t in [
 DEFAULT_TYPE = "x64"
 
 
-def find_fetch_type(name: str | None):
+def find_fetch_type(name: str | None, flags: int = 0):
+    if name is not None and flags & FL_USER and name in ("symbol", "symstr"):
+        return None                  # no kernel symbols for uprobes
     if name is None:
         name = DEFAULT_TYPE
     if name.startswith("b"):
@@ -335,7 +337,7 @@ def _parse_type(body: str, parg: ProbeArg, ctx: ParseContext, log: ProbeLog):
             raise log.fail(ctx.offset + offs, "NEED_STRING_TYPE")
         parg.type = FETCH_TYPES["string"]
     else:
-        parg.type = find_fetch_type(tname)
+        parg.type = find_fetch_type(tname, ctx.flags)
     if parg.type is None:
         raise log.fail(ctx.offset + offs, "BAD_TYPE")
     return text, tname
@@ -372,7 +374,7 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
                 n = kstrtoul(rest, 10)
             except ValueError:
                 raise log.fail(ctx.offset, err)
-            if n > PARAM_MAX_STACK:
+            if ctx.flags & FL_KERNEL and n > PARAM_MAX_STACK:
                 raise log.fail(ctx.offset, "BAD_STACK_NUM")
             code.append(("stack", n))
             return
@@ -459,8 +461,15 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
                 raise log.fail(ctx.offset, "BAD_MEM_ADDR")
             code.append(("imm", addr))
         elif arg[1:2] == "+":
-            raise log.fail(ctx.offset, "FILE_ON_KPROBE")
+            if ctx.flags & FL_KERNEL:
+                raise log.fail(ctx.offset, "FILE_ON_KPROBE")
+            offs = kstrtoll(arg[2:])
+            if offs is None:
+                raise log.fail(ctx.offset, "BAD_FILE_OFFS")
+            code.append(("foffs", offs & (1 << 64) - 1))
         else:
+            if not ctx.flags & FL_KERNEL:
+                raise log.fail(ctx.offset, "SYM_ON_UPROBE")
             code.append(("symbol", arg[1:]))
             _push(code, ("imm", 0), ctx, log)
         _push(code, ("deref", 0), ctx, log)
