@@ -39,6 +39,9 @@ STATIC_NS = 4_000
 INIT_AFTER_ENTRY_NS = 18_000           # _start -> __libc_start_main -> call_init -> _init
 INIT_RUN_NS = 600                      # _init itself (frame_dummy and a few calls)
 LIBC_START_CALL_INIT = 0x2724a         # where _init returns to, in libc (drawn base)
+# the machine's hits reach the trace through the replay of its tracepoint
+# hits (in time order with the rest, per CPU): an internal one carries them
+UPROBE_TP = "\0uprobe"
 
 
 class HostFile:
@@ -106,6 +109,29 @@ class Uprobes:
     def __init__(self, kernel):
         self.kernel = kernel
         self.by_inode: dict[tuple[int, int], list[Uprobe]] = {}
+        self.hooked = None                 # the trace activity replaying the hits
+
+    def fire(self, task, cpu: int, t: int, handler) -> None:
+        """The machine ran a probed instruction of ``task`` at ``t``: the
+        handler runs where the machine's hits are replayed (at once
+        without a replay)."""
+        if self.hooked is not None:
+            self.kernel.tracepoints.get(UPROBE_TP).fire(cpu, t, task.pid, 0, 0, (handler,))
+        else:
+            handler(task, cpu, t)
+
+    @staticmethod
+    def _replayed(cpu, ts, task, flags, pc, args, stack) -> None:
+        args[0](task, cpu, ts)
+
+    def _hook(self, on: bool) -> None:
+        act = self.kernel.trace_activity
+        if on and self.hooked is None and act is not None:
+            act.add_tp_hook(UPROBE_TP, self._replayed)
+            self.hooked = act
+        elif not on and self.hooked is not None:
+            self.hooked.remove_tp_hook(UPROBE_TP, self._replayed)
+            self.hooked = None
 
     def register(self, file: HostFile, offset: int, ref_ctr_offset: int, consumer) -> Uprobe:
         """``uprobe_register()``: the uprobe (shared with other consumers of
@@ -126,6 +152,7 @@ class Uprobes:
                 probes.remove(up)
             raise KernelError(errno.EINVAL)
         up.consumers.append(consumer)
+        self._hook(True)
         return up
 
     def unregister(self, up: Uprobe, consumer) -> None:
@@ -137,6 +164,8 @@ class Uprobes:
                 probes.remove(up)
             if not probes:
                 self.by_inode.pop(up.file.key, None)
+        if not self.by_inode:
+            self._hook(False)
 
     def program_start(self, exe: tuple[int, int], pid: int) -> list:
         """A followed process executed the file ``exe`` (device, inode):

@@ -346,9 +346,9 @@ class HostProcesses:
             self._exit(t, action[1])
         elif kind == "uprobe":                  # ("uprobe", pid, handler)
             task = self.task(action[1])
-            if task is not None:
+            if task is not None and m.kernel.uprobes is not None:
                 cpu, t = self.on_cpu(task, t)
-                action[2](task, cpu, t)
+                m.kernel.uprobes.fire(task, cpu, t, action[2])
         else:
             task = self.machine.sched.tasks.get(action[1])
             if task is not None and self._is_host(task.pid):
