@@ -66,6 +66,9 @@ BOUNDARY = [b"", b"\n", b"0", b"1", b"-1", b"2", b"0\n", b"1\n", b" 1 ", b"01", 
             b"t:fz sched_wakeup p->se.group_node.next->prev p->prio",
             b"f:fz getname_flags%return $retval->name:string", b"p kfree $arg* object:string",
             b"f vfs_read file->f_mode file-.x file.y $arg0 $arg9:u8 ->",
+            # uprobes: paths in the writer's view, offsets, reference counters
+            b"p:fz /bin/sh:0x10", b"r /bin/sh:0x0(0x2) %ax @+0x10 $stack1 $comm",
+            b"p /bin/sh:10(1a) @sym", b"p /nonexistent:1", b"p /proc:0 $arg1", b"-:uprobes/fz",
             b"x" * 255, b"x" * 4095, b"x" * 4096, b"x" * 65537, b"1\n" * 100]
 
 

@@ -121,6 +121,11 @@ def test_enable_registers_and_may_fail(k, prog):
     assert [u.offset for u in next(iter(ups.by_inode.values()))] == [0x1000]
     wr(k, "events/uprobes/near/enable", "0\n")
     assert not ups.by_inode
+    # several at once: the first error is the write's, the others are enabled
+    assert errno_of(wr, k, "events/uprobes/enable", "1\n") == errno.EINVAL
+    assert rd(k, "events/uprobes/near/enable") == "1\n"
+    assert rd(k, "events/uprobes/far/enable") == "0\n"
+    wr(k, "events/uprobes/enable", "0\n")
 
 
 def _start(k, path, pid=4321, comm="my-prog"):
