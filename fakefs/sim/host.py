@@ -95,8 +95,11 @@ class HostProcesses:
         self.last_call: dict[int, int] = {}    # pid -> when its last call here ran
 
     def standing_still(self) -> bool:
-        """Nothing sees the machine: its real processes' events are facts only."""
-        return self.machine.frozen
+        """Nothing sees the machine: its real processes' events are facts only.
+        (Frozen but seen since, by a setting a request just made: its next
+        step starts it again, so what they do now is to be run, not noted.)"""
+        m = self.machine
+        return m.frozen and not m.kernel.machine_seen()
 
     def pid_taken(self, pid: int) -> bool:
         """For the scheduler's pid allocation: a real process has ``pid``."""
