@@ -13,7 +13,9 @@ an id is an int, 0 is ``void``.  ``return_kind(func)`` says what a
 function returns in the words function_graph's ``funcgraph-retval`` needs:
 ``"void"``, ``"bool"``, ``"int"`` (up to 32 bits), ``"long"`` (64-bit
 integers and enums), ``"pointer"``, ``"other"`` (a struct returned by
-value, a float) or None when the function has no BTF entry.
+value, a float) or None when the function has no BTF entry;
+``param_kinds(func)`` the same of its parameters (what the registers of
+a probed call hold, ``trace_kprobe_regs.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Btf:
     def __init__(self, doc: dict):
         self.funcs: dict = doc["funcs"]
         self.types: list = doc["types"]
+        self._kinds: dict = {}             # func -> (return kind, parameter kinds)
 
     @classmethod
     def vmlinux(cls) -> "Btf":
@@ -89,10 +92,26 @@ class Btf:
     def return_kind(self, func: str):
         """What ``func`` returns: void / bool / int / long / pointer /
         other, None without a BTF entry (see the module docstring)."""
-        proto = self.find_func_proto(func)
-        if proto is None:
-            return None
-        t, _tid = self.skip_modifiers(proto[1])
+        return self._func_kinds(func)[0]
+
+    def param_kinds(self, func: str) -> list:
+        """The kinds (as ``return_kind``) of ``func``'s parameters, in
+        order; empty without a BTF entry."""
+        return self._func_kinds(func)[1]
+
+    def _func_kinds(self, func: str) -> tuple:
+        got = self._kinds.get(func)
+        if got is None:
+            proto = self.find_func_proto(func)
+            got = self._kinds[func] = (None, []) if proto is None else (
+                self.kind_of(proto[1]), [self.kind_of(tid) for _name, tid in proto[2]])
+        return got
+
+    def kind_of(self, tid: int) -> str:
+        """void / bool / int / long / pointer / other of type ``tid``."""
+        t, _tid = self.skip_modifiers(tid)
+        if t is None:
+            return "other"
         kind = t[0]
         if kind == "void":
             return "void"
@@ -110,3 +129,8 @@ class Btf:
 def return_kind(func: str):
     """The return type class of a vmlinux function (``Btf.return_kind``)."""
     return Btf.vmlinux().return_kind(func)
+
+
+def param_kinds(func: str) -> list:
+    """The kinds of a vmlinux function's parameters (``Btf.param_kinds``)."""
+    return Btf.vmlinux().param_kinds(func)
