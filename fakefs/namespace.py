@@ -41,9 +41,11 @@ SIMULATED_HOST_FILES = ("/sys/devices/system/cpu", "/proc/sys/kernel/sched_rt_ru
 # sandbox: its COMMAND sees the simulated /proc whole already, and in the
 # daemon's namespace the host's entries it links to must stay the host's.
 SIMULATED_SYSCTL_DIR = "/proc/sys/kernel"
-# bound when the daemon serves them (a kernel with kprobes):
-# kprobe_opt_types.tc writes kprobes-optimization and reads kprobes/list
-SIMULATED_IF_SERVED = ("/proc/sys/debug", "/sys/kernel/debug")
+# bound when the daemon serves them: kprobe_opt_types.tc writes
+# kprobes-optimization and reads kprobes/list (a kernel with kprobes);
+# fgraph-retval.tc writes /proc/interrupts (its proc_reg_write() answers
+# -EIO, with the function graph tracer on; the 6.12 persona serves it)
+SIMULATED_IF_SERVED = ("/proc/sys/debug", "/sys/kernel/debug", "/proc/interrupts")
 
 
 class NamespaceError(Exception):

@@ -43,14 +43,14 @@ import trio
 from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
                                 WouldBlock, run_ahead)
 from ..kernel.fs.namei import lookup_name
-from ..kernel.fs.vfs import instance_dirs_made, vfs_call, vfs_probed
+from ..kernel.fs.vfs import instance_dirs_made, open_call, vfs_call, vfs_probed
 from . import noflush, notify
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
 from .pacing import STEP_WALL_S, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
-from .procfd import current_nonblock, dev_attached
+from .procfd import caller_open_args, current_nonblock, dev_attached
 from .steps import stepped_write
 from .waiters import Waiters
 
@@ -409,6 +409,14 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EISDIR)
         f = File(n, flags, ctx.pid, self.own.sim_uid(ctx.uid))
         mode = flags & os.O_ACCMODE
+        if vfs_probed(self.kernel, "do_sys_openat2"):
+            # do_sys_openat2() is entered before the path walk (FUSE says an open
+            # comes only now): its arguments are what the caller passed
+            with self.at(await self.observe()):
+                got = caller_open_args(ctx.pid)
+                if got is not None:
+                    open_call(self.kernel, ctx.pid, got.nr, got.dfd, got.filename, got.name,
+                              got.flags, got.mode)
         if vfs_probed(self.kernel, "vfs_open") or (n.fops.observes and mode != os.O_WRONLY) \
                 or (mode != os.O_RDONLY and (not n.fops.settles
                                              or run_ahead(self.kernel, n.fops.open, f) is UNSETTLED)):

@@ -94,3 +94,76 @@ def current_nonblock(pid: int, ino: int, dev: str | None, open_flags: int) -> bo
         if len(values) == 1:
             return values.pop()
     return bool(open_flags & os.O_NONBLOCK)
+
+
+# the open system calls: number -> indexes of dfd (None: AT_FDCWD), the
+# filename, flags and mode (None: in the user's struct open_how)
+OPEN_SYSCALLS = {2: (None, 0, 1, 2), 257: (0, 1, 2, 3), 437: (0, 1, None, None)}
+AT_FDCWD = -100
+PATH_MAX = 4096
+
+
+class OpenArgs:
+    """What a caller blocked in an open system call passed it: its number,
+    ``dfd`` (AT_FDCWD for open(2)), the user address of the file name, the
+    name (None when its memory could not be read), flags and mode (None
+    for openat2(), whose are in user memory)."""
+
+    __slots__ = ("nr", "dfd", "filename", "name", "flags", "mode")
+
+    def __init__(self, nr, dfd, filename, name, flags, mode):
+        self.nr = nr
+        self.dfd = dfd
+        self.filename = filename
+        self.name = name
+        self.flags = flags
+        self.mode = mode
+
+
+def caller_open_args(pid: int, proc: str = "/proc") -> OpenArgs | None:
+    """The open system call thread ``pid`` is blocked in (a FUSE request
+    of it is being served): from ``/proc/<pid>/syscall`` (number and
+    arguments) and ``/proc/<pid>/mem`` (the name).  None when it is in no
+    open call or the host does not let us look (ptrace access)."""
+    try:
+        with open("%s/%d/syscall" % (proc, pid)) as fh:
+            f = fh.read().split()
+    except OSError:
+        return None
+    if len(f) < 7 or not f[0].isdigit() or int(f[0]) not in OPEN_SYSCALLS:
+        return None
+    nr = int(f[0])
+    args = [int(a, 16) for a in f[1:7]]
+    di, ni, fi, mi = OPEN_SYSCALLS[nr]
+    dfd = AT_FDCWD
+    if di is not None:                   # an int: the low half, signed
+        dfd = args[di] & 0xffffffff
+        dfd -= (dfd >> 31) << 32
+    addr = args[ni]
+    return OpenArgs(nr, dfd, addr, _user_string(pid, addr, proc),
+                    None if fi is None else args[fi] & 0xffffffff,
+                    None if mi is None else args[mi] & 0xffff)
+
+
+def _user_string(pid: int, addr: int, proc: str) -> bytes | None:
+    """The NUL-terminated string at ``addr`` of process ``pid`` (a page at
+    a time: the next one may not be mapped); None if unreadable."""
+    out = b""
+    try:
+        fd = os.open("%s/%d/mem" % (proc, pid), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        while len(out) < PATH_MAX:
+            chunk = os.pread(fd, 4096 - (addr + len(out)) % 4096, addr + len(out))
+            if not chunk:
+                return None
+            end = chunk.find(b"\0")
+            if end >= 0:
+                return out + chunk[:end]
+            out += chunk
+    except (OSError, OverflowError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return None

@@ -22,6 +22,8 @@ _CONFIG_6_12 = {
     "CONFIG_DYNAMIC_FTRACE": True,
     "CONFIG_FUNCTION_PROFILER": True,
     "CONFIG_FUNCTION_GRAPH_TRACER": True,
+    # off in Debian's build (docs/tracefs-6.12.md)
+    "CONFIG_FUNCTION_GRAPH_RETVAL": True,
     "CONFIG_STACK_TRACER": True,
     "CONFIG_STACKTRACE": True,
     "CONFIG_KALLSYMS": True,

@@ -65,10 +65,12 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.workload", "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
+    ("fakefs.kernel.trace.ftrace_boot", "set_ftrace_early_filters"),
     ("fakefs.kernel.trace.ftrace_sysctl", "ftrace_sysctl_init"),
     ("fakefs.kernel.trace.trace_stack", "stack_trace_init"),
     ("fakefs.kernel.fs.proc.base", "proc_root_init"),
     ("fakefs.kernel.version", "proc_version_init"),
+    ("fakefs.kernel.irq_proc", "proc_interrupts_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
     ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init"),
@@ -127,6 +129,7 @@ class Kernel:
         self.timers = TimerWheel(self.sched, self.tracepoints, JIFFY_NS)
         self.workqueues = Workqueues(self.sched, self.tracepoints, self.nr_cpus)
         self.tree = PseudoTree()
+        self.tree.kernel = self
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}
         self._timer_hooks: list = []

@@ -68,6 +68,12 @@ def sleeper_hrtimer(pid: int) -> int:
 class Interrupts:
     def __init__(self, sched, tracepoints):
         self.sched = sched
+        # what /proc/interrupts counts (irq_proc.py): per device line (its
+        # irq: request_irq()'s row), local timer and rescheduling IPIs per CPU
+        nr = sched.nr_cpus
+        self.lines: dict[int, list] = {}
+        self.loc = [0] * nr
+        self.res = [0] * nr
         tp = tracepoints.get
         self.tp_irq_entry = tp("irq_handler_entry")
         self.tp_irq_exit = tp("irq_handler_exit")
@@ -99,10 +105,20 @@ class Interrupts:
             site += (hit[2] * 3 // 4) & ~3 if hit else 0
         self.resched_site = site or 0
 
+    def request_irq(self, irq: int, name: str, chip: str = "-", hwirq: int = 0) -> list:
+        """A device's handler on line ``irq`` (``request_irq()``; its
+        interrupt chip and number there): its /proc/interrupts row,
+        [name, count per CPU, chip, hwirq]."""
+        line = self.lines.get(irq)
+        if line is None:
+            line = self.lines[irq] = [name, [0] * len(self.loc), chip, hwirq]
+        return line
+
     # --- the paths -----------------------------------------------------------
     def device_irq_begin(self, cpu: int, t: int, irq: int, name: str, vec: int) -> int:
         """A device interrupt up to its softirq's work: returns the instant
         the softirq handler does it (``softirq_end`` goes on from there)."""
+        self.request_irq(irq, name)[1][cpu] += 1
         self.sched.idle_exit(cpu, t)
         self.sched.fire(self.tp_irq_entry, cpu, t, HARD, 0, (irq, name))
         t += 2 * US
@@ -137,6 +153,7 @@ class Interrupts:
     def timer_begin(self, cpu: int, t: int, pid: int) -> int:
         """The hrtimer of sleeper ``pid`` fires: returns the instant
         ``hrtimer_wakeup`` wakes it (``timer_end`` goes on from there)."""
+        self.loc[cpu] += 1
         self.sched.idle_exit(cpu, t)
         self.sched.fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
@@ -157,6 +174,7 @@ class Interrupts:
         With ``rcu`` (callbacks whose grace period ended wait on this CPU)
         the tick raises the RCU softirq too, which runs after TIMER's
         (``softirq_begin``)."""
+        self.loc[cpu] += 1
         self.sched.idle_exit(cpu, t)
         self.sched.fire(self.tp_timer_entry, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US
@@ -189,6 +207,7 @@ class Interrupts:
                    (target, self.resched_site, 0))
 
     def reschedule_ipi(self, cpu: int, t: int) -> int:
+        self.res[cpu] += 1
         self.sched.idle_exit(cpu, t)
         self.sched.fire(self.tp_resched_entry, cpu, t, HARD, 0, (RESCHEDULE_VECTOR,))
         t += US

@@ -24,6 +24,7 @@ from array import array
 from bisect import bisect_right
 from itertools import islice
 
+from .fs.proc.inode import ProcOps
 from .fs.pseudo import FileOperations
 from .version import linux_banner, linux_proc_banner
 
@@ -479,7 +480,7 @@ class AddressesOps(FileOperations):
         f.private = kallsyms_show_value(self.kernel, f.uid)
 
 
-class ProcKallsymsOps(AddressesOps):
+class ProcKallsymsOps(AddressesOps, ProcOps):
     """/proc/kallsyms (0444): the simulated boot's text symbols (the
     simulated machine's addresses, not the host's), as ``kallsyms_open()``
     shows them."""

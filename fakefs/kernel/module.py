@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import errno
 
+from .fs.proc.inode import ProcOps
 from .fs.pseudo import FileOperations, KernelError
 from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
 from .lib.kstrtox import kstrtoul
@@ -316,7 +317,7 @@ def _pages(n: int) -> int:
     return -(-n // MODULE_PAGE) * MODULE_PAGE
 
 
-class ProcModulesOps(AddressesOps):
+class ProcModulesOps(AddressesOps, ProcOps):
     """/proc/modules (0444); addresses zero for an opener that may not see
     them (as ``modules_open()`` decides)."""
 

@@ -10,7 +10,7 @@ CONFIG_KALLSYMS_ALL, and readable there by probes: ``@linux_proc_banner``).
 
 from __future__ import annotations
 
-from .fs.pseudo import FileOperations
+from .fs.proc.inode import ProcOps
 
 SYSNAME = "Linux"
 COMPILE_BY = "fakefs"          # LINUX_COMPILE_BY, LINUX_COMPILE_HOST
@@ -35,7 +35,7 @@ def linux_banner(kernel) -> str:
     return linux_proc_banner(kernel) % (SYSNAME, kernel.config.release, uts_version(kernel))
 
 
-class ProcVersionOps(FileOperations):
+class ProcVersionOps(ProcOps):
     """/proc/version: ``version_proc_show()``"""
 
     def show(self, f):

@@ -158,7 +158,7 @@ def inner_main(cfg_path: str) -> int:
         for path in SIMULATED_HOST_FILES + (SIMULATED_SYSCTL_DIR,):
             bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
         for path in SIMULATED_IF_SERVED:
-            if (mnt / path.lstrip("/")).is_dir() and os.path.isdir(path):
+            if (mnt / path.lstrip("/")).exists() and os.path.exists(path):
                 bind_served(mnt, path, host_binds, cfg.get("userns", False), log)
         kmod_commands(mnt, host_binds, cfg.get("userns", False))
         umount(str(mnt), lazy=True)

@@ -46,14 +46,17 @@ class Behaviour:
 
 
 class Device:
-    """An interrupt source: its irq line and name, the softirq it raises."""
+    """An interrupt source: its irq line and name, the softirq it raises,
+    its interrupt chip and its number there (/proc/interrupts)."""
 
-    __slots__ = ("irq", "name", "softirq")
+    __slots__ = ("irq", "name", "softirq", "chip", "hwirq")
 
     def __init__(self, spec: dict):
         self.irq = int(spec["irq"])
         self.name = spec["name"]
         self.softirq = int(spec["softirq"])
+        self.chip = spec["chip"]
+        self.hwirq = int(spec["hwirq"])
 
 
 class TaskRun:

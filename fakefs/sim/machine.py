@@ -68,6 +68,8 @@ class Machine(PerCpu):
 
         devs = {d["wakes"]: Device(d) for d in spec["device"]}
         self.devices = (devs["S"], devs["D"])     # network for S sleepers, disk for D
+        for dev in self.devices:
+            self.irq.request_irq(dev.irq, dev.name, dev.chip, dev.hwirq)
         self.rng = kernel.subsystem_rng("machine")
         # where user space's SIGCHLD handler is (a shell's), as signal_deliver shows it
         self.sigchld_handler = 0x55ff206a4e40 + (self.rng.randrange(1 << 20) << 12)

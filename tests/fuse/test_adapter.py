@@ -410,6 +410,48 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
 
 
 
+async def test_a_probe_on_do_sys_openat2_reads_the_caller_s_arguments(tmp_path):
+    """An open through the mount is a hit of do_sys_openat2() with what the
+    caller passed its open system call: dfd AT_FDCWD (-100) for a relative
+    name, the name from its memory (a child blocked in an openat() of a
+    fifo stands for a caller blocked in the request)."""
+    from fakefs import sim
+    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.kernel.time import ManualClock
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
+    t = "sys/kernel/tracing/"
+    kernel_write(k.tree, t + "kprobe_events",
+                 b"p:op do_sys_openat2 dfd=%di:s32 name=+0(%si):string flags=+0(%dx):x64\n")
+    kernel_write(k.tree, t + "events/kprobes/op/enable", b"1\n")
+    fs = FakeFS(k)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    pid = os.fork()
+    if pid == 0:                                   # blocks in openat(AT_FDCWD, "fifo", ...)
+        os.chdir(tmp_path)
+        os.open("fifo", os.O_RDONLY | os.O_CLOEXEC)
+        os._exit(0)
+    try:
+        for _ in range(100):
+            with open("/proc/%d/syscall" % pid) as fh:
+                if fh.read().startswith("257 "):
+                    break
+            time.sleep(0.01)
+
+        class Caller(Ctx):
+            pass
+        Caller.pid = pid
+        ino = k.tree.root.walk(t + "README").ino
+        fi = await fs.open(ino, os.O_RDONLY, Caller())
+        await fs.release(fi.fh)
+    finally:
+        os.close(os.open(fifo, os.O_WRONLY))
+        os.waitpid(pid, 0)
+    lines = [ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines() if " op: " in ln]
+    assert len(lines) == 1, lines
+    assert lines[0].endswith('dfd=-100 name="fifo" flags=0x%x' % (os.O_RDONLY | os.O_CLOEXEC))
+
+
 async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
     """mkdir of an instance through the mount runs tracefs_create_dir()
     for the instance and its directories: a probe reads the names, the

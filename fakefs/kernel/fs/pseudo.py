@@ -279,6 +279,7 @@ class PseudoTree:
         self._next_ino = self.ROOT_INO
         self.nodes: dict[int, Node] = {}
         self.listeners: list = []
+        self.kernel = None          # the kernel whose files these are (``s_fs_info``)
         self.root = DirNode("", root_mode, None)
         self._attach(self.root)
 

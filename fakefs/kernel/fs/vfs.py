@@ -1,7 +1,7 @@
 """The VFS calls behind a process's use of the simulated files
-(fs/open.c ``vfs_open()``, fs/read_write.c ``vfs_read()``, fs/dcache.c
-``dput()`` at the last close, ``tracefs_create_dir()`` for a new
-instance's directories).
+(fs/open.c ``do_sys_openat2()`` and ``vfs_open()``, fs/read_write.c
+``vfs_read()``, fs/dcache.c ``dput()`` at the last close,
+``tracefs_create_dir()`` for a new instance's directories).
 
 Whoever serves the files (the FUSE adapter) reports each open, read and
 release with :func:`vfs_call`; while a kprobe is armed on one of those
@@ -29,6 +29,10 @@ CALLERS = {
     "vfs_read": ("ksys_read", "__x64_sys_read", "do_syscall_64"),
     "dput": ("__fput", "task_work_run", "syscall_exit_to_user_mode", "do_syscall_64"),
 }
+# an open system call's way into do_sys_openat2(), by its number
+OPEN_CALLERS = {2: ("__x64_sys_open", "do_syscall_64"), 257: ("__x64_sys_openat", "do_syscall_64"),
+                437: ("__x64_sys_openat2", "do_syscall_64")}
+OPEN_HOW = DIRECT_MAP + 0x40000000       # the open_how built on the caller's kernel stack
 # mkdir of a tracing instance: instance_mkdir() from tracefs' mkdir
 INSTANCE_MKDIR = ("instance_mkdir", "tracefs_syscall_mkdir", "vfs_mkdir", "do_mkdirat",
                   "__x64_sys_mkdir", "do_syscall_64")
@@ -76,6 +80,27 @@ def vfs_call(kernel, func: str, node, pid: int, fh: int = 0, count: int = 0) -> 
         args = (dentry,)
     task = caller_task(kernel, pid)
     kernel.kprobes.fire(func, CALLERS[func], online_cpu(kernel, pid % kernel.nr_cpus), task,
+                        ModelCall(args, regions))
+
+
+def open_call(kernel, pid: int, nr: int, dfd: int, filename: int, name: bytes | None,
+              flags: int | None, mode: int | None) -> None:
+    """``do_sys_openat2(dfd, filename, how)`` of an open of one of the
+    files by ``pid``, with what its system call ``nr`` passed (read from
+    the host, see fuse/procfd.py): the name at its user address (when it
+    could be read), the ``struct open_how`` of flags and mode built on the
+    kernel stack (openat2()'s own is copied from user memory: not known,
+    zeros).  Nothing is made unless a probe is on the function."""
+    if not vfs_probed(kernel, "do_sys_openat2"):
+        return
+    how = OPEN_HOW + (pid & 0xffff) * 0x40
+    regions = {how: ((flags or 0).to_bytes(8, "little") + (mode or 0).to_bytes(8, "little")
+                     + bytes(8))}
+    if name is not None:
+        regions[filename] = name + b"\0"
+    args = (dfd & ((1 << 64) - 1), filename, how)
+    kernel.kprobes.fire("do_sys_openat2", OPEN_CALLERS.get(nr, OPEN_CALLERS[257]),
+                        online_cpu(kernel, pid % kernel.nr_cpus), caller_task(kernel, pid),
                         ModelCall(args, regions))
 
 

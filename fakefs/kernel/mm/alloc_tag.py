@@ -36,6 +36,7 @@ import os
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..fs.proc.base import proc_create, proc_remove
+from ..fs.proc.inode import ProcOps
 from ..panic import warn_report
 from ..owed import Settle
 from ..printk import KERN_ERR, KERN_INFO, KERN_NOTICE
@@ -424,7 +425,7 @@ def register_params(kernel) -> None:
 # /proc/allocinfo
 
 
-class AllocinfoOps(FileOperations):
+class AllocinfoOps(ProcOps):
     """``/proc/allocinfo``: seq_file over every tag; no write handler (EIO)."""
 
     def __init__(self, at: AllocTagging):
@@ -432,9 +433,6 @@ class AllocinfoOps(FileOperations):
 
     def show(self, f):
         return self.at.allocinfo_text()
-
-    def write(self, f, data):
-        raise KernelError(errno.EIO)
 
 
 def procfs_init(at: AllocTagging) -> None:

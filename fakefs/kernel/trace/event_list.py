@@ -15,8 +15,10 @@ Personas older than the catalogue keep the hand-written events of
 
 from __future__ import annotations
 
+import dataclasses
+
 from . import trace_entries as te
-from .event_catalog import load_catalog
+from .event_catalog import Field, load_catalog
 from .events_defs import EventDef, all_events
 from .events_machine import machine_events
 from .trace_syscalls import raw_syscall_events, syscall_event
@@ -63,6 +65,8 @@ def _from_catalogue(config) -> EventList:
     events, ftrace = [], []
     for desc in cat.registration_order(modules):
         if desc.system == "ftrace":
+            if desc.name == "funcgraph_exit" and config.enabled("FUNCTION_GRAPH_RETVAL"):
+                desc = graph_exit_with_retval(desc)
             ftrace.append(desc)          # entry types: format files only
             continue
         ev = driven.pop(desc.key, None)
@@ -86,6 +90,16 @@ def _from_catalogue(config) -> EventList:
     listing = [by_key[k] for k in cat.listing_order(modules) if k in by_key]
     later = [by_key[k] for k in cat.listing_order(modules, created_after=len(modules)) if k in by_key]
     return EventList(events, listing, modules, ftrace, later)
+
+
+def graph_exit_with_retval(desc):
+    """``funcgraph_exit`` as CONFIG_FUNCTION_GRAPH_RETVAL declares it (the
+    catalogue is a build without): ``retval`` after ``func``, the rest 8
+    bytes on, the value at the end of the print format."""
+    fields = [desc.fields[0], Field("unsigned long", "retval", 16, 8, 0)]
+    fields += [dataclasses.replace(f, offset=f.offset + 8) for f in desc.fields[1:]]
+    fmt = desc.print_fmt.replace('over: %d"', 'over: %d retval: %lx"') + ", REC->retval"
+    return dataclasses.replace(desc, fields=tuple(fields), print_fmt=fmt, size=desc.size + 8)
 
 
 def _hand_written() -> EventList:

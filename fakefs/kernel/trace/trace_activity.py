@@ -198,9 +198,9 @@ class TraceActivity:
         # on by one; one a reader paused (pause-on-trace) takes nothing
         live = [tr for tr in arrays if tr.recording() or tr in acting]
         calls = ftrace_calls_enabled(self.kernel)      # /proc/sys/kernel/ftrace_enabled
-        # (options/function-trace is the latency tracers' switch: the
-        # function tracer does not look at it)
-        fn_trs = [tr for tr in live if calls and tr.current.name == "function"]
+        # the function tracer, a latency tracer with options/function-trace
+        # (it records the calls only where and while it measures: calls_on())
+        fn_trs = [tr for tr in live if calls and tr.current.takes_calls(tr)]
         # function_graph arrays take every call of the walk, in a row, and
         # keep their own return stacks (trace_functions_graph.py); one
         # that does not record now has nothing pushed meanwhile
@@ -450,6 +450,7 @@ class TraceActivity:
         same order, from the same draws as one ``_function_call()`` each.
         With ``graph`` arrays (function_graph) the calls are made in a row
         and each array takes them (and the function tracers one by one)."""
+        trs = [tr for tr in trs if tr.current.calls_on(cpu)]
         if graph:
             self._graph_calls(trs, wl, rng, cpu, times, probe_trs, graph)
             return
@@ -541,7 +542,7 @@ class TraceActivity:
         entry = (ts, te.TRACE_FN, pid, flags, pc, ip, stack[1] if len(stack) > 1 else 0)
         for tr in trs:
             ops = tr.ftrace_ops
-            if ops is not None and not ops.match(ip, pid):
+            if ops is not None and not ops.match(ip, pid) or not tr.current.calls_on(cpu):
                 continue
             cur = tr.current
             if cur.opts.get("func-no-repeats") and cur.repeat(tr, cpu, entry):

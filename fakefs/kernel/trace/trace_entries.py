@@ -14,7 +14,7 @@ TRACE_FUNC_REPEATS (ip, parent_ip, count)  delta of the last repeat (clock units
 TRACE_USER_STACK tgid                      tuple of user return addresses (at most 8)
 TRACE_GRAPH_ENT func                       depth
 TRACE_GRAPH_RET (func, depth, overrun,     -
-                calltime, rettime)
+                calltime, rettime, retval)
 TRACE_CTX      (prev_pid, prev_prio,       -
 TRACE_WAKE      prev_state, next_pid,
                 next_prio, next_state,
@@ -56,9 +56,12 @@ FN_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8          # ip, parent_ip
 STACK_ID_PAYLOAD = TRACE_ENTRY_HDR + 4        # int stack_id
 USERSTACK_PAYLOAD = TRACE_ENTRY_HDR + 8 + 8 * 8   # unsigned int tgid (padded), caller[8]
 # struct ftrace_graph_ent_entry: func, int depth; struct ftrace_graph_ret_entry
-# (packed, without CONFIG_FUNCTION_GRAPH_RETVAL): func, depth, overrun, calltime, rettime
+# (packed): struct ftrace_graph_ret (func, retval with CONFIG_FUNCTION_GRAPH_RETVAL,
+# depth, overrun, calltime, rettime), then calltime and rettime once more (members
+# of the entry that trace_entries.h declares and __trace_graph_return() never sets)
 GRAPH_ENT_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4
-GRAPH_RET_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4 + 4 + 8 + 8
+GRAPH_RET_PAYLOAD = TRACE_ENTRY_HDR + 8 + 4 + 4 + 8 + 8 + 8 + 8
+GRAPH_RET_RETVAL_PAYLOAD = GRAPH_RET_PAYLOAD + 8
 CTX_PAYLOAD = TRACE_ENTRY_HDR + 4 + 4 + 4 + 4   # three pids/cpu, four chars
 # task_state_index() -> its letter (TASK_STATE_TO_CHAR_STR)
 TASK_STATE_CHARS = "RSDTtXZPI"

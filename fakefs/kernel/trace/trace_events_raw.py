@@ -62,7 +62,12 @@ _REPEATS = struct.Struct("<HBBiQQHHI")
 _CTX = struct.Struct("<HBBiIIIBBBB")     # struct ctx_switch_entry
 _USTACK = struct.Struct("<HBBiI4x8Q")
 _GRAPH_ENT = struct.Struct("<HBBiQi")
-_GRAPH_RET = struct.Struct("<HBBiQiIQQ")
+# struct ftrace_graph_ret_entry: the trailing calltime and rettime are never set
+# by __trace_graph_return() (zeros here); RETVAL: retval after func
+_GRAPH_RET = struct.Struct("<HBBiQiIQQ16x")
+_GRAPH_RET_RETVAL = struct.Struct("<HBBiQQiIQQ16x")
+
+ULONG_MASK = (1 << 64) - 1
 
 _FIELD_RE = re.compile(r"\tfield:(.*);\toffset:(\d+);\tsize:(\d+);\tsigned:(\d+);")
 
@@ -186,6 +191,8 @@ class RecordEncoder:
 
     def __init__(self, tracing):
         self.tracing = tracing
+        self.graph_retval = tracing is not None and tracing.kernel.config.enabled(
+            "FUNCTION_GRAPH_RETVAL")
         self._layouts: dict = {}      # event -> (slots, dyn, fixed)
         self._packed: dict = {}       # event -> packed_layout() (or None)
 
@@ -233,7 +240,10 @@ class RecordEncoder:
         if t == te.TRACE_GRAPH_ENT:
             return _GRAPH_ENT.pack(t, flags, pc, pid, entry[5], entry[6])
         if t == te.TRACE_GRAPH_RET:
-            func, depth, overrun, calltime, rettime = entry[5]
+            func, depth, overrun, calltime, rettime, retval = entry[5]
+            if self.graph_retval:
+                return _GRAPH_RET_RETVAL.pack(t, flags, pc, pid, func, retval & ULONG_MASK, depth,
+                                              overrun, calltime, rettime)
             return _GRAPH_RET.pack(t, flags, pc, pid, func, depth, overrun, calltime, rettime)
         if t == te.TRACE_RAW_DATA:
             return _RAW_HDR.pack(t, flags, pc, pid, entry[5] & 0xFFFFFFFF) + bytes(entry[6])

@@ -50,6 +50,9 @@ class FunctionTracer(Tracer):
         # (struct trace_func_repeats), allocated when the option is first set
         self.last_repeats: list | None = None
 
+    def takes_calls(self, tr) -> bool:
+        return True
+
     def init(self, tr) -> None:
         """``function_trace_init()``: ``register_ftrace_function(tr->ops)``."""
         ftrace_ops_update(tr.kernel)

@@ -33,9 +33,10 @@ written), as the kernel's hooks find nothing pushed for them.
 ``sleep-time`` off takes the time a task was switched out off its open
 calls (the calltime moves later by it).  No function of the model is in
 ``__irqentry_text`` (x86's interrupt entries are ``noinstr``), so the
-``==========>`` markers never show.  ``funcgraph-retval`` needs
-CONFIG_FUNCTION_GRAPH_RETVAL, which Debian's build (and this one) leaves
-out.  The text output is ``trace_functions_graph_output.py``.
+``==========>`` markers never show.  With CONFIG_FUNCTION_GRAPH_RETVAL (on
+in the persona, off in Debian's build) every exit holds what the function
+left in ``rax`` (``fgraph_retval.py``), shown with ``funcgraph-retval``.
+The text output is ``trace_functions_graph_output.py``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from . import trace_entries as te
 from .ftrace import ALL_ENABLED, NONE_DISABLED
 from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
+from .fgraph_retval import ReturnValues, retval_of
 from .ftrace_records import ftrace_records
 from .ring_buffer import event_length
 from .trace_functions_graph_output import GraphView
@@ -57,7 +59,9 @@ from .trace_parser import user_ulong
 
 TRACE_GRAPH_RET, TRACE_GRAPH_ENT = te.TRACE_GRAPH_RET, te.TRACE_GRAPH_ENT
 GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD = te.GRAPH_ENT_PAYLOAD, te.GRAPH_RET_PAYLOAD
-GRAPH_LENGTHS = {p: event_length(p) for p in (GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD)}
+GRAPH_RET_RETVAL_PAYLOAD = te.GRAPH_RET_RETVAL_PAYLOAD
+GRAPH_LENGTHS = {p: event_length(p)
+                 for p in (GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD, GRAPH_RET_RETVAL_PAYLOAD)}
 
 # what a function on a task's return stack is, for one array
 RECORDED = 0        # its entry was written (or, with tracing_thresh, would have been)
@@ -68,7 +72,7 @@ class Pushed:
     """One function on a task's return stack (``struct ftrace_ret_stack``
     with the array's view of it)."""
 
-    __slots__ = ("frame", "func", "depth", "calltime", "state", "sets_fl", "flags", "pc")
+    __slots__ = ("frame", "func", "depth", "calltime", "state", "sets_fl", "flags", "pc", "rax")
 
     def __init__(self, frame, func, depth, calltime, state, sets_fl, flags, pc):
         self.frame = frame
@@ -79,6 +83,20 @@ class Pushed:
         self.sets_fl = sets_fl          # it set TRACE_GRAPH_FL (a set_graph_function entry)
         self.flags = flags
         self.pc = pc
+        self.rax = 0                    # what its last callee returned
+
+
+class RequestFrame:
+    """A call of a request (not the walk's) where ``_enter()`` and
+    ``_hook()`` take a frame: its hook is cached by its ip."""
+
+    __slots__ = ("call", "fn", "entry", "ctx")
+
+    def __init__(self, call):
+        self.call = call
+        self.fn = ("request", call.ip)
+        self.entry = call.ip - CALL_IP_OFF
+        self.ctx = 0
 
 
 class GraphHashes:
@@ -162,13 +180,22 @@ class GraphTracer(Tracer):
         # valid while the filters stay as they were (``_key()``)
         self._hooks: dict = {}
         self._hooks_key = None
+        # with CONFIG_FUNCTION_GRAPH_RETVAL an exit holds the return register
+        self.hashes: GraphHashes | None = None     # the kernel's (set at init())
+        self.retvals = ReturnValues(tr.kernel) if tr.kernel.config.enabled(
+            "FUNCTION_GRAPH_RETVAL") else None
+        self.ret_payload = GRAPH_RET_PAYLOAD if self.retvals is None else GRAPH_RET_RETVAL_PAYLOAD
 
     @staticmethod
     def tracer_options(config) -> dict:
         """``trace_opts`` of 6.12 in order, with their defaults."""
         opts = {"funcgraph-overrun": False, "funcgraph-cpu": True, "funcgraph-overhead": True,
                 "funcgraph-proc": False, "funcgraph-duration": True, "funcgraph-abstime": False,
-                "funcgraph-irqs": True, "funcgraph-tail": False, "sleep-time": True}
+                "funcgraph-irqs": True, "funcgraph-tail": False}
+        if config.enabled("FUNCTION_GRAPH_RETVAL"):
+            opts["funcgraph-retval"] = False
+            opts["funcgraph-retval-hex"] = False
+        opts["sleep-time"] = True
         if config.enabled("FUNCTION_PROFILER"):
             opts["graph-time"] = True
         return opts
@@ -179,6 +206,7 @@ class GraphTracer(Tracer):
 
     def init(self, tr) -> None:
         """``graph_trace_init()``: ``register_ftrace_graph()`` of the array's ops."""
+        self.hashes = graph_hashes(tr.kernel)
         self.forget()
         ftrace_ops_update(tr.kernel)
 
@@ -282,7 +310,7 @@ class GraphTracer(Tracer):
         if stack is None:
             stack = stacks[state] = []
         pid = state.task.pid
-        if stack:
+        if stack and fr.parent is not stack[-1].frame:      # (a call from the innermost: none returned)
             k = still_open([p.frame for p in stack], fr)
             if k < len(stack):
                 self._returns(tr, cpu, pid, stack, k, t)
@@ -291,6 +319,30 @@ class GraphTracer(Tracer):
             hook = self._hook(tr, fr)
         if hook is not False:
             self._enter(tr, cpu, pid, fr, t, stack, context, hook)
+
+    def request_calls(self, tr, cpu: int, pid: int, calls, flags: int, pc: int) -> None:
+        """A real process's request ran ``calls`` (``RequestCall``s of
+        ftrace_requests.py, outermost first) in its task on ``cpu``: each
+        is entered under this array's rules (``_enter()``) on a return stack
+        of its own (the task has no other call open in the model), and
+        returns what the request's code returned."""
+        stack: list = []
+        context = {0: (flags, pc)}
+        for c in calls:
+            fr = RequestFrame(c)
+            hook = self._hooks.get(fr.fn)
+            if hook is None:
+                hook = self._hook(tr, fr)
+            if hook is not False:
+                self._enter(tr, cpu, pid, fr, c.calltime, stack, context, hook)
+        thresh = tr.tracing.tracing_thresh
+        for p in reversed(stack):
+            c = p.frame.call
+            if p.state != RECORDED or thresh and c.rettime - p.calltime < thresh:
+                continue
+            self._write(tr, cpu, (c.rettime, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                                  (p.func, p.depth, 0, p.calltime, c.rettime, c.retval), None),
+                        self.ret_payload)
 
     def _key(self, tr) -> None:
         """The hooks' answers hold while the array's ops, the graph hashes
@@ -334,14 +386,32 @@ class GraphTracer(Tracer):
         stretch were made first) is not written: its exit would come before
         its entry."""
         thresh = tr.tracing.tracing_thresh
+        retvals = self.retvals
+        kinds = retvals.kinds if retvals is not None else None
+        out, lengths, payload = self._out, self._lengths, self.ret_payload
+        rax = None
         for _j in range(len(stack) - k):
             p = stack.pop()
+            if rax is not None:
+                p.rax = rax
+            if kinds is None:
+                rax = 0
+            else:                                    # (ReturnValues.value(), inline)
+                kind = kinds.get(p.func) or retvals.kind(p.func)
+                rax = p.rax if kind == "void" else retval_of(kind, p.func, p.calltime, p.rax)
             if p.state != RECORDED or p.calltime > t:
                 continue
             if thresh and t - p.calltime < thresh:
                 continue
-            self._write(tr, cpu, (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
-                                  (p.func, p.depth, 0, p.calltime, t), None), GRAPH_RET_PAYLOAD)
+            entry = (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
+                     (p.func, p.depth, 0, p.calltime, t, rax), None)
+            if out is not None:                      # (_write(), inline)
+                out.append(entry)
+                lengths.append(GRAPH_LENGTHS[payload])
+            else:
+                tr.write_entry(cpu, entry, payload)
+        if stack and rax is not None:
+            stack[-1].rax = rax
 
     def _enter(self, tr, cpu, pid, fr, t, stack, context, hook) -> None:
         """``function_graph_enter()`` with this array's ``trace_graph_entry()``
@@ -357,7 +427,7 @@ class GraphTracer(Tracer):
         if notrace:
             stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
             return
-        g = graph_hashes(tr.kernel)
+        g = self.hashes
         inside = sets_fl = False
         if g.funcs:
             inside = any(p.sets_fl for p in stack)

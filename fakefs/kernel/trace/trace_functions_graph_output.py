@@ -23,6 +23,9 @@ INDENT = 2                    # TRACE_GRAPH_INDENT
 FILL_FULL = "              |  "
 
 
+ULONG_MASK = (1 << 64) - 1
+
+
 def graph_duration(ns: int) -> str:
     """``trace_print_graph_duration()``: microseconds with up to 7 digits
     in all, then `` us `` and spaces to the column's width."""
@@ -158,17 +161,21 @@ class GraphView:
                 ret = nxt[5]
                 self.depth[cpu] = depth - 1
                 self.enter_funcs[cpu].pop(depth, None)
-                return head + self._duration(ret[4] - ret[3]) + indent + self._sym(func) \
-                    + "();\n", True
+                out = head + self._duration(ret[4] - ret[3]) + indent
+                if self.opts.get("funcgraph-retval"):
+                    return out + self._retval(ret[5], func, True), True
+                return out + self._sym(func) + "();\n", True
             self.depth[cpu] = depth
             self.enter_funcs[cpu][depth] = func
             return head + self._duration(None) + indent + self._sym(func) + "() {\n", False
         if t == TRACE_GRAPH_RET:
-            func, depth, overrun, calltime, rettime = e[5]
+            func, depth, overrun, calltime, rettime, retval = e[5]
             self.depth[cpu] = depth - 1
             match = self.enter_funcs[cpu].pop(depth, None) == func
             out = self._prologue(e, cpu) + self._duration(rettime - calltime) + " " * (depth * INDENT)
-            if match and not self.opts["funcgraph-tail"]:
+            if self.opts.get("funcgraph-retval"):
+                out += self._retval(retval, func, False)
+            elif match and not self.opts["funcgraph-tail"]:
                 out += "}\n"
             else:
                 out += "} /* %s */\n" % self._sym(func)
@@ -186,6 +193,10 @@ class GraphView:
             text = ev.text(e[5], self.fmt)
         return self._comment(e, cpu, text), False
 
+    def _retval(self, retval: int, func: int, leaf: bool) -> str:
+        return print_graph_retval(self._sym(func), retval, leaf,
+                                  bool(self.opts.get("funcgraph-retval-hex")))
+
     def lines(self, streams):
         """The text of per-CPU ``streams`` ([(cpu, iterator)]), merged."""
         return graph_lines(self, streams)
@@ -199,6 +210,24 @@ class GraphView:
         if text.endswith("\n"):
             text = text[:-1]
         return out + "/* " + text + " */\n"
+
+
+def print_graph_retval(name: str, retval: int, leaf: bool, hex_format: bool) -> str:
+    """``print_graph_retval()``: a value that reads as an error code
+    (-4095..-1, as a long or as an int in the low half) in decimal, anything
+    else in hex; with funcgraph-retval-hex always hex."""
+    retval &= ULONG_MASK
+    err = 0
+    if not hex_format and retval:
+        err = retval - (1 << 32) if retval & (1 << 31) and not retval >> 32 else retval
+        if err > ULONG_MASK - 4095:
+            err -= 1 << 64
+        if not -4095 <= err < 0:
+            err = 0
+    value = "%d" % err if err else "0x%x" % retval
+    if leaf:
+        return "%s(); /* = %s */\n" % (name, value)
+    return "} /* %s = %s */\n" % (name, value)
 
 
 def graph_lines(view: GraphView, streams):

@@ -41,6 +41,21 @@ class Tracer:
         ``lines(streams)``; None: the default printer."""
         return None
 
+    def takes_calls(self, tr) -> bool:
+        """Does it register an ftrace callback for the array's ops (every
+        traced function call may be its: the function tracer; a latency
+        tracer with ``function-trace``)?"""
+        return False
+
+    def calls_on(self, cpu: int) -> bool:
+        """Does its callback record a call made on ``cpu`` now?"""
+        return True
+
+    def compiled_calls(self, tr):
+        """What the compiled writer may write of the array's calls (see
+        ``FunctionTracer.compiled_calls``): None, not it."""
+        return None
+
     def shift(self, du: int, since: int) -> None:
         """The stamps it keeps from ``since`` on (the array's clock) move
         ``du`` later (``trace_shift``)."""

@@ -25,10 +25,13 @@ shows from the wakeup on, in the latency format, with the woken task in
 the header.  The buffer is not reset between wakeups (6.12 does not):
 ``trace`` skips what came before the wakeup.
 
-With the ``function-trace`` option (on by default), 6.12 also records
-every traced function call on the woken task's CPU between the wakeup and
-the switch; the machine's calls are not fed to these tracers yet, so
-their traces hold the entries above only (docs/tracefs-6.12.md).  One
+With the ``function-trace`` option (on by default) the tracer's ftrace
+callback is registered (``wakeup_function_set()``): every traced function
+call (the array's filters and pid lists apply) made on the CPU the woken
+task is on, from the wakeup to the switch, is a function entry
+(``wakeup_tracer_call()``): TraceActivity gives it the machine's calls
+(``takes_calls``/``calls_on``), the calls on the way to the switch
+(``__schedule()``'s path) among them.  One
 array at a time may have one of them (EBUSY); each keeps ``overwrite`` on
 (clearing it is EINVAL) and sets ``latency-format`` while current.
 """
@@ -36,6 +39,7 @@ array at a time may have one of them (EBUSY); each keeps ``overwrite`` on
 from __future__ import annotations
 
 from . import trace_entries as te
+from .trace_functions import FN_LENGTH
 from .trace_latency_files import LatencyTracer, report_latency
 from .trace_snapshot import update_max_tr
 
@@ -104,6 +108,20 @@ class WakeupTracer(LatencyTracer):
             for name in PROBES:
                 act.remove_tp_hook(name, self.hooks[name])
         self.hooks = None
+
+    # --- the function calls ---------------------------------------------------------
+    def takes_calls(self, tr) -> bool:
+        """``wakeup_function_set()``: the callback is there with ``function-trace``."""
+        return tr.flag("function-trace")
+
+    def calls_on(self, cpu: int) -> bool:
+        """``func_prolog_preempt_disable()``: while a wakeup is followed, on
+        the CPU of the woken task."""
+        return self.wakeup_task is not None and cpu == self.wakeup_current_cpu
+
+    def record_calls(self, tr, cpu: int, entries: list, frames: list) -> None:
+        """``wakeup_tracer_call()`` of each of ``entries`` (``trace_function()``)."""
+        tr.write_entries(cpu, entries, FN_LENGTH)
 
     # --- the probes ---------------------------------------------------------------
     def _enabled(self) -> bool:

@@ -78,9 +78,9 @@ class ArgShifter:
 
 
 def _graph_times(ret: tuple, since: int, d: int) -> tuple:
-    func, depth, overrun, calltime, rettime = ret
+    func, depth, overrun, calltime, rettime, retval = ret
     return (func, depth, overrun, calltime + d if calltime >= since else calltime,
-            rettime + d if rettime >= since else rettime)
+            rettime + d if rettime >= since else rettime, retval)
 
 
 def _shift_pages(cb, since: int, du: int, args: dict) -> None:

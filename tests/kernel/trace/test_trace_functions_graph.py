@@ -68,7 +68,7 @@ def check_timeline(k, recs):
                 st.pop()                 # entered before the trace kept their exits
             st.append((func, depth, e[0]))
         elif e[1] == te.TRACE_GRAPH_RET:
-            func, depth, overrun, calltime, rettime = e[5]
+            func, depth, overrun, calltime, rettime, _retval = e[5]
             assert overrun == 0 and calltime <= rettime == e[0]
             while st and st[-1][1] > depth:
                 pytest.fail("%s returned before %s below it" % (name(k, func), name(k, st[-1][0])))

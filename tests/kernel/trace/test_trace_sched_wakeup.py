@@ -155,3 +155,52 @@ def test_chosen_at_boot_it_probes_the_machine():
     make_rt(k)
     clock.advance(500_000_000)
     assert "policy:1 rt_prio:5" in rd(k, "trace")
+
+
+def _calls(lines):
+    """The function entries of a latency trace's body but the tracer's own
+    (``ttwu_do_activate`` right after the wakeup, ``__schedule`` before the switch)."""
+    fn = [ln for ln in lines if re.search(r" : \S+ <-\S+$", ln)]
+    return fn[1:-1]
+
+
+def test_function_trace_records_the_calls_on_the_woken_task_s_cpu(kc):
+    k, clock = kc
+    make_rt(k)
+    wr(k, "current_tracer", "wakeup_rt")
+    clock.advance(1_000_000_000)
+    lines = body(rd(k, "trace"))
+    calls = _calls(lines)
+    assert calls, lines
+    cpu = re.match(r"^ *\S+-\d+ +(\d)", lines[0]).group(1)       # the wakeup's CPU
+    assert {re.match(r"^ *\S+-\d+ +(\d)", ln).group(1) for ln in calls} == {cpu}
+    us = [int(re.search(r" (\d+)us : ", ln).group(1)) for ln in lines if "us : " in ln]
+    assert us == sorted(us)
+    # without the option only the tracer's own entries
+    k2, clock2 = boot()
+    make_rt(k2)
+    wr(k2, "options/function-trace", "0")
+    wr(k2, "current_tracer", "wakeup_rt")
+    clock2.advance(1_000_000_000)
+    assert not _calls(body(rd(k2, "trace")))
+    # the array's filters apply
+    assert any(" : enqueue_task <-" in ln for ln in calls)
+    k3, clock3 = boot()
+    make_rt(k3)
+    wr(k3, "set_ftrace_notrace", "enqueue_task")
+    wr(k3, "current_tracer", "wakeup_rt")
+    clock3.advance(1_000_000_000)
+    got = _calls(body(rd(k3, "trace")))
+    assert got and not any(" : enqueue_task <-" in ln for ln in got), got
+
+
+def test_calls_count_on_the_woken_task_s_cpu_only_while_it_waits(kc):
+    k, _clock = kc
+    wr(k, "current_tracer", "wakeup")
+    t = k.tracing.global_trace.current
+    assert t.takes_calls(k.tracing.global_trace)
+    assert not t.calls_on(0) and not t.calls_on(1)          # nothing followed
+    t.wakeup_task, t.wakeup_current_cpu = object(), 1
+    assert t.calls_on(1) and not t.calls_on(0)
+    wr(k, "options/function-trace", "0")
+    assert not t.takes_calls(k.tracing.global_trace)
