@@ -10,10 +10,12 @@ split BTF is not in the data): a probe on one finds no BTF entry.
 
 Types are lists as the data stores them (see the generator's docstring);
 an id is an int, 0 is ``void``.  ``return_kind(func)`` says what a
-function returns in the words function_graph's ``funcgraph-retval`` needs:
-``"void"``, ``"bool"``, ``"int"`` (up to 32 bits), ``"long"`` (64-bit
-integers and enums), ``"pointer"``, ``"other"`` (a struct returned by
-value, a float) or None when the function has no BTF entry;
+function returns in the words function_graph's ``funcgraph-retval`` needs
+(``fgraph_retval.KINDS``): ``"void"``, ``"bool"``, ``"int"`` (up to 32
+bits), ``"long"`` (signed 64-bit integers and enums), ``"ulong"``
+(unsigned ones: ``size_t``, ``unsigned long``), ``"pointer"``, ``"other"``
+(a struct returned by value, a float) or None when the function has no
+BTF entry;
 ``param_kinds(func)`` the same of its parameters (what the registers of
 a probed call hold, ``trace_kprobe_regs.py``).
 """
@@ -90,8 +92,8 @@ class Btf:
             t, cur = stack.pop()
 
     def return_kind(self, func: str):
-        """What ``func`` returns: void / bool / int / long / pointer /
-        other, None without a BTF entry (see the module docstring)."""
+        """What ``func`` returns: void / bool / int / long / ulong / pointer
+        / other, None without a BTF entry (see the module docstring)."""
         return self._func_kinds(func)[0]
 
     def param_kinds(self, func: str) -> list:
@@ -108,7 +110,7 @@ class Btf:
         return got
 
     def kind_of(self, tid: int) -> str:
-        """void / bool / int / long / pointer / other of type ``tid``."""
+        """void / bool / int / long / ulong / pointer / other of type ``tid``."""
         t, _tid = self.skip_modifiers(tid)
         if t is None:
             return "other"
@@ -120,9 +122,11 @@ class Btf:
         if kind == "int":
             if t[1] == "_Bool":
                 return "bool"
-            return "long" if t[2] == 8 else "int"
+            if t[2] == 8:
+                return "long" if t[5] else "ulong"
+            return "int"
         if kind in ("enum", "enum64"):
-            return "long" if t[2] == 8 else "int"
+            return ("long" if t[3] else "ulong") if t[2] == 8 else "int"
         return "other"
 
 

@@ -107,7 +107,7 @@ def _typed(kind: str, m: int, word: int) -> int:
         return 0 if m % 32 == 0 else DIRECT_MAP | ((m >> 8) & 0x3ffffffff8)
     if kind == "bool":
         return m >> 7 & 1
-    if kind in ("int", "long"):
+    if kind in ("int", "long", "ulong"):
         return 0 if m % 4 == 0 else (m >> 40) & (0xff if m & 8 else 0xffff)
     return word
 
@@ -166,7 +166,9 @@ def _retval(kp, ax: int) -> int:
         if kind == 9:
             return (-(1 + (m >> 20) % 40)) & M64
         return DIRECT_MAP | ((m >> 8) & 0x3ffffffff8)
-    if rk in ("int", "long") and kind in (7, 8):
+    if rk == "ulong" and kind > 6:
+        kind = 5                            # a count: no pointer, no errno
+    elif rk in ("int", "long") and kind in (7, 8):
         kind = 5                            # no pointer
     if kind < 4:
         return 0

@@ -63,12 +63,13 @@ def test_return_kinds_for_funcgraph_retval():
     assert return_kind("kernel_clone") == "int"        # pid_t
     assert return_kind("getname_flags") == "pointer"
     assert return_kind("capable") == "bool"
+    assert return_kind("strlen") == "ulong"            # size_t
     assert return_kind("no_such_function") is None
 
 
 def test_parameter_kinds():
     from fakefs.kernel.trace.trace_btf import param_kinds
-    assert param_kinds("vfs_read") == ["pointer", "pointer", "long", "pointer"]
+    assert param_kinds("vfs_read") == ["pointer", "pointer", "ulong", "pointer"]
     assert param_kinds("__probestub_sched_switch") == ["pointer", "bool", "pointer", "pointer",
                                                        "int"]
     assert param_kinds("no_such_function") == []
