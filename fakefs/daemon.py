@@ -20,6 +20,7 @@ from .fuse import noflush
 from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
+from .fuse.callerpath import CallerFiles
 from .fuse.procfd import mount_dev
 from .fuse.runner import Runner
 from .fuse.window import WindowMaker
@@ -193,6 +194,8 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
         sys.stderr.write("".join(libfuse))
     ops.mounted = True
     ops.dev = mount_dev(mountpoint)
+    # uprobes name files as their writers see them
+    kernel.host_file = CallerFiles(kernel.tree, ops.dev).open
 
     def stop(signum=None, frame=None):
         if ops.terminating:

@@ -62,6 +62,13 @@ BOUNDARY = [b"", b"\n", b"0", b"1", b"-1", b"2", b"0\n", b"1\n", b" 1 ", b"01", 
             b"t:fz kmem_cache_alloc $arg1 $comm", b"t sched_switch", b"f vfs_read $arg*",
             b"e:fz kmem.kmem_cache_alloc $ptr $bytes_alloc:u32 if bytes_alloc > 100",
             b"e syscalls/sys_enter_openat +0($filename):ustring", b"-:fz", b"!t sched_switch",
+            # BTF arguments: names, fields, $arg*, strings from char pointers
+            b"t:fz sched_wakeup p->se.group_node.next->prev p->prio",
+            b"f:fz getname_flags%return $retval->name:string", b"p kfree $arg* object:string",
+            b"f vfs_read file->f_mode file-.x file.y $arg0 $arg9:u8 ->",
+            # uprobes: paths in the writer's view, offsets, reference counters
+            b"p:fz /bin/sh:0x10", b"r /bin/sh:0x0(0x2) %ax @+0x10 $stack1 $comm",
+            b"p /bin/sh:10(1a) @sym", b"p /nonexistent:1", b"p /proc:0 $arg1", b"-:uprobes/fz",
             b"x" * 255, b"x" * 4095, b"x" * 4096, b"x" * 65537, b"1\n" * 100]
 
 

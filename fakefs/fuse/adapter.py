@@ -470,6 +470,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
         if n is UNSETTLED:
             n = await stepped_write(self, f, data)      # long writes let others in
+        if self.host is not None and self.kernel.machine_seen():
+            self.host.poke()         # the machine is seen now: an exec's program is read live
         self.heap.after_request()
         return n
 

@@ -188,6 +188,16 @@ def _proc_read(pid: int, what: str) -> str:
         return ""
 
 
+def exe_identity(pid: int):
+    """(device, inode) of the file a process executes (its uprobes are
+    that inode's), or None once it is gone."""
+    try:
+        st = os.stat(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def exec_filename(pid: int) -> str:
     """The file a process just executed, as ``execve()`` was given it
     (``bprm->filename``, whose base name became the comm): argv[0] when it
@@ -378,7 +388,7 @@ class HostWatch:
         execs = []
         for ev in self.conn.drain():
             if self._wanted(ev):
-                item = [ev, None if ev.kind == "exec" else ""]
+                item = [ev, None if ev.kind == "exec" else "", None]
                 self.queue.append(item)
                 if item[1] is None:
                     execs.append(item)
@@ -396,6 +406,8 @@ class HostWatch:
                 pid = item[0].pid
                 item[1] = "" if pid in gone else _proc_read(pid, "comm") if still \
                     else exec_filename(pid)
+                if not still and pid not in gone:
+                    item[2] = exe_identity(pid)
 
     def backlogged(self) -> bool:
         """Enough queued that it is handed over whatever the request."""
@@ -414,14 +426,14 @@ class HostWatch:
             got, self.queue = self.queue, []
         # those the thread has not read (it leaves them while the machine
         # stands still: most of a shell's commands have exited by now)
-        self._read_programs(got, {ev.pid for ev, _ in got if ev.kind == "exit"})
+        self._read_programs(got, {ev.pid for ev, _, _ in got if ev.kind == "exit"})
         settle = None
-        for ev, extra in got:
+        for ev, extra, exe in got:
             t = self.clock.from_monotonic(ev.ts)
             if ev.kind == "fork":
                 done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid)
             elif ev.kind == "exec":
-                done = self.procs.event("exec", t, ev.pid, filename=extra)
+                done = self.procs.event("exec", t, ev.pid, filename=extra, exe=exe)
             elif ev.kind == "comm":
                 done = self.procs.event("comm", t, ev.pid, comm=ev.comm)
             else:
@@ -430,7 +442,7 @@ class HostWatch:
                 settle = done if settle is None else max(settle, done)
         # a child stays "recent" until the machine follows it: the thread
         # may take its own fork meanwhile (the test's shell forks at once)
-        handed = {ev.pid for ev, _ in got if ev.kind == "fork"}
+        handed = {ev.pid for ev, _, _ in got if ev.kind == "fork"}
         if handed:
             with self.lock:
                 self.recent -= handed

@@ -166,6 +166,11 @@ class Kernel:
         self.tracing = None
         self.trace_activity = None
         self.kprobes = None               # kprobes.Kprobes (CONFIG_KPROBES)
+        self.uprobes = None               # uprobes.Uprobes (CONFIG_UPROBE_EVENTS)
+        # fn(pid, path) -> uprobes.HostFile: a file of the real machine as the
+        # process ``pid`` sees ``path`` (KernelError with the lookup's errno),
+        # given by whoever serves the kernel; None: the path as it is here
+        self.host_file = None
         self.ftrace_sysctl = None         # trace.ftrace_sysctl.FtraceSysctl (CONFIG_FUNCTION_TRACER)
         self.stack_tracer = None          # trace.trace_stack.StackTracer (CONFIG_STACK_TRACER)
         self.profile = None

@@ -95,8 +95,11 @@ class HostProcesses:
         self.last_call: dict[int, int] = {}    # pid -> when its last call here ran
 
     def standing_still(self) -> bool:
-        """Nothing sees the machine: its real processes' events are facts only."""
-        return self.machine.frozen
+        """Nothing sees the machine: its real processes' events are facts only.
+        (Frozen but seen since, by a setting a request just made: its next
+        step starts it again, so what they do now is to be run, not noted.)"""
+        m = self.machine
+        return m.frozen and not m.kernel.machine_seen()
 
     def pid_taken(self, pid: int) -> bool:
         """For the scheduler's pid allocation: a real process has ``pid``."""
@@ -242,7 +245,7 @@ class HostProcesses:
                 self.comms[pid] = comm
 
     def event(self, kind: str, t: int, pid: int, ppid: int = 0, tgid: int = 0,
-              comm: str = "", filename: str = "") -> int | None:
+              comm: str = "", filename: str = "", exe=None) -> int | None:
         """A followed process forked, exec'ed, exited or was renamed at
         ``t`` (the simulated clock): queued for the machine.  Returns the
         instant by which the machine will have done it, or None when the
@@ -256,7 +259,7 @@ class HostProcesses:
         elif pid not in self.followed:
             return None
         elif kind == "exec":
-            action = ("exec", pid, filename, host_rt_policy(pid))
+            action = ("exec", pid, filename, host_rt_policy(pid), exe)
         elif kind == "exit":
             self.followed.discard(pid)
             action = ("exit", pid)
@@ -280,6 +283,8 @@ class HostProcesses:
         when first needed; an exec renames; an exit takes the task away."""
         kind, pid = action[0], action[1]
         m = self.machine
+        if kind == "uprobe":                      # a probe hit nobody sees
+            return
         if kind == "fork":                        # ("fork", ppid, pid, tgid)
             self.exited.discard(action[2])
             self.forking.pop(action[2], None)
@@ -342,6 +347,11 @@ class HostProcesses:
             self._exec(t, *action[1:])
         elif kind == "exit":
             self._exit(t, action[1])
+        elif kind == "uprobe":                  # ("uprobe", pid, handler)
+            task = self.task(action[1])
+            if task is not None and m.kernel.uprobes is not None:
+                cpu, t = self.on_cpu(task, t)
+                m.kernel.uprobes.fire(task, cpu, t, action[2])
         else:
             task = self.machine.sched.tasks.get(action[1])
             if task is not None and self._is_host(task.pid):
@@ -419,7 +429,7 @@ class HostProcesses:
         else:
             fork(t)
 
-    def _exec(self, t: int, pid: int, filename: str, rt=None) -> None:
+    def _exec(self, t: int, pid: int, filename: str, rt=None, exe=None) -> None:
         m = self.machine
         task = self.task(pid)
         if task is None:
@@ -444,6 +454,11 @@ class HostProcesses:
             t = m._call(r, cpu, t, m.calls.execve, CALL_NS["execve"], exec_)
         else:
             exec_(t)
+        uprobes = m.kernel.uprobes
+        if uprobes is not None and exe is not None:
+            # the new program's start runs code of the file: its uprobes
+            for delay, handler in uprobes.program_start(exe, pid):
+                m.queue_host(t + delay, ("uprobe", pid, handler))
         if self.memory is not None:
             # the new program starts: its loader's lookups are its own
             m.keep_running(r, cpu, t + EXEC_LOOKUPS * LOOKUP_NS)

@@ -372,3 +372,35 @@ def test_host_affinity_is_none_for_every_cpu_and_the_mask_when_pinned(monkeypatc
             x.kill()
             x.wait()
     assert host_affinity(p.pid) is None            # gone
+
+
+def test_an_execs_file_identity_goes_with_its_program(monkeypatch):
+    """The exec'd file's (device, inode) is read with its program while
+    someone sees the machine (its uprobes are that inode's); not while it
+    stands still, nor for a process gone."""
+    me = os.getpid()
+    monkeypatch.setattr(cnproc, "exec_filename", lambda pid: "/bin/true")
+    monkeypatch.setattr(cnproc, "exe_identity", lambda pid: (8, pid))
+    conn = FakeConn([cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me),
+                     cnproc.ProcEvent("exec", 0, 1100, 7001, 7001),
+                     cnproc.ProcEvent("fork", 0, 1200, 7002, 7002, ppid=me),
+                     cnproc.ProcEvent("exec", 0, 1300, 7002, 7002),
+                     cnproc.ProcEvent("exit", 0, 1400, 7002, 7002)])
+    procs = FakeProcs()
+    w = HostWatch(conn, procs, FakeClock())
+    w.caller(me)
+    w.drain()
+    assert [(g[2], g[3].get("exe")) for g in procs.got if g[0] == "exec"] == [
+        (7001, (8, 7001)), (7002, None)]
+
+
+def test_exe_identity_is_the_executed_file():
+    from fakefs.fuse.cnproc import exe_identity
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 0.5"])
+    try:
+        time.sleep(0.1)
+        st = os.stat(os.path.realpath("/bin/sh"))
+        assert exe_identity(p.pid) == (st.st_dev, st.st_ino)
+    finally:
+        p.wait()
+    assert exe_identity(p.pid) is None

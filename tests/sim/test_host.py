@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fakefs import sim
 from fakefs.kernel import fork
 from fakefs.sim import host
@@ -473,3 +475,38 @@ def test_a_fork_noted_while_nothing_sees_the_machine_still_follows_the_pid_lists
     assert listed("set_event_pid") == ["5000", "6001"]
     m.host.skipped([(t + 3 * MS, ("exit", 6001))], t + 4 * MS)
     assert listed("set_event_notrace_pid") == ["5000"]
+
+
+def test_a_followed_exec_of_a_probed_program_hits_its_uprobes(tmp_path):
+    """A uprobe at the program's _init (and at its entry point) fires in
+    the followed child that executes the file, after its exec; one
+    elsewhere in the file, or on another file, does not."""
+    from elf_helpers import make_elf
+    prog = make_elf(tmp_path / "prog", entry=0x1040, init=0x1000)
+    other = make_elf(tmp_path / "other")
+    k, m = boot()
+    for cmd in ("p:init %s:0x1000" % prog, "r:initret %s:0x1000" % prog,
+                "p:entry %s:0x1040" % prog, "p:middle %s:0x1020" % prog,
+                "p:elsewhere %s:0x1000" % other):
+        kernel_write(k.tree, T + "uprobe_events", (cmd + "\n").encode(),
+                     os.O_WRONLY | os.O_APPEND)
+    write(k, "events/uprobes/enable", "1")
+    write(k, "events/sched/sched_process_exec/enable", "1")
+    run(k, 0.02)
+    st = os.stat(prog)
+    m.host.caller(5000, "ftracetest")
+    t = k.sim_time + MS
+    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 2 * MS, 5001, filename=prog, exe=(st.st_dev, st.st_ino))
+    m.host.event("exit", t + 6 * MS, 5001)
+    run(k, 0.04)
+    write(k, "tracing_on", "0")
+    got = [ln for ln in lines(k) if "-5001 " in ln]
+    names = [ln.split(": ")[1].split(":")[0] for ln in got]
+    assert names == ["sched_process_exec", "entry", "init", "initret"]
+    cpus = {ln.split("[")[1][:3] for ln in got}
+    assert len(cpus) == 1                      # where the new program runs
+    stamps = [float(ln.split("]")[1].split()[1].rstrip(":")) for ln in got]
+    assert stamps == sorted(stamps) and stamps[1] - stamps[0] > 0.0002   # after ld.so
+    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    assert report.total == 0, report.text()

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import errno
 
+from .trace_btf import return_kind as btf_return_kind
+
 ULONG_MASK = (1 << 64) - 1
 DIRECT_MAP = 0xffff888000000000
 # what a failing call of the model returns most (as -errno)
@@ -84,5 +86,7 @@ class ReturnValues:
 
 
 def return_kind(name: str) -> str:
-    """The kind of what function ``name`` returns (see the module's doc)."""
-    return "long"
+    """The kind of what function ``name`` returns (see the module's doc):
+    its BTF prototype's (``trace_btf``), "long" without one."""
+    kind = btf_return_kind(name) if name else None
+    return kind if kind in KINDS else "long"

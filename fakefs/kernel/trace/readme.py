@@ -106,11 +106,17 @@ FTRACE_PID = (
 
 # CONFIG_KPROBE_EVENTS (with CONFIG_DYNAMIC_EVENTS): the 6.12 lines for the
 # probe commands this kernel takes (the s line with CONFIG_HIST_TRIGGERS,
-# the f/t lines with CONFIG_FPROBE_EVENTS).  Left out, because what they
-# describe is not there: uprobe_events and the uprobe place, BTF
-# <argname> arguments (CONFIG_PROBE_EVENTS_BTF_ARGS), and the type line
-# naming ustring (no user memory is readable by probes here; bitfields
-# are still taken)
+# the f/t lines with CONFIG_FPROBE_EVENTS, uprobe_events and the uprobe
+# place with CONFIG_UPROBE_EVENTS, the <argname> line with
+# CONFIG_PROBE_EVENTS_BTF_ARGS).  Left out, because what it describes is
+# not there: the type line naming ustring (no user memory is readable by
+# probes here; bitfields are still taken)
+# CONFIG_UPROBE_EVENTS (trace_uprobe.py)
+UPROBE_FILE = ("  uprobe_events\t\t- Create/append/remove/show the userspace dynamic events\n"
+               "\t\t\t  Write into this file to define/undefine new trace events.\n")
+UPROBE_PLACE = "   place (uprobe): <path>:<offset>[%return][(ref_ctr_offset)]\n"
+# CONFIG_PROBE_EVENTS_BTF_ARGS (trace_probe_btf.py)
+BTF_ARGS = "\t           <argname>[->field[->field|.field...]],\n"
 # CONFIG_FPROBE_EVENTS (trace_fprobe.py)
 FPROBE_FORMATS = (
     "\t           f[:[<group>/][<event>]] <func-name>[%return] [<args>]\n"
@@ -121,6 +127,7 @@ PROBE_EVENTS = (
     "\t\t\t  Write into this file to define/undefine new trace events.\n"
     "  kprobe_events\t\t- Create/append/remove/show the kernel dynamic events\n"
     "\t\t\t  Write into this file to define/undefine new trace events.\n"
+    "{uprobe_file}"
     "\t  accepts: event-definitions (one definition per line)\n"
     "\t   Format: p[:[<group>/][<event>]] <place> [<args>]\n"
     "\t           r[maxactive][:[<group>/][<event>]] <place> [<args>]\n"
@@ -130,9 +137,11 @@ PROBE_EVENTS = (
     "\t           -:[<group>/][<event>]\n"
     "\t    place: [<module>:]<symbol>[+<offset>]|<memaddr>\n"
     "place (kretprobe): [<module>:]<symbol>[+<offset>]%return|<memaddr>\n"
+    "{uprobe_place}"
     "\t     args: <name>=fetcharg[:type]\n"
     "\t fetcharg: (%<register>|$<efield>), @<address>, @<symbol>[+|-<offset>],\n"
     "\t           $stack<index>, $stack, $retval, $comm, $arg<N>,\n"
+    "{btf_args}"
     "\t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"\n"
     "\t     kernel return probes support: $retval, $arg<N>, $comm\n"
     "\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,\n"
@@ -265,8 +274,12 @@ def readme_text(config, pid_files: bool = False) -> str:
     hist = config.enabled("HIST_TRIGGERS")
     if config.enabled("KPROBES") and config.enabled("KPROBE_EVENTS"):
         probes = PROBE_EVENTS if config.enabled("FPROBE_EVENTS") else PROBE_EVENTS.replace(FPROBE_FORMATS, "")
+        uprobes = config.enabled("UPROBE_EVENTS")
         text += probes.replace("{synthetic}", SYNTH_COMMAND if hist else "").replace(
-            "{synthetic_fields}", SYNTH_FIELDS if hist else "")
+            "{synthetic_fields}", SYNTH_FIELDS if hist else "").replace(
+            "{uprobe_file}", UPROBE_FILE if uprobes else "").replace(
+            "{uprobe_place}", UPROBE_PLACE if uprobes else "").replace(
+            "{btf_args}", BTF_ARGS if config.enabled("PROBE_EVENTS_BTF_ARGS") else "")
     text += EVENTS_HEAD
     if hist:
         text += EVENTS_HIST_CMDS

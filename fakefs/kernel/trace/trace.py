@@ -292,9 +292,8 @@ class TraceArray:
         self.event_enable_disable(ev, on, False)
 
     def event_enable_disable(self, ev, enable: bool, soft: bool) -> None:
-        """``__ftrace_event_enable_disable()``: ``soft`` takes (enable) or
-        drops (not enable) a soft-mode reference; a plain disable of an
-        event in soft mode only soft-disables it."""
+        """``__ftrace_event_enable_disable()``: ``soft`` takes (enable) or drops (not
+        enable) a soft-mode reference; a plain disable of one in soft mode soft-disables it."""
         if not enable:
             if soft:
                 n = self.soft_mode.get(ev, 0) - 1
@@ -315,6 +314,8 @@ class TraceArray:
             else:
                 self.soft_disabled.discard(ev)
             return
+        if ev.tracepoint not in self.tracing.tracepoint_users and hasattr(ev, "first_use"):
+            ev.first_use()        # a uprobe event's registration (may fail: KernelError)
         if not soft:
             self.soft_disabled.discard(ev)
         else:

@@ -124,8 +124,14 @@ def set_events(tr, events, on: bool) -> None:
     any changes, or a probe or trigger of ``tr`` may have switched one."""
     if tr.acts_on_itself() or not all(_unchanged(tr, ev, on) for ev in events):
         tr.kernel.run_until_now()
+    err = None
     for ev in events:
-        tr.set_event_enabled(ev, on)
+        try:
+            tr.set_event_enabled(ev, on)
+        except KernelError as e:          # (a uprobe's registration) the first one counts,
+            err = err or e                # the others are still enabled
+    if err is not None:
+        raise err
 
 
 class _EnableOps(ArrayFileOps):

@@ -31,9 +31,9 @@ from ..kprobes import Kprobe
 from ..lib.kstrtox import kstrtoul
 from .ftrace_records import ftrace_records
 from .trace_events import remove_event_call
-from .trace_kprobe import ProbeEvent, ProbeEventOps, _expand_dentry_args, add_probe_event, event_name_used
+from .trace_kprobe import ProbeEvent, ProbeEventOps, add_probe_event, event_name_used, probe_args
 from .trace_probe import (FL_FENTRY, FL_FPROBE, FL_KERNEL, FL_RETURN, FL_TPOINT, MAX_EVENT_NAME_LEN,
-                          MAX_TRACE_ARGS, ParseContext, check_var_args,
+                          ParseContext,
                           parse_event_name, parse_probe_arg, sanitize_event_name)
 from .trace_probe_log import ProbeError, ProbeLog
 from .trace_probe_tmpl import update_arg
@@ -125,13 +125,10 @@ class FprobeOps(ProbeEventOps):
         flags = FL_KERNEL | FL_FPROBE | (FL_RETURN if is_return else FL_FENTRY)
         if is_tracepoint:
             flags |= FL_TPOINT
-        ctx = ParseContext(flags)
-        args = argv[2:]
-        check_var_args(args, ctx, log)
-        if len(args) > MAX_TRACE_ARGS:
-            raise ProbeError(errno.E2BIG)
-        _expand_dentry_args(args)
-        argv[2:] = args
+        # a tracepoint's prototype is its stub's (the tracepoint's data first)
+        funcname = PROBESTUB + symbol if is_tracepoint else symbol
+        ctx = ParseContext(flags, btf=self.btf_args, funcname=funcname)
+        args = probe_args(argv, ctx, log)
         pargs, size = [], 0
         for i, a in enumerate(args):
             log.set_index(i + 2)

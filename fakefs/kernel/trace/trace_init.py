@@ -24,6 +24,7 @@ from .trace_eprobe import init_eprobe_trace
 from .trace_events_synth import init_synth_trace
 from .trace_fprobe import init_fprobe_trace
 from .trace_kprobe import init_kprobe_trace
+from .trace_uprobe import init_uprobe_trace
 from .trace_stackmap import BITS_DEFAULT, FtraceStackMap
 
 
@@ -125,6 +126,7 @@ def tracer_init_tracefs(kernel) -> None:
         dyn = init_kprobe_trace(tracing, root)
         init_fprobe_trace(tracing, dyn)
         init_eprobe_trace(tracing, dyn)
+        init_uprobe_trace(tracing, root, dyn)
     if kernel.config.enabled("SYNTH_EVENTS") and kernel.config.enabled("HIST_TRIGGERS"):
         if dyn is None:
             dyn = DynEvents()

@@ -33,7 +33,7 @@ from .trace_events_commit import trace_event_commit
 from .trace_kprobe_regs import ModelCall, caller_task, hit_regs, return_regs
 from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP, FL_FENTRY,
                           FL_KERNEL, FL_RETURN, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
-                          check_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
+                          expand_var_args, parse_event_name, parse_probe_arg, sanitize_event_name,
                           split_symbol_offset)
 from .trace_probe_log import ProbeError, ProbeLog, run_probe_command
 from .trace_probe_tmpl import (DIRECT_MAP, data_size, fetch_args, field_line, mix64, print_args,
@@ -130,6 +130,21 @@ def _expand_dentry_args(args: list[str]) -> None:
             args[i] = "%s+0x0(+0x%x(+0x%x(%s))):string" % (name, DENTRY_NAME, FILE_DENTRY, var)
 
 
+def probe_args(argv: list[str], ctx: ParseContext, log: ProbeLog) -> list[str]:
+    """The arguments (words from 2) to parse: ``$arg*``/``$argN`` expanded
+    (``traceprobe_expand_meta_args()``), at most MAX_TRACE_ARGS (E2BIG),
+    ``%pd``/``%pD`` expanded.  Unless BTF made a new list, the expansions
+    show in the words the error log quotes, as the kernel's argv."""
+    args = argv[2:]
+    new = expand_var_args(args, ctx, log)
+    if len(new) > MAX_TRACE_ARGS:
+        raise ProbeError(errno.E2BIG)
+    _expand_dentry_args(new)
+    if new is args:
+        argv[2:] = args
+    return new
+
+
 class ProbeEventOps(DynEventOps):
     """What the kinds of probe event share (trace_probe.c and each kind's
     ``dyn_event_operations``): the events of the kind, a command's create,
@@ -141,6 +156,7 @@ class ProbeEventOps(DynEventOps):
         self.kprobes = kernel.kprobes
         self.dyn = dyn
         self.first_dynamic_id = dyn.first_dynamic_id
+        self.btf_args = kernel.config.enabled("PROBE_EVENTS_BTF_ARGS")
         self.tracing.probe_hooks.append(self._use_changed)
 
     def _use_changed(self, tracepoint: str, on: bool) -> None:
@@ -342,13 +358,8 @@ class KprobeOps(ProbeEventOps):
             else:
                 name = "%s_0x%s" % ("r" if is_return else "p", hashed_ptr(addr))
             name = sanitize_event_name(name[:MAX_EVENT_NAME_LEN - 1])
-        args = argv[2:]
-        ctx = ParseContext(flags)
-        check_var_args(args, ctx, log)
-        if len(args) > MAX_TRACE_ARGS:
-            raise ProbeError(errno.E2BIG)
-        _expand_dentry_args(args)
-        argv[2:] = args
+        ctx = ParseContext(flags, btf=self.btf_args, funcname=symbol)
+        args = probe_args(argv, ctx, log)
         pargs, size = [], 0
         for i, a in enumerate(args):
             log.set_index(i + 2)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import zlib
 
 from ..sched import Task
+from .trace_btf import param_kinds, return_kind
 from .trace_probe import REGISTERS
-from .trace_probe_tmpl import (M64, THREAD_SIZE, ProbeMemory, ProbeRegs, mix64,
+from .trace_probe_tmpl import (DIRECT_MAP, M64, THREAD_SIZE, ProbeMemory, ProbeRegs, mix64,
                                plausible_word)
 
 STACK_AREA = 0xffffc90000000000          # vmalloc'ed kernel stacks
@@ -81,9 +82,13 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
     if call is not None:
         for name, val in zip(ARG_REGS, call.args):
             regs[name] = val & M64
-    else:
-        for i, (name, kind) in enumerate(zip(ARG_REGS, KNOWN_ARGS.get(kp.func_name, ()))):
+    elif kp.func_name in KNOWN_ARGS:
+        for i, (name, kind) in enumerate(zip(ARG_REGS, KNOWN_ARGS[kp.func_name])):
             regs[name] = _known_arg(kind, mix64(seed + 50 + i), sp)
+    elif kp.func_offset <= 4 or kp.ftrace:
+        # at the entry the argument registers hold what the prototype says
+        for i, (name, kind) in enumerate(zip(ARG_REGS, param_kinds(kp.func_name))):
+            regs[name] = _typed(kind, mix64(seed + 50 + i), regs[name])
     regs["bp"] = sp + 8 * (4 + (mix64(seed ^ 1) & 7))
     words = _stack_words(kp, seed, stack, text)
     regions = dict(kernel.kallsyms.data_contents)       # the data the kernel's is known of
@@ -92,6 +97,19 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
     mem = ProbeMemory(kernel.seed, text, regions, (sp, words))
     comm = task.comm if task.pid else "swapper/%d" % cpu
     return ProbeRegs(regs, words, comm, mem, kernel.kallsyms)
+
+
+def _typed(kind: str, m: int, word: int) -> int:
+    """A value of a BTF kind (``trace_btf.kind_of``): a pointer into the
+    direct map (now and then NULL), a bool, a small int or long (a count,
+    an id, flags); other kinds keep the drawn ``word``."""
+    if kind == "pointer":
+        return 0 if m % 32 == 0 else DIRECT_MAP | ((m >> 8) & 0x3ffffffff8)
+    if kind == "bool":
+        return m >> 7 & 1
+    if kind in ("int", "long", "ulong"):
+        return 0 if m % 4 == 0 else (m >> 40) & (0xff if m & 8 else 0xffff)
+    return word
 
 
 def _known_arg(kind: str, m: int, sp: int) -> int:
@@ -133,10 +151,25 @@ def return_regs(regs: ProbeRegs, entry_args: list, kp) -> ProbeRegs:
 
 
 def _retval(kp, ax: int) -> int:
-    """Mostly 0 or a small number (a count, an id), now and then a pointer
-    or a negative errno."""
+    """By the function's return type (BTF): a bool 0 or 1; a pointer into
+    the direct map, now and then NULL or an ERR_PTR; an integer mostly 0 or
+    a small number (a count, an id), now and then a negative errno.
+    Without BTF any of those."""
     m = mix64(ax)
     kind = m % 10
+    rk = return_kind(kp.func_name) if kp.func_name else None
+    if rk == "bool":
+        return m >> 7 & 1
+    if rk == "pointer":
+        if kind == 0:
+            return 0
+        if kind == 9:
+            return (-(1 + (m >> 20) % 40)) & M64
+        return DIRECT_MAP | ((m >> 8) & 0x3ffffffff8)
+    if rk == "ulong" and kind > 6:
+        kind = 5                            # a count: no pointer, no errno
+    elif rk in ("int", "long") and kind in (7, 8):
+        kind = 5                            # no pointer
     if kind < 4:
         return 0
     if kind < 7:

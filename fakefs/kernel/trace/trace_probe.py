@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 
 from ..lib.kstrtox import kstrtoll, kstrtoul
+from . import trace_probe_btf as btf
 from .trace_probe_log import ProbeLog
 
 
@@ -178,7 +179,9 @@ FETCH_TYPES = {t.name: t for t in [
 DEFAULT_TYPE = "x64"
 
 
-def find_fetch_type(name: str | None):
+def find_fetch_type(name: str | None, flags: int = 0):
+    if name is not None and flags & FL_USER and name in ("symbol", "symstr"):
+        return None                  # no kernel symbols for uprobes
     if name is None:
         name = DEFAULT_TYPE
     if name.startswith("b"):
@@ -198,16 +201,34 @@ def find_fetch_type(name: str | None):
 class ParseContext:
     """``traceprobe_parse_context``: where the probe is (FL_* flags), the
     offset of the text being parsed in its word, the entry data a return
-    probe keeps for ``$argN`` (argument numbers, in slot order), and for
-    an event probe the attached event's own fields (name -> index)."""
+    probe keeps for ``$argN`` (argument numbers, in slot order), for an
+    event probe the attached event's own fields (name -> index), and with
+    BTF arguments (``btf``: CONFIG_PROBE_EVENTS_BTF_ARGS) the probed
+    function's name and what ``trace_probe_btf`` found of it."""
 
-    __slots__ = ("flags", "offset", "entry_args", "event_fields")
+    __slots__ = ("flags", "offset", "entry_args", "event_fields", "btf", "funcname", "proto",
+                 "params", "last_type", "last_bitoffs", "last_bitsize")
 
-    def __init__(self, flags: int, event_fields: dict | None = None):
+    def __init__(self, flags: int, event_fields: dict | None = None, btf: bool = False,
+                 funcname: str | None = None):
         self.flags = flags
         self.offset = 0
         self.entry_args: list[int] = []
         self.event_fields = event_fields
+        self.btf = btf
+        self.funcname = funcname
+        self.proto = None
+        self.params: list = []
+        self.last_type = None
+        self.last_bitoffs = 0
+        self.last_bitsize = 0
+
+    def entry_arg(self, n: int) -> tuple:
+        """The instruction reading argument ``n`` at a function's exit (the
+        entry data keeps it: ``__store_entry_arg()``)."""
+        if n not in self.entry_args:
+            self.entry_args.append(n)
+        return ("edata", self.entry_args.index(n))
 
 
 class ProbeArg:
@@ -248,7 +269,11 @@ def parse_probe_arg(args: list[ProbeArg], i: int, arg: str, ctx: ParseContext,
             raise log.fail(0, "NO_ARG_NAME")
         name, body = arg[:eq], arg[eq + 1:]
     else:
-        name, body = "arg%d" % (i + 1), arg
+        # generate_probe_arg_name(): with BTF a name-like argument names itself
+        name = arg.partition(":")[0] if ctx.btf else ""
+        if not is_good_name(name):
+            name = "arg%d" % (i + 1)
+        body = arg
     if not is_good_name(name):
         raise log.fail(0, "BAD_ARG_NAME")
     if name in RESERVED_FIELD_NAMES or any(a.name == name for a in args):
@@ -261,13 +286,22 @@ def parse_probe_arg(args: list[ProbeArg], i: int, arg: str, ctx: ParseContext,
     parg = ProbeArg(name, body)
     text, tname = _parse_type(body, parg, ctx, log)
     code: list[tuple] = []
+    ctx.last_type = None
     _parse_fetch(text, code, ctx, log)
+    if ctx.btf and ctx.last_type is not None:
+        # the storing type from BTF
+        if tname is None:
+            parg.type = find_fetch_type(btf.fetch_type_name(ctx))
+        elif "string" in tname:
+            btf.prepare_string_fetch(tname, code, lambda op: _push(code, op, ctx, log), ctx, log)
     parg.offset = size
     size += parg.size()
     if size > MAX_PROBE_EVENT_SIZE:
         raise log.fail(ctx.offset, "EVENT_TOO_BIG", errno.E2BIG)
     tofs = len(text) + 1 if tname is not None else 0
     _finalize(code, parg, tname, tofs, ctx, log)
+    if tname is None and ctx.btf and ctx.last_type is not None:
+        parg.bitfield = btf.bitfield(ctx)
     parg.code = code
     return parg, size
 
@@ -303,7 +337,7 @@ def _parse_type(body: str, parg: ProbeArg, ctx: ParseContext, log: ProbeLog):
             raise log.fail(ctx.offset + offs, "NEED_STRING_TYPE")
         parg.type = FETCH_TYPES["string"]
     else:
-        parg.type = find_fetch_type(tname)
+        parg.type = find_fetch_type(tname, ctx.flags)
     if parg.type is None:
         raise log.fail(ctx.offset + offs, "BAD_TYPE")
     return text, tname
@@ -325,7 +359,10 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
     if name.startswith("retval"):
         if not ctx.flags & FL_RETURN:
             raise log.fail(ctx.offset, "RETVAL_ON_PROBE")
-        code.append(("retval",))
+        if not ctx.flags & FL_KERNEL or not ctx.btf:
+            code.append(("retval",))
+            return
+        _btf_arg(arg, code, ctx, log)
         return
     if name.startswith("stack"):
         rest = name[5:]
@@ -337,7 +374,7 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
                 n = kstrtoul(rest, 10)
             except ValueError:
                 raise log.fail(ctx.offset, err)
-            if n > PARAM_MAX_STACK:
+            if ctx.flags & FL_KERNEL and n > PARAM_MAX_STACK:
                 raise log.fail(ctx.offset, "BAD_STACK_NUM")
             code.append(("stack", n))
             return
@@ -366,10 +403,21 @@ def _parse_vars(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
     raise log.fail(ctx.offset, err)
 
 
+def expand_var_args(args: list[str], ctx: ParseContext, log: ProbeLog) -> list[str]:
+    """``traceprobe_expand_meta_args()`` for arguments starting at word 2:
+    the arguments to parse (with BTF, ``$arg*``/``$argN`` become parameter
+    names: a new list; the log keeps the words as written)."""
+    if ctx.btf:
+        out = btf.expand_meta_args(args, ctx, log, is_function_entry(ctx.flags),
+                                   is_function_return(ctx.flags), bool(ctx.flags & FL_TPOINT))
+        return args if out is None else out
+    check_var_args(args, ctx, log)
+    return args
+
+
 def check_var_args(args: list[str], ctx: ParseContext, log: ProbeLog) -> None:
-    """``argv_has_var_arg()`` for arguments starting at word 2: ``$argN``
-    needs a function entry or exit; ``$arg*`` needs BTF, which this kernel
-    does not have (``traceprobe_expand_meta_args()``)."""
+    """``argv_has_var_arg()`` for arguments starting at word 2 without BTF:
+    ``$argN`` needs a function entry or exit; ``$arg*`` needs BTF."""
     found_all = False
     for i, a in enumerate(args):
         if not a.startswith("$arg"):
@@ -413,8 +461,15 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
                 raise log.fail(ctx.offset, "BAD_MEM_ADDR")
             code.append(("imm", addr))
         elif arg[1:2] == "+":
-            raise log.fail(ctx.offset, "FILE_ON_KPROBE")
+            if ctx.flags & FL_KERNEL:
+                raise log.fail(ctx.offset, "FILE_ON_KPROBE")
+            offs = kstrtoll(arg[2:])
+            if offs is None:
+                raise log.fail(ctx.offset, "BAD_FILE_OFFS")
+            code.append(("foffs", offs & (1 << 64) - 1))
         else:
+            if not ctx.flags & FL_KERNEL:
+                raise log.fail(ctx.offset, "SYM_ON_UPROBE")
             code.append(("symbol", arg[1:]))
             _push(code, ("imm", 0), ctx, log)
         _push(code, ("deref", 0), ctx, log)
@@ -442,6 +497,7 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
         if code[-1][0] in ("comm", "data"):
             raise log.fail(ctx.offset, "COMM_CANT_DEREF")
         _push(code, ("uderef" if user else "deref", offset), ctx, log)
+        ctx.last_type = None
     elif c == "\\":
         if arg[1:2] == '"':
             s = arg[2:]
@@ -454,13 +510,20 @@ def _parse_fetch(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None
                 raise log.fail(ctx.offset + 1, "BAD_IMM")
             code.append(("imm", imm))
     elif c and (c.isascii() and c.isalpha() or c == "_"):
-        # a BTF variable: only at a function entry or exit, and this kernel
-        # has no BTF argument support
+        # a BTF variable: only at a function entry or exit
         if not is_function_entry(ctx.flags) and not is_function_return(ctx.flags):
             raise log.fail(ctx.offset, "NOSUP_BTFARG")
-        raise log.fail(ctx.offset, "NOSUP_BTFARG", errno.EOPNOTSUPP)
+        if not ctx.btf:
+            raise log.fail(ctx.offset, "NOSUP_BTFARG", errno.EOPNOTSUPP)
+        _btf_arg(arg, code, ctx, log)
     else:
         raise log.fail(ctx.offset, "BAD_FETCH_ARG")
+
+
+def _btf_arg(arg: str, code: list, ctx: ParseContext, log: ProbeLog) -> None:
+    btf.parse_btf_arg(arg, code, lambda op: _push(code, op, ctx, log), ctx, log,
+                      is_function_entry(ctx.flags), is_function_return(ctx.flags),
+                      bool(ctx.flags & FL_TPOINT), ctx.entry_arg)
 
 
 def _str_to_immediate(s: str):

@@ -99,8 +99,9 @@ class ProbeRegs:
     return probe, memory, and kallsyms for ``symstr``."""
 
     def __init__(self, regs: dict, stack: list, comm: str, mem: ProbeMemory, kallsyms,
-                 retval: int = 0, edata=(), event_args=()):
+                 retval: int = 0, edata=(), event_args=(), file_base: int = 0):
         self.event_args = event_args       # an event probe: the attached event's record
+        self.file_base = file_base         # a uprobe: where its file's offset 0 is mapped
         self.regs = regs
         self.stack = stack
         self.comm = comm
@@ -157,6 +158,8 @@ def _fetch(parg: ProbeArg, r: ProbeRegs):
             val = r.retval
         elif kind == "imm":
             val = op[1]
+        elif kind == "foffs":          # translate_user_vaddr()
+            val = (r.file_base + op[1]) & M64
         elif kind == "comm":
             data = r.comm.encode("latin-1")
         elif kind == "data":

@@ -110,3 +110,14 @@ def test_an_int_error_reads_as_decimal_and_a_count_as_hex():
     assert print_graph_retval("vfs_read", -5000 & ULONG_MASK, True, False) == \
         "vfs_read(); /* = 0xffffffffffffec78 */\n"
     assert print_graph_retval("f", 0x80000000, True, False) == "f(); /* = 0x80000000 */\n"
+
+
+def test_return_kinds_come_from_the_prototypes():
+    from fakefs.kernel.trace import fgraph_retval
+    assert fgraph_retval.return_kind("kfree") == "void"
+    assert fgraph_retval.return_kind("vfs_read") == "long"
+    assert fgraph_retval.return_kind("getname_flags") == "pointer"
+    assert fgraph_retval.return_kind("capable") == "bool"
+    assert fgraph_retval.return_kind("kernel_clone") == "int"
+    assert fgraph_retval.return_kind("strlen") == "ulong"
+    assert fgraph_retval.return_kind("no_such_function") == "long"

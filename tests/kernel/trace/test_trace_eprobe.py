@@ -104,8 +104,8 @@ def test_fires_from_the_attached_event_in_soft_mode(k, clock):
 
 
 def test_on_a_kprobe_event_which_it_holds(k, clock):
-    add(k, "p:kgroup/kevent kernel_clone $arg1")
-    add(k, "e:ongroup/onk kgroup.kevent a=$arg1 ip=$__probe_ip:symbol")
+    add(k, "p:kgroup/kevent kernel_clone $arg1")      # BTF names it ``args``
+    add(k, "e:ongroup/onk kgroup.kevent a=$args ip=$__probe_ip:symbol")
     assert errno_of(add, k, "-:kgroup/kevent") == errno.EBUSY
     wr(k, "events/ongroup/onk/enable", "1\n")
     clock.advance(100 * MS)

@@ -31,16 +31,16 @@ def test_listing_names_and_groups(k):
     assert rd(k, "dynamic_events") == (
         "f:fprobes/myevent1 kernel_clone\n"
         "f:fprobes/myevent2 kernel_clone%return\n"
-        "f:fprobes/vfs_read__entry vfs_read arg1=$arg1 arg2=$arg2:u32\n"
+        "f:fprobes/vfs_read__entry vfs_read file=file buf=buf:u32\n"
         "f:fprobes/vfs_read__exit vfs_read%return arg1=$retval\n"
         "t:tracepoints/myevent3 kmem_cache_alloc\n"
-        "t:tracepoints/sched_switch sched_switch arg1=$arg1\n"
+        "t:tracepoints/sched_switch sched_switch preempt=preempt\n"
         "t:grp/ev not_loaded_yet\n")
     assert rd(k, "kprobe_events") == ""
     fmt = rd(k, "events/fprobes/myevent2/format")
     assert "\tfield:unsigned long __probe_func;\toffset:8;\tsize:8;\tsigned:0;\n" in fmt
     assert 'print fmt: "(%lx <- %lx)", REC->__probe_func, REC->__probe_ret_ip' in fmt
-    assert "\tfield:u32 arg2;\toffset:24;" in rd(k, "events/fprobes/vfs_read__entry/format")
+    assert "\tfield:u32 buf;\toffset:24;" in rd(k, "events/fprobes/vfs_read__entry/format")
     add(k, "-:myevent2")
     assert "myevent2" not in rd(k, "dynamic_events")
     assert k.tree.root.walk("sys/kernel/tracing/events/fprobes/myevent2") is None
@@ -62,13 +62,24 @@ def test_listing_names_and_groups(k):
     ("f vfs_read ^$stack10000", errno.EINVAL),
     ("f vfs_read ^%ax", errno.EINVAL),
     ("f vfs_read ^@+10", errno.EINVAL),
-    ("f vfs_read ^$arg*", errno.EOPNOTSUPP),
-    ("f vfs_read ^hoge", errno.EOPNOTSUPP),
+    # BTF arguments (fprobe_syntax_errors.tc's with their errnos)
+    ("f vfs_read args=^$arg*", errno.EINVAL),
+    ("f vfs_read +0(^$arg*)", errno.EINVAL),
+    ("f vfs_read $arg* ^$arg*", errno.EINVAL),
+    ("f vfs_read ^hoge", errno.ENOENT),
+    ("f kfree ^$arg10", errno.ENOENT),
+    ("f kfree%return ^$retval", errno.ENOENT),
+    ("f vfs_read%return $retval->^foo", errno.EINVAL),
+    ("f vfs_read file->^foo", errno.ENOENT),
+    ("f vfs_read file^-.foo", errno.EINVAL),
+    ("f vfs_read ^file:string", errno.EINVAL),
+    ("f vfs_read file.^f_mode", errno.EOPNOTSUPP),
+    ("f vfs_read%return file->f_mode->^x", errno.EINVAL),
     ("f vfs_read^%hoge", errno.EINVAL),
     ("t^100 kfree", errno.EINVAL),
     ("t kfree ^$retval", errno.EINVAL),
     ("t kfree ^%rax", errno.EINVAL),
-    ("t kfree ^$arg*", errno.EOPNOTSUPP),
+    ("t kfree ^__data", errno.ENOENT),             # the stub's data is hidden
     ("t kfree^%return", errno.EINVAL),
     ("t kf^-ree", errno.EINVAL),
 ])
