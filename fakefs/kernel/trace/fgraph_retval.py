@@ -75,15 +75,6 @@ class ReturnValues:
             kind = self.kinds[func] = return_kind(sym[0] if sym is not None else "")
         return kind
 
-    def value(self, pushed) -> int:
-        """``rax`` when the function on a return stack (``Pushed``) returns."""
-        kind = self.kinds.get(pushed.func)
-        if kind is None:
-            kind = self.kind(pushed.func)
-        if kind == "void":
-            return pushed.rax
-        return retval_of(kind, pushed.func, pushed.calltime, pushed.rax)
-
 
 def return_kind(name: str) -> str:
     """The kind of what function ``name`` returns (see the module's doc):

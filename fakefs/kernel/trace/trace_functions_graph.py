@@ -396,7 +396,7 @@ class GraphTracer(Tracer):
                 p.rax = rax
             if kinds is None:
                 rax = 0
-            else:                                    # (ReturnValues.value(), inline)
+            else:                                    # the kind once per function
                 kind = kinds.get(p.func) or retvals.kind(p.func)
                 rax = p.rax if kind == "void" else retval_of(kind, p.func, p.calltime, p.rax)
             if p.state != RECORDED or p.calltime > t:

@@ -27,9 +27,9 @@ import errno
 from ..fs.pseudo import TRACE_MODE_READ, TRACE_MODE_WRITE, FileOperations, KernelError
 from ..lib.kstrtox import kstrtoul
 from ..uprobes import Uprobes, open_plain
-from .trace_dynevent import parse_run_command
 from .trace_events_commit import trace_event_commit
-from .trace_kprobe import ProbeEvent, ProbeEventOps, add_probe_event, event_name_used
+from .trace_kprobe import (KprobeEventsOps, ProbeEvent, ProbeEventOps, add_probe_event,
+                           event_name_used)
 from .trace_probe import (FL_RETURN, FL_USER, MAX_EVENT_NAME_LEN, MAX_TRACE_ARGS, ParseContext,
                           parse_event_name, parse_probe_arg)
 from .trace_probe_log import ProbeError, ProbeLog
@@ -284,31 +284,9 @@ class UprobeOps(ProbeEventOps):
         return tuple(a + 0x4 for a in (ks.addr_of(n) for n in HIT_PATH) if a)
 
 
-class UprobeEventsOps(FileOperations):
-    """uprobe_events"""
-
-    def open(self, f):
-        if f.writable and f.trunc:
-            ops = f.data
-            ops.dyn.release_all(ops)
-
-    def show(self, f):
-        ops = f.data
-        return ops.dyn.show(ops)
-
-    def write(self, f, data):
-        ops = f.data
-        ops.dyn.caller_pid = f.pid
-
-        def run(line):
-            if line[:1] == "-":
-                ops.dyn.release(line, ops)
-                return
-            try:
-                ops.create(line)
-            except KernelError as e:
-                raise KernelError(errno.EINVAL if e.errno == errno.ECANCELED else e.errno)
-        return parse_run_command(data, run)
+class UprobeEventsOps(KprobeEventsOps):
+    """uprobe_events: kprobe_events' open/show/write (6.12's two ``probes_open``/
+    ``probes_write`` are the same code), on the uprobe ops in ``f.data``."""
 
 
 class UprobeProfileOps(FileOperations):
