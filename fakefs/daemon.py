@@ -21,7 +21,7 @@ from .fuse.hostlinks import HostLinks
 from .fuse.mountpoint import explain_failure
 from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_tracefs_options
 from .fuse.callerpath import CallerFiles
-from .fuse.procfd import mount_dev
+from .fuse.procfd import HostMemory, mount_dev
 from .fuse.runner import Runner
 from .fuse.window import WindowMaker
 from . import sim, vclock
@@ -86,6 +86,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     if kernel.workload is not None:
         machine = sim.attach(kernel)
         machine.host.affinity = host_affinity
+        machine.host.user_memory = HostMemory     # probes read a real process's memory
         if conn is not None:
             machine.host.exists = host_pid_exists
             kernel.sched.pid_in_use = machine.host.pid_taken

@@ -7,6 +7,9 @@ single-event hist trigger on it, and with the wakeup-latency pair
 (``sched_waking`` keeps a timestamp, ``sched_switch`` reads it and
 generates a synthetic event with ``onmatch``).  The cost per hit is the
 CPU time over the baseline divided by the hits the histograms counted.
+The same for the function tracer's hits: an fprobe on a function the
+machine calls often (its entries are hits of the function tracer's ops),
+without and with a hist trigger on its event.
 """
 
 from __future__ import annotations
@@ -33,10 +36,17 @@ CONFIGS = (
 )
 
 
-def run(settings, hist_files=()) -> tuple[float, int]:
+# an fprobe on a hot function of the walk (~2,000 calls per simulated second)
+FPROBE = (("dynamic_events", "f:fp __handle_mm_fault"), ("events/fprobes/fp/enable", "1"))
+FPROBE_HIST = (("fprobe fp on __handle_mm_fault: hist keys=common_pid on its hits",
+                (("events/fprobes/fp/trigger", "hist:keys=common_pid"),),
+                ("events/fprobes/fp/hist",)),)
+
+
+def run(settings, hist_files=(), base=BASE) -> tuple[float, int]:
     """(CPU seconds for ``SPAN_NS``, hits counted by ``hist_files``)."""
     from ..kernel.fs.pseudo import kernel_read
-    k, took = traced_span(BASE + tuple(settings))
+    k, took = traced_span(base + tuple(settings))
     hits = 0
     for path in hist_files:
         text = kernel_read(k.tree, T + path).decode()
@@ -44,13 +54,18 @@ def run(settings, hist_files=()) -> tuple[float, int]:
     return took, hits
 
 def bench_hist() -> list[tuple[str, float, str]]:
-    base = statistics.median(run(())[0] for _ in range(ROUNDS))
-    rows = [("sched_switch + sched_waking enabled, no trigger (baseline)", base, "CPU s / sim s")]
-    for label, settings, files in CONFIGS:
-        got = [run(settings, files) for _ in range(ROUNDS)]
-        took = statistics.median(t for t, _h in got)
-        hits = statistics.median(h for _t, h in got)
-        rows += [("%s" % label, took, "CPU s / sim s"),
-                 ("  per hit over the baseline", (took - base) / max(hits, 1) * 1e6, "us"),
-                 ("  hits per simulated second", hits, "")]
+    rows = []
+    for base_label, base_settings, configs in (
+            ("sched_switch + sched_waking enabled, no trigger (baseline)", BASE, CONFIGS),
+            ("fprobe fp on __handle_mm_fault enabled, no trigger (baseline)", FPROBE,
+             FPROBE_HIST)):
+        base = statistics.median(run((), base=base_settings)[0] for _ in range(ROUNDS))
+        rows.append((base_label, base, "CPU s / sim s"))
+        for label, settings, files in configs:
+            got = [run(settings, files, base_settings) for _ in range(ROUNDS)]
+            took = statistics.median(t for t, _h in got)
+            hits = statistics.median(h for _t, h in got)
+            rows += [("%s" % label, took, "CPU s / sim s"),
+                     ("  per hit over the baseline", (took - base) / max(hits, 1) * 1e6, "us"),
+                     ("  hits per simulated second", hits, "")]
     return rows

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import logging
 import os
 import select
@@ -40,11 +39,12 @@ import time
 import pyfuse3
 import trio
 
-from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations, KernelError,
+from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations,
                                 WouldBlock, run_ahead)
 from ..kernel.fs.namei import lookup_name
 from ..kernel.fs.vfs import instance_dirs_made, open_call, vfs_call, vfs_probed
-from . import noflush, notify
+from . import noflush, notify, syscall_events
+from .handler import handler
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
 from .pacing import STEP_WALL_S, Pacer, settle_host_events
@@ -63,33 +63,6 @@ DETACH_CHECK_INTERVAL = 0.2
 def _flushes(fops) -> bool:
     """The file's operations do something at FLUSH (``->flush``)."""
     return type(fops).flush is not FileOperations.flush
-
-
-def handler(fn):
-    """Map kernel errors to errno and contain every other exception; what
-    the request changed in the tree is told to the kernel before it is
-    answered (``notify.request_scope``)."""
-
-    @functools.wraps(fn)
-    async def wrapper(self, *args, **kwargs):
-        self.heap.request_begins()
-        try:
-            async with notify.request_scope():
-                try:
-                    return await fn(self, *args, **kwargs)
-                finally:
-                    self.heap.request_ends()
-                    if self.waiters.readers:
-                        self.waiters.poke()        # what they wait for may have moved
-        except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
-            raise
-        except KernelError as e:
-            raise pyfuse3.FUSEError(e.errno)
-        except Exception:
-            log.exception("%s failed", fn.__name__)
-            raise pyfuse3.FUSEError(errno.EIO)
-
-    return wrapper
 
 
 class _Held:
@@ -149,6 +122,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.pacer = Pacer(kernel.clock)                  # how long a step of a catch-up is
         self.waiters = Waiters(self)                      # the blocked reads
         self.released_at = 0.0                            # time.monotonic() of the last RELEASE
+        self.syscalls = syscall_events.CallerSyscalls(self)   # the callers' calls as events
 
     def terminate(self) -> None:
         """The daemon is going away (SIGTERM, SIGINT, umount): blocked readers
@@ -252,6 +226,15 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             self.own.forget(node.ino)
         if self.mounted and parent is not None and node is not self.vfs_removing:
             notify.tree_changed(parent, name, node, added)
+
+    def caller_tid(self, request: str, args: tuple, kwargs: dict) -> int:
+        """The thread that sent ``request``: its context's pid; for READ
+        and WRITE (pyfuse3 gives them none) the file's opener."""
+        if request in ("read", "write"):
+            f = self.files.get(args[0])
+            return f.pid if f is not None else 0
+        ctx = kwargs.get("ctx", args[-1] if args else None)
+        return getattr(ctx, "pid", 0) or 0
 
     def file(self, fh: int) -> File:
         f = self.files.get(fh)

@@ -146,24 +146,98 @@ def caller_open_args(pid: int, proc: str = "/proc") -> OpenArgs | None:
 
 
 def _user_string(pid: int, addr: int, proc: str) -> bytes | None:
-    """The NUL-terminated string at ``addr`` of process ``pid`` (a page at
-    a time: the next one may not be mapped); None if unreadable."""
-    out = b""
-    try:
-        fd = os.open("%s/%d/mem" % (proc, pid), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        while len(out) < PATH_MAX:
-            chunk = os.pread(fd, 4096 - (addr + len(out)) % 4096, addr + len(out))
+    """The NUL-terminated string at ``addr`` of process ``pid``; None if unreadable."""
+    return HostMemory(pid, proc).read_string(addr, PATH_MAX)
+
+
+class HostMemory:
+    """A real process's memory, read through ``/proc/<pid>/mem`` (ptrace
+    access: root has it), as the simulated kernel's probes read a task's
+    user memory (``Task.mm``): every read opens the file again, so a
+    process that has gone simply faults."""
+
+    __slots__ = ("pid", "proc")
+
+    def __init__(self, pid: int, proc: str = "/proc"):
+        self.pid = pid
+        self.proc = proc
+
+    def _pread(self, size: int, addr: int) -> bytes | None:
+        try:
+            fd = os.open("%s/%d/mem" % (self.proc, self.pid), os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            return os.pread(fd, size, addr)
+        except (OSError, OverflowError, ValueError):
+            return None
+        finally:
+            os.close(fd)
+
+    def read(self, addr: int, size: int) -> int | None:
+        """``size`` bytes at ``addr`` as a little-endian int; None on a fault."""
+        data = self._pread(size, addr)
+        if data is None or len(data) < size:
+            return None
+        return int.from_bytes(data, "little")
+
+    def read_string(self, addr: int, limit: int = PATH_MAX) -> bytes | None:
+        """The NUL-terminated string at ``addr`` (at most ``limit`` - 1
+        bytes: a longer one is cut there), a page at a time (the next page
+        may not be mapped); None when its first byte cannot be read."""
+        out = b""
+        while len(out) < limit - 1:
+            chunk = self._pread(4096 - (addr + len(out)) % 4096, addr + len(out))
             if not chunk:
-                return None
+                return out if out else None
             end = chunk.find(b"\0")
             if end >= 0:
-                return out + chunk[:end]
+                return (out + chunk[:end])[:limit - 1]
             out += chunk
-    except (OSError, OverflowError, ValueError):
+        return out[:limit - 1]
+
+
+class CallerSyscall:
+    """The system call a thread is blocked in: its number and the six
+    argument registers, as ``/proc/<tid>/syscall`` shows them."""
+
+    __slots__ = ("nr", "args")
+
+    def __init__(self, nr: int, args: tuple):
+        self.nr = nr
+        self.args = args
+
+    def __eq__(self, other):
+        return isinstance(other, CallerSyscall) and (self.nr, self.args) == (other.nr, other.args)
+
+    def __hash__(self):
+        return hash((self.nr, self.args))
+
+
+def caller_syscall(tid: int, proc: str = "/proc") -> CallerSyscall | None:
+    """The system call thread ``tid`` is in (while one of its FUSE
+    requests is served, the one that sent it); None when it is in none
+    (``running``, -1) or the host does not let us look."""
+    try:
+        with open("%s/%d/syscall" % (proc, tid)) as fh:
+            f = fh.read().split()
+    except OSError:
         return None
-    finally:
-        os.close(fd)
-    return None
+    if len(f) < 7 or not f[0].isdigit():
+        return None
+    return CallerSyscall(int(f[0]), tuple(int(a, 16) for a in f[1:7]))
+
+
+def lowest_free_fd(pid: int, proc: str = "/proc") -> int | None:
+    """The descriptor an open of ``pid`` gets: ``get_unused_fd_flags()``
+    reserved it before the file was looked up (so before any request of
+    the open), but it is installed only when the open returns, so it is
+    the lowest number not in ``/proc/<pid>/fd`` yet; None if unreadable."""
+    try:
+        taken = {int(n) for n in os.listdir("%s/%d/fd" % (proc, pid)) if n.isdigit()}
+    except OSError:
+        return None
+    fd = 0
+    while fd in taken:
+        fd += 1
+    return fd

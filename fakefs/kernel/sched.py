@@ -62,7 +62,8 @@ PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 class Task:
     __slots__ = ("pid", "tgid", "comm", "prio", "cpu", "kthread", "bound", "allowed", "state",
-                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime", "policy", "rt_priority")
+                 "on_cpu", "slice_end", "exec_start", "sum_exec_runtime", "policy", "rt_priority",
+                 "mm")
 
     def __init__(self, pid: int, comm: str, cpu: int = 0, tgid: int | None = None,
                  prio: int = 120, kthread: bool = False):
@@ -85,6 +86,10 @@ class Task:
         self.sum_exec_runtime = 0
         self.policy = 0               # SCHED_NORMAL; SCHED_FIFO 1, SCHED_RR 2 (prio 99 - rt_priority)
         self.rt_priority = 0
+        # its user memory as probes read it (``copy_from_user_nofault()``):
+        # an object with ``read(addr, size)`` and ``read_string(addr)``, None
+        # when the model has none (a kernel thread; a simulated task's)
+        self.mm = None
 
     def __repr__(self):
         return f"Task({self.comm}-{self.pid})"

@@ -24,7 +24,7 @@ from .inner import inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
 from .results import parse_output, report
 from .table import load_why, log_reasons, render
-from .worktree import (NEEDS_HOST_SYSCALL_EVENTS, NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases, make_work_tree,
+from .worktree import (NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases, make_work_tree,
                        mark_unsupported, mark_unsupported_in_userns, select_tests)
 
 DEFAULT_TIMEOUT = 1800
@@ -132,7 +132,6 @@ def run(args) -> int:
                 print(tree.rel(t))
             return 0
         mark_unsupported(tree, tests, NEVER_REACHES_MOUNT)
-        mark_unsupported(tree, tests, NEEDS_HOST_SYSCALL_EVENTS)
         if use_userns():
             marked = mark_unsupported_in_userns(tree, tests)
             log("not root: running in a user namespace (unshare -Urm)%s"

@@ -69,6 +69,18 @@ def host_rt_policy(pid: int):
     return None
 
 
+class HostCall:
+    """A real process's system call in the simulated kernel: its task's
+    pid here, the call's number, and when its work began (its way in done)."""
+
+    __slots__ = ("pid", "nr", "t")
+
+    def __init__(self, pid: int, nr: int, t: int):
+        self.pid = pid
+        self.nr = nr
+        self.t = t
+
+
 class HostProcesses:
     """What the machine knows of the real processes it follows."""
 
@@ -93,6 +105,10 @@ class HostProcesses:
         # seen first
         self.writers: OrderedDict[tuple[int, int], int] = OrderedDict()
         self.last_call: dict[int, int] = {}    # pid -> when its last call here ran
+        # pid -> the system call it is in (entered, not returned: ``enter``)
+        self.calls: dict[int, HostCall] = {}
+        # fn(host pid) -> its memory as probes read it (``Task.mm``); None: not read
+        self.user_memory = None
 
     def standing_still(self) -> bool:
         """Nothing sees the machine: its real processes' events are facts only.
@@ -149,19 +165,27 @@ class HostProcesses:
             self.last_call.pop(own, None)
             self.event("exit", self.machine.kernel.sim_time, own)
 
-    def syscall(self, pid: int, t: int) -> tuple[int, int, int]:
+    def syscall(self, pid: int, t: int, enters: tuple | None = None) -> tuple[int, int, int]:
         """The real process ``pid`` makes a system call into the simulated
         kernel at ``t`` (a write to trace_marker): it is woken (its
         terminal's interrupt), preempts a CPU, runs for a moment and goes
         back to sleep.  Returns (its pid here, its CPU, the instant its call
         gets to its work: the way in, vfs_write(), takes a moment).  Its
-        comm is read from the host (``kernel.host_comm``) when it is new."""
+        comm is read from the host (``kernel.host_comm``) when it is new.
+        ``enters``: (nr, args) of the call, whose ``sys_enter`` fires as it
+        gets into the kernel.  Inside a call already entered (``enter``)
+        the way in is behind it: it runs its work from ``t`` on."""
         m = self.machine
         host_pid, pid = pid, self.own_pid(pid)
         if pid and pid not in self.followed:
             lookup = m.kernel.host_comm
             self.caller(pid, lookup(host_pid) if lookup is not None else None)
         task = self.task(pid)
+        if task is not None and self.user_memory is not None and task.mm is None:
+            task.mm = self.user_memory(host_pid)
+        if pid in self.calls and task is not None and not m.frozen:
+            cpu, t = self.on_cpu(task, max(t, self.calls[pid].t))
+            return pid, cpu, t
         took = m.rng.randrange(*SYSCALL_IN_NS)
         if task is None:                      # a simulated task has that pid
             cpu = m.sched.tasks[pid].cpu
@@ -171,11 +195,44 @@ class HostProcesses:
             cpu, t = task.cpu, max(t, self.last_call.get(pid, 0)) + took
         else:
             cpu, t = self.on_cpu(task, t)
+            if enters is not None:
+                m.entry.enter(cpu, t, pid, *enters)
             t = m._at(cpu, t + took)
         if len(self.last_call) > EXITED_KEPT:
             self.last_call.clear()
         self.last_call[pid] = t
         return pid, cpu, t
+
+    def enter(self, host_pid: int, t: int, nr: int, args: tuple) -> "HostCall | None":
+        """The real process ``host_pid`` entered system call ``nr`` with the
+        argument registers ``args`` (its request reached the mount at
+        ``t``): it runs (``syscall``), and ``sys_enter`` fires when its call
+        gets to the kernel.  None while nothing sees the machine or when a
+        simulated task holds the pid."""
+        m = self.machine
+        m.looked_at()
+        pid = self.own_pid(host_pid)
+        r = m.runs.get(pid)
+        if m.frozen or not pid or (r is not None and not r.host):
+            return None
+        self.calls.pop(pid, None)             # (one it never left: a signal, a lost reply)
+        pid, _cpu, t = self.syscall(host_pid, t, (nr, args))
+        call = self.calls[pid] = HostCall(pid, nr, t)
+        return call
+
+    def leave(self, call: "HostCall", t: int, ret: int) -> int:
+        """The call returns ``ret`` at ``t`` (or when its work is done, if
+        later): ``sys_exit`` fires on the CPU the process runs on then (it
+        is woken if it slept in the call).  Returns the instant."""
+        m = self.machine
+        if self.calls.get(call.pid) is call:
+            del self.calls[call.pid]
+        task = self.task(call.pid)
+        if task is None or m.frozen:
+            return t
+        cpu, t = self.on_cpu(task, max(t, call.t))
+        m.entry.exit(cpu, t, call.pid, call.nr, ret)
+        return t
 
     def _affine(self, task, host_pid: int, t: int) -> int:
         """The real process's affinity (``sched_setaffinity()`` on the host)

@@ -31,7 +31,7 @@ import heapq
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
-from .host import HOST, HostProcesses
+from .host import HOST, HOST_PROFILE, HostProcesses
 from .kinds import (_CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL, _TICK, _TIMER_WAKE,
                     _UP, _WAKE, _WHEEL_WAKE)
 from .machine_percpu import PerCpu
@@ -56,6 +56,7 @@ class Machine(PerCpu):
         self.life = kernel.lifecycle
         self.entry = kernel.syscalls
         self.calls = Syscalls(kernel.subsystem_rng("syscalls"))
+        self.host_calls = self.calls.of_profile(HOST_PROFILE)   # a real process's (see _invents)
         self.irq = kernel.irq
         self.irq.set_symbols(kernel.kallsyms)
         for tp in (self.sched.tp_sched_switch, self.sched.tp_sched_waking,
@@ -98,7 +99,9 @@ class Machine(PerCpu):
 
     def _run(self, task, beh, profile: str, **kw) -> TaskRun:
         calls = None if task.kthread else self.calls.of_profile(profile)
-        tc = self.calls.task(task.tgid) if calls is not None else None
+        tc = self.calls.task(task.tgid, kw.get("program", "")) if calls is not None else None
+        if tc is not None and not kw.get("host"):
+            task.mm = tc                        # its user memory: the strings its calls pass
         r = TaskRun(task, beh, calls=calls, tc=tc, **kw)
         if task.kthread and beh.waker == "timer" and beh.pool is None:
             # schedule_timeout(): a timer on its stack calling process_timeout
@@ -135,7 +138,7 @@ class Machine(PerCpu):
             r.task.state = r.beh.state
             r.task.on_cpu = False
             r.left = self._burst(r)
-            r.sys = r.calls.block if r.calls is not None else None   # asleep in it
+            r.sys = r.calls.block if self._invents(r) else None   # asleep in it
             r.sysret = self._ret(r, r.sys) if r.sys is not None else 0
             r.reap = None
             r.work = None
@@ -253,8 +256,15 @@ class Machine(PerCpu):
         is void); its calls meanwhile from ``t`` on."""
         r.token += 1
         self._push(r.since + r.left, _END, cpu, r.token)
-        if r.calls is not None and self.entry.traced():
+        if self._invents(r) and self.entry.traced():
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+
+    def _invents(self, r) -> bool:
+        """``r``'s task makes calls of its profile: a simulated task, or a
+        real process running a program whose calls the model knows
+        (``host.OWN_PROFILES``); any other real process's calls are its own
+        that reach the mount (fuse/syscall_events.py), none made up."""
+        return r.calls is not None and not (r.host and r.calls is self.host_calls)
 
     def keep_running(self, r, cpu: int, until: int) -> None:
         """``r``'s task, running on ``cpu``, runs on at least until ``until``."""
@@ -341,7 +351,7 @@ class Machine(PerCpu):
             self._switch(cpu, self._at(cpu, t + 3000), "S")
             return
         timeout = 0
-        if r.calls is not None:                 # into the call it sleeps in
+        if self._invents(r):                    # into the call it sleeps in
             r.sys = r.calls.block
             args, r.sysret = self.calls.values(r.tc, r.sys)
             self.entry.enter(cpu, t, task.pid, r.sys.nr, args)

@@ -20,7 +20,7 @@ from ..kernel.entry_common import syscall_nr
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "syscalls.toml")
 US = 1000
 AT_FDCWD = 0xffffff9c             # (int)-100 as the register holds it
-SYMBOLS = ("fd", "heap", "stack", "map", "count", "child", "cwd", "pid")
+SYMBOLS = ("fd", "heap", "stack", "map", "count", "child", "cwd", "pid", "path", "program")
 
 
 def load_syscalls(path: str = DATA_PATH) -> dict:
@@ -79,26 +79,51 @@ class ProfileCalls:
 
 
 class TaskCalls:
-    """One task's view of its calls: its addresses and the values it uses."""
+    """One task's view of its calls: its addresses and the values it uses.
+    It is also the task's user memory as probes read it (``Task.mm``): the
+    strings its calls pass (file names, its program's path) are at their
+    addresses; any other address faults, as the model knows nothing there."""
 
-    __slots__ = ("tgid", "heap", "stack", "map", "values")
+    __slots__ = ("tgid", "heap", "stack", "map", "values", "program", "strings")
 
-    def __init__(self, tgid: int, rng):
+    def __init__(self, tgid: int, rng, program: str = ""):
         self.tgid = tgid
         self.heap = 0x55_0000_0000_00 + (rng.randrange(1 << 28) << 12)
         self.stack = 0x7ffc_0000_0000 + (rng.randrange(1 << 20) << 8)
         self.map = 0x7f00_0000_0000 + (rng.randrange(1 << 24) << 12)
         self.values: dict[int, tuple] = {}    # nr -> (args, ret)
+        self.program = program                # the path it execs (a new child)
+        self.strings: dict[int, bytes] = {}   # address -> a NUL-terminated string
+
+    def read(self, addr: int, size: int) -> int | None:
+        """``size`` bytes at ``addr`` (within one of its strings), else None."""
+        for base, data in self.strings.items():
+            if base <= addr and addr + size <= base + len(data):
+                return int.from_bytes(data[addr - base:addr - base + size], "little")
+        return None
+
+    def name_address(self, m: int) -> int | None:
+        """Where a file name it passes to a call of the kernel's own paths
+        is (a name its calls passed, chosen by ``m``); None if none yet."""
+        names = [a for a, data in self.strings.items() if data[:1] == b"/"]
+        return names[m % len(names)] if names else None
+
+    def read_string(self, addr: int) -> bytes | None:
+        for base, data in self.strings.items():
+            if base <= addr < base + len(data):
+                return data[addr - base:data.index(b"\0", addr - base)]
+        return None
 
 
 class Syscalls:
     """The machine's system calls: which, when, with what."""
 
-    __slots__ = ("rng", "calls", "profiles", "clone", "wait4", "execve", "exit_group")
+    __slots__ = ("rng", "calls", "profiles", "clone", "wait4", "execve", "exit_group", "paths")
 
     def __init__(self, rng, spec: dict | None = None):
         spec = spec or load_syscalls()
         self.rng = rng
+        self.paths = [p.encode() + b"\0" for p in spec.get("paths", ["/"])]
         self.calls = {name: CallSpec(name, c) for name, c in spec["call"].items()}
         self.profiles = {name: ProfileCalls(p, self.calls) for name, p in spec["profile"].items()}
         self.clone = self.calls["clone"]
@@ -116,8 +141,8 @@ class Syscalls:
     def next_call(self, prof: ProfileCalls) -> CallSpec:
         return prof.pick(self.rng.random())
 
-    def task(self, tgid: int) -> TaskCalls:
-        return TaskCalls(tgid, self.rng)
+    def task(self, tgid: int, program: str = "") -> TaskCalls:
+        return TaskCalls(tgid, self.rng, program)
 
     def _value(self, tc: TaskCalls, sym):
         rng = self.rng
@@ -127,8 +152,13 @@ class Syscalls:
             return sym
         if sym == "fd":
             return 3 + rng.randrange(29)
-        if sym == "heap":
-            return tc.heap + (rng.randrange(1 << 16) << 4)
+        if sym in ("heap", "path", "program"):
+            addr = tc.heap + (rng.randrange(1 << 16) << 4)
+            if sym == "program" and tc.program:
+                tc.strings[addr] = tc.program.encode() + b"\0"
+            elif sym != "heap":        # (a program's path once it has one: its own)
+                tc.strings[addr] = self.paths[(addr >> 4) % len(self.paths)]
+            return addr
         if sym == "stack":
             return tc.stack - (rng.randrange(1 << 10) << 3)
         if sym == "map":

@@ -36,6 +36,7 @@ class FakeKernel:
         self.tracing = None          # no ring buffers (the heap keeper)
         self.sim_time = 0
         self.gap = None              # never in a gap
+        self.driver = None           # no machine: no real process runs in it
 
     def now_ns(self):
         return 0

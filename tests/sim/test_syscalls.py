@@ -40,3 +40,24 @@ def test_values_are_fixed_per_task_and_call():
     assert s.values(tc, s.calls["getpid"])[1] == 1234
     spec = load_syscalls()
     assert spec["profile"]["shell"]["block"] == "read"
+
+
+def test_a_task_s_names_are_strings_in_its_user_memory():
+    """The names its calls pass (openat's, newfstatat's file; execve's
+    program) are at their addresses in the task's memory (Task.mm); the
+    rest faults."""
+    s = Syscalls(random.Random(3))
+    tc = s.task(100, "/usr/bin/make")
+    args, _ret = s.values(tc, s.calls["openat"])
+    name = tc.read_string(args[1])
+    assert name.startswith(b"/") and name + b"\0" in s.paths
+    assert tc.read(args[1], 1) == ord("/") and tc.read_string(args[1] + 1) == name[1:]
+    assert tc.read_string(args[1] - 1) is None and tc.read(args[1] + len(name), 2) is None
+    exe, _ret = s.values(tc, s.execve)
+    assert tc.read_string(exe[0]) == b"/usr/bin/make"
+    assert tc.read_string(exe[1]) is None                # argv: not modelled
+    assert tc.name_address(7) in (args[1], exe[0])
+    # the same draws as an address that is no name
+    plain = Syscalls(random.Random(3))
+    ptc = plain.task(100)
+    assert plain.values(ptc, plain.calls["openat"])[0] == args

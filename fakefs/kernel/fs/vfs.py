@@ -96,12 +96,11 @@ def open_call(kernel, pid: int, nr: int, dfd: int, filename: int, name: bytes | 
     how = OPEN_HOW + (pid & 0xffff) * 0x40
     regions = {how: ((flags or 0).to_bytes(8, "little") + (mode or 0).to_bytes(8, "little")
                      + bytes(8))}
-    if name is not None:
-        regions[filename] = name + b"\0"
+    user = {filename: name + b"\0"} if name is not None else None
     args = (dfd & ((1 << 64) - 1), filename, how)
     kernel.kprobes.fire("do_sys_openat2", OPEN_CALLERS.get(nr, OPEN_CALLERS[257]),
                         online_cpu(kernel, pid % kernel.nr_cpus), caller_task(kernel, pid),
-                        ModelCall(args, regions))
+                        ModelCall(args, regions, user))
 
 
 def instance_dirs_made(kernel, name: str, pid: int) -> None:

@@ -108,9 +108,8 @@ FTRACE_PID = (
 # probe commands this kernel takes (the s line with CONFIG_HIST_TRIGGERS,
 # the f/t lines with CONFIG_FPROBE_EVENTS, uprobe_events and the uprobe
 # place with CONFIG_UPROBE_EVENTS, the <argname> line with
-# CONFIG_PROBE_EVENTS_BTF_ARGS).  Left out, because what it describes is
-# not there: the type line naming ustring (no user memory is readable by
-# probes here; bitfields are still taken)
+# CONFIG_PROBE_EVENTS_BTF_ARGS).  ``ustring`` and ``+u`` read the task's
+# user memory (``Task.mm``: a real process's own, a simulated task's model)
 # CONFIG_UPROBE_EVENTS (trace_uprobe.py)
 UPROBE_FILE = ("  uprobe_events\t\t- Create/append/remove/show the userspace dynamic events\n"
                "\t\t\t  Write into this file to define/undefine new trace events.\n")
@@ -145,6 +144,7 @@ PROBE_EVENTS = (
     "\t           +|-[u]<offset>(<fetcharg>), \\imm-value, \\\"imm-string\"\n"
     "\t     kernel return probes support: $retval, $arg<N>, $comm\n"
     "\t     type: s8/16/32/64, u8/16/32/64, x8/16/32/64, char, string, symbol,\n"
+    "\t           b<bit-width>@<bit-offset>/<container-size>, ustring,\n"
     "\t           symstr, %pd/%pD, <type>\\[<array-size>\\]\n"
     "{synthetic_fields}"
     "\t    efield: For event probes ('e' types), the field is on of the fields\n"

@@ -267,9 +267,11 @@ class EprobeOps(DynEventOps):
         task = self.kernel.sched.find(pid) if pid else None
         comm = task.comm if task is not None else (
             "swapper/%d" % cpu if not pid else self.tracing.savedcmd.lookup(pid) or "<...>")
+        umem = task.mm if task is not None else None
         mem = ProbeMemory(self.kernel.seed, _text(self.kernel), self.kernel.kallsyms.data_contents,
-                          None)
-        regs = ProbeRegs({}, [], comm, mem, self.kernel.kallsyms, event_args=tuple(fields))
+                          None, umem=umem)
+        regs = ProbeRegs({}, [], comm, mem, self.kernel.kallsyms, event_args=tuple(fields),
+                         umem=umem)
         values = fetch_args(ep.args, regs)
         entry = (ts, ev.id, pid, flags, pc, values, None)
         trace_event_commit([tr], ev, cpu, entry, ev.payload + data_size(ep.args, values), stack)

@@ -40,11 +40,14 @@ KNOWN_ARGS = {
 
 class ModelCall:
     """A call the simulated kernel makes itself: argument values and the
-    memory they point to ({address: bytes})."""
+    kernel memory they point to ({address: bytes}); ``user``: the caller's
+    user memory known at the call ({address: bytes}, e.g. the name an
+    open was passed), for a task whose memory the model cannot read."""
 
-    def __init__(self, args=(), regions=None):
+    def __init__(self, args=(), regions=None, user=None):
         self.args = tuple(args)
         self.regions = dict(regions or {})
+        self.user = dict(user or {})
 
 
 def caller_task(kernel, pid: int):
@@ -84,7 +87,7 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
             regs[name] = val & M64
     elif kp.func_name in KNOWN_ARGS:
         for i, (name, kind) in enumerate(zip(ARG_REGS, KNOWN_ARGS[kp.func_name])):
-            regs[name] = _known_arg(kind, mix64(seed + 50 + i), sp)
+            regs[name] = _known_arg(kind, mix64(seed + 50 + i), sp, task.mm)
     elif kp.func_offset <= 4 or kp.ftrace:
         # at the entry the argument registers hold what the prototype says
         for i, (name, kind) in enumerate(zip(ARG_REGS, param_kinds(kp.func_name))):
@@ -94,9 +97,12 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
     regions = dict(kernel.kallsyms.data_contents)       # the data the kernel's is known of
     if call is not None:
         regions.update(call.regions)
-    mem = ProbeMemory(kernel.seed, text, regions, (sp, words))
+    umem = task.mm
+    if umem is None and call is not None and call.user:
+        umem = ProbeMemory(kernel.seed, text, call.user, user=True)
+    mem = ProbeMemory(kernel.seed, text, regions, (sp, words), umem=umem)
     comm = task.comm if task.pid else "swapper/%d" % cpu
-    return ProbeRegs(regs, words, comm, mem, kernel.kallsyms)
+    return ProbeRegs(regs, words, comm, mem, kernel.kallsyms, umem=umem)
 
 
 def _typed(kind: str, m: int, word: int) -> int:
@@ -112,11 +118,15 @@ def _typed(kind: str, m: int, word: int) -> int:
     return word
 
 
-def _known_arg(kind: str, m: int, sp: int) -> int:
+def _known_arg(kind: str, m: int, sp: int, mm=None) -> int:
     if kind == "dfd":
         return AT_FDCWD if m % 10 else 3 + (m >> 8) % 29
     if kind == "user":
-        return USER_AREA | ((m >> 12) & 0x3fffff0)
+        # a name the task passes, where its user memory keeps one (a
+        # simulated task's: ``TaskCalls.name_address``)
+        at = getattr(mm, "name_address", None)
+        addr = at(m) if at is not None else None
+        return addr if addr is not None else USER_AREA | ((m >> 12) & 0x3fffff0)
     return sp + 8 * (4 + (m >> 16) % 24)          # kstack
 
 
@@ -146,7 +156,7 @@ def return_regs(regs: ProbeRegs, entry_args: list, kp) -> ProbeRegs:
     edata = [regs.arg(n) for n in entry_args]
     retval = _retval(kp, regs.regs["ax"])
     out = ProbeRegs(dict(regs.regs, ax=retval, sp=regs.regs["sp"] + 8), regs.stack[1:], regs.comm,
-                    regs.mem, regs.kallsyms, retval, edata)
+                    regs.mem, regs.kallsyms, retval, edata, umem=regs.umem)
     return out
 
 

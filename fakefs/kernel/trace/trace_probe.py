@@ -547,14 +547,17 @@ def _finalize(code: list, parg: ProbeArg, tname, tofs: int, ctx: ParseContext,
                 raise log.fail(ctx.offset + tofs, "BAD_SYMSTRING")
         elif last not in ("deref", "uderef", "imm", "comm", "data", "tp_arg"):
             raise log.fail(ctx.offset + tofs, "BAD_STRING")
+        # a ustring, or a string behind a user dereference, is read from the
+        # task's user memory (FETCH_OP_ST_USTRING)
+        user = t.name == "ustring" or last == "uderef"
         if t.name == "symstr":
             _push(code, ("st_symstr",), ctx, log)
         elif last in ("imm", "comm", "data", "tp_arg") or parg.count:
-            _push(code, ("st_string",), ctx, log)
+            _push(code, ("st_string", user), ctx, log)
         else:
-            code[-1] = ("st_string_at", code[-1][1])
+            code[-1] = ("st_string_at", code[-1][1], user)
     elif last in ("deref", "uderef"):
-        code[-1] = ("st_mem", code[-1][1])
+        code[-1] = ("st_mem", code[-1][1], last == "uderef")
     else:
         _push(code, ("st_raw",), ctx, log)
     if tname is not None and tname.startswith("b"):

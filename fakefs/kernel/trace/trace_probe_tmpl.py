@@ -18,6 +18,7 @@ from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP
                           FAULT_STRING, MAX_STRING_SIZE, ProbeArg, split_symbol_offset)
 
 KERNEL_SPACE = 0xffff800000000000
+TASK_SIZE = 0x7ffffffff000          # x86-64, 4-level page tables: user space ends here
 DIRECT_MAP = 0xffff888000000000
 THREAD_SIZE = 16384
 M64 = (1 << 64) - 1
@@ -48,14 +49,20 @@ class ProbeMemory:
     """Kernel memory as a probe reads it (``copy_from_kernel_nofault``):
     the regions a hit placed (strings, structures), the stack of the task,
     and elsewhere in kernel space plausible words that stay the same for
-    the same address; user and unmapped addresses fault."""
+    the same address; unmapped addresses fault.  An address below
+    TASK_SIZE is the current task's user memory (``umem``, x86's address
+    spaces do not overlap: probe_mem_read() takes it from there), which
+    faults when the task has none.  ``user``: this is itself a user memory
+    known only by its regions (everything else faults)."""
 
     def __init__(self, seed: int, text: tuple[int, int], regions=None,
-                 stack: tuple[int, list] | None = None):
+                 stack: tuple[int, list] | None = None, user: bool = False, umem=None):
         self.seed = seed
         self.text = text
         self.regions: dict[int, bytes] = dict(regions or {})
         self.stack = stack                  # (sp, words)
+        self.user = user
+        self.umem = umem
 
     def _byte(self, addr: int):
         for base, data in self.regions.items():
@@ -66,13 +73,15 @@ class ProbeMemory:
             if sp <= addr < sp + 8 * len(words):
                 n, b = divmod(addr - sp, 8)
                 return (words[n] >> (8 * b)) & 0xff
-        if addr < KERNEL_SPACE or addr > M64:
+        if addr < KERNEL_SPACE or addr > M64 or self.user:
             return None
         w = plausible_word(mix64(self.seed ^ (addr >> 3)), *self.text)
         return (w >> (8 * (addr & 7))) & 0xff
 
     def read(self, addr: int, size: int):
         """``size`` bytes at ``addr`` as a little-endian int, None on a fault."""
+        if addr < TASK_SIZE and not self.user:
+            return self.umem.read(addr, size) if self.umem is not None else None
         val = 0
         for i in range(size):
             b = self._byte((addr + i) & M64)
@@ -82,6 +91,8 @@ class ProbeMemory:
         return val
 
     def read_string(self, addr: int):
+        if addr < TASK_SIZE and not self.user:
+            return self.umem.read_string(addr) if self.umem is not None else None
         out = bytearray()
         for i in range(MAX_STRING_SIZE - 1):
             b = self._byte((addr + i) & M64)
@@ -99,8 +110,11 @@ class ProbeRegs:
     return probe, memory, and kallsyms for ``symstr``."""
 
     def __init__(self, regs: dict, stack: list, comm: str, mem: ProbeMemory, kallsyms,
-                 retval: int = 0, edata=(), event_args=(), file_base: int = 0):
+                 retval: int = 0, edata=(), event_args=(), file_base: int = 0, umem=None):
         self.event_args = event_args       # an event probe: the attached event's record
+        # the task's user memory (``Task.mm``: read/read_string as ProbeMemory's);
+        # None: it has none (a kernel thread) or none is known, every read faults
+        self.umem = umem
         self.file_base = file_base         # a uprobe: where its file's offset 0 is mapped
         self.regs = regs
         self.stack = stack
@@ -183,15 +197,17 @@ def _fetch(parg: ProbeArg, r: ProbeRegs):
             if val is None:
                 return None
         elif kind == "uderef":
-            return None                # no user memory is mapped for probes
+            val = r.umem.read((val + op[1]) & M64, 8) if r.umem is not None else None
+            if val is None:
+                return None
         elif kind == "st_raw":
             return _bits(parg, val & ((1 << 8 * size) - 1))
         elif kind == "st_mem":
-            return _array(parg, r, (val + op[1]) & M64)
+            return _array(parg, r.umem if op[2] else r.mem, (val + op[1]) & M64)
         elif kind == "st_string_at":
-            return _strings(parg, r, (val + op[1]) & M64, None)
+            return _strings(parg, r, (val + op[1]) & M64, None, op[2])
         elif kind == "st_string":
-            return _strings(parg, r, val, data)
+            return _strings(parg, r, val, data, op[1])
         elif kind == "st_symstr":
             return r.kallsyms.sprint_symbol(val).encode("latin-1")
     return val
@@ -204,29 +220,39 @@ def _bits(parg: ProbeArg, v: int) -> int:
     return (v >> bo) & ((1 << bw) - 1)
 
 
-def _array(parg: ProbeArg, r: ProbeRegs, addr: int):
+def _array(parg: ProbeArg, mem, addr: int):
+    """The value (or ``count`` of them) at ``addr`` of ``mem`` (kernel or
+    user memory; None: a task without user memory, every read faults)."""
     size = parg.type.size
+    read = mem.read if mem is not None else _fault
     if not parg.count:
-        v = r.mem.read(addr, size)
+        v = read(addr, size)
         return None if v is None else _bits(parg, v)
     out = []
     for i in range(parg.count):
-        v = r.mem.read(addr + i * size, size)
+        v = read(addr + i * size, size)
         out.append(None if v is None else _bits(parg, v))
     return tuple(out)
 
 
-def _strings(parg: ProbeArg, r: ProbeRegs, addr: int, data):
+def _fault(_addr: int, _size: int = 0):
+    return None
+
+
+def _strings(parg: ProbeArg, r: ProbeRegs, addr: int, data, user: bool):
+    """The string at ``addr`` (kernel memory, or the task's user memory for
+    a ustring or a ``+u`` dereference); an array's strings through the
+    pointers at ``addr``."""
     if data is not None:
         return data
-    if parg.type.name == "ustring":
-        return None
+    smem = r.umem if user else r.mem
+    read_string = smem.read_string if smem is not None else _fault
     if not parg.count:
-        return r.mem.read_string(addr)
+        return read_string(addr)
     out = []
     for i in range(parg.count):
         p = r.mem.read(addr + 8 * i, 8)
-        out.append(None if p is None else r.mem.read_string(p))
+        out.append(None if p is None else read_string(p))
     return tuple(out)
 
 

@@ -116,3 +116,22 @@ def test_on_a_kprobe_event_which_it_holds(k, clock):
     add(k, "-:ongroup/onk")
     add(k, "-:kgroup/kevent")
     assert rd(k, "dynamic_events") == ""
+
+
+def test_ustring_reads_the_names_the_machine_s_tasks_pass():
+    """A ustring of sys_enter_openat's filename reads the task's user
+    memory: the names the machine's tasks open, never a fault; a plain
+    string or a +u dereference of a user address reads the same memory."""
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    clock = ManualClock()
+    k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)
+    add(k, "e:op syscalls/sys_enter_openat file=+0($filename):ustring "
+           "ufile=+u0($filename):string kfile=+0($filename):string")
+    wr(k, "events/eprobes/op/enable", "1\n")
+    clock.advance(300 * MS)
+    lines = [ln for ln in entries(k) if " op: " in ln]
+    assert lines
+    for ln in lines:
+        f = ln.split(' file="')[1].split('"')[0]
+        assert f.startswith("/") and ('ufile="%s" kfile="%s"' % (f, f)) in ln, ln

@@ -1,0 +1,87 @@
+"""How the adapter handles a request (the ``@handler`` of each of
+``FakeFS``'s operations): kernel errors become their errno, any other
+exception is logged and becomes EIO (never a daemon crash), what the
+request changed in the tree is told to the kernel before the answer
+(``notify.request_scope``), and, while syscall events are on, a request
+that does the work of its caller's system call is that call in the
+simulated kernel (``syscall_events.py``)."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+
+import pyfuse3
+import trio
+
+from ..kernel.fs.pseudo import KernelError
+from . import notify, syscall_events
+
+log = logging.getLogger("fakefs.fuse")
+
+
+def handler(fn):
+    """Map kernel errors to errno and contain every other exception; what
+    the request changed in the tree is told to the kernel before it is
+    answered (``notify.request_scope``).  A request that does the work of
+    its caller's system call is that call in the simulated kernel while
+    syscall events are on (``syscall_events.py``)."""
+    name = fn.__name__
+    serve = _contained(fn)
+    if name not in syscall_events.REQUESTS:
+        return serve
+
+    @functools.wraps(fn)
+    async def as_syscall(self, *args, **kwargs):
+        calls = self.syscalls
+        if not calls.watching(name):
+            return await serve(self, *args, **kwargs)
+        tid = self.caller_tid(name, args, kwargs)
+        try:
+            p = await calls.begin(name, tid)
+        except Exception:
+            log.exception("%s: the caller's system call", name)
+            p = None
+        try:
+            result = await serve(self, *args, **kwargs)
+        except pyfuse3.FUSEError as e:
+            if p is not None:
+                try:
+                    await calls.failed(name, tid, p, e.errno)
+                except Exception:
+                    log.exception("%s: the caller's system call", name)
+            raise
+        if p is not None:
+            try:
+                calls.done(name, tid, p, result, args[2] if name == "read" else 0)
+            except Exception:
+                log.exception("%s: the caller's system call", name)
+        return result
+
+    return as_syscall
+
+
+def _contained(fn):
+    """``handler`` without the system calls."""
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args, **kwargs):
+        self.heap.request_begins()
+        try:
+            async with notify.request_scope():
+                try:
+                    return await fn(self, *args, **kwargs)
+                finally:
+                    self.heap.request_ends()
+                    if self.waiters.readers:
+                        self.waiters.poke()        # what they wait for may have moved
+        except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
+            raise
+        except KernelError as e:
+            raise pyfuse3.FUSEError(e.errno)
+        except Exception:
+            log.exception("%s failed", fn.__name__)
+            raise pyfuse3.FUSEError(errno.EIO)
+
+    return wrapper
