@@ -62,6 +62,9 @@ BOUNDARY = [b"", b"\n", b"0", b"1", b"-1", b"2", b"0\n", b"1\n", b" 1 ", b"01", 
             b"t:fz kmem_cache_alloc $arg1 $comm", b"t sched_switch", b"f vfs_read $arg*",
             b"e:fz kmem.kmem_cache_alloc $ptr $bytes_alloc:u32 if bytes_alloc > 100",
             b"e syscalls/sys_enter_openat +0($filename):ustring", b"-:fz", b"!t sched_switch",
+            # user memory: ustring, +u dereferences, arrays of user strings
+            b"p:fz do_sys_openat2 +u0($arg2):string +0($arg2):ustring +u8(+u0($arg2)):u64",
+            b"e syscalls/sys_enter_execve +0($filename):ustring +u0($argv):ustring[3]",
             # BTF arguments: names, fields, $arg*, strings from char pointers
             b"t:fz sched_wakeup p->se.group_node.next->prev p->prio",
             b"f:fz getname_flags%return $retval->name:string", b"p kfree $arg* object:string",

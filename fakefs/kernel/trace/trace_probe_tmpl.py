@@ -281,7 +281,9 @@ def data_size(args: list[ProbeArg], values: tuple) -> int:
     for a, v in zip(args, values):
         n += a.size()
         if a.type.is_string:
-            for s in (v if a.count else (v,)):
+            # (an array whose base could not be read: every item a fault)
+            items = ((None,) * a.count if v is None else v) if a.count else (v,)
+            for s in items:
                 n += len(s) + 1 if s is not None else 0
     return n
 
