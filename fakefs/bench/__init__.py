@@ -284,7 +284,7 @@ def main(argv=None) -> int:
     sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
                      "200 blocked trace_pipe readers (one run)", requests.bench_requests))
-    sections.append(("hist triggers: CPU per hit on sched_switch vs no trigger "
+    sections.append(("hist triggers: CPU per hit on sched_switch and on an fprobe's function hits, vs no trigger "
                      "(hist.py; median of 3 rounds)", hist.bench_hist))
     try:
         from . import alloc_tag
