@@ -55,6 +55,11 @@ LEDGER: dict[str, tuple[str, str] | str] = {
     "perf list": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
     "perf stat": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
     "perf record": covered("tests/test_sandbox.py::test_perf_counts_no_host_events"),
+    "perf ftrace": covered("tests/test_sandbox.py::test_perf_ftrace_shows_a_command_s_vfs_read_calls"),
+    "perf ftrace -G vfs_read -- sleep 1":
+        covered("tests/test_sandbox.py::test_perf_ftrace_shows_a_command_s_vfs_read_calls"),
+    "perf ftrace -T vfs_read -- sleep 1":
+        covered("tests/test_sandbox.py::test_perf_ftrace_shows_a_command_s_vfs_read_calls"),
     "make run": covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),
     'make run CMDLINE="ftrace_stackmap.bits=12 trace_options=stackmap,stacktrace"':
         covered("tests/test_readme.py::test_make_run_mounts_in_the_foreground_until_ctrl_c"),

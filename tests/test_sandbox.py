@@ -387,6 +387,23 @@ def test_perf_counts_no_host_events():
     assert r.stderr.count(sandbox.PERF_NOTE) == 1, r.stderr
 
 
+@needs_ns
+@needs_tracefs_line
+@pytest.mark.skipif(not shutil.which("perf"), reason="perf is not installed (Debian: "
+                    "linux-perf)")
+def test_perf_ftrace_shows_a_command_s_vfs_read_calls():
+    """perf ftrace uses tracefs only: -T shows the vfs_read() calls of
+    sleep's loader (its read() and pread64()s), -G graphs of the machine's
+    vfs_read() calls in its task; nothing of another task."""
+    r = sandbox_run("-q", "--", "perf", "ftrace", "-T", "vfs_read", "--", "sleep", "0.2")
+    calls = [ln for ln in r.stdout.splitlines() if "vfs_read <-" in ln]
+    assert r.returncode == 0 and calls, (r.stdout, r.stderr)
+    assert all(ln.split()[0].startswith("sleep-") for ln in calls), r.stdout
+    r = sandbox_run("-q", "--", "perf", "ftrace", "-G", "vfs_read", "--", "sleep", "0.2")
+    assert r.returncode == 0 and ("vfs_read();" in r.stdout or "vfs_read() {" in r.stdout), (
+        r.stdout, r.stderr)
+
+
 # --- without running it ------------------------------------------------------------------
 
 def test_the_perf_note_only_when_the_seal_refuses_perf_event_open(monkeypatch, capsys):

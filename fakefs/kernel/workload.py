@@ -228,6 +228,30 @@ class Workload:
             return (), ()
         return self.frames.tp_stack(got[0]), got[1]
 
+    def work_path(self, rng, cpu, targets: frozenset, then: tuple = ()) -> tuple:
+        """The running task's system call goes into its work (one of the
+        functions ``targets``, ids, then the functions ``then`` each calls
+        in turn): the frames of the traced functions it enters on the way,
+        outermost first; () where the graph has no way there.  Its walk
+        stays where it was, as ``code_path``'s (the call returns to user
+        space)."""
+        if not targets:
+            return ()
+        if self.frames.count > FRAME_CAP:
+            self._maybe_restart_cache()
+        c = self.walk.cpus[cpu]
+        n = self.reach.path(c, rng, targets, targets, task_only=True)
+        if n is None:
+            return ()
+        entered = self._entered(n)
+        for g in then:
+            n = self.frames.child(n, g)
+            if not n:
+                break
+            if self.wg.flags[g] & F_TRACE:
+                entered += (n,)
+        return entered
+
     def _switch_path(self, c, rng):
         return self._enter_path(c, rng, "sched_switch", self.wg.events["sched_switch"])
 

@@ -65,7 +65,7 @@ class TaskRun:
 
     __slots__ = ("task", "beh", "left", "since", "token", "host", "parent", "program",
                  "sigchld", "calls", "tc", "sys", "sysret", "reap", "timer", "work",
-                 "early", "timed_out")
+                 "early", "timed_out", "startup")
 
     def __init__(self, task, beh, host: bool = False, parent: int = 0, program: str = "",
                  calls=None, tc=None):
@@ -89,5 +89,6 @@ class TaskRun:
         # its hrtimer is still queued; or whose hrtimer came first
         self.early = False
         self.timed_out = False
+        self.startup: list = []       # the calls it makes next, in order (its loader's)
 
 

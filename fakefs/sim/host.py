@@ -505,6 +505,7 @@ class HostProcesses:
             program = name.rsplit("/", 1)[-1]
             if program in OWN_PROFILES and r.calls is not None:   # its calls from now on
                 r.calls = m.calls.of_profile(program)
+                r.startup = list(r.calls.startup)                # its loader's first
             return None
 
         if r.calls is not None:
@@ -519,6 +520,8 @@ class HostProcesses:
         if self.memory is not None:
             # the new program starts: its loader's lookups are its own
             m.keep_running(r, cpu, t + EXEC_LOOKUPS * LOOKUP_NS)
+        if r.startup:                         # and so are its loader's calls (the last ends it)
+            m.keep_running(r, cpu, t + 4 * len(r.startup) * r.calls.every_ns)
 
     def _exit(self, t: int, pid: int) -> None:
         m = self.machine

@@ -256,8 +256,13 @@ class Machine(PerCpu):
         is void); its calls meanwhile from ``t`` on."""
         r.token += 1
         self._push(r.since + r.left, _END, cpu, r.token)
-        if self._invents(r) and self.entry.traced():
+        if self._makes_calls(r):
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+
+    def _makes_calls(self, r) -> bool:
+        """``r``'s task makes its calls while it runs: somebody records
+        them, or (a real process the model knows) waits for their work."""
+        return self._invents(r) and (self.entry.traced() or r.host and self.entry.work_wanted())
 
     def _invents(self, r) -> bool:
         """``r``'s task makes calls of its profile: a simulated task, or a
@@ -280,7 +285,7 @@ class Machine(PerCpu):
         kernel does in it, returning the pid of a child it made); returns
         the instant it has returned."""
         args, ret = self.calls.values(r.tc, call)
-        self.entry.enter(cpu, t, r.task.pid, call.nr, args)
+        self.entry.enter(cpu, t, r.task.pid, call.nr, args, r.host)
         t = self._at(cpu, t + took)
         if inside is not None:
             child = inside(t)
@@ -298,8 +303,15 @@ class Machine(PerCpu):
             return
         t = self._at(cpu, t)
         took = 500 + int(self.calls.rng.random() * 3000)
-        t = self._call(r, cpu, t, self.calls.next_call(r.calls), took)
-        if self.entry.traced():
+        if r.startup:                   # its loader's, in order; then its main() sleeps
+            t = self._call(r, cpu, t, r.startup.pop(0), took)
+            if not r.startup:
+                r.left = t + 1000 - r.since
+                self._set_end(cpu, r, t)
+                return
+        else:
+            t = self._call(r, cpu, t, self.calls.next_call(r.calls), took)
+        if self._makes_calls(r):
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, token)
 
     def _switch(self, cpu: int, t: int, prev_state: str, pick=None) -> None:

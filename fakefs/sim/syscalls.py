@@ -57,11 +57,13 @@ class CallSpec:
 class ProfileCalls:
     """The calls of one profile: the blocking one, the others and how often."""
 
-    __slots__ = ("block", "every_ns", "calls", "cum")
+    __slots__ = ("block", "every_ns", "calls", "cum", "startup")
 
     def __init__(self, spec: dict, calls: dict):
         self.block = calls[spec["block"]]
         self.every_ns = int(spec["every_us"] * US)
+        # a program's first calls after its execve, in order (its loader's)
+        self.startup = tuple(calls[name] for name in spec.get("startup", ()))
         self.calls = []
         self.cum = []
         total = 0.0

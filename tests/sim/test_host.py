@@ -82,15 +82,18 @@ def test_a_followed_process_forks_execs_and_exits_in_the_trace():
 
 
 def test_a_followed_sleep_sleeps_in_clock_nanosleep():
-    """After its exec, sleep(1) makes the loader's calls and sleeps in
-    clock_nanosleep(), not in a shell's read() of its terminal."""
-    k, _m = traced_command(("events/raw_syscalls/sys_enter/enable", "1"),
-                           ("events/sched/sched_process_exec/enable", "1"))
+    """After its exec, sleep(1) makes its dynamic loader's calls, in their
+    order, and sleeps in clock_nanosleep(), not in a shell's read() of its
+    terminal."""
+    k, m = traced_command(("events/raw_syscalls/sys_enter/enable", "1"),
+                          ("events/sched/sched_process_exec/enable", "1"))
     got = lines(k)
     exe = next(i for i, ln in enumerate(got) if "sched_process_exec:" in ln and "-5001 " in ln)
-    after = [ln.split("NR ")[1].split()[0] for ln in got[exe:] if "-5001 " in ln and "sys_enter:" in ln]
-    assert after[-2:] == ["230", "231"], after          # clock_nanosleep, exit_group
-    assert "0" not in after                              # no read()
+    after = [int(ln.split("NR ")[1].split()[0]) for ln in got[exe:]
+             if "-5001 " in ln and "sys_enter:" in ln]
+    loader = [c.nr for c in m.calls.profiles["sleep"].startup]
+    assert after == loader + [230, 231], after          # then clock_nanosleep, exit_group
+    assert loader[:4] == [12, 9, 21, 257] and loader.count(0) == 1   # brk, mmap, access, openat
 
 
 def test_a_followed_sleep_sleeps_and_exits_on_their_own_paths():

@@ -38,12 +38,12 @@ from ..walkgraph import CALL_IP_OFF
 from ._trace_function import call_instants, function_entries, write_calls
 from .trace_backlog import TraceBacklog
 from .trace_call_rates import CallGroup, call_groups, fn_rate
-from .trace_context import CONTEXT_FLAGS, StackContext
+from .trace_context import CALL_CONTEXT, StackContext
 from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
-from .trace_syscalls import SyscallEvent
+from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits
 
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
@@ -51,29 +51,10 @@ SWITCH = object()          # an unrecorded context switch
 # (``_trace_function.write_calls``); tests set it False to compare the
 # entries with the tuples' path
 RAW_WRITES = True
-# what a call at a frame records besides its time and task, from the
-# frame's fields (both paths: ``call_fields`` and the compiled writer):
-# its context (Frame.ctx) -> (context flags, preempt depth), as a table;
-# ftrace's ip is the entry ip (the return address of the __fentry__ call)
-# plus CALL_IP_OFF; the parent ip is the return address into the caller
-CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
-# tracepoints the scheduler fires itself when a machine drives the kernel
-SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
-CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
-# allocations: the index of their gfp_flags argument; one whose flags may
-# sleep (__GFP_DIRECT_RECLAIM, as GFP_KERNEL's) is the running task's own,
-# never an interrupt's (GFP_ATOMIC ones may be either)
-TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
-GFP_DIRECT_RECLAIM = 0x400
-# tracepoints always probed: the switches (who runs), and the code a
-# task goes through for them (the calls on its way) — a switch's
-# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
-CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
-FOLLOWED = CODE_PATHS
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 
 
-class TraceActivity:
+class TraceActivity(MachineHits):
     def __init__(self, kernel):
         self.kernel = kernel
         self.fn_rate = fn_rate(kernel)
@@ -102,6 +83,8 @@ class TraceActivity:
             for name in kernel.tracing.tracepoint_users:
                 self.set_probe(name, True)
         self._syscall_events: dict = {}         # (tracepoint, nr) -> event
+        # nr -> the ids a system call's work goes to (``MachineHits._syscall_work``)
+        self._work_targets: dict[int, frozenset] = {}
         # who records a hit, per (cpu, tracepoint[, nr]), for one window
         # (None while probes may change what is enabled in the middle of one)
         self._recorders: dict | None = None
@@ -289,7 +272,7 @@ class TraceActivity:
                     self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs, graph)
                     j = k
             if _id == MACHINE:
-                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph)
+                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
             elif ev is None:
                 if graph:
                     self._function_calls(ftrs, wl, rng, cpu, [ts], probe_trs, graph)
@@ -303,129 +286,6 @@ class TraceActivity:
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
         if j < len(calls):
             self._function_calls(ftrs, wl, rng, cpu, calls[j:], probe_trs, graph)
-
-    def _follow(self, wl, cpu, hit) -> None:
-        if hit[1] == "sched_switch":
-            self.curr[cpu] = hit[6]
-            wl.follow(cpu, hit[6])
-        elif hit[1] == "sched_process_exec":     # its kernel paths are the program's now
-            wl.exec_program(self.curr[cpu], hit[5][0].rsplit("/", 1)[-1])
-
-    def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu, graph=()) -> None:
-        """A hit of one of the scheduler's tracepoints, traced where enabled
-        (the stack is the running task's, before a switch takes it off).
-        A switch is also the calls the task going to sleep made on its way
-        to __schedule() (schedule(), ...), a fork those on its way to
-        kernel_clone(), an exec to exec_binprm(): function tracers,
-        function_graph tracers and probes see them."""
-        ts, name, pid, flags, pc, args, _after = hit
-        if pid is None:
-            self._unattributed_hit(hit, trs, wl, rng, cpu)
-            return
-        recorders = self._recorders_of(name, args, trs, cpu)
-        stack = None
-        kprobed = self._kprobed()
-        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed or graph):
-            state = wl.walk.cpus[cpu].ts        # (the task going there, before any switch)
-            if name == "sched_switch":          # (an exiting task's last: prev_state Z)
-                stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
-            else:
-                stack, entered = wl.code_path(rng, cpu, name)
-            if ftrs or probe_trs or kprobed:
-                task = self.curr[cpu]
-                for fr in entered:
-                    st = fr.stack
-                    self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
-            for tr in graph:
-                tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)
-        for ev, conv, etrs in recorders:
-            entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
-                                       stack if stack is not None
-                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
-        hooks = self.tp_hooks.get(name)
-        if hooks:
-            evd = self._event_def(name)
-            kind = evd.kind if evd is not None else None
-            task = (self.kernel.sched.find(pid) if pid else None) or self.curr[cpu]
-            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args,
-                                stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
-        self._follow(wl, cpu, hit)
-
-    def _recorders_of(self, name, args, trs, cpu) -> list:
-        cache = self._recorders
-        key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
-        recorders = cache.get(key) if cache is not None else None
-        if recorders is None:
-            recorders = []
-            for ev, conv in self._hit_events(name, args):
-                etrs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
-                        or ev in tr.event_triggers]
-                if etrs:
-                    recorders.append((ev, conv, etrs))
-            if cache is not None:
-                cache[key] = recorders
-        return recorders
-
-    def _unattributed_hit(self, hit, trs, wl, rng, cpu) -> None:
-        """A hit of code that does not know who runs (the allocators): it
-        is the task running on ``cpu`` now, or an interrupt on top of it,
-        as the walk finds its way to the event's function; the context
-        comes from that stack.  An allocation's call site is its tag's
-        function (the stack goes through it); a free's is the stack's."""
-        ts, name, _pid, _flags, _pc, args, _after = hit
-        recorders = self._recorders_of(name, args, trs, cpu)
-        hooks = self.tp_hooks.get(name)
-        if not recorders and not hooks:
-            return
-        ev = recorders[0][0] if recorders else self._event_def(name)
-        stack = None
-        if self.kernel.driver is not None:
-            task = self.curr[cpu]
-            gfp_arg = TASK_TRACEPOINTS.get(name)
-            task_only = (task.pid != 0 and gfp_arg is not None
-                         and bool(args[gfp_arg] & GFP_DIRECT_RECLAIM))
-            if name in CALL_SITE_TRACEPOINTS and args[0]:
-                stack = wl.call_site_stack(rng, cpu, ev.kind, args[0], task_only)
-            if stack is None:
-                stack = wl.event_stack(rng, cpu, ev.kind, task_only=task_only)
-        else:
-            try:
-                task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
-            except ValueError:               # no path to it: where the task is
-                task, stack = wl.sample(rng, cpu)
-        if name in CALL_SITE_TRACEPOINTS and len(stack) > 1:
-            if not args[0]:
-                args = (stack[1],) + args[1:]
-            elif stack[1] != args[0]:
-                # the graph does not know the tag's function (or its
-                # callers): the allocator's frame, then the call site
-                stack = (stack[0], args[0])
-        flags, pc = self.context_flags(stack)
-        pid = task.pid
-        for ev, _conv, etrs in recorders:
-            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
-                               ev.record_size(args), stack)
-        if hooks:
-            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
-
-    def _hit_events(self, name, args) -> list:
-        """The events recording a hit of tracepoint ``name``, each with the
-        function making its fields from the hit's (None: the same): its
-        own, and for the syscall tracepoints the called system call's."""
-        out = []
-        ev = self._event_def(name)
-        if ev is not None:
-            out.append((ev, None))
-        if name in SYSCALL_TRACEPOINTS:
-            d = self._syscall_events
-            if not d:
-                d.update(((ev.tracepoint, ev.nr), ev) for ev in self.kernel.tracing.events
-                         if isinstance(ev, SyscallEvent))
-            sev = d.get((name, args[0]))
-            if sev is not None:
-                out.append((sev, sev.from_raw))
-        return out
 
     def _call_targets(self, wl, arrays, fn_trs):
         """The functions whose every call matters now (filtered function
@@ -586,6 +446,7 @@ class TraceActivity:
 def register_trace_activity(kernel) -> None:
     act = TraceActivity(kernel)
     kernel.trace_activity = act
+    kernel.syscalls.wants_work(act.wants_work, act._probe(SYS_WORK))
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
     kernel.add_gap_watcher(act.backlog)

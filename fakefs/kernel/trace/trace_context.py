@@ -22,6 +22,13 @@ CONTEXT_FLAGS = {ctx | idle: (flags, 1 if idle else 0)
                  for ctx, flags in ((0, 0), (1, te.TRACE_FLAG_SOFTIRQ),
                                     (2, te.TRACE_FLAG_HARDIRQ | te.TRACE_FLAG_IRQS_OFF))
                  for idle in (0, 4)}
+# what a call at a frame records besides its time and task, from the
+# frame's fields (both paths: TraceActivity's ``call_fields`` and the
+# compiled writer): its context (Frame.ctx) -> (context flags, preempt
+# depth), as a table; ftrace's ip is the entry ip (the return address of
+# the __fentry__ call) plus CALL_IP_OFF; the parent ip is the return
+# address into the caller
+CALL_CONTEXT = tuple(CONTEXT_FLAGS.get(ctx, (0, 0)) for ctx in range(8))
 
 
 class StackContext:

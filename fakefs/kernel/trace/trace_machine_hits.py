@@ -1,0 +1,219 @@
+"""The machine's tracepoint hits as the trace arrays see them (a part of
+``TraceActivity``, trace_activity.py, which replays them in time order
+among the other occurrences of a window).
+
+A hit of a tracepoint the machine fires (a switch, a wakeup, a fork, a
+system call's entry and exit, an allocation) is recorded by the events
+enabled on it, with the stack of the task running there.  A switch, a fork
+and an exec are also the calls the task made on its way to them (the
+switch's schedule() and __schedule(), kernel_clone(), exec_binprm()), and
+a system call's entry, while a filtered function tracer or a probe waits
+for functions, the calls its work goes through (``read()``: ksys_read(),
+vfs_read() ...): the function arrays and probes see those calls.
+"""
+
+from __future__ import annotations
+
+from ..entry_common import syscall_work
+from .ftrace_sysctl import ftrace_calls_enabled
+from .trace_context import CALL_CONTEXT
+from .trace_events_commit import trace_event_commit
+from ..tracepoint import TracepointHooks
+from .trace_syscalls import SyscallEvent
+
+# tracepoints the scheduler fires itself when a machine drives the kernel
+SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
+CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
+# allocations: the index of their gfp_flags argument; one whose flags may
+# sleep (__GFP_DIRECT_RECLAIM, as GFP_KERNEL's) is the running task's own,
+# never an interrupt's (GFP_ATOMIC ones may be either)
+TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
+GFP_DIRECT_RECLAIM = 0x400
+# tracepoints always probed: the switches (who runs), and the code a
+# task goes through for them (the calls on its way) — a switch's
+# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
+CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
+FOLLOWED = CODE_PATHS
+# not a tracepoint: a real process's system call whose work is traced
+# (``SyscallEntry.enter``), queued as the hits are
+SYS_WORK = "sys_work"
+
+
+class MachineHits:
+    """``TraceActivity``'s replay of the machine's hits (see the module's doc)."""
+
+    def _follow(self, wl, cpu, hit) -> None:
+        if hit[1] == "sched_switch":
+            self.curr[cpu] = hit[6]
+            wl.follow(cpu, hit[6])
+        elif hit[1] == "sched_process_exec":     # its kernel paths are the program's now
+            wl.exec_program(self.curr[cpu], hit[5][0].rsplit("/", 1)[-1])
+
+    def _machine_hit(self, hit, trs, ftrs, probe_trs, wl, rng, cpu, graph=(),
+                     filtered=()) -> None:
+        """A hit of one of the scheduler's tracepoints, traced where enabled
+        (the stack is the running task's, before a switch takes it off).
+        A switch is also the calls the task going to sleep made on its way
+        to __schedule() (schedule(), ...), a fork those on its way to
+        kernel_clone(), an exec to exec_binprm(): function tracers,
+        function_graph tracers and probes see them."""
+        ts, name, pid, flags, pc, args, _after = hit
+        if pid is None:
+            self._unattributed_hit(hit, trs, wl, rng, cpu)
+            return
+        if name == SYS_WORK:
+            if filtered or probe_trs or graph or self._kprobed():
+                self._syscall_work(wl, rng, cpu, ts, pid, args[0], filtered, probe_trs, graph)
+            return
+        recorders = self._recorders_of(name, args, trs, cpu)
+        stack = None
+        kprobed = self._kprobed()
+        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed or graph):
+            state = wl.walk.cpus[cpu].ts        # (the task going there, before any switch)
+            if name == "sched_switch":          # (an exiting task's last: prev_state Z)
+                stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
+            else:
+                stack, entered = wl.code_path(rng, cpu, name)
+            if ftrs or probe_trs or kprobed:
+                task = self.curr[cpu]
+                for fr in entered:
+                    st = fr.stack
+                    self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
+            for tr in graph:
+                tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)
+        for ev, conv, etrs in recorders:
+            entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
+            stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
+                                       stack if stack is not None
+                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
+        hooks = self.tp_hooks.get(name)
+        if hooks:
+            evd = self._event_def(name)
+            kind = evd.kind if evd is not None else None
+            task = (self.kernel.sched.find(pid) if pid else None) or self.curr[cpu]
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args,
+                                stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
+        self._follow(wl, cpu, hit)
+
+    def _recorders_of(self, name, args, trs, cpu) -> list:
+        cache = self._recorders
+        key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
+        recorders = cache.get(key) if cache is not None else None
+        if recorders is None:
+            recorders = []
+            for ev, conv in self._hit_events(name, args):
+                etrs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
+                        or ev in tr.event_triggers]
+                if etrs:
+                    recorders.append((ev, conv, etrs))
+            if cache is not None:
+                cache[key] = recorders
+        return recorders
+
+    def _unattributed_hit(self, hit, trs, wl, rng, cpu) -> None:
+        """A hit of code that does not know who runs (the allocators): it
+        is the task running on ``cpu`` now, or an interrupt on top of it,
+        as the walk finds its way to the event's function; the context
+        comes from that stack.  An allocation's call site is its tag's
+        function (the stack goes through it); a free's is the stack's."""
+        ts, name, _pid, _flags, _pc, args, _after = hit
+        recorders = self._recorders_of(name, args, trs, cpu)
+        hooks = self.tp_hooks.get(name)
+        if not recorders and not hooks:
+            return
+        ev = recorders[0][0] if recorders else self._event_def(name)
+        stack = None
+        if self.kernel.driver is not None:
+            task = self.curr[cpu]
+            gfp_arg = TASK_TRACEPOINTS.get(name)
+            task_only = (task.pid != 0 and gfp_arg is not None
+                         and bool(args[gfp_arg] & GFP_DIRECT_RECLAIM))
+            if name in CALL_SITE_TRACEPOINTS and args[0]:
+                stack = wl.call_site_stack(rng, cpu, ev.kind, args[0], task_only)
+            if stack is None:
+                stack = wl.event_stack(rng, cpu, ev.kind, task_only=task_only)
+        else:
+            try:
+                task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
+            except ValueError:               # no path to it: where the task is
+                task, stack = wl.sample(rng, cpu)
+        if name in CALL_SITE_TRACEPOINTS and len(stack) > 1:
+            if not args[0]:
+                args = (stack[1],) + args[1:]
+            elif stack[1] != args[0]:
+                # the graph does not know the tag's function (or its
+                # callers): the allocator's frame, then the call site
+                stack = (stack[0], args[0])
+        flags, pc = self.context_flags(stack)
+        pid = task.pid
+        for ev, _conv, etrs in recorders:
+            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
+                               ev.record_size(args), stack)
+        if hooks:
+            TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
+
+    def _hit_events(self, name, args) -> list:
+        """The events recording a hit of tracepoint ``name``, each with the
+        function making its fields from the hit's (None: the same): its
+        own, and for the syscall tracepoints the called system call's."""
+        out = []
+        ev = self._event_def(name)
+        if ev is not None:
+            out.append((ev, None))
+        if name in SYSCALL_TRACEPOINTS:
+            d = self._syscall_events
+            if not d:
+                d.update(((ev.tracepoint, ev.nr), ev) for ev in self.kernel.tracing.events
+                         if isinstance(ev, SyscallEvent))
+            sev = d.get((name, args[0]))
+            if sev is not None:
+                out.append((sev, sev.from_raw))
+        return out
+
+    def wants_work(self) -> bool:
+        """A filtered function tracer, a function_graph tracer or a probe
+        waits for functions: the real processes the model knows make their
+        system calls, whose work is calls (asked by the machine at each of
+        their bursts: ``SyscallEntry.work_wanted``)."""
+        k = self.kernel
+        if k.driver is None or not ftrace_calls_enabled(k):
+            return False
+        for tr in k.tracing.arrays():
+            ops = tr.ftrace_ops
+            if tr.current.name == "function_graph" or ops is not None and (
+                    ops.probes or (ops.filtering() and tr.current.takes_calls(tr))):
+                return True
+        kp = k.kprobes
+        return kp is not None and bool(kp.probes) and bool(kp.call_targets())
+
+    def _syscall_work(self, wl, rng, cpu, ts, pid, nr, trs, probe_trs, graph=()) -> None:
+        """System call ``nr`` of the real process ``pid`` goes into its work: the calls
+        of the traced functions on its way from the entry to x64_sys_call(),
+        then its handler and what that calls on the way to its work
+        (``entry_common.SYSCALL_WORK``: a read's ksys_read(), vfs_read()), for
+        the filtered function tracers ``trs``, the probes and the
+        function_graph arrays ``graph``, at the
+        entry's instant (after its ``sys_enter``).  (The unfiltered function
+        tracer takes the walk's calls, and the filtered one the walk's at
+        their rates: the simulated tasks' calls are in those already.)"""
+        task = self.curr[cpu]
+        if task.pid != pid:
+            return
+        work = self._work_targets.get(nr)
+        if work is None:
+            ids = []
+            for name in syscall_work(nr):       # (as far as the walk knows them)
+                fid = wl.wg.ids.get(name)
+                if fid is None:
+                    break
+                ids.append(fid)
+            entry = wl.wg.ids.get("x64_sys_call")
+            work = self._work_targets[nr] = (frozenset(() if entry is None or not ids
+                                                       else (entry,)), tuple(ids))
+        state = wl.walk.cpus[cpu].ts
+        entered = wl.work_path(rng, cpu, *work)
+        for fr in entered:
+            st = fr.stack
+            self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
+        for tr in graph:                     # entries, returned by the task's next calls
+            tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)

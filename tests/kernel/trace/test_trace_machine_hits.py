@@ -1,0 +1,111 @@
+"""The machine's tracepoint hits as the arrays see them (trace_machine_hits.py):
+a system call's work is the calls a filtered function tracer or a probe
+waits for."""
+
+import pytest
+
+from fakefs import sim
+from fakefs.kernel.entry_common import SYSCALL_WORK, syscall_nr, syscall_work
+from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+
+T = "sys/kernel/tracing/"
+STEP = 20_000_000
+MS = 1_000_000
+
+
+def machine():
+    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k.host_tasks = True
+    k.boot()
+    return k, sim.attach(k)
+
+
+def run(k, ns):
+    for _ in range(ns // STEP):
+        k.clock.advance(STEP)
+        k.run_until_now()
+
+
+def lines(k):
+    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
+            if not ln.startswith("#")]
+
+
+def test_a_system_call_s_work_goes_through_its_function():
+    assert syscall_work(syscall_nr("read")) == ("__x64_sys_read", "ksys_read", "vfs_read")
+    assert syscall_work(syscall_nr("getpid")) == ("__x64_sys_getpid",)
+    assert syscall_work(100000) == ()
+    k, _m = machine()
+    for name in SYSCALL_WORK:                     # x86-64 calls, functions the walk has
+        assert syscall_nr(name) >= 0
+        assert all(f in k.workload.wg.ids for f in syscall_work(syscall_nr(name))), name
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_a_filter_on_vfs_read_sees_the_reads_of_a_followed_sleep(events):
+    """perf ftrace -T vfs_read -- sleep 1: the filtered function tracer,
+    limited to the command's pid, shows the vfs_read() calls of its
+    loader's read() and pread64()s, each at its sys_enter, in its task."""
+    k, m = machine()
+    settings = [("set_ftrace_filter", "vfs_read"), ("set_ftrace_pid", "5001"),
+                ("current_tracer", "function")]
+    if events:                      # (the calls are made for the filter alone too)
+        settings += [("events/raw_syscalls/sys_enter/enable", "1"), ("set_event_pid", "5001")]
+    for path, value in settings:
+        kernel_write(k.tree, T + path, value.encode())
+    run(k, 40 * MS)
+    m.host.caller(5000, "perf")
+    t = k.sim_time + MS
+    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
+    m.host.event("exit", t + 6 * MS, 5001)
+    run(k, 60 * MS)
+    got = lines(k)
+    calls = [ln for ln in got if " vfs_read <-" in ln]
+    assert calls and all(ln.lstrip().startswith("sleep-5001 ") for ln in calls), got
+    froms = [ln.split("<-")[1].strip() for ln in calls]
+    assert froms.count("ksys_read") >= 1 and froms.count("ksys_pread64") == 2, calls
+    if not events:
+        return
+    reads = [ln for ln in got if "sys_enter: NR 0 " in ln or "sys_enter: NR 17 " in ln]
+    assert len(reads) == 3                                 # read, pread64, pread64
+    # each of them goes through vfs_read() (a read()'s from ksys_read(), a
+    # pread64()'s from ksys_pread64()) at its entry; (any other call is
+    # the filtered tracer's stream of the walk's, as for any task)
+    stamp = lambda ln: ln.split(": ", 1)[0].split()[-1]
+    at_reads = [ln for ln in calls if stamp(ln) in {stamp(r) for r in reads}]
+    assert {stamp(ln) for ln in at_reads} == {stamp(ln) for ln in reads}
+    assert {ln.split("<-")[1].strip() for ln in at_reads} == {"ksys_read", "ksys_pread64"}
+    # nothing else of the machine's: the pid filter holds
+    assert not [ln for ln in got if "sleep-5001" not in ln]
+
+
+def test_work_is_wanted_by_a_filter_at_once():
+    """With the function tracer unfiltered, its calls are the walk's; a
+    filter makes the real processes' known calls its calls at once."""
+    k, _m = machine()
+    kernel_write(k.tree, T + "current_tracer", b"function")
+    run(k, 20 * MS)
+    assert not k.syscalls.work_wanted()
+    kernel_write(k.tree, T + "set_ftrace_filter", b"vfs_read")
+    assert k.syscalls.work_wanted() and not k.syscalls.traced()     # at once
+
+
+def test_function_graph_sees_the_loader_s_reads_of_a_followed_sleep():
+    """perf ftrace -G vfs_read -- sleep 1: the graph of each vfs_read() the
+    loader's read() and pread64()s make, in sleep's task."""
+    k, m = machine()
+    for path, value in (("set_graph_function", "vfs_read"), ("set_ftrace_pid", "5001"),
+                        ("options/funcgraph-proc", "1"), ("current_tracer", "function_graph")):
+        kernel_write(k.tree, T + path, value.encode())
+    run(k, 40 * MS)
+    m.host.caller(5000, "perf")
+    t = k.sim_time + MS
+    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
+    m.host.event("exit", t + 6 * MS, 5001)
+    run(k, 60 * MS)
+    reads = [ln for ln in lines(k) if "vfs_read()" in ln or "vfs_read();" in ln]
+    assert len(reads) >= 3 and all("sleep-5001" in ln for ln in reads), lines(k)
