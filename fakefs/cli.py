@@ -71,7 +71,8 @@ def cmd_mount(args) -> int:
                   + (f" (tracing at {mnt}{tracing})" if tracing else "")
                   + "; Ctrl-C to unmount", flush=True)
         return daemon.serve(kernel, mnt, fuse_opts, on_ready=ready, host=host,
-                            links=daemon.proc_links(args.proc_links))
+                            links=daemon.proc_links(args.proc_links),
+                            syscall_socket=args.syscall_socket)
     r, w = os.pipe()
     pid = os.fork()
     if pid:
@@ -103,7 +104,8 @@ def cmd_mount(args) -> int:
         os.dup2(fd, 1)
         os.dup2(fd, 2)
     rc = daemon.serve(kernel, mnt, fuse_opts, ready_fd=w, host=host,
-                      links=daemon.proc_links(args.proc_links))
+                      links=daemon.proc_links(args.proc_links),
+                      syscall_socket=args.syscall_socket)
     os._exit(rc)
 
 
@@ -177,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--log", help="daemon log file")
     # fakefs sandbox: proc/ shows the host's /proc entries as links to PREFIX/...
     m.add_argument("--proc-links", metavar="PREFIX", help=argparse.SUPPRESS)
+    # (fakefs sandbox: where COMMAND's seccomp listener comes, fuse/seccomp_notify.py)
+    m.add_argument("--syscall-socket", metavar="PATH", help=argparse.SUPPRESS)
     m.add_argument("mountpoint", nargs="?", help="where to mount (not needed for --persona help)")
     m.set_defaults(func=cmd_mount)
     u = sub.add_parser("umount", help="unmount a fakefs mount")

@@ -23,6 +23,7 @@ from .fuse.ownership import Ownership, OwnershipError, default_owner, parse_trac
 from .fuse.callerpath import CallerFiles
 from .fuse.procfd import HostMemory, mount_dev
 from .fuse.runner import Runner
+from .fuse.seccomp_notify import SyscallNotifications
 from .fuse.window import WindowMaker
 from . import sim, vclock
 from .kernel.init import Kernel
@@ -111,8 +112,10 @@ def _force_exit(mountpoint: str, dev: str | None) -> None:
     os._exit(0)
 
 
-async def _serve(ops: FakeFS) -> None:
+async def _serve(ops: FakeFS, syscall_socket: str | None = None) -> None:
     async with trio.open_nursery() as nursery:
+        if syscall_socket is not None:     # fakefs sandbox: COMMAND's own calls
+            nursery.start_soon(SyscallNotifications(ops, syscall_socket).run)
         nursery.start_soon(ops.poll_watcher)
         nursery.start_soon(ops.detach_watcher)
         nursery.start_soon(ops.heap.packer)
@@ -170,7 +173,8 @@ def proc_links(prefix: str | None) -> HostLinks | None:
 
 
 def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None = None,
-          on_ready=None, host: HostWatch | None = None, links: HostLinks | None = None) -> int:
+          on_ready=None, host: HostWatch | None = None, links: HostLinks | None = None,
+          syscall_socket: str | None = None) -> int:
     def fail(msg: str) -> int:
         if ready_fd is not None:
             os.write(ready_fd, msg.encode())
@@ -220,7 +224,7 @@ def serve(kernel: Kernel, mountpoint: str, opts: list[str], ready_fd: int | None
     if host is not None:
         host.start()
     try:
-        trio.run(_serve, ops)
+        trio.run(_serve, ops, syscall_socket)
     except trio.TrioInternalError:
         if not ops.terminating:
             raise

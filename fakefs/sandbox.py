@@ -73,6 +73,7 @@ PROC_FILES = ("/proc/kallsyms", "/proc/allocinfo", "/proc/profile",
               "/proc/sys/kernel/stack_tracer_enabled")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HOSTPROC = "hostproc"    # where COMMAND's namespace has the host's /proc
+SYSCALL_SOCKET = "syscalls.sock"   # where the daemon takes COMMAND's seccomp listener
 GRACE_S = 10            # COMMAND's time to exit after a forwarded signal
 READY_TIMEOUT = 60
 EXIT_SETUP = 125        # as env(1), timeout(1): the sandbox itself failed
@@ -143,7 +144,9 @@ def run(args) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="fakefs-sandbox."))
     cfg = {"root": str(tmp / "root"), "hostproc": str(tmp / HOSTPROC),
            "daemon": [sys.executable, "-m", "fakefs", "mount", "-f", "--proc-links",
-                      str(tmp / HOSTPROC)] + boot_argv(args),
+                      str(tmp / HOSTPROC), "--syscall-socket", str(tmp / SYSCALL_SOCKET)]
+                     + boot_argv(args),
+           "syscall_socket": str(tmp / SYSCALL_SOCKET),
            "daemon_log": str(tmp / "daemon.log"), "command": command,
            "outer_mnt_ns": mount_ns(), "outer_pid": os.getpid(), "userns": userns,
            "quiet": args.quiet, "uname_r": os.uname().release}
@@ -429,7 +432,7 @@ class Inner:
         self.child = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-m",
              "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"],
-             "quiet" if self.cfg.get("quiet") else "say", "--"]
+             "quiet" if self.cfg.get("quiet") else "say", self.cfg["syscall_socket"], "--"]
             + argv, env=env)
         if self.stop_at is not None:                # came while it started
             self.child.terminate()
@@ -495,7 +498,8 @@ def _die_with_parent() -> None:
         pass
 
 
-def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False) -> int:
+def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False,
+               syscall_socket: str | None = None) -> int:
     """In COMMAND's own mount namespace: the host's procfs at ``hostproc``,
     the fake's proc/ (links to it for what it lacks) on /proc; then COMMAND.
     Should /proc stay the host's, COMMAND runs with a note saying so.  The
@@ -520,7 +524,7 @@ def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False
         err = (r.stdout.strip() or "status %d" % r.returncode) if r.returncode else None
     if err is not None:
         log("note: the host's sysctls stay writable here (%s)" % err)
-    notes, perf_refused = seal()
+    notes, perf_refused = seal(syscall_socket)
     for note in notes:
         log("note: " + note)
     if perf_refused and not quiet and shutil.which("perf"):
@@ -550,8 +554,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 2 and argv[0] == "--inner":
         return inner_main(argv[1])
-    if len(argv) >= 6 and argv[0] == "--cover-proc" and argv[4] == "--":
-        return cover_proc(argv[1], argv[2], argv[5:], quiet=argv[3] == "quiet")
+    if len(argv) >= 7 and argv[0] == "--cover-proc" and argv[5] == "--":
+        return cover_proc(argv[1], argv[2], argv[6:], quiet=argv[3] == "quiet",
+                          syscall_socket=argv[4])
     parser = argparse.ArgumentParser(prog="fakefs sandbox")
     add_arguments(parser)
     return run(parser.parse_args(argv))

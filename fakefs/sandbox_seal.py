@@ -31,6 +31,13 @@ namespace.
   a seccomp filter cannot read the attr that says which kind of event is
   asked for, so none is opened.  The filter costs COMMAND's other system
   calls a few instructions; nothing outside COMMAND has it.
+* **COMMAND's own system calls told to the daemon** (``NOTIFIED``): the
+  same filter hands the calls the simulated kernel records without their
+  touching the mount (``getppid()``, which libtracefs's tests make to have
+  events of their own) to a listener (seccomp user notification), sent to
+  the daemon (``fuse/seccomp_notify.py``), which makes them the process's
+  syscall events and lets each go on.  A process can have one listener:
+  where it cannot, the filter refuses perf_event_open() alone (said so).
 
 Each step says what it could not do; the sandbox runs COMMAND anyway and
 shows the notes (an unsealed sandbox is said so, never silent).
@@ -74,6 +81,12 @@ _BPF_JEQ_K = 0x15
 _BPF_RET_K = 0x06
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_ERRNO = 0x00050000
+_SECCOMP_RET_USER_NOTIF = 0x7FC00000
+_SECCOMP_SET_MODE_FILTER = 1
+_SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
+_NR_SECCOMP = {"x86_64": 317, "aarch64": 277}
+# the system calls handed to the daemon, by ABI (x86-64's only: getppid)
+NOTIFIED = {_AUDIT_ARCH_X86_64: (110,)}
 _SECCOMP_DATA_NR = 0
 _SECCOMP_DATA_ARCH = 4
 
@@ -206,22 +219,31 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def perf_filter(machine: str | None = None) -> bytes | None:
+def perf_filter(machine: str | None = None, notify: bool = False) -> bytes | None:
     """The seccomp program refusing perf_event_open on ``machine``'s ABIs
-    (None: an architecture this table lacks)."""
+    (None: an architecture this table lacks); with ``notify`` it hands the
+    ``NOTIFIED`` calls to the listener too."""
     abis = PERF_EVENT_OPEN_NR.get(machine or platform.machine())
     if abis is None:
         return None
     prog = [_insn(_BPF_LD_W_ABS, _SECCOMP_DATA_ARCH)]
     for arch, numbers in abis:
-        # arch matches: load nr, compare with each number; else (A still the
-        # arch) the next arch's compare, past the n + 3 of this one
-        prog.append(_insn(_BPF_JEQ_K, arch, 0, len(numbers) + 3))
+        notified = NOTIFIED.get(arch, ()) if notify else ()
+        # arch matches: load nr, compare with each number (perf's, then the
+        # notified ones); else (A still the arch) the next arch's compare,
+        # past the n + m + 3 (+ 1 with notified calls) of this one
+        body = len(numbers) + len(notified) + 3 + (1 if notified else 0)
+        prog.append(_insn(_BPF_JEQ_K, arch, 0, body))
         prog.append(_insn(_BPF_LD_W_ABS, _SECCOMP_DATA_NR))
         for i, nr in enumerate(numbers):
-            left = len(numbers) - 1 - i          # compares after this one
+            left = len(numbers) - 1 - i          # perf compares after this one
+            prog.append(_insn(_BPF_JEQ_K, nr, left + len(notified) + 1 + (1 if notified else 0), 0))
+        for i, nr in enumerate(notified):
+            left = len(notified) - 1 - i
             prog.append(_insn(_BPF_JEQ_K, nr, left + 1, 0))
         prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ALLOW))
+        if notified:
+            prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_USER_NOTIF))
         prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ERRNO | PERF_REFUSED_ERRNO))
     prog.append(_insn(_BPF_RET_K, _SECCOMP_RET_ALLOW))
     return b"".join(prog)
@@ -248,12 +270,46 @@ def refuse_perf_event_open() -> None:
                         % os.strerror(ctypes.get_errno()))
 
 
+def notify_to_daemon(socket_path: str) -> None:
+    """Install the filter with a listener for the ``NOTIFIED`` calls (its
+    one listener: ``seccomp(SECCOMP_FILTER_FLAG_NEW_LISTENER)``) and send
+    the listener to the daemon at ``socket_path``; this process keeps no
+    copy.  (Needs what ``refuse_perf_event_open`` needs.)"""
+    import socket
+    machine = platform.machine()
+    prog = perf_filter(machine, notify=True)
+    nr = _NR_SECCOMP.get(machine)
+    if prog is None or nr is None:
+        raise SealError("no seccomp listener for %s" % machine)
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = _SockFprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(socket_path)
+    except OSError as e:
+        raise SealError("the daemon takes no listener (%s)" % e.strerror)
+    try:
+        fd = libc.syscall(ctypes.c_long(nr), ctypes.c_long(_SECCOMP_SET_MODE_FILTER),
+                          ctypes.c_long(_SECCOMP_FILTER_FLAG_NEW_LISTENER), ctypes.byref(fprog))
+        if fd < 0:
+            raise SealError("seccomp listener: %s" % os.strerror(ctypes.get_errno()))
+        try:
+            socket.send_fds(conn, [b"L"], [fd])
+            conn.recv(1)                 # the daemon has it: then exec
+        finally:
+            os.close(fd)
+    finally:
+        conn.close()
+
+
 # --- all of it ----------------------------------------------------------------------
 
-def seal() -> tuple[list[str], bool]:
+def seal(syscall_socket: str | None = None) -> tuple[list[str], bool]:
     """Seal this process (then exec COMMAND); returns notes on what could
     not be done, and whether perf_event_open() is refused (the filter is
-    in)."""
+    in).  ``syscall_socket``: where the daemon takes COMMAND's listener."""
     notes = []
     refused = False
     caps = (CAP_SYS_ADMIN,)
@@ -265,10 +321,19 @@ def seal() -> tuple[list[str], bool]:
                      "is dropped too" % e)
         caps = (CAP_SYS_ADMIN, CAP_SYS_PTRACE)
     try:
-        refuse_perf_event_open()
+        if syscall_socket is None:
+            raise SealError("no daemon socket")
+        notify_to_daemon(syscall_socket)
         refused = True
     except SealError as e:
-        notes.append(str(e))
+        notes.append("COMMAND's getppid() calls are not events of the simulated kernel (%s)"
+                     % e)
+    if not refused:
+        try:
+            refuse_perf_event_open()
+            refused = True
+        except SealError as e:
+            notes.append(str(e))
     try:
         drop_capabilities(caps)
     except SealError as e:

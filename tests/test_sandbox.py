@@ -404,6 +404,29 @@ def test_perf_ftrace_shows_a_command_s_vfs_read_calls():
         r.stdout, r.stderr)
 
 
+GETPPID = r"""
+cd /sys/kernel/tracing
+echo 1 > events/syscalls/sys_enter_getppid/enable
+echo 1 > events/syscalls/sys_exit_getppid/enable
+python3 -c 'import os; print("pid", os.getpid(), "ppid", os.getppid())'
+echo 0 > events/syscalls/enable
+grep getppid trace
+"""
+
+
+@needs_ns
+def test_command_s_getppid_calls_are_its_syscall_events():
+    """A call that never reaches the mount, handed to the daemon by the
+    seal's listener: sys_enter_getppid and sys_exit_getppid in the caller's
+    task, returning its parent's pid; the call itself goes on."""
+    r = sandbox_run("-q", "--", "sh", "-c", GETPPID)
+    out = r.stdout.splitlines()
+    _, pid, _, ppid = next(ln for ln in out if ln.startswith("pid ")).split()
+    mine = [ln for ln in out if ln.lstrip().startswith("python3-%s " % pid)]
+    assert any(ln.endswith("sys_getppid()") for ln in mine), (r.stdout, r.stderr)
+    assert mine[-1].endswith("sys_getppid -> 0x%x" % int(ppid)), r.stdout
+
+
 # --- without running it ------------------------------------------------------------------
 
 def test_the_perf_note_only_when_the_seal_refuses_perf_event_open(monkeypatch, capsys):
@@ -417,7 +440,7 @@ def test_the_perf_note_only_when_the_seal_refuses_perf_event_open(monkeypatch, c
 
     monkeypatch.setattr(sandbox.os, "execvp", no_exec)
     for refused, quiet in ((True, False), (False, False), (True, True)):
-        monkeypatch.setattr(sandbox, "seal", lambda: (["a note"], refused))
+        monkeypatch.setattr(sandbox, "seal", lambda socket=None: (["a note"], refused))
         assert sandbox.cover_proc("/nonexistent", "/nonexistent", ["x"], quiet=quiet) == 127
         err = capsys.readouterr().err
         assert "note: a note" in err

@@ -205,3 +205,69 @@ def test_root_limits_are_raised_as_far_as_allowed():
     rc, out = in_child(raised)
     assert rc == 0, out
     assert out == "ok ok ok", out
+
+
+RET_USER_NOTIF = 0x7FC00000
+
+
+def test_the_notifying_filter_hands_getppid_over_and_still_refuses_perf():
+    """With a listener the same program refuses perf_event_open on every ABI
+    and hands x86-64's getppid() to the listener; everything else goes on."""
+    abis = seal.PERF_EVENT_OPEN_NR["x86_64"]
+    insns = decode(seal.perf_filter("x86_64", notify=True))
+    for arch, numbers in abis:
+        for nr in numbers:
+            assert run_filter(insns, arch, nr) == RET_ERRNO | errno.ENOSYS
+        for nr in (0, 1, 39, 109, 111, min(numbers) - 1):
+            assert run_filter(insns, arch, nr) == RET_ALLOW
+    x86_64, i386 = abis[0][0], abis[1][0]
+    assert run_filter(insns, x86_64, 110) == RET_USER_NOTIF            # getppid
+    assert run_filter(insns, i386, 64) == RET_ALLOW                    # (i386's: not handed)
+    assert run_filter(insns, 0x12345678, 110) == RET_ALLOW
+
+
+@needs_filter
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the listener is x86-64's")
+def test_a_notified_getppid_is_told_to_the_daemon_and_goes_on(tmp_path):
+    """The sealed child sends its listener; the daemon's side gets each
+    getppid() with the caller's pid and lets it go on (it returns the real
+    parent's pid)."""
+    import trio
+    from fakefs.fuse import seccomp_notify
+
+    seen = []
+
+    class Calls:                               # the adapter's side, as the daemon has it
+        def watching(self, request):
+            return True
+
+        async def notified(self, pid, nr, args, ret):
+            seen.append((pid, nr, ret))
+
+    class FS:
+        syscalls = Calls()
+
+    path = str(tmp_path / "syscalls.sock")
+    notes = seccomp_notify.SyscallNotifications(FS(), path)
+
+    def child():
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+        seal.notify_to_daemon(path)
+        return "%d %d %s" % (os.getpid(), os.getppid(), perf_event_open_errno())
+
+    async def main():
+        result = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(notes.run)
+            while not os.path.exists(path):
+                await trio.sleep(0.01)
+            result.append(await trio.to_thread.run_sync(in_child, child))
+            nursery.cancel_scope.cancel()
+        return result[0]
+
+    rc, out = trio.run(main)
+    assert rc == 0, out
+    pid, ppid, perf = out.split()
+    assert int(ppid) == os.getpid() and perf == "ENOSYS"
+    assert seen == [(int(pid), 110, os.getpid())]

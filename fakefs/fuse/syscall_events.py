@@ -147,6 +147,17 @@ class CallerSyscalls:
         self.pending.pop(tid, None)
         self._leave(p.call, -err)
 
+    async def notified(self, tid: int, nr: int, args: tuple, ret: int) -> None:
+        """Thread ``tid`` made call ``nr`` (argument registers ``args``),
+        which returns ``ret``, without touching the mount (a seccomp
+        notification: ``seccomp_notify.py``): its enter and exit now."""
+        fs = self.fs
+        with fs.at(await fs.observe()):
+            call = fs.kernel.driver.host.enter(tid, fs.kernel.sim_time, nr, args)
+        if call is not None:
+            fs.kernel.advance_to(call.t)
+            self._leave(call, ret)
+
     @staticmethod
     def _creates(sc: CallerSyscall) -> bool:
         i = OPEN_FLAGS_ARG.get(sc.nr)
