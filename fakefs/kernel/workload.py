@@ -55,10 +55,10 @@ from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
 # kinds only a task that goes there itself takes (``code_path()``: a fork, an
-# exec, an exit of the machine's tasks; its system calls' entry and exit),
-# never drawn for whatever runs
+# exec, an exit of the machine's tasks; its system calls' entry and exit, and
+# where their work starts: ``work_path()``), never drawn for whatever runs
 CODE_PATH_KINDS = ("sched_process_fork", "sched_process_exec", "sched_process_exit",
-                   "sys_enter", "sys_exit", "task_dead")
+                   "sys_enter", "sys_exit", "task_dead", "syscall_work")
 # programs whose kernel paths the graph has (data/callgraph.txt: the profile
 # of that name), which a task that exec's them takes
 EXEC_PROFILES = frozenset({"sleep"})
@@ -228,19 +228,21 @@ class Workload:
             return (), ()
         return self.frames.tp_stack(got[0]), got[1]
 
-    def work_path(self, rng, cpu, targets: frozenset, then: tuple = ()) -> tuple:
-        """The running task's system call goes into its work (one of the
-        functions ``targets``, ids, then the functions ``then`` each calls
-        in turn): the frames of the traced functions it enters on the way,
-        outermost first; () where the graph has no way there.  Its walk
-        stays where it was, as ``code_path``'s (the call returns to user
-        space)."""
-        if not targets:
+    def work_path(self, rng, cpu, then: tuple) -> tuple:
+        """The running task's system call goes into its work: to
+        x64_sys_call() (``syscall_work``, an event kind of the graph, so its
+        reach tables stay cached), then down the functions ``then`` (ids),
+        each called by the one before.  The frames of the traced functions
+        it enters on the way, outermost first; () where the graph has no
+        way there.  Its walk stays where it was, as ``code_path``'s (the
+        call returns to user space)."""
+        targets = self.wg.events.get("syscall_work")
+        if not targets or not then:
             return ()
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         c = self.walk.cpus[cpu]
-        n = self.reach.path(c, rng, targets, targets, task_only=True)
+        n = self.reach.path(c, rng, "syscall_work", targets, task_only=True)
         if n is None:
             return ()
         entered = self._entered(n)

@@ -83,8 +83,8 @@ class TraceActivity(MachineHits):
             for name in kernel.tracing.tracepoint_users:
                 self.set_probe(name, True)
         self._syscall_events: dict = {}         # (tracepoint, nr) -> event
-        # nr -> the ids a system call's work goes to (``MachineHits._syscall_work``)
-        self._work_targets: dict[int, frozenset] = {}
+        # nr -> the ids a system call's work goes down (``MachineHits._syscall_work``)
+        self._work_targets: dict[int, tuple] = {}
         # who records a hit, per (cpu, tracepoint[, nr]), for one window
         # (None while probes may change what is enabled in the middle of one)
         self._recorders: dict | None = None

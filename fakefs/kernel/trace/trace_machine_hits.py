@@ -207,11 +207,9 @@ class MachineHits:
                 if fid is None:
                     break
                 ids.append(fid)
-            entry = wl.wg.ids.get("x64_sys_call")
-            work = self._work_targets[nr] = (frozenset(() if entry is None or not ids
-                                                       else (entry,)), tuple(ids))
+            work = self._work_targets[nr] = tuple(ids)
         state = wl.walk.cpus[cpu].ts
-        entered = wl.work_path(rng, cpu, *work)
+        entered = wl.work_path(rng, cpu, work)
         for fr in entered:
             st = fr.stack
             self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
