@@ -520,8 +520,10 @@ class HostProcesses:
         if self.memory is not None:
             # the new program starts: its loader's lookups are its own
             m.keep_running(r, cpu, t + EXEC_LOOKUPS * LOOKUP_NS)
-        if r.startup:                         # and so are its loader's calls (the last ends it)
+        if r.startup and m._makes_calls(r):   # and so are its loader's calls (the last ends it)
             m.keep_running(r, cpu, t + 4 * len(r.startup) * r.calls.every_ns)
+        else:                                 # (made, but nobody sees them: not later either)
+            r.startup = []
 
     def _exit(self, t: int, pid: int) -> None:
         m = self.machine
