@@ -94,14 +94,14 @@ def test_an_idle_mount_gets_the_gaps_window_made_and_the_next_request_only_moves
             i = now.index(moved[0])
             assert now[i:i + len(moved)] == moved
             assert cpu0.written > written
-            # one made after each request, not more: the next only once the
-            # mount has been idle for a gap again (a loaded host may sleep
-            # past that: then that one, and only it)
-            t0 = time.monotonic()
+            # one made after each request, not more: after this request
+            # (the second) at most the next one (when it is due depends on
+            # how far behind a loaded host left the machine), and that one
+            # held, never two
             await trio.sleep(0.1)
-            slept = time.monotonic() - t0
-            due = k.gap_threshold() / 1e9 + LATER_S
-            assert maker.made == 1 or (maker.made == 2 and slept >= due), (maker.made, slept)
+            assert maker.made in (1, 2), maker.made
+            await trio.sleep(0.3)
+            assert maker.made <= 2, maker.made
             nursery.cancel_scope.cancel()
 
     trio.run(main)
