@@ -66,7 +66,7 @@ def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_
 
     lag = trio.run(main)
     assert runner.ticks > 10
-    assert lag < 50_000_000                 # at most a step or so behind, never a gap's length
+    assert lag < 200_000_000                # at most a few steps behind, never a gap's length (2 s)
     assert gaps == []
     cpus = k.tracing.global_trace.buffer.cpus
     assert sum(cb.written for cb in cpus) > 500    # simulated in full: events recorded
