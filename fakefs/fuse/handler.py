@@ -54,7 +54,8 @@ def handler(fn):
             raise
         if p is not None:
             try:
-                calls.done(name, tid, p, result, args[2] if name == "read" else 0)
+                await calls.done(name, tid, p, result, args[2] if name == "read"
+                                 else len(args[2]) if name == "write" else 0)
             except Exception:
                 log.exception("%s: the caller's system call", name)
         return result

@@ -125,29 +125,19 @@ def caller_open_args(pid: int, proc: str = "/proc") -> OpenArgs | None:
     of it is being served): from ``/proc/<pid>/syscall`` (number and
     arguments) and ``/proc/<pid>/mem`` (the name).  None when it is in no
     open call or the host does not let us look (ptrace access)."""
-    try:
-        with open("%s/%d/syscall" % (proc, pid)) as fh:
-            f = fh.read().split()
-    except OSError:
+    sc = caller_syscall(pid, proc)
+    if sc is None or sc.nr not in OPEN_SYSCALLS:
         return None
-    if len(f) < 7 or not f[0].isdigit() or int(f[0]) not in OPEN_SYSCALLS:
-        return None
-    nr = int(f[0])
-    args = [int(a, 16) for a in f[1:7]]
+    nr, args = sc.nr, sc.args
     di, ni, fi, mi = OPEN_SYSCALLS[nr]
     dfd = AT_FDCWD
     if di is not None:                   # an int: the low half, signed
         dfd = args[di] & 0xffffffff
         dfd -= (dfd >> 31) << 32
     addr = args[ni]
-    return OpenArgs(nr, dfd, addr, _user_string(pid, addr, proc),
+    return OpenArgs(nr, dfd, addr, HostMemory(pid, proc).read_string(addr),
                     None if fi is None else args[fi] & 0xffffffff,
                     None if mi is None else args[mi] & 0xffff)
-
-
-def _user_string(pid: int, addr: int, proc: str) -> bytes | None:
-    """The NUL-terminated string at ``addr`` of process ``pid``; None if unreadable."""
-    return HostMemory(pid, proc).read_string(addr, PATH_MAX)
 
 
 class HostMemory:
@@ -209,9 +199,6 @@ class CallerSyscall:
 
     def __eq__(self, other):
         return isinstance(other, CallerSyscall) and (self.nr, self.args) == (other.nr, other.args)
-
-    def __hash__(self):
-        return hash((self.nr, self.args))
 
 
 def caller_syscall(tid: int, proc: str = "/proc") -> CallerSyscall | None:

@@ -97,38 +97,36 @@ class CallerSyscalls:
         if p is not None and p.syscall == sc:
             return p                                 # the next part of a long read/write
         self.pending.pop(tid, None)
-        fs = self.fs
-        hosts = fs.kernel.driver.host
-        with fs.at(await fs.observe()):
-            call = hosts.enter(tid, fs.kernel.sim_time, sc.nr, sc.args)
+        call = await self._enter(tid, sc.nr, sc.args)
         if call is None:
             return None
-        fs.kernel.advance_to(call.t)       # its entry traced before what its work makes
         p = _Pending(call, sc)
         if request in ("read", "write"):
             self.pending[tid] = p
         return p
 
-    def done(self, request: str, tid: int, p, result, asked: int = 0) -> None:
-        """The request succeeded with ``result`` (``asked``: the bytes a
-        READ asked for): the call returns, unless more of it is to come."""
+    async def done(self, request: str, tid: int, p, result, asked: int = 0) -> None:
+        """The request succeeded with ``result`` (``asked``: the bytes the
+        READ asked for, or the WRITE was given): the call returns, unless
+        more of it is to come."""
         if isinstance(p, _Lookup):
             return
         nr = p.syscall.nr
         if request in ("read", "write"):
             n = len(result) if request == "read" else result
             p.done += n
-            if (n == asked if request == "read" else True) and p.done < p.syscall.args[2]:
+            if n == asked and p.done < p.syscall.args[2]:
                 return                               # the kernel sends the rest next
             self.pending.pop(tid, None)
             ret = p.done
         elif nr in OPEN_NRS:
             ret = lowest_free_fd(tid)
-            if ret is None:
-                return self._forget(p)
+            if ret is None:              # not known: no exit, never a made-up value
+                self.fs.kernel.driver.host.abandon(p.call)
+                return
         else:
             ret = 0
-        self._leave(p.call, ret)
+        await self._leave(p.call, ret)
 
     async def failed(self, request: str, tid: int, p, err: int) -> None:
         """The request is answered with ``-err``: the call returns it (a
@@ -138,43 +136,48 @@ class CallerSyscalls:
             if sc.nr not in LOOKUP_ENDS or err not in (errno.ENOENT, errno.ENOTDIR) \
                     or self._creates(sc):
                 return
-            fs = self.fs
-            with fs.at(await fs.observe()):
-                call = fs.kernel.driver.host.enter(tid, fs.kernel.sim_time, sc.nr, sc.args)
+            call = await self._enter(tid, sc.nr, sc.args)
             if call is not None:
-                self._leave(call, -err)
+                await self._leave(call, -err)
             return
         self.pending.pop(tid, None)
-        self._leave(p.call, -err)
+        await self._leave(p.call, -err)
 
     async def notified(self, tid: int, nr: int, args: tuple, ret: int) -> None:
         """Thread ``tid`` made call ``nr`` (argument registers ``args``),
         which returns ``ret``, without touching the mount (a seccomp
         notification: ``seccomp_notify.py``): its enter and exit now."""
+        call = await self._enter(tid, nr, args)
+        if call is not None:
+            await self._leave(call, ret)
+
+    async def _enter(self, tid: int, nr: int, args: tuple):
+        """``sys_enter`` of thread ``tid``'s call at the request's instant;
+        the machine is simulated to where its work begins, so that its
+        entry is traced before what its work makes."""
         fs = self.fs
         with fs.at(await fs.observe()):
             call = fs.kernel.driver.host.enter(tid, fs.kernel.sim_time, nr, args)
         if call is not None:
             fs.kernel.advance_to(call.t)
-            self._leave(call, ret)
+        return call
 
     @staticmethod
     def _creates(sc: CallerSyscall) -> bool:
         i = OPEN_FLAGS_ARG.get(sc.nr)
         return sc.nr == 85 or (i is not None and bool(sc.args[i] & os.O_CREAT))
 
-    def _leave(self, call, ret: int) -> None:
+    async def _leave(self, call, ret: int) -> None:
         """``sys_exit`` of ``call``; the machine is then simulated past it,
         so that what its hit makes (a trigger's synthetic event, an eprobe
-        reading the caller's memory) is done while the caller still waits."""
-        k = self.fs.kernel
-        t = k.driver.host.leave(call, k.sim_time, ret)
+        reading the caller's memory) is done while the caller still waits.
+        (Caught up first: a window made while the request waited is moved,
+        not simulated here.)"""
+        fs = self.fs
+        k = fs.kernel
+        with fs.at(await fs.observe()):
+            t = k.driver.host.leave(call, k.sim_time, ret)
         k.advance_to(t + 1)
-
-    def _forget(self, p) -> None:
-        """The result cannot be known: the call is left without its exit
-        (never with a made-up value)."""
-        self.fs.kernel.driver.host.calls.pop(p.call.pid, None)
 
 
 class _Lookup:

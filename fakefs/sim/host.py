@@ -220,13 +220,17 @@ class HostProcesses:
         call = self.calls[pid] = HostCall(pid, nr, t)
         return call
 
+    def abandon(self, call: "HostCall") -> None:
+        """``call`` ends without an exit (what it returned is not known)."""
+        if self.calls.get(call.pid) is call:
+            del self.calls[call.pid]
+
     def leave(self, call: "HostCall", t: int, ret: int) -> int:
         """The call returns ``ret`` at ``t`` (or when its work is done, if
         later): ``sys_exit`` fires on the CPU the process runs on then (it
         is woken if it slept in the call).  Returns the instant."""
         m = self.machine
-        if self.calls.get(call.pid) is call:
-            del self.calls[call.pid]
+        self.abandon(call)
         task = self.task(call.pid)
         if task is None or m.frozen:
             return t

@@ -74,13 +74,8 @@ class MachineHits:
                 stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
             else:
                 stack, entered = wl.code_path(rng, cpu, name)
-            if ftrs or probe_trs or kprobed:
-                task = self.curr[cpu]
-                for fr in entered:
-                    st = fr.stack
-                    self._record_call(ftrs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
-            for tr in graph:
-                tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)
+            self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
+                                ftrs or probe_trs or kprobed)
         for ev, conv, etrs in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
@@ -209,9 +204,18 @@ class MachineHits:
                 ids.append(fid)
             work = self._work_targets[nr] = tuple(ids)
         state = wl.walk.cpus[cpu].ts
-        entered = wl.work_path(rng, cpu, work)
-        for fr in entered:
-            st = fr.stack
-            self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
-        for tr in graph:                     # entries, returned by the task's next calls
+        self._entered_calls(wl, cpu, ts, state, wl.work_path(rng, cpu, work), trs, probe_trs,
+                            graph, True)
+
+    def _entered_calls(self, wl, cpu, ts, state, entered, trs, probe_trs, graph, calls) -> None:
+        """The task running on ``cpu`` (walk state ``state``) entered the
+        frames ``entered`` at ``ts``: calls for the function arrays ``trs``
+        and the probes (when ``calls``), entries for the function_graph
+        arrays (returned by the task's next calls)."""
+        if calls:
+            task = self.curr[cpu]
+            for fr in entered:
+                st = fr.stack
+                self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
+        for tr in graph:
             tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)

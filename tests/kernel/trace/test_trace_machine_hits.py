@@ -28,6 +28,17 @@ def run(k, ns):
         k.run_until_now()
 
 
+def perf_runs_sleep(k, m):
+    """perf (pid 5000, followed) forks 5001, which execs sleep and exits."""
+    run(k, 40 * MS)
+    m.host.caller(5000, "perf")
+    t = k.sim_time + MS
+    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
+    m.host.event("exit", t + 6 * MS, 5001)
+    run(k, 60 * MS)
+
+
 def lines(k):
     return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
             if not ln.startswith("#")]
@@ -55,13 +66,7 @@ def test_a_filter_on_vfs_read_sees_the_reads_of_a_followed_sleep(events):
         settings += [("events/raw_syscalls/sys_enter/enable", "1"), ("set_event_pid", "5001")]
     for path, value in settings:
         kernel_write(k.tree, T + path, value.encode())
-    run(k, 40 * MS)
-    m.host.caller(5000, "perf")
-    t = k.sim_time + MS
-    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
-    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
-    m.host.event("exit", t + 6 * MS, 5001)
-    run(k, 60 * MS)
+    perf_runs_sleep(k, m)
     got = lines(k)
     calls = [ln for ln in got if " vfs_read <-" in ln]
     assert calls and all(ln.lstrip().startswith("sleep-5001 ") for ln in calls), got
@@ -100,12 +105,6 @@ def test_function_graph_sees_the_loader_s_reads_of_a_followed_sleep():
     for path, value in (("set_graph_function", "vfs_read"), ("set_ftrace_pid", "5001"),
                         ("options/funcgraph-proc", "1"), ("current_tracer", "function_graph")):
         kernel_write(k.tree, T + path, value.encode())
-    run(k, 40 * MS)
-    m.host.caller(5000, "perf")
-    t = k.sim_time + MS
-    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
-    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
-    m.host.event("exit", t + 6 * MS, 5001)
-    run(k, 60 * MS)
+    perf_runs_sleep(k, m)
     reads = [ln for ln in lines(k) if "vfs_read()" in ln or "vfs_read();" in ln]
     assert len(reads) >= 3 and all("sleep-5001" in ln for ln in reads), lines(k)
