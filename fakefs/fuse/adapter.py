@@ -155,8 +155,6 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
-        if driver is not None and not driver.frozen:
-            self.host.poke()
 
     async def observe(self, changes: bool = False, waited: bool = True) -> int:
         """Let the simulated kernel catch up with the instant of the request,
@@ -453,8 +451,6 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
         if n is UNSETTLED:
             n = await stepped_write(self, f, data)      # long writes let others in
-        if self.host is not None and self.kernel.machine_seen():
-            self.host.poke()         # the machine is seen now: an exec's program is read live
         self.heap.after_request()
         return n
 

@@ -16,14 +16,14 @@ returns None and the simulated kernel does without them.
 
 from __future__ import annotations
 
-import errno
 import os
-import select
 import shutil
 import socket
 import struct
 import threading
 import time
+
+from ._proc_reports import Reports
 
 NETLINK_CONNECTOR = 11
 CN_IDX_PROC = 1
@@ -45,16 +45,29 @@ RCVBUF = 4 << 20
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 
+class Program:
+    """What an exec ran, read while the process lived: ``filename`` as
+    ``execve()`` was given it (:func:`exec_filename`) and ``exe`` the file's
+    (device, inode) (:func:`exe_identity`)."""
+
+    __slots__ = ("filename", "exe")
+
+    def __init__(self, filename: str, exe: tuple[int, int]):
+        self.filename = filename
+        self.exe = exe
+
+
 class ProcEvent:
     """One event: ``kind`` is "fork", "exec", "comm" or "exit"; ``ts`` the
     host's CLOCK_MONOTONIC nanoseconds; ``pid``/``tgid`` the task it is
     about (the child of a fork), ``ppid`` the forking task, ``comm`` the new
-    name of a "comm" event, ``code`` an exit's status."""
+    name of a "comm" event, ``code`` an exit's status; ``program`` an
+    exec's :class:`Program` when it was read as the host reported it."""
 
-    __slots__ = ("kind", "cpu", "ts", "pid", "tgid", "ppid", "comm", "code")
+    __slots__ = ("kind", "cpu", "ts", "pid", "tgid", "ppid", "comm", "code", "program")
 
     def __init__(self, kind: str, cpu: int, ts: int, pid: int, tgid: int, ppid: int = 0,
-                 comm: str = "", code: int = 0):
+                 comm: str = "", code: int = 0, program: Program | None = None):
         self.kind = kind
         self.cpu = cpu
         self.ts = ts
@@ -63,6 +76,7 @@ class ProcEvent:
         self.ppid = ppid
         self.comm = comm
         self.code = code
+        self.program = program
 
     def __repr__(self):
         return "ProcEvent(%s %d/%d ppid=%d @%d)" % (self.kind, self.pid, self.tgid, self.ppid,
@@ -108,28 +122,50 @@ def _parse_event(data: bytes, off: int) -> ProcEvent | None:
 
 
 class ProcConnector:
-    """A listening proc-connector socket; ``drain()`` takes what is queued."""
+    """A listening proc-connector socket, its reports taken in C
+    (``_proc_reports.Reports``: without the GIL, an exec's program read as
+    the host reports it).  Only the events of the processes ``set_wanted``
+    names (and of the children they fork) are kept; ``watch()`` takes them
+    until woken, ``drain()`` hands over what is queued."""
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
-        self.overruns = 0          # times the host dropped events (ENOBUFS)
+        self.reports = Reports(sock.fileno())
+
+    @property
+    def overruns(self) -> int:
+        """Times the host dropped events (ENOBUFS)."""
+        return self.reports.overruns
+
+    def set_wanted(self, pids) -> None:
+        self.reports.set_wanted(pids)
+
+    def watch(self, wake_fd: int) -> None:
+        """Take the host's reports as they come (an exec's program read at
+        once), without the GIL, until ``wake_fd`` is readable."""
+        self.reports.watch(wake_fd)
+
+    def pending(self) -> int:
+        return self.reports.pending()
 
     def drain(self) -> list[ProcEvent]:
         out: list[ProcEvent] = []
-        while True:
-            try:
-                data = self.sock.recv(65536)
-            except BlockingIOError:
-                return out
-            except OSError as e:
-                if e.errno == errno.ENOBUFS:
-                    self.overruns += 1
-                    continue
-                return out
-            out.extend(parse_message(data))
+        for data, prog in self.reports.take():
+            evs = parse_message(data)
+            if prog is not None:
+                for ev in evs:
+                    if ev.kind == "exec":
+                        ev.program = _program(ev.pid, *prog)
+            out.extend(evs)
+        return out
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _program(pid: int, dev: int, ino: int, exe: bytes, comm: bytes, argv0: bytes) -> Program:
+    return Program(program_path(pid, os.fsdecode(exe), comm.decode("utf-8", "surrogateescape"),
+                                argv0.decode("utf-8", "surrogateescape")), (dev, ino))
 
 
 def _set_rcvbuf(sock: socket.socket, size: int) -> None:
@@ -163,6 +199,7 @@ def open_proc_connector() -> ProcConnector | None:
         sock.close()
         return None
     conn = ProcConnector(sock)
+    conn.set_wanted((os.getpid(),))
     # prove it: a fork of our own must be reported (with the pid we see:
     # in another pid namespace the host sends nothing or other numbers)
     pid = os.fork()
@@ -172,6 +209,7 @@ def open_proc_connector() -> ProcConnector | None:
     deadline = time.monotonic() + 0.5
     while time.monotonic() < deadline:
         if any(e.kind == "fork" and e.pid == pid for e in conn.drain()):
+            conn.set_wanted(())
             return conn
         time.sleep(0.005)
     conn.close()
@@ -203,11 +241,16 @@ def exec_filename(pid: int) -> str:
     (``bprm->filename``, whose base name became the comm): argv[0] when it
     is that path, else the program's directory and the comm (``/bin/sh``
     runs ``dash`` but its comm is ``sh``)."""
-    comm = _proc_read(pid, "comm")
-    argv0 = _proc_read(pid, "cmdline").split("\0", 1)[0]
+    return program_path(pid, _proc_read(pid, "exe"), _proc_read(pid, "comm"),
+                        _proc_read(pid, "cmdline"))
+
+
+def program_path(pid: int, exe: str, comm: str, cmdline: str) -> str:
+    """:func:`exec_filename` from what was read of ``pid``: its exe link,
+    comm and command line."""
+    argv0 = cmdline.split("\0", 1)[0]
     if argv0.startswith("/") and os.path.basename(argv0)[:15] == comm:
         return argv0
-    exe = _proc_read(pid, "exe")
     if exe and comm:
         return os.path.join(os.path.dirname(exe), comm)
     return exe or on_path(comm, _parent_path(pid)) or comm
@@ -283,37 +326,29 @@ def host_pid_max() -> int | None:
 
 
 QUEUE_CAP = 2048          # events held back while the machine stands still
-# While the machine stands still the thread takes the host's reports at most
-# this often: each take holds the GIL from the requests being served, and
-# nothing needs them before a request's drain.  RCVBUF holds ~10,000 events
-# (measured: 5,000 forks' fork and exit events, none lost).
-NAP_S = 0.05
 
 
 class HostWatch:
     """Tells the simulated machine what the real processes that use the
-    mount do.  A thread takes the host's events as they come, and reads at
-    once what only a living process can tell (an exec's program) where
-    someone sees the machine; while it stands still an exec's name is read
-    by the drain, and not for a process that exited meanwhile.
-    ``drain()``, at the start of every request, hands the machine
-    everything up to that instant.  The host reports every process of
-    the machine: only the events of followed ones (and of the children
-    they forked since the last drain) are kept, and only theirs cost a
-    /proc read, so an idle mount on a busy host holds nothing back."""
+    mount do.  A thread takes the host's events as they come, in C and
+    without the GIL (``ProcConnector.watch``), and reads at once what only
+    a living process can tell (an exec's program); ``drain()``, at the
+    start of every request, hands the machine everything up to that
+    instant (an exec whose program was not read then is read if the
+    process is still there).  The host reports every process of the
+    machine: only the events of followed ones (and of the children they
+    forked since the last drain) are kept, and only theirs cost a /proc
+    read, so an idle mount on a busy host holds nothing back."""
 
     def __init__(self, conn: ProcConnector, procs, clock):
         self.conn = conn
         self.procs = procs             # sim.host.HostProcesses
         self.clock = clock             # kernel.time.Clock
-        self.lock = threading.Lock()
-        self.queue: list[list] = []    # [event, exec's program (None: not read yet)]
         self.recent: set[int] = set()  # children forked since the last drain
         self.stopping = False
-        self.napping = False           # the thread waits NAP_S before taking more
-        # the thread sleeps until the host reports something or stop() (or
-        # poke()) writes here (no periodic wake-ups: each one takes the GIL
-        # from the requests being served)
+        # the thread takes the host's reports until stop() writes here; it
+        # never needs the GIL meanwhile (each wake-up in Python took it from
+        # the requests being served, and waited for it up to 5 ms a time)
         self.wake_r, self.wake_w = os.pipe()
         self.thread = threading.Thread(target=self._loop, name="cnproc", daemon=True)
 
@@ -327,51 +362,17 @@ class HostWatch:
         except OSError:
             pass
 
-    def poke(self) -> None:
-        """Something sees the machine now: the thread takes the host's
-        reports as they come again (an exec's program is read while the
-        process lives)."""
-        if self.napping:
-            try:
-                os.write(self.wake_w, b"p")
-            except OSError:
-                pass
-
     def _loop(self) -> None:
-        while not self.stopping:
-            try:
-                select.select([self.conn.sock, self.wake_r], [], [])
-            except (OSError, ValueError):
-                return
-            if self.stopping:
-                return
-            self._on_report()
-            if self.procs.standing_still():
-                self._nap()
-
-    def _nap(self) -> None:
-        """Nobody sees the machine: what the host reports meanwhile waits
-        in the socket (a request's drain takes it, or the next take)."""
-        self.napping = True
         try:
-            woken, _, _ = select.select([self.wake_r], [], [], NAP_S)
-            if woken:
-                os.read(self.wake_r, 64)
-        finally:
-            self.napping = False
-
-    def _on_report(self) -> None:
-        """The thread, woken by the host: take what it reported."""
-        with self.lock:
-            execs = self._take()
-        if not self.procs.standing_still():
-            # someone sees the exec: its program now, before it exits
-            self._read_programs(execs)
+            self.conn.watch(self.wake_r)
+        except (OSError, ValueError):
+            return
 
     def _wanted(self, ev: ProcEvent) -> bool:
-        """Under the lock: is ``ev`` about a followed process?  A pre-filter
-        only (``HostProcesses.event`` keeps the rule); the followed set is
-        read here, never changed."""
+        """Is ``ev`` about a followed process?  A pre-filter only
+        (``HostProcesses.event`` keeps the rule; the connector keeps the
+        same one as it takes the reports); the followed set is read here,
+        never changed."""
         followed = self.procs.followed
         if ev.kind == "fork":
             if ev.ppid in followed or ev.ppid in self.recent:
@@ -380,26 +381,24 @@ class HostWatch:
             return False
         return ev.pid in followed or ev.pid in self.recent
 
-    def _take(self) -> list:
-        """Under the lock: what the socket holds about followed processes,
-        queued in order; returns the queue's items of the execs, whose
-        program is still to be read (``_read_programs``, outside the lock:
-        /proc reads must not hold up a request's drain)."""
-        execs = []
+    def _take(self) -> list[list]:
+        """What the connector holds about followed processes, in order:
+        [event, exec's filename (None: not read yet), exec's file identity]."""
+        got = []
         for ev in self.conn.drain():
             if self._wanted(ev):
-                item = [ev, None if ev.kind == "exec" else "", None]
-                self.queue.append(item)
-                if item[1] is None:
-                    execs.append(item)
-        return execs
+                prog = ev.program
+                if prog is not None:                # read as the host reported it
+                    got.append([ev, prog.filename, prog.exe])
+                else:
+                    got.append([ev, None if ev.kind == "exec" else "", None])
+        return got
 
     def _read_programs(self, items, gone=frozenset()) -> None:
         """The program of each exec of ``items`` not read yet, while the
         process lives (while the machine stands still, only its name:
         nobody sees the exec); nothing for the processes ``gone`` (their
-        exit is handed over with it).  The thread and a drain may both
-        read one."""
+        exit is handed over with it)."""
         still = self.procs.standing_still()
         for item in items:
             if item[1] is None:
@@ -411,21 +410,24 @@ class HostWatch:
 
     def backlogged(self) -> bool:
         """Enough queued that it is handed over whatever the request."""
-        return len(self.queue) >= QUEUE_CAP
+        return self.conn.pending() >= QUEUE_CAP
 
     def caller(self, pid: int) -> None:
         """``pid`` made a request."""
         if pid and pid not in self.procs.followed:
             self.procs.caller(pid, _proc_read(pid, "comm"))
+            self._tell_wanted()
+
+    def _tell_wanted(self) -> None:
+        """The connector keeps the events of the followed processes and of
+        the children they forked since (``_wanted``'s rule)."""
+        self.conn.set_wanted(self.procs.followed | self.recent)
 
     def drain(self) -> int | None:
         """Hand the machine every event so far; the instant by which it
         will have done them (None: nothing of the followed processes)."""
-        with self.lock:
-            self._take()
-            got, self.queue = self.queue, []
-        # those the thread has not read (it leaves them while the machine
-        # stands still: most of a shell's commands have exited by now)
+        got = self._take()
+        # those the connector did not read (gone before it took the report)
         self._read_programs(got, {ev.pid for ev, _, _ in got if ev.kind == "exit"})
         settle = None
         for ev, extra, exe in got:
@@ -440,10 +442,8 @@ class HostWatch:
                 done = self.procs.event("exit", t, ev.pid)
             if done is not None:
                 settle = done if settle is None else max(settle, done)
-        # a child stays "recent" until the machine follows it: the thread
-        # may take its own fork meanwhile (the test's shell forks at once)
-        handed = {ev.pid for ev, _, _ in got if ev.kind == "fork"}
-        if handed:
-            with self.lock:
-                self.recent -= handed
+        # a child stays "recent" until the machine follows it
+        self.recent -= {ev.pid for ev, _, _ in got if ev.kind == "fork"}
+        if got:
+            self._tell_wanted()
         return settle
