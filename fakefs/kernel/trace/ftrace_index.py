@@ -11,8 +11,9 @@ tested against it):
 * MATCH_END_ONLY ``*abc``: the reversed names sorted, a bisected range;
 * MATCH_MIDDLE_ONLY ``*abc*``: the names holding the rarest of the search's
   trigrams (the trigram index, built a slice at a time by ``build_steps()``
-  for long writes), else every occurrence in the names joined by newlines
-  (``str.find``, in C);
+  for long writes, with the bigrams': a search of two or three characters
+  is its posting list as it is), else every occurrence in the names joined
+  by newlines (``str.find``, in C);
 * MATCH_GLOB: the smallest of the candidates its literal prefix, suffix and
   runs (``glob_literals()``) give, each checked with ``glob_match()`` (a
   few) or the compiled pattern.
@@ -39,13 +40,15 @@ class NameIndex:
     """Sorted names, sorted reversed names, the names joined, and (once
     built) the trigram index of a fixed list of names."""
 
-    __slots__ = ("names", "_fwd", "_fwd_ids", "_rev", "_rev_ids", "_joined", "_starts", "grams")
+    __slots__ = ("names", "_fwd", "_fwd_ids", "_rev", "_rev_ids", "_joined", "_starts", "grams",
+                 "bigrams")
     # (each made on first use, or by build_steps())
 
     def __init__(self, names: list[str]):
         self.names = names
         self._fwd = self._rev = self._joined = None
         self.grams: dict[str, array] | None = None
+        self.bigrams: dict[str, array] | None = None    # built with grams
 
     def _sorted(self) -> None:
         for _ in self.sort_steps():
@@ -85,35 +88,41 @@ class NameIndex:
         if self.grams is not None:
             return
         grams: dict[str, array] = {}
-        get = grams.get
+        bigrams: dict[str, array] = {}
         names = self.names
         for lo in range(0, len(names), BUILD_SLICE):
             for i in range(lo, min(len(names), lo + BUILD_SLICE)):
                 s = names[i]
-                for g in {s[j:j + GRAM] for j in range(len(s) - GRAM + 1)}:
-                    a = get(g)
-                    if a is None:
-                        grams[g] = array("I", (i,))
-                    else:
-                        a.append(i)
+                for n, table in ((GRAM, grams), (2, bigrams)):
+                    get = table.get
+                    for g in {s[j:j + n] for j in range(len(s) - n + 1)}:
+                        a = get(g)
+                        if a is None:
+                            table[g] = array("I", (i,))
+                        else:
+                            a.append(i)
             yield
         if self.grams is None:
-            self.grams = grams
+            self.grams, self.bigrams = grams, bigrams
 
     def _gram_candidates(self, runs):
         """Records that may hold every string of ``runs``: those holding the
-        rarest trigram of them, less those missing the next rarest when
-        that halves the work (None: no index or no run of three)."""
+        rarest trigram of them (bigram, when no run has three), less those
+        missing the next rarest when that halves the work (None: no index
+        or no run of two)."""
         grams = self.grams
         if grams is None:
             return None
         posts = []
-        for s in runs:
-            for j in range(len(s) - GRAM + 1):
-                a = grams.get(s[j:j + GRAM])
-                if a is None:
-                    return ()
-                posts.append(a)
+        for n, table in ((GRAM, grams), (2, self.bigrams)):
+            for s in runs:
+                for j in range(len(s) - n + 1):
+                    a = table.get(s[j:j + n])
+                    if a is None:
+                        return ()
+                    posts.append(a)
+            if posts:
+                break
         if not posts:
             return None
         posts.sort(key=len)
@@ -139,6 +148,8 @@ class NameIndex:
         if not s:
             return list(range(len(self.names)))
         names = self.names
+        if self.grams is not None and 2 <= len(s) <= GRAM:     # exactly its posting list
+            return list((self.grams if len(s) == GRAM else self.bigrams).get(s, ()))
         cand = self._gram_candidates((s,))
         if cand is not None:
             return [i for i in cand if s in names[i]]

@@ -107,6 +107,34 @@ def test_index_agrees_with_the_plain_matcher(booted, grams):
     assert recs.match("*", mod)[0] and in_mod >= 3    # the module's records are picked
 
 
+def test_short_runs_use_the_bigrams_and_agree(booted):
+    """Searches of two or three characters are their posting lists as they
+    are, and a glob whose literal runs are all shorter than a trigram takes
+    its candidates from the bigrams: both pick what the plain matcher picks
+    (globs of that shape cut from real names, and some matching nothing)."""
+    k, _clock = booted
+    recs = ftrace_records(k)
+    index = NameIndex(recs.names)
+    for _ in index.build_steps():
+        pass
+    recs._index = index
+    rng = random.Random(38)
+    words = ["*qz*", "*_x*", "*zz?q*", "q?z*", "*ck*", "*ock*", "*[ab]c*", "sy?_*"]
+    for _ in range(60):
+        nm = rng.choice([n for n in recs.names if len(n) >= 8])
+        a = rng.randrange(len(nm) - 6)
+        words += ["*%s*" % nm[a:a + rng.choice((2, 3))],
+                  "*%s?%s*" % (nm[a:a + 2], nm[a + 3:a + 5]),
+                  "%s?%s*" % (nm[:2], nm[3:5]),
+                  "*%s*%s" % (nm[a:a + 2], nm[-2:])]
+    picked = 0
+    for w in words:
+        got = recs.match(w, None)
+        assert got == match_plain(recs, w, None), w
+        picked += bool(got[0])
+    assert picked > 200
+
+
 def test_glob_match_agrees_with_the_regex():
     rng = random.Random(7)
     for _ in range(20000):
