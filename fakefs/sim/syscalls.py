@@ -16,6 +16,7 @@ import os
 import tomllib
 
 from ..kernel.entry_common import syscall_nr
+from ..kernel.mm.maccess import UserRegions
 
 DATA_PATH = os.path.join(os.path.dirname(__file__), "data", "syscalls.toml")
 US = 1000
@@ -80,13 +81,13 @@ class ProfileCalls:
         return self.calls[-1]
 
 
-class TaskCalls:
+class TaskCalls(UserRegions):
     """One task's view of its calls: its addresses and the values it uses.
     It is also the task's user memory as probes read it (``Task.mm``): the
-    strings its calls pass (file names, its program's path) are at their
-    addresses; any other address faults, as the model knows nothing there."""
+    strings its calls pass (file names, its program's path) are its
+    regions; any other address faults, as the model knows nothing there."""
 
-    __slots__ = ("tgid", "heap", "stack", "map", "values", "program", "strings")
+    __slots__ = ("tgid", "heap", "stack", "map", "values", "program")
 
     def __init__(self, tgid: int, rng, program: str = ""):
         self.tgid = tgid
@@ -95,26 +96,13 @@ class TaskCalls:
         self.map = 0x7f00_0000_0000 + (rng.randrange(1 << 24) << 12)
         self.values: dict[int, tuple] = {}    # nr -> (args, ret)
         self.program = program                # the path it execs (a new child)
-        self.strings: dict[int, bytes] = {}   # address -> a NUL-terminated string
-
-    def read(self, addr: int, size: int) -> int | None:
-        """``size`` bytes at ``addr`` (within one of its strings), else None."""
-        for base, data in self.strings.items():
-            if base <= addr and addr + size <= base + len(data):
-                return int.from_bytes(data[addr - base:addr - base + size], "little")
-        return None
+        super().__init__()                    # address -> a NUL-terminated string
 
     def name_address(self, m: int) -> int | None:
         """Where a file name it passes to a call of the kernel's own paths
         is (a name its calls passed, chosen by ``m``); None if none yet."""
-        names = [a for a, data in self.strings.items() if data[:1] == b"/"]
+        names = [a for a, data in self.regions.items() if data[:1] == b"/"]
         return names[m % len(names)] if names else None
-
-    def read_string(self, addr: int) -> bytes | None:
-        for base, data in self.strings.items():
-            if base <= addr < base + len(data):
-                return data[addr - base:data.index(b"\0", addr - base)]
-        return None
 
 
 class Syscalls:
@@ -157,9 +145,9 @@ class Syscalls:
         if sym in ("heap", "path", "program"):
             addr = tc.heap + (rng.randrange(1 << 16) << 4)
             if sym == "program" and tc.program:
-                tc.strings[addr] = tc.program.encode() + b"\0"
+                tc.regions[addr] = tc.program.encode() + b"\0"
             elif sym != "heap":        # (a program's path once it has one: its own)
-                tc.strings[addr] = self.paths[(addr >> 4) % len(self.paths)]
+                tc.regions[addr] = self.paths[(addr >> 4) % len(self.paths)]
             return addr
         if sym == "stack":
             return tc.stack - (rng.randrange(1 << 10) << 3)

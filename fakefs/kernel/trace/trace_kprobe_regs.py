@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zlib
 
+from ..mm.maccess import UserRegions
 from ..sched import Task
 from .trace_btf import param_kinds, return_kind
 from .trace_probe import REGISTERS
@@ -99,7 +100,7 @@ def hit_regs(kernel, kp, cpu: int, ts: int, stack: tuple, task, call: ModelCall 
         regions.update(call.regions)
     umem = task.mm
     if umem is None and call is not None and call.user:
-        umem = ProbeMemory(kernel.seed, text, call.user, user=True)
+        umem = UserRegions(call.user)
     mem = ProbeMemory(kernel.seed, text, regions, (sp, words), umem=umem)
     comm = task.comm if task.pid else "swapper/%d" % cpu
     return ProbeRegs(regs, words, comm, mem, kernel.kallsyms, umem=umem)

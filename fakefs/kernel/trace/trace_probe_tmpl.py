@@ -52,16 +52,14 @@ class ProbeMemory:
     the same address; unmapped addresses fault.  An address below
     TASK_SIZE is the current task's user memory (``umem``, x86's address
     spaces do not overlap: probe_mem_read() takes it from there), which
-    faults when the task has none.  ``user``: this is itself a user memory
-    known only by its regions (everything else faults)."""
+    faults when the task has none."""
 
     def __init__(self, seed: int, text: tuple[int, int], regions=None,
-                 stack: tuple[int, list] | None = None, user: bool = False, umem=None):
+                 stack: tuple[int, list] | None = None, umem=None):
         self.seed = seed
         self.text = text
         self.regions: dict[int, bytes] = dict(regions or {})
         self.stack = stack                  # (sp, words)
-        self.user = user
         self.umem = umem
 
     def _byte(self, addr: int):
@@ -73,14 +71,14 @@ class ProbeMemory:
             if sp <= addr < sp + 8 * len(words):
                 n, b = divmod(addr - sp, 8)
                 return (words[n] >> (8 * b)) & 0xff
-        if addr < KERNEL_SPACE or addr > M64 or self.user:
+        if addr < KERNEL_SPACE or addr > M64:
             return None
         w = plausible_word(mix64(self.seed ^ (addr >> 3)), *self.text)
         return (w >> (8 * (addr & 7))) & 0xff
 
     def read(self, addr: int, size: int):
         """``size`` bytes at ``addr`` as a little-endian int, None on a fault."""
-        if addr < TASK_SIZE and not self.user:
+        if addr < TASK_SIZE:
             return self.umem.read(addr, size) if self.umem is not None else None
         val = 0
         for i in range(size):
@@ -91,7 +89,7 @@ class ProbeMemory:
         return val
 
     def read_string(self, addr: int):
-        if addr < TASK_SIZE and not self.user:
+        if addr < TASK_SIZE:
             return self.umem.read_string(addr) if self.umem is not None else None
         out = bytearray()
         for i in range(MAX_STRING_SIZE - 1):
