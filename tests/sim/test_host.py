@@ -6,46 +6,13 @@ import os
 
 from fakefs import sim
 from fakefs.kernel import fork
-from fakefs.sim import host
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from fakefs.sim import host
 from fakefs.timeline import check
 
-T = "sys/kernel/tracing/"
-STEP = 20_000_000
-MS = 1_000_000
-
-
-def boot():
-    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    k.host_tasks = True
-    k.boot()
-    k.add_machine_watcher(lambda: True)     # the machine itself is under test: always seen
-    return k, sim.attach(k)
-
-
-def run(k, seconds):
-    for _ in range(int(seconds * 1e9 // STEP)):
-        k.clock.advance(STEP)
-        k.run_until_now()
-
-
-def write(k, path, data):
-    kernel_write(k.tree, T + path, data.encode())
-
-
-def lines(k):
-    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
-            if not ln.startswith("#")]
-
-
-def fork_exec_exit(k, m, parent=5000, child=5001, t=None):
-    m.host.caller(parent, "ftracetest")
-    t = k.sim_time + MS if t is None else t
-    m.host.event("fork", t, child, ppid=parent, tgid=child)
-    m.host.event("exec", t + 2 * MS, child, filename="/usr/bin/sleep")
-    m.host.event("exit", t + 4 * MS, child)
+from hostlib import MS, T, boot, fork_exec_exit, lines, run, write
 
 
 def traced_command(*settings, after=0.06):

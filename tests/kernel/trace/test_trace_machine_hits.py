@@ -4,44 +4,21 @@ waits for."""
 
 import pytest
 
-from fakefs import sim
 from fakefs.kernel.entry_common import SYSCALL_WORK, syscall_nr, syscall_work
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
-from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.kernel.fs.pseudo import kernel_write
 
-T = "sys/kernel/tracing/"
-STEP = 20_000_000
-MS = 1_000_000
+from hostlib import MS, T, boot, fork_exec_exit, lines, run
 
 
 def machine():
-    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    k.host_tasks = True
-    k.boot()
-    return k, sim.attach(k)
-
-
-def run(k, ns):
-    for _ in range(ns // STEP):
-        k.clock.advance(STEP)
-        k.run_until_now()
+    return boot(always_seen=False)
 
 
 def perf_runs_sleep(k, m):
     """perf (pid 5000, followed) forks 5001, which execs sleep and exits."""
-    run(k, 40 * MS)
-    m.host.caller(5000, "perf")
-    t = k.sim_time + MS
-    m.host.event("fork", t, 5001, ppid=5000, tgid=5001)
-    m.host.event("exec", t + 2 * MS, 5001, filename="/usr/bin/sleep")
-    m.host.event("exit", t + 6 * MS, 5001)
-    run(k, 60 * MS)
-
-
-def lines(k):
-    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
-            if not ln.startswith("#")]
+    run(k, 0.04)
+    fork_exec_exit(k, m, comm="perf", lives=4 * MS)
+    run(k, 0.06)
 
 
 def test_a_system_call_s_work_goes_through_its_function():
@@ -92,7 +69,7 @@ def test_work_is_wanted_by_a_filter_at_once():
     filter makes the real processes' known calls its calls at once."""
     k, _m = machine()
     kernel_write(k.tree, T + "current_tracer", b"function")
-    run(k, 20 * MS)
+    run(k, 0.02)
     assert not k.syscalls.work_wanted()
     kernel_write(k.tree, T + "set_ftrace_filter", b"vfs_read")
     assert k.syscalls.work_wanted() and not k.syscalls.traced()     # at once
