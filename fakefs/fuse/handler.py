@@ -26,11 +26,12 @@ def handler(fn):
     the request changed in the tree is told to the kernel before it is
     answered (``notify.request_scope``).  A request that does the work of
     its caller's system call is that call in the simulated kernel while
-    syscall events are on (``syscall_events.py``)."""
+    syscall events are on (``syscall_events.py``).  The whole of it, the
+    call's entry and exit included, is one request for the heap keeper."""
     name = fn.__name__
-    serve = _contained(fn)
+    serve = _errno(fn)
     if name not in syscall_events.REQUESTS:
-        return serve
+        return _in_heap(serve)
 
     @functools.wraps(fn)
     async def as_syscall(self, *args, **kwargs):
@@ -60,23 +61,39 @@ def handler(fn):
                 log.exception("%s: the caller's system call", name)
         return result
 
-    return as_syscall
+    return _in_heap(as_syscall)
 
 
-def _contained(fn):
-    """``handler`` without the system calls."""
+def _in_heap(fn):
+    """The request begins and ends for the heap keeper (``heap.py``); then
+    the readers waiting on the kernel look again (what they wait for may
+    have moved)."""
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
         self.heap.request_begins()
         try:
+            return await fn(self, *args, **kwargs)
+        finally:
+            try:
+                self.heap.request_ends()
+                if self.waiters.readers:
+                    self.waiters.poke()
+            except Exception:           # (outside _errno: never out to pyfuse3)
+                log.exception("%s: after the request", fn.__name__)
+
+    return wrapper
+
+
+def _errno(fn):
+    """Kernel errors become their errno, any other exception EIO (logged);
+    what the request changed in the tree is told before it is answered."""
+
+    @functools.wraps(fn)
+    async def wrapper(self, *args, **kwargs):
+        try:
             async with notify.request_scope():
-                try:
-                    return await fn(self, *args, **kwargs)
-                finally:
-                    self.heap.request_ends()
-                    if self.waiters.readers:
-                        self.waiters.poke()        # what they wait for may have moved
+                return await fn(self, *args, **kwargs)
         except (pyfuse3.FUSEError, trio.Cancelled, KeyboardInterrupt):
             raise
         except KernelError as e:
