@@ -15,7 +15,8 @@ DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through
                "mount it, run a command with it at the real paths (sandbox), run the "
                "upstream ftrace selftests against it, read its log and profile.")
 from .mountargs import add_boot_arguments, check_persona
-from . import pictures, vclock
+from . import vclock
+from .views import pictures
 
 
 def _split_opts(values: list[str]) -> tuple[list[str], dict]:
@@ -220,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["heatmap"]:            # its own argument parser
-        from . import heatmap
+        from .views import heatmap
         return heatmap.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)

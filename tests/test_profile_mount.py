@@ -15,7 +15,7 @@ import pytest
 
 from mountlib import mounted, requires_fuse
 
-from fakefs import heatmap
+from fakefs.views import heatmap
 
 pytestmark = requires_fuse
 

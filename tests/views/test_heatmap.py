@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from fakefs import heatmap as hm
+from fakefs.views import heatmap as hm
 
 STEXT = 0xffffffff81000000
 MAP = "".join("%016x %s %s\n" % (STEXT + a, t, n) for a, t, n in [

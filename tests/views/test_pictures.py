@@ -15,11 +15,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from fakefs import pictures
-from fakefs.charts import parse_allocinfo
+from fakefs.views import pictures
+from fakefs.views.charts import parse_allocinfo
 from fakefs.cli import main
-from fakefs.flamegraph import WIDTH, XPAD, frame_name, parse_folded
-from fakefs.svgdoc import human_bytes
+from fakefs.views.flamegraph import WIDTH, XPAD, frame_name, parse_folded
+from fakefs.views.svgdoc import human_bytes
 from mountlib import REPO, mounted, requires_fuse
 
 NS = "{http://www.w3.org/2000/svg}"
