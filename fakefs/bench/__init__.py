@@ -16,7 +16,8 @@
 9. the series' experiment on a mount (seed004.py): entries kept on the virtual clock, an idle
    and a busy host, without and with the stackmap, and bytes per entry beside the series';
 10. requests stay short (requests.py): a 10 MB glob list written while ``cat tracing_on``
-   runs, and the daemon's CPU with 200 readers blocked in trace_pipe;
+   runs, the daemon's CPU with 200 readers blocked in trace_pipe, and the writes of
+   1,000 kprobes vs 100 (per probe);
 11. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
    pair with its synthetic event (hist.py), vs the same events without a trigger.
 
@@ -284,6 +285,8 @@ def main(argv=None) -> int:
     sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
                      "200 blocked trace_pipe readers (one run)", requests.bench_requests))
+    sections.append(("1,000 kprobes added, enabled, disabled, cleared (in-process; one run)",
+                     requests.bench_kprobes))
     sections.append(("hist triggers: CPU per hit on sched_switch and on an fprobe's function hits, vs no trigger "
                      "(hist.py; median of 3 rounds)", hist.bench_hist))
     try:

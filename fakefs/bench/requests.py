@@ -6,7 +6,11 @@
   daemon's CPU meanwhile (on a busy machine the wall time is more), and the
   latency of ``cat tracing_on`` (open+read+close) sent every 10 ms meanwhile;
 * the daemon's CPU over 5 s while 200 readers are blocked in ``trace_pipe``
-  (nothing is traced: they wait).
+  (nothing is traced: they wait);
+* 1,000 kprobes (in-process: the kernel model's own cost, each a write that
+  holds the mount that long): added in one write to ``kprobe_events``,
+  enabled and disabled through ``events/kprobes/enable``, cleared; beside
+  100 of them, the baseline (per probe the same figures: no quadratic work).
 
 ``python -m fakefs.bench.requests [MB] [READERS]`` prints the rows alone.
 """
@@ -166,11 +170,44 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
     return rows
 
 
+def kprobe_writes(n: int) -> dict[str, float]:
+    """Seconds of each write with ``n`` kprobes on distinct functions."""
+    import collections
+    from ..kernel.fs.pseudo import kernel_read, kernel_write
+    from ..kernel.init import Kernel
+    from ..kernel.time import ManualClock
+    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    names = [ln.split()[0] for ln in
+             kernel_read(k.tree, TRACING + "/available_filter_functions").decode().splitlines()]
+    once = collections.Counter(names)
+    names = sorted(nm for nm in once if once[nm] == 1 and not nm.startswith("__"))
+    pick = random.Random(1).sample(names, n)
+    steps = [("add", "kprobe_events", "".join("p:kp%d %s\n" % (i, nm) for i, nm in enumerate(pick))),
+             ("enable", "events/kprobes/enable", "1"), ("disable", "events/kprobes/enable", "0"),
+             ("clear", "kprobe_events", "")]
+    took = {}
+    for name, path, data in steps:
+        t0 = time.perf_counter()
+        kernel_write(k.tree, TRACING + "/" + path, data.encode(), os.O_WRONLY | os.O_TRUNC)
+        took[name] = time.perf_counter() - t0
+    return took
+
+
+def bench_kprobes(n: int = 1000, base: int = 100) -> list[tuple[str, object, str]]:
+    big, small = kprobe_writes(n), kprobe_writes(base)
+    rows = []
+    for name in big:
+        rows += [("%d kprobes: %s" % (n, name), big[name], "s"),
+                 ("  per probe (vs %d: %.1f us)" % (base, small[name] / base * 1e6),
+                  big[name] / n * 1e6, "us")]
+    return rows
+
+
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     mb = float(args[0]) if args else 10.0
     readers = int(args[1]) if len(args) > 1 else 200
-    for name, value, unit in bench_requests(mb, readers):
+    for name, value, unit in bench_requests(mb, readers) + bench_kprobes():
         print("  %-62s %12.3f %s" % (name, value, unit))
     return 0
 

@@ -163,9 +163,10 @@ def registered_ops(kernel, profiler=None) -> list:
     if kps is not None:
         recs = ftrace_records(kernel)
         # (an fprobe's own ftrace_ops, not listed, is not modelled here)
-        armed = {recs.by_addr[kp.func] for kp in kps.probes
-                 if kp.ftrace and kp.listed and kp.registered and not kp.disabled
-                 and kp.func in recs.by_addr}
+        get = recs.by_addr.get
+        armed = {get(kp.func) for kp in kps.probes
+                 if kp.ftrace and kp.listed and kp.registered and not kp.disabled}
+        armed.discard(None)
         if armed:
             out.append(RegisteredOps(("kprobe",), "kprobe_ftrace_handler", armed, save_regs=True,
                                      version=frozenset(armed)))

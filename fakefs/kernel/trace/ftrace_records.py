@@ -94,15 +94,21 @@ def filter_parse_regex(buff: str):
     return typ, buff, neg
 
 
+KNOWN_MAX = 4096
+
+
 class AddrIndex:
     """The record of an address (``lookup_rec()``: the kernel bisects its
     sorted record pages): a mapping of record addresses to indexes, held as
     the sorted addresses (and, where the records are not in address order,
     the permutation) rather than a dict of ~55k Python ints."""
 
-    __slots__ = ("_sorted", "_order")
+    __slots__ = ("_sorted", "_order", "_known")
 
     def __init__(self, addrs):
+        # the addresses asked for lately (the armed kprobes' functions are
+        # looked up at every change of the ops), a few thousand at most
+        self._known: dict[int, int | None] = {}
         if all(x < y for x, y in zip(addrs, islice(addrs, 1, None))):
             self._sorted, self._order = addrs, None
         else:
@@ -113,11 +119,17 @@ class AddrIndex:
     def get(self, addr: int, default=None):
         if type(addr) is not int:
             return default
-        s = self._sorted
-        i = bisect_left(s, addr)
-        if i < len(s) and s[i] == addr:
-            return i if self._order is None else self._order[i]
-        return default
+        known = self._known
+        r = known.get(addr, -1)
+        if r == -1:
+            s = self._sorted
+            i = bisect_left(s, addr)
+            r = (i if self._order is None else self._order[i]) if i < len(s) and s[i] == addr \
+                else None
+            if len(known) >= KNOWN_MAX:
+                known.clear()
+            known[addr] = r
+        return default if r is None else r
 
     def __contains__(self, addr) -> bool:
         return self.get(addr) is not None

@@ -465,9 +465,8 @@ class Tracing:
         self.engaged: set[TraceArray] = set()
         registered = register_events(kernel.config)
         self.events = registered.events            # registration order
-        self.event_systems: dict[str, int] = {}    # system -> its number of events
-        for ev in self.events:
-            self.event_systems[ev.system] = self.event_systems.get(ev.system, 0) + 1
+        self.event_systems = collections.Counter(ev.system for ev in self.events)  # its events
+        self.events_by_key = {(ev.system, ev.name): ev for ev in self.events}
         self.events_listing = registered.listing   # available_events order
         self.instance_listing = registered.instance_listing   # an instance's set_event order
         self.events_by_id = registered.by_id

@@ -357,6 +357,7 @@ def add_event_call(tracing, ev) -> None:
     tracing.events.append(ev)
     _events_changed(tracing)
     tracing.event_systems[ev.system] = tracing.event_systems.get(ev.system, 0) + 1
+    tracing.events_by_key[(ev.system, ev.name)] = ev
     tracing.events_by_id[ev.id] = ev
     tracing.events_listing.append(ev)
     if tracing.instance_listing is not tracing.events_listing:
@@ -386,6 +387,7 @@ def remove_event_call(tracing, ev) -> None:
     left = tracing.event_systems.pop(ev.system) - 1
     if left:
         tracing.event_systems[ev.system] = left
+    tracing.events_by_key.pop((ev.system, ev.name), None)
     tracing.events_by_id.pop(ev.id, None)
     tracing.events_listing.remove(ev)
     if tracing.instance_listing is not tracing.events_listing:

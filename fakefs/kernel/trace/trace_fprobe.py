@@ -230,7 +230,7 @@ class FprobeOps(ProbeEventOps):
 
     # --- enabling and hits -------------------------------------------------------------
     def _use_changed(self, tracepoint: str, on: bool) -> None:
-        ev = next((e for e in self.events() if e.tracepoint == tracepoint), None)
+        ev = self.event_of(tracepoint)
         if ev is None:
             return
         for tr in self.tracing.arrays():

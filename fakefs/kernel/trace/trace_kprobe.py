@@ -82,13 +82,13 @@ def add_probe_event(tracing, ev, first_id: int) -> bool:
     dynamic id, its directories; True when its system is new."""
     ids = tracing.events_by_id
     ev.id = next(i for i in range(first_id, 1 << 16) if i not in ids)
-    new_system = not any(e.system == ev.system for e in tracing.events)
+    new_system = not tracing.event_systems.get(ev.system)
     add_event_call(tracing, ev)
     return new_system
 
 
 def event_name_used(tracing, group: str, name: str) -> bool:
-    return any(ev.system == group and ev.name == name for ev in tracing.events)
+    return (group, name) in tracing.events_by_key
 
 
 class TraceKprobe:
@@ -162,6 +162,16 @@ class ProbeEventOps(DynEventOps):
     def _use_changed(self, tracepoint: str, on: bool) -> None:
         raise NotImplementedError
 
+    def event_of(self, tracepoint: str):
+        """This kind's event whose (internal) tracepoint is ``tracepoint``
+        (``"\\0kind:group/name"``), or None."""
+        group, _, name = tracepoint.partition(":")[2].partition("/")
+        ev = self.tracing.events_by_key.get((group, name))
+        if ev is None or getattr(ev, "tracepoint", None) != tracepoint:
+            return None
+        probes = getattr(ev, "probes", None)
+        return ev if probes and probes[0].ops is self else None
+
     def place_of(self, p) -> str:
         """Where probe ``p`` is, as a removal command names it."""
         raise NotImplementedError
@@ -174,11 +184,8 @@ class ProbeEventOps(DynEventOps):
         return self.dyn.of(self)
 
     def events(self) -> list:
-        out = []
-        for p in self.probes():
-            if p.event not in out:
-                out.append(p.event)
-        return out
+        """The probes' events, each once, in the probes' order."""
+        return list(dict.fromkeys(p.event for p in self.probes()))
 
     def find_event(self, group: str, name: str):
         return next((ev for ev in self.events() if ev.system == group and ev.name == name), None)
@@ -514,7 +521,7 @@ class KprobeOps(ProbeEventOps):
     def _use_changed(self, tracepoint: str, on: bool) -> None:
         """An event was enabled in a first array, or disabled in the last:
         arm or disarm its kprobes (``enable_trace_kprobe()``)."""
-        ev = next((e for e in self.events() if e.tracepoint == tracepoint), None)
+        ev = self.event_of(tracepoint)
         if ev is None:
             return
         for tr in self.tracing.arrays():

@@ -79,6 +79,27 @@ def test_busy(k):
     assert rd(k, "kprobe_events") == ""
 
 
+def test_the_events_index_follows_adds_and_removes(k):
+    """``tracing.events_by_key`` (what a new probe's name is checked
+    against, and how an enable finds its probe event) is the events' own
+    (system, name) after adds and removes; a name freed is free again."""
+    def index_is_the_list():
+        tracing = k.tracing
+        return tracing.events_by_key == {(e.system, e.name): e for e in tracing.events}
+    add(k, "p:a kernel_clone")
+    add(k, "p:grp/b do_exit")
+    assert errno_of(add, k, "p:a kernel_clone") == errno.EEXIST     # the same probe
+    assert index_is_the_list() and ("grp", "b") in k.tracing.events_by_key
+    wr(k, "events/kprobes/a/enable", "1\n")             # found by its tracepoint
+    assert k.tracing.events_by_key[("kprobes", "a")].probes[0].kp.registered
+    wr(k, "events/kprobes/a/enable", "0\n")
+    add(k, "-:a")
+    assert index_is_the_list() and ("kprobes", "a") not in k.tracing.events_by_key
+    add(k, "p:a do_exit")                                # free again
+    wr(k, "kprobe_events", "\n")
+    assert index_is_the_list()
+
+
 def test_multiprobe(k):
     add(k, "p:kprobes/testevent kernel_clone")
     add(k, "p:kprobes/testevent do_exit")
