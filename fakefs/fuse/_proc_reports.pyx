@@ -30,9 +30,9 @@ cdef extern from "<errno.h>" nogil:
     int errno
     enum:
         EAGAIN
-        EWOULDBLOCK
         EINTR
         ENOBUFS
+        EBADF
 
 cdef extern from "<sys/types.h>":
     ctypedef long ssize_t
@@ -51,6 +51,7 @@ cdef extern from "<poll.h>" nogil:
     int poll(pollfd *fds, unsigned long nfds, int timeout)
     enum:
         POLLIN
+        POLLNVAL
 
 cdef extern from "<sys/stat.h>" nogil:
     struct stat:
@@ -178,6 +179,7 @@ cdef class Reports:
     cdef int *fresh                   # the children forked since the last take()
     cdef size_t nfresh, fresh_cap
     cdef public long overruns         # times the host dropped reports (ENOBUFS)
+    cdef public int failed            # recv()'s errno once it fails for good (0: never)
 
     def __cinit__(self, int fd):
         self.fd = fd
@@ -189,6 +191,7 @@ cdef class Reports:
         self.fresh = NULL
         self.nfresh = self.fresh_cap = 0
         self.overruns = 0
+        self.failed = 0
 
     def __dealloc__(self):
         cdef size_t i
@@ -224,7 +227,8 @@ cdef class Reports:
 
     def watch(self, int wake_fd) -> None:
         """Take what the host reports as it comes (without the GIL) until
-        ``wake_fd`` is readable (what was written to it is left there)."""
+        ``wake_fd`` is readable (what was written to it is left there);
+        OSError when the socket fails for good (never a busy loop)."""
         cdef pollfd fds[2]
         cdef int r = 0
         cdef int err = 0
@@ -247,6 +251,10 @@ cdef class Reports:
                     self._receive()
                     pthread_mutex_unlock(&self.lock)
                 if fds[1].revents:
+                    break
+                if fds[0].revents & POLLNVAL or self.failed:
+                    r = -1
+                    err = self.failed or EBADF
                     break
         if r < 0:
             raise OSError(err, "poll")
@@ -329,6 +337,8 @@ cdef class Reports:
                     continue
                 if errno == EINTR:
                     continue
+                if errno != EAGAIN:         # (EWOULDBLOCK on Linux)
+                    self.failed = errno     # (a closed socket: the watch ends)
                 return                      # EAGAIN: all taken
             if n > SLOT:
                 continue                    # not a proc event
@@ -345,13 +355,15 @@ cdef class Reports:
         an exec's pid: yes, and its program is to be read."""
         cdef uint32_t what
         cdef int off = NLMSG_HDR_SIZE + CN_MSG_SIZE
-        if n < off + PROC_EVENT_HDR + 16:
-            return 0 if n >= NLMSG_HDR_SIZE else -1     # parse_message decides
+        if n < off + PROC_EVENT_HDR + 4:    # not about a process
+            return -1
         if _u32(d + NLMSG_HDR_SIZE) != CN_IDX_PROC or _u32(d + NLMSG_HDR_SIZE + 4) != CN_VAL_PROC:
             return -1
         what = _u32(d + off)
         off += PROC_EVENT_HDR
         if what == PROC_EVENT_FORK:          # parent pid, tgid, child pid, tgid
+            if n < off + 16:
+                return -1
             if self._is_wanted(<int> _u32(d + off)):
                 if not self._is_wanted(<int> _u32(d + off + 8)):
                     self._forked(<int> _u32(d + off + 8))

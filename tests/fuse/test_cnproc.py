@@ -389,3 +389,64 @@ def test_exe_identity_is_the_executed_file():
     finally:
         p.wait()
     assert exe_identity(p.pid) is None
+
+
+def test_the_reports_keep_the_wanted_processes_and_their_children():
+    """The C side's rule, on datagrams sent through a socket pair: a wanted
+    process's events and its children's (their fork first) are kept in
+    order, anybody else's dropped; an exec of a wanted process that lives
+    is read at once (this process's own), one gone has no program."""
+    from fakefs.fuse._proc_reports import Reports
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    me = os.getpid()
+    try:
+        r = Reports(a.fileno())
+        r.set_wanted([100, me])
+        sent = [datagram(cnproc.PROC_EVENT_FORK, 1, FORK_DATA.pack(100, 100, 4000001, 4000001)),
+                datagram(cnproc.PROC_EVENT_EXEC, 2, cnproc.EXEC_DATA.pack(4000001, 4000001)),
+                datagram(cnproc.PROC_EVENT_FORK, 3, FORK_DATA.pack(200, 200, 201, 201)),
+                datagram(cnproc.PROC_EVENT_EXEC, 4, cnproc.EXEC_DATA.pack(201, 201)),
+                datagram(cnproc.PROC_EVENT_EXEC, 5, cnproc.EXEC_DATA.pack(me, me)),
+                datagram(cnproc.PROC_EVENT_EXIT, 6, cnproc.EXIT_DATA.pack(4000001, 4000001, 0, 17))]
+        for d in sent:
+            b.send(d)
+        got = r.take()
+        kinds = [(e.kind, e.pid) for data, _ in got for e in parse_message(data)]
+        assert kinds == [("fork", 4000001), ("exec", 4000001), ("exec", me), ("exit", 4000001)]
+        progs = [p for _, p in got]
+        assert progs[1] is None                       # gone (never was)
+        st = os.stat("/proc/self/exe")
+        assert progs[2][:2] == (st.st_dev, st.st_ino)
+        assert progs[2][2] == os.fsencode(os.readlink("/proc/self/exe"))
+        assert r.take() == [] and r.pending() == 0
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_watch_ends_when_its_socket_fails():
+    """A descriptor that cannot be received from (here a pipe: ENOTSOCK)
+    ends the watch with OSError rather than a loop at full speed."""
+    import errno
+    import threading
+    from fakefs.fuse._proc_reports import Reports
+    rd, wr = os.pipe()
+    wake_r, wake_w = os.pipe()
+    try:
+        rep = Reports(rd)
+        os.write(wr, b"x")                            # readable, but no socket
+        out = []
+
+        def watch():
+            try:
+                rep.watch(wake_r)
+            except OSError as e:
+                out.append(e.errno)
+        t = threading.Thread(target=watch)
+        t.start()
+        t.join(2)
+        assert not t.is_alive() and out == [errno.ENOTSOCK] and rep.failed == errno.ENOTSOCK
+    finally:
+        os.write(wake_w, b"x")
+        for fd in (rd, wr, wake_r, wake_w):
+            os.close(fd)
