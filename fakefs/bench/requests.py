@@ -70,8 +70,9 @@ def _cat(path: str) -> float:
     return time.perf_counter() - t0
 
 
-def write_while_reading(mnt: str, data: bytes, chunk: int = 1 << 20, every: float = 0.01):
-    """(seconds of the write, latencies of the cats sent meanwhile)."""
+def write_while_reading(mnt: str, data: bytes, chunk: int = 1 << 20, every: float = 0.01,
+                        path: str = "set_ftrace_filter"):
+    """(seconds of the write to ``path``, latencies of the cats sent meanwhile)."""
     base = os.path.join(mnt, TRACING)
     done = threading.Event()
     took = []
@@ -80,7 +81,7 @@ def write_while_reading(mnt: str, data: bytes, chunk: int = 1 << 20, every: floa
     def writer():
         t0 = time.perf_counter()
         try:
-            fd = os.open(os.path.join(base, "set_ftrace_filter"), os.O_WRONLY | os.O_TRUNC)
+            fd = os.open(os.path.join(base, path), os.O_WRONLY | os.O_TRUNC)
             try:
                 for i in range(0, len(data), chunk):
                     os.write(fd, data[i:i + chunk])
@@ -162,6 +163,18 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
                  ("  cat tracing_on meanwhile: max (%d cats)" % len(lat), lat[-1] * 1e3, "ms"),
                  ("  cat tracing_on meanwhile: p99", lat[int(len(lat) * 0.99)] * 1e3, "ms"),
                  ("  cat tracing_on meanwhile: median", statistics.median(lat) * 1e3, "ms")]
+        once = {}
+        for nm in names:
+            once[nm] = once.get(nm, 0) + 1
+        pick = random.Random(1).sample(sorted(nm for nm, c in once.items()
+                                              if c == 1 and not nm.startswith("__")), 1000)
+        probes = "".join("p:kp%d %s\n" % (i, nm) for i, nm in enumerate(pick)).encode()
+        took, lat = write_while_reading(mnt, probes, chunk=len(probes), path="kprobe_events")
+        lat.sort()
+        rows += [("1,000 kprobes written to kprobe_events (one write)", took, "s"),
+                 ("  cat tracing_on meanwhile: max (%d cats)" % len(lat), lat[-1] * 1e3, "ms")]
+        with open(os.path.join(mnt, TRACING, "kprobe_events"), "w"):
+            pass
     with fakefs_mounted() as (mnt, _log):
         used, alive, _ended = blocked_readers_cpu(mnt, readers)
         rows += [("daemon CPU over 5 s, %d trace_pipe readers blocked (%d still)"

@@ -27,7 +27,8 @@ from ..lib.kstrtox import kstrtoul
 from ..module import STATE_COMING, STATE_GOING
 from ..lib.vsprintf import hashed_ptr
 from .events_defs import EventDef
-from .trace_dynevent import DynamicEventsOps, DynEventOps, DynEvents, parse_run_command
+from .trace_dynevent import (DynamicEventsOps, DynEventOps, DynEvents, parse_run_command,
+                             parse_run_steps)
 from .trace_events import add_event_call, remove_event_call
 from .trace_events_commit import trace_event_commit
 from .trace_kprobe_regs import ModelCall, caller_task, hit_regs, return_regs
@@ -552,18 +553,22 @@ class KprobeEventsOps(FileOperations):
         return ops.dyn.show(ops)
 
     def write(self, f, data):
-        ops = f.data
-        ops.dyn.caller_pid = f.pid
+        f.data.dyn.caller_pid = f.pid
+        return parse_run_command(data, lambda line: self._run(f.data, line))
 
-        def run(line):
-            if line[:1] == "-":
-                ops.dyn.release(line, ops)
-                return
-            try:
-                ops.create(line)
-            except KernelError as e:
-                raise KernelError(errno.EINVAL if e.errno == errno.ECANCELED else e.errno)
-        return parse_run_command(data, run)
+    def write_steps(self, f, data, pause=None):
+        f.data.dyn.caller_pid = f.pid
+        return (yield from parse_run_steps(data, lambda line: self._run(f.data, line), pause))
+
+    @staticmethod
+    def _run(ops, line: str) -> None:
+        if line[:1] == "-":
+            ops.dyn.release(line, ops)
+            return
+        try:
+            ops.create(line)
+        except KernelError as e:
+            raise KernelError(errno.EINVAL if e.errno == errno.ECANCELED else e.errno)
 
 
 class KprobeProfileOps(FileOperations):

@@ -5,7 +5,8 @@ import errno
 import pytest
 
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.trace.trace_dynevent import DynEventOps, DynEvents, parse_run_command
+from fakefs.kernel.trace.trace_dynevent import (DynEventOps, DynEvents, parse_run_command,
+                                                parse_run_steps)
 
 
 def run(data):
@@ -62,6 +63,33 @@ class Kind(DynEventOps):
 
     def show(self, ev):
         return "x:%s\n" % ev.name
+
+
+def test_steps_yield_between_commands_and_end_as_the_write():
+    """The stepped parser (long writes through the mount): a yield after a
+    command when ``pause()`` says so, the commands so far done; its value
+    is the write's, and a failure is the first failing command's."""
+    got = []
+    steps = parse_run_steps(b"a\nb\nc\n", got.append, lambda: True)
+    next(steps)
+    assert got == ["a"]
+    next(steps)
+    assert got == ["a", "b"]
+    next(steps)
+    with pytest.raises(StopIteration) as done:
+        next(steps)
+    assert done.value.value == 6 and got == ["a", "b", "c"]
+    seen = []
+
+    def fn(line):
+        if line == "bad":
+            raise KernelError(errno.ENOENT)
+        seen.append(line)
+    steps = parse_run_steps(b"ok\nbad\nnever\n", fn, lambda: True)
+    next(steps)
+    with pytest.raises(KernelError):
+        next(steps)
+    assert seen == ["ok"]
 
 
 def test_release_and_release_all():
