@@ -167,6 +167,19 @@ cdef Program *_read_program(int pid) noexcept nogil:
     return p
 
 
+cdef void _push(int **arr, size_t *n, size_t *cap, int v) noexcept nogil:
+    """``v`` appended to the growing array ``*arr`` (dropped if memory runs out)."""
+    cdef int *grown
+    if n[0] == cap[0]:
+        grown = <int *> realloc(arr[0], (cap[0] * 2 + 64) * sizeof(int))
+        if grown == NULL:
+            return
+        arr[0] = grown
+        cap[0] = cap[0] * 2 + 64
+    arr[0][n[0]] = v
+    n[0] += 1
+
+
 cdef class Reports:
     """The reports of one proc-connector socket (``fd``), queued in order."""
 
@@ -301,27 +314,11 @@ cdef class Reports:
         return False
 
     cdef void _want(self, int pid) noexcept nogil:
-        cdef int *arr
-        if self.nwanted == self.wanted_cap:
-            arr = <int *> realloc(self.wanted, (self.wanted_cap * 2 + 64) * sizeof(int))
-            if arr == NULL:
-                return
-            self.wanted = arr
-            self.wanted_cap = self.wanted_cap * 2 + 64
-        self.wanted[self.nwanted] = pid
-        self.nwanted += 1
+        _push(&self.wanted, &self.nwanted, &self.wanted_cap, pid)
 
     cdef void _forked(self, int pid) noexcept nogil:
-        cdef int *arr
         self._want(pid)
-        if self.nfresh == self.fresh_cap:
-            arr = <int *> realloc(self.fresh, (self.fresh_cap * 2 + 64) * sizeof(int))
-            if arr == NULL:
-                return
-            self.fresh = arr
-            self.fresh_cap = self.fresh_cap * 2 + 64
-        self.fresh[self.nfresh] = pid
-        self.nfresh += 1
+        _push(&self.fresh, &self.nfresh, &self.fresh_cap, pid)
 
     cdef void _receive(self) noexcept nogil:
         """Under the mutex: every datagram the socket holds, the wanted
