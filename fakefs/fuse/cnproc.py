@@ -336,16 +336,15 @@ class HostWatch:
     start of every request, hands the machine everything up to that
     instant (an exec whose program was not read then is read if the
     process is still there).  The host reports every process of the
-    machine: only the events of followed ones (and of the children they
-    forked since the last drain) are kept, and only theirs cost a /proc
-    read, so an idle mount on a busy host holds nothing back."""
+    machine: the connector keeps only the events of the followed ones (it
+    is told them after each change) and of the children they fork, and
+    only theirs cost a /proc read, so an idle mount on a busy host holds
+    nothing back; ``HostProcesses.event`` keeps the rule."""
 
     def __init__(self, conn: ProcConnector, procs, clock):
         self.conn = conn
         self.procs = procs             # sim.host.HostProcesses
         self.clock = clock             # kernel.time.Clock
-        self.recent: set[int] = set()  # children forked since the last drain
-        self.stopping = False
         # the thread takes the host's reports until stop() writes here; it
         # never needs the GIL meanwhile (each wake-up in Python took it from
         # the requests being served, and waited for it up to 5 ms a time)
@@ -356,7 +355,6 @@ class HostWatch:
         self.thread.start()
 
     def stop(self) -> None:
-        self.stopping = True
         try:
             os.write(self.wake_w, b"x")
         except OSError:
@@ -368,30 +366,16 @@ class HostWatch:
         except (OSError, ValueError):
             return
 
-    def _wanted(self, ev: ProcEvent) -> bool:
-        """Is ``ev`` about a followed process?  A pre-filter only
-        (``HostProcesses.event`` keeps the rule; the connector keeps the
-        same one as it takes the reports); the followed set is read here,
-        never changed."""
-        followed = self.procs.followed
-        if ev.kind == "fork":
-            if ev.ppid in followed or ev.ppid in self.recent:
-                self.recent.add(ev.pid)
-                return True
-            return False
-        return ev.pid in followed or ev.pid in self.recent
-
     def _take(self) -> list[list]:
-        """What the connector holds about followed processes, in order:
-        [event, exec's filename (None: not read yet), exec's file identity]."""
+        """What the connector holds, in order: [event, exec's filename
+        (None: not read yet), exec's file identity]."""
         got = []
         for ev in self.conn.drain():
-            if self._wanted(ev):
-                prog = ev.program
-                if prog is not None:                # read as the host reported it
-                    got.append([ev, prog.filename, prog.exe])
-                else:
-                    got.append([ev, None if ev.kind == "exec" else "", None])
+            prog = ev.program
+            if prog is not None:                # read as the host reported it
+                got.append([ev, prog.filename, prog.exe])
+            else:
+                got.append([ev, None if ev.kind == "exec" else "", None])
         return got
 
     def _read_programs(self, items, gone=frozenset()) -> None:
@@ -419,9 +403,9 @@ class HostWatch:
             self._tell_wanted()
 
     def _tell_wanted(self) -> None:
-        """The connector keeps the events of the followed processes and of
-        the children they forked since (``_wanted``'s rule)."""
-        self.conn.set_wanted(self.procs.followed | self.recent)
+        """The connector keeps the events of the followed processes (and
+        of the children they fork from then on)."""
+        self.conn.set_wanted(self.procs.followed)
 
     def drain(self) -> int | None:
         """Hand the machine every event so far; the instant by which it
@@ -442,8 +426,6 @@ class HostWatch:
                 done = self.procs.event("exit", t, ev.pid)
             if done is not None:
                 settle = done if settle is None else max(settle, done)
-        # a child stays "recent" until the machine follows it
-        self.recent -= {ev.pid for ev, _, _ in got if ev.kind == "fork"}
-        if got:
+        if got:                                 # forks followed, exits not
             self._tell_wanted()
         return settle

@@ -82,57 +82,33 @@ class FakeClock:
         return ns - 100
 
 
-def test_drain_hands_over_the_followed_processes_events_in_kernel_time():
+def test_drain_hands_over_the_connectors_events_in_kernel_time():
+    """The connector keeps the followed processes' events (its rule is
+    tested below, on datagrams); the drain hands them over in kernel time
+    and says by when the machine will have done them."""
     me = os.getpid()
     evs = [cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me),     # a followed parent
            cnproc.ProcEvent("exec", 0, 1500, 7001, 7001),             # its new child
-           cnproc.ProcEvent("fork", 0, 1600, 8001, 8001, ppid=1),     # somebody else's
-           cnproc.ProcEvent("exec", 0, 1700, 8001, 8001),
            cnproc.ProcEvent("exit", 0, 2000, 7001, 7001)]
-    procs = FakeProcs()
-    w = HostWatch(FakeConn(evs), procs, FakeClock())
+    procs = FollowingProcs()
+    conn = FakeConn(evs)
+    w = HostWatch(conn, procs, FakeClock())
     w.caller(me)
-    assert me in procs.followed
+    assert me in procs.followed and conn.wanted == {me}     # told at once
     assert w.drain() == 1905
     assert [(g[0], g[1], g[2]) for g in procs.got] == [
         ("fork", 900, 7001), ("exec", 1400, 7001), ("exit", 1900, 7001)]
-    assert w.drain() is None and not w.recent
-    # a child forked before the last drain is the machine's to follow now
-    w.conn.events = [cnproc.ProcEvent("exec", 0, 3000, 7001, 7001)]
-    assert w.drain() is None                   # FakeProcs follows nobody it was not told of
+    assert conn.wanted == {me, 7001}           # the child, followed now, told too
+    assert w.drain() is None
 
 
 class FollowingProcs(FakeProcs):
-    """Follows forked children as HostProcesses does; ``during_fork`` runs
-    before it does (the watch thread taking events meanwhile)."""
-
-    def __init__(self):
-        super().__init__()
-        self.during_fork = None
+    """Follows forked children as HostProcesses does."""
 
     def event(self, kind, t, pid, **kw):
         if kind == "fork" and kw["ppid"] in self.followed:
-            if self.during_fork:
-                self.during_fork()
             self.followed.add(pid)
         return super().event(kind, t, pid, **kw)
-
-
-def test_a_child_forking_while_its_own_fork_is_handed_over_is_followed():
-    me = os.getpid()
-    conn = FakeConn([cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me)])
-    procs = FollowingProcs()
-    w = HostWatch(conn, procs, FakeClock())
-    w.caller(me)
-
-    def thread_takes():                        # the child forks at once
-        conn.events = [cnproc.ProcEvent("fork", 0, 1100, 7002, 7002, ppid=7001)]
-    procs.during_fork = thread_takes
-    w.drain()
-    procs.during_fork = None
-    w.drain()
-    assert [(g[0], g[2]) for g in procs.got] == [("fork", 7001), ("fork", 7002)]
-    assert 7002 in procs.followed and not w.recent
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the host reports process events to root only")
