@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 
+from ..mm.maccess import UserRegions
 from .trace_probe import (FIELD_STRING_FUNC, FIELD_STRING_IP, FIELD_STRING_RETIP,
                           FAULT_STRING, MAX_STRING_SIZE, ProbeArg, split_symbol_offset)
 
@@ -45,7 +46,7 @@ def plausible_word(m: int, text_lo: int, text_hi: int) -> int:
     return text_lo + ((m >> 16) % max(1, text_hi - text_lo))
 
 
-class ProbeMemory:
+class ProbeMemory(UserRegions):
     """Kernel memory as a probe reads it (``copy_from_kernel_nofault``):
     the regions a hit placed (strings, structures), the stack of the task,
     and elsewhere in kernel space plausible words that stay the same for
@@ -54,24 +55,27 @@ class ProbeMemory:
     spaces do not overlap: probe_mem_read() takes it from there), which
     faults when the task has none."""
 
+    __slots__ = ("seed", "text", "stack", "umem")
+
     def __init__(self, seed: int, text: tuple[int, int], regions=None,
                  stack: tuple[int, list] | None = None, umem=None):
+        super().__init__(regions)
         self.seed = seed
         self.text = text
-        self.regions: dict[int, bytes] = dict(regions or {})
         self.stack = stack                  # (sp, words)
         self.umem = umem
 
     def _byte(self, addr: int):
-        for base, data in self.regions.items():
-            if base <= addr < base + len(data):
-                return data[addr - base]
+        addr &= M64                         # (a read past the top wraps)
+        b = super()._byte(addr)
+        if b is not None:
+            return b
         if self.stack is not None:
             sp, words = self.stack
             if sp <= addr < sp + 8 * len(words):
                 n, b = divmod(addr - sp, 8)
                 return (words[n] >> (8 * b)) & 0xff
-        if addr < KERNEL_SPACE or addr > M64:
+        if addr < KERNEL_SPACE:
             return None
         w = plausible_word(mix64(self.seed ^ (addr >> 3)), *self.text)
         return (w >> (8 * (addr & 7))) & 0xff
@@ -80,26 +84,12 @@ class ProbeMemory:
         """``size`` bytes at ``addr`` as a little-endian int, None on a fault."""
         if addr < TASK_SIZE:
             return self.umem.read(addr, size) if self.umem is not None else None
-        val = 0
-        for i in range(size):
-            b = self._byte((addr + i) & M64)
-            if b is None:
-                return None
-            val |= b << (8 * i)
-        return val
+        return super().read(addr, size)
 
     def read_string(self, addr: int):
         if addr < TASK_SIZE:
             return self.umem.read_string(addr) if self.umem is not None else None
-        out = bytearray()
-        for i in range(MAX_STRING_SIZE - 1):
-            b = self._byte((addr + i) & M64)
-            if b is None:
-                return None
-            if b == 0:
-                break
-            out.append(b)
-        return bytes(out)
+        return super().read_string(addr, MAX_STRING_SIZE - 1)
 
 
 class ProbeRegs:
