@@ -167,11 +167,8 @@ class ProbeEventOps(DynEventOps):
         """This kind's event whose (internal) tracepoint is ``tracepoint``
         (``"\\0kind:group/name"``), or None."""
         group, _, name = tracepoint.partition(":")[2].partition("/")
-        ev = self.tracing.events_by_key.get((group, name))
-        if ev is None or getattr(ev, "tracepoint", None) != tracepoint:
-            return None
-        probes = getattr(ev, "probes", None)
-        return ev if probes and probes[0].ops is self else None
+        ev = self.find_event(group, name)
+        return ev if ev is not None and ev.tracepoint == tracepoint else None
 
     def place_of(self, p) -> str:
         """Where probe ``p`` is, as a removal command names it."""
@@ -189,7 +186,10 @@ class ProbeEventOps(DynEventOps):
         return list(dict.fromkeys(p.event for p in self.probes()))
 
     def find_event(self, group: str, name: str):
-        return next((ev for ev in self.events() if ev.system == group and ev.name == name), None)
+        """This kind's event ``group/name`` (``tracing.events_by_key``), or None."""
+        ev = self.tracing.events_by_key.get((group, name))
+        probes = getattr(ev, "probes", None)
+        return ev if probes and probes[0].ops is self else None
 
     # --- dyn_event_operations ----------------------------------------------------
     def create(self, raw: str) -> None:
