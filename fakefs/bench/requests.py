@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 import signal
@@ -163,12 +164,7 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
                  ("  cat tracing_on meanwhile: max (%d cats)" % len(lat), lat[-1] * 1e3, "ms"),
                  ("  cat tracing_on meanwhile: p99", lat[int(len(lat) * 0.99)] * 1e3, "ms"),
                  ("  cat tracing_on meanwhile: median", statistics.median(lat) * 1e3, "ms")]
-        once = {}
-        for nm in names:
-            once[nm] = once.get(nm, 0) + 1
-        pick = random.Random(1).sample(sorted(nm for nm, c in once.items()
-                                              if c == 1 and not nm.startswith("__")), 1000)
-        probes = "".join("p:kp%d %s\n" % (i, nm) for i, nm in enumerate(pick)).encode()
+        probes = kprobe_list(names, 1000).encode()
         took, lat = write_while_reading(mnt, probes, chunk=len(probes), path="kprobe_events")
         lat.sort()
         rows += [("1,000 kprobes written to kprobe_events (one write)", took, "s"),
@@ -183,19 +179,24 @@ def bench_requests(mb: float = 10.0, readers: int = 200) -> list[tuple[str, obje
     return rows
 
 
+def kprobe_list(names: list[str], n: int) -> str:
+    """``n`` kprobe commands on functions ``names`` (available_filter_functions)
+    holds once (a name held twice needs its module or address)."""
+    once = collections.Counter(names)
+    unique = sorted(nm for nm, c in once.items() if c == 1 and not nm.startswith("__"))
+    return "".join("p:kp%d %s\n" % (i, nm)
+                   for i, nm in enumerate(random.Random(1).sample(unique, n)))
+
+
 def kprobe_writes(n: int) -> dict[str, float]:
     """Seconds of each write with ``n`` kprobes on distinct functions."""
-    import collections
     from ..kernel.fs.pseudo import kernel_read, kernel_write
     from ..kernel.init import Kernel
     from ..kernel.time import ManualClock
     k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
     names = [ln.split()[0] for ln in
              kernel_read(k.tree, TRACING + "/available_filter_functions").decode().splitlines()]
-    once = collections.Counter(names)
-    names = sorted(nm for nm in once if once[nm] == 1 and not nm.startswith("__"))
-    pick = random.Random(1).sample(names, n)
-    steps = [("add", "kprobe_events", "".join("p:kp%d %s\n" % (i, nm) for i, nm in enumerate(pick))),
+    steps = [("add", "kprobe_events", kprobe_list(names, n)),
              ("enable", "events/kprobes/enable", "1"), ("disable", "events/kprobes/enable", "0"),
              ("clear", "kprobe_events", "")]
     took = {}
