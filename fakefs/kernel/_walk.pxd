@@ -32,6 +32,11 @@ cdef class Frame:
     # a walk on the side changes neither)
     cdef public long visits
     cdef public bint called
+    # its stack's place in a stackmap (``_trace_function.StackIds``): the
+    # map's ``_stored`` it was found in, the slot, the element, and the
+    # uses counted here not yet added to the element's ref_count
+    cdef object sid_stored, sid_elt
+    cdef long sid_slot, sid_pending
 
     cdef tuple make_stack(self)
 

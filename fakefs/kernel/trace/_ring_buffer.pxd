@@ -6,6 +6,7 @@ from libc.stdint cimport uint16_t, uint32_t, uint64_t
 
 cdef class PageWriter:
     cdef object cb, page, append
+    cdef dict side              # the raw page's entries kept beside it
     cdef bint overwrite
     cdef int length, cap, used, nbytes, n
     cdef long long last_ts, page_last, written, entries, dropped, nbytes_written
@@ -23,4 +24,5 @@ cdef class PageWriter:
                        int length) except -1
     cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack,
                     int length) except -1
+    cdef bint other(self, long long ts, tuple entry, int length) except -1
     cdef void _untuple(self) except *

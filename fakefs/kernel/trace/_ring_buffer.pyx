@@ -14,9 +14,15 @@ tuples the rest of the model reads, when something reads them.
 ``PageWriter`` is ``CpuBuffer.write()`` for a stretch of entries, with
 the same accounting (``reserve()``): a tail sub-buffer that holds tuples
 is filled with tuples (as ``write()`` would), every new one is raw.  The
-records written raw so far are the function tracer's: TRACE_FN
+function tracer's records are written in their bytes: TRACE_FN
 (``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
-options); ``decode_page()`` refuses any other type.
+options).  Any other entry (an event's, a marker's) takes its place in the
+sub-buffer as the kernel's would (its header, its length, its time delta)
+and is kept beside it as the tuple (the sub-buffer's ``side``: record
+offset -> entry) until a page reader wants its bytes: ``page_data()``
+encodes it there, in the space it holds.  Formatting an entry's fields is
+the control plane's work, done only for what is read; no sub-buffer turns
+into tuples because an event was written in it.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -39,9 +45,27 @@ def new_page(int subbuf_size):
     return bytearray(PAGE_HDR + subbuf_size)
 
 
-def decode_page(bytearray raw, int used):
+cdef inline int record_room(int length) noexcept:
+    """The record bytes an event of ``length`` bytes holds (after its
+    header, and its length word when it has one)."""
+    return length - 4 if length - 4 <= SMALL_DATA else length - 8
+
+
+cdef inline int rb_event_length(int payload) noexcept:
+    """``ring_buffer.event_length()``."""
+    cdef int length = payload if payload else 1
+    if length > SMALL_DATA:
+        length += 4
+    length = (length + 4 + 3) & ~3
+    if length == LEN_EXTEND + 4:
+        length += 4
+    return length
+
+
+def decode_page(bytearray raw, int used, dict side=None):
     """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
-    order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each."""
+    order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each, the
+    ``side`` entries (record offset -> entry) where they were written."""
     cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
     cdef uint64_t ts, ip, parent
     cdef uint32_t hdr, ext, tl
@@ -70,6 +94,12 @@ def decode_page(bytearray raw, int used):
         else:
             rec = off + 4
             nxt = off + 4 + tl * 4
+        if side is not None:
+            got = side.get(rec)
+            if got is not None:
+                out.append(got)
+                off = nxt
+                continue
         memcpy(&typ, p + rec, 2)
         memcpy(&pid, p + rec + 4, 4)
         if typ == TRACE_FN:
@@ -90,6 +120,43 @@ def decode_page(bytearray raw, int used):
             raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
         off = nxt
     return out
+
+
+def page_data(bytearray raw, int used, dict side, encode):
+    """The data bytes of the raw sub-buffer ``raw`` (``used`` of them) as a
+    page reader gets them: each ``side`` entry's record made by ``encode``
+    in the place written for it.  None when a record is not of the length
+    its place was written for (the model's accounting of the event and its
+    record disagree: the caller takes the entries one at a time, as from
+    tuples, which gives the same page wherever they agree)."""
+    cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
+    cdef unsigned char *q
+    cdef uint32_t hdr, ext, tl
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec, nxt, n
+    cdef bytearray out = bytearray(p[PAGE_HDR:end])
+    q = <unsigned char *> PyByteArray_AS_STRING(out) - PAGE_HDR
+    while off < end:
+        memcpy(&hdr, p + off, 4)
+        tl = hdr & 31
+        if tl == <uint32_t> TYPE_EXTEND:
+            off += LEN_EXTEND
+            continue
+        if tl == 0:
+            memcpy(&ext, p + off + 4, 4)
+            rec = off + 8
+            nxt = off + 4 + ext
+        else:
+            rec = off + 4
+            nxt = off + 4 + tl * 4
+        entry = side.get(rec)
+        if entry is not None:
+            record = encode(entry)
+            n = len(record)
+            if rb_event_length(n) != nxt - off:
+                return None
+            memcpy(q + rec, <const char *> record, n)
+        off = nxt
+    return bytes(out)
 
 
 cdef class PageWriter:
@@ -115,7 +182,9 @@ cdef class PageWriter:
         self.used = page.used
         self.nbytes = page.nbytes
         raw = page.raw
+        self.side = None
         if raw is not None:
+            self.side = page.side
             self.raw = <unsigned char *> PyByteArray_AS_STRING(raw)
             self.n = page.npacked
             self.page_last = page.packed_last
@@ -260,6 +329,19 @@ cdef class PageWriter:
             self.append((ts, TRACE_STACK, pid, flags, pc, stack, None))
         return r != 0
 
+    cdef bint other(self, long long ts, tuple entry, int length) except -1:
+        """``write()`` of any other entry (``length`` bytes): in a raw
+        sub-buffer its place, the entry kept beside it (``side``)."""
+        cdef int r = self.reserve(ts, length)
+        if r == 1:
+            if self.side is None:
+                self.side = {}
+                self.page.side = self.side
+            self.side[<long> (self.q - self.raw)] = entry
+        elif r == 2:
+            self.append(entry)
+        return r != 0
+
     cdef void _untuple(self) except *:
         page = self.page
         page.npacked = self.n
@@ -282,21 +364,44 @@ cdef class PageWriter:
     def put_stack(self, long long ts, int pid, int flags, int pc, tuple stack, int length):
         return self.stack(ts, pid, flags, pc, stack, length)
 
+    def put_other(self, tuple entry, int length):
+        return self.other(entry[0], entry, length)
 
-def write_fn(cb, entry, int length, bint overwrite):
-    """``CpuBuffer.write()`` of ``entry`` on a raw tail when it is a TRACE_FN
-    entry: it goes on in the binary layout.  None where it cannot (another
-    type, fields out of the record's ranges): the caller writes it as a
-    tuple."""
-    if type(entry) is not tuple or len(entry) != 7:
-        return None
-    ts, typ, pid, flags, pc, ip, parent = entry
-    if not (type(typ) is int and typ == TRACE_FN and type(ip) is int and type(parent) is int
-            and 0 <= flags < 256 and 0 <= pc < 256
-            and -2 ** 31 <= pid < 2 ** 31 and 0 <= ip < 2 ** 64 and 0 <= parent < 2 ** 64):
-        return None
+
+cdef inline bint _fields_fit(pid, flags, pc) noexcept:
+    return (type(flags) is int and type(pc) is int and type(pid) is int
+            and 0 <= flags < 256 and 0 <= pc < 256 and -2 ** 31 <= pid < 2 ** 31)
+
+
+cdef bint _u64s(tuple stack) noexcept:
+    for ip in stack:
+        if type(ip) is not int or not 0 <= ip < 2 ** 64:
+            return False
+    return True
+
+
+def write_raw(cb, tuple entry, int length, bint overwrite):
+    """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) on a raw tail:
+    a function tracer's record in its bytes (its fields in the record's
+    ranges and the record within ``length``), any other entry in its place
+    with the entry beside it.  Whether it was taken."""
     cdef PageWriter w = PageWriter(cb, overwrite, length)
+    cdef int room = record_room(length)
+    ts = entry[0]
     try:
-        return w.fn(ts, pid, flags, pc, ip, parent)
+        if len(entry) == 7 and type(ts) is int and _fields_fit(entry[2], entry[3], entry[4]):
+            typ = entry[1]
+            a = entry[5]
+            b = entry[6]
+            if typ == TRACE_FN and room >= 24 and type(a) is int and type(b) is int \
+                    and 0 <= a < 2 ** 64 and 0 <= b < 2 ** 64:
+                return w.fn(ts, entry[2], entry[3], entry[4], a, b)
+            if typ == TRACE_STACK_ID and b is None and room >= 12 and type(a) is int \
+                    and 0 <= a < 2 ** 32:
+                return w.stack_id(ts, entry[2], entry[3], entry[4], a, length)
+            if typ == TRACE_STACK and b is None and type(a) is tuple \
+                    and room >= 16 + 8 * len(a) and _u64s(a):
+                return w.stack(ts, entry[2], entry[3], entry[4], a, length)
+        return w.other(ts, entry, length)
     finally:
         w._store()

@@ -60,13 +60,21 @@ cdef class StackIds:
     remembered slot and counts (the CPU's successes added when done); a
     stack not held while no slot is left takes get_id's answer (a drop,
     -ENOSPC) without asking it; any other is asked.  A map being reset is
-    always asked (it answers -EINVAL)."""
+    always asked (it answers -EINVAL).
+
+    ``of_frame()`` adds the second: a call's frame remembers where its
+    stack was found (the map's ``_stored``, which a reset replaces, the
+    slot and the element), so a call from a frame seen before takes the
+    slot without hashing its stack; the uses counted there go to the
+    elements' ref_count when the stretch is done (a sum: the same
+    counts)."""
 
     cdef object smap, get_id
     cdef dict stored
     cdef int cpu, max_depth
     cdef bint full
     cdef long long found, drops
+    cdef list touched           # frames whose uses are still to add
 
     def __cinit__(self, smap, int cpu, int max_depth):
         self.smap = smap
@@ -76,6 +84,7 @@ cdef class StackIds:
         self.max_depth = max_depth
         self.full = not smap.empty_slots
         self.found = self.drops = 0
+        self.touched = []
 
     cdef long long of(self, tuple stack) except? -1000:
         cdef PyObject *hit = NULL
@@ -94,8 +103,33 @@ cdef class StackIds:
         self.full = not self.smap.empty_slots
         return sid
 
+    cdef long long of_frame(self, Frame fr, tuple stack) except? -1000:
+        """``of(stack)`` of a call made from ``fr`` (``stack`` its stack)."""
+        cdef PyObject *hit
+        cdef long long sid
+        if self.stored is not None and fr.sid_stored is self.stored:
+            if not fr.sid_pending:
+                self.touched.append(fr)
+            fr.sid_pending += 1
+            self.found += 1
+            return fr.sid_slot
+        sid = self.of(stack)
+        if sid >= 0 and self.stored is not None and len(stack) <= self.max_depth:
+            hit = PyDict_GetItem(self.stored, stack)
+            if hit is not NULL and fr.sid_pending == 0:
+                fr.sid_stored = self.stored
+                fr.sid_slot = (<tuple> hit)[0]
+                fr.sid_elt = (<tuple> hit)[1]
+        return sid
+
     cdef void done(self) except *:
         """The counts kept here go to the map."""
+        cdef Frame fr
+        for fr in self.touched:
+            elt = fr.sid_elt
+            elt.ref_count = (elt.ref_count + fr.sid_pending) & 0xFFFFFFFF
+            fr.sid_pending = 0
+        self.touched = []
         if self.found:
             self.smap.successes[self.cpu] += self.found
         if self.drops:
@@ -246,7 +280,7 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
             if not stacks:
                 continue
             st = fr._stack if fr._stack is not None else fr.make_stack()
-            sid = ids.of(st) if ids is not None else -1
+            sid = ids.of_frame(fr, st) if ids is not None else -1
             if sid >= 0:
                 out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
             else:

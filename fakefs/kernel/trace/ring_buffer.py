@@ -28,7 +28,7 @@ from collections import deque
 from itertools import accumulate
 
 from ..lib.kstrtox import ULONG_MAX
-from ._ring_buffer import write_fn
+from ._ring_buffer import page_data, write_raw
 from .ring_buffer_bpage import LOOSE_PAGES, UNZIPPED_PAGES, BufferPage, snapshot_entries
 
 PAGE_SIZE = 4096
@@ -124,13 +124,10 @@ class CpuBuffer:
         pages = self.pages
         tail = pages[-1] if pages else None
         # the tail is never packed (the newest sub-buffers stay tuples), but
-        # may be raw (a compiled writer's): a function entry goes on in it
-        # raw, anything else turns it into tuples
+        # may be raw (a compiled writer's): the entry goes on in it
         if tail is not None and tail._events is None:
-            if tail.moved is None and ts == entry[0]:
-                took = write_fn(self, entry, length, overwrite)
-                if took is not None:
-                    return took
+            if tail.moved is None and ts == entry[0] and type(entry) is tuple:
+                return write_raw(self, entry, length, overwrite)
             tail.events
         self.written += 1
         self.bytes_written += length
@@ -214,12 +211,13 @@ class CpuBuffer:
     def pack_idle(self, budget: int) -> int:
         """Pack up to ``budget`` sub-buffers between the newest
         ``loose_pages`` and the newest ``unzipped_pages`` (older ones the
-        writer packed) that are tuples still; how many it packed."""
+        writer packed) that are tuples still, or raw with entries kept
+        beside them; how many it packed."""
         done = 0
         for i, p in enumerate(reversed(self.pages)):
             if done >= budget or i >= self.unzipped_pages:
                 break
-            if i >= self.loose_pages and p._events is not None:
+            if i >= self.loose_pages and (p._events is not None or p.side):
                 done += p.pack()
         return done
 
@@ -404,10 +402,11 @@ class CpuBuffer:
             pages.popleft()
         return None
 
-    def take_raw(self, room: int):
+    def take_raw(self, room: int, encode):
         """The reader's sub-buffer (the oldest with entries) when it is raw
         (a compiled writer's) and its data fit in ``room`` bytes: consumed
-        whole, as ``consume()`` of each entry would, and given as they are:
+        whole, as ``consume()`` of each entry would, and given as they are,
+        the records of the entries kept beside it made by ``encode``:
         (time_stamp, data).  None: not so (take them one at a time)."""
         pages = self.pages
         for p in pages:
@@ -419,12 +418,19 @@ class CpuBuffer:
         if raw is None or p.moved is not None or p.used > room:
             return None
         n = p.npacked
-        data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
+        side = p.side_entries()
+        if side:
+            data = page_data(raw, p.used, side, encode)
+            if data is None:
+                return None
+        else:
+            data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
         stamp = int.from_bytes(raw[:8], "little")
         p.read += n
         self.entries -= n
         self.read += n
         p.raw = None                    # emptied: the writer's goes on (as tuples)
+        p.side = None
         p.npacked = 0
         p._events = deque()
         while len(pages) > 1:           # the emptied one goes, and the empty before it

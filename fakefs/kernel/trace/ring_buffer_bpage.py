@@ -28,9 +28,11 @@ class BufferPage:
 
     A sub-buffer the compiled writers started (``raw``: see
     ``_ring_buffer.pyx``) holds its entries in the kernel's binary layout,
-    ``npacked`` of them, the newest at ``packed_last``: compact already, it
-    is never packed; ``events`` decodes it into tuples for good,
-    ``snapshot()`` decodes a copy.
+    ``npacked`` of them, the newest at ``packed_last``, and beside it the
+    entries whose records are made when read (``side``: record offset ->
+    entry; packed and compressed with the others as it ages: the function
+    tracer's records are compact already); ``events`` decodes it into
+    tuples for good, ``snapshot()`` decodes a copy.
 
     The entries are tuples while the sub-buffer is among its CPU's newest
     ``LOOSE_PAGES``; past them packing while idle (``pack_idle``) packs it
@@ -47,14 +49,15 @@ class BufferPage:
     make, until something takes them: the move costs nothing at the
     request that makes it, and a reader moves only what it reads."""
 
-    __slots__ = ("_events", "raw", "packed", "zipped", "npacked", "packed_last", "used", "nbytes",
-                 "read", "moved")
+    __slots__ = ("_events", "raw", "side", "packed", "zipped", "npacked", "packed_last", "used",
+                 "nbytes", "read", "moved")
 
     def __init__(self, raw_size: int = 0):
         """An empty sub-buffer: of tuples, or raw of ``raw_size`` data bytes."""
         self._events: deque | None = None if raw_size else deque()
         self.raw: bytearray | None = new_page(raw_size) if raw_size else None
-        self.packed: bytes | None = None    # the entries while packed
+        self.side: dict | None = None       # a raw one's entries kept beside it
+        self.packed: bytes | None = None    # the entries while packed (a raw one's side)
         self.zipped = False                 # and compressed
         self.npacked = 0                    # how many it holds
         self.packed_last = 0                # the time of the newest
@@ -73,8 +76,9 @@ class BufferPage:
         move = self.moved
         if ev is None:
             if self.raw is not None:
-                ev = decode_page(self.raw, self.used)
+                ev = decode_page(self.raw, self.used, self.side_entries())
                 self.raw = None
+                self.side = None
             else:
                 ev = unpack(self.packed, self.zipped)
             ev = self._events = deque(ev if move is None else move.apply(ev))
@@ -93,8 +97,25 @@ class BufferPage:
             self.events                     # the earlier move first
         self.moved = move
 
+    def side_entries(self) -> dict | None:
+        """A raw sub-buffer's entries kept beside it (record offset ->
+        entry), unpacked where packed (for good: they are read)."""
+        if self.packed is not None and self.raw is not None:
+            self.side = self._side()
+            self.packed = None
+            self.zipped = False
+        return self.side
+
+    def _side(self) -> dict | None:
+        """``side_entries()`` leaving the page as it is (a snapshot's)."""
+        if self.packed is not None and self.raw is not None:
+            return dict(unpack(self.packed, self.zipped))
+        return self.side
+
     def pack(self) -> bool:
         """Packed now (False: empty, packed already, or not packable)."""
+        if self.raw is not None:
+            return self._pack_side()
         if self.moved is not None:
             self.events
         ev = self._events
@@ -108,6 +129,17 @@ class BufferPage:
         self.npacked = len(ev)
         self.packed_last = ev[-1][0]
         self._events = None
+        return True
+
+    def _pack_side(self) -> bool:
+        side = self.side
+        if not side:
+            return False
+        try:
+            self.packed = marshal.dumps(list(side.items()))
+        except ValueError:
+            return False
+        self.side = None
         return True
 
     def squeeze(self) -> None:
@@ -130,7 +162,7 @@ class BufferPage:
         ev = self._events
         move = self.moved
         if ev is None and self.raw is not None:
-            ev = decode_page(self.raw, self.used)
+            ev = decode_page(self.raw, self.used, self._side())
             return ev if move is None else (ev, move)
         if move is not None:
             return ((self.packed, self.zipped) if ev is None else ev), move

@@ -133,7 +133,7 @@ def read_page(cb, encode, length: int, page_capacity: int):
     or its first event does not fit).  ``encode`` makes an entry's record."""
     if length <= BUF_PAGE_HDR_SIZE:
         return None
-    raw = cb.take_raw(min(length - BUF_PAGE_HDR_SIZE, page_capacity))
+    raw = cb.take_raw(min(length - BUF_PAGE_HDR_SIZE, page_capacity), encode)
     if raw is not None:                 # a raw sub-buffer: the page as it is
         return data_page(raw[0], raw[1], page_capacity, cb.lost_events())
     events = reader_events(cb)

@@ -72,7 +72,8 @@ class FtraceStackMap:
         self._hash_cache: dict[tuple, int] = {}
         # stack -> (slot, elt) for stacks already stored.  Slots are never
         # vacated except by reset, so the probe would find the same slot:
-        # this only skips the walk, it changes no result.
+        # this only skips the walk, it changes no result.  A reset makes
+        # a new one.
         self._stored: dict[tuple, tuple[int, StackMapElt]] = {}
         # Called between claiming the reset and clearing (synchronize_rcu()).
         self.synchronize_rcu = lambda: None
@@ -174,7 +175,10 @@ class FtraceStackMap:
             self.keys = [0] * self.map_size
             self.vals = [None] * self.map_size
             self.empty_slots = self.map_size
-            self._stored.clear()
+            # a new dict: the frames that remember their stack's slot
+            # (_trace_function.StackIds) know the old one is gone
+            old, self._stored = self._stored, {}
+            old.clear()
             self.next_elt = 0
             self.successes = [0] * self.nr_cpus
             self.drops = [0] * self.nr_cpus

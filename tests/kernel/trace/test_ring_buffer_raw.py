@@ -92,6 +92,7 @@ def test_a_raw_sub_buffer_is_the_kernel_s_page():
 
 
 def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
+    """A snapshot decodes a copy; consuming decodes the reader's page for good."""
     cb = CpuBuffer(0, 8)
     es = entries(9, 400)
     w = PageWriter(cb, True, FN)
@@ -102,10 +103,12 @@ def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
     assert all(p.raw is not None for p in cb.pages)        # a snapshot decodes a copy
     assert cb.consume() == es[0]
     assert cb.pages[0].raw is None and cb.pages[1].raw is not None
-    # an entry of another type written after them turns the tail into tuples
+    # entries of other types written after them keep the tail raw
     e = (es[-1][0] + 1, te.TRACE_STACK_ID, 1, 0, 0, 7, None)
     assert cb.write(e[0], e, event_length(te.STACK_ID_PAYLOAD), True)
-    assert cb.pages[-1].raw is None and cb.events() == es[1:] + [e]
+    ctx = (es[-1][0] + 2, te.TRACE_CTX, 1, 0, 0, (1, 120, 1, 2, 120, 0, 0), None)
+    assert cb.write(ctx[0], ctx, event_length(te.CTX_PAYLOAD), True)
+    assert cb.pages[-1].raw is not None and cb.events() == es[1:] + [e, ctx]
 
 
 def test_a_page_s_records_of_a_type_it_does_not_write_are_refused():
@@ -154,7 +157,7 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
 def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
     """write() of a TRACE_FN entry (a call the machine made, between the
     compiled writer's stretches) goes on in a raw tail as write() of tuples
-    would; another entry type turns the tail into tuples."""
+    would; so does an entry of another type."""
     es = entries(4, 1200)
     raw_cb, tup_cb = CpuBuffer(0, 5), CpuBuffer(0, 5)
     for lo in range(0, len(es), 100):
@@ -168,11 +171,11 @@ def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
             tup_cb.write(e[0], e, FN, True)
         assert raw_cb.pages[-1].raw is not None
         assert accounts(raw_cb) == accounts(tup_cb)
-    other = (es[-1][0] + 5, te.TRACE_STACK_ID, 1, 0, 0, 3, None)
-    length = event_length(te.STACK_ID_PAYLOAD)
+    other = (es[-1][0] + 5, te.TRACE_CTX, 1, 0, 0, (1, 120, 1, 2, 120, 0, 0), None)
+    length = event_length(te.CTX_PAYLOAD)
     raw_cb.write(other[0], other, length, True)
     tup_cb.write(other[0], other, length, True)
-    assert raw_cb.pages[-1].raw is None
+    assert raw_cb.pages[-1].raw is not None
     assert accounts(raw_cb) == accounts(tup_cb)
 
 
@@ -250,3 +253,117 @@ def test_a_move_of_raw_sub_buffers_is_made_as_they_are_read():
     assert list(raw_cb.iter_events()) == list(tup_cb.iter_events())
     assert list(raw_cb.iter_events())[-1][0] == es[-1][0] + 12345
     assert [raw_cb.consume() for _ in range(400)] == [tup_cb.consume() for _ in range(400)]
+
+
+def mixed(seed, n):
+    """Function entries with the entries of other types between them (their
+    records made when read): switches, markers of every length (short
+    ones, ones with a length word), and stack ids; (entry, length) each."""
+    rng = random.Random(seed)
+    enc = RecordEncoder(None)
+    out = []
+    for e in entries(seed, n):
+        out.append((e, FN))
+        r = rng.random()
+        if r < 0.2:
+            out.append(((e[0], te.TRACE_CTX) + e[2:5] + ((e[2], 120, 1, 7, 120, 0, 1), None),
+                        event_length(te.CTX_PAYLOAD)))
+        elif r < 0.3:
+            m = (e[0], te.TRACE_PRINT) + e[2:5] + (e[5], "x" * rng.choice((0, 1, 30, 90, 700)) + "\n")
+            out.append((m, event_length(len(enc.encode(m)))))
+        elif r < 0.35:
+            out.append(((e[0], te.TRACE_STACK_ID) + e[2:5] + (rng.randrange(1 << 20), None),
+                        event_length(te.STACK_ID_PAYLOAD)))
+    return out
+
+
+def fill(cb, es, overwrite):
+    """``es`` written with write(), every fifth run of 50 by the compiled
+    writer."""
+    for i in range(0, len(es), 50):
+        part = es[i:i + 50]
+        if i % 250 == 0:
+            w = PageWriter(cb, overwrite, FN)
+            for e, ln in part:
+                if e[1] == te.TRACE_FN:
+                    w.put_fn(e[0], *e[2:])
+                else:
+                    w.put_other(e, ln)
+            w.finish()
+        else:
+            for e, ln in part:
+                cb.write(e[0], e, ln, overwrite)
+
+
+def raw_and_tuples(es, nr_pages, overwrite=True, unzipped=None):
+    """Two CPU buffers given ``es``: one started raw, one of tuples."""
+    raw_cb, tup_cb = CpuBuffer(0, nr_pages), CpuBuffer(0, nr_pages)
+    if unzipped is not None:
+        raw_cb.unzipped_pages = tup_cb.unzipped_pages = unzipped
+    w = PageWriter(raw_cb, overwrite, FN)
+    w.put_fn(es[0][0][0], *es[0][0][2:])       # the first sub-buffer raw
+    w.finish()
+    tup_cb.write(es[0][0][0], es[0][0], FN, overwrite)
+    fill(raw_cb, es[1:], overwrite)
+    for e, ln in es[1:]:
+        tup_cb.write(e[0], e, ln, overwrite)
+    return raw_cb, tup_cb
+
+
+@pytest.mark.parametrize("overwrite", (True, False))
+def test_entries_of_every_type_keep_a_raw_sub_buffer_raw(overwrite):
+    """Entries of other types between the function entries take their
+    places in raw sub-buffers (no sub-buffer turns into tuples), with
+    write()'s accounts and entries; a page reader gets the pages the
+    tuples give, byte for byte, the other entries' records made in their
+    places."""
+    raw_cb, tup_cb = raw_and_tuples(mixed(21, 2500), 12, overwrite)
+    assert all(p.raw is not None for p in raw_cb.pages)
+    assert any(p.side for p in raw_cb.pages)
+    assert accounts(raw_cb) == accounts(tup_cb)
+    enc = RecordEncoder(None)
+    cap = raw_cb.subbuf_size
+    n = 0
+    while True:
+        page = read_page(raw_cb, enc.encode, 4096, cap)
+        assert page == read_page(tup_cb, enc.encode, 4096, cap)
+        if page is None:
+            break
+        n += 1
+        assert accounts(raw_cb) == accounts(tup_cb)
+    assert n >= 10
+
+
+def test_a_record_longer_than_its_place_is_read_one_entry_at_a_time():
+    """An entry whose record is longer than the length it was written with
+    (the model's accounting short of the record) cannot be made in its
+    place: the page is read as from tuples, the same page."""
+    es = entries(5, 30)
+    raw_cb, tup_cb = CpuBuffer(0, 4), CpuBuffer(0, 4)
+    w = PageWriter(raw_cb, True, FN)
+    for i, e in enumerate(es):
+        w.put_fn(e[0], *e[2:])
+        tup_cb.write(e[0], e, FN, True)
+        if i == 10:
+            m = (e[0], te.TRACE_PRINT) + e[2:5] + (e[5], "y" * 300 + "\n")
+            w.put_other(m, event_length(40))
+            tup_cb.write(m[0], m, event_length(40), True)
+    w.finish()
+    assert raw_cb.pages[-1].side
+    enc = RecordEncoder(None)
+    got = read_page(raw_cb, enc.encode, 4096, raw_cb.subbuf_size)
+    assert got is not None and got == read_page(tup_cb, enc.encode, 4096, tup_cb.subbuf_size)
+    assert accounts(raw_cb) == accounts(tup_cb)
+
+
+def test_the_entries_beside_an_old_raw_sub_buffer_are_packed():
+    """Past the newest ``unzipped_pages`` the entries kept beside a raw
+    sub-buffer are packed and compressed with the tuples' rule; readers
+    get them as written, a snapshot leaves them packed."""
+    raw_cb, tup_cb = raw_and_tuples(mixed(33, 3000), 40, unzipped=4)
+    old = raw_cb.pages[0]
+    assert old.raw is not None and old.side is None and old.zipped
+    assert list(raw_cb.iter_events()) == list(tup_cb.iter_events())
+    assert old.side is None and old.zipped
+    assert [raw_cb.consume() for _ in range(300)] == [tup_cb.consume() for _ in range(300)]
+    assert accounts(raw_cb) == accounts(tup_cb)

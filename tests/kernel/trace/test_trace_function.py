@@ -101,3 +101,39 @@ def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, setting
     assert any(used) and not any(none)
     assert raw[6 if reads else 0].count("\n") > 300        # the trace
     assert raw == tuples
+
+
+def _reset_between(raw, monkeypatch):
+    """Calls with stacks through the stackmap, the map reset (tracing off a
+    moment), calls again: the files after each part."""
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_activity
+    monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
+    k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=50000",
+                 host_kallsyms=False)
+    for path, value in (("buffer_size_kb", "64"), ("current_tracer", "function"),
+                        ("options/stacktrace", "1"), ("options/stackmap", "1")):
+        wr(k, path, value)
+    out = []
+    for part in range(3):
+        for _ in range(3):
+            k.clock.advance(20_000_000)
+            k.run_until_now()
+        out += [rd(k, "stack_map_stat"), rd(k, "stack_map"), rd(k, "trace")]
+        wr(k, "tracing_on", "0")
+        wr(k, "stack_map", "0")
+        wr(k, "tracing_on", "1")
+    monkeypatch.undo()
+    return out
+
+
+def test_a_stackmap_reset_between_stretches_forgets_the_frames_slots(monkeypatch):
+    """A frame remembers its stack's slot (``StackIds.of_frame``); after a
+    reset of the map the slots are claimed again from nothing, byte for
+    byte as the tuples path (which asks the map each time) does."""
+    raw = _reset_between(True, monkeypatch)
+    assert raw == _reset_between(False, monkeypatch)
+    assert raw[1].count("\n") > 5 and raw[4] != raw[1]
