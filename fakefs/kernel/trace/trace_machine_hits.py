@@ -39,6 +39,14 @@ FOLLOWED = CODE_PATHS
 SYS_WORK = "sys_work"
 
 
+def plain(tr, ev) -> bool:
+    """A hit of ``ev`` (enabled in ``tr``) is just written there: no
+    trigger, filter or pid list on it, no stack option after it; what
+    ``trace_event_commit`` does then is ``write_entry``."""
+    return (ev not in tr.event_triggers and ev not in tr.event_filters and not tr.event_pids.active()
+            and not tr.flags.get("stacktrace") and not tr.flags.get("userstacktrace"))
+
+
 class MachineHits:
     """``TraceActivity``'s replay of the machine's hits (see the module's doc)."""
 
@@ -76,8 +84,13 @@ class MachineHits:
                 stack, entered = wl.code_path(rng, cpu, name)
             self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
                                 ftrs or probe_trs or kprobed)
-        for ev, conv, etrs in recorders:
+        for ev, conv, etrs, plain in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
+            if plain:
+                payload = ev.record_size(entry[5])
+                for tr in etrs:
+                    tr.write_entry(cpu, entry, payload)
+                continue
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
                                        stack if stack is not None
                                        else lambda: wl.event_stack(rng, cpu, ev.kind))
@@ -91,6 +104,10 @@ class MachineHits:
         self._follow(wl, cpu, hit)
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
+        """The events recording a hit of ``name`` on ``cpu``: (event, its
+        fields from the hit's, the arrays that see it, whether each of them
+        just writes it: ``plain()``), the same for a window's hits (a
+        window where something acts on its own array asks each time)."""
         cache = self._recorders
         key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
         recorders = cache.get(key) if cache is not None else None
@@ -100,7 +117,7 @@ class MachineHits:
                 etrs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
                         or ev in tr.event_triggers]
                 if etrs:
-                    recorders.append((ev, conv, etrs))
+                    recorders.append((ev, conv, etrs, all(plain(tr, ev) for tr in etrs)))
             if cache is not None:
                 cache[key] = recorders
         return recorders
@@ -141,9 +158,14 @@ class MachineHits:
                 stack = (stack[0], args[0])
         flags, pc = self.context_flags(stack)
         pid = task.pid
-        for ev, _conv, etrs in recorders:
-            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
-                               ev.record_size(args), stack)
+        for ev, _conv, etrs, plain_ in recorders:
+            entry = (ts, ev.id, pid, flags, pc, args, None)
+            if plain_:
+                payload = ev.record_size(args)
+                for tr in etrs:
+                    tr.write_entry(cpu, entry, payload)
+            else:
+                trace_event_commit(etrs, ev, cpu, entry, ev.record_size(args), stack)
         if hooks:
             TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 

@@ -85,3 +85,42 @@ def test_function_graph_sees_the_loader_s_reads_of_a_followed_sleep():
     perf_runs_sleep(k, m)
     reads = [ln for ln in lines(k) if "vfs_read()" in ln or "vfs_read();" in ln]
     assert len(reads) >= 3 and all("sleep-5001" in ln for ln in reads), lines(k)
+
+
+def _every_event(monkeypatch, fast, settings):
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_machine_hits
+    if not fast:
+        monkeypatch.setattr(trace_machine_hits, "plain", lambda tr, ev: False)
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    for path, value in settings:
+        wr(k, path, value)
+    for _ in range(4):
+        k.clock.advance(25_000_000)
+        k.run_until_now()
+    out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
+           rd(k, "saved_cmdlines"), rd(k, "saved_tgids")]
+    monkeypatch.undo()
+    return out
+
+
+@pytest.mark.parametrize("settings", [
+    [("events/enable", "1")],
+    [("events/enable", "1"), ("options/record-tgid", "1"), ("trace_clock", "global")],
+    [("events/enable", "1"), ("events/sched/sched_switch/filter", "prev_pid != 0"),
+     ("events/kmem/filter", "bytes_req > 64")],
+    [("events/enable", "1"), ("options/stacktrace", "1"), ("options/stackmap", "1")],
+    [("events/enable", "1"), ("events/kmem/kmalloc/trigger", "stacktrace:3"),
+     ("events/sched/sched_wakeup/enable", "0")],
+])
+def test_hits_just_written_are_what_the_commit_path_writes(monkeypatch, settings):
+    """An event whose every array just writes it (``plain``) is written
+    without the commit path: byte for byte the files the commit path
+    gives, and where an array filters, triggers or follows with a stack
+    the commit path still runs."""
+    fast = _every_event(monkeypatch, True, settings)
+    assert fast == _every_event(monkeypatch, False, settings)
+    assert fast[0].count("\n") > 1000
