@@ -155,18 +155,44 @@ class BufferPage:
         return t if move is None or t < move.since else t + move.du
 
     def snapshot(self):
-        """The entries now: a list of them, (packed bytes, compressed), or
-        (the entries as they were, the move to make): while a move is to
-        make, nothing changes the entries it holds (taking them makes new
-        ones), so a reader shares them."""
+        """The entries now: a list of them, (packed bytes, compressed),
+        (the entries as they were, the move to make), or a raw sub-buffer's
+        (``RawSnap``, decoded when taken): while a move is to make, nothing
+        changes the entries it holds (taking them makes new ones), so a
+        reader shares them."""
         ev = self._events
         move = self.moved
         if ev is None and self.raw is not None:
-            ev = decode_page(self.raw, self.used, self._side())
-            return ev if move is None else (ev, move)
+            return RawSnap(self, move)
         if move is not None:
             return ((self.packed, self.zipped) if ev is None else ev), move
         return (self.packed, self.zipped) if ev is None else list(ev)
+
+
+class RawSnap:
+    """A raw sub-buffer's entries as a snapshot found them, decoded when a
+    reader comes to them (``cat trace`` of a big buffer holds one
+    sub-buffer's tuples at a time): its bytes up to what was written then
+    (a writer only appends past ``used``; nothing rewrites a sub-buffer's
+    bytes, a reader taking them drops them), the entries kept beside it
+    (packed or not; unpacking replaces, never changes, them), the move to
+    make."""
+
+    __slots__ = ("raw", "used", "side", "packed", "move")
+
+    def __init__(self, page: BufferPage, move):
+        self.raw = page.raw
+        self.used = page.used
+        self.side = page.side
+        self.packed = (page.packed, page.zipped) if page.packed is not None else None
+        self.move = move
+
+    def entries(self) -> list:
+        side = self.side
+        if self.packed is not None:
+            side = dict(unpack(*self.packed))
+        ev = decode_page(self.raw, self.used, side)
+        return ev if self.move is None else self.move.apply(ev)
 
 
 class Move:
@@ -202,6 +228,8 @@ def snapshot_entries(snaps):
     for snap in snaps:
         if type(snap) is list:
             yield from snap
+        elif type(snap) is RawSnap:
+            yield from snap.entries()
         elif type(snap[1]) is Move:
             raw, move = snap
             yield from move.apply(unpack(*raw) if type(raw) is tuple else raw)

@@ -367,3 +367,22 @@ def test_the_entries_beside_an_old_raw_sub_buffer_are_packed():
     assert old.side is None and old.zipped
     assert [raw_cb.consume() for _ in range(300)] == [tup_cb.consume() for _ in range(300)]
     assert accounts(raw_cb) == accounts(tup_cb)
+
+
+def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it(monkeypatch):
+    """``iter_events()`` decodes one raw sub-buffer at a time, as the
+    reader reaches it, and gives the entries as they were when it was
+    made: the writer goes on in the tail meanwhile (entries of every type),
+    an old sub-buffer's side entries are packed meanwhile."""
+    from fakefs.kernel.trace import ring_buffer_bpage
+    es = mixed(44, 1500)
+    raw_cb, tup_cb = raw_and_tuples(es[:1000], 30, unzipped=6)
+    decoded = []
+    real = ring_buffer_bpage.decode_page
+    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    want = list(tup_cb.iter_events())
+    snap = raw_cb.iter_events()
+    assert next(snap) == want[0] and len(decoded) == 1
+    fill(raw_cb, es[1000:], True)                  # the writer goes on
+    assert [want[0]] + list(snap) == want
+    assert 1 < len(decoded) <= len(raw_cb.pages) + 1
