@@ -100,6 +100,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.next_fh = 1
         self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
         self.poll_wakeup: trio.Event | None = None
+        self.polled_at = 0              # the kernel's time the pollers were last asked
         self.mounted = False
         self.terminating = False
         # major:minor of the mount once mounted (None: not watched)
@@ -518,24 +519,33 @@ class FakeFS(FsInfo, pyfuse3.Operations):
                 return
 
     async def poll_watcher(self) -> None:
-        """Wake pollers whose file became ready (checked every 100 ms while
-        somebody polls; an idle mount does not wake up at all)."""
+        """Wake pollers whose file became ready: asked after every request
+        and every catch-up of the runner (``wake_pollers``: as the kernel's
+        commit wakes its waiters, a reader learns of a full watermark before
+        the buffer overflows), and every 100 ms while somebody polls (what
+        becomes ready with time alone); an idle mount does not wake up at
+        all."""
         while True:
             if not self.poll_waiters:
                 self.poll_wakeup = trio.Event()
                 await self.poll_wakeup.wait()
             await trio.sleep(0.1)
-            until = await self.observe()
-            for fh, ph in list(self.poll_waiters.items()):
-                f = self.files.get(fh)
+            self.wake_pollers(await self.observe())
+
+    def wake_pollers(self, until: int | None = None) -> None:
+        """The pollers whose file is ready at ``until`` (None: the kernel's
+        time now, caught up) are woken."""
+        self.polled_at = self.kernel.sim_time
+        for fh, ph in list(self.poll_waiters.items()):
+            f = self.files.get(fh)
+            try:
+                with self.at(until):
+                    ready = f is None or f.node.fops.poll(f)
+            except Exception:
+                ready = True
+            if ready:
+                del self.poll_waiters[fh]
                 try:
-                    with self.at(until):
-                        ready = f is None or f.node.fops.poll(f)
+                    ph.notify()
                 except Exception:
-                    ready = True
-                if ready:
-                    del self.poll_waiters[fh]
-                    try:
-                        ph.notify()
-                    except Exception:
-                        log.debug("poll notify failed", exc_info=True)
+                    log.debug("poll notify failed", exc_info=True)

@@ -66,8 +66,8 @@ def handler(fn):
 
 def _in_heap(fn):
     """The request begins and ends for the heap keeper (``heap.py``); then
-    the readers waiting on the kernel look again (what they wait for may
-    have moved)."""
+    the readers and pollers waiting on the kernel look again (what they
+    wait for may have moved)."""
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
@@ -79,6 +79,8 @@ def _in_heap(fn):
                 self.heap.request_ends()
                 if self.waiters.readers:
                     self.waiters.poke()
+                if self.poll_waiters:
+                    self.wake_pollers()
             except Exception:           # (outside _errno: never out to pyfuse3)
                 log.exception("%s: after the request", fn.__name__)
 

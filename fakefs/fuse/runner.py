@@ -86,6 +86,8 @@ class Runner:
                 await heap.next_request().wait()
                 continue
             self.ticks += 1
+            if self.fs.poll_waiters:
+                self.fs.wake_pollers()      # what it wrote may fill a poller's watermark
             slower = (k.sim_time - sim0) / 1e9 < self.wall() - t0
             if slower and k.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
                 self.slow += 1

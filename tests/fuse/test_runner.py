@@ -116,3 +116,38 @@ def test_a_machine_that_does_not_keep_up_is_left_to_the_lazy_path(monkeypatch):
 
     trio.run(main)
     assert runner.ticks == runner_mod.GIVE_UP_TICKS     # then it waits for a request
+
+
+def test_a_poller_learns_of_what_the_runner_s_catch_ups_wrote():
+    """A per-CPU trace_pipe_raw poller waits for the buffer_percent
+    watermark; the catch-ups of the runner fill the buffer, and the one
+    that reaches the watermark wakes it (no request comes meanwhile)."""
+    k = boot(QuarterClock(), *SWITCH, ("buffer_size_kb", "64"), ("buffer_percent", "50"),
+             ("trace", ""))
+    fs = FakeFS(k)
+    runner = Runner(fs)
+    node = k.tree.root.walk(T + "per_cpu/cpu0/trace_pipe_raw")
+
+    class Handle:
+        notified_at = None
+
+        def notify(self):
+            self.notified_at = k.sim_time
+
+    async def main():
+        fi = await fs.open(node.ino, 0, type("Ctx", (), {"pid": 0, "uid": 0, "gid": 0,
+                                                        "umask": 0o022})())
+        h = Handle()
+        assert await fs.poll(node.ino, fi.fh, h, None) == 0
+        waited_from = k.sim_time
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runner.run)
+            with trio.move_on_after(5):
+                while h.notified_at is None:
+                    await trio.sleep(TICK_S)
+            nursery.cancel_scope.cancel()
+        return h, waited_from
+
+    h, waited_from = trio.run(main)
+    assert h.notified_at is not None and h.notified_at > waited_from
+    assert k.tracing.global_trace.buffer.cpus[0].watermark_hit(50)

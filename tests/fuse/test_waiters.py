@@ -4,6 +4,7 @@ through the adapter, and on a real mount (daemon CPU, prompt wake-ups)."""
 from __future__ import annotations
 
 import errno
+import select
 import os
 import signal
 import subprocess
@@ -321,3 +322,37 @@ def test_trace_marker_wakes_a_blocked_reader_promptly_and_a_signal_interrupts():
                     p.kill()
                     p.wait()
 
+
+
+class Handle:
+    """A pyfuse3 poll handle: how many times it was notified."""
+
+    def __init__(self):
+        self.notified = 0
+
+    def notify(self):
+        self.notified += 1
+
+
+class PollBoxOps(BoxOps):
+    def poll(self, f):
+        return select.POLLIN if self.box.value >= 2 else 0
+
+
+async def test_a_poller_is_woken_by_the_request_that_makes_its_file_ready():
+    """As the kernel wakes its pollers where the data comes, not at a
+    later tick: a request's end asks the waiting pollers (no watcher runs
+    here, the 100 ms one of the daemon's loop included)."""
+    k = Kernel(seen=True)
+    box = Box()
+    ino = k.tree.create_file("box", 0o440, k.tree.root, None, PollBoxOps(box)).ino
+    fs = FakeFS(k)
+    fi = await fs.open(ino, os.O_RDONLY, Ctx())
+    h = Handle()
+    assert await fs.poll(ino, fi.fh, h, Ctx()) == 0
+    assert fs.poll_waiters == {fi.fh: h}
+    await fs.getattr(pyfuse3.ROOT_INODE, Ctx())
+    assert h.notified == 0 and fi.fh in fs.poll_waiters      # not ready: still waits
+    box.value = 2
+    await fs.getattr(pyfuse3.ROOT_INODE, Ctx())
+    assert h.notified == 1 and not fs.poll_waiters

@@ -325,7 +325,7 @@ class CpuBuffer:
         """``rb_watermark_hit()`` for one CPU: not empty, and with ``full``
         (buffer_percent) at least that percentage of sub-buffers dirty (the
         one written counts), unless the writer is on the reader's page."""
-        if self.peek() is None:
+        if self.empty():
             return False
         if not full:
             return True
@@ -437,6 +437,15 @@ class CpuBuffer:
             if pages.popleft() is p:
                 break
         return stamp, data
+
+    def empty(self) -> bool:
+        """No entry held (``ring_buffer_empty_cpu()``), decoding nothing
+        (``peek()`` decodes the reader's raw sub-buffer, which a page
+        reader then takes one entry at a time)."""
+        for p in self.pages:
+            if len(p):
+                return False
+        return True
 
     def peek(self):
         for p in self.pages:

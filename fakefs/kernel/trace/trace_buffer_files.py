@@ -219,7 +219,7 @@ class TracePipeRawOps(ArrayFileOps):
             cb = buf.cpus[self.cpu]
             page = read_page(cb, info.encoder.encode, size, buf.subbuf_size)
             if page is None:
-                if cb.peek() is None and not info.closed:
+                if cb.empty() and not info.closed:
                     raise WouldBlock(PipeWait(tr, self.cpu, self))
                 return b""
             info.spare = page

@@ -380,7 +380,7 @@ class TracePipeOps(ArrayFileOps):
         if f.private["pending"] or f.private["held"] is not None:
             return POLLIN | POLLRDNORM
         if self.cpu is None:
-            ready = any(cb.peek() is not None for cb in tr.buffer.cpus)
+            ready = not all(cb.empty() for cb in tr.buffer.cpus)
         else:
             ready = tr.buffer.cpus[self.cpu].watermark_hit(tr.buffer_percent)
         return POLLIN | POLLRDNORM if ready else 0

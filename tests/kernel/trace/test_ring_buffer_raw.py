@@ -386,3 +386,27 @@ def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it(monkeyp
     fill(raw_cb, es[1000:], True)                  # the writer goes on
     assert [want[0]] + list(snap) == want
     assert 1 < len(decoded) <= len(raw_cb.pages) + 1
+
+
+def test_asking_whether_a_buffer_holds_entries_decodes_nothing(monkeypatch):
+    """A poller's watermark and a page reader's "would block" ask whether
+    the buffer is empty: the reader's raw sub-buffer stays raw, so the
+    page read after them takes it whole (a poll before each read made
+    every read take the page one entry at a time: trace-cmd's recorder,
+    which selects before each read, kept 40 % of the function tracer's
+    entries)."""
+    from fakefs.kernel.trace import ring_buffer_bpage
+    es = entries(2, 900)
+    cb = CpuBuffer(0, 8)
+    w = PageWriter(cb, True, FN)
+    for e in es:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    decoded = []
+    real = ring_buffer_bpage.decode_page
+    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    assert not cb.empty() and cb.watermark_hit(50)
+    assert decoded == [] and cb.pages[0].raw is not None
+    enc = RecordEncoder(None)
+    assert read_page(cb, enc.encode, 4096, cb.subbuf_size) is not None and decoded == []
+    assert CpuBuffer(0, 4).empty()
