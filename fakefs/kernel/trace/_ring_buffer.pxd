@@ -13,6 +13,7 @@ cdef class PageWriter:
     cdef unsigned char *raw
     cdef unsigned char *q       # the record area reserve() gave
 
+    cdef void _begin(self, cb, bint overwrite, int length) except *
     cdef void _load(self, page) except *
     cdef void _store(self) except *
     cdef bint _next(self) except -1

@@ -165,7 +165,12 @@ cdef class PageWriter:
     function entry's (``ring_buffer.event_length()``, as every length
     given here)."""
 
-    def __cinit__(self, cb, bint overwrite, int length):
+    def __cinit__(self, cb=None, bint overwrite=False, int length=0):
+        if cb is not None:
+            self._begin(cb, overwrite, length)
+
+    cdef void _begin(self, cb, bint overwrite, int length) except *:
+        """Writing into ``cb`` from its tail as it is now."""
         self.cb = cb
         self.overwrite = overwrite
         self.length = length
@@ -207,11 +212,14 @@ cdef class PageWriter:
                 commit = self.used
                 memcpy(self.raw + 8, &commit, 8)
         cb = self.cb
-        cb.written += self.written
-        cb.bytes_written += self.nbytes_written
-        cb.entries += self.entries
-        cb.dropped += self.dropped
-        cb.last_ts = self.last_ts
+        if self.written:
+            cb.written += self.written
+            cb.bytes_written += self.nbytes_written
+        if self.entries:
+            cb.entries += self.entries
+            cb.last_ts = self.last_ts
+        if self.dropped:
+            cb.dropped += self.dropped
         self.written = self.entries = self.dropped = self.nbytes_written = 0
 
     cdef bint _next(self) except -1:
@@ -380,13 +388,18 @@ cdef bint _u64s(tuple stack) noexcept:
     return True
 
 
+cdef PageWriter _ONE = PageWriter()
+
+
 def write_raw(cb, tuple entry, int length, bint overwrite):
     """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) on a raw tail:
     a function tracer's record in its bytes (its fields in the record's
     ranges and the record within ``length``), any other entry in its place
-    with the entry beside it.  Whether it was taken."""
-    cdef PageWriter w = PageWriter(cb, overwrite, length)
+    with the entry beside it.  Whether it was taken.  (One writer serves
+    every call: nothing it calls writes.)"""
+    cdef PageWriter w = _ONE
     cdef int room = record_room(length)
+    w._begin(cb, overwrite, length)
     ts = entry[0]
     try:
         if len(entry) == 7 and type(ts) is int and _fields_fit(entry[2], entry[3], entry[4]):
@@ -405,3 +418,4 @@ def write_raw(cb, tuple entry, int length, bint overwrite):
         return w.other(ts, entry, length)
     finally:
         w._store()
+        w.cb = w.page = w.side = w.append = None
