@@ -23,6 +23,12 @@ writes it to the task state before any Python that may look and when done
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
+
+cdef extern from "Python.h":
+    # the kids' lookup without a reference taken or dropped on the key or
+    # the dict (both borrowed: the frame holds its kids, the graph its keys)
+    PyObject *kid_of "PyDict_GetItem"(PyObject *kids, PyObject *key)
+    PyObject *list_item "PyList_GET_ITEM"(PyObject *lst, Py_ssize_t i)
 from libc.stdlib cimport free, malloc
 
 cimport cython
@@ -358,7 +364,7 @@ cdef class Walker:
             gi = table.callee[bisect_right(table.cum, lo, hi, self.draw() * table.total[f])]
             got = False
             if gi >= 0:
-                hit = PyDict_GetItem(fr.kids, ints[gi])
+                hit = kid_of(<PyObject *> fr.kids, list_item(<PyObject *> ints, gi))
                 if (not _made(hit) and fr.visits and not flags[f] & F_DISPATCH
                         and self.draw() * (fr.visits + novelty) >= novelty):
                     for j in range(REDRAWS):
@@ -366,7 +372,7 @@ cdef class Walker:
                                                        self.draw() * table.total[f])]
                         if gi < 0:
                             break
-                        hit = PyDict_GetItem(fr.kids, ints[gi])
+                        hit = kid_of(<PyObject *> fr.kids, list_item(<PyObject *> ints, gi))
                         if _made(hit):
                             break
                 if gi >= 0:
