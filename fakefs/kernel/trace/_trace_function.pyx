@@ -18,6 +18,7 @@ time a frame is met; ``stack_records()`` adds the stacks' records.  Tests
 hold both paths to the same bytes (tests/kernel/trace/test_trace_function.py).
 """
 
+cimport cython
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from cpython cimport array
@@ -250,16 +251,11 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     cdef PageWriter out = PageWriter(cb, overwrite, length) if cb is not None else None
     cdef Py_ssize_t i, n = times.shape[0]
     cdef Frame fr
-    cdef int pid = 0, last_pid = -1, k, flags, pc
-    cdef long long ts, sid
-    cdef int cflags[8]
-    cdef int cpc[8]
+    cdef int pid = 0, last_pid = -1
     cdef list pids = []
     cdef object ts_obj = None
-    cdef tuple st
+    cdef CallFields cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
     cdef StackIds ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
-    for k in range(8):
-        cflags[k], cpc[k] = context_flags[k]
     try:
         for i in range(n):
             fr = w.step(False, False, 200_000)
@@ -268,23 +264,9 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
                 pid = ts_obj.task.pid
             if out is None:
                 continue
-            ts = times[i]
-            flags = cflags[fr.ctx & 7]
-            pc = cpc[fr.ctx & 7]
-            if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> ip_off,
-                          fr.site if fr.parent is not None else 0):
-                continue            # dropped (no overwrite, the buffer full)
-            if pid != last_pid:
+            if cf.put(out, ids, fr, times[i], pid) and pid != last_pid:
                 pids.append(pid)
                 last_pid = pid
-            if not stacks:
-                continue
-            st = fr._stack if fr._stack is not None else fr.make_stack()
-            sid = ids.of_frame(fr, st) if ids is not None else -1
-            if sid >= 0:
-                out.stack_id(ts, pid, flags, pc, <unsigned int> sid, id_length)
-            else:
-                out.stack(ts, pid, flags, pc, st, lengths_of[len(st)])
     finally:
         w.flush()
         if out is not None:
@@ -292,3 +274,67 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
         if ids is not None:
             ids.done()
     return pids
+
+
+def write_frames(list frames, long long ts, int pid, cb, bint overwrite, int length,
+                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
+                 int id_length=0, lengths_of=None, int max_depth=0):
+    """``write_calls()`` of calls already made: the task ``pid`` entered
+    the frames ``frames`` (outermost first) at ``ts`` on its way to a
+    switch, a fork or an exec.  Whether any entry was taken."""
+    cdef PageWriter out = PageWriter(cb, overwrite, length)
+    cdef CallFields cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
+    cdef StackIds ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
+    cdef bint took = False
+    try:
+        for fr in frames:
+            took |= cf.put(out, ids, <Frame> fr, ts, pid)
+    finally:
+        out.finish()
+        if ids is not None:
+            ids.done()
+    return took
+
+
+@cython.final
+cdef class CallFields:
+    """What a function tracer's entry of a call records from its frame
+    (``context_flags[ctx]``: flags and preempt depth; the entry ip plus
+    ``ip_off``; the return address into the caller), and whether its
+    stack follows it (``stacks``: an id in the stackmap, ``id_length``
+    bytes, else in full, ``lengths_of[depth]``)."""
+
+    cdef int cflags[8]
+    cdef int cpc[8]
+    cdef long long ip_off
+    cdef bint stacks
+    cdef int id_length
+    cdef object lengths_of
+
+    def __cinit__(self, tuple context_flags, long long ip_off, bint stacks, int id_length,
+                  lengths_of):
+        cdef int k
+        for k in range(8):
+            self.cflags[k], self.cpc[k] = context_flags[k]
+        self.ip_off = ip_off
+        self.stacks = stacks
+        self.id_length = id_length
+        self.lengths_of = lengths_of
+
+    cdef bint put(self, PageWriter out, StackIds ids, Frame fr, long long ts, int pid) except -1:
+        """The call's entry (and its stack's); False: dropped (no
+        overwrite, the buffer full)."""
+        cdef int flags = self.cflags[fr.ctx & 7], pc = self.cpc[fr.ctx & 7]
+        cdef long long sid
+        cdef tuple st
+        if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> self.ip_off,
+                      fr.site if fr.parent is not None else 0):
+            return False
+        if self.stacks:
+            st = fr._stack if fr._stack is not None else fr.make_stack()
+            sid = ids.of_frame(fr, st) if ids is not None else -1
+            if sid >= 0:
+                out.stack_id(ts, pid, flags, pc, <unsigned int> sid, self.id_length)
+            else:
+                out.stack(ts, pid, flags, pc, st, self.lengths_of[len(st)])
+        return True

@@ -35,7 +35,7 @@ from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
 from ..walkgraph import CALL_IP_OFF
-from ._trace_function import call_instants, function_entries, write_calls
+from ._trace_function import call_instants, function_entries, write_calls, write_frames
 from .trace_backlog import TraceBacklog
 from .trace_call_rates import CallGroup, call_groups, fn_rate
 from .trace_context import CALL_CONTEXT, StackContext
@@ -322,8 +322,8 @@ class TraceActivity(MachineHits):
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
-        mode = trs[0].current.compiled_calls(trs[0]) if RAW_WRITES and len(trs) == 1 else None
-        if mode is not None and wl.walk.compiled():
+        mode = self._compiled_mode(trs, wl)
+        if mode is not None:
             # the compiled writer: no object per call (the same entries)
             tr = trs[0]
             buf = tr.buffer
@@ -342,6 +342,38 @@ class TraceActivity(MachineHits):
         entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
         for tr in trs:
             tr.current.record_calls(tr, cpu, entries, frames)
+
+    def _compiled_mode(self, trs, wl):
+        """What the compiled writer may write of the calls of the one array
+        in ``trs`` (taking every call, no repeats check, nothing probed on
+        calls: asked first) (``compiled_calls()``: False the entries, True
+        with their stacks'); None: not it."""
+        if not RAW_WRITES or len(trs) != 1 or not wl.walk.compiled():
+            return None
+        return trs[0].current.compiled_calls(trs[0])
+
+    def _write_entered(self, trs, wl, cpu, ts, pid, frames) -> bool:
+        """``_record_call()`` of each of ``frames`` (entered at ``ts`` by
+        ``pid``) by the compiled writer where it may (``_compiled_mode``);
+        False: not it."""
+        trs = [tr for tr in trs if tr.current.calls_on(cpu)]
+        if not trs:
+            return True
+        if any(tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
+            return False
+        mode = self._compiled_mode(trs, wl)
+        if mode is None:
+            return False
+        tr = trs[0]
+        buf = tr.buffer
+        if buf.record_off or buf.record_disabled:
+            return True                          # no entry, so no stack either
+        if write_frames(list(frames), ts, pid, buf.cpus[cpu], tr.flags["overwrite"], FN_LENGTH,
+                        CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
+                        tr.stackmap if mode and tr.flag("stackmap") else None,
+                        STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH):
+            tr._task_info(cpu, pid)
+        return True
 
     def _graph_calls(self, trs, wl, rng, cpu, times, probe_trs, graph) -> None:
         """The calls at ``times`` (made in a row) for function_graph arrays,

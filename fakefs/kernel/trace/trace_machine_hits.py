@@ -236,8 +236,10 @@ class MachineHits:
         arrays (returned by the task's next calls)."""
         if calls:
             task = self.curr[cpu]
-            for fr in entered:
-                st = fr.stack
-                self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
+            if entered and (probe_trs or self._kprobed()
+                            or not self._write_entered(trs, wl, cpu, ts, task.pid, entered)):
+                for fr in entered:
+                    st = fr.stack
+                    self._record_call(trs, task, st, cpu, ts, wl.function_ip(st), probe_trs)
         for tr in graph:
             tr.current.path(tr, cpu, state, entered, ts, CALL_CONTEXT)
