@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from . import catchup, costs, engine, hist, memory, requests, seed004
+from . import catchup, costs, engine, hist, memory, recorders, requests, seed004
 
 ROUNDS = 5
 
@@ -278,6 +278,8 @@ def main(argv=None) -> int:
     sections.append(("cat trace of a full buffer", catchup.bench_trace_read))
     sections.append(("function tracer for 1 s (in-process; entries-written, overrun, full buffer)",
                      catchup.bench_rates))
+    sections.append(("trace-cmd record in fakefs sandbox (function tracer; every event; "
+                     "one run)", recorders.bench_recorders))
     sections.append(("daemon memory (stackmap, stacktrace, function tracer, every event; "
                      "one run)", memory.bench_memory))
     sections.append(("memory of full big buffers (in-process; one run)",
