@@ -159,6 +159,60 @@ def page_data(bytearray raw, int used, dict side, encode):
     return bytes(out)
 
 
+def fill_page(list entries, encode, int room):
+    """``ring_buffer_page.PageBuilder`` (the reference, tested equal) over
+    ``entries`` in order: the records ``encode`` makes of those that fit in
+    ``room`` data bytes, each with its header and time delta (a time extend
+    before a delta that does not fit; an earlier time than the last counts
+    as none passed): (the page's time_stamp, the data, how many)."""
+    cdef bytearray out = bytearray(room)
+    cdef unsigned char *q = <unsigned char *> PyByteArray_AS_STRING(out)
+    cdef int used = 0, n = 0, total, area, need, rlen
+    cdef long long ts, last = 0, stamp = 0
+    cdef uint64_t delta
+    cdef uint32_t hdr, word
+    cdef const unsigned char *r
+    for e in entries:
+        ts = e[0]
+        record = encode(e)
+        if type(record) is not bytes:
+            record = bytes(record)
+        rlen = len(record)
+        r = <const unsigned char *> (<bytes> record)
+        total = rb_event_length(rlen)
+        area = total - 4
+        delta = 0
+        if n:
+            delta = <uint64_t> (ts - last) if ts > last else 0
+        need = total + (LEN_EXTEND if delta >= <uint64_t> TS_LIMIT else 0)
+        if used + need > room:
+            break
+        if delta >= <uint64_t> TS_LIMIT:
+            hdr = TYPE_EXTEND | <uint32_t> ((delta & (TS_LIMIT - 1)) << 5)
+            word = <uint32_t> (delta >> TS_SHIFT)
+            memcpy(q + used, &hdr, 4)
+            memcpy(q + used + 4, &word, 4)
+            used += LEN_EXTEND
+            delta = 0
+        if area > SMALL_DATA:
+            hdr = <uint32_t> (delta << 5)
+            word = <uint32_t> area
+            memcpy(q + used, &hdr, 4)
+            memcpy(q + used + 4, &word, 4)
+            memcpy(q + used + 8, r, rlen)
+        else:
+            hdr = <uint32_t> (area // 4) | <uint32_t> (delta << 5)
+            memcpy(q + used, &hdr, 4)
+            memcpy(q + used + 4, r, rlen)
+        used += total
+        if not n:
+            stamp = ts
+        if ts > last or not n:
+            last = ts
+        n += 1
+    return stamp, bytes(out[:used]), n
+
+
 cdef class PageWriter:
     """Writing entries into one CPU's buffer (a ``CpuBuffer``), as
     ``write()`` of each would (see the module's doc); ``length`` is a

@@ -402,6 +402,23 @@ class CpuBuffer:
             pages.popleft()
         return None
 
+    def consume_reader_page(self, n: int) -> None:
+        """``consume()`` of ``n`` entries, all of the reader's sub-buffer
+        (the oldest with entries), in one go."""
+        pages = self.pages
+        while len(pages) > 1 and not len(pages[0]):
+            pages.popleft()
+        p = pages[0]
+        ev = p.events
+        assert n <= len(ev)
+        for _ in range(n):
+            ev.popleft()
+        p.read += n
+        self.entries -= n
+        self.read += n
+        if not ev and len(pages) > 1:
+            pages.popleft()
+
     def take_raw(self, room: int, encode):
         """The reader's sub-buffer (the oldest with entries) when it is raw
         (a compiled writer's) and its data fit in ``room`` bytes: consumed

@@ -195,6 +195,10 @@ class RecordEncoder:
             "FUNCTION_GRAPH_RETVAL")
         self._layouts: dict = {}      # event -> (slots, dyn, fixed)
         self._packed: dict = {}       # event -> packed_layout() (or None)
+        # events whose packed layout takes the args as they are, in order
+        # (numbers only, no conversion): packed at once when every value is
+        # in its field's range, as masking each would give
+        self._direct: set = set()
 
     def layout(self, ev):
         got = self._layouts.get(ev)
@@ -208,12 +212,20 @@ class RecordEncoder:
         except KeyError:
             slots, _dyn, fixed = self.layout(ev)
             got = self._packed[ev] = packed_layout(slots, fixed)
+            if got is not None and all(conv is None and mask is not None and i == j
+                                       for j, (i, conv, mask) in enumerate(got[1])):
+                self._direct.add(ev)
             return got
 
     def encode(self, entry) -> bytes:
         """The record of ``entry`` (RecordError if it cannot be made)."""
         t = entry[1]
         pid, flags, pc = entry[2], entry[3] & 0xff, entry[4] & 0xff
+        if t > te.TRACE_LAST_TYPE:             # an event's (ids from __TRACE_LAST_TYPE up)
+            ev = self.tracing.events_by_id.get(t) if self.tracing is not None else None
+            if ev is None:
+                raise RecordError("no event of type %d" % t)
+            return self.event_record(ev, entry, flags, pc)
         if t == te.TRACE_FN:
             return _FN.pack(t, flags, pc, pid, entry[5], entry[6])
         if t == te.TRACE_STACK:
@@ -264,6 +276,11 @@ class RecordEncoder:
         if not isinstance(args, tuple):
             args = (args,)
         fast = self._fast(ev)
+        if ev in self._direct and len(args) == len(fast[1]):
+            try:
+                return fast[0].pack(entry[1], flags, pc, entry[2], *args)
+            except struct.error:            # a value out of its range: masked below
+                pass
         if fast is not None and len(args) == len(fast[1]):
             values = []
             for i, conv, mask in fast[1]:

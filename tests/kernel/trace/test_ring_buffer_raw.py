@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from fakefs.kernel.trace import trace_entries as te
-from fakefs.kernel.trace._ring_buffer import PageWriter, decode_page
+from fakefs.kernel.trace._ring_buffer import PageWriter, decode_page, fill_page
 from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
 from fakefs.kernel.trace.ring_buffer_page import read_page
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder
@@ -410,3 +410,28 @@ def test_asking_whether_a_buffer_holds_entries_decodes_nothing(monkeypatch):
     enc = RecordEncoder(None)
     assert read_page(cb, enc.encode, 4096, cb.subbuf_size) is not None and decoded == []
     assert CpuBuffer(0, 4).empty()
+
+
+@pytest.mark.parametrize("room", (4080, 200, 30, 0))
+def test_fill_page_makes_the_page_the_reference_builder_makes(room):
+    """``fill_page`` (read_page's, in C) against ``PageBuilder`` (the
+    reference): records of every length (small ones, ones with a length
+    word), time extends, times earlier than the last, the room running
+    out; the same time stamp, bytes and count."""
+    from fakefs.kernel.trace.ring_buffer_page import PageBuilder
+    rng = random.Random(room)
+    for _ in range(30):
+        t = rng.randrange(1 << 40)
+        es = []
+        for _ in range(rng.randrange(1, 200)):
+            r = rng.random()
+            t += (-rng.randrange(1000) if r < 0.05 else (1 << 27) + rng.randrange(1 << 33)
+                  if r < 0.1 else rng.randrange(3000))
+            es.append((t, bytes(rng.randrange(256) for _ in range(rng.choice((1, 8, 24, 110,
+                                                                             112, 113, 400))))))
+        pb = PageBuilder(room)
+        for ts, rec in es:
+            if not pb.add(ts, rec):
+                break
+        stamp, data, n = fill_page(es, lambda e: e[1], room)
+        assert (stamp, data, n) == (pb.time_stamp or 0, bytes(pb.data), pb.count)

@@ -51,6 +51,29 @@ def test_packed_records_are_the_field_layouts_bytes():
     assert walked > 0
 
 
+def test_values_out_of_their_fields_range_are_masked_on_the_direct_path():
+    """A record whose args are its fields in order is packed at once; a
+    negative or too big value (struct refuses it) is masked as the field
+    walk masks it: the same bytes."""
+    k, entries = _machine_entries()
+    enc = RecordEncoder(k.tracing)
+    seen = set()
+    for e in entries:
+        ev = k.tracing.events_by_id[e[1]]
+        if ev.name in seen or not isinstance(e[5], tuple):
+            continue
+        enc._fast(ev)
+        if ev not in enc._direct:
+            continue
+        seen.add(ev.name)
+        for v in (-1, -(1 << 40), 1 << 70, True):
+            args = tuple(v if type(a) is int else a for a in e[5])
+            odd = e[:5] + (args,) + e[6:]
+            assert enc.event_record(ev, odd, 1, 2) == enc._record_by_fields(ev, odd, args, 1, 2), \
+                (ev.name, v)
+    assert len(seen) > 20
+
+
 def test_a_value_that_is_no_number_is_refused_on_either_path():
     k, entries = _machine_entries()
     enc = RecordEncoder(k.tracing)
