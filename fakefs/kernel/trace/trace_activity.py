@@ -43,7 +43,7 @@ from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
-from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits
+from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
@@ -85,9 +85,10 @@ class TraceActivity(MachineHits):
         self._syscall_events: dict = {}         # (tracepoint, nr) -> event
         # nr -> the ids a system call's work goes down (``MachineHits._syscall_work``)
         self._work_targets: dict[int, tuple] = {}
-        # who records a hit, per (cpu, tracepoint[, nr]), for one window
-        # (None while probes may change what is enabled in the middle of one)
+        # who records a hit, per (cpu, tracepoint[, nr]), while the arrays'
+        # settings hold (None while probes may change them in a window)
         self._recorders: dict | None = None
+        self._recorders_key: tuple = ()       # what they were made for (``recorders_key``)
 
     def _probe(self, name):
         probe = self._probes.get(name)
@@ -219,7 +220,13 @@ class TraceActivity(MachineHits):
         moving = bool(plain_fn or gr_trs or targets)
         per_cpu = []
         hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
-        self._recorders = None if acting else {}
+        if acting:
+            self._recorders = None
+        else:
+            key = recorders_key(ev_trs)
+            if self._recorders is None or key != self._recorders_key:
+                self._recorders = {}
+                self._recorders_key = key
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             calls = []            # the plain function calls' instants, apart

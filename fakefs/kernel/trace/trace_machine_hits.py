@@ -47,6 +47,18 @@ def plain(tr, ev) -> bool:
             and not tr.flags.get("stacktrace") and not tr.flags.get("userstacktrace"))
 
 
+def recorders_key(trs) -> tuple:
+    """Everything ``_recorders_of`` reads of the arrays ``trs`` besides the
+    events themselves (which machine tracepoints fire is fixed): the
+    recorders made for one key serve every window while it holds (a window
+    is a request's catch-up: many a second while tools read), and a window
+    where something acts on its own array asks each time."""
+    return tuple((tr, tr.enabled_events.version, tr.soft_disabled.version, tr.cpumask,
+                  tuple(tr.event_triggers), tuple(tr.event_filters), tr.event_pids.pids,
+                  tr.event_pids.no_pids, tr.flags.get("stacktrace"), tr.flags.get("userstacktrace"))
+                 for tr in trs)
+
+
 class MachineHits:
     """``TraceActivity``'s replay of the machine's hits (see the module's doc)."""
 
@@ -106,8 +118,7 @@ class MachineHits:
     def _recorders_of(self, name, args, trs, cpu) -> list:
         """The events recording a hit of ``name`` on ``cpu``: (event, its
         fields from the hit's, the arrays that see it, whether each of them
-        just writes it: ``plain()``), the same for a window's hits (a
-        window where something acts on its own array asks each time)."""
+        just writes it: ``plain()``), kept while ``recorders_key`` holds."""
         cache = self._recorders
         key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
         recorders = cache.get(key) if cache is not None else None

@@ -124,3 +124,47 @@ def test_hits_just_written_are_what_the_commit_path_writes(monkeypatch, settings
     fast = _every_event(monkeypatch, True, settings)
     assert fast == _every_event(monkeypatch, False, settings)
     assert fast[0].count("\n") > 1000
+
+
+# (a trigger last: while one may act on its array nothing is kept across windows)
+CHANGES = [("events/sched/sched_switch/enable", "0"), ("events/sched/sched_switch/enable", "1"),
+           ("events/sched/sched_wakeup/filter", "pid < 100"), ("tracing_cpumask", "1"),
+           ("options/stacktrace", "1"), ("tracing_cpumask", "3"),
+           ("events/sched/sched_wakeup/filter", "0"), ("options/stacktrace", "0"),
+           ("events/kmem/enable", "0"), ("events/sched/sched_switch/trigger", "hist:keys=next_pid")]
+
+
+def _changing(monkeypatch, kept):
+    """Every event on, then a setting changed between each two windows;
+    ``kept``: the recorders live across windows while their key holds
+    (else made again each window)."""
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_activity
+    if not kept:
+        monkeypatch.setattr(trace_activity, "recorders_key", lambda trs: object())
+    k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wr(k, "events/enable", "1")
+    for path, value in [(None, None)] + CHANGES:
+        if path is not None:
+            wr(k, path, value)
+        for _ in range(3):                     # a few windows with each setting
+            k.clock.advance(4_000_000)
+            k.run_until_now()
+    out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
+           rd(k, "events/sched/sched_switch/hist")]
+    monkeypatch.undo()
+    return out
+
+
+def test_recorders_kept_across_windows_follow_every_setting_they_depend_on(monkeypatch):
+    """The recorders of the machine's hits are made once for the arrays'
+    settings (``recorders_key``): enabling, disabling, a filter, a trigger,
+    tracing_cpumask and the stack option between windows give byte for
+    byte the files of recorders made again at every window (a hist
+    trigger's too)."""
+    kept = _changing(monkeypatch, True)
+    assert kept == _changing(monkeypatch, False)
+    assert kept[0].count("\n") > 1000 and "=> " in kept[0] and "next_pid:" in kept[3]
