@@ -12,6 +12,8 @@ from collections import deque
 
 from ._ring_buffer import decode_page, new_page
 
+BUF_PAGE_HDR_SIZE = 16          # a sub-buffer's header (time_stamp, commit)
+
 # the newest sub-buffers of a CPU whose entries stay tuples when packing
 # while idle (``pack_idle``): a writer adds to the newest, a reader that
 # keeps up consumes them before they pack
