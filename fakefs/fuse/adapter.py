@@ -100,7 +100,6 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.next_fh = 1
         self.poll_waiters: dict[int, pyfuse3.PollHandle] = {}
         self.poll_wakeup: trio.Event | None = None
-        self.polled_at = 0              # the kernel's time the pollers were last asked
         self.mounted = False
         self.terminating = False
         # major:minor of the mount once mounted (None: not watched)
@@ -533,9 +532,11 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             self.wake_pollers(await self.observe())
 
     def wake_pollers(self, until: int | None = None) -> None:
-        """The pollers whose file is ready at ``until`` (None: the kernel's
-        time now, caught up) are woken."""
-        self.polled_at = self.kernel.sim_time
+        """The pollers whose file is ready at ``until`` are woken (None: as
+        far as the machine has been simulated; the end of a request or a
+        runner's catch-up simulates nothing more for them)."""
+        if until is None:
+            until = self.kernel.sim_time
         for fh, ph in list(self.poll_waiters.items()):
             f = self.files.get(fh)
             try:

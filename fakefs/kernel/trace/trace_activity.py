@@ -324,8 +324,7 @@ class TraceActivity(MachineHits):
         if not trs:
             return
         self.backlog.calls += len(times)
-        if probe_trs or self._kprobed() or any(
-                tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
+        if probe_trs or self._kprobed() or any(self._one_by_one(tr) for tr in trs):
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
@@ -336,10 +335,7 @@ class TraceActivity(MachineHits):
             buf = tr.buffer
             cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
             walk, c = wl.stretch(cpu)
-            pids = write_calls(walk, c, rng, times, cb, tr.flags["overwrite"], FN_LENGTH,
-                               CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
-                               tr.stackmap if mode and tr.flag("stackmap") else None,
-                               STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
+            pids = write_calls(walk, c, rng, times, cb, *self._writer_args(tr, cpu, mode))
             self.stack_context.follow_frames(wl)
             for pid in pids:
                 tr._task_info(cpu, pid)
@@ -350,14 +346,28 @@ class TraceActivity(MachineHits):
         for tr in trs:
             tr.current.record_calls(tr, cpu, entries, frames)
 
+    @staticmethod
+    def _one_by_one(tr) -> bool:
+        """Its calls are taken one at a time (its ops filter them, or it
+        checks repeats)."""
+        return tr.ftrace_ops is not None or bool(tr.current.opts.get("func-no-repeats"))
+
     def _compiled_mode(self, trs, wl):
         """What the compiled writer may write of the calls of the one array
-        in ``trs`` (taking every call, no repeats check, nothing probed on
-        calls: asked first) (``compiled_calls()``: False the entries, True
-        with their stacks'); None: not it."""
+        in ``trs`` (none taken ``_one_by_one``, nothing probed on calls:
+        asked first) (``compiled_calls()``: False the entries, True with
+        their stacks'); None: not it."""
         if not RAW_WRITES or len(trs) != 1 or not wl.walk.compiled():
             return None
         return trs[0].current.compiled_calls(trs[0])
+
+    @staticmethod
+    def _writer_args(tr, cpu: int, mode: bool) -> tuple:
+        """The compiled writer's arguments after the buffer (``write_calls``,
+        ``write_frames``) for ``tr``'s calls on ``cpu``."""
+        return (tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
+                tr.stackmap if mode and tr.flag("stackmap") else None,
+                STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
 
     def _write_entered(self, trs, wl, cpu, ts, pid, frames) -> bool:
         """``_record_call()`` of each of ``frames`` (entered at ``ts`` by
@@ -366,7 +376,7 @@ class TraceActivity(MachineHits):
         trs = [tr for tr in trs if tr.current.calls_on(cpu)]
         if not trs:
             return True
-        if any(tr.ftrace_ops is not None or tr.current.opts.get("func-no-repeats") for tr in trs):
+        if any(self._one_by_one(tr) for tr in trs):
             return False
         mode = self._compiled_mode(trs, wl)
         if mode is None:
@@ -375,10 +385,7 @@ class TraceActivity(MachineHits):
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return True                          # no entry, so no stack either
-        if write_frames(list(frames), ts, pid, buf.cpus[cpu], tr.flags["overwrite"], FN_LENGTH,
-                        CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
-                        tr.stackmap if mode and tr.flag("stackmap") else None,
-                        STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH):
+        if write_frames(list(frames), ts, pid, buf.cpus[cpu], *self._writer_args(tr, cpu, mode)):
             tr._task_info(cpu, pid)
         return True
 

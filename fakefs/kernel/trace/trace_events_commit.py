@@ -55,11 +55,25 @@ def event_triggers_post_call(tr, trig: EventTriggers, tt: int, cpu, rec, stack) 
             _run(data, tr, cpu, rec, stack)
 
 
-def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack):
+def plain(tr, ev) -> bool:
+    """A hit of ``ev`` (enabled in ``tr``) is just written there: no
+    trigger, filter or pid list on it, no stack option after it (what
+    ``trace_event_commit`` then does is ``write_entry``)."""
+    return (ev not in tr.event_triggers and ev not in tr.event_filters and not tr.event_pids.active()
+            and not tr.flags.get("stacktrace") and not tr.flags.get("userstacktrace"))
+
+
+def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack, plain: bool = False):
     """A hit of ``ev`` (its record ``entry``, ``payload`` bytes) for the
     arrays ``trs`` that see it (event enabled and not soft-disabled, CPU in
     tracing_cpumask; or with triggers on it).  ``stack`` is the hit's stack
-    or a function making it, called at most once; it is returned as made."""
+    or a function making it, called at most once; it is returned as made.
+    ``plain``: the caller knows ``plain()`` of each array (the machine's
+    hits keep it with their recorders): each just writes the entry."""
+    if plain:
+        for tr in trs:
+            tr.write_entry(cpu, entry, payload)
+        return stack
     for tr in trs:
         trig = tr.event_triggers.get(ev)
         if trig is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..entry_common import syscall_work
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_context import CALL_CONTEXT
-from .trace_events_commit import trace_event_commit
+from .trace_events_commit import plain, trace_event_commit
 from ..tracepoint import TracepointHooks
 from .trace_syscalls import SyscallEvent
 
@@ -37,14 +37,6 @@ FOLLOWED = CODE_PATHS
 # not a tracepoint: a real process's system call whose work is traced
 # (``SyscallEntry.enter``), queued as the hits are
 SYS_WORK = "sys_work"
-
-
-def plain(tr, ev) -> bool:
-    """A hit of ``ev`` (enabled in ``tr``) is just written there: no
-    trigger, filter or pid list on it, no stack option after it; what
-    ``trace_event_commit`` does then is ``write_entry``."""
-    return (ev not in tr.event_triggers and ev not in tr.event_filters and not tr.event_pids.active()
-            and not tr.flags.get("stacktrace") and not tr.flags.get("userstacktrace"))
 
 
 def recorders_key(trs) -> tuple:
@@ -96,16 +88,12 @@ class MachineHits:
                 stack, entered = wl.code_path(rng, cpu, name)
             self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
                                 ftrs or probe_trs or kprobed)
-        for ev, conv, etrs, plain in recorders:
+        for ev, conv, etrs, just_written in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            if plain:
-                payload = ev.record_size(entry[5])
-                for tr in etrs:
-                    tr.write_entry(cpu, entry, payload)
-                continue
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
-                                       stack if stack is not None
-                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
+                                       stack if stack is not None or just_written
+                                       else lambda: wl.event_stack(rng, cpu, ev.kind),
+                                       just_written)
         hooks = self.tp_hooks.get(name)
         if hooks:
             evd = self._event_def(name)
@@ -169,14 +157,9 @@ class MachineHits:
                 stack = (stack[0], args[0])
         flags, pc = self.context_flags(stack)
         pid = task.pid
-        for ev, _conv, etrs, plain_ in recorders:
-            entry = (ts, ev.id, pid, flags, pc, args, None)
-            if plain_:
-                payload = ev.record_size(args)
-                for tr in etrs:
-                    tr.write_entry(cpu, entry, payload)
-            else:
-                trace_event_commit(etrs, ev, cpu, entry, ev.record_size(args), stack)
+        for ev, _conv, etrs, just_written in recorders:
+            trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
+                               ev.record_size(args), stack, just_written)
         if hooks:
             TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 
