@@ -62,6 +62,25 @@ cdef inline int rb_event_length(int payload) noexcept:
     return length
 
 
+cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:
+    """The event whose header is at ``off``: its type_len (a time extend's
+    30: ``*nxt`` is then past it), where its record starts (``*rec``) and
+    where the next event's header is (``*nxt``)."""
+    cdef uint32_t hdr, ext, tl
+    memcpy(&hdr, p + off, 4)
+    tl = hdr & 31
+    if tl == <uint32_t> TYPE_EXTEND:
+        nxt[0] = off + LEN_EXTEND
+    elif tl == 0:                           # a length word, then the record
+        memcpy(&ext, p + off + 4, 4)
+        rec[0] = off + 8
+        nxt[0] = off + 4 + ext
+    else:
+        rec[0] = off + 4
+        nxt[0] = off + 4 + tl * 4
+    return tl
+
+
 def decode_page(bytearray raw, int used, dict side=None):
     """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
     order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each, the
@@ -71,29 +90,22 @@ def decode_page(bytearray raw, int used, dict side=None):
     cdef uint32_t hdr, ext, tl
     cdef uint16_t typ
     cdef int32_t pid
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec, nxt, i
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, i
     cdef uint32_t sid
     cdef int32_t size
     cdef list out = [], stack
     memcpy(&ts, p, 8)
     while off < end:
+        tl = record_at(p, off, &rec, &nxt)
         memcpy(&hdr, p + off, 4)
-        tl = hdr & 31
         if tl == <uint32_t> TYPE_EXTEND:
             memcpy(&ext, p + off + 4, 4)
             ts += ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
-            off += LEN_EXTEND
+            off = nxt
             continue
         if tl > 28:
             raise ValueError("raw sub-buffer: event type %d at %d" % (tl, off))
         ts += hdr >> 5
-        if tl == 0:                         # a length word, then the record
-            memcpy(&ext, p + off + 4, 4)
-            rec = off + 8
-            nxt = off + 4 + ext
-        else:
-            rec = off + 4
-            nxt = off + 4 + tl * 4
         if side is not None:
             got = side.get(rec)
             if got is not None:
@@ -131,26 +143,18 @@ def page_data(bytearray raw, int used, dict side, encode):
     tuples, which gives the same page wherever they agree)."""
     cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
     cdef unsigned char *q
-    cdef uint32_t hdr, ext, tl
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec, nxt, n
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, n
     cdef bytearray out = bytearray(p[PAGE_HDR:end])
     q = <unsigned char *> PyByteArray_AS_STRING(out) - PAGE_HDR
     while off < end:
-        memcpy(&hdr, p + off, 4)
-        tl = hdr & 31
-        if tl == <uint32_t> TYPE_EXTEND:
-            off += LEN_EXTEND
+        if record_at(p, off, &rec, &nxt) == <uint32_t> TYPE_EXTEND:
+            off = nxt
             continue
-        if tl == 0:
-            memcpy(&ext, p + off + 4, 4)
-            rec = off + 8
-            nxt = off + 4 + ext
-        else:
-            rec = off + 4
-            nxt = off + 4 + tl * 4
         entry = side.get(rec)
         if entry is not None:
             record = encode(entry)
+            if type(record) is not bytes:
+                record = bytes(record)
             n = len(record)
             if rb_event_length(n) != nxt - off:
                 return None

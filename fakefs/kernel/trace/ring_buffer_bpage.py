@@ -109,10 +109,8 @@ class BufferPage:
         return self.side
 
     def _side(self) -> dict | None:
-        """``side_entries()`` leaving the page as it is (a snapshot's)."""
-        if self.packed is not None and self.raw is not None:
-            return dict(unpack(self.packed, self.zipped))
-        return self.side
+        """``side_entries()`` leaving the page as it is."""
+        return side_of(self.side, (self.packed, self.zipped) if self.raw is not None else None)
 
     def pack(self) -> bool:
         """Packed now (False: empty, packed already, or not packable)."""
@@ -186,15 +184,20 @@ class RawSnap:
         self.raw = page.raw
         self.used = page.used
         self.side = page.side
-        self.packed = (page.packed, page.zipped) if page.packed is not None else None
+        self.packed = (page.packed, page.zipped)
         self.move = move
 
     def entries(self) -> list:
-        side = self.side
-        if self.packed is not None:
-            side = dict(unpack(*self.packed))
-        ev = decode_page(self.raw, self.used, side)
+        ev = decode_page(self.raw, self.used, side_of(self.side, self.packed))
         return ev if self.move is None else self.move.apply(ev)
+
+
+def side_of(side: dict | None, packed) -> dict | None:
+    """A raw sub-buffer's entries kept beside it: ``side``, or unpacked
+    from ``packed`` ((bytes, compressed), bytes None: not packed)."""
+    if packed is not None and packed[0] is not None:
+        return dict(unpack(*packed))
+    return side
 
 
 class Move:

@@ -161,9 +161,12 @@ _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
 def packed_layout(slots, fixed: int):
     """For a record of numbers and fixed-size strings only: one
     ``struct.Struct`` for all of it (header, fields at their offsets, the
-    padding zeroed) and, per field in offset order, (its index in the
-    entry's args, its conversion, the mask of a number or None for bytes);
-    None when a field needs more (arrays of numbers, dynamic data)."""
+    padding zeroed), per field in offset order (its index in the entry's
+    args, its conversion, the mask of a number or None for bytes), and
+    whether the args go in as they are (numbers in their order, none
+    converted: packed at once when each is in its field's range, as masking
+    it would give); None when a field needs more (arrays of numbers,
+    dynamic data)."""
     fmt = ["<HBBi"]
     pos = te.TRACE_ENTRY_HDR
     plan = []
@@ -183,7 +186,9 @@ def packed_layout(slots, fixed: int):
         pos = s.offset + s.size
     if fixed > pos:
         fmt.append("%dx" % (fixed - pos))
-    return struct.Struct("".join(fmt)), tuple(plan)
+    direct = all(conv is None and mask is not None and i == j
+                 for j, (i, conv, mask) in enumerate(plan))
+    return struct.Struct("".join(fmt)), tuple(plan), direct
 
 
 class RecordEncoder:
@@ -195,10 +200,6 @@ class RecordEncoder:
             "FUNCTION_GRAPH_RETVAL")
         self._layouts: dict = {}      # event -> (slots, dyn, fixed)
         self._packed: dict = {}       # event -> packed_layout() (or None)
-        # events whose packed layout takes the args as they are, in order
-        # (numbers only, no conversion): packed at once when every value is
-        # in its field's range, as masking each would give
-        self._direct: set = set()
 
     def layout(self, ev):
         got = self._layouts.get(ev)
@@ -212,9 +213,6 @@ class RecordEncoder:
         except KeyError:
             slots, _dyn, fixed = self.layout(ev)
             got = self._packed[ev] = packed_layout(slots, fixed)
-            if got is not None and all(conv is None and mask is not None and i == j
-                                       for j, (i, conv, mask) in enumerate(got[1])):
-                self._direct.add(ev)
             return got
 
     def encode(self, entry) -> bytes:
@@ -276,12 +274,12 @@ class RecordEncoder:
         if not isinstance(args, tuple):
             args = (args,)
         fast = self._fast(ev)
-        if ev in self._direct and len(args) == len(fast[1]):
-            try:
-                return fast[0].pack(entry[1], flags, pc, entry[2], *args)
-            except struct.error:            # a value out of its range: masked below
-                pass
         if fast is not None and len(args) == len(fast[1]):
+            if fast[2]:
+                try:
+                    return fast[0].pack(entry[1], flags, pc, entry[2], *args)
+                except struct.error:        # a value out of its range: masked below
+                    pass
             values = []
             for i, conv, mask in fast[1]:
                 v = args[i]

@@ -33,6 +33,25 @@ def entries(seed, n, t0=1_000_000):
     return out
 
 
+def raw_buffer(es, nr_pages):
+    """A CPU buffer with the function entries ``es`` put by the compiled writer."""
+    cb = CpuBuffer(0, nr_pages)
+    w = PageWriter(cb, True, FN)
+    for e in es:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    return cb
+
+
+def count_decodes(monkeypatch) -> list:
+    """A list that gets an item at each ``decode_page`` of a sub-buffer."""
+    from fakefs.kernel.trace import ring_buffer_bpage
+    decoded = []
+    real = ring_buffer_bpage.decode_page
+    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    return decoded
+
+
 def accounts(cb):
     return ([getattr(cb, a) for a in COUNTS],
             [(len(p), p.used, p.nbytes) for p in cb.pages], cb.events())
@@ -93,12 +112,8 @@ def test_a_raw_sub_buffer_is_the_kernel_s_page():
 
 def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
     """A snapshot decodes a copy; consuming decodes the reader's page for good."""
-    cb = CpuBuffer(0, 8)
     es = entries(9, 400)
-    w = PageWriter(cb, True, FN)
-    for e in es:
-        w.put_fn(e[0], *e[2:])
-    w.finish()
+    cb = raw_buffer(es, 8)
     assert list(cb.iter_events()) == es
     assert all(p.raw is not None for p in cb.pages)        # a snapshot decodes a copy
     assert cb.consume() == es[0]
@@ -127,14 +142,11 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
     decoding it, the same page and the same accounts as from tuples: with
     the writer on the page read, writes in between, lost events, and reads
     too short for the page (taken one entry at a time)."""
-    from fakefs.kernel.trace import ring_buffer_bpage
     es = entries(3, 4000)
     raw_cb, tup_cb = CpuBuffer(0, 6), CpuBuffer(0, 6)
     enc = RecordEncoder(None)
     cap = raw_cb.subbuf_size
-    decoded = []
-    real = ring_buffer_bpage.decode_page
-    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    decoded = count_decodes(monkeypatch)
     pages = short = 0
     for lo in range(0, len(es), 500):
         w = PageWriter(raw_cb, True, FN)
@@ -374,12 +386,9 @@ def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it(monkeyp
     reader reaches it, and gives the entries as they were when it was
     made: the writer goes on in the tail meanwhile (entries of every type),
     an old sub-buffer's side entries are packed meanwhile."""
-    from fakefs.kernel.trace import ring_buffer_bpage
     es = mixed(44, 1500)
     raw_cb, tup_cb = raw_and_tuples(es[:1000], 30, unzipped=6)
-    decoded = []
-    real = ring_buffer_bpage.decode_page
-    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    decoded = count_decodes(monkeypatch)
     want = list(tup_cb.iter_events())
     snap = raw_cb.iter_events()
     assert next(snap) == want[0] and len(decoded) == 1
@@ -395,16 +404,9 @@ def test_asking_whether_a_buffer_holds_entries_decodes_nothing(monkeypatch):
     every read take the page one entry at a time: trace-cmd's recorder,
     which selects before each read, kept 40 % of the function tracer's
     entries)."""
-    from fakefs.kernel.trace import ring_buffer_bpage
     es = entries(2, 900)
-    cb = CpuBuffer(0, 8)
-    w = PageWriter(cb, True, FN)
-    for e in es:
-        w.put_fn(e[0], *e[2:])
-    w.finish()
-    decoded = []
-    real = ring_buffer_bpage.decode_page
-    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
+    cb = raw_buffer(es, 8)
+    decoded = count_decodes(monkeypatch)
     assert not cb.empty() and cb.watermark_hit(50)
     assert decoded == [] and cb.pages[0].raw is not None
     enc = RecordEncoder(None)
