@@ -56,6 +56,8 @@ class CallSites:
         self._names: dict = {}               # site -> its function's symbol name
         self._keys: dict = {}                # id(roots) -> its entries (the reach key)
         self._all_roots = None               # reachable(): every task's entries
+        self._allocator: dict = {}           # (name, kind) -> the allocator's stack entry
+        self._ups: dict = {}                 # (reach key, id) -> its callers the entries reach
 
     # ------------------------------------------------------------ public
     def stack(self, rng, c, kind, site: int, task_only=False):
@@ -90,11 +92,14 @@ class CallSites:
             if fr is None:
                 return None
             above = fr.stack[1:]
-        wg = self.wg
-        # the allocator it calls: one the graph has it call, else the kind's first
-        fid = wg.ids.get(name)
-        a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
-        return (wg.addr[a] + tp_off(wg.names[a], wg.size[a]), site) + rets + above
+        top = self._allocator.get((name, kind))
+        if top is None:
+            wg = self.wg
+            # the allocator it calls: one the graph has it call, else the kind's first
+            fid = wg.ids.get(name)
+            a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
+            top = self._allocator[(name, kind)] = wg.addr[a] + tp_off(wg.names[a], wg.size[a])
+        return (top, site) + rets + above
 
     def reaches(self, pid: int, site: int) -> bool:
         """Whether the task ``pid`` gets, in task context, to the function
@@ -276,11 +281,12 @@ class CallSites:
                 for callee, w in zip(*table_items(table)):
                     if callee >= 0 and w > 0:
                         rev.setdefault(callee, []).append((caller, w))
-        _key, reach = self._reach_of(profile, roots, task_only)
+        key, reach = self._reach_of(profile, roots, task_only)
         if fid not in reach:
             return None
-        entries = set(roots[0]) if roots is not None else set()
+        entries = key[1]
         maxd = self.wg.max_depth
+        callers = self._ups
         for t in range(TRIES):
             # any caller the entries reach, with room left to get to one of
             # them; the last try only callers nearer to them (it gets there)
@@ -288,8 +294,12 @@ class CallSites:
             chain, seen, f = [fid], {fid}, fid
             while f not in entries:
                 df = reach[f]
-                ups = [(g, w) for g, w in rev.get(f, ()) if g not in seen and g in reach
-                       and (reach[g] < df if strict else reach[g] + len(chain) < maxd)]
+                reached = callers.get((key, f))
+                if reached is None:
+                    reached = callers[(key, f)] = [(g, w, reach[g]) for g, w in rev.get(f, ())
+                                                    if g in reach]
+                ups = [(g, w) for g, w, dg in reached if g not in seen
+                       and (dg < df if strict else dg + len(chain) < maxd)]
                 if not ups:
                     break
                 x = rng.random() * sum(w for _, w in ups)

@@ -20,7 +20,7 @@ from .event_list import register_events
 from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
-from .ring_buffer import RingBuffer, event_length
+from .ring_buffer import EVENT_LENGTHS, EVENT_LENGTHS_KEPT, RingBuffer, event_length
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 from .trace_clock import TRACE_CLOCKS, TraceClocks
@@ -353,27 +353,28 @@ class TraceArray:
 
     # --- recording ---------------------------------------------------------
     def write_entry(self, cpu: int, entry, payload: int, into=None) -> bool:
-        """Reserve and commit ``entry``; the committing task's comm is saved
-        (``record-cmd``) when another task committed last on that CPU, and
-        its tgid while tgids are recorded (``SavedTgids.ref``).  ``into``:
-        the CPU buffer it was reserved in before triggers ran (which may
-        have switched tracing or swapped it out since); default: reserve
-        now in the CPU's buffer."""
+        """Reserve and commit ``entry``, then ``_task_info()``.  ``into``: the
+        CPU buffer it was reserved in before triggers ran (which may have
+        switched tracing or swapped it out since); default: the CPU's now."""
         if self.clock_reader is not None:
             entry = (self.clock_reader(entry[0]),) + entry[1:]
+        length = EVENT_LENGTHS[payload] if payload < EVENT_LENGTHS_KEPT else event_length(payload)
         if into is None:
-            if not self.buffer.write(cpu, entry[0], entry, event_length(payload),
-                                     self.flags["overwrite"]):
+            buf = self.buffer
+            if buf.record_off or buf.record_disabled:
                 return False
-        elif not into.write(entry[0], entry, event_length(payload), self.flags["overwrite"]):
+            into = buf.cpus[cpu]
+        if not into.write(entry[0], entry, length, self.flags["overwrite"]):
             return False
-        self._task_info(cpu, entry[2])
+        pid = entry[2]
+        tracing = self.tracing
+        if pid != tracing.taskinfo_pid[cpu] or tracing.tgids.ref:
+            self._task_info(cpu, pid)
         return True
 
     def _task_info(self, cpu: int, pid: int) -> None:
-        """``pid`` committed on ``cpu``: its comm is saved (``record-cmd``)
-        when another task committed last there, its tgid while tgids are
-        recorded."""
+        """``pid`` committed on ``cpu``: its comm is saved (``record-cmd``) when another
+        task committed last there, its tgid while tgids are recorded (``SavedTgids.ref``)."""
         tracing = self.tracing
         if pid != tracing.taskinfo_pid[cpu] and self.flags["record-cmd"]:
             tracing.taskinfo_pid[cpu] = pid

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import zlib
+from operator import itemgetter
 from bisect import bisect_left, bisect_right
 
 from . import trace_entries as te
@@ -52,6 +53,7 @@ SWITCH = object()          # an unrecorded context switch
 # entries with the tuples' path
 RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
+_BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
 
 
 class TraceActivity(MachineHits):
@@ -252,7 +254,7 @@ class TraceActivity(MachineHits):
                 calls = []
             if not occ and not calls:
                 continue
-            occ.sort(key=lambda o: (o[0], o[1]))
+            occ.sort(key=_BY_TIME_ID)
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
                    [tr for tr in gr_trs if tr.cpumask >> cpu & 1])

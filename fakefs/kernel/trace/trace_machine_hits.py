@@ -79,21 +79,26 @@ class MachineHits:
             return
         recorders = self._recorders_of(name, args, trs, cpu)
         stack = None
-        kprobed = self._kprobed()
-        if name in CODE_PATHS and (recorders or ftrs or probe_trs or kprobed or graph):
-            state = wl.walk.cpus[cpu].ts        # (the task going there, before any switch)
-            if name == "sched_switch":          # (an exiting task's last: prev_state Z)
-                stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
-            else:
-                stack, entered = wl.code_path(rng, cpu, name)
-            self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
-                                ftrs or probe_trs or kprobed)
+        if name in CODE_PATHS:
+            kprobed = self._kprobed()
+            if recorders or ftrs or probe_trs or kprobed or graph:
+                state = wl.walk.cpus[cpu].ts        # (the task going there, before any switch)
+                if name == "sched_switch":          # (an exiting task's last: prev_state Z)
+                    stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(rng, cpu)
+                else:
+                    stack, entered = wl.code_path(rng, cpu, name)
+                self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
+                                    ftrs or probe_trs or kprobed)
         for ev, conv, etrs, just_written in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
+            if just_written:                    # (trace_event_commit's plain path)
+                size = ev.record_size(entry[5])
+                for tr in etrs:
+                    tr.write_entry(cpu, entry, size)
+                continue
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
-                                       stack if stack is not None or just_written
-                                       else lambda: wl.event_stack(rng, cpu, ev.kind),
-                                       just_written)
+                                       stack if stack is not None
+                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
         hooks = self.tp_hooks.get(name)
         if hooks:
             evd = self._event_def(name)
@@ -101,7 +106,8 @@ class MachineHits:
             task = (self.kernel.sched.find(pid) if pid else None) or self.curr[cpu]
             TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args,
                                 stack if stack is not None else lambda: wl.event_stack(rng, cpu, kind))
-        self._follow(wl, cpu, hit)
+        if name in FOLLOWED:
+            self._follow(wl, cpu, hit)
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
         """The events recording a hit of ``name`` on ``cpu``: (event, its
