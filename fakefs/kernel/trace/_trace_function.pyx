@@ -80,12 +80,16 @@ cdef class StackIds:
     def __cinit__(self, smap, int cpu, int max_depth):
         self.smap = smap
         self.get_id = smap.get_id
-        self.stored = None if smap.resetting else smap._stored
         self.cpu = cpu
         self.max_depth = max_depth
-        self.full = not smap.empty_slots
         self.found = self.drops = 0
         self.touched = []
+        self.begin()
+
+    cdef void begin(self) except *:
+        """The map as it is now (a stretch begins): its slots, whether it is full."""
+        self.stored = None if self.smap.resetting else self.smap._stored
+        self.full = not self.smap.empty_slots
 
     cdef long long of(self, tuple stack) except? -1000:
         cdef PyObject *hit = NULL
@@ -233,7 +237,26 @@ cdef array.array _QARRAY = _array.array("q")
 def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length,
                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
                 int id_length=0, lengths_of=None, int max_depth=0):
-    """The next ``len(times)`` calls of the walk on CPU ``c`` (its
+    """``CallWriter(...).calls(times, cb)``: one stretch (see ``CallWriter``)."""
+    return CallWriter(walk, c, rng, overwrite, length, context_flags, ip_off, cpu, stacks, smap,
+                      id_length, lengths_of, max_depth).calls(times, cb)
+
+
+def write_frames(list frames, long long ts, int pid, cb, bint overwrite, int length,
+                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
+                 int id_length=0, lengths_of=None, int max_depth=0):
+    """``CallWriter.entered()`` with no walk (see ``CallWriter``)."""
+    return CallWriter(None, None, None, overwrite, length, context_flags, ip_off, cpu, stacks,
+                      smap, id_length, lengths_of, max_depth).entered(frames, ts, pid, cb)
+
+
+@cython.final
+cdef class CallWriter:
+    """The function tracer's calls on CPU ``c`` (a walk ``Cpu``) written
+    into one array's CPU buffers, set up once for as many stretches as the
+    array's settings hold (a window: the caller keeps it that long).
+
+    ``calls(times, cb)``: the next ``len(times)`` calls of the walk (its
     ``Walker``: the draws of as many ``run()`` calls), made at ``times``,
     written as TRACE_FN entries into the CPU buffer ``cb`` (None: the
     buffer records nothing, the calls are still made) as
@@ -246,54 +269,89 @@ def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int 
     stackmap ``smap`` (``id_length`` bytes, ``StackIds``), else the stack
     in full (``lengths_of[depth]`` bytes).  Returns the pids of the entries
     taken, each run of one pid once (``TraceArray._task_info`` takes
-    them)."""
-    cdef Walker w = Walker(walk, c, rng)
-    cdef PageWriter out = PageWriter(cb, overwrite, length) if cb is not None else None
-    cdef Py_ssize_t i, n = times.shape[0]
-    cdef Frame fr
-    cdef int pid = 0, last_pid = -1
-    cdef list pids = []
-    cdef object ts_obj = None
-    cdef CallFields cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
-    cdef StackIds ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
-    try:
-        for i in range(n):
-            fr = w.step(False, False, 200_000)
-            if w.ts is not ts_obj:
-                ts_obj = w.ts
-                pid = ts_obj.task.pid
-            if out is None:
-                continue
-            if cf.put(out, ids, fr, times[i], pid) and pid != last_pid:
-                pids.append(pid)
-                last_pid = pid
-    finally:
-        w.flush()
+    them).  The walker takes the task state the CPU is in at each stretch
+    (Python moves it between them).
+
+    ``entered(frames, ts, pid, cb)``: the same for calls already made: the
+    task ``pid`` entered the frames ``frames`` (outermost first) at ``ts``
+    on its way to a switch, a fork or an exec.  Whether any entry was
+    taken."""
+
+    cdef Walker w               # (None: entered() only)
+    cdef object walk, c
+    cdef PageWriter out
+    cdef CallFields cf
+    cdef StackIds ids
+    cdef bint overwrite
+    cdef int length
+
+    def __cinit__(self, walk, c, rng, bint overwrite, int length, tuple context_flags,
+                  long long ip_off, int cpu=0, bint stacks=False, smap=None, int id_length=0,
+                  lengths_of=None, int max_depth=0):
+        self.walk = walk
+        self.c = c
+        self.w = Walker(walk, c, rng) if walk is not None else None
+        self.out = PageWriter()
+        self.cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
+        self.ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
+        self.overwrite = overwrite
+        self.length = length
+
+    cdef PageWriter _begin(self, cb):
+        """The page writer on ``cb`` (None: None), and the stack ids on the
+        map as it is now."""
+        if self.ids is not None:
+            self.ids.begin()
+        if cb is None:
+            return None
+        self.out._begin(cb, self.overwrite, self.length)
+        return self.out
+
+    cdef void _end(self, PageWriter out) except *:
         if out is not None:
-            out.finish()
-        if ids is not None:
-            ids.done()
-    return pids
+            out._store()
+            out.cb = out.page = out.side = out.append = None
+        if self.ids is not None:
+            self.ids.done()
 
+    def calls(self, const long long[:] times, cb):
+        cdef Walker w = self.w
+        cdef PageWriter out
+        cdef Py_ssize_t i, n = times.shape[0]
+        cdef Frame fr
+        cdef int pid = 0, last_pid = -1
+        cdef list pids = []
+        cdef object ts_obj = None
+        cdef CallFields cf = self.cf
+        cdef StackIds ids = self.ids
+        w._task(self.c.ts)
+        w.remember = not self.walk.aside
+        out = self._begin(cb)
+        try:
+            for i in range(n):
+                fr = w.step(False, False, 200_000)
+                if w.ts is not ts_obj:
+                    ts_obj = w.ts
+                    pid = ts_obj.task.pid
+                if out is None:
+                    continue
+                if cf.put(out, ids, fr, times[i], pid) and pid != last_pid:
+                    pids.append(pid)
+                    last_pid = pid
+        finally:
+            w.flush()
+            self._end(out)
+        return pids
 
-def write_frames(list frames, long long ts, int pid, cb, bint overwrite, int length,
-                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
-                 int id_length=0, lengths_of=None, int max_depth=0):
-    """``write_calls()`` of calls already made: the task ``pid`` entered
-    the frames ``frames`` (outermost first) at ``ts`` on its way to a
-    switch, a fork or an exec.  Whether any entry was taken."""
-    cdef PageWriter out = PageWriter(cb, overwrite, length)
-    cdef CallFields cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
-    cdef StackIds ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
-    cdef bint took = False
-    try:
-        for fr in frames:
-            took |= cf.put(out, ids, <Frame> fr, ts, pid)
-    finally:
-        out.finish()
-        if ids is not None:
-            ids.done()
-    return took
+    def entered(self, list frames, long long ts, int pid, cb):
+        cdef PageWriter out = self._begin(cb)
+        cdef bint took = False
+        try:
+            for fr in frames:
+                took |= self.cf.put(out, self.ids, <Frame> fr, ts, pid)
+        finally:
+            self._end(out)
+        return took
 
 
 @cython.final

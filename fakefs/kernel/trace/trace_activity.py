@@ -36,7 +36,7 @@ from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
 from ..walkgraph import CALL_IP_OFF
-from ._trace_function import call_instants, function_entries, write_calls, write_frames
+from ._trace_function import CallWriter, call_instants, function_entries
 from .trace_backlog import TraceBacklog
 from .trace_call_rates import CallGroup, call_groups, fn_rate
 from .trace_context import CALL_CONTEXT, StackContext
@@ -91,6 +91,10 @@ class TraceActivity(MachineHits):
         # settings hold (None while probes may change them in a window)
         self._recorders: dict | None = None
         self._recorders_key: tuple = ()       # what they were made for (``recorders_key``)
+        # the compiled writers of the function tracers' calls, per (CPU,
+        # array), for the window under way (None: probes may change the
+        # settings in it)
+        self._call_writers: dict | None = None
 
     def _probe(self, name):
         probe = self._probes.get(name)
@@ -222,6 +226,7 @@ class TraceActivity(MachineHits):
         moving = bool(plain_fn or gr_trs or targets)
         per_cpu = []
         hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
+        self._call_writers = None if acting else {}
         if acting:
             self._recorders = None
         else:
@@ -336,8 +341,7 @@ class TraceActivity(MachineHits):
             tr = trs[0]
             buf = tr.buffer
             cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
-            walk, c = wl.stretch(cpu)
-            pids = write_calls(walk, c, rng, times, cb, *self._writer_args(tr, cpu, mode))
+            pids = self._call_writer(tr, wl, rng, cpu, mode).calls(times, cb)
             self.stack_context.follow_frames(wl)
             for pid in pids:
                 tr._task_info(cpu, pid)
@@ -363,13 +367,19 @@ class TraceActivity(MachineHits):
             return None
         return trs[0].current.compiled_calls(trs[0])
 
-    @staticmethod
-    def _writer_args(tr, cpu: int, mode: bool) -> tuple:
-        """The compiled writer's arguments after the buffer (``write_calls``,
-        ``write_frames``) for ``tr``'s calls on ``cpu``."""
-        return (tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT, CALL_IP_OFF, cpu, mode,
-                tr.stackmap if mode and tr.flag("stackmap") else None,
-                STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
+    def _call_writer(self, tr, wl, rng, cpu: int, mode: bool) -> CallWriter:
+        """The compiled writer of ``tr``'s calls on ``cpu`` (``mode``:
+        ``_compiled_mode``), made once a window (the settings hold)."""
+        writers = self._call_writers if rng is self.rng else None
+        w = writers.get((cpu, tr)) if writers is not None else None
+        if w is None:
+            walk, c = wl.stretch(cpu)
+            w = CallWriter(walk, c, rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
+                           CALL_IP_OFF, cpu, mode, tr.stackmap if mode and tr.flag("stackmap") else None,
+                           STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
+            if writers is not None:
+                writers[(cpu, tr)] = w
+        return w
 
     def _write_entered(self, trs, wl, cpu, ts, pid, frames) -> bool:
         """``_record_call()`` of each of ``frames`` (entered at ``ts`` by
@@ -387,7 +397,7 @@ class TraceActivity(MachineHits):
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return True                          # no entry, so no stack either
-        if write_frames(list(frames), ts, pid, buf.cpus[cpu], *self._writer_args(tr, cpu, mode)):
+        if self._call_writer(tr, wl, self.rng, cpu, mode).entered(list(frames), ts, pid, buf.cpus[cpu]):
             tr._task_info(cpu, pid)
         return True
 

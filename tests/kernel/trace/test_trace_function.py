@@ -137,3 +137,62 @@ def test_a_stackmap_reset_between_stretches_forgets_the_frames_slots(monkeypatch
     raw = _reset_between(True, monkeypatch)
     assert raw == _reset_between(False, monkeypatch)
     assert raw[1].count("\n") > 5 and raw[4] != raw[1]
+
+
+def _calls_by_window(kept, monkeypatch):
+    """The function tracer with events between its calls (many stretches a
+    window) and stacks through the stackmap, with a stackmap reset and a
+    filter change between windows: the files, with the compiled writers
+    kept for a window (``kept``) or made for each stretch."""
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_activity
+    if not kept:
+        fresh = trace_activity.TraceActivity._call_writer
+
+        def each_stretch(self, tr, wl, rng, cpu, mode):
+            self._call_writers = None
+            return fresh(self, tr, wl, rng, cpu, mode)
+        monkeypatch.setattr(trace_activity.TraceActivity, "_call_writer", each_stretch)
+    k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=60000",
+                 host_kallsyms=False)
+    for path, value in (("buffer_size_kb", "96"), ("current_tracer", "function"),
+                        ("events/sched/enable", "1"), ("events/kmem/enable", "1"),
+                        ("options/stacktrace", "1"), ("options/stackmap", "1")):
+        wr(k, path, value)
+    out = []
+    for part in range(3):
+        for _ in range(4):
+            k.clock.advance(15_000_000)
+            k.run_until_now()
+        out += [rd(k, "stack_map_stat"), rd(k, "trace"), rd(k, "per_cpu/cpu1/stats")]
+        wr(k, "tracing_on", "0")
+        wr(k, "stack_map", "0")
+        wr(k, "tracing_on", "1")
+        wr(k, "options/stacktrace", "1" if part % 2 else "0")
+    monkeypatch.undo()
+    return out
+
+
+def test_a_writer_kept_for_a_window_writes_what_one_per_stretch_writes(monkeypatch):
+    """``TraceActivity._call_writer`` keeps a ``CallWriter`` per CPU and
+    array for a window: it takes the task state and the stackmap as they
+    are at each stretch, so the files are those of a writer made for every
+    stretch (the calls' entries, their stacks' ids, the map's counts)."""
+    from fakefs.kernel.trace import trace_activity
+    made = []
+    real = trace_activity.CallWriter
+
+    def counted(*args):
+        made.append(args[3])
+        return real(*args)
+    monkeypatch.setattr(trace_activity, "CallWriter", counted)
+    kept = _calls_by_window(True, monkeypatch)
+    kept_made = len(made)
+    monkeypatch.setattr(trace_activity, "CallWriter", counted)
+    fresh = _calls_by_window(False, monkeypatch)
+    assert len(made) - kept_made > 5 * kept_made        # (stretches: many a window)
+    assert kept[1].count("<stack_id") > 100
+    assert kept == fresh
