@@ -53,6 +53,7 @@ SWITCH = object()          # an unrecorded context switch
 # entries with the tuples' path
 RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
+ONE_BY_ONE = object()      # calls an array takes one at a time (``_writer_for``)
 _BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
 
 
@@ -331,17 +332,17 @@ class TraceActivity(MachineHits):
         if not trs:
             return
         self.backlog.calls += len(times)
-        if probe_trs or self._kprobed() or any(self._one_by_one(tr) for tr in trs):
+        how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, rng, cpu)
+        if how is ONE_BY_ONE:
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
             return
-        mode = self._compiled_mode(trs, wl)
-        if mode is not None:
+        if how is not None:
             # the compiled writer: no object per call (the same entries)
             tr = trs[0]
             buf = tr.buffer
             cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
-            pids = self._call_writer(tr, wl, rng, cpu, mode).calls(times, cb)
+            pids = how.calls(times, cb)
             self.stack_context.follow_frames(wl)
             for pid in pids:
                 tr._task_info(cpu, pid)
@@ -358,46 +359,48 @@ class TraceActivity(MachineHits):
         checks repeats)."""
         return tr.ftrace_ops is not None or bool(tr.current.opts.get("func-no-repeats"))
 
-    def _compiled_mode(self, trs, wl):
-        """What the compiled writer may write of the calls of the one array
-        in ``trs`` (none taken ``_one_by_one``, nothing probed on calls:
-        asked first) (``compiled_calls()``: False the entries, True with
-        their stacks'); None: not it."""
-        if not RAW_WRITES or len(trs) != 1 or not wl.walk.compiled():
-            return None
-        return trs[0].current.compiled_calls(trs[0])
-
-    def _call_writer(self, tr, wl, rng, cpu: int, mode: bool) -> CallWriter:
-        """The compiled writer of ``tr``'s calls on ``cpu`` (``mode``:
-        ``_compiled_mode``), made once a window (the settings hold)."""
+    def _writer_for(self, trs, wl, rng, cpu: int):
+        """How the calls of the arrays ``trs`` (nothing probed on calls:
+        asked first) on ``cpu`` are written: ONE_BY_ONE (an array takes
+        them ``_one_by_one``), by a ``CallWriter`` (the compiled writer:
+        one array whose tracer says what it may write, ``compiled_calls()``:
+        the entries, or with their stacks'), or None (the tuples' path);
+        kept for the window (the settings hold)."""
         writers = self._call_writers if rng is self.rng else None
-        w = writers.get((cpu, tr)) if writers is not None else None
-        if w is None:
-            walk, c = wl.stretch(cpu)
-            w = CallWriter(walk, c, rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
-                           CALL_IP_OFF, cpu, mode, tr.stackmap if mode and tr.flag("stackmap") else None,
-                           STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
+        key = (cpu, *trs)
+        how = writers.get(key, False) if writers is not None else False
+        if how is False:
+            how = mode = None
+            if any(self._one_by_one(tr) for tr in trs):
+                how = ONE_BY_ONE
+            elif RAW_WRITES and len(trs) == 1 and wl.walk.compiled():
+                mode = trs[0].current.compiled_calls(trs[0])
+            if mode is not None:
+                tr = trs[0]
+                walk, c = wl.stretch(cpu)
+                how = CallWriter(walk, c, rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
+                                 CALL_IP_OFF, cpu, mode,
+                                 tr.stackmap if mode and tr.flag("stackmap") else None,
+                                 STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
             if writers is not None:
-                writers[(cpu, tr)] = w
-        return w
+                writers[key] = how
+        return how
 
     def _write_entered(self, trs, wl, cpu, ts, pid, frames) -> bool:
         """``_record_call()`` of each of ``frames`` (entered at ``ts`` by
-        ``pid``) by the compiled writer where it may (``_compiled_mode``);
+        ``pid``) by the compiled writer where it may (``_writer_for``);
         False: not it."""
         trs = [tr for tr in trs if tr.current.calls_on(cpu)]
         if not trs:
             return True
-        if any(self._one_by_one(tr) for tr in trs):
-            return False
-        mode = self._compiled_mode(trs, wl)
-        if mode is None:
+        how = self._writer_for(trs, wl, self.rng, cpu)
+        if how is None or how is ONE_BY_ONE:
             return False
         tr = trs[0]
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return True                          # no entry, so no stack either
-        if self._call_writer(tr, wl, self.rng, cpu, mode).entered(list(frames), ts, pid, buf.cpus[cpu]):
+        if how.entered(list(frames), ts, pid, buf.cpus[cpu]):
             tr._task_info(cpu, pid)
         return True
 

@@ -150,12 +150,12 @@ def _calls_by_window(kept, monkeypatch):
     from fakefs.kernel.time import ManualClock
     from fakefs.kernel.trace import trace_activity
     if not kept:
-        fresh = trace_activity.TraceActivity._call_writer
+        fresh = trace_activity.TraceActivity._writer_for
 
-        def each_stretch(self, tr, wl, rng, cpu, mode):
+        def each_stretch(self, trs, wl, rng, cpu):
             self._call_writers = None
-            return fresh(self, tr, wl, rng, cpu, mode)
-        monkeypatch.setattr(trace_activity.TraceActivity, "_call_writer", each_stretch)
+            return fresh(self, trs, wl, rng, cpu)
+        monkeypatch.setattr(trace_activity.TraceActivity, "_writer_for", each_stretch)
     k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=60000",
                  host_kallsyms=False)
     for path, value in (("buffer_size_kb", "96"), ("current_tracer", "function"),
@@ -177,7 +177,7 @@ def _calls_by_window(kept, monkeypatch):
 
 
 def test_a_writer_kept_for_a_window_writes_what_one_per_stretch_writes(monkeypatch):
-    """``TraceActivity._call_writer`` keeps a ``CallWriter`` per CPU and
+    """``TraceActivity._writer_for`` keeps a ``CallWriter`` per CPU and
     array for a window: it takes the task state and the stackmap as they
     are at each stretch, so the files are those of a writer made for every
     stretch (the calls' entries, their stacks' ids, the map's counts)."""
