@@ -402,7 +402,7 @@ class TraceArray:
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
         """``__ftrace_trace_stack()`` with the stackmap series applied."""
-        if self.flag("stackmap"):
+        if self.flags.get("stackmap"):
             smap = self.stackmap
             if smap is not None:
                 sid = smap.get_id(stack, cpu)

@@ -55,24 +55,32 @@ def event_triggers_post_call(tr, trig: EventTriggers, tt: int, cpu, rec, stack) 
             _run(data, tr, cpu, rec, stack)
 
 
-def plain(tr, ev) -> bool:
-    """A hit of ``ev`` (enabled in ``tr``) is just written there: no
-    trigger, filter or pid list on it, no stack option after it (what
-    ``trace_event_commit`` then does is ``write_entry``)."""
-    return (ev not in tr.event_triggers and ev not in tr.event_filters and not tr.event_pids.active()
-            and not tr.flags.get("stacktrace") and not tr.flags.get("userstacktrace"))
+# how a hit of an event is committed in an array (``commit_way``)
+COMMITTED = 0       # the commit path: triggers, pid lists, the filter, then the record
+AFTER = 1           # the record, then the stack options (none of the others)
+PLAIN = 2           # the record alone
 
 
-def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack, plain: bool = False):
+def commit_way(tr, ev) -> int:
+    """How a hit of ``ev`` (enabled in ``tr``) is committed there: PLAIN
+    with no trigger, filter or pid list on it and no stack option, AFTER
+    with a stack option only, else COMMITTED (the whole commit path)."""
+    if ev in tr.event_triggers or ev in tr.event_filters or tr.event_pids.active():
+        return COMMITTED
+    return AFTER if tr.flags.get("stacktrace") or tr.flags.get("userstacktrace") else PLAIN
+
+
+def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack, way: int = COMMITTED):
     """A hit of ``ev`` (its record ``entry``, ``payload`` bytes) for the
     arrays ``trs`` that see it (event enabled and not soft-disabled, CPU in
     tracing_cpumask; or with triggers on it).  ``stack`` is the hit's stack
     or a function making it, called at most once; it is returned as made.
-    ``plain``: the caller knows ``plain()`` of each array (the machine's
-    hits keep it with their recorders): each just writes the entry."""
-    if plain:
+    ``way``: the least ``commit_way()`` of the arrays where the caller knows
+    it (the machine's hits keep it with their recorders)."""
+    if way:
         for tr in trs:
-            tr.write_entry(cpu, entry, payload)
+            if tr.write_entry(cpu, entry, payload) and way == AFTER:
+                stack = _after_commit(tr, cpu, entry, stack)
         return stack
     for tr in trs:
         trig = tr.event_triggers.get(ev)
@@ -141,9 +149,12 @@ def _after_commit(tr, cpu, entry, stack):
     """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
     kernel stack (``stacktrace``), then the user stack
     (``userstacktrace``); the stack made."""
-    if tr.flag("stacktrace"):
-        stack = _stack(tr, cpu, entry, stack)
-    if tr.flag("userstacktrace"):
+    flags = tr.flags
+    if flags.get("stacktrace"):
+        if callable(stack):
+            stack = stack()
+        tr.trace_stack(cpu, entry[0], entry[2], entry[3], entry[4], stack)
+    if flags.get("userstacktrace"):
         ftrace_trace_userstack(tr, cpu, entry)
     return stack
 
@@ -158,14 +169,6 @@ def ftrace_trace_userstack(tr, cpu, entry) -> None:
     tgid = task.tgid if task is not None and task.pid else 0
     tr.write_entry(cpu, (entry[0], te.TRACE_USER_STACK, entry[2], entry[3], entry[4], tgid,
                          user_stack(k.seed, task)), te.USERSTACK_PAYLOAD)
-
-
-def _stack(tr, cpu, entry, stack):
-    """The ``stacktrace`` option's stack after an entry; the stack made."""
-    if callable(stack):
-        stack = stack()
-    tr.trace_stack(cpu, entry[0], entry[2], entry[3], entry[4], stack)
-    return stack
 
 
 def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..entry_common import syscall_work
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_context import CALL_CONTEXT
-from .trace_events_commit import plain, trace_event_commit
+from .trace_events_commit import PLAIN, commit_way, trace_event_commit
 from ..tracepoint import TracepointHooks
 from .trace_syscalls import SyscallEvent
 
@@ -89,16 +89,16 @@ class MachineHits:
                     stack, entered = wl.code_path(rng, cpu, name)
                 self._entered_calls(wl, cpu, ts, state, entered, ftrs, probe_trs, graph,
                                     ftrs or probe_trs or kprobed)
-        for ev, conv, etrs, just_written in recorders:
+        for ev, conv, etrs, way in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            if just_written:                    # (trace_event_commit's plain path)
+            if way == PLAIN:                    # (trace_event_commit's, inline)
                 size = ev.record_size(entry[5])
                 for tr in etrs:
                     tr.write_entry(cpu, entry, size)
                 continue
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
                                        stack if stack is not None
-                                       else lambda: wl.event_stack(rng, cpu, ev.kind))
+                                       else lambda: wl.event_stack(rng, cpu, ev.kind), way)
         hooks = self.tp_hooks.get(name)
         if hooks:
             evd = self._event_def(name)
@@ -111,8 +111,8 @@ class MachineHits:
 
     def _recorders_of(self, name, args, trs, cpu) -> list:
         """The events recording a hit of ``name`` on ``cpu``: (event, its
-        fields from the hit's, the arrays that see it, whether each of them
-        just writes it: ``plain()``), kept while ``recorders_key`` holds."""
+        fields from the hit's, the arrays that see it, how they commit it:
+        their least ``commit_way()``), kept while ``recorders_key`` holds."""
         cache = self._recorders
         key = (cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name)
         recorders = cache.get(key) if cache is not None else None
@@ -122,7 +122,7 @@ class MachineHits:
                 etrs = [tr for tr in trs if (tr.event_recording(ev) and tr.cpumask >> cpu & 1)
                         or ev in tr.event_triggers]
                 if etrs:
-                    recorders.append((ev, conv, etrs, all(plain(tr, ev) for tr in etrs)))
+                    recorders.append((ev, conv, etrs, min(commit_way(tr, ev) for tr in etrs)))
             if cache is not None:
                 cache[key] = recorders
         return recorders
@@ -163,9 +163,9 @@ class MachineHits:
                 stack = (stack[0], args[0])
         flags, pc = self.context_flags(stack)
         pid = task.pid
-        for ev, _conv, etrs, just_written in recorders:
+        for ev, _conv, etrs, way in recorders:
             trace_event_commit(etrs, ev, cpu, (ts, ev.id, pid, flags, pc, args, None),
-                               ev.record_size(args), stack, just_written)
+                               ev.record_size(args), stack, way)
         if hooks:
             TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
 

@@ -6,6 +6,7 @@ import pytest
 
 from fakefs.kernel.entry_common import SYSCALL_WORK, syscall_nr, syscall_work
 from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.kernel.trace.trace_events_commit import COMMITTED
 
 from hostlib import MS, T, boot, fork_exec_exit, lines, run
 
@@ -94,7 +95,7 @@ def _every_event(monkeypatch, fast, settings):
     from fakefs.kernel.time import ManualClock
     from fakefs.kernel.trace import trace_machine_hits
     if not fast:
-        monkeypatch.setattr(trace_machine_hits, "plain", lambda tr, ev: False)
+        monkeypatch.setattr(trace_machine_hits, "commit_way", lambda tr, ev: COMMITTED)
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in settings:
         wr(k, path, value)
@@ -113,14 +114,16 @@ def _every_event(monkeypatch, fast, settings):
     [("events/enable", "1"), ("events/sched/sched_switch/filter", "prev_pid != 0"),
      ("events/kmem/filter", "bytes_req > 64")],
     [("events/enable", "1"), ("options/stacktrace", "1"), ("options/stackmap", "1")],
+    [("events/enable", "1"), ("options/stacktrace", "1"), ("options/userstacktrace", "1"),
+     ("options/sym-userobj", "1")],
     [("events/enable", "1"), ("events/kmem/kmalloc/trigger", "stacktrace:3"),
      ("events/sched/sched_wakeup/enable", "0")],
 ])
 def test_hits_just_written_are_what_the_commit_path_writes(monkeypatch, settings):
-    """An event whose every array just writes it (``plain``) is written
-    without the commit path: byte for byte the files the commit path
-    gives, and where an array filters, triggers or follows with a stack
-    the commit path still runs."""
+    """An event whose every array just writes it, or writes it and its
+    stack (``commit_way``: PLAIN, AFTER), is written without the rest of
+    the commit path: byte for byte the files the commit path gives, and
+    where an array filters or triggers the commit path still runs."""
     fast = _every_event(monkeypatch, True, settings)
     assert fast == _every_event(monkeypatch, False, settings)
     assert fast[0].count("\n") > 1000
