@@ -30,6 +30,7 @@ import struct
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..lib.jhash import jhash2_ulongs
+from ._trace_stackmap import probe
 
 MAX_DEPTH = 64
 MAX_PROBE = 64
@@ -39,6 +40,26 @@ BIN_MAGIC = 0x464D5342  # 'FSMB'
 BIN_VERSION = 2
 BIN_HEADER = struct.Struct("=IIII")
 BIN_ENTRY = struct.Struct("=IIII")
+
+
+def probe_reference(keys, vals, key: int, ips: tuple, idx: int, mask: int, max_probe: int) -> int:
+    """The series' probing (``_trace_stackmap.probe``'s specification):
+    from slot ``idx`` on, wrapping at ``mask``, at most ``max_probe``
+    slots: the slot holding ``key`` whose element's stack is ``ips`` (its
+    index), else the first free slot (``-2 - index``), else -1.  A slot
+    with the key and no element yet (claimed but empty), or another stack
+    (a 32-bit collision), is probed past."""
+    for _ in range(max_probe):
+        idx &= mask
+        k = keys[idx]
+        if k == key:
+            val = vals[idx]
+            if val is not None and (val.ips is ips or val.ips == ips):
+                return idx
+        elif k == 0:
+            return -2 - idx
+        idx += 1
+    return -1
 
 
 class StackMapElt:
@@ -109,34 +130,26 @@ class FtraceStackMap:
         key = self._hash_cache.get(ips)
         if key is None:
             key = self.key_hash(ips)
-        keys = self.keys
-        vals = self.vals
-        mask = self.map_size - 1
-        idx = key >> self._shift
-        for _ in range(MAX_PROBE):
-            idx &= mask
-            k = keys[idx]
-            if k == key:
-                val = vals[idx]
-                if val is not None and (val.ips is ips or val.ips == ips):
-                    val.ref_count = (val.ref_count + 1) & 0xFFFFFFFF
-                    self.successes[cpu] += 1
-                    return idx
-                # claimed-but-empty slot or a 32-bit collision: keep probing
-            elif k == 0:
-                keys[idx] = key
-                self.empty_slots -= 1
-                if self.next_elt >= self.max_elts:
-                    self.drops[cpu] += 1
-                    return -errno.ENOSPC
-                self.next_elt += 1
-                elt = vals[idx] = StackMapElt(ips)
-                self._stored[ips] = (idx, elt)
-                self.successes[cpu] += 1
-                return idx
-            idx += 1
-        self.drops[cpu] += 1
-        return -errno.ENOSPC
+        idx = probe(self.keys, self.vals, key, ips, key >> self._shift, self.map_size - 1, MAX_PROBE)
+        if idx >= 0:                        # the stack's slot
+            val = self.vals[idx]
+            val.ref_count = (val.ref_count + 1) & 0xFFFFFFFF
+            self.successes[cpu] += 1
+            return idx
+        if idx == -1:                       # MAX_PROBE slots, neither it nor room
+            self.drops[cpu] += 1
+            return -errno.ENOSPC
+        idx = -2 - idx                      # a free slot: claimed
+        self.keys[idx] = key
+        self.empty_slots -= 1
+        if self.next_elt >= self.max_elts:
+            self.drops[cpu] += 1            # the pool is used up: a gravestone
+            return -errno.ENOSPC
+        self.next_elt += 1
+        elt = self.vals[idx] = StackMapElt(ips)
+        self._stored[ips] = (idx, elt)
+        self.successes[cpu] += 1
+        return idx
 
     def unseen_lookups(self, successes: int, drops: int, cpu: int, rng: random.Random) -> None:
         """Account lookups made in time nobody could see (trace_backlog):

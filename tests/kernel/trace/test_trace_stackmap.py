@@ -309,3 +309,30 @@ def test_unseen_lookups_share_each_stack_its_expected_hits_rounded_at_random():
     for i, n in enumerate((1, 2, 3)):
         mean = sum(h[i] for h in got) / len(got)
         assert abs(mean - 10 * n / 6) < 0.05, (n, mean)
+
+
+def test_the_compiled_probe_answers_what_its_specification_answers():
+    """``_trace_stackmap.probe`` and ``probe_reference`` on the same tables:
+    a stored stack, a collision (the key, another stack), a claimed-but-empty
+    slot, a free slot, none within MAX_PROBE, wrapping at the table's end,
+    and a map's own tables as lookups fill them."""
+    from fakefs.kernel.trace._trace_stackmap import probe
+    from fakefs.kernel.trace.trace_stackmap import StackMapElt, probe_reference
+    rng = random.Random(4)
+    size = 64
+    for _ in range(3000):
+        keys = [rng.choice((0, 7, 9, 0xFFFFFFFF)) for _ in range(size)]
+        vals = [None if k == 0 or rng.random() < 0.3 else StackMapElt(stack(rng.randrange(4)))
+                for k in keys]
+        key = rng.choice((7, 9, 0xFFFFFFFF))
+        ips = stack(rng.randrange(4))
+        args = (key, ips, rng.randrange(size), size - 1, rng.randrange(1, 80))
+        assert probe(keys, vals, *args) == probe_reference(keys, vals, *args)
+    m = FtraceStackMap(10, hash_seed=3)
+    for i in range(5000):
+        ips = stack(rng.randrange(3000), depth=rng.randrange(3, 20))
+        key = m.key_hash(ips)
+        args = (key, ips, key >> m._shift, m.map_size - 1, MAX_PROBE)
+        assert probe(m.keys, m.vals, *args) == probe_reference(m.keys, m.vals, *args)
+        m.get_id(ips)
+    assert m.drops[0] > 0 and m.next_elt == m.max_elts
