@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The reach tables' computation, compiled (the data plane: docs/data-plane.md).
+"""The reach tables' computation, and the way down them, compiled (the data
+plane: docs/data-plane.md).
 
 ``compute()`` is ``Reach._compute()`` for one pick table list and one set
 of targets: the chance each function gets to a target (``P``, cycles cut
@@ -9,13 +10,22 @@ after its current call returns (``prem``), the fewest calls to a target
 cumulative weights.  The same arithmetic in the same order as the plain
 Python of ``reach_reference.py``, which tests/kernel/test_reach_compiled.py
 holds it equal to, to the bit.
+
+``descend()`` is ``Reach.descend()``: a call down the tables to a target,
+drawing as the plain Python of ``reach_reference.descend`` does (the same
+draws in the same order, the frames made by ``Frames.child``), held equal
+by the same tests.
 """
 
 from array import array
 
+from cpython cimport array as carray
+from cpython.dict cimport PyDict_GetItem
+from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
-from fakefs.kernel._walk cimport Table
+from fakefs.kernel._walk cimport Frame, Table
+from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 cdef int F_SWITCH = 8
 cdef signed char FAR = 99          # "no way there"
@@ -203,3 +213,69 @@ def compute(list table, targets, list flags, list again):
         if not known[f]:
             s.P[f] = 0.0
     return dist_arr, (start, rcallees, rcum, total_arr, far_arr), prem_arr, P_arr
+
+
+def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
+    """Call down from frame ``n`` to one of ``targets`` (function ids),
+    each callee drawn from ``rtab`` (``reach.ReachTable``) by its weight;
+    near the depth limit (``maxd``), or where a drawn callee cannot be
+    called in the frame's mode, among the callees with room (``dist``)
+    only.  The frame reached, or None if stuck.  ``rnd`` is a
+    ``random.Random``'s ``random`` (drawn from in C where it may be)."""
+    cdef carray.array a_start = rtab.start, a_callees = rtab.callees, a_cum = rtab.cum
+    cdef carray.array a_total = rtab.total, a_far = rtab.far
+    cdef int *start = a_start.data.as_ints
+    cdef int *callees = a_callees.data.as_ints
+    cdef double *cum = a_cum.data.as_doubles
+    cdef double *total = a_total.data.as_doubles
+    cdef signed char *far = a_far.data.as_schars
+    cdef signed char *dst = dist.data.as_schars
+    cdef fakefs_mt_t *mt = direct(getattr(rnd, "__self__", None))
+    cdef int f, g, lo, hi, room, mid, i
+    cdef double x, tot
+    cdef PyObject *hit
+    cdef list opts
+    while n.fn not in targets:
+        f = n.fn
+        lo = start[f]
+        hi = start[f + 1]
+        if lo == hi:
+            return None
+        room = maxd - n.depth - 1
+        if far[f] <= room:
+            x = (mt_random(mt) if mt != NULL else <double> rnd()) * total[f]
+            while lo < hi:                  # bisect_right(cum, x, lo, hi)
+                mid = (lo + hi) >> 1
+                if x < cum[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            g = callees[lo]
+            hit = PyDict_GetItem(n.kids, g)
+            k = <object> hit if hit is not NULL else frames.child(n, g)
+            if k is not False:
+                n = <Frame> k
+                continue
+            lo = start[f]
+            hi = start[f + 1]
+        # near the depth limit, or a callee not allowed in this mode
+        opts = [(callees[i], cum[i] - (cum[i - 1] if i > lo else 0.0)) for i in range(lo, hi)
+                if dst[callees[i]] <= room]
+        while True:
+            if not opts:
+                return None
+            tot = 0.0
+            for o in opts:
+                tot += <double> (<tuple> o)[1]
+            x = (mt_random(mt) if mt != NULL else <double> rnd()) * tot
+            for i in range(len(opts)):
+                x -= <double> (<tuple> opts[i])[1]
+                if x < 0:
+                    break
+            g = (<tuple> opts[i])[0]
+            k = frames.child(n, g)
+            if k is not False:
+                break
+            del opts[i]
+        n = <Frame> k
+    return n

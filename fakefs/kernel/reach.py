@@ -19,9 +19,9 @@ The frames are ``Frames``'; the CPU and task states are the walk's.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 
 from ._reach import compute
+from ._reach import descend as call_down      # (walk_reference.use_reference swaps it)
 from .frames import ENTER, interrupted
 from .walkgraph import F_LOOP, F_SWITCH, table_items
 
@@ -147,39 +147,10 @@ class Reach:
         return self.descend(n, targets, rtab, dist, rnd)
 
     def descend(self, n, targets, rtab, dist, rnd):
-        """Call down from ``n`` to one of ``targets`` (None if stuck)."""
-        maxd = self.max_depth
-        start, callees, cum, total, far = rtab.start, rtab.callees, rtab.cum, rtab.total, rtab.far
-        while n.fn not in targets:
-            f = n.fn
-            lo, hi = start[f], start[f + 1]
-            if lo == hi:
-                return None
-            room = maxd - n.depth - 1
-            if far[f] <= room:
-                g = callees[bisect_right(cum, rnd() * total[f], lo, hi)]
-                k = self.frames.child(n, g)
-                if k is not False:
-                    n = k
-                    continue
-            # near the depth limit, or a callee not allowed in this mode
-            opts = [(callees[i], cum[i] - (cum[i - 1] if i > lo else 0.0)) for i in range(lo, hi)
-                    if dist[callees[i]] <= room]
-            while True:
-                if not opts:
-                    return None
-                tot = sum(w for _, w in opts)
-                x = rnd() * tot
-                for i, (g, w) in enumerate(opts):
-                    x -= w
-                    if x < 0:
-                        break
-                k = self.frames.child(n, g)
-                if k is not False:
-                    break
-                del opts[i]
-            n = k
-        return n
+        """Call down from ``n`` to one of ``targets`` (None if stuck):
+        compiled (``_reach.descend``; reach_reference.descend is its
+        specification)."""
+        return call_down(self.frames, n, targets, rtab, dist, rnd, self.max_depth)
 
     def irq_path(self, c, rng, kind, targets):
         """A target reached by an interrupt arriving where the running task

@@ -1,13 +1,16 @@
-"""The reach tables' computation in plain Python: the specification of the
-compiled ``_reach.compute`` (tests/kernel/test_reach_compiled.py holds them
-equal, to the bit).  ``compute(reach, table, kind)`` is ``Reach._compute()``;
-nothing in the kernel calls it.
+"""The reach tables' computation and the way down them in plain Python: the
+specification of the compiled ``_reach.compute`` and ``_reach.descend``
+(tests/kernel/test_reach_compiled.py holds them equal, to the bit and to
+the draw).  ``compute(reach, table, kind)`` is ``Reach._compute()``;
+``descend(...)`` is ``Reach.descend()`` while ``walk_reference.use_reference()``
+holds (the bench's baseline); nothing else in the kernel calls them.
 """
 
 from __future__ import annotations
 
 import sys
 from array import array
+from bisect import bisect_right
 
 from .reach import ReachTable, _hit
 from .walkgraph import F_SWITCH
@@ -110,3 +113,41 @@ def compute(self, table, kind):
     # not lists of objects; a chance never computed (cut off) is 0
     return (array("b", dist), rtab, array("d", prem),
             array("d", [p or 0.0 for p in P]))
+
+
+def descend(frames, n, targets, rtab, dist, rnd, maxd):
+    """Call down from frame ``n`` to one of ``targets`` (None if stuck):
+    each callee drawn from ``rtab`` by its weight; near the depth limit
+    ``maxd``, or where a drawn callee cannot be called in the frame's mode,
+    among the callees with room (``dist``) only."""
+    start, callees, cum, total, far = rtab.start, rtab.callees, rtab.cum, rtab.total, rtab.far
+    while n.fn not in targets:
+        f = n.fn
+        lo, hi = start[f], start[f + 1]
+        if lo == hi:
+            return None
+        room = maxd - n.depth - 1
+        if far[f] <= room:
+            g = callees[bisect_right(cum, rnd() * total[f], lo, hi)]
+            k = frames.child(n, g)
+            if k is not False:
+                n = k
+                continue
+        # near the depth limit, or a callee not allowed in this mode
+        opts = [(callees[i], cum[i] - (cum[i - 1] if i > lo else 0.0)) for i in range(lo, hi)
+                if dist[callees[i]] <= room]
+        while True:
+            if not opts:
+                return None
+            tot = sum(w for _, w in opts)
+            x = rnd() * tot
+            for i, (g, w) in enumerate(opts):
+                x -= w
+                if x < 0:
+                    break
+            k = frames.child(n, g)
+            if k is not False:
+                break
+            del opts[i]
+        n = k
+    return n

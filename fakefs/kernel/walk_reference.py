@@ -4,7 +4,8 @@
 it advances CPU ``c``'s running task to its next traced function call,
 with the same draws in the same order.  Nothing in the kernel calls it:
 tests/kernel/test_walk_compiled.py proves the compiled walk takes its
-steps, and ``make bench`` times it as the baseline (``use_reference()``).
+steps, and ``make bench`` times it as the baseline (``use_reference()``,
+which also has the paths call down in plain Python: reach_reference.descend).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from bisect import bisect_right
 
 import contextlib
 
-from . import walk as walk_module
+from . import reach as reach_module, reach_reference, walk as walk_module
 from .frames import ENTER, RESUME
 from .walkgraph import F_DISPATCH, F_HALT, F_SWITCH, F_TRACE, REDRAWS, pick
 
@@ -168,9 +169,10 @@ def run_many(self, c, rng, n):
 def use_reference():
     """Meanwhile every walk steps in plain Python (the kernels booted
     meanwhile too, from their warm-up on)."""
-    saved = walk_module.run, walk_module.run_many
+    saved = walk_module.run, walk_module.run_many, reach_module.call_down
     walk_module.run, walk_module.run_many = run, run_many
+    reach_module.call_down = reach_reference.descend
     try:
         yield
     finally:
-        walk_module.run, walk_module.run_many = saved
+        walk_module.run, walk_module.run_many, reach_module.call_down = saved

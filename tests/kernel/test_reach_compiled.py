@@ -39,3 +39,48 @@ def test_the_tables_are_the_references(k):
             assert got[3] == want[3], (profile, kind)                  # P
             seen += sum(1 for p in want[3] if 0 < p < 1)
     assert seen > 1000          # chances strictly between 0 and 1: the arithmetic was compared
+
+
+def test_the_way_down_is_the_references(k):
+    """``_reach.descend`` and ``reach_reference.descend`` from the same
+    frames with generators in the same state: the same frame reached (or
+    None), the same draws taken, for every profile, event kind and sets of
+    functions, from roots, frames deep down (near the depth limit) and
+    interrupts; with a generator drawn from in C and one called."""
+    from fakefs.kernel._reach import descend as compiled
+    from fakefs.kernel.reach_reference import descend as reference
+
+    class Called(random.Random):
+        def random(self):                    # (not drawn from in C)
+            return super().random()
+
+    w = k.workload
+    reach, frames = w.reach, w.frames
+    pick = random.Random(8)
+    ids = range(len(w.wg.names))
+    reached = deep = 0
+    for profile in sorted(w.wg.tables):
+        for kind in _kinds(w):
+            dist, rtab, _prem, _P, roots, irqs = reach.tables(profile, kind)
+            targets = reach._targets_of(kind)
+            starts = [frames.root(g, 0) for g, _ in roots[:6]]
+            starts += [frames.irq_child(None, g) for g, _ in irqs[:3]]
+            for _ in range(6):                # a random way down, then from deep in it
+                fr = frames.root(pick.choice([g for g, _ in roots] or [0]), 0)
+                for _ in range(pick.randrange(5, reach.max_depth)):
+                    kid = frames.child(fr, pick.choice(ids))
+                    if kid is False:
+                        break
+                    fr = kid
+                starts.append(fr)
+            for i, start in enumerate(starts):
+                seed = hash((profile, str(kind), i)) & 0xFFFF
+                for cls in (random.Random, Called):
+                    a, b = cls(seed), cls(seed)
+                    got = compiled(frames, start, targets, rtab, dist, a.random, reach.max_depth)
+                    want = reference(frames, start, targets, rtab, dist, b.random, reach.max_depth)
+                    assert got is want, (profile, kind, i)
+                    assert a.random() == b.random()
+                reached += got is not None
+                deep += start.depth > reach.max_depth - 12
+    assert reached > 500 and deep > 20
