@@ -11,10 +11,11 @@ cumulative weights.  The same arithmetic in the same order as the plain
 Python of ``reach_reference.py``, which tests/kernel/test_reach_compiled.py
 holds it equal to, to the bit.
 
-``descend()`` is ``Reach.descend()``: a call down the tables to a target,
-drawing as the plain Python of ``reach_reference.descend`` does (the same
-draws in the same order, the frames made by ``Frames.child``), held equal
-by the same tests.
+``climb()`` and ``descend()`` are a path's two walks (``Reach._path_once``,
+``Reach.descend``): up the running task's frames to one that goes on to a
+target, and a call down the tables to one, drawing as the plain Python of
+``reach_reference`` does (the same draws in the same order, the frames
+made by ``Frames.child``), held equal by the same tests.
 """
 
 from array import array
@@ -28,6 +29,7 @@ from fakefs.kernel._walk cimport Frame, Table
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 cdef int F_SWITCH = 8
+cdef int F_LOOP = 2
 cdef signed char FAR = 99          # "no way there"
 
 
@@ -279,3 +281,26 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
             del opts[i]
         n = <Frame> k
     return n
+
+
+def climb(Frame n, carray.array prem, targets, carray.array dist, list flags, int maxd, rnd):
+    """From frame ``n`` up its callers: the first whose chance of going on
+    to a target after its current call (``prem``) comes true (drawn), with
+    room for the calls down (``dist``); none past a frame that loops
+    (``F_LOOP``).  (the frame it stopped at, the one found or None): the
+    first None when it went past the outermost."""
+    cdef double *pr = prem.data.as_doubles
+    cdef signed char *dst = dist.data.as_schars
+    cdef fakefs_mt_t *mt = direct(getattr(rnd, "__self__", None))
+    cdef int f
+    cdef double p
+    while n is not None:
+        f = n.fn
+        p = pr[f]
+        if p and f not in targets and dst[f] + n.depth <= maxd and \
+                (mt_random(mt) if mt != NULL else <double> rnd()) < p:
+            return n, n
+        if <int> flags[f] & F_LOOP:
+            return n, None
+        n = n.parent
+    return None, None

@@ -21,9 +21,10 @@ from __future__ import annotations
 from array import array
 
 from ._reach import compute
-from ._reach import descend as call_down      # (walk_reference.use_reference swaps it)
+# a path's walks up and down (walk_reference.use_reference swaps them)
+from ._reach import climb as climb_up, descend as call_down
 from .frames import ENTER, interrupted
-from .walkgraph import F_LOOP, F_SWITCH, table_items
+from .walkgraph import F_SWITCH, table_items
 
 TARGET_SETS_KEPT = 20      # target sets (frozensets of ids) whose tables are cached
 
@@ -92,18 +93,9 @@ class Reach:
         n = fr
         cand = None
         fresh = False
-        while not irq:
-            if n is None:
-                fresh = ts.user
-                break
-            f = n.fn
-            pr = prem[f]
-            if pr and f not in targets and dist[f] + n.depth <= maxd and rnd() < pr:
-                cand = n
-                break
-            if flags[f] & F_LOOP:
-                break
-            n = n.parent
+        if not irq:
+            n, cand = climb_up(fr, prem, targets, dist, flags, maxd, rnd)
+            fresh = n is None and ts.user
         # where an interrupt would arrive
         if cand is not None or irq:
             at = fr

@@ -1,9 +1,10 @@
 """The reach tables' computation and the way down them in plain Python: the
-specification of the compiled ``_reach.compute`` and ``_reach.descend``
+specification of the compiled ``_reach.compute``, ``climb`` and ``descend``
 (tests/kernel/test_reach_compiled.py holds them equal, to the bit and to
 the draw).  ``compute(reach, table, kind)`` is ``Reach._compute()``;
-``descend(...)`` is ``Reach.descend()`` while ``walk_reference.use_reference()``
-holds (the bench's baseline); nothing else in the kernel calls them.
+``climb(...)`` and ``descend(...)`` are a path's walks up and down while
+``walk_reference.use_reference()`` holds (the bench's baseline); nothing
+else in the kernel calls them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from array import array
 from bisect import bisect_right
 
 from .reach import ReachTable, _hit
-from .walkgraph import F_SWITCH
+from .walkgraph import F_LOOP, F_SWITCH
 
 
 def compute(self, table, kind):
@@ -151,3 +152,19 @@ def descend(frames, n, targets, rtab, dist, rnd, maxd):
             del opts[i]
         n = k
     return n
+
+
+def climb(n, prem, targets, dist, flags, maxd, rnd):
+    """From frame ``n`` up its callers: the first whose chance of going on
+    to a target after its current call (``prem``) comes true, with room
+    for the calls down; none past a frame that loops.  (the frame it
+    stopped at, the one found or None): the first None past the outermost."""
+    while n is not None:
+        f = n.fn
+        pr = prem[f]
+        if pr and f not in targets and dist[f] + n.depth <= maxd and rnd() < pr:
+            return n, n
+        if flags[f] & F_LOOP:
+            return n, None
+        n = n.parent
+    return None, None

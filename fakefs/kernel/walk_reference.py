@@ -5,7 +5,7 @@ it advances CPU ``c``'s running task to its next traced function call,
 with the same draws in the same order.  Nothing in the kernel calls it:
 tests/kernel/test_walk_compiled.py proves the compiled walk takes its
 steps, and ``make bench`` times it as the baseline (``use_reference()``,
-which also has the paths call down in plain Python: reach_reference.descend).
+which also has the paths' walks up and down in plain Python: reach_reference).
 """
 
 from __future__ import annotations
@@ -169,10 +169,11 @@ def run_many(self, c, rng, n):
 def use_reference():
     """Meanwhile every walk steps in plain Python (the kernels booted
     meanwhile too, from their warm-up on)."""
-    saved = walk_module.run, walk_module.run_many, reach_module.call_down
+    saved = walk_module.run, walk_module.run_many, reach_module.climb_up, reach_module.call_down
     walk_module.run, walk_module.run_many = run, run_many
-    reach_module.call_down = reach_reference.descend
+    reach_module.climb_up, reach_module.call_down = reach_reference.climb, reach_reference.descend
     try:
         yield
     finally:
-        walk_module.run, walk_module.run_many, reach_module.call_down = saved
+        (walk_module.run, walk_module.run_many, reach_module.climb_up,
+         reach_module.call_down) = saved

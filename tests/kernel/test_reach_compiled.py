@@ -84,3 +84,35 @@ def test_the_way_down_is_the_references(k):
                 reached += got is not None
                 deep += start.depth > reach.max_depth - 12
     assert reached > 500 and deep > 20
+
+
+def test_the_way_up_is_the_references(k):
+    """``_reach.climb`` and ``reach_reference.climb`` from the same frames
+    with generators in the same state: the same frame stopped at and found,
+    the same draws taken (a caller found, a looping frame, past the
+    outermost)."""
+    from fakefs.kernel._reach import climb as compiled
+    from fakefs.kernel.reach_reference import climb as reference
+    w = k.workload
+    reach, frames, flags = w.reach, w.frames, w.wg.flags
+    pick = random.Random(9)
+    ids = range(len(w.wg.names))
+    outcomes = set()
+    for profile in sorted(w.wg.tables):
+        for kind in _kinds(w):
+            dist, _rtab, prem, _P, roots, _irqs = reach.tables(profile, kind)
+            targets = reach._targets_of(kind)
+            for i in range(8):
+                fr = frames.root(pick.choice([g for g, _ in roots] or [0]), 0)
+                for _ in range(pick.randrange(1, reach.max_depth)):
+                    kid = frames.child(fr, pick.choice(ids))
+                    if kid is False:
+                        break
+                    fr = kid
+                a, b = random.Random(i), random.Random(i)
+                got = compiled(fr, prem, targets, dist, flags, reach.max_depth, a.random)
+                want = reference(fr, prem, targets, dist, flags, reach.max_depth, b.random)
+                assert got[0] is want[0] and got[1] is want[1], (profile, kind, i)
+                assert a.random() == b.random()
+                outcomes.add("found" if got[1] is not None else "top" if got[0] is None else "loop")
+    assert outcomes == {"found", "top", "loop"}
