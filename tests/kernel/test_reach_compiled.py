@@ -5,6 +5,7 @@ and every kind of target: event sites, and sets of functions."""
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 from workload_helpers import boot
@@ -41,6 +42,18 @@ def test_the_tables_are_the_references(k):
     assert seen > 1000          # chances strictly between 0 and 1: the arithmetic was compared
 
 
+def _random_frame(frames, roots, ids, pick, lo, hi):
+    """A frame down a random way from a root of ``roots``: between ``lo``
+    and ``hi`` calls drawn from ``ids``, fewer where one cannot be made."""
+    fr = frames.root(pick.choice([g for g, _ in roots] or [0]), 0)
+    for _ in range(pick.randrange(lo, hi)):
+        kid = frames.child(fr, pick.choice(ids))
+        if kid is False:
+            break
+        fr = kid
+    return fr
+
+
 def test_the_way_down_is_the_references(k):
     """``_reach.descend`` and ``reach_reference.descend`` from the same
     frames with generators in the same state: the same frame reached (or
@@ -65,16 +78,11 @@ def test_the_way_down_is_the_references(k):
             targets = reach._targets_of(kind)
             starts = [frames.root(g, 0) for g, _ in roots[:6]]
             starts += [frames.irq_child(None, g) for g, _ in irqs[:3]]
-            for _ in range(6):                # a random way down, then from deep in it
-                fr = frames.root(pick.choice([g for g, _ in roots] or [0]), 0)
-                for _ in range(pick.randrange(5, reach.max_depth)):
-                    kid = frames.child(fr, pick.choice(ids))
-                    if kid is False:
-                        break
-                    fr = kid
-                starts.append(fr)
+            # (a random way down, then from deep in it)
+            starts += [_random_frame(frames, roots, ids, pick, 5, reach.max_depth)
+                       for _ in range(6)]
             for i, start in enumerate(starts):
-                seed = hash((profile, str(kind), i)) & 0xFFFF
+                seed = zlib.crc32(repr((profile, str(kind), i)).encode())
                 for cls in (random.Random, Called):
                     a, b = cls(seed), cls(seed)
                     got = compiled(frames, start, targets, rtab, dist, a.random, reach.max_depth)
@@ -103,12 +111,7 @@ def test_the_way_up_is_the_references(k):
             dist, _rtab, prem, _P, roots, _irqs = reach.tables(profile, kind)
             targets = reach._targets_of(kind)
             for i in range(8):
-                fr = frames.root(pick.choice([g for g, _ in roots] or [0]), 0)
-                for _ in range(pick.randrange(1, reach.max_depth)):
-                    kid = frames.child(fr, pick.choice(ids))
-                    if kid is False:
-                        break
-                    fr = kid
+                fr = _random_frame(frames, roots, ids, pick, 1, reach.max_depth)
                 a, b = random.Random(i), random.Random(i)
                 got = compiled(fr, prem, targets, dist, flags, reach.max_depth, a.random)
                 want = reference(fr, prem, targets, dist, flags, reach.max_depth, b.random)

@@ -117,16 +117,26 @@ def _reset_between(raw, monkeypatch):
     for path, value in (("buffer_size_kb", "64"), ("current_tracer", "function"),
                         ("options/stacktrace", "1"), ("options/stackmap", "1")):
         wr(k, path, value)
+    out = _parts_with_resets(k, 3, 20_000_000, ("stack_map_stat", "stack_map", "trace"))
+    monkeypatch.undo()
+    return out
+
+
+def _parts_with_resets(k, steps, step_ns, files, between=lambda part: None):
+    """Three parts of ``steps`` catch-ups ``step_ns`` apart, ``files`` read
+    after each, then the stackmap reset (tracing off a moment) and
+    ``between(part)``: the files read."""
+    from kfiles import rd, wr
     out = []
     for part in range(3):
-        for _ in range(3):
-            k.clock.advance(20_000_000)
+        for _ in range(steps):
+            k.clock.advance(step_ns)
             k.run_until_now()
-        out += [rd(k, "stack_map_stat"), rd(k, "stack_map"), rd(k, "trace")]
+        out += [rd(k, f) for f in files]
         wr(k, "tracing_on", "0")
         wr(k, "stack_map", "0")
         wr(k, "tracing_on", "1")
-    monkeypatch.undo()
+        between(part)
     return out
 
 
@@ -162,16 +172,8 @@ def _calls_by_window(kept, monkeypatch):
                         ("events/sched/enable", "1"), ("events/kmem/enable", "1"),
                         ("options/stacktrace", "1"), ("options/stackmap", "1")):
         wr(k, path, value)
-    out = []
-    for part in range(3):
-        for _ in range(4):
-            k.clock.advance(15_000_000)
-            k.run_until_now()
-        out += [rd(k, "stack_map_stat"), rd(k, "trace"), rd(k, "per_cpu/cpu1/stats")]
-        wr(k, "tracing_on", "0")
-        wr(k, "stack_map", "0")
-        wr(k, "tracing_on", "1")
-        wr(k, "options/stacktrace", "1" if part % 2 else "0")
+    out = _parts_with_resets(k, 4, 15_000_000, ("stack_map_stat", "trace", "per_cpu/cpu1/stats"),
+                             lambda part: wr(k, "options/stacktrace", "1" if part % 2 else "0"))
     monkeypatch.undo()
     return out
 
