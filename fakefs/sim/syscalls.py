@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from bisect import bisect_right
 
 from ..kernel.entry_common import syscall_nr
 from ..kernel.mm.maccess import UserRegions
@@ -75,10 +76,10 @@ class ProfileCalls:
         self.cum = [c / total for c in self.cum]
 
     def pick(self, x: float) -> CallSpec:
-        for spec, c in zip(self.calls, self.cum):
-            if x < c:
-                return spec
-        return self.calls[-1]
+        """The call whose share of the cumulative weights holds ``x`` (the
+        first ``cum`` above it)."""
+        i = bisect_right(self.cum, x)
+        return self.calls[i] if i < len(self.calls) else self.calls[-1]
 
 
 class TaskCalls(UserRegions):

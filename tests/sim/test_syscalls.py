@@ -61,3 +61,14 @@ def test_a_task_s_names_are_strings_in_its_user_memory():
     plain = Syscalls(random.Random(3))
     ptc = plain.task(100)
     assert plain.values(ptc, plain.calls["openat"])[0] == args
+
+
+def test_a_profile_picks_the_first_call_whose_cumulative_share_is_above_the_draw():
+    """``ProfileCalls.pick`` (a bisection) is the linear walk of the shares:
+    the first call whose cumulative weight is above the draw."""
+    calls = Syscalls(random.Random(1))
+    rng = random.Random(2)
+    for prof in calls.profiles.values():
+        for x in [rng.random() for _ in range(500)] + [0.0, *prof.cum[:-1]]:
+            want = next((c for c, cum in zip(prof.calls, prof.cum) if x < cum), prof.calls[-1])
+            assert prof.pick(x) is want, (x, prof.cum)
