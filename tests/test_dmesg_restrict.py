@@ -5,12 +5,12 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.init import Kernel
 
 
 def boot(**kw):
-    return Kernel(host_kallsyms=False, **kw).boot()
+    return sim.boot(host_kallsyms=False, **kw)
 
 
 def kmsg_open(k, uid, flags=os.O_RDONLY):

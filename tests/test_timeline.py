@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fakefs import sim
 from fakefs.timeline import check
 
 HEAD = "# tracer: nop\n#\n"
@@ -175,12 +176,11 @@ def test_a_simulated_graph_trace_keeps_them(tmp_path):
     fakefs.timeline` on a mount's trace, in NOTES)."""
     import sys
     sys.path.insert(0, "tests/kernel/trace")
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
     from fakefs.timeline import check_graph, main
     from kfiles import rd, wr
     clock = ManualClock()
-    k = Kernel(seed=5, nr_cpus=2, clock=clock, host_kallsyms=False).boot()
+    k = sim.boot(seed=5, nr_cpus=2, clock=clock, host_kallsyms=False)
     for o in ("funcgraph-abstime", "funcgraph-proc", "funcgraph-tail"):
         wr(k, "options/" + o, "1\n")
     wr(k, "current_tracer", "function_graph\n")

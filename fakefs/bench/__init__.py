@@ -141,12 +141,10 @@ def _idle_cpu(mnt: str, seconds: float) -> float:
 
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
-    from ..kernel.init import Kernel
+    from .. import sim
     from ..kernel.time import ManualClock
     clock = ManualClock()
-    k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=clock)
-    k.boot()
-    return k, clock
+    return sim.boot(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=clock), clock
 
 
 def bench_get_id() -> list[tuple[str, float, str]]:

@@ -22,6 +22,7 @@ import random
 import statistics
 import time
 
+from .. import sim
 from ..kernel.init import Kernel
 from ..kernel.time import ManualClock
 
@@ -39,8 +40,8 @@ def _median(fn, rounds: int) -> float:
 
 
 def _boot(cmdline: str = "", nr_cpus: int = 2) -> Kernel:
-    return Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock(),
-                  host_kallsyms=False).boot()
+    return sim.boot(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock(),
+                    host_kallsyms=False)
 
 
 def _machine_step(k: Kernel) -> float:

@@ -28,6 +28,7 @@ import threading
 import time
 
 from .barefs import fakefs_mounted
+from .. import sim
 from ..fuse.mountpoint import daemon_pids
 
 TRACING = "sys/kernel/tracing"
@@ -191,9 +192,8 @@ def kprobe_list(names: list[str], n: int) -> str:
 def kprobe_writes(n: int) -> dict[str, float]:
     """Seconds of each write with ``n`` kprobes on distinct functions."""
     from ..kernel.fs.pseudo import kernel_read, kernel_write
-    from ..kernel.init import Kernel
     from ..kernel.time import ManualClock
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     names = [ln.split()[0] for ln in
              kernel_read(k.tree, TRACING + "/available_filter_functions").decode().splitlines()]
     steps = [("add", "kprobe_events", kprobe_list(names, n)),

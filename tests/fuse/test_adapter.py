@@ -7,6 +7,7 @@ import time
 import pyfuse3
 import pytest
 
+from fakefs import sim
 from fakefs.fuse import notify
 from fakefs.fuse.adapter import FakeFS
 from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, Unsettled, WouldBlock
@@ -110,9 +111,8 @@ async def test_instance_mkdir_and_rmdir_of_a_name_longer_than_name_max_are_ename
     """The VFS looks the name up before a mkdir or rmdir: tracefs's
     simple_lookup() refuses more than NAME_MAX bytes, so no instance is
     made or looked for; 255 bytes are fine."""
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     fs = FakeFS(k)
     ino = pyfuse3.ROOT_INODE
     for part in ("sys", "kernel", "tracing", "instances"):
@@ -457,10 +457,9 @@ async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
     """mkdir of an instance through the mount runs tracefs_create_dir()
     for the instance and its directories: a probe reads the names, the
     instance's first, in the mkdir caller's task."""
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
     kernel_write(k.tree, t + "kprobe_events", b"p:mk tracefs_create_dir name=+0(%di):string\n")
     kernel_write(k.tree, t + "events/kprobes/mk/enable", b"1\n")

@@ -5,15 +5,15 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.fuse.callerpath import CallerFiles
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 
 
 @pytest.fixture(scope="module")
 def tree():
-    return Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot().tree
+    return sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).tree
 
 
 def _errno(fn, *a):

@@ -4,9 +4,9 @@ import errno
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.cpu import kstrtobool, num_online_cpus
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, wr
 
@@ -14,8 +14,8 @@ BASE = "sys/devices/system/cpu/"
 
 
 def boot(nr_cpus=2, **over):
-    return Kernel(seed=1, nr_cpus=nr_cpus, clock=ManualClock(), host_kallsyms=False,
-                  config_overrides=over or None).boot()
+    return sim.boot(seed=1, nr_cpus=nr_cpus, clock=ManualClock(), host_kallsyms=False,
+                    config_overrides=over or None)
 
 
 def test_without_hotplug_no_online_files():

@@ -134,9 +134,8 @@ def test_still_open_is_the_calls_below_the_new_one():
     the caller's ancestors would (random stacks of walked frames)."""
     import random
     from fakefs.kernel.frames import still_open
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     walk = k.workload.walk
     rng = random.Random(1)
     frs = [walk.run(walk.cpus[i % 2], rng)[1] for i in range(3000)]

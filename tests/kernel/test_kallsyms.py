@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import BUNDLED_PATH, Kallsyms, kallsyms_init
 
@@ -270,7 +271,7 @@ def test_every_file_of_kernel_addresses_hides_them_the_same_way():
     from fakefs.kernel.fs.pseudo import File
     from fakefs.kernel.kprobes import Kprobe
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     k.modules.load("trace_printk")
     k.kprobes.register(Kprobe(None, "kernel_clone", 0, False))
     files = (("proc/kallsyms", 0), ("proc/modules", -1), ("sys/kernel/debug/kprobes/list", 0))

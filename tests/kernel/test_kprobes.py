@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.kprobes import ENDBR_LEN, OPTIMIZE_DELAY_NS, FuncLayout, Kprobe
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, wr
@@ -17,8 +17,7 @@ from kfiles import errno_of, rd, wr
 @pytest.fixture(scope="module")
 def booted():
     clock = ManualClock()
-    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
-    return k.boot(), clock
+    return sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False), clock
 
 
 def test_layouts_are_instruction_sequences():

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.module import ModuleImage
 from fakefs.kernel.samples import funcs
 from fakefs.kernel.time import ManualClock
@@ -20,7 +20,7 @@ APPEND = os.O_WRONLY | os.O_APPEND
 @pytest.fixture
 def k():
     clock = ManualClock()
-    kern = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False).boot()
+    kern = sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     clock.advance(10_000_000)
     return kern
 

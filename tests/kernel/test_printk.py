@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError, WouldBlock
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.printk import LogBuffer
@@ -12,7 +13,7 @@ from fakefs.kernel.time import ManualClock
 
 
 def boot():
-    return Kernel(host_kallsyms=False, clock=ManualClock()).boot()
+    return sim.boot(host_kallsyms=False, clock=ManualClock())
 
 
 def kmsg(k, flags=os.O_RDONLY):
@@ -94,7 +95,7 @@ def test_a_reader_sees_what_the_machine_printed_until_now():
     """A dump probe prints from the running machine into the log a
     /dev/kmsg reader then gets."""
     clock = ManualClock()
-    k = Kernel(host_kallsyms=False, clock=clock).boot()
+    k = sim.boot(host_kallsyms=False, clock=clock)
     f = kmsg(k)
     records(k, f)
     node = k.tree.root.walk("sys/kernel/tracing/set_ftrace_filter")
@@ -113,7 +114,7 @@ def test_console_loglevels_from_the_command_line_and_the_sysctl():
     from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 
     def printk_of(cmdline):
-        k = Kernel(cmdline=cmdline, host_kallsyms=False, clock=ManualClock()).boot()
+        k = sim.boot(cmdline=cmdline, host_kallsyms=False, clock=ManualClock())
         unknown = [r.text for r in k.log.records if "Unknown kernel command line" in r.text]
         return k, kernel_read(k.tree, "proc/sys/kernel/printk"), unknown
 

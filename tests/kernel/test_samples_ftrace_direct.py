@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import rd, wr
 
@@ -17,7 +17,7 @@ CTL = ".fakefs/modules"
 @pytest.fixture
 def k():
     clock = ManualClock()
-    kern = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False).boot()
+    kern = sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     clock.advance(10_000_000)
     kern.test_clock = clock
     return kern

@@ -3,7 +3,7 @@
 import errno
 import os
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, wr
 
@@ -11,7 +11,7 @@ P = "proc/sys/kernel/"
 
 
 def test_rt_bandwidth_sysctls_check_like_sched_rt_handler():
-    k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     assert rd(k, "sched_rt_period_us", P) == "1000000\n"
     assert rd(k, "sched_rt_runtime_us", P) == "950000\n"
     wr(k, "sched_rt_runtime_us", "-1\n", base=P)          # what ftracetest's setup writes

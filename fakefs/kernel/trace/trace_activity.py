@@ -140,9 +140,11 @@ class TraceActivity(MachineHits):
         return hits
 
     def _event_def(self, name):
+        """The trace event of tracepoint ``name`` (a probe event may have its
+        name, e.g. ``t sched_switch``'s: it records its own hits)."""
         d = self._events_by_name
         if not d:
-            d.update((ev.name, ev) for ev in self.kernel.tracing.events)
+            d.update((ev.name, ev) for ev in self.kernel.tracing.events if ev.tracepoint == ev.name)
         return d.get(name)
 
     # --- the hook -------------------------------------------------------------

@@ -4,9 +4,9 @@ import errno
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.namei import NAME_MAX, filesystem_of, lookup_name, lookup_name_too_long
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 
 LONG = b"a" * (NAME_MAX + 1)
@@ -31,7 +31,7 @@ def test_simple_lookup_filesystems_refuse_ext4_too_procfs_sysfs_eventfs_do_not()
 
 
 def test_tracefs_lookup_is_enametoolong_eventfs_searches():
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     inst = k.tracing.root.children["instances"]
     for name in (b"b" * 256, b"b" * 1500, "\u00e9".encode() * 128):   # bytes, as the VFS counts
         with pytest.raises(KernelError) as e:

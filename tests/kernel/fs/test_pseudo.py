@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import KernelError, kernel_read, kernel_write
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 
 T = "sys/kernel/tracing/"
@@ -15,7 +15,7 @@ T = "sys/kernel/tracing/"
 
 @pytest.fixture(scope="module")
 def k():
-    return Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    return sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
 
 
 def test_write_then_read_back(k):

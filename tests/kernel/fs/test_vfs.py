@@ -2,14 +2,14 @@
 
 import os
 
+from fakefs import sim
 from fakefs.kernel.fs.vfs import vfs_call
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import node, rd, wr
 
 
 def test_probes_on_vfs_calls_read_the_files_names():
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     app = os.O_WRONLY | os.O_APPEND
     wr(k, "kprobe_events", "p:d dput name=$arg1:%pd\n", app)
     wr(k, "kprobe_events", "p:r vfs_read $arg1:%pD\n", app)
@@ -33,7 +33,7 @@ def test_probes_on_vfs_calls_read_the_files_names():
 def test_calls_nobody_probes_make_nothing():
     """With probes armed elsewhere, a file's use neither looks up the
     caller's comm nor saves it in saved_cmdlines."""
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     looked_up = []
     k.host_comm = lambda pid: looked_up.append(pid) or "reader"
     wr(k, "kprobe_events", "p:c kernel_clone\n", os.O_WRONLY | os.O_APPEND)

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_events_filter as tef
 
@@ -16,7 +16,7 @@ SW = "events/sched/sched_switch/filter"
 
 def boot(nr_cpus=2):
     clock = ManualClock()
-    k = Kernel(cmdline="", seed=7, nr_cpus=nr_cpus, clock=clock).boot()
+    k = sim.boot(cmdline="", seed=7, nr_cpus=nr_cpus, clock=clock)
     return k, clock
 
 

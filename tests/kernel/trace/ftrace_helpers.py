@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import rd, wr
@@ -20,7 +21,9 @@ def boot(host_tasks=False, nr_cpus=2):
     k = Kernel(seed=7, nr_cpus=nr_cpus, clock=clock, host_kallsyms=False)
     if host_tasks:
         k.host_tasks = True
-    return k.boot(), clock
+    k.boot()
+    sim.attach(k)
+    return k, clock
 
 
 def undo_ftrace(k):

@@ -5,7 +5,7 @@ import errno
 import os
 import re
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.fgraph_retval import ULONG_MASK, retval_of
@@ -20,8 +20,8 @@ EIO_LONG = -errno.EIO & ULONG_MASK
 
 def boot(**config):
     clock = ManualClock()
-    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
-               config_overrides=config).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
+                 config_overrides=config)
     return k, clock
 
 

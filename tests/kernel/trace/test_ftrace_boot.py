@@ -1,6 +1,6 @@
 """The function filters of the kernel command line (ftrace_boot.py)."""
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import rd
 
@@ -10,8 +10,8 @@ CMDLINE = ("ftrace_filter=vfs_read,ksys_read,no_such_function "
 
 
 def boot(cmdline):
-    return Kernel(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock(),
-                  host_kallsyms=False).boot()
+    return sim.boot(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock(),
+                    host_kallsyms=False)
 
 
 def test_the_command_line_fills_the_hashes():

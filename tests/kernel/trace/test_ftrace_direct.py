@@ -6,8 +6,8 @@ import errno
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.ftrace_direct import (DirectOps, direct_functions, register_ftrace_direct,
                                                unregister_ftrace_direct)
@@ -15,7 +15,7 @@ from fakefs.kernel.trace.ftrace_direct import (DirectOps, direct_functions, regi
 
 @pytest.fixture
 def k():
-    return Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    return sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
 
 
 def test_one_direct_trampoline_a_function(k):

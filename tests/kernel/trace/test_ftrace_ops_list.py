@@ -10,6 +10,7 @@ import pytest
 import ftrace_helpers
 from ftrace_helpers import APPEND, boot
 from kfiles import node, rd, wr
+from fakefs import sim
 
 
 COLUMNS = " " * 11           # "(n)" then the R, I, D, O and M columns, all blank
@@ -109,10 +110,9 @@ def test_profiler_follows_the_global_filter(graph):
     """With the function graph tracer the profiler is a subops of graph_ops
     (ftrace_graph_func), which a function_graph tracer shares; without it,
     an ops of its own."""
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"CONFIG_FUNCTION_GRAPH_TRACER": graph}).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                 config_overrides={"CONFIG_FUNCTION_GRAPH_TRACER": graph})
     wr(k, "set_ftrace_filter", "schedule\n")
     wr(k, "function_profile_enabled", "1\n")
     (line,) = lines(k)

@@ -10,8 +10,8 @@ import statistics
 import pytest
 
 import ftrace_helpers
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.ftrace_profile import poisson
 from fakefs.kernel.trace.trace_call_rates import FN_RATE_DEFAULT as R_CALLS
@@ -121,8 +121,8 @@ def test_times_follow_the_graph_options(k, clock):
 
 def test_plain_without_the_graph_tracer():
     clock = ManualClock()
-    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
-               config_overrides={"FUNCTION_GRAPH_TRACER": False}).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
+                 config_overrides={"FUNCTION_GRAPH_TRACER": False})
     wr(k, "function_profile_enabled", "1\n")
     clock.advance(S // 2)
     text = rd(k, "trace_stat/function0")
@@ -133,8 +133,8 @@ def test_plain_without_the_graph_tracer():
 
 
 def test_not_built_without_the_option():
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"FUNCTION_PROFILER": False}).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                 config_overrides={"FUNCTION_PROFILER": False})
     assert k.tree.root.walk("sys/kernel/tracing/function_profile_enabled") is None
     assert k.tree.root.walk("sys/kernel/tracing/trace_stat") is None
 
@@ -282,7 +282,7 @@ def test_independent_of_the_tracer_and_tracing_on(k, clock):
 def test_determinism_for_a_seed():
     def run(seed):
         clock = ManualClock()
-        k = Kernel(seed=seed, nr_cpus=2, clock=clock, host_kallsyms=False).boot()
+        k = sim.boot(seed=seed, nr_cpus=2, clock=clock, host_kallsyms=False)
         wr(k, "function_profile_enabled", "1\n")
         clock.advance(S // 3)
         a = rd(k, "trace_stat/function0")

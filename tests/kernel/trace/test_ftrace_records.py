@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.kallsyms import Kallsyms
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.lib.glob import glob_regex
@@ -196,7 +196,7 @@ def test_record_pages_against_a_real_boot():
 
 def test_dyn_ftrace_total_info_from_6_13_has_the_patching_times():
     """"ftrace: Show timings of how long nop patching took" (6.13): two lines more."""
-    k = Kernel(persona="6.18", seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(persona="6.18", seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     lines = rd(k, "dyn_ftrace_total_info").splitlines()
     assert len(lines) == 3 and lines[0] == "%d pages:%d groups: %d" % ftrace_records(k).dyn_info()
     m = re.fullmatch(r"ftrace boot update time = (\d+) \(ns\)", lines[1])

@@ -4,6 +4,7 @@ them: a write to a proc file goes through proc_reg_write() (-EIO)."""
 import errno
 import os
 
+from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_entries as te
@@ -16,7 +17,8 @@ PROC_WRITE = ("proc/kallsyms", "\n", os.O_WRONLY, "")
 def boot():
     k = Kernel(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True                  # the pid files are there
-    k = k.boot()
+    k.boot()
+    sim.attach(k)
     k.clock.advance(1_000_000)
     return k
 

@@ -6,6 +6,7 @@ import os
 from ftrace_helpers import MS, boot, entries, functions
 from kfiles import errno_of, rd, wr
 
+from fakefs import sim
 from fakefs.kernel.trace.ftrace_sysctl import ftrace_calls_enabled
 
 P = "proc/sys/kernel/"
@@ -30,18 +31,16 @@ def test_ftrace_enabled_reads_back_what_proc_dointvec_stored():
 
 
 def test_boot_parameter_sets_it():
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
-               cmdline="sysctl.kernel.ftrace_enabled=0").boot()
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+                 cmdline="sysctl.kernel.ftrace_enabled=0")
     assert rd(k, "ftrace_enabled", P) == "0\n" and not ftrace_calls_enabled(k)
 
 
 def test_no_function_tracer_no_file():
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"CONFIG_FUNCTION_TRACER": False}).boot()
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+                 config_overrides={"CONFIG_FUNCTION_TRACER": False})
     assert "ftrace_enabled" not in k.tree.root.children["proc"].children["sys"] \
         .children["kernel"].children
 

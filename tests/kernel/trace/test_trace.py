@@ -6,15 +6,15 @@ import re
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, node, rd, wr
 
 
 def boot(cmdline="", nr_cpus=2, **kw):
     clock = ManualClock()
-    k = Kernel(cmdline=cmdline, seed=7, nr_cpus=nr_cpus, clock=clock, **kw).boot()
+    k = sim.boot(cmdline=cmdline, seed=7, nr_cpus=nr_cpus, clock=clock, **kw)
     return k, clock
 
 
@@ -245,11 +245,10 @@ def merged(buf):
 def test_unrecorded_switches_and_wakeup_events_without_a_machine():
     """Regression: the unrecorded-switch stream once shared its occurrence id
     with the machine's hits, and catch-up raised for ever after."""
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
     from fakefs.kernel.fs.pseudo import File
     import os as _os
-    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=2).boot()
+    k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=2)
     node = k.tree.root.walk("sys/kernel/tracing/events/sched/sched_waking/enable")
     f = File(node, _os.O_WRONLY)
     node.fops.open(f)
@@ -264,10 +263,9 @@ def test_trace_pipe_tells_what_was_lost():
     next line says so (print_trace_line: ``CPU:N [LOST M EVENTS]``)."""
     import os as _os
     from fakefs.kernel.fs.pseudo import File, WouldBlock
-    from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
     # (a rate at which 8 KB hold the first 5 ms)
-    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, cmdline="fakefs.fn_rate=4000").boot()
+    k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, cmdline="fakefs.fn_rate=4000")
     T = "sys/kernel/tracing/"
 
     def wr(path, data):

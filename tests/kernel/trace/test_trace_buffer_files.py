@@ -5,15 +5,15 @@ import errno
 import os
 import re
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import POLLIN, File, KernelError
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_buffer_files import raw_data_shown, subbuf_order_for
 from kfiles import TRACING, errno_of, node, rd, wr
 
 
 def boot(cmdline=""):
-    return Kernel(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    return sim.boot(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock())
 
 
 def opened(k, path, flags=os.O_RDONLY):

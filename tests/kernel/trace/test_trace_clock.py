@@ -3,7 +3,7 @@ clock's readings, printed in its units."""
 
 import re
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_clock import TSC_KHZ, TraceClocks
 from kfiles import rd, wr
@@ -12,7 +12,7 @@ MS = 1_000_000
 
 
 def boot():
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.clock.advance(5_000 * MS)
     wr(k, "events/sched/sched_switch/enable", "1")
     return k

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError, kernel_write
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from ftrace_helpers import APPEND, MS, boot
 from kfiles import errno_of, node, rd, reset_triggers, wr, sim_fork
@@ -49,8 +49,8 @@ def test_hist_files_exist_read_only(k):
 
 
 def test_no_hist_without_the_config():
-    k = Kernel(seed=7, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"HIST_TRIGGERS": False}).boot()
+    k = sim.boot(seed=7, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+                 config_overrides={"HIST_TRIGGERS": False})
     assert k.tree.root.walk("sys/kernel/tracing/" + FORK + "hist") is None
     assert rd(k, FORK + "trigger").endswith(" enable_event disable_event\n")
     assert errno_of(wr, k, FORK + "trigger", "hist:keys=child_pid\n") == errno.EINVAL

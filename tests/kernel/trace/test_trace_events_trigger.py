@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, reset_triggers, wr, sim_fork
 
@@ -23,7 +23,7 @@ APPEND = os.O_WRONLY | os.O_APPEND
 @pytest.fixture(scope="module")
 def booted():
     clock = ManualClock()
-    return Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False).boot(), clock
+    return sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False), clock
 
 
 @pytest.fixture
@@ -51,9 +51,9 @@ def test_available_triggers_listed_when_none_set(k):
 
 
 def test_available_triggers_follow_the_config():
-    k = Kernel(seed=7, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
-               config_overrides={"TRACER_SNAPSHOT": False, "IRQSOFF_TRACER": False,
-                                 "PREEMPT_TRACER": False, "SCHED_TRACER": False}).boot()
+    k = sim.boot(seed=7, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+                 config_overrides={"TRACER_SNAPSHOT": False, "IRQSOFF_TRACER": False,
+                                 "PREEMPT_TRACER": False, "SCHED_TRACER": False})
     assert rd(k, FORK + "trigger") == ("# Available triggers:\n"
                                       "# traceon traceoff stacktrace enable_event disable_event"
                                       " enable_hist disable_hist hist\n")

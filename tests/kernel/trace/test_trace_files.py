@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import UNSETTLED, File, FileOperations, KernelError, run_ahead
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_events_trigger import EventTriggerOps
 from fakefs.kernel.trace.trace_files import SetEventOps
@@ -21,7 +21,7 @@ MS = 1_000_000
 
 @pytest.fixture(scope="module")
 def k():
-    return Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    return sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
 
 
 def ahead(k, path, data):
@@ -93,7 +93,7 @@ def test_settling_operations_open_without_changing_anything():
             yield sub
             yield from subclasses(sub)
 
-    Kernel(seed=3, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot()
+    sim.boot(seed=3, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     settling = [c for c in set(subclasses(FileOperations)) if c.settles]
     assert len(settling) >= 6
     for cls in settling:               # or settles there too (reviewed)
@@ -201,7 +201,7 @@ CPUMASK_ON_THE_HOST = [
 
 
 def test_tracing_cpumask_parses_as_the_kernel_does():
-    k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.tracing.instance_mkdir("m")
     path = "instances/m/tracing_cpumask"
     for data, err, after in CPUMASK_ON_THE_HOST:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, rd, wr
 
@@ -19,8 +19,8 @@ MOD = "preemptirq_delay_test"
 
 def boot(**overrides):
     clock = ManualClock()
-    k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
-               config_overrides=overrides or None).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
+                 config_overrides=overrides or None)
     clock.advance(10_000_000)
     return k
 

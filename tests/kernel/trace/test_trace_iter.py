@@ -3,14 +3,14 @@
 import os
 import re
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import node, rd, wr
 
 
 def boot(ns=200_000_000):
-    k = Kernel(cmdline="ftrace=function", seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    k = sim.boot(cmdline="ftrace=function", seed=7, nr_cpus=2, clock=ManualClock())
     k.clock.advance(ns)
     wr(k, "tracing_on", "0")
     return k

@@ -2,13 +2,13 @@
 
 import errno
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, node, rd, wr
 
 
 def boot(cmdline=""):
-    return Kernel(cmdline=cmdline, clock=ManualClock(), host_kallsyms=False).boot()
+    return sim.boot(cmdline=cmdline, clock=ManualClock(), host_kallsyms=False)
 
 
 def test_values_in_microseconds_kept_as_nanoseconds():

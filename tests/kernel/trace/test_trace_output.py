@@ -4,14 +4,14 @@ verbose columns, the raw/hex/bin printers, printk-msg-only, timestamps."""
 import re
 import struct
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_output import trace_find_mark
 from kfiles import TRACING, kernel_read, rd, wr
 
 
 def boot(cmdline="ftrace=function"):
-    k = Kernel(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    k = sim.boot(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock())
     k.clock.advance(20_000_000)
     wr(k, "tracing_on", "0")
     return k

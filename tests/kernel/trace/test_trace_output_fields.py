@@ -4,7 +4,7 @@ record by its filter type and size."""
 import re
 import struct
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_output_fields import Field, FILTER_DYN_STRING, FILTER_OTHER, \
     FILTER_STATIC_STRING, fields_text
@@ -12,7 +12,7 @@ from kfiles import rd, wr
 
 
 def boot(cmdline=""):
-    k = Kernel(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).boot()
+    k = sim.boot(cmdline=cmdline, seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     return k
 
 

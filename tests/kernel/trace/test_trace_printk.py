@@ -4,7 +4,7 @@ build at the simulated kernel's addresses, printed as t_show() prints them."""
 import os
 import re
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import TRACE_MODE_READ
 from fakefs.kernel.trace.trace_printk import DATA_PATH, format_line, tracepoint_strings
 from kfiles import node, rd
@@ -13,7 +13,7 @@ LINE = re.compile(r'^0x([0-9a-f]{16}) : "(.*)"$')
 
 
 def test_the_file_lists_every_string_at_text_plus_its_offset():
-    k = Kernel(host_kallsyms=False).boot()
+    k = sim.boot(host_kallsyms=False)
     n = node(k, "printk_formats")
     assert n.mode & 0o7777 == TRACE_MODE_READ == 0o440
     lines = rd(k, "printk_formats").splitlines()
@@ -34,7 +34,7 @@ def test_the_file_lists_every_string_at_text_plus_its_offset():
 
 
 def test_top_level_only_and_read_only():
-    k = Kernel(host_kallsyms=False).boot()
+    k = sim.boot(host_kallsyms=False)
     inst = k.tree.root.walk("sys/kernel/tracing/instances")
     inst.dops.mkdir(inst, "foo")
     assert k.tree.root.walk("sys/kernel/tracing/instances/foo/printk_formats") is None

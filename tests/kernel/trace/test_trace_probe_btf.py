@@ -12,7 +12,7 @@ from ftrace_helpers import MS, entries
 from probe_helpers import add, fresh, last_error
 from kfiles import errno_of, rd, wr
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.readme import BTF_ARGS
 
@@ -107,8 +107,8 @@ def test_expansion_too_long_for_the_buffer(k):
 
 def test_without_btf_arguments():
     clock = ManualClock()
-    k = fresh(Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
-                     config_overrides={"CONFIG_PROBE_EVENTS_BTF_ARGS": False}).boot())
+    k = fresh(sim.boot(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False,
+                       config_overrides={"CONFIG_PROBE_EVENTS_BTF_ARGS": False}))
     assert BTF_ARGS not in rd(k, "README")
     assert errno_of(add, k, "f vfs_read $arg*") == errno.EOPNOTSUPP
     assert last_error(k)[1:] == ("f vfs_read $arg*", len("f vfs_read "))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 
-from fakefs.kernel.init import Kernel
+from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_sched_switch import SavedCmdlines, cmdline_slots, resized
 from kfiles import errno_of, rd, wr
@@ -40,7 +40,7 @@ def test_resize_refuses_zero_and_more_than_pid_max():
 
 
 def test_the_files_show_the_table():
-    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, seed=3).boot()
+    k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, seed=3)
     assert rd(k, "saved_cmdlines_size") == "6552\n"
     assert rd(k, "saved_cmdlines") == ""             # nothing traced yet
     wr(k, "events/sched/enable", "1")
@@ -58,7 +58,7 @@ def test_the_files_show_the_table():
 
 
 def test_a_resize_saves_the_next_committer_even_if_it_committed_last():
-    k = Kernel(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, seed=3).boot()
+    k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, seed=3)
     tr = k.tracing.global_trace
     task = next(iter(k.sched.tasks.values()))
     entry = (1, 0, task.pid, 0, 0, "x", None)
@@ -85,7 +85,7 @@ def test_saved_tgids_map():
 def test_tgid_references_are_counted_as_the_kernel_counts_them():
     """trace_event_enable_tgid_record() counts every enabled file of every
     array, with the flag or not: references can outlive their events."""
-    k = Kernel(seed=7, nr_cpus=2, clock=ManualClock()).boot()
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock())
     tg = k.tracing.tgids
     k.tracing.instance_mkdir("foo")
     wr(k, "events/sched/sched_switch/enable", "1")           # top: no record-tgid

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
+from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from kfiles import errno_of, node, rd, wr
 
@@ -27,8 +27,8 @@ PERCPU_TAIL = ("# echo 2 > snapshot : Clears this cpu's snapshot buffer (but doe
 
 
 def boot(**overrides):
-    return Kernel(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
-                  config_overrides=overrides or None).boot()
+    return sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
+                    config_overrides=overrides or None)
 
 
 @pytest.fixture(scope="module")
