@@ -28,8 +28,9 @@ from libc.stdlib cimport free, malloc
 from fakefs.kernel._walk cimport Frame, Table
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
-cdef int F_SWITCH = 8
-cdef int F_LOOP = 2
+from fakefs.kernel import walkgraph as _wg
+
+cdef int F_SWITCH = _wg.F_SWITCH, F_LOOP = _wg.F_LOOP
 cdef signed char FAR = 99          # "no way there"
 
 

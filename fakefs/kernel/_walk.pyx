@@ -21,7 +21,6 @@ writes it to the task state before any Python that may look and when done
 (``flush()``).
 """
 
-from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 
 cdef extern from "Python.h":

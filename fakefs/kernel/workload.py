@@ -159,7 +159,7 @@ class Workload:
 
     def stretch(self, cpu):
         """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``,
-        or the compiled writer's ``_trace_function.write_calls``); the walk
+        or the compiled writer's ``_trace_function.CallWriter``); the walk
         restarts the frames itself when they are too many (``Walk.frame_cap``)."""
         return self.walk, self.walk.cpus[cpu]
 

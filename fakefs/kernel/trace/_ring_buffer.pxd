@@ -16,6 +16,7 @@ cdef class PageWriter:
     cdef void _begin(self, cb, bint overwrite, int length) except *
     cdef void _load(self, page) except *
     cdef void _store(self) except *
+    cdef void _done(self) except *
     cdef bint _next(self) except -1
     cdef int reserve(self, long long ts, int length) except -1
     cdef void _common(self, uint16_t typ, int pid, int flags, int pc) noexcept

@@ -416,9 +416,15 @@ cdef class PageWriter:
         self.raw = NULL
         self.append = page.events.append      # (decodes it)
 
-    def finish(self):
-        """Store what was written (the writer is done)."""
+    cdef void _done(self) except *:
+        """Store what was written and let go of the buffer (the writer may
+        be begun again on another)."""
         self._store()
+        self.cb = self.page = self.side = self.append = None
+
+    def finish(self):
+        """``_done()`` from Python (the tests')."""
+        self._done()
 
     def put_fn(self, long long ts, int pid, int flags, int pc, uint64_t ip, uint64_t parent):
         """``fn()`` from Python (the tests')."""
@@ -475,5 +481,4 @@ def write_raw(cb, tuple entry, int length, bint overwrite):
                 return w.stack(ts, entry[2], entry[3], entry[4], a, length)
         return w.other(ts, entry, length)
     finally:
-        w._store()
-        w.cb = w.page = w.side = w.append = None
+        w._done()

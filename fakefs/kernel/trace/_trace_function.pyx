@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The function tracer's entries, compiled (the data plane: docs/data-plane.md).
 
-``write_calls()`` is ``function_trace_call()`` (and, with a stack option,
+``CallWriter`` is ``function_trace_call()`` (and, with a stack option,
 ``function_stack_trace_call()``) for a stretch of calls: the walk's steps
 written straight into the ring buffer's raw sub-buffers (``_ring_buffer``),
 no object per call; the stacks' ids come through ``StackIds`` (the
@@ -234,22 +234,6 @@ def call_instants(rng, long long t0, long long span, Py_ssize_t n):
 cdef array.array _QARRAY = _array.array("q")
 
 
-def write_calls(walk, c, rng, const long long[:] times, cb, bint overwrite, int length,
-                tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
-                int id_length=0, lengths_of=None, int max_depth=0):
-    """``CallWriter(...).calls(times, cb)``: one stretch (see ``CallWriter``)."""
-    return CallWriter(walk, c, rng, overwrite, length, context_flags, ip_off, cpu, stacks, smap,
-                      id_length, lengths_of, max_depth).calls(times, cb)
-
-
-def write_frames(list frames, long long ts, int pid, cb, bint overwrite, int length,
-                 tuple context_flags, long long ip_off, int cpu=0, bint stacks=False, smap=None,
-                 int id_length=0, lengths_of=None, int max_depth=0):
-    """``CallWriter.entered()`` with no walk (see ``CallWriter``)."""
-    return CallWriter(None, None, None, overwrite, length, context_flags, ip_off, cpu, stacks,
-                      smap, id_length, lengths_of, max_depth).entered(frames, ts, pid, cb)
-
-
 @cython.final
 cdef class CallWriter:
     """The function tracer's calls on CPU ``c`` (a walk ``Cpu``) written
@@ -309,8 +293,7 @@ cdef class CallWriter:
 
     cdef void _end(self, PageWriter out) except *:
         if out is not None:
-            out._store()
-            out.cb = out.page = out.side = out.append = None
+            out._done()
         if self.ids is not None:
             self.ids.done()
 

@@ -471,11 +471,6 @@ class RingBuffer:
             done += cb.pack_idle(budget - done)
         return done
 
-    def write(self, cpu: int, ts: int, entry, length: int, overwrite: bool = True) -> bool:
-        if self.record_off or self.record_disabled:
-            return False
-        return self.cpus[cpu].write(ts, entry, length, overwrite)
-
     def write_many(self, cpu: int, entries: list, length, overwrite: bool = True) -> int:
         if self.record_off or self.record_disabled:
             return 0

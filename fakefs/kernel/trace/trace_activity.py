@@ -49,7 +49,7 @@ from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # plain function calls written by the compiled writer into raw sub-buffers
-# (``_trace_function.write_calls``); tests set it False to compare the
+# (``_trace_function.CallWriter``); tests set it False to compare the
 # entries with the tuples' path
 RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
@@ -334,7 +334,7 @@ class TraceActivity(MachineHits):
         if not trs:
             return
         self.backlog.calls += len(times)
-        how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, rng, cpu)
+        how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, cpu)
         if how is ONE_BY_ONE:
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
@@ -361,14 +361,14 @@ class TraceActivity(MachineHits):
         checks repeats)."""
         return tr.ftrace_ops is not None or bool(tr.current.opts.get("func-no-repeats"))
 
-    def _writer_for(self, trs, wl, rng, cpu: int):
+    def _writer_for(self, trs, wl, cpu: int):
         """How the calls of the arrays ``trs`` (nothing probed on calls:
         asked first) on ``cpu`` are written: ONE_BY_ONE (an array takes
         them ``_one_by_one``), by a ``CallWriter`` (the compiled writer:
         one array whose tracer says what it may write, ``compiled_calls()``:
         the entries, or with their stacks'), or None (the tuples' path);
         kept for the window (the settings hold)."""
-        writers = self._call_writers if rng is self.rng else None
+        writers = self._call_writers
         key = (cpu, *trs)
         how = writers.get(key, False) if writers is not None else False
         if how is False:
@@ -380,7 +380,7 @@ class TraceActivity(MachineHits):
             if mode is not None:
                 tr = trs[0]
                 walk, c = wl.stretch(cpu)
-                how = CallWriter(walk, c, rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
+                how = CallWriter(walk, c, self.rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
                                  CALL_IP_OFF, cpu, mode,
                                  tr.stackmap if mode and tr.flag("stackmap") else None,
                                  STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
@@ -395,7 +395,7 @@ class TraceActivity(MachineHits):
         trs = [tr for tr in trs if tr.current.calls_on(cpu)]
         if not trs:
             return True
-        how = self._writer_for(trs, wl, self.rng, cpu)
+        how = self._writer_for(trs, wl, cpu)
         if how is None or how is ONE_BY_ONE:
             return False
         tr = trs[0]

@@ -68,7 +68,7 @@ class FunctionTracer(Tracer):
         super().set_flag(name, on)
 
     def compiled_calls(self, tr):
-        """What the compiled writer (``_trace_function.write_calls``) may
+        """What the compiled writer (``_trace_function.CallWriter``) may
         write of this array's calls: None (not it: a clock of the array's
         own stamps them, or a stack option without overwrite), False (the
         entries alone), True (each entry and its stack's)."""

@@ -91,13 +91,8 @@ class MachineHits:
                                     ftrs or probe_trs or kprobed)
         for ev, conv, etrs, way in recorders:
             entry = (ts, ev.id, pid, flags, pc, args if conv is None else conv(args), None)
-            if way == PLAIN:                    # (trace_event_commit's, inline)
-                size = ev.record_size(entry[5])
-                for tr in etrs:
-                    tr.write_entry(cpu, entry, size)
-                continue
             stack = trace_event_commit(etrs, ev, cpu, entry, ev.record_size(entry[5]),
-                                       stack if stack is not None
+                                       stack if stack is not None or way == PLAIN
                                        else lambda: wl.event_stack(rng, cpu, ev.kind), way)
         hooks = self.tp_hooks.get(name)
         if hooks:

@@ -162,9 +162,9 @@ def _calls_by_window(kept, monkeypatch):
     if not kept:
         fresh = trace_activity.TraceActivity._writer_for
 
-        def each_stretch(self, trs, wl, rng, cpu):
+        def each_stretch(self, trs, wl, cpu):
             self._call_writers = None
-            return fresh(self, trs, wl, rng, cpu)
+            return fresh(self, trs, wl, cpu)
         monkeypatch.setattr(trace_activity.TraceActivity, "_writer_for", each_stretch)
     k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=60000",
                  host_kallsyms=False)
