@@ -305,3 +305,54 @@ def climb(Frame n, carray.array prem, targets, carray.array dist, list flags, in
             return n, None
         n = n.parent
     return None, None
+
+
+def way_up(dict ups, key, dict rev, dict reach, entries, long fid, int maxd, int tries, rnd):
+    """``reach_reference.way_up()`` (a call site's way up its callers to an
+    entry): the same draws, the same chain; no list per step (the callers
+    that qualify are counted, then drawn from, in one pass each)."""
+    cdef fakefs_mt_t *mt = direct(getattr(rnd, "__self__", None))
+    cdef int t, n, cnt
+    cdef bint strict
+    cdef long df, dg, g
+    cdef double tot, x, w
+    cdef list chain, reached
+    cdef set seen
+    cdef tuple item
+    for t in range(tries):
+        strict = t == tries - 1
+        chain = [fid]
+        seen = {fid}
+        f = fid
+        while f not in entries:
+            df = reach[f]
+            reached = ups.get((key, f))
+            if reached is None:
+                reached = ups[(key, f)] = [(g2, w2, reach[g2]) for g2, w2 in rev.get(f, ())
+                                           if g2 in reach]
+            n = len(chain)
+            tot = 0.0
+            cnt = 0
+            for item in reached:
+                dg = item[2]
+                if (dg < df if strict else dg + n < maxd) and item[0] not in seen:
+                    tot += <double> item[1]
+                    cnt += 1
+            if not cnt:
+                break
+            x = (mt_random(mt) if mt != NULL else <double> rnd()) * tot
+            chosen = None
+            for item in reached:
+                dg = item[2]
+                if (dg < df if strict else dg + n < maxd) and item[0] not in seen:
+                    chosen = item[0]
+                    x -= <double> item[1]
+                    if x < 0:
+                        break
+            chain.append(chosen)
+            seen.add(chosen)
+            f = chosen
+        if f in entries:
+            chain.reverse()
+            return chain
+    return None

@@ -29,6 +29,8 @@ mostly reused (``WAY_KEPT``), its frames built once.
 
 from __future__ import annotations
 
+# a call site's way up its callers (walk_reference.use_reference swaps it)
+from ._reach import way_up
 from .irq import INTERRUPT_FUNCS
 from .walkgraph import table_items, tp_off
 
@@ -284,6 +286,8 @@ class CallSites:
         key, reach = self._reach_of(profile, roots, task_only)
         if fid not in reach:
             return None
+        # compiled (_reach.way_up; reach_reference.way_up is its specification)
+        return way_up(self._ups, key, rev, reach, key[1], fid, self.wg.max_depth, TRIES, rng.random)
         entries = key[1]
         maxd = self.wg.max_depth
         callers = self._ups

@@ -168,3 +168,38 @@ def climb(n, prem, targets, dist, flags, maxd, rnd):
             return n, None
         n = n.parent
     return None, None
+
+
+def way_up(ups, key, rev, reach, entries, fid, maxd, tries, rnd):
+    """``CallSites._way_up()``'s climbs: function ids from one of
+    ``entries`` down to ``fid``, each calling the next (``rev``: a
+    function's callers with their weights; ``reach``: the fewest calls
+    from an entry; ``ups[(key, f)]``: f's callers the entries reach, made
+    here the first time), or None after ``tries`` climbs found none."""
+    for t in range(tries):
+        # any caller the entries reach, with room left to get to one of
+        # them; the last try only callers nearer to them (it gets there)
+        strict = t == tries - 1
+        chain, seen, f = [fid], {fid}, fid
+        while f not in entries:
+            df = reach[f]
+            reached = ups.get((key, f))
+            if reached is None:
+                reached = ups[(key, f)] = [(g, w, reach[g]) for g, w in rev.get(f, ())
+                                           if g in reach]
+            ups_f = [(g, w) for g, w, dg in reached if g not in seen
+                     and (dg < df if strict else dg + len(chain) < maxd)]
+            if not ups_f:
+                break
+            x = rnd() * sum(w for _, w in ups_f)
+            for g, w in ups_f:
+                x -= w
+                if x < 0:
+                    break
+            chain.append(g)
+            seen.add(g)
+            f = g
+        if f in entries:
+            chain.reverse()
+            return chain
+    return None

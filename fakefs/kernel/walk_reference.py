@@ -14,7 +14,7 @@ from bisect import bisect_right
 
 import contextlib
 
-from . import reach as reach_module, reach_reference, walk as walk_module
+from . import call_sites as call_sites_module, reach as reach_module, reach_reference, walk as walk_module
 from .frames import ENTER, RESUME
 from .walkgraph import F_DISPATCH, F_HALT, F_SWITCH, F_TRACE, REDRAWS, pick
 
@@ -169,11 +169,13 @@ def run_many(self, c, rng, n):
 def use_reference():
     """Meanwhile every walk steps in plain Python (the kernels booted
     meanwhile too, from their warm-up on)."""
-    saved = walk_module.run, walk_module.run_many, reach_module.climb_up, reach_module.call_down
+    saved = (walk_module.run, walk_module.run_many, reach_module.climb_up, reach_module.call_down,
+             call_sites_module.way_up)
     walk_module.run, walk_module.run_many = run, run_many
     reach_module.climb_up, reach_module.call_down = reach_reference.climb, reach_reference.descend
+    call_sites_module.way_up = reach_reference.way_up
     try:
         yield
     finally:
         (walk_module.run, walk_module.run_many, reach_module.climb_up,
-         reach_module.call_down) = saved
+         reach_module.call_down, call_sites_module.way_up) = saved

@@ -11,6 +11,7 @@ import pytest
 from workload_helpers import boot
 
 from fakefs.kernel.reach_reference import compute as reference
+from fakefs.kernel.walkgraph import table_items
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +120,52 @@ def test_the_way_up_is_the_references(k):
                 assert a.random() == b.random()
                 outcomes.add("found" if got[1] is not None else "top" if got[0] is None else "loop")
     assert outcomes == {"found", "top", "loop"}
+
+
+def test_a_call_sites_way_up_is_the_references(k):
+    """``_reach.way_up`` and ``reach_reference.way_up`` (``CallSites._way_up``'s
+    climbs up the callers to an entry) from the same function with
+    generators in the same state: the same chain (or None), the same
+    draws taken, the same callers kept; for every profile and the common
+    table, a task's entries and the interrupts', task only or not, with a
+    generator drawn from in C and one called."""
+    from fakefs.kernel._reach import way_up as compiled
+    from fakefs.kernel.reach_reference import way_up as reference
+    from fakefs.kernel.call_sites import TRIES
+
+    class Called(random.Random):
+        def random(self):                    # (not drawn from in C)
+            return super().random()
+
+    w = k.workload
+    cs, wg = w.call_sites, w.wg
+    pick = random.Random(10)
+    outcomes = {"found": 0, "none": 0, "long": 0}
+    for profile in [None] + sorted(wg.tables):
+        tables = wg.base_table if profile is None else wg.tables[profile]
+        rev = {}
+        for caller, table in enumerate(tables):
+            for callee, wt in zip(*table_items(table)):
+                if callee >= 0 and wt > 0:
+                    rev.setdefault(callee, []).append((caller, wt))
+        root_table = wg.profiles[profile]["root_table"] if profile else wg.profiles["shell"]["root_table"]
+        for roots in (root_table, wg.irq_table):
+            for task_only in (False, True):
+                key, reach = cs._reach_of(profile, roots, task_only)
+                fids = pick.sample(sorted(reach), min(12, len(reach)))
+                mine, theirs = {}, {}
+                # (with one entry of them, some climbs find no way: the strict last try too)
+                one = frozenset(sorted(key[1])[:1])
+                for i, (fid, entries) in enumerate((f, e) for f in fids for e in (key[1], one)):
+                    for cls in (random.Random, Called):
+                        a, b = cls(i), cls(i)
+                        got = compiled(mine, key, rev, reach, entries, fid, wg.max_depth, TRIES,
+                                       a.random)
+                        want = reference(theirs, key, rev, reach, entries, fid, wg.max_depth, TRIES,
+                                         b.random)
+                        assert got == want, (profile, task_only, fid)
+                        assert a.random() == b.random()
+                    outcomes["found" if got else "none"] += 1
+                    outcomes["long"] += bool(got) and len(got) > 4
+                assert mine == theirs
+    assert all(n > 5 for n in outcomes.values()), outcomes
