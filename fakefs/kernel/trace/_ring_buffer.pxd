@@ -1,11 +1,38 @@
-# The compiled ring buffer's writer, as the compiled tracers use it
-# (_ring_buffer.pyx).
+# A CPU buffer's counts and the compiled writer, as the compiled tracers
+# use them (_ring_buffer.pyx).
 
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 
+from fakefs.kernel.trace._ring_buffer_bpage cimport BufferPage
+
+
+cdef class CpuBufferCore:
+    cdef public int cpu
+    cdef public Py_ssize_t subbuf_size, nr_pages
+    # non-consuming readers open (a ``trace`` file open for reading):
+    # resizing and changing the sub-buffer order are EBUSY meanwhile
+    cdef public int resize_disabled
+    cdef public object pages             # the sub-buffers, oldest first (a deque)
+    # the newest sub-buffers left as tuples by packing while idle, and by
+    # the writer (ring_buffer_bpage: LOOSE_PAGES, UNZIPPED_PAGES)
+    cdef public Py_ssize_t loose_pages, unzipped_pages
+    cdef public long long entries, overrun, commit_overrun, dropped, read, last_ts
+    cdef public long long last_overrun  # overrun when the consuming reader last looked
+    # what writers asked for since the last reset, whatever became of it
+    # (a reader consuming or the writer overwriting does not lower them)
+    cdef public long long written, bytes_written
+    cdef public long long charged       # of its 4 KB pages, those taken from the machine's memory
+    # events and bytes freed with the sub-buffers of an order change,
+    # which the counters still count (see ring_buffer.py's doc)
+    cdef public long long freed_entries, freed_bytes
+
+    cpdef BufferPage _next_page(self, bint overwrite, bint raw=*)
+
 
 cdef class PageWriter:
-    cdef object cb, page, append
+    cdef CpuBufferCore cb
+    cdef BufferPage page
+    cdef object append
     cdef dict side              # the raw page's entries kept beside it
     cdef bint overwrite
     cdef int length, cap, used, nbytes, n
@@ -13,8 +40,8 @@ cdef class PageWriter:
     cdef unsigned char *raw
     cdef unsigned char *q       # the record area reserve() gave
 
-    cdef void _begin(self, cb, bint overwrite, int length) except *
-    cdef void _load(self, page) except *
+    cdef void _begin(self, CpuBufferCore cb, bint overwrite, int length) except *
+    cdef void _load(self, BufferPage page) except *
     cdef void _store(self) except *
     cdef void _done(self) except *
     cdef bint _next(self) except -1

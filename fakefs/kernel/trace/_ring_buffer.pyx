@@ -1,15 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Sub-buffers in the kernel's binary layout, compiled (the data plane:
+"""Writing into a CPU's sub-buffers, compiled (the data plane:
 docs/data-plane.md).
 
-A *raw* sub-buffer (``BufferPage.raw``) is a ``struct buffer_data_page``
-as ``events/header_page`` describes it: a u64 ``time_stamp`` (its first
-event's time), a u64 ``commit`` (the data bytes), then the events as
-``events/header_event`` lays them out (``ring_buffer_page.py`` says how):
-a 32-bit header of ``type_len:5`` and ``time_delta:27``, a time extend
-(type 30) before an event whose delta does not fit.  The compiled writers
-fill it where the events fire; ``decode_page()`` gives its entries as the
-tuples the rest of the model reads, when something reads them.
+``CpuBufferCore`` is a CPU buffer's counts and its writer's two steps
+(``write()``, ``_next_page()``) as C fields and C code; ``CpuBuffer``
+(ring_buffer.py) adds the rest in Python.  Its sub-buffers are
+``BufferPage``s (_ring_buffer_bpage.pyx: their layout when raw).
 
 ``PageWriter`` is ``CpuBuffer.write()`` for a stretch of entries, with
 the same accounting (``reserve()``): a tail sub-buffer that holds tuples
@@ -29,20 +25,11 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
-cdef int PAGE_HDR = 16              # BUF_PAGE_HDR_SIZE
-cdef int TYPE_EXTEND = 30           # RINGBUF_TYPE_TIME_EXTEND
-cdef int TS_SHIFT = 27
+from fakefs.kernel.trace._ring_buffer_bpage cimport (
+    LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_STACK, TRACE_STACK_ID, TS_SHIFT,
+    TYPE_EXTEND, BufferPage, record_at)
+
 cdef long long TS_LIMIT = 1LL << 27
-cdef int LEN_EXTEND = 8             # RB_LEN_TIME_EXTEND
-cdef int TRACE_FN = 1               # trace_entries.TRACE_FN
-cdef int TRACE_STACK = 4            # trace_entries.TRACE_STACK
-cdef int TRACE_STACK_ID = 20        # trace_entries.TRACE_STACK_ID (the stackmap series)
-cdef int SMALL_DATA = 112           # RB_MAX_SMALL_DATA
-
-
-def new_page(int subbuf_size):
-    """An empty raw sub-buffer of ``subbuf_size`` data bytes."""
-    return bytearray(PAGE_HDR + subbuf_size)
 
 
 cdef inline int record_room(int length) noexcept:
@@ -62,76 +49,64 @@ cdef inline int rb_event_length(int payload) noexcept:
     return length
 
 
-cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:
-    """The event whose header is at ``off``: its type_len (a time extend's
-    30: ``*nxt`` is then past it), where its record starts (``*rec``) and
-    where the next event's header is (``*nxt``)."""
-    cdef uint32_t hdr, ext, tl
-    memcpy(&hdr, p + off, 4)
-    tl = hdr & 31
-    if tl == <uint32_t> TYPE_EXTEND:
-        nxt[0] = off + LEN_EXTEND
-    elif tl == 0:                           # a length word, then the record
-        memcpy(&ext, p + off + 4, 4)
-        rec[0] = off + 8
-        nxt[0] = off + 4 + ext
-    else:
-        rec[0] = off + 4
-        nxt[0] = off + 4 + tl * 4
-    return tl
+cdef class CpuBufferCore:
+    """One CPU's ring (kernel/trace/ring_buffer.c's ``struct
+    ring_buffer_per_cpu``): its sub-buffers, its counts (fields:
+    _ring_buffer.pxd), and the writer's steps; ``CpuBuffer`` is the rest."""
 
+    def write(self, long long ts, entry, int length, bint overwrite):
+        """``ring_buffer_write()`` of ``entry`` (``length`` bytes, at
+        ``ts``); whether it was taken.  The tail is never packed (the newest
+        sub-buffers stay tuples), but may be raw (a compiled writer's): the
+        entry goes on in it."""
+        cdef BufferPage tail = None
+        cdef Py_ssize_t need
+        pages = self.pages
+        if pages:
+            tail = <BufferPage> pages[len(pages) - 1]
+        if tail is not None and tail._events is None:
+            if tail.moved is None and type(entry) is tuple and ts == entry[0]:
+                return write_raw(self, entry, length, overwrite)
+            tail.events
+        self.written += 1
+        self.bytes_written += length
+        need = length
+        if tail is not None and tail._events and ts - self.last_ts >= TS_LIMIT:
+            need += LEN_EXTEND
+        if tail is None or tail.used + need > self.subbuf_size:
+            tail = self._next_page(overwrite, False)
+            if tail is None:
+                self.dropped += 1
+                return False
+            need = length
+        tail._events.append(entry)
+        tail.used += need
+        tail.nbytes += length
+        self.entries += 1
+        self.last_ts = ts
+        return True
 
-def decode_page(bytearray raw, int used, dict side=None):
-    """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
-    order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each, the
-    ``side`` entries (record offset -> entry) where they were written."""
-    cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
-    cdef uint64_t ts, ip, parent
-    cdef uint32_t hdr, ext, tl
-    cdef uint16_t typ
-    cdef int32_t pid
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, i
-    cdef uint32_t sid
-    cdef int32_t size
-    cdef list out = [], stack
-    memcpy(&ts, p, 8)
-    while off < end:
-        tl = record_at(p, off, &rec, &nxt)
-        memcpy(&hdr, p + off, 4)
-        if tl == <uint32_t> TYPE_EXTEND:
-            memcpy(&ext, p + off + 4, 4)
-            ts += ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
-            off = nxt
-            continue
-        if tl > 28:
-            raise ValueError("raw sub-buffer: event type %d at %d" % (tl, off))
-        ts += hdr >> 5
-        if side is not None:
-            got = side.get(rec)
-            if got is not None:
-                out.append(got)
-                off = nxt
-                continue
-        memcpy(&typ, p + rec, 2)
-        memcpy(&pid, p + rec + 4, 4)
-        if typ == TRACE_FN:
-            memcpy(&ip, p + rec + 8, 8)
-            memcpy(&parent, p + rec + 16, 8)
-            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], ip, parent))
-        elif typ == TRACE_STACK_ID:
-            memcpy(&sid, p + rec + 8, 4)
-            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], sid, None))
-        elif typ == TRACE_STACK:
-            memcpy(&size, p + rec + 8, 4)
-            stack = []
-            for i in range(size):
-                memcpy(&ip, p + rec + 16 + 8 * i, 8)
-                stack.append(ip)
-            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], tuple(stack), None))
-        else:
-            raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
-        off = nxt
-    return out
+    cpdef BufferPage _next_page(self, bint overwrite, bint raw=False):
+        """A new sub-buffer at the tail (``raw``: in the binary layout, for
+        a compiled writer); when all are in use, the oldest is overwritten
+        (its events counted as overrun), or without overwrite there is none
+        (None)."""
+        cdef Py_ssize_t lost
+        cdef BufferPage tail
+        pages = self.pages
+        if len(pages) >= self.nr_pages:
+            if not overwrite:
+                return None
+            lost = len(pages.popleft())
+            self.entries -= lost
+            self.overrun += lost
+        tail = BufferPage(self.subbuf_size if raw else 0)
+        pages.append(tail)
+        if len(pages) > self.unzipped_pages:
+            old = pages[len(pages) - self.unzipped_pages - 1]
+            old.pack()
+            old.squeeze()
+        return tail
 
 
 def page_data(bytearray raw, int used, dict side, encode):
@@ -223,11 +198,11 @@ cdef class PageWriter:
     function entry's (``ring_buffer.event_length()``, as every length
     given here)."""
 
-    def __cinit__(self, cb=None, bint overwrite=False, int length=0):
+    def __cinit__(self, CpuBufferCore cb=None, bint overwrite=False, int length=0):
         if cb is not None:
             self._begin(cb, overwrite, length)
 
-    cdef void _begin(self, cb, bint overwrite, int length) except *:
+    cdef void _begin(self, CpuBufferCore cb, bint overwrite, int length) except *:
         """Writing into ``cb`` from its tail as it is now."""
         self.cb = cb
         self.overwrite = overwrite
@@ -240,7 +215,7 @@ cdef class PageWriter:
         if pages:
             self._load(pages[len(pages) - 1])    # (no wraparound here)
 
-    cdef void _load(self, page) except *:
+    cdef void _load(self, BufferPage page) except *:
         self.page = page
         self.used = page.used
         self.nbytes = page.nbytes
@@ -260,7 +235,8 @@ cdef class PageWriter:
     cdef void _store(self) except *:
         """The sub-buffer's and the CPU buffer's counts as written so far."""
         cdef uint64_t commit
-        page = self.page
+        cdef BufferPage page = self.page
+        cdef CpuBufferCore cb = self.cb
         if page is not None:
             page.used = self.used
             page.nbytes = self.nbytes
@@ -269,7 +245,6 @@ cdef class PageWriter:
                 page.packed_last = self.page_last
                 commit = self.used
                 memcpy(self.raw + 8, &commit, 8)
-        cb = self.cb
         if self.written:
             cb.written += self.written
             cb.bytes_written += self.nbytes_written
@@ -283,6 +258,7 @@ cdef class PageWriter:
     cdef bint _next(self) except -1:
         """A new raw sub-buffer at the tail (False: none, the entry is
         dropped; the tail stays, a shorter entry may still fit in it)."""
+        cdef BufferPage page
         self._store()
         page = self.cb._next_page(self.overwrite, True)
         if page is None:
@@ -409,7 +385,7 @@ cdef class PageWriter:
         return r != 0
 
     cdef void _untuple(self) except *:
-        page = self.page
+        cdef BufferPage page = self.page
         page.npacked = self.n
         page.packed_last = self.page_last
         page.used = self.used
@@ -455,7 +431,7 @@ cdef bint _u64s(tuple stack) noexcept:
 cdef PageWriter _ONE = PageWriter()
 
 
-def write_raw(cb, tuple entry, int length, bint overwrite):
+def write_raw(CpuBufferCore cb, tuple entry, int length, bint overwrite):
     """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) on a raw tail:
     a function tracer's record in its bytes (its fields in the record's
     ranges and the record within ``length``), any other entry in its place

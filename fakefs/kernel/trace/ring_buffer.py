@@ -28,8 +28,8 @@ from collections import deque
 from itertools import accumulate
 
 from ..lib.kstrtox import ULONG_MAX
-from ._ring_buffer import write_raw
-from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE, LOOSE_PAGES, UNZIPPED_PAGES, BufferPage
+from ._ring_buffer import CpuBufferCore
+from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE, LOOSE_PAGES, UNZIPPED_PAGES
 from .ring_buffer_reader import CpuBufferReader
 
 PAGE_SIZE = 4096
@@ -63,35 +63,21 @@ def subbuf_capacity(order: int) -> int:
     return (PAGE_SIZE << order) - BUF_PAGE_HDR_SIZE
 
 
-class CpuBuffer(CpuBufferReader):
-    """One CPU's ring: ``nr_pages`` sub-buffers of ``subbuf_size`` data bytes."""
+class CpuBuffer(CpuBufferCore, CpuBufferReader):
+    """One CPU's ring: ``nr_pages`` sub-buffers of ``subbuf_size`` data bytes.
+    Its fields, ``write()`` and ``_next_page()`` are compiled
+    (``_ring_buffer.CpuBufferCore``: the fields in _ring_buffer.pxd, every
+    count zero to begin with); the rest is here."""
+
+    __slots__ = ()
 
     def __init__(self, cpu: int, nr_pages: int, subbuf_size: int = PAGE_SIZE - BUF_PAGE_HDR_SIZE):
         self.cpu = cpu
         self.subbuf_size = subbuf_size
         self.nr_pages = max(2, nr_pages)
-        # non-consuming readers open (a ``trace`` file open for reading):
-        # resizing and changing the sub-buffer order are EBUSY meanwhile
-        self.resize_disabled = 0
-        self.pages: deque[BufferPage] = deque()
+        self.pages = deque()
         self.loose_pages = LOOSE_PAGES
         self.unzipped_pages = UNZIPPED_PAGES
-        self.entries = 0
-        self.overrun = 0
-        self.commit_overrun = 0
-        self.dropped = 0
-        self.read = 0
-        self.last_ts = 0
-        self.last_overrun = 0       # overrun when the consuming reader last looked
-        # what writers asked for since the last reset, whatever became of it
-        # (a reader consuming or the writer overwriting does not lower them)
-        self.written = 0
-        self.bytes_written = 0
-        self.charged = 0            # of its 4 KB pages, those taken from the machine's memory
-        # events and bytes freed with the sub-buffers of an order change,
-        # which the counters still count (see the module's doc)
-        self.freed_entries = 0
-        self.freed_bytes = 0
 
     def reset(self) -> None:
         self.pages.clear()
@@ -117,33 +103,6 @@ class CpuBuffer(CpuBufferReader):
             lost = len(self.pages.popleft())
             self.entries -= lost
             self.overrun += lost
-
-    def write(self, ts: int, entry, length: int, overwrite: bool) -> bool:
-        pages = self.pages
-        tail = pages[-1] if pages else None
-        # the tail is never packed (the newest sub-buffers stay tuples), but
-        # may be raw (a compiled writer's): the entry goes on in it
-        if tail is not None and tail._events is None:
-            if tail.moved is None and ts == entry[0] and type(entry) is tuple:
-                return write_raw(self, entry, length, overwrite)
-            tail.events
-        self.written += 1
-        self.bytes_written += length
-        need = length
-        if tail is not None and tail._events and ts - self.last_ts >= TS_DELTA_LIMIT:
-            need += RB_LEN_TIME_EXTEND
-        if tail is None or tail.used + need > self.subbuf_size:
-            tail = self._next_page(overwrite)
-            if tail is None:
-                self.dropped += 1
-                return False
-            need = length
-        tail._events.append(entry)
-        tail.used += need
-        tail.nbytes += length
-        self.entries += 1
-        self.last_ts = ts
-        return True
 
     def write_many(self, entries: list, length, overwrite: bool) -> int:
         """``write()`` of each of ``entries`` (in time order, ``length``
@@ -185,26 +144,6 @@ class CpuBuffer(CpuBufferReader):
         if i:
             self.last_ts = entries[i - 1][0]
         return i
-
-    def _next_page(self, overwrite: bool, raw: bool = False):
-        """A new sub-buffer at the tail (``raw``: in the binary layout, for
-        a compiled writer); when all are in use, the oldest is overwritten
-        (its events counted as overrun), or without overwrite there is none
-        (None)."""
-        pages = self.pages
-        if len(pages) >= self.nr_pages:
-            if not overwrite:
-                return None
-            lost = len(pages.popleft())
-            self.entries -= lost
-            self.overrun += lost
-        tail = BufferPage(self.subbuf_size if raw else 0)
-        pages.append(tail)
-        if len(pages) > self.unzipped_pages:
-            old = pages[-self.unzipped_pages - 1]
-            old.pack()
-            old.squeeze()
-        return tail
 
     def pack_idle(self, budget: int) -> int:
         """Pack up to ``budget`` sub-buffers between the newest

@@ -10,7 +10,8 @@ import struct
 import pytest
 
 from fakefs.kernel.trace import trace_entries as te
-from fakefs.kernel.trace._ring_buffer import PageWriter, decode_page, fill_page
+from fakefs.kernel.trace._ring_buffer import PageWriter, fill_page
+from fakefs.kernel.trace._ring_buffer_bpage import decode_page
 from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
 from fakefs.kernel.trace.ring_buffer_page import read_page
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder
@@ -45,7 +46,7 @@ def raw_buffer(es, nr_pages):
 
 def count_decodes(monkeypatch) -> list:
     """A list that gets an item at each ``decode_page`` of a sub-buffer."""
-    from fakefs.kernel.trace import ring_buffer_bpage
+    from fakefs.kernel.trace import _ring_buffer_bpage as ring_buffer_bpage
     decoded = []
     real = ring_buffer_bpage.decode_page
     monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))

@@ -1,0 +1,49 @@
+# A sub-buffer of the ring buffer (_ring_buffer_bpage.pyx), as the compiled
+# writers use it (_ring_buffer.pyx); the layout's constants and the event
+# header's reading, shared by the page's decoding and the page reader.
+
+from libc.stdint cimport uint32_t
+from libc.string cimport memcpy
+
+cdef enum:
+    PAGE_HDR = 16               # BUF_PAGE_HDR_SIZE
+    TYPE_EXTEND = 30            # RINGBUF_TYPE_TIME_EXTEND
+    TS_SHIFT = 27
+    LEN_EXTEND = 8              # RB_LEN_TIME_EXTEND
+    TRACE_FN = 1                # trace_entries.TRACE_FN
+    TRACE_STACK = 4             # trace_entries.TRACE_STACK
+    TRACE_STACK_ID = 20         # trace_entries.TRACE_STACK_ID (the stackmap series)
+    SMALL_DATA = 112            # RB_MAX_SMALL_DATA
+
+
+cdef class BufferPage:
+    cdef public object _events      # the entries as tuples (a deque), or None
+    cdef public object raw          # the binary layout (a bytearray), or None
+    cdef public object side         # a raw one's entries kept beside it (offset -> entry)
+    cdef public object packed       # the entries while packed (a raw one's side)
+    cdef public object moved        # a move its entries are still to make
+    cdef public bint zipped         # and compressed
+    cdef public Py_ssize_t npacked  # how many it holds (raw or packed)
+    cdef public long long packed_last   # the time of the newest of them
+    cdef public Py_ssize_t used     # bytes of the data area consumed (events + extends)
+    cdef public Py_ssize_t nbytes   # bytes of events alone
+    cdef public Py_ssize_t read     # events a consuming reader took from it (bpage->read)
+
+
+cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:
+    """The event whose header is at ``off``: its type_len (a time extend's
+    30: ``*nxt`` is then past it), where its record starts (``*rec``) and
+    where the next event's header is (``*nxt``)."""
+    cdef uint32_t hdr, ext, tl
+    memcpy(&hdr, p + off, 4)
+    tl = hdr & 31
+    if tl == <uint32_t> TYPE_EXTEND:
+        nxt[0] = off + LEN_EXTEND
+    elif tl == 0:                           # a length word, then the record
+        memcpy(&ext, p + off + 4, 4)
+        rec[0] = off + 8
+        nxt[0] = off + 4 + ext
+    else:
+        rec[0] = off + 4
+        nxt[0] = off + 4 + tl * 4
+    return tl
