@@ -26,6 +26,7 @@ cdef class CpuBufferCore:
     # which the counters still count (see ring_buffer.py's doc)
     cdef public long long freed_entries, freed_bytes
 
+    cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1
     cpdef BufferPage _next_page(self, bint overwrite, bint raw=*)
 
 

@@ -27,26 +27,9 @@ from cpython.bytearray cimport PyByteArray_AS_STRING
 
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_STACK, TRACE_STACK_ID, TS_SHIFT,
-    TYPE_EXTEND, BufferPage, record_at)
+    TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
 
 cdef long long TS_LIMIT = 1LL << 27
-
-
-cdef inline int record_room(int length) noexcept:
-    """The record bytes an event of ``length`` bytes holds (after its
-    header, and its length word when it has one)."""
-    return length - 4 if length - 4 <= SMALL_DATA else length - 8
-
-
-cdef inline int rb_event_length(int payload) noexcept:
-    """``ring_buffer.event_length()``."""
-    cdef int length = payload if payload else 1
-    if length > SMALL_DATA:
-        length += 4
-    length = (length + 4 + 3) & ~3
-    if length == LEN_EXTEND + 4:
-        length += 4
-    return length
 
 
 cdef class CpuBufferCore:
@@ -54,7 +37,7 @@ cdef class CpuBufferCore:
     ring_buffer_per_cpu``): its sub-buffers, its counts (fields:
     _ring_buffer.pxd), and the writer's steps; ``CpuBuffer`` is the rest."""
 
-    def write(self, long long ts, entry, int length, bint overwrite):
+    cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1:
         """``ring_buffer_write()`` of ``entry`` (``length`` bytes, at
         ``ts``); whether it was taken.  The tail is never packed (the newest
         sub-buffers stay tuples), but may be raw (a compiled writer's): the

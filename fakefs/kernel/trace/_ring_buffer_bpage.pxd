@@ -47,3 +47,20 @@ cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *n
         rec[0] = off + 4
         nxt[0] = off + 4 + tl * 4
     return tl
+
+
+cdef inline int record_room(int length) noexcept:
+    """The record bytes an event of ``length`` bytes holds (after its
+    header, and its length word when it has one)."""
+    return length - 4 if length - 4 <= SMALL_DATA else length - 8
+
+
+cdef inline int rb_event_length(int payload) noexcept:
+    """``ring_buffer.event_length()``: bytes an event of ``payload`` bytes uses."""
+    cdef int length = payload if payload else 1
+    if length > SMALL_DATA:
+        length += 4
+    length = (length + 4 + 3) & ~3
+    if length == LEN_EXTEND + 4:
+        length += 4
+    return length

@@ -15,12 +15,12 @@ from operator import itemgetter
 
 from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..lib.versioned import VersionedSet
-from . import trace_entries as te
 from .event_list import register_events
 from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
-from .ring_buffer import EVENT_LENGTHS, EVENT_LENGTHS_KEPT, RingBuffer, event_length
+from ._trace_commit import trace_stack, write_entry
+from .ring_buffer import RingBuffer
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 from .trace_clock import TRACE_CLOCKS, TraceClocks
@@ -355,22 +355,9 @@ class TraceArray:
     def write_entry(self, cpu: int, entry, payload: int, into=None) -> bool:
         """Reserve and commit ``entry``, then ``_task_info()``.  ``into``: the
         CPU buffer it was reserved in before triggers ran (which may have
-        switched tracing or swapped it out since); default: the CPU's now."""
-        if self.clock_reader is not None:
-            entry = (self.clock_reader(entry[0]),) + entry[1:]
-        length = EVENT_LENGTHS[payload] if payload < EVENT_LENGTHS_KEPT else event_length(payload)
-        if into is None:
-            buf = self.buffer
-            if buf.record_off or buf.record_disabled:
-                return False
-            into = buf.cpus[cpu]
-        if not into.write(entry[0], entry, length, self.flags["overwrite"]):
-            return False
-        pid = entry[2]
-        tracing = self.tracing
-        if pid != tracing.taskinfo_pid[cpu] or tracing.tgids.ref:
-            self._task_info(cpu, pid)
-        return True
+        switched tracing or swapped it out since); default: the CPU's now.
+        Compiled (``_trace_commit.write_entry``)."""
+        return write_entry(self, cpu, entry, payload, into)
 
     def _task_info(self, cpu: int, pid: int) -> None:
         """``pid`` committed on ``cpu``: its comm is saved (``record-cmd``) when another
@@ -401,17 +388,9 @@ class TraceArray:
         return n
 
     def trace_stack(self, cpu: int, ts: int, pid: int, flags: int, pc: int, stack: tuple) -> None:
-        """``__ftrace_trace_stack()`` with the stackmap series applied."""
-        if self.flags.get("stackmap"):
-            smap = self.stackmap
-            if smap is not None:
-                sid = smap.get_id(stack, cpu)
-                if sid >= 0:
-                    if self.write_entry(cpu, (ts, te.TRACE_STACK_ID, pid, flags, pc, sid, None),
-                                        te.STACK_ID_PAYLOAD):
-                        return
-        self.write_entry(cpu, (ts, te.TRACE_STACK, pid, flags, pc, stack, None),
-                         te.stack_payload(len(stack)))
+        """``__ftrace_trace_stack()`` with the stackmap series applied
+        (compiled: ``_trace_commit.trace_stack``)."""
+        trace_stack(self, cpu, ts, pid, flags, pc, stack)
 
     # --- instances -----------------------------------------------------------
     def destroy(self) -> None:

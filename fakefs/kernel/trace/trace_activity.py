@@ -44,6 +44,7 @@ from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
+from ._trace_machine_hits import written_hit
 from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -289,7 +290,9 @@ class TraceActivity(MachineHits):
                     self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs, graph)
                     j = k
             if _id == MACHINE:
-                self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
+                # (the hits that only write records: compiled, the same)
+                if not written_hit(self, ev, wl, rng, cpu):
+                    self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
             elif ev is None:
                 if graph:
                     self._function_calls(ftrs, wl, rng, cpu, [ts], probe_trs, graph)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..mm.mmap import user_stack
 from . import trace_entries as te
+from ._trace_commit import AFTER, COMMITTED, PLAIN, after_commit, commit_written
 from .trace_events_trigger import ETT_NONE, PRINT_EVENT, EventTriggers, TriggerData
 
 
@@ -55,10 +56,10 @@ def event_triggers_post_call(tr, trig: EventTriggers, tt: int, cpu, rec, stack) 
             _run(data, tr, cpu, rec, stack)
 
 
-# how a hit of an event is committed in an array (``commit_way``)
-COMMITTED = 0       # the commit path: triggers, pid lists, the filter, then the record
-AFTER = 1           # the record, then the stack options (none of the others)
-PLAIN = 2           # the record alone
+# how a hit of an event is committed in an array (``commit_way``): COMMITTED
+# the commit path (triggers, pid lists, the filter, then the record), AFTER
+# the record then the stack options, PLAIN the record alone; the last two
+# are compiled (``_trace_commit``)
 
 
 def commit_way(tr, ev) -> int:
@@ -78,10 +79,7 @@ def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack, way: int =
     ``way``: the least ``commit_way()`` of the arrays where the caller knows
     it (the machine's hits keep it with their recorders)."""
     if way:
-        for tr in trs:
-            if tr.write_entry(cpu, entry, payload) and way == AFTER:
-                stack = _after_commit(tr, cpu, entry, stack)
-        return stack
+        return commit_written(trs, cpu, entry, payload, stack, way)
     for tr in trs:
         trig = tr.event_triggers.get(ev)
         if trig is not None:
@@ -90,7 +88,7 @@ def trace_event_commit(trs, ev, cpu: int, entry, payload: int, stack, way: int =
         if tr.event_ignored(ev, entry, cpu):
             continue
         if tr.write_entry(cpu, entry, payload):
-            stack = _after_commit(tr, cpu, entry, stack)
+            stack = after_commit(tr, cpu, entry, stack)
     return stack
 
 
@@ -104,7 +102,7 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
         if soft_off or not tr.cpumask >> cpu & 1 or tr.event_ignored(ev, entry, cpu):
             return stack
         if tr.write_entry(cpu, entry, payload):
-            stack = _after_commit(tr, cpu, entry, stack)
+            stack = after_commit(tr, cpu, entry, stack)
         return stack
     # set_event_pid leaves it out before the record is made; else it is
     # reserved in the buffer (or in a scratch buffer when the buffer refuses
@@ -120,7 +118,7 @@ def _commit_triggered(tr, trig, ev, cpu, entry, payload, stack):
     if into is not None and ev not in tr.soft_disabled:
         flt = tr.event_filters.get(ev)
         if (flt is None or flt(entry, cpu)) and tr.write_entry(cpu, entry, payload, into):
-            stack = _after_commit(tr, cpu, entry, stack)
+            stack = after_commit(tr, cpu, entry, stack)
     _commit_nested(tracing, outer)
     if tt:
         event_triggers_post_call(tr, trig, tt, cpu, entry, stack)
@@ -143,20 +141,6 @@ def nested_commit(tracing, trs, ev, cpu: int, entry, payload: int) -> None:
         tracing.nested.append((trs, ev, cpu, entry, payload))
     else:
         trace_event_commit(trs, ev, cpu, entry, payload, None)
-
-
-def _after_commit(tr, cpu, entry, stack):
-    """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
-    kernel stack (``stacktrace``), then the user stack
-    (``userstacktrace``); the stack made."""
-    flags = tr.flags
-    if flags.get("stacktrace"):
-        if callable(stack):
-            stack = stack()
-        tr.trace_stack(cpu, entry[0], entry[2], entry[3], entry[4], stack)
-    if flags.get("userstacktrace"):
-        ftrace_trace_userstack(tr, cpu, entry)
-    return stack
 
 
 def ftrace_trace_userstack(tr, cpu, entry) -> None:

@@ -15,28 +15,20 @@ vfs_read() ...): the function arrays and probes see those calls.
 from __future__ import annotations
 
 from ..entry_common import syscall_work
+from ._trace_machine_hits import CODE_PATHS, SYS_WORK, SYSCALL_TRACEPOINTS
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_context import CALL_CONTEXT
 from .trace_events_commit import PLAIN, commit_way, trace_event_commit
 from ..tracepoint import TracepointHooks
 from .trace_syscalls import SyscallEvent
 
-# tracepoints the scheduler fires itself when a machine drives the kernel
-SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
 CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
 # allocations: the index of their gfp_flags argument; one whose flags may
 # sleep (__GFP_DIRECT_RECLAIM, as GFP_KERNEL's) is the running task's own,
 # never an interrupt's (GFP_ATOMIC ones may be either)
 TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
 GFP_DIRECT_RECLAIM = 0x400
-# tracepoints always probed: the switches (who runs), and the code a
-# task goes through for them (the calls on its way) — a switch's
-# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
-CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
 FOLLOWED = CODE_PATHS
-# not a tracepoint: a real process's system call whose work is traced
-# (``SyscallEntry.enter``), queued as the hits are
-SYS_WORK = "sys_work"
 
 
 def recorders_key(trs) -> tuple:

@@ -1,0 +1,95 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""An entry's commit into a trace array's CPU buffer, compiled (the data
+plane: docs/data-plane.md): ``TraceArray.write_entry()`` and
+``TraceArray.trace_stack()`` (trace.py's methods are these), and an event
+hit's commit in arrays that only write its record (PLAIN) or write it and
+add the stack options (AFTER: ``trace_buffer_unlock_commit_regs()``);
+``trace_events_commit.commit_way()`` says which, the whole commit path
+(triggers, pid lists, filters) stays there.
+
+The buffer's side is C (``CpuBufferCore.write()``); the array's settings
+and the task info saved at a commit are read as the Python did, so this is
+the same code with no Python frame per step: a machine's hit went through
+five of them (commit, write, the stack option, its stack's write, the CPU
+buffer's write).
+"""
+
+from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
+from fakefs.kernel.trace._ring_buffer_bpage cimport rb_event_length
+
+from fakefs.kernel.trace import trace_entries as te
+
+# how a hit of an event is committed in an array (``trace_events_commit.commit_way``)
+COMMITTED = 0       # the commit path: triggers, pid lists, the filter, then the record
+AFTER = 1           # the record, then the stack options (none of the others)
+PLAIN = 2           # the record alone
+
+cdef int _AFTER = AFTER
+cdef int TRACE_STACK = te.TRACE_STACK, TRACE_STACK_ID = te.TRACE_STACK_ID
+cdef int STACK_ID_PAYLOAD = te.STACK_ID_PAYLOAD, ENTRY_HDR = te.TRACE_ENTRY_HDR
+
+
+cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
+    """``TraceArray.write_entry()``: reserve and commit ``entry`` (its
+    record ``payload`` bytes) in array ``tr``'s buffer for ``cpu``, then
+    ``_task_info()``.  ``into``: the CPU buffer it was reserved in before
+    triggers ran (which may have switched tracing or swapped it out since);
+    default: the CPU's now.  Whether it was taken."""
+    reader = tr.clock_reader
+    if reader is not None:
+        entry = (reader(entry[0]),) + entry[1:]
+    if into is None:
+        buf = tr.buffer
+        if buf.record_off or buf.record_disabled:
+            return False
+        into = buf.cpus[cpu]
+    if not (<CpuBufferCore?> into).write(entry[0], entry, rb_event_length(payload),
+                                          tr.flags["overwrite"]):
+        return False
+    pid = entry[2]
+    tracing = tr.tracing
+    if pid != tracing.taskinfo_pid[cpu] or tracing.tgids.ref:
+        tr._task_info(cpu, pid)
+    return True
+
+
+cpdef void trace_stack(tr, int cpu, ts, pid, flags, pc, stack) except *:
+    """``__ftrace_trace_stack()`` with the stackmap series applied: the
+    stack's id in the stackmap where it has one (``stackmap`` on), else the
+    stack in full."""
+    if tr.flags.get("stackmap"):
+        smap = tr.stackmap
+        if smap is not None:
+            sid = smap.get_id(stack, cpu)
+            if sid >= 0:
+                if write_entry(tr, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
+                               STACK_ID_PAYLOAD):
+                    return
+    write_entry(tr, cpu, (ts, TRACE_STACK, pid, flags, pc, stack, None),
+                ENTRY_HDR + 8 + 8 * len(stack))
+
+
+cpdef after_commit(tr, int cpu, tuple entry, stack):
+    """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
+    kernel stack (``stacktrace``; ``stack`` the hit's, or a function making
+    it, called at most once), then the user stack (``userstacktrace``);
+    the stack, as made."""
+    flags = tr.flags
+    if flags.get("stacktrace"):
+        if callable(stack):
+            stack = stack()
+        trace_stack(tr, cpu, entry[0], entry[2], entry[3], entry[4], stack)
+    if flags.get("userstacktrace"):
+        from .trace_events_commit import ftrace_trace_userstack
+        ftrace_trace_userstack(tr, cpu, entry)
+    return stack
+
+
+def commit_written(trs, int cpu, tuple entry, int payload, stack, int way):
+    """``trace_event_commit()`` where the arrays' least way is AFTER or
+    PLAIN: each array writes the record, and with AFTER adds its stack
+    options; the stack, as made."""
+    for tr in trs:
+        if write_entry(tr, cpu, entry, payload, None) and way == _AFTER:
+            stack = after_commit(tr, cpu, entry, stack)
+    return stack
