@@ -16,6 +16,7 @@ buffer's write).
 
 from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 from fakefs.kernel.trace._ring_buffer_bpage cimport rb_event_length
+from fakefs.kernel.trace._trace_stackmap cimport get_id
 
 from fakefs.kernel.trace import trace_entries as te
 
@@ -60,7 +61,7 @@ cpdef void trace_stack(tr, int cpu, ts, pid, flags, pc, stack) except *:
     if tr.flags.get("stackmap"):
         smap = tr.stackmap
         if smap is not None:
-            sid = smap.get_id(stack, cpu)
+            sid = get_id(smap, stack, cpu)
             if sid >= 0:
                 if write_entry(tr, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
                                STACK_ID_PAYLOAD):

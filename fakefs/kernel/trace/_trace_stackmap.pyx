@@ -1,20 +1,86 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The stackmap's probing, compiled (the data plane: docs/data-plane.md).
+"""The stackmap's lookup, compiled (the data plane: docs/data-plane.md).
 
-``probe()`` is the walk of ``FtraceStackMap.get_id()`` over the table's
-slots (trace_stackmap.py), with the answer encoded so that the caller does
-what the answer asks (count, claim, publish): ``probe_reference()`` in
-trace_stackmap.py is its specification, tests/kernel/trace/
-test_trace_stackmap.py holds them equal.
+``get_id()`` is ``FtraceStackMap.get_id()`` (trace_stackmap.py says what
+the map is and what each step does; its method is this), its elements
+``StackMapElt``.  ``probe()`` is its walk over the table's slots, with the
+answer encoded so that the caller does what the answer asks (count,
+claim, publish): ``probe_reference()`` in trace_stackmap.py is its
+specification, tests/kernel/trace/test_trace_stackmap.py holds them equal,
+and the shortcuts equal to the walk.
 """
 
 from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsUnsignedLong
 from cpython.ref cimport PyObject
+from libc.errno cimport EINVAL, ENOSPC
+
+MAX_DEPTH = 64          # the deepest stack stored (longer ones are cut)
+MAX_PROBE = 64          # slots probed before a lookup gives up
+
+cdef Py_ssize_t _MAX_DEPTH = MAX_DEPTH
+cdef int _MAX_PROBE = MAX_PROBE
 
 
-def probe(list keys, list vals, unsigned long key, tuple ips, Py_ssize_t idx, Py_ssize_t mask,
-          int max_probe):
+cdef class StackMapElt:
+    """An element of the pool: a stack, and how often it was looked up
+    (fields: _trace_stackmap.pxd)."""
+
+    def __init__(self, ips):
+        self.nr = len(ips)
+        self.ref_count = 1
+        self.ips = ips
+
+
+cpdef long long get_id(smap, ips, int cpu) except? -1000:
+    """``smap.get_id(ips, cpu)`` (``smap`` an ``FtraceStackMap``): the
+    stack_id (slot index) of stack ``ips`` looked up on ``cpu``, or a
+    negative errno."""
+    cdef StackMapElt elt
+    cdef long long idx
+    if smap.resetting or not ips:
+        return -EINVAL
+    if len(ips) > _MAX_DEPTH:
+        ips = ips[:_MAX_DEPTH]
+    hit = smap._stored.get(ips)
+    if hit is not None:
+        elt = hit[1]
+        elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+        smap.successes[cpu] += 1
+        return hit[0]
+    if not smap.empty_slots:
+        # every slot claimed and the stack in none: the walk would
+        # probe MAX_PROBE slots, find neither it nor room, and drop
+        smap.drops[cpu] += 1
+        return -ENOSPC
+    key = smap._hash_cache.get(ips)
+    if key is None:
+        key = smap.key_hash(ips)
+    vals = smap.vals
+    idx = probe(smap.keys, vals, key, ips, key >> smap._shift, smap.map_size - 1, _MAX_PROBE)
+    if idx >= 0:                        # the stack's slot
+        elt = vals[idx]
+        elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+        smap.successes[cpu] += 1
+        return idx
+    if idx == -1:                       # MAX_PROBE slots, neither it nor room
+        smap.drops[cpu] += 1
+        return -ENOSPC
+    idx = -2 - idx                      # a free slot: claimed
+    smap.keys[idx] = key
+    smap.empty_slots -= 1
+    if smap.next_elt >= smap.max_elts:
+        smap.drops[cpu] += 1            # the pool is used up: a gravestone
+        return -ENOSPC
+    smap.next_elt += 1
+    elt = vals[idx] = StackMapElt(ips)
+    smap._stored[ips] = (idx, elt)
+    smap.successes[cpu] += 1
+    return idx
+
+
+cpdef long long probe(list keys, list vals, unsigned long key, tuple ips, Py_ssize_t idx,
+                      Py_ssize_t mask, int max_probe) except? -1000:
     """From slot ``idx`` on (wrapping at ``mask``), at most ``max_probe``
     slots: the slot holding ``key`` whose element's stack is ``ips`` (its
     index), else the first free slot (``-2 - index``), else -1."""

@@ -30,10 +30,8 @@ import struct
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..lib.jhash import jhash2_ulongs
-from ._trace_stackmap import probe
+from ._trace_stackmap import MAX_DEPTH, StackMapElt, get_id
 
-MAX_DEPTH = 64
-MAX_PROBE = 64
 BITS_MIN, BITS_MAX, BITS_DEFAULT = 10, 18, 14
 
 BIN_MAGIC = 0x464D5342  # 'FSMB'
@@ -60,15 +58,6 @@ def probe_reference(keys, vals, key: int, ips: tuple, idx: int, mask: int, max_p
             return -2 - idx
         idx += 1
     return -1
-
-
-class StackMapElt:
-    __slots__ = ("nr", "ref_count", "ips")
-
-    def __init__(self, ips: tuple):
-        self.nr = len(ips)
-        self.ref_count = 1
-        self.ips = ips
 
 
 class FtraceStackMap:
@@ -111,45 +100,12 @@ class FtraceStackMap:
 
     # --- hot path ---------------------------------------------------------
     def get_id(self, ips: tuple, cpu: int = 0) -> int:
-        """Return the stack_id (slot index) or a negative errno."""
-        if self.resetting or not ips:
-            return -errno.EINVAL
-        if len(ips) > MAX_DEPTH:
-            ips = ips[:MAX_DEPTH]
-        hit = self._stored.get(ips)
-        if hit is not None:
-            elt = hit[1]
-            elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
-            self.successes[cpu] += 1
-            return hit[0]
-        if not self.empty_slots:
-            # every slot claimed and the stack in none: the walk would
-            # probe MAX_PROBE slots, find neither it nor room, and drop
-            self.drops[cpu] += 1
-            return -errno.ENOSPC
-        key = self._hash_cache.get(ips)
-        if key is None:
-            key = self.key_hash(ips)
-        idx = probe(self.keys, self.vals, key, ips, key >> self._shift, self.map_size - 1, MAX_PROBE)
-        if idx >= 0:                        # the stack's slot
-            val = self.vals[idx]
-            val.ref_count = (val.ref_count + 1) & 0xFFFFFFFF
-            self.successes[cpu] += 1
-            return idx
-        if idx == -1:                       # MAX_PROBE slots, neither it nor room
-            self.drops[cpu] += 1
-            return -errno.ENOSPC
-        idx = -2 - idx                      # a free slot: claimed
-        self.keys[idx] = key
-        self.empty_slots -= 1
-        if self.next_elt >= self.max_elts:
-            self.drops[cpu] += 1            # the pool is used up: a gravestone
-            return -errno.ENOSPC
-        self.next_elt += 1
-        elt = self.vals[idx] = StackMapElt(ips)
-        self._stored[ips] = (idx, elt)
-        self.successes[cpu] += 1
-        return idx
+        """Return the stack_id (slot index) or a negative errno: the stored
+        stack's slot (the first shortcut), a drop once every slot is
+        claimed (the second), else the walk (``probe``), claiming a free
+        slot and publishing a new element from the pool, or a gravestone
+        once the pool is used up.  Compiled (``_trace_stackmap.get_id``)."""
+        return get_id(self, ips, cpu)
 
     def unseen_lookups(self, successes: int, drops: int, cpu: int, rng: random.Random) -> None:
         """Account lookups made in time nobody could see (trace_backlog):

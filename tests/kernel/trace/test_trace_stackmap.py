@@ -8,9 +8,10 @@ import pytest
 
 from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
 from fakefs.kernel.lib.jhash import jhash2, jhash2_ulongs
+from fakefs.kernel.trace._trace_stackmap import MAX_PROBE
 from fakefs.kernel.trace.trace_stackmap import (
-    BIN_MAGIC, FtraceStackMap, MAX_DEPTH, MAX_PROBE, StackMapBinOps, StackMapOps,
-    StackMapStatOps, is_reset_command)
+    BIN_MAGIC, FtraceStackMap, MAX_DEPTH, StackMapBinOps, StackMapOps, StackMapStatOps,
+    is_reset_command)
 
 UPSTREAM_DUMP = os.path.join(os.path.dirname(__file__), "../../../../shared/upstream/stackmap_dump.py")
 
