@@ -31,22 +31,36 @@ cdef extern from *:
         uint32_t state[624]
 
 
+cdef extern from *:
+    """
+    /* MT19937's refill of its 624 words (the reference algorithm), once
+       every 624 outputs: kept out of line, so that the draw itself, inlined
+       wherever the compiled loops draw, stays a load and four shifts. */
+    static void __attribute__((noinline)) fakefs_mt_refill(uint32_t *mt) {
+        uint32_t y;
+        int k;
+        for (k = 0; k < 624 - 397; k++) {
+            y = (mt[k] & 0x80000000U) | (mt[k + 1] & 0x7fffffffU);
+            mt[k] = mt[k + 397] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfU : 0U);
+        }
+        for (; k < 623; k++) {
+            y = (mt[k] & 0x80000000U) | (mt[k + 1] & 0x7fffffffU);
+            mt[k] = mt[k + 397 - 624] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfU : 0U);
+        }
+        y = (mt[623] & 0x80000000U) | (mt[0] & 0x7fffffffU);
+        mt[623] = mt[396] ^ (y >> 1) ^ ((y & 1) ? 0x9908b0dfU : 0U);
+    }
+    """
+    void fakefs_mt_refill(uint32_t *mt) nogil
+
+
 cdef inline uint32_t mt_next(fakefs_mt_t *g) noexcept nogil:
     """MT19937's next 32-bit output (the reference algorithm)."""
     cdef uint32_t y
-    cdef int k
-    cdef uint32_t *mt = g.state
     if g.index >= 624:
-        for k in range(624 - 397):
-            y = (mt[k] & 0x80000000U) | (mt[k + 1] & 0x7fffffffU)
-            mt[k] = mt[k + 397] ^ (y >> 1) ^ (0x9908b0dfU if y & 1 else 0U)
-        for k in range(624 - 397, 623):
-            y = (mt[k] & 0x80000000U) | (mt[k + 1] & 0x7fffffffU)
-            mt[k] = mt[k + 397 - 624] ^ (y >> 1) ^ (0x9908b0dfU if y & 1 else 0U)
-        y = (mt[623] & 0x80000000U) | (mt[0] & 0x7fffffffU)
-        mt[623] = mt[396] ^ (y >> 1) ^ (0x9908b0dfU if y & 1 else 0U)
+        fakefs_mt_refill(g.state)
         g.index = 0
-    y = mt[g.index]
+    y = g.state[g.index]
     g.index += 1
     y ^= y >> 11
     y ^= (y << 7) & 0x9d2c5680U
