@@ -18,6 +18,7 @@ from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 from fakefs.kernel.trace._ring_buffer_bpage cimport rb_event_length
 from fakefs.kernel.trace._trace_stackmap cimport get_id
 
+from fakefs.kernel.mm.mmap import user_stack
 from fakefs.kernel.trace import trace_entries as te
 
 # how a hit of an event is committed in an array (``trace_events_commit.commit_way``)
@@ -28,6 +29,8 @@ PLAIN = 2           # the record alone
 cdef int _AFTER = AFTER
 cdef int TRACE_STACK = te.TRACE_STACK, TRACE_STACK_ID = te.TRACE_STACK_ID
 cdef int STACK_ID_PAYLOAD = te.STACK_ID_PAYLOAD, ENTRY_HDR = te.TRACE_ENTRY_HDR
+cdef int TRACE_USER_STACK = te.TRACE_USER_STACK, USERSTACK_PAYLOAD = te.USERSTACK_PAYLOAD
+cdef int TRACE_FLAG_NMI = te.TRACE_FLAG_NMI
 
 
 cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
@@ -81,9 +84,20 @@ cpdef after_commit(tr, int cpu, tuple entry, stack):
             stack = stack()
         trace_stack(tr, cpu, entry[0], entry[2], entry[3], entry[4], stack)
     if flags.get("userstacktrace"):
-        from .trace_events_commit import ftrace_trace_userstack
         ftrace_trace_userstack(tr, cpu, entry)
     return stack
+
+
+cdef void ftrace_trace_userstack(tr, int cpu, tuple entry) except *:
+    """``ftrace_trace_userstack()``: the current task's tgid and user
+    stack (mm/mmap.py); none in NMI context."""
+    if entry[3] & TRACE_FLAG_NMI:
+        return
+    k = tr.kernel
+    task = k.sched.find(entry[2])
+    tgid = task.tgid if task is not None and task.pid else 0
+    write_entry(tr, cpu, (entry[0], TRACE_USER_STACK, entry[2], entry[3], entry[4], tgid,
+                          user_stack(k.seed, task)), USERSTACK_PAYLOAD)
 
 
 def commit_written(trs, int cpu, tuple entry, int payload, stack, int way):

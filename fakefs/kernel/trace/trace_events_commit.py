@@ -17,7 +17,6 @@ then the held-back ones run.  ``trace_marker`` writes go through
 
 from __future__ import annotations
 
-from ..mm.mmap import user_stack
 from . import trace_entries as te
 from ._trace_commit import AFTER, COMMITTED, PLAIN, after_commit, commit_written
 from .trace_events_trigger import ETT_NONE, PRINT_EVENT, EventTriggers, TriggerData
@@ -141,18 +140,6 @@ def nested_commit(tracing, trs, ev, cpu: int, entry, payload: int) -> None:
         tracing.nested.append((trs, ev, cpu, entry, payload))
     else:
         trace_event_commit(trs, ev, cpu, entry, payload, None)
-
-
-def ftrace_trace_userstack(tr, cpu, entry) -> None:
-    """``ftrace_trace_userstack()``: the current task's tgid and user
-    stack (mm/mmap.py); none in NMI context."""
-    if entry[3] & te.TRACE_FLAG_NMI:
-        return
-    k = tr.kernel
-    task = k.sched.find(entry[2])
-    tgid = task.tgid if task is not None and task.pid else 0
-    tr.write_entry(cpu, (entry[0], te.TRACE_USER_STACK, entry[2], entry[3], entry[4], tgid,
-                         user_stack(k.seed, task)), te.USERSTACK_PAYLOAD)
 
 
 def trace_print_commit(tr, cpu: int, entry, payload: int, buf: str, stack) -> bool:
