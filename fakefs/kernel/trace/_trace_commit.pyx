@@ -108,3 +108,20 @@ def commit_written(trs, int cpu, tuple entry, int payload, stack, int way):
         if write_entry(tr, cpu, entry, payload, None) and way == _AFTER:
             stack = after_commit(tr, cpu, entry, stack)
     return stack
+
+
+cpdef Py_ssize_t record_size(ev, args) except -1:
+    """``EventDef.record_size()``: bytes a hit of ``ev`` with fields
+    ``args`` takes in its record: the struct, plus the strings of its
+    ``__data_loc`` fields (each with its NUL) that go after it."""
+    dyn = ev._dynamic
+    if dyn is None:
+        dyn = ev.dynamic_fields()
+    cdef Py_ssize_t n = ev.payload
+    for i in dyn:
+        v = args[i]
+        if isinstance(v, str):
+            n += len(<str> v) + 1
+        elif isinstance(v, (bytes, bytearray)):
+            n += len(v)
+    return n

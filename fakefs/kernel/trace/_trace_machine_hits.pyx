@@ -12,7 +12,7 @@ same order, from the same draws; any other hit is left to the Python
 path.
 """
 
-from fakefs.kernel.trace._trace_commit cimport after_commit, write_entry
+from fakefs.kernel.trace._trace_commit cimport after_commit, record_size, write_entry
 
 from fakefs.kernel.trace._trace_commit import AFTER, COMMITTED
 
@@ -60,7 +60,7 @@ def written_hit(act, tuple hit, wl, rng, int cpu):
         ev, conv, etrs, way = <tuple> rec
         fields = args if conv is None else conv(args)
         entry = (ts, ev.id, pid, flags, pc, fields, None)
-        payload = ev.record_size(fields)
+        payload = record_size(ev, fields)
         for tr in etrs:
             if write_entry(tr, cpu, entry, payload, None) and way == _AFTER:
                 if stack is None and tr.flags.get("stacktrace"):

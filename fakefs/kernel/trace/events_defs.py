@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from ..cpu import online_cpu
+from ._trace_commit import record_size
 from .trace_export import COMMON_FIELDS, _field
 
 with open(os.path.join(os.path.dirname(__file__), "data", "show_gfp_flags.txt")) as _fh:
@@ -83,19 +84,17 @@ class EventDef:
 
     def record_size(self, args) -> int:
         """Bytes a hit's record takes: the struct, plus the strings of its
-        ``__data_loc`` fields (each with its NUL) that go after it."""
+        ``__data_loc`` fields (each with its NUL) that go after it
+        (compiled: ``_trace_commit.record_size``)."""
+        return record_size(self, args)
+
+    def dynamic_fields(self) -> tuple:
+        """The indexes of its ``__data_loc`` fields (computed once)."""
         dyn = self._dynamic
         if dyn is None:
             fields = self.desc.fields if self.desc is not None else ()
             dyn = self._dynamic = tuple(i for i, f in enumerate(fields) if f.is_dynamic)
-        n = self.payload
-        for i in dyn:
-            v = args[i]
-            if isinstance(v, str):
-                n += len(v) + 1
-            elif isinstance(v, (bytes, bytearray)):
-                n += len(v)
-        return n
+        return dyn
 
     def format_text(self) -> str:
         if self.desc is not None:
