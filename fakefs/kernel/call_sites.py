@@ -288,33 +288,3 @@ class CallSites:
             return None
         # compiled (_reach.way_up; reach_reference.way_up is its specification)
         return way_up(self._ups, key, rev, reach, key[1], fid, self.wg.max_depth, TRIES, rng.random)
-        entries = key[1]
-        maxd = self.wg.max_depth
-        callers = self._ups
-        for t in range(TRIES):
-            # any caller the entries reach, with room left to get to one of
-            # them; the last try only callers nearer to them (it gets there)
-            strict = t == TRIES - 1
-            chain, seen, f = [fid], {fid}, fid
-            while f not in entries:
-                df = reach[f]
-                reached = callers.get((key, f))
-                if reached is None:
-                    reached = callers[(key, f)] = [(g, w, reach[g]) for g, w in rev.get(f, ())
-                                                    if g in reach]
-                ups = [(g, w) for g, w, dg in reached if g not in seen
-                       and (dg < df if strict else dg + len(chain) < maxd)]
-                if not ups:
-                    break
-                x = rng.random() * sum(w for _, w in ups)
-                for g, w in ups:
-                    x -= w
-                    if x < 0:
-                        break
-                chain.append(g)
-                seen.add(g)
-                f = g
-            if f in entries:
-                chain.reverse()
-                return chain
-        return None

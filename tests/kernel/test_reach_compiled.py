@@ -19,6 +19,13 @@ def k():
     return boot(seed=2, nr_cpus=2)
 
 
+class Called(random.Random):
+    """A generator the compiled code calls (not drawn from in C)."""
+
+    def random(self):
+        return super().random()
+
+
 def _kinds(w):
     rng = random.Random(5)
     ids = range(len(w.wg.names))
@@ -63,10 +70,6 @@ def test_the_way_down_is_the_references(k):
     interrupts; with a generator drawn from in C and one called."""
     from fakefs.kernel._reach import descend as compiled
     from fakefs.kernel.reach_reference import descend as reference
-
-    class Called(random.Random):
-        def random(self):                    # (not drawn from in C)
-            return super().random()
 
     w = k.workload
     reach, frames = w.reach, w.frames
@@ -132,10 +135,6 @@ def test_a_call_sites_way_up_is_the_references(k):
     from fakefs.kernel._reach import way_up as compiled
     from fakefs.kernel.reach_reference import way_up as reference
     from fakefs.kernel.call_sites import TRIES
-
-    class Called(random.Random):
-        def random(self):                    # (not drawn from in C)
-            return super().random()
 
     w = k.workload
     cs, wg = w.call_sites, w.wg

@@ -15,19 +15,13 @@ vfs_read() ...): the function arrays and probes see those calls.
 from __future__ import annotations
 
 from ..entry_common import syscall_work
-from ._trace_machine_hits import CODE_PATHS, SYS_WORK, SYSCALL_TRACEPOINTS
+from ._trace_machine_hits import CODE_PATHS, SYS_WORK, SYSCALL_TRACEPOINTS, allocator_stack, at_call_site
 from .ftrace_sysctl import ftrace_calls_enabled
 from .trace_context import CALL_CONTEXT
 from .trace_events_commit import PLAIN, commit_way, trace_event_commit
 from ..tracepoint import TracepointHooks
 from .trace_syscalls import SyscallEvent
 
-CALL_SITE_TRACEPOINTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free")
-# allocations: the index of their gfp_flags argument; one whose flags may
-# sleep (__GFP_DIRECT_RECLAIM, as GFP_KERNEL's) is the running task's own,
-# never an interrupt's (GFP_ATOMIC ones may be either)
-TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
-GFP_DIRECT_RECLAIM = 0x400
 FOLLOWED = CODE_PATHS
 
 
@@ -126,28 +120,14 @@ class MachineHits:
         if not recorders and not hooks:
             return
         ev = recorders[0][0] if recorders else self._event_def(name)
-        stack = None
         if self.kernel.driver is not None:
-            task = self.curr[cpu]
-            gfp_arg = TASK_TRACEPOINTS.get(name)
-            task_only = (task.pid != 0 and gfp_arg is not None
-                         and bool(args[gfp_arg] & GFP_DIRECT_RECLAIM))
-            if name in CALL_SITE_TRACEPOINTS and args[0]:
-                stack = wl.call_site_stack(rng, cpu, ev.kind, args[0], task_only)
-            if stack is None:
-                stack = wl.event_stack(rng, cpu, ev.kind, task_only=task_only)
+            task, stack = allocator_stack(self, name, args, ev, wl, rng, cpu)
         else:
             try:
                 task, stack = wl.stacks_for_event(rng, cpu, ev.kind)
             except ValueError:               # no path to it: where the task is
                 task, stack = wl.sample(rng, cpu)
-        if name in CALL_SITE_TRACEPOINTS and len(stack) > 1:
-            if not args[0]:
-                args = (stack[1],) + args[1:]
-            elif stack[1] != args[0]:
-                # the graph does not know the tag's function (or its
-                # callers): the allocator's frame, then the call site
-                stack = (stack[0], args[0])
+        args, stack = at_call_site(name, args, stack)
         flags, pc = self.context_flags(stack)
         pid = task.pid
         for ev, _conv, etrs, way in recorders:
