@@ -19,7 +19,9 @@
    runs, the daemon's CPU with 200 readers blocked in trace_pipe, and the writes of
    1,000 kprobes vs 100 (per probe);
 11. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
-   pair with its synthetic event (hist.py), vs the same events without a trigger.
+   pair with its synthetic event (hist.py), vs the same events without a trigger;
+12. ``echo 0 > tracing_on`` after 1 s and 5 s of tracing on a mount (tracing_off.py): the
+   function tracer, every event, both with stacks, function_graph (DM4: <= 50 ms).
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """
@@ -33,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from . import catchup, costs, engine, hist, memory, recorders, requests, seed004
+from . import catchup, costs, engine, hist, memory, recorders, requests, seed004, tracing_off
 
 ROUNDS = 5
 
@@ -278,6 +280,8 @@ def main(argv=None) -> int:
                      catchup.bench_rates))
     sections.append(("trace-cmd record in fakefs sandbox (function tracer; every event; "
                      "one run)", recorders.bench_recorders))
+    sections.append(("echo 0 > tracing_on after tracing, on a mount (median and worst of %d mounts)"
+                     % tracing_off.MOUNTS, tracing_off.bench_tracing_off))
     sections.append(("daemon memory (stackmap, stacktrace, function tracer, every event; "
                      "one run)", memory.bench_memory))
     sections.append(("memory of full big buffers (in-process; one run)",
