@@ -20,8 +20,8 @@
    1,000 kprobes vs 100 (per probe);
 11. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
    pair with its synthetic event (hist.py), vs the same events without a trigger;
-12. ``echo 0 > tracing_on`` after 1 s and 5 s of tracing on a mount (tracing_off.py): the
-   function tracer, every event, both with stacks, function_graph (DM4: <= 50 ms).
+12. ``echo 0 > tracing_on`` after 1 s and 5 s of tracing on a mount (tracing_off.py), for
+   the engine bench's configurations (DM4: <= 50 ms).
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """

@@ -1,7 +1,8 @@
 """``echo 0 > tracing_on`` after tracing (issue 33, DM4), through a real mount.
 
-A mount, a configuration written (the function tracer; every event; both
-with ``stacktrace`` and ``stackmap``; function_graph), ``TRACED_S`` seconds
+A mount, a configuration written (the engine bench's: the function tracer;
+every event; both with ``stacktrace`` and ``stackmap``; ``sched_switch``
+alone; function_graph), ``TRACED_S`` seconds
 of the wall clock while it traces, then the time of one write of ``0`` to
 ``tracing_on``: what a user stopping a trace waits, which is the machine
 catching up with the instant of the write.  A machine slower than real time
@@ -17,18 +18,11 @@ import statistics
 import time
 
 from .barefs import fakefs_mounted
+from .engine import CONFIGS
 
 TRACING = "sys/kernel/tracing/"
 MOUNTS = 3
 TRACED_S = (1, 5)
-CONFIGS = (
-    ("function tracer", (("current_tracer", "function"),)),
-    ("every event", (("events/enable", "1"),)),
-    ("function + stacktrace + stackmap + every event",
-     (("current_tracer", "function"), ("events/enable", "1"),
-      ("options/stacktrace", "1"), ("options/stackmap", "1"))),
-    ("function_graph", (("current_tracer", "function_graph"),)),
-)
 
 
 def _write(mnt: str, path: str, value: str) -> None:

@@ -53,11 +53,6 @@ def event_length(payload: int) -> int:
     return length
 
 
-# the lengths of events of up to EVENT_LENGTHS_KEPT payload bytes, by payload
-EVENT_LENGTHS_KEPT = 512
-EVENT_LENGTHS = [event_length(n) for n in range(EVENT_LENGTHS_KEPT)]
-
-
 def subbuf_capacity(order: int) -> int:
     """``rb_subbuf_capacity()``: data bytes of a sub-buffer of ``order``."""
     return (PAGE_SIZE << order) - BUF_PAGE_HDR_SIZE

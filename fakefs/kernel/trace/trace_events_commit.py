@@ -2,8 +2,10 @@
 (``trace_event_buffer_commit()``, ``event_triggers_call()`` of
 kernel/trace/trace_events_trigger.c, ``tracing_mark_write()``).
 
-:func:`trace_event_commit` is the one place where a hit goes into the
-arrays: the pid lists and the event filter (``TraceArray.event_ignored``),
+:func:`trace_event_commit` is where a hit goes into the arrays (the
+machine's hits whose arrays only write them, ``commit_way()`` PLAIN or
+AFTER, take the compiled ``_trace_commit``/``_trace_machine_hits`` way to
+the same records): the pid lists and the event filter (``TraceArray.event_ignored``),
 the triggers (``trace_events_trigger.py``), soft-disable and the
 ``stacktrace`` option are handled there.  As the kernel does it: with no
 trigger needing the record (no filter, no post trigger) the triggers run

@@ -106,7 +106,7 @@ def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, setting
 def _reset_between(raw, monkeypatch):
     """Calls with stacks through the stackmap, the map reset (tracing off a
     moment), calls again: the files after each part."""
-    from kfiles import rd, wr
+    from kfiles import wr
 
     from fakefs import sim
     from fakefs.kernel.time import ManualClock
@@ -154,7 +154,7 @@ def _calls_by_window(kept, monkeypatch):
     window) and stacks through the stackmap, with a stackmap reset and a
     filter change between windows: the files, with the compiled writers
     kept for a window (``kept``) or made for each stretch."""
-    from kfiles import rd, wr
+    from kfiles import wr
 
     from fakefs import sim
     from fakefs.kernel.time import ManualClock
