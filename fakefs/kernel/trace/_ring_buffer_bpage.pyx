@@ -25,11 +25,6 @@ from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
 
-def new_page(int subbuf_size):
-    """An empty raw sub-buffer of ``subbuf_size`` data bytes."""
-    return bytearray(PAGE_HDR + subbuf_size)
-
-
 cdef class BufferPage:
     """One sub-buffer's entries and byte counts (its fields:
     _ring_buffer_bpage.pxd).

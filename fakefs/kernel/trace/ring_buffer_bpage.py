@@ -7,10 +7,7 @@ the reading of pages' snapshots.
 
 from __future__ import annotations
 
-from ._ring_buffer_bpage import BufferPage, RawSnap, decode_page, new_page, side_of, unpack
-
-__all__ = ["BUF_PAGE_HDR_SIZE", "LOOSE_PAGES", "UNZIPPED_PAGES", "BufferPage", "Move", "RawSnap",
-           "decode_page", "new_page", "side_of", "snapshot_entries", "unpack"]
+from ._ring_buffer_bpage import RawSnap, unpack
 
 BUF_PAGE_HDR_SIZE = 16          # a sub-buffer's header (time_stamp, commit)
 
