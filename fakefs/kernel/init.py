@@ -92,12 +92,18 @@ GAP_WINDOW_NS = 200_000_000
 # Simulated time advances in whole milliseconds: requests arriving within
 # the same millisecond find the kernel up to date and cost no simulation.
 TICK_NS = 1_000_000
+# A skip stops at what the machine must show (``driver.shown_before``: a
+# followed real process's fork, exec or exit): from the tick it falls in,
+# this much is simulated in full (its system call and what it starts), then
+# the skip goes on
+SHOWN_NS = 2 * TICK_NS
 
 
 class Gap:
     """An unobserved stretch being caught up (see ``Kernel.catch_up``)."""
 
-    __slots__ = ("start", "end", "full", "skipped", "skip_end", "capped", "held")
+    __slots__ = ("start", "end", "full", "skipped", "skip_end", "capped", "held",
+                 "resume", "shown_to")
 
     def __init__(self, start: int, end: int):
         self.start = start
@@ -107,6 +113,8 @@ class Gap:
         self.skip_end = start   # where the last skip ended
         self.capped = False     # cost its caller too much: the machine's last window only
         self.held = False       # its end moves to the next catch-up's instant
+        self.resume = 0         # a skip stopped at what must be shown goes on to here
+        self.shown_to = 0       # after the stretch in full up to here
 
 
 class Kernel:
@@ -283,6 +291,8 @@ class Kernel:
                 self._skip(h)
             else:
                 t1 = min(gap.end, self.sim_time + step_ns)
+                if gap.resume:
+                    t1 = min(t1, gap.shown_to)
                 gap.full += t1 - self.sim_time
                 self._step(t1, seen)
             if self.sim_time >= gap.end and not gap.held:
@@ -350,7 +360,35 @@ class Kernel:
         return min([GAP_NS] + [w.gap_threshold() for w in self._gap_watchers])
 
     def _full_from(self, gap: Gap) -> int:
-        """Where the full simulation of the gap must go on from."""
+        """Where the full simulation of the gap must go on from: what the
+        watchers need, stopped at what the machine must show
+        (``_shown_first``)."""
+        t = self.sim_time
+        h = self._wanted_from(gap)
+        if gap.resume:                       # a skip stopped for what must be shown
+            if t < gap.shown_to:
+                return t
+            h, gap.resume = max(h, gap.resume), 0
+        return self._shown_first(gap, h)
+
+    def _shown_first(self, gap: Gap, h: int) -> int:
+        """A skip to ``h`` stops at the tick of the first thing the machine
+        must show before it (``driver.shown_before``: what a followed real
+        process did can be traced, and nothing would count it): SHOWN_NS
+        from there are simulated in full, then the skip goes on to ``h``."""
+        t = self.sim_time
+        if h <= t or self.driver is None:
+            return h
+        w = self.driver.shown_before(h)
+        if w is None:
+            return h
+        stop = max(t, w - w % TICK_NS)
+        if stop + SHOWN_NS < h:
+            gap.resume, gap.shown_to = h, stop + SHOWN_NS
+        return stop
+
+    def _wanted_from(self, gap: Gap) -> int:
+        """Where the watchers want the full simulation to go on from."""
         t, end = self.sim_time, gap.end
         if gap.full >= MAX_BACKLOG_NS:
             return end                       # enough replayed: the rest is skipped

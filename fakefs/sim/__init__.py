@@ -16,6 +16,9 @@ def attach(kernel: Kernel) -> Machine:
     machine = Machine(kernel)
     kernel.driver = machine
     kernel.add_shift_hook(shift_machine(machine))
+    act = kernel.trace_activity
+    if act is not None:                   # what the real processes do is traced in a gap
+        act.backlog.traced_needs.append(machine.host.shown_in)
     machine.start(kernel.sim_time)
     return machine
 

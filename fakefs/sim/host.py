@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
+from ..kernel.init import SHOWN_NS
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ, CTX_TASK
 from ..kernel.trace.trace_events_pid import follow_fork
@@ -109,6 +110,7 @@ class HostProcesses:
         self.calls: dict[int, HostCall] = {}
         # fn(host pid) -> its memory as probes read it (``Task.mm``); None: not read
         self.user_memory = None
+        self.ran_at = -SHOWN_NS             # when the machine last did one of their events
 
     def standing_still(self) -> bool:
         """Nothing sees the machine: its real processes' events are facts only.
@@ -378,10 +380,18 @@ class HostProcesses:
                 m.exiting.discard(pid)
                 m.sched.tasks.pop(pid, None)
 
+    def shown_in(self, t0: int, t1: int) -> bool:
+        """Did the machine do one of their events in [t0, t1), or less than
+        SHOWN_NS before (what it started)?  Such a step is traced even
+        before a gap's window (``TraceBacklog.traced_needs``): a skip stops
+        at these events (``Kernel._shown_first``) for tracing to see them."""
+        return t0 - SHOWN_NS < self.ran_at < t1
+
     # --- the machine runs them -----------------------------------------------
     def run(self, t: int, action) -> None:
         kind = action[0]
         m = self.machine
+        self.ran_at = t
         if kind == "fork":
             self.exited.discard(action[2])       # the pid is in use again
         elif action[1] in self.forking:

@@ -562,6 +562,15 @@ class Machine(PerCpu):
         if self.frozen and self.kernel.machine_seen():
             self.thaw(self.kernel.sim_time)
 
+    def shown_before(self, t: int) -> int | None:
+        """The instant of the first real process's event queued before
+        ``t``, or None: what a skip stops at (``Kernel._shown_first``)."""
+        first = None
+        for e in self.heap:
+            if e[2] == HOST and e[0] < t and (first is None or e[0] < first):
+                first = e[0]
+        return first
+
     def _take_host_actions(self) -> list:
         """The real processes' queued events, (when, action) in the order
         they happened (the heap's list is not in time order); the queue

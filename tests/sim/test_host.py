@@ -343,6 +343,59 @@ def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
     assert abs(float(got[0].split()[3].rstrip(":")) * 1e9 - (t + 2000 * MS)) < MS
 
 
+def test_a_gaps_skip_stops_at_what_a_followed_process_did():
+    """A gap's skip (here a capped one's: ``Kernel.cap_gap``) does not pass
+    a followed process's fork and exec: the machine simulates a moment of
+    each in full, traced, at its instant (func-filter-pid.tc's ``ping``
+    under load: the child's do_execve and the parent's kernel_clone), and
+    the rest of the stretch is still skipped."""
+    from fakefs.kernel.init import GAP_WINDOW_NS, SHOWN_NS
+    k, m = boot(always_seen=False)
+    write(k, "set_ftrace_filter", "kernel_clone do_execveat_common.isra.0")
+    write(k, "current_tracer", "function")
+    write(k, "events/sched/sched_process_exec/enable", "1")
+    run(k, 0.04)
+    m.host.caller(5000, "sh")
+    t = k.sim_time + 1000 * MS + 300_000
+    fork_exec_exit(k, m, t=t, lives=5000 * MS)
+    simulated = []
+    k.add_timer_hook(lambda t0, t1: simulated.append(t1 - t0))
+    k.clock.advance(3000 * MS)
+    k.catch_up(1)                        # the gap begins with a step in full
+    assert k.gap is not None
+    k.cap_gap()
+    k.run_until_now()
+    assert k.gap is None
+    got = [ln for ln in lines(k) if "-500" in ln]
+    stamps = [float(ln.split()[3].rstrip(":")) * 1e9 for ln in got]
+    assert any("sh-5000 " in ln and "kernel_clone" in ln for ln in got), got
+    assert any("-5001 " in ln and "do_execveat_common" in ln for ln in got), got
+    assert any("sched_process_exec: filename=/usr/bin/sleep pid=5001" in ln for ln in got), got
+    assert all(t <= s < t + 3 * MS for s in stamps), (t, got)
+    # two stretches of SHOWN_NS (the fork's tick and the exec's), the probe and the window
+    assert sum(simulated) <= 200 * MS + GAP_WINDOW_NS + 2 * SHOWN_NS + 2 * MS, sum(simulated)
+
+
+def test_a_step_where_a_followed_process_did_something_is_traced_before_a_gaps_window():
+    """Before a gap's window tracing records nothing (quiet time), but for
+    the steps in which the machine did a followed process's event or less
+    than SHOWN_NS after it (``HostProcesses.shown_in``, a traced need)."""
+    from fakefs.kernel.init import SHOWN_NS
+    k, m = boot()
+    run(k, 0.04)
+    t = k.sim_time + MS + 300_000
+    fork_exec_exit(k, m, t=t, lives=50 * MS)
+    run(k, 0.1)
+    backlog = k.trace_activity.backlog
+    assert m.host.shown_in in backlog.traced_needs
+    exited = t + 52 * MS
+    backlog.window_from = 1 << 62                  # all of it before a window
+    assert not backlog.untraced(exited - MS, exited + MS)
+    assert not backlog.untraced(exited + MS, exited + SHOWN_NS)
+    assert backlog.untraced(exited + SHOWN_NS, exited + SHOWN_NS + MS)
+    assert backlog.untraced(exited - 3 * MS, exited - 2 * MS)
+
+
 def test_marker_writers_on_a_virtual_clock_are_bounded_and_a_live_one_keeps_its_pid():
     """A kernel that does not follow the real processes gives each writer a
     pid of its own: 5,000 writers come and go, the machine keeps a bounded

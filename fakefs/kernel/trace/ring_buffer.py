@@ -247,9 +247,12 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
     def unrecorded(self, n: int, nbytes: int, before_ts: int, overwrite: bool) -> None:
         """``n`` entries (``nbytes`` bytes) were written before ``before_ts``
         and not kept as entries (time nobody could see, see trace_backlog):
-        in overwrite mode they pushed out the oldest pages older than
-        ``before_ts`` that ``nbytes`` cover, and then were overwritten
-        themselves; otherwise the buffer was full and they were dropped."""
+        in overwrite mode they filled the sub-buffers still free, pushed
+        out the oldest pages older than ``before_ts`` that the rest of
+        ``nbytes`` covers, and then were overwritten themselves; otherwise
+        the buffer was full and they were dropped.  (What the buffer had
+        room for stays: a gap's sparse entries, say a followed process's
+        fork in a filtered trace, are not pushed out by counted ones.)"""
         self.written += n
         self.bytes_written += nbytes
         if not overwrite:
@@ -257,6 +260,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
             return
         self.overrun += n
         pages = self.pages
+        nbytes -= (self.nr_pages - len(pages)) * self.subbuf_size
         while pages and nbytes > 0:
             page = pages[0]
             n = len(page)

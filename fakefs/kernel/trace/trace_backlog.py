@@ -20,7 +20,8 @@ When the kernel has caught up, the skipped time is counted at the rates
 measured over all of the gap that was simulated in full (the probe and the
 window: same settings, same model): its entries were written and then
 overwritten (``written``, ``overrun``), pushing out the pages of the probe
-they covered; the stackmap's uses are shared among the stacks it holds in
+they covered beyond the room the buffer still had (sparse entries, a
+filtered tracer's, stay); the stackmap's uses are shared among the stacks it holds in
 proportion to their uses (a stack first seen in skipped time is not
 invented).
 
@@ -45,11 +46,15 @@ The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
 entries, refilled MARGIN times over after a probe that is 66.5k a CPU, so
 that a default buffer is full after a gap at the function tracer's 500,000
 calls a second).  A buffer
-that holds more than that (``buffer_size_kb`` in megabytes, no overwrite)
-keeps the last ones the budget allows; those before are counted as written
-and overwritten (overrun) or dropped, although the buffer had room for
-them: that is where the model gives way instead of holding the request
-that asked.  Triggers and probes that can still act are followed in full for
+that holds more than that (``buffer_size_kb`` in megabytes) keeps the
+probe's and the last ones the budget allows; those of the skipped time
+between are counted as written and overwritten (overrun) or dropped,
+although the buffer had room for them: that is where the model gives way
+instead of holding the request that asked.
+
+A skip stops at what a followed real process did (``Kernel._shown_first``):
+a moment of each fork, exec or exit is simulated in full and traced, even
+before the window (``traced_needs``).  Triggers and probes that can still act are followed in full for
 the first half of that (the function tracer's calls count as entries there:
 probes see each of them, recorded or not).
 
@@ -288,7 +293,8 @@ class TraceBacklog:
         if tr.clock == "counter":
             if quiet:
                 return self.quiet_counter + 1
-            return self.counter_at.get(gap.skip_end - gap.skipped, self.kernel.tracing.clocks.counter) + 1
+            # (the counter stands still in a skip: its reading where the last one ended)
+            return self.counter_at.get(gap.skip_end, self.kernel.tracing.clocks.counter) + 1
         return reader(end)
 
     def _scale(self, n: int, hidden: int, full: int) -> int:

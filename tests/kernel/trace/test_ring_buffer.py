@@ -70,8 +70,12 @@ def test_unrecorded_entries_push_out_what_they_cover():
     assert cb.written == before + 1000
     assert cb.entries == per_page * 2 and cb.events()[0][5] == per_page * 2
     assert cb.overrun == 1000 + per_page * 2
-    # older than the limit is not enough: the bytes must cover the page too
-    cb.unrecorded(10, 100, 1 << 60, True)
+    # the two sub-buffers that freed have room: what fits there pushes nothing out
+    room = 2 * (PAGE_SIZE - BUF_PAGE_HDR_SIZE)
+    cb.unrecorded(10, room, 1 << 60, True)
+    assert cb.entries == per_page * 2
+    # older than the limit is not enough: the bytes beyond the room must cover the page too
+    cb.unrecorded(10, room + 100, 1 << 60, True)
     assert cb.entries == per_page
 
 
