@@ -54,5 +54,10 @@ cdef class PageWriter:
                        int length) except -1
     cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack,
                     int length) except -1
+    cdef bint graph_ent(self, long long ts, int pid, int flags, int pc, uint64_t func,
+                        int depth, int length) except -1
+    cdef bint graph_ret(self, long long ts, int pid, int flags, int pc, uint64_t func,
+                        int depth, long long calltime, uint64_t retval, bint with_retval,
+                        int length) except -1
     cdef bint other(self, long long ts, tuple entry, int length) except -1
     cdef void _untuple(self) except *

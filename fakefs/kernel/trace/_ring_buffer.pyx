@@ -22,12 +22,12 @@ into tuples because an event was written in it.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
-    LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_STACK, TRACE_STACK_ID, TS_SHIFT,
-    TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
+    LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
+    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
 
 cdef long long TS_LIMIT = 1LL << 27
 
@@ -352,6 +352,49 @@ cdef class PageWriter:
                 memcpy(self.q + 16 + 8 * i, &ip, 8)
         elif r == 2:
             self.append((ts, TRACE_STACK, pid, flags, pc, stack, None))
+        return r != 0
+
+    cdef bint graph_ent(self, long long ts, int pid, int flags, int pc, uint64_t func,
+                        int depth, int length) except -1:
+        """``write()`` of a TRACE_GRAPH_ENT entry (``funcgraph_entry``:
+        the function, its depth; ``length`` bytes)."""
+        cdef int32_t d = depth
+        cdef int r = self.reserve(ts, length)
+        if r == 1:
+            self._common(TRACE_GRAPH_ENT, pid, flags, pc)
+            memcpy(self.q + 8, &func, 8)
+            memcpy(self.q + 16, &d, 4)
+        elif r == 2:
+            self.append((ts, TRACE_GRAPH_ENT, pid, flags, pc, func, depth))
+        return r != 0
+
+    cdef bint graph_ret(self, long long ts, int pid, int flags, int pc, uint64_t func,
+                        int depth, long long calltime, uint64_t retval, bint with_retval,
+                        int length) except -1:
+        """``write()`` of a TRACE_GRAPH_RET entry (``funcgraph_exit``: the
+        function, with CONFIG_FUNCTION_GRAPH_RETVAL ``retval``, its depth,
+        no overrun, when it was called, ``ts`` it returned; ``length``
+        bytes, the last 16 of them zero)."""
+        cdef int32_t d = depth
+        cdef uint32_t overrun = 0
+        cdef uint64_t ct = <uint64_t> calltime, rt = <uint64_t> ts
+        cdef unsigned char *q
+        cdef int r = self.reserve(ts, length)
+        if r == 1:
+            q = self.q
+            self._common(TRACE_GRAPH_RET, pid, flags, pc)
+            memcpy(q + 8, &func, 8)
+            if with_retval:
+                memcpy(q + 16, &retval, 8)
+                q += 8
+            memcpy(q + 16, &d, 4)
+            memcpy(q + 20, &overrun, 4)
+            memcpy(q + 24, &ct, 8)
+            memcpy(q + 32, &rt, 8)
+            memset(q + 40, 0, 16)
+        elif r == 2:
+            self.append((ts, TRACE_GRAPH_RET, pid, flags, pc,
+                         (func, depth, 0, calltime, ts, retval), None))
         return r != 0
 
     cdef bint other(self, long long ts, tuple entry, int length) except -1:

@@ -13,6 +13,9 @@ cdef enum:
     TRACE_FN = 1                # trace_entries.TRACE_FN
     TRACE_STACK = 4             # trace_entries.TRACE_STACK
     TRACE_STACK_ID = 20         # trace_entries.TRACE_STACK_ID (the stackmap series)
+    TRACE_GRAPH_RET = 10        # trace_entries.TRACE_GRAPH_RET
+    TRACE_GRAPH_ENT = 11        # trace_entries.TRACE_GRAPH_ENT
+    GRAPH_RET_RETVAL_DATA = 64  # a funcgraph_exit record with its retval field (the bytes)
     SMALL_DATA = 112            # RB_MAX_SMALL_DATA
 
 

@@ -197,14 +197,16 @@ def unpack(blob, zipped):
 
 def decode_page(bytearray raw, int used, dict side=None):
     """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
-    order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each, the
-    ``side`` entries (record offset -> entry) where they were written."""
+    order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each (a
+    stack's, a stack id's, the function graph's entries and exits as their
+    tuples are), the ``side`` entries (record offset -> entry) where they
+    were written."""
     cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
-    cdef uint64_t ts, ip, parent
+    cdef uint64_t ts, ip, parent, calltime, rettime
     cdef uint32_t hdr, ext, tl
     cdef uint16_t typ
     cdef int32_t pid
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, i
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, i, q
     cdef uint32_t sid
     cdef int32_t size
     cdef list out = [], stack
@@ -242,6 +244,23 @@ def decode_page(bytearray raw, int used, dict side=None):
                 memcpy(&ip, p + rec + 16 + 8 * i, 8)
                 stack.append(ip)
             out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], tuple(stack), None))
+        elif typ == TRACE_GRAPH_ENT:            # func, depth
+            memcpy(&ip, p + rec + 8, 8)
+            memcpy(&size, p + rec + 16, 4)
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], ip, size))
+        elif typ == TRACE_GRAPH_RET:            # func, [retval,] depth, overrun, calltime, rettime
+            memcpy(&ip, p + rec + 8, 8)
+            q = rec
+            parent = 0
+            if nxt - rec >= GRAPH_RET_RETVAL_DATA:
+                memcpy(&parent, p + rec + 16, 8)
+                q += 8
+            memcpy(&size, p + q + 16, 4)
+            memcpy(&sid, p + q + 20, 4)
+            memcpy(&calltime, p + q + 24, 8)
+            memcpy(&rettime, p + q + 32, 8)
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3],
+                        (ip, size, sid, <long long> calltime, <long long> rettime, parent), None))
         else:
             raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
         off = nxt

@@ -418,24 +418,19 @@ class TraceActivity(MachineHits):
         walk, c = wl.stretch(cpu)
         runs = walk.run_many(c, rng, len(times))
         self.stack_context.follow_frames(wl)
-        for tr in graph:
-            tr.current.begin(tr)
-        i = 0
-        for task, frames in runs:
-            state = walk.states.get(task.pid) if task.pid else c.idle
-            for tr in graph:
-                cur = tr.current
-                if state is None or not cur.traces_pid(tr, task.pid):
-                    cur.ran(tr, cpu, state, times[i])
-                    continue
+        for tr in graph:                 # (each array on its own: its stacks, its buffer)
+            cur = tr.current
+            cur.begin(tr)
+            cur.take(tr, cpu, runs, times, walk.states, c.idle, CALL_CONTEXT)
+            cur.end(tr, cpu)
+        if trs:
+            i = 0
+            for task, frames in runs:
                 for j, fr in enumerate(frames):
-                    cur.call(tr, cpu, state, fr, times[i + j], CALL_CONTEXT)
-            for j, fr in enumerate(frames if trs else ()):
-                st = fr.stack
-                self._record_call(trs, task, st, cpu, times[i + j], wl.function_ip(st), probe_trs)
-            i += len(frames)
-        for tr in graph:
-            tr.current.end(tr, cpu)
+                    st = fr.stack
+                    self._record_call(trs, task, st, cpu, times[i + j], wl.function_ip(st),
+                                      probe_trs)
+                i += len(frames)
 
     def call_fields(self, fr) -> tuple:
         """What a call at frame ``fr`` records besides its time and task:

@@ -44,47 +44,23 @@ from __future__ import annotations
 import errno
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_WRITE
-from ..frames import still_open
 from ..walkgraph import CALL_IP_OFF
 from . import trace_entries as te
+from ._trace_functions_graph import GRAPH_LENGTHS, RECORDED, GraphCore
 from .ftrace import ALL_ENABLED, NONE_DISABLED
 from .ftrace_files import FtraceRegexOps
 from .ftrace_ops_list import ftrace_ops_update
-from .fgraph_retval import ReturnValues, retval_of
+from .fgraph_retval import ReturnValues
 from .ftrace_records import ftrace_records
-from .ring_buffer import event_length
 from .trace_functions_graph_output import GraphView
 from .trace_nop import Tracer
 from .trace_parser import user_ulong
 
-TRACE_GRAPH_RET, TRACE_GRAPH_ENT = te.TRACE_GRAPH_RET, te.TRACE_GRAPH_ENT
-GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD = te.GRAPH_ENT_PAYLOAD, te.GRAPH_RET_PAYLOAD
-GRAPH_RET_RETVAL_PAYLOAD = te.GRAPH_RET_RETVAL_PAYLOAD
-GRAPH_LENGTHS = {p: event_length(p)
-                 for p in (GRAPH_ENT_PAYLOAD, GRAPH_RET_PAYLOAD, GRAPH_RET_RETVAL_PAYLOAD)}
-
-# what a function on a task's return stack is, for one array
-RECORDED = 0        # its entry was written (or, with tracing_thresh, would have been)
-NOTRACE = 1         # in set_graph_notrace: pushed, nothing below it is
-
-
-class Pushed:
-    """One function on a task's return stack (``struct ftrace_ret_stack``
-    with the array's view of it)."""
-
-    __slots__ = ("frame", "func", "depth", "calltime", "state", "sets_fl", "flags", "pc", "rax")
-
-    def __init__(self, frame, func, depth, calltime, state, sets_fl, flags, pc):
-        self.frame = frame
-        self.func = func
-        self.depth = depth
-        self.calltime = calltime
-        self.state = state
-        self.sets_fl = sets_fl          # it set TRACE_GRAPH_FL (a set_graph_function entry)
-        self.flags = flags
-        self.pc = pc
-        self.rax = 0                    # what its last callee returned
-
+TRACE_GRAPH_RET = te.TRACE_GRAPH_RET
+# a stretch's records are written in the raw sub-buffers (``GraphCore.settings``;
+# False: as tuples, which the tests compare them with)
+RAW_WRITES = True
+GRAPH_RET_PAYLOAD, GRAPH_RET_RETVAL_PAYLOAD = te.GRAPH_RET_PAYLOAD, te.GRAPH_RET_RETVAL_PAYLOAD
 
 class RequestFrame:
     """A call of a request (not the walk's) where ``_enter()`` and
@@ -160,7 +136,10 @@ def graph_hashes(kernel) -> GraphHashes:
     return h
 
 
-class GraphTracer(Tracer):
+class GraphTracer(GraphCore, Tracer):
+    """The tracer: its options, files and state; its hooks on the walk's
+    calls are ``GraphCore``'s (compiled: _trace_functions_graph.pyx)."""
+
     name = "function_graph"
     allow_instances = True
 
@@ -248,10 +227,16 @@ class GraphTracer(Tracer):
         every reserve succeeds (overwrite, recording) the records are kept
         and written at ``end()``, as one ``write_entries()``."""
         self._key(tr)                 # (the filters are as they were, or the hooks go)
-        if tr.flags["overwrite"] and tr.recording():
+        buf = tr.buffer
+        kept = tr.flags["overwrite"] and tr.recording()
+        raw = (RAW_WRITES and kept and tr.clock_reader is None and not buf.record_off
+               and not buf.record_disabled)
+        self.settings(tr, raw)
+        if kept and not raw:
             self._out, self._lengths = [], []
 
     def end(self, tr, cpu: int) -> None:
+        self.finish(tr, cpu)
         out = self._out
         if out:
             tr.write_entries(cpu, out, self._lengths)
@@ -280,52 +265,13 @@ class GraphTracer(Tracer):
         ops = tr.ftrace_ops
         return ops is None or ops.match_pid(pid)
 
-    def ran(self, tr, cpu: int, state, t0: int) -> None:
-        """A task the array does not trace (or one the walk has no state
-        for) ran on ``cpu`` from ``t0`` on: only the switch counts."""
-        last = self.last_task[cpu]
-        if last is not state:
-            self.last_task[cpu] = state
-            if last is not None:
-                self._switched_out(tr, cpu, last, t0)
-
-    def call(self, tr, cpu: int, state, fr, t: int, context) -> None:
-        """A call at frame ``fr`` and instant ``t`` on ``cpu`` by the task
-        whose walk state is ``state``: the exits of what returned before it
-        (and, when another task ran last here, of what that task left before
-        it was switched out), then its entry.  ``context[fr.ctx]`` is a
-        frame's (flags, preempt count)."""
-        stacks = self.stacks
-        last = self.last_task[cpu]
-        if last is not state:
-            self.last_task[cpu] = state
-            if last is not None:
-                self._switched_out(tr, cpu, last, t)
-            since = self.left.pop(state, None)
-            stack = stacks.get(state)
-            if since is not None and stack and not graph_hashes(tr.kernel).sleep_time:
-                for p in stack:            # ftrace_graph_sleep_time_control(): off
-                    p.calltime += t - since
-        stack = stacks.get(state)
-        if stack is None:
-            stack = stacks[state] = []
-        pid = state.task.pid
-        if stack and fr.parent is not stack[-1].frame:      # (a call from the innermost: none returned)
-            k = still_open([p.frame for p in stack], fr)
-            if k < len(stack):
-                self._returns(tr, cpu, pid, stack, k, t)
-        hook = self._hooks.get(fr.fn)
-        if hook is None:
-            hook = self._hook(tr, fr)
-        if hook is not False:
-            self._enter(tr, cpu, pid, fr, t, stack, context, hook)
-
     def request_calls(self, tr, cpu: int, pid: int, calls, flags: int, pc: int) -> None:
         """A real process's request ran ``calls`` (``RequestCall``s of
         ftrace_requests.py, outermost first) in its task on ``cpu``: each
         is entered under this array's rules (``_enter()``) on a return stack
         of its own (the task has no other call open in the model), and
         returns what the request's code returned."""
+        self.settings(tr)
         stack: list = []
         context = {0: (flags, pc)}
         for c in calls:
@@ -367,84 +313,6 @@ class GraphTracer(Tracer):
             hook = (func, rec is not None and rec in g.notrace, rec is not None and rec in g.funcs)
         self._hooks[fr.fn] = hook
         return hook
-
-    def _switched_out(self, tr, cpu, state, t) -> None:
-        """The task of ``state`` left the CPU (it sleeps in ``state.frame``,
-        or runs elsewhere now): what it called there and left returned
-        before the switch, which came before ``t``."""
-        stack = self.stacks.get(state)
-        if stack and state.frame is not None:
-            k = still_open([p.frame for p in stack], state.frame, inside=True)
-            if k < len(stack):
-                self._returns(tr, cpu, state.task.pid, stack, k, t)
-        self.left[state] = t
-
-    def _returns(self, tr, cpu, pid, stack, k, t) -> None:
-        """The functions ``stack[k:]`` return, innermost first, at ``t``
-        (the instant of the task's next call, which is written after them).
-        One called later than ``t`` (on another CPU, whose calls of the same
-        stretch were made first) is not written: its exit would come before
-        its entry."""
-        thresh = tr.tracing.tracing_thresh
-        retvals = self.retvals
-        kinds = retvals.kinds if retvals is not None else None
-        out, lengths, payload = self._out, self._lengths, self.ret_payload
-        rax = None
-        for _j in range(len(stack) - k):
-            p = stack.pop()
-            if rax is not None:
-                p.rax = rax
-            if kinds is None:
-                rax = 0
-            else:                                    # the kind once per function
-                kind = kinds.get(p.func) or retvals.kind(p.func)
-                rax = p.rax if kind == "void" else retval_of(kind, p.func, p.calltime, p.rax)
-            if p.state != RECORDED or p.calltime > t:
-                continue
-            if thresh and t - p.calltime < thresh:
-                continue
-            entry = (t, TRACE_GRAPH_RET, pid, p.flags, p.pc,
-                     (p.func, p.depth, 0, p.calltime, t, rax), None)
-            if out is not None:                      # (_write(), inline)
-                out.append(entry)
-                lengths.append(GRAPH_LENGTHS[payload])
-            else:
-                tr.write_entry(cpu, entry, payload)
-        if stack and rax is not None:
-            stack[-1].rax = rax
-
-    def _enter(self, tr, cpu, pid, fr, t, stack, context, hook) -> None:
-        """``function_graph_enter()`` with this array's ``trace_graph_entry()``
-        for a function its ops hooks (``hook``: see ``_hook()``)."""
-        if stack and stack[-1].state == NOTRACE:
-            return                                   # TRACE_GRAPH_NOTRACE
-        ops = tr.ftrace_ops
-        if ops is not None and not ops.match_pid(pid):
-            return
-        func, notrace, in_graph = hook
-        flags, pc = context[fr.ctx]
-        depth = len(stack)
-        if notrace:
-            stack.append(Pushed(fr, func, depth, t, NOTRACE, False, flags, pc))
-            return
-        g = self.hashes
-        inside = sets_fl = False
-        if g.funcs:
-            inside = any(p.sets_fl for p in stack)
-            if not inside:
-                if not in_graph:
-                    return
-                sets_fl = True
-        if g.max_depth and depth >= g.max_depth:
-            return
-        if g.skip_irqs and flags & te.TRACE_FLAG_HARDIRQ and not (inside or sets_fl):
-            return
-        if not tr.tracing.tracing_thresh:
-            if not self._write(tr, cpu, (t, TRACE_GRAPH_ENT, pid, flags, pc, func, depth),
-                               GRAPH_ENT_PAYLOAD):
-                return                               # no event reserved: not pushed
-        stack.append(Pushed(fr, func, depth, t, RECORDED, sets_fl, flags, pc))
-
 
 # --------------------------------------------------------------------- files
 class GraphFilterOps(FtraceRegexOps):

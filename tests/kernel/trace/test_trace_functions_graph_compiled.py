@@ -1,0 +1,105 @@
+"""The compiled hooks of the function graph tracer (_trace_functions_graph.pyx)
+write what their specification (trace_functions_graph_reference.py) writes:
+the same trace, byte for byte, and the same counts, under every setting
+they read."""
+
+import random
+
+import pytest
+
+from fakefs import sim
+from fakefs.kernel.init import Kernel
+from fakefs.kernel.time import ManualClock
+from fakefs.kernel.trace import _trace_functions_graph as compiled
+from fakefs.kernel.fs.pseudo import WouldBlock, kernel_read
+from fakefs.kernel.trace import trace_functions_graph, trace_init
+from fakefs.kernel.trace.fgraph_retval import KINDS, retval_of
+from fakefs.kernel.trace.trace_functions_graph_reference import GraphTracerReference
+from kfiles import rd, wr
+
+MS = 1_000_000
+GRAPH = {"CONFIG_FUNCTION_GRAPH_TRACER": True, "CONFIG_FUNCTION_GRAPH_RETVAL": True}
+
+
+def traced(settings, reference: bool, ms: int = 12, monkeypatch=None):
+    """``trace`` and every CPU's stats after ``ms`` of a machine with
+    ``settings`` written (path, value), with the compiled hooks or the
+    reference's."""
+    if reference:                        # (and its records as tuples)
+        monkeypatch.setattr(trace_init, "GraphTracer", GraphTracerReference)
+        monkeypatch.setattr(trace_functions_graph, "RAW_WRITES", False)
+    clock = ManualClock()
+    k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
+    k.host_tasks = True                  # (set_ftrace_pid)
+    k.boot()
+    sim.attach(k)
+    for path, value in settings:
+        if path == "mkdir":
+            k.tracing.instance_mkdir(value)
+        else:
+            wr(k, path, value + "\n")
+    for _ in range(ms):
+        clock.advance(MS)
+        k.run_until_now()
+    out = [rd(k, "trace")] + [rd(k, "per_cpu/cpu%d/stats" % c) for c in range(2)]
+    if any(p == "mkdir" for p, _v in settings):
+        out.append(rd(k, "instances/g/trace"))
+    # the pages as a reader of trace_pipe_raw takes them (the records' bytes)
+    for cpu in range(2):
+        try:
+            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu%d/trace_pipe_raw" % cpu))
+        except WouldBlock:
+            out.append(b"")
+    if reference:
+        monkeypatch.undo()
+    kind = type(k.tracing.global_trace.current) if k.tracing.global_trace.current.name == \
+        "function_graph" else None
+    return out, kind
+
+
+GRAPH_TRACER = (("current_tracer", "function_graph"),)
+SETTINGS = {
+    "plain": GRAPH_TRACER,
+    "retval, proc, abstime": (("options/funcgraph-retval", "1"), ("options/funcgraph-proc", "1"),
+                              ("options/funcgraph-abstime", "1")) + GRAPH_TRACER,
+    "graph function and notrace": (("set_graph_function", "sched_tick"),
+                                   ("set_graph_function", "ttwu_do_activate"),
+                                   ("set_graph_notrace", "update_load_avg"))
+    + GRAPH_TRACER,
+    "notrace only": (("set_graph_notrace", "task_tick_fair"),) + GRAPH_TRACER,
+    "depth": (("max_graph_depth", "3"),) + GRAPH_TRACER,
+    "no irqs": (("options/funcgraph-irqs", "0"),) + GRAPH_TRACER,
+    "sleep-time off": (("options/sleep-time", "0"),) + GRAPH_TRACER,
+    "thresh": (("tracing_thresh", "2"),) + GRAPH_TRACER,
+    "filter": (("set_ftrace_filter", "*sched* *lock*"),) + GRAPH_TRACER,
+    "notrace filter": (("set_ftrace_notrace", "*rcu*"),) + GRAPH_TRACER,
+    "pid list": (("set_ftrace_pid", "733 2611 8"),) + GRAPH_TRACER,
+    "no pids": (("set_ftrace_notrace_pid", "0"),) + GRAPH_TRACER,
+    "no overwrite": (("buffer_size_kb", "16"), ("options/overwrite", "0")) + GRAPH_TRACER,
+    "an instance beside the function tracer": (
+        ("mkdir", "g"), ("instances/g/current_tracer", "function_graph"),
+        ("current_tracer", "function")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_the_compiled_hooks_write_what_the_reference_writes(name, monkeypatch):
+    settings = SETTINGS[name]
+    got, kind = traced(settings, False)
+    want, ref_kind = traced(settings, True, monkeypatch=monkeypatch)
+    if kind is not None:
+        assert kind is not GraphTracerReference and ref_kind is GraphTracerReference
+    graph = got[3] if len(got) > 5 else got[0]
+    assert sum(not ln.startswith("#") for ln in graph.splitlines()) > 200, graph[:2000]
+    assert got == want
+
+
+def test_the_compiled_return_values_are_the_specifications():
+    rng = random.Random(5)
+    for _ in range(20000):
+        kind = rng.choice(KINDS)
+        func = 0xffffffff81000000 + rng.randrange(1 << 24)
+        calltime = rng.randrange(1 << 40)
+        rax = rng.randrange(1 << 64)
+        assert compiled.retval(KINDS.index(kind), func, calltime, rax) == \
+            retval_of(kind, func, calltime, rax), (kind, func, calltime, rax)
