@@ -145,10 +145,15 @@ cdef class GraphCore:
     cdef long last_pid              # the pid lists' last answer, for that pid
     cdef bint last_ok, pid_known
 
+    def __cinit__(self, *args, **kwargs):
+        self.pw_cpu = -1                # no raw writer begun
+
     cpdef settings(self, tr, bint raw=False):
         """Read what the stretch's calls go by; ``raw``: they are written
         in the raw sub-buffers (see the module's doc)."""
         g = self.hashes
+        if self.pw is not None and self.pw_cpu >= 0:
+            self.pw._done()             # (a stretch cut short: what it wrote is counted)
         self.raw = raw
         self.with_retval = self.retvals is not None
         self.pw_cpu = -1

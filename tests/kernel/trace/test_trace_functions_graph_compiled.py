@@ -103,3 +103,27 @@ def test_the_compiled_return_values_are_the_specifications():
         rax = rng.randrange(1 << 64)
         assert compiled.retval(KINDS.index(kind), func, calltime, rax) == \
             retval_of(kind, func, calltime, rax), (kind, func, calltime, rax)
+
+
+def test_a_stretch_cut_short_still_counts_what_it_wrote():
+    """A stretch whose end() never came (an exception on the way): the next
+    begin() stores what the raw writer wrote (the CPU buffer's counts)."""
+    from fakefs.kernel.trace.trace_context import CALL_CONTEXT
+    clock = ManualClock()
+    k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
+    k.boot()
+    sim.attach(k)
+    wr(k, "current_tracer", "function_graph\n")
+    clock.advance(2 * MS)
+    k.run_until_now()
+    tr = k.tracing.global_trace
+    cur, cb = tr.current, tr.buffer.cpus[0]
+    walk, c = k.workload.stretch(0)
+    runs = walk.run_many(c, k.trace_activity.rng, 300)
+    times = [k.sim_time + 100 * i for i in range(300)]
+    cur.begin(tr)
+    cur.take(tr, 0, runs, times, walk.states, c.idle, CALL_CONTEXT)
+    entries, written = cb.entries, cb.written    # (the tail's are still the writer's)
+    cur.begin(tr)                                # the next stretch
+    assert cb.written > written and cb.entries > entries
+    cur.end(tr, 0)
