@@ -75,6 +75,7 @@ cpdef object retval(int code, func, calltime, rax):
 
 
 @cython.final
+@cython.freelist(1024)
 cdef class Pushed:
     """One function on a task's return stack (``struct ftrace_ret_stack``
     with the array's view of it)."""
@@ -95,6 +96,22 @@ cdef class Pushed:
         self.flags = flags
         self.pc = pc
         self.rax = 0                    # what its last callee returned
+
+
+cdef inline Pushed pushed(frame, func, int depth, long long calltime, int state, bint sets_fl,
+                          int flags, int pc):
+    """``Pushed(...)`` without the call's arguments parsed."""
+    cdef Pushed p = Pushed.__new__(Pushed)
+    p.frame = frame
+    p.func = func
+    p.depth = depth
+    p.calltime = calltime
+    p.state = state
+    p.sets_fl = sets_fl
+    p.flags = flags
+    p.pc = pc
+    p.rax = 0
+    return p
 
 
 cdef Py_ssize_t still_open(list stack, Frame fr, bint inside):
@@ -142,6 +159,10 @@ cdef class GraphCore:
     cdef PageWriter pw
     cdef int pw_cpu, ret_len
     cdef list pids
+    # the hooks by function id (the walk's frames), while ``_hooks`` is the
+    # dict they came from (``_key`` replaces it when the filters change)
+    cdef list hook_list
+    cdef object hooks_seen
     cdef long last_pid              # the pid lists' last answer, for that pid
     cdef bint last_ok, pid_known
 
@@ -169,6 +190,26 @@ cdef class GraphCore:
         self.pid_known = False
         if self.codes is None:
             self.codes = {}
+        if self._hooks is not self.hooks_seen:
+            self.hooks_seen = self._hooks
+            wl = tr.kernel.workload
+            self.hook_list = [None] * (len(wl.wg.names) if wl is not None else 0)
+
+    cdef object _hook_of(self, tr, Frame fr):
+        """``_hooks.get(fr.fn)``, else ``_hook()``: by the frame's id."""
+        cdef list hl = self.hook_list
+        cdef int f = fr.fn
+        cdef bint listed = hl is not None and 0 <= f < len(hl)
+        if listed:
+            hook = hl[f]
+            if hook is not None:
+                return hook
+        hook = self._hooks.get(f)
+        if hook is None:
+            hook = self._hook(tr, fr)
+        if listed:
+            hl[f] = hook
+        return hook
 
     cdef PageWriter _writer(self, tr, int cpu, long pid):
         """The raw writer on ``cpu``'s buffer, for a record of ``pid``."""
@@ -219,7 +260,7 @@ cdef class GraphCore:
                 self.ran(tr, cpu, state, times[i])
             else:
                 for j in range(len(frames)):
-                    self.call(tr, cpu, state, <Frame> frames[j], times[i + j], context)
+                    self._call(tr, cpu, state, pid, <Frame> frames[j], times[i + j], context)
             i += len(frames)
 
     cpdef ran(self, tr, int cpu, state, long long t0):
@@ -236,6 +277,10 @@ cdef class GraphCore:
         whose walk state is ``state``: the exits of what returned before it
         (and, when another task ran last here, of what that task left before
         it was switched out), then its entry."""
+        self._call(tr, cpu, state, state.task.pid, fr, t, context)
+
+    cdef _call(self, tr, int cpu, state, pid, Frame fr, long long t, context):
+        """``call()`` by the task ``pid`` (its state's)."""
         cdef list stack
         cdef Pushed p
         cdef Py_ssize_t k
@@ -258,15 +303,12 @@ cdef class GraphCore:
             self.stacks[state] = stack
         else:
             stack = <list> got
-        pid = state.task.pid
         k = len(stack)
         if k and fr.parent is not (<Pushed> stack[k - 1]).frame:   # (from the innermost: none returned)
             k = still_open(stack, fr, False)
             if k < len(stack):
                 self._returns(tr, cpu, pid, stack, k, t)
-        hook = self._hooks.get(fr.fn)
-        if hook is None:
-            hook = self._hook(tr, fr)
+        hook = self._hook_of(tr, fr)
         if hook is not False:
             self._enter(tr, cpu, pid, fr, t, stack, context, hook)
 
@@ -343,7 +385,7 @@ cdef class GraphCore:
         fp = <tuple> context[fr.ctx]
         flags, pc = fp[0], fp[1]
         if notrace:
-            stack.append(Pushed(fr, func, depth, t, _NOTRACE, False, flags, pc))
+            stack.append(pushed(fr, func, depth, t, _NOTRACE, False, flags, pc))
             return
         if self.g_funcs:
             for x in stack:
@@ -363,7 +405,7 @@ cdef class GraphCore:
                 if not self._writer(tr, cpu, pid).graph_ent(t, pid, flags, pc, func, depth,
                                                            ENT_LEN):
                     return
-                stack.append(Pushed(fr, func, depth, t, _RECORDED, sets_fl, flags, pc))
+                stack.append(pushed(fr, func, depth, t, _RECORDED, sets_fl, flags, pc))
                 return
             entry = (t, GRAPH_ENT, pid, flags, pc, func, depth)
             out = self._out
@@ -373,4 +415,4 @@ cdef class GraphCore:
             else:
                 (<list> out).append(entry)
                 (<list> self._lengths).append(ENT_LENGTH)
-        stack.append(Pushed(fr, func, depth, t, _RECORDED, sets_fl, flags, pc))
+        stack.append(pushed(fr, func, depth, t, _RECORDED, sets_fl, flags, pc))
