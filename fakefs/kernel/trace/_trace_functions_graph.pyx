@@ -163,6 +163,11 @@ cdef class GraphCore:
     # dict they came from (``_key`` replaces it when the filters change)
     cdef list hook_list
     cdef object hooks_seen
+    # per CPU the return stack of the task that called there last (None:
+    # look it up), and per function id its return value's kind code (-1:
+    # not looked up yet)
+    cdef list cur_stacks, code_list
+    cdef long last_writer_pid
     cdef long last_pid              # the pid lists' last answer, for that pid
     cdef bint last_ok, pid_known
 
@@ -194,6 +199,9 @@ cdef class GraphCore:
             self.hooks_seen = self._hooks
             wl = tr.kernel.workload
             self.hook_list = [None] * (len(wl.wg.names) if wl is not None else 0)
+        if self.code_list is None or len(self.code_list) != len(self.hook_list):
+            self.code_list = [-1] * len(self.hook_list)
+        self.cur_stacks = [None] * len(self.last_task)
 
     cdef object _hook_of(self, tr, Frame fr):
         """``_hooks.get(fr.fn)``, else ``_hook()``: by the frame's id."""
@@ -221,8 +229,9 @@ cdef class GraphCore:
                 self.pw = PageWriter()
             self.pw._begin(<CpuBufferCore> tr.buffer.cpus[cpu], True, ENT_LEN)
             self.pw_cpu = cpu
-        if not pids or pids[len(pids) - 1] != pid:
+        if not pids or self.last_writer_pid != pid:
             pids.append(pid)
+            self.last_writer_pid = pid
         return self.pw
 
     cpdef finish(self, tr, int cpu):
@@ -269,6 +278,8 @@ cdef class GraphCore:
         last = self.last_task[cpu]
         if last is not state:
             self.last_task[cpu] = state
+            if self.cur_stacks is not None:
+                self.cur_stacks[cpu] = None
             if last is not None:
                 self._switched_out(tr, cpu, last, t0)
 
@@ -285,7 +296,9 @@ cdef class GraphCore:
         cdef Pushed p
         cdef Py_ssize_t k
         cdef long long since
+        cdef list cur = self.cur_stacks
         last = self.last_task[cpu]
+        got = None
         if last is not state:
             self.last_task[cpu] = state
             if last is not None:
@@ -297,12 +310,17 @@ cdef class GraphCore:
                 for x in <list> got:       # ftrace_graph_sleep_time_control(): off
                     p = <Pushed> x
                     p.calltime += t - since
-        got = self.stacks.get(state)
-        if got is None:
-            stack = []
-            self.stacks[state] = stack
+            if got is None:
+                got = self.stacks[state] = []
+            cur[cpu] = got
         else:
-            stack = <list> got
+            got = cur[cpu]
+            if got is None:
+                got = self.stacks.get(state)
+                if got is None:
+                    got = self.stacks[state] = []
+                cur[cpu] = got
+        stack = <list> got
         k = len(stack)
         if k and fr.parent is not (<Pushed> stack[k - 1]).frame:   # (from the innermost: none returned)
             k = still_open(stack, fr, False)
@@ -334,7 +352,9 @@ cdef class GraphCore:
         cdef Pushed p
         cdef Py_ssize_t n = len(stack) - k, _j
         cdef long long thresh = self.thresh
-        cdef bint has_rax = False
+        cdef bint has_rax = False, listed
+        cdef int c
+        cdef list code_list = self.code_list
         retvals = self.retvals
         codes = self.codes
         out, lengths = self._out, self._lengths
@@ -347,11 +367,20 @@ cdef class GraphCore:
             if retvals is None:
                 rax = 0
             else:                                    # the kind once per function
-                code = codes.get(p.func)
-                if code is None:
-                    kind = retvals.kinds.get(p.func) or retvals.kind(p.func)
-                    code = codes[p.func] = KIND_CODES[kind]
-                rax = retval(code, p.func, p.calltime, p.rax)
+                c = -1
+                f = p.frame
+                listed = type(f) is Frame and 0 <= (<Frame> f).fn < len(code_list)
+                if listed:
+                    c = code_list[(<Frame> f).fn]
+                if c < 0:
+                    code = codes.get(p.func)
+                    if code is None:
+                        kind = retvals.kinds.get(p.func) or retvals.kind(p.func)
+                        code = codes[p.func] = KIND_CODES[kind]
+                    c = code
+                    if listed:
+                        code_list[(<Frame> f).fn] = c
+                rax = retval(c, p.func, p.calltime, p.rax)
             has_rax = True
             if p.state != _RECORDED or p.calltime > t:
                 continue
@@ -382,7 +411,10 @@ cdef class GraphCore:
         if not self._pid_ok(pid):
             return
         func, notrace, in_graph = hook
-        fp = <tuple> context[fr.ctx]
+        if type(fr) is Frame and type(context) is tuple:
+            fp = <tuple> (<tuple> context)[(<Frame> fr).ctx]
+        else:
+            fp = <tuple> context[fr.ctx]
         flags, pc = fp[0], fp[1]
         if notrace:
             stack.append(pushed(fr, func, depth, t, _NOTRACE, False, flags, pc))
