@@ -97,6 +97,10 @@ class TraceActivity(MachineHits):
         # array), for the window under way (None: probes may change the
         # settings in it)
         self._call_writers: dict | None = None
+        # per CPU, the last stretch's (arrays, probing arrays, CallWriter,
+        # array) when the compiled writer took it: the next stretch of the
+        # window with the same lists goes straight to it (``_function_calls``)
+        self._stretch_writers: dict | None = None
 
     def _probe(self, name):
         probe = self._probes.get(name)
@@ -231,6 +235,7 @@ class TraceActivity(MachineHits):
         per_cpu = []
         hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
         self._call_writers = None if acting else {}
+        self._stretch_writers = None if acting else {}
         if acting:
             self._recorders = None
         else:
@@ -330,33 +335,41 @@ class TraceActivity(MachineHits):
         same order, from the same draws as one ``_function_call()`` each.
         With ``graph`` arrays (function_graph) the calls are made in a row
         and each array takes them (and the function tracers one by one)."""
-        trs = [tr for tr in trs if tr.current.calls_on(cpu)]
-        if graph:
-            self._graph_calls(trs, wl, rng, cpu, times, probe_trs, graph)
-            return
-        if not trs:
-            return
-        self.backlog.calls += len(times)
-        how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, cpu)
-        if how is ONE_BY_ONE:
-            for ts in times:
-                self._function_call(trs, wl, rng, cpu, ts, probe_trs)
-            return
-        if how is not None:
-            # the compiled writer: no object per call (the same entries)
+        last = self._stretch_writers.get(cpu) if self._stretch_writers is not None else None
+        if last is not None and last[0] is trs and last[1] is probe_trs and not graph:
+            how, tr = last[2], last[3]         # (as the last stretch: the window's settings)
+        else:
+            given = trs
+            trs = [tr for tr in trs if tr.current.calls_on(cpu)]
+            if graph:
+                self._graph_calls(trs, wl, rng, cpu, times, probe_trs, graph)
+                return
+            if not trs:
+                return
+            how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, cpu)
+            if how is ONE_BY_ONE or how is None:
+                self.backlog.calls += len(times)
+                if how is ONE_BY_ONE:
+                    for ts in times:
+                        self._function_call(trs, wl, rng, cpu, ts, probe_trs)
+                    return
+                runs = wl.sample_runs(rng, cpu, len(times))
+                self.stack_context.follow_frames(wl)    # (the walk may have restarted them just now)
+                entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
+                for tr in trs:
+                    tr.current.record_calls(tr, cpu, entries, frames)
+                return
             tr = trs[0]
-            buf = tr.buffer
-            cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
-            pids = how.calls(times, cb)
-            self.stack_context.follow_frames(wl)
-            for pid in pids:
-                tr._task_info(cpu, pid)
-            return
-        runs = wl.sample_runs(rng, cpu, len(times))
-        self.stack_context.follow_frames(wl)        # (the walk may have restarted them just now)
-        entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
-        for tr in trs:
-            tr.current.record_calls(tr, cpu, entries, frames)
+            if self._stretch_writers is not None:
+                self._stretch_writers[cpu] = (given, probe_trs, how, tr)
+        # the compiled writer: no object per call (the same entries)
+        self.backlog.calls += len(times)
+        buf = tr.buffer
+        cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+        pids = how.calls(times, cb)
+        self.stack_context.follow_frames(wl)
+        for pid in pids:
+            tr._task_info(cpu, pid)
 
     @staticmethod
     def _one_by_one(tr) -> bool:
