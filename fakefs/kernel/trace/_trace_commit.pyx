@@ -12,7 +12,15 @@ and the task info saved at a commit are read as the Python did, so this is
 the same code with no Python frame per step: a machine's hit went through
 five of them (commit, write, the stack option, its stack's write, the CPU
 buffer's write).
+
+``Committer``: the same commit for the compiled replay of the machine's
+hits in a window in which no array's settings can change (no event trigger
+or function probe in any array: ``TraceActivity.run``), with what it reads
+of the array on a CPU read once (``committer()``); the same records, in
+the same order (tests/kernel/trace/test_trace_machine_hits.py).
 """
+
+cimport cython
 
 from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 from fakefs.kernel.trace._ring_buffer_bpage cimport rb_event_length
@@ -31,6 +39,72 @@ cdef int TRACE_STACK = te.TRACE_STACK, TRACE_STACK_ID = te.TRACE_STACK_ID
 cdef int STACK_ID_PAYLOAD = te.STACK_ID_PAYLOAD, ENTRY_HDR = te.TRACE_ENTRY_HDR
 cdef int TRACE_USER_STACK = te.TRACE_USER_STACK, USERSTACK_PAYLOAD = te.USERSTACK_PAYLOAD
 cdef int TRACE_FLAG_NMI = te.TRACE_FLAG_NMI
+
+
+@cython.final
+cdef class Committer:
+    """What ``write_entry()`` and ``after_commit()`` read of array ``tr`` on
+    one CPU, read once (see the module's doc)."""
+
+    def __cinit__(self, tr, int cpu):
+        self.tr = tr
+        self.tracing = tr.tracing
+        buf = tr.buffer
+        self.cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+        flags = tr.flags
+        self.overwrite = flags["overwrite"]
+        self.tgids = bool(self.tracing.tgids.ref)
+        self.stacktrace = bool(flags.get("stacktrace"))
+        self.userstack = bool(flags.get("userstacktrace"))
+        self.smap = tr.stackmap if flags.get("stackmap") else None
+        self.plain = tr.clock_reader is None
+
+
+cdef Committer committer(dict committers, tr, int cpu, int nr_cpus):
+    """The array's ``Committer`` on ``cpu`` in ``committers`` (array -> one
+    per CPU: the window's), made the first time."""
+    got = committers.get(tr)
+    if got is None:
+        got = committers[tr] = [None] * nr_cpus
+    c = (<list> got)[cpu]
+    if c is None:
+        c = (<list> got)[cpu] = Committer(tr, cpu)
+    return <Committer> c
+
+
+cdef bint commit_entry(Committer c, int cpu, tuple entry, int payload) except -1:
+    """``write_entry(c.tr, cpu, entry, payload)``."""
+    if not c.plain:
+        return write_entry(c.tr, cpu, entry, payload, None)
+    if c.cb is None:
+        return False
+    if not c.cb.write(entry[0], entry, rb_event_length(payload), c.overwrite):
+        return False
+    pid = entry[2]
+    if pid != c.tracing.taskinfo_pid[cpu] or c.tgids:
+        c.tr._task_info(cpu, pid)
+    return True
+
+
+cdef object after_committed(Committer c, int cpu, tuple entry, stack):
+    """``after_commit(c.tr, cpu, entry, stack)``."""
+    cdef long long sid
+    cdef bint done = False
+    if c.stacktrace:
+        if callable(stack):
+            stack = stack()
+        ts, pid, flags, pc = entry[0], entry[2], entry[3], entry[4]
+        if c.smap is not None:                  # (trace_stack())
+            sid = get_id(c.smap, stack, cpu)
+            if sid >= 0:
+                done = commit_entry(c, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
+                                    STACK_ID_PAYLOAD)
+        if not done:
+            commit_entry(c, cpu, (ts, TRACE_STACK, pid, flags, pc, stack, None),
+                         ENTRY_HDR + 8 + 8 * len(stack))
+    if c.userstack:
+        ftrace_trace_userstack(c.tr, cpu, entry)
+    return stack
 
 
 cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:

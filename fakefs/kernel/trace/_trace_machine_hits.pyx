@@ -13,7 +13,8 @@ same draws (the stacks are still the workload's, in Python); any other hit
 is left to the Python path.
 """
 
-from fakefs.kernel.trace._trace_commit cimport after_commit, record_size, write_entry
+from fakefs.kernel.trace._trace_commit cimport (
+    Committer, after_committed, commit_entry, committer, record_size)
 
 from fakefs.kernel.trace._trace_commit import AFTER, COMMITTED
 
@@ -57,16 +58,20 @@ def written_hit(act, tuple hit, wl, rng, int cpu):
     args = hit[5]
     ts, flags, pc = hit[0], hit[3], hit[4]
     stack = None
+    cdef dict committers = act._committers
+    cdef int nr_cpus = len(act.curr)
+    cdef Committer c
     for rec in recorders:
         ev, conv, etrs, way = <tuple> rec
         fields = args if conv is None else conv(args)
         entry = (ts, ev.id, pid, flags, pc, fields, None)
         payload = record_size(ev, fields)
         for tr in etrs:
-            if write_entry(tr, cpu, entry, payload, None) and way == _AFTER:
-                if stack is None and tr.flags.get("stacktrace"):
+            c = committer(committers, tr, cpu, nr_cpus)
+            if commit_entry(c, cpu, entry, payload) and way == _AFTER:
+                if stack is None and c.stacktrace:
                     stack = wl.event_stack(rng, cpu, ev.kind)
-                stack = after_commit(tr, cpu, entry, stack)
+                stack = after_committed(c, cpu, entry, stack)
     return True
 
 
@@ -76,7 +81,7 @@ cdef list _written_by(act, name, args, int cpu):
     nothing probes the tracepoint; else None (not known yet: the Python
     path makes them)."""
     cache = act._recorders
-    if cache is None:
+    if cache is None or act._committers is None:
         return None
     recorders = cache.get((cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name))
     if recorders is None:
@@ -110,13 +115,17 @@ cdef bint _allocator_hit(act, tuple hit, wl, rng, int cpu) except -1:
     flags, pc = act.context_flags(stack)
     pid = task.pid
     ts = hit[0]
+    cdef dict committers = act._committers
+    cdef int nr_cpus = len(act.curr)
+    cdef Committer c
     for rec in recorders:
         ev, _conv, etrs, way = <tuple> rec
         entry = (ts, ev.id, pid, flags, pc, args, None)
         payload = record_size(ev, args)
         for tr in etrs:
-            if write_entry(tr, cpu, entry, payload, None) and way == _AFTER:
-                stack = after_commit(tr, cpu, entry, stack)
+            c = committer(committers, tr, cpu, nr_cpus)
+            if commit_entry(c, cpu, entry, payload) and way == _AFTER:
+                stack = after_committed(c, cpu, entry, stack)
     return True
 
 

@@ -101,6 +101,10 @@ class TraceActivity(MachineHits):
         # array) when the compiled writer took it: the next stretch of the
         # window with the same lists goes straight to it (``_function_calls``)
         self._stretch_writers: dict | None = None
+        # the window's commits of the compiled replay, per array and CPU
+        # (``_trace_commit.Committer``; None: probes or triggers may change
+        # the settings in it)
+        self._committers: dict | None = None
 
     def _probe(self, name):
         probe = self._probes.get(name)
@@ -236,6 +240,7 @@ class TraceActivity(MachineHits):
         hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
         self._call_writers = None if acting else {}
         self._stretch_writers = None if acting else {}
+        self._committers = None if acting else {}
         if acting:
             self._recorders = None
         else:
