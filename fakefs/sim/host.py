@@ -391,7 +391,6 @@ class HostProcesses:
     def run(self, t: int, action) -> None:
         kind = action[0]
         m = self.machine
-        self.ran_at = t
         if kind == "fork":
             self.exited.discard(action[2])       # the pid is in use again
         elif action[1] in self.forking:
@@ -411,6 +410,7 @@ class HostProcesses:
                 if kind == "fork":
                     self.forking[action[2]] = c + 1
                 return
+        self.ran_at = t                          # (done now, not put off)
         if kind == "fork":
             self.forking.pop(action[2], None)
             self._fork(t, *action[1:])

@@ -72,39 +72,27 @@ cdef Committer committer(dict committers, tr, int cpu, int nr_cpus):
     return <Committer> c
 
 
-cdef bint commit_entry(Committer c, int cpu, tuple entry, int payload) except -1:
-    """``write_entry(c.tr, cpu, entry, payload)``."""
-    if not c.plain:
-        return write_entry(c.tr, cpu, entry, payload, None)
-    if c.cb is None:
+cdef bint _commit(tr, tracing, CpuBufferCore cb, bint overwrite, tgids, int cpu, entry,
+                  int payload) except -1:
+    """The commit itself, whoever read the array's settings: ``entry``
+    (stamped by the array's clock) into ``cb`` (None: the buffer records
+    nothing), then ``_task_info()`` when another task committed last on
+    ``cpu`` or tgids are recorded."""
+    if cb is None:
         return False
-    if not c.cb.write(entry[0], entry, rb_event_length(payload), c.overwrite):
+    if not cb.write(entry[0], entry, rb_event_length(payload), overwrite):
         return False
     pid = entry[2]
-    if pid != c.tracing.taskinfo_pid[cpu] or c.tgids:
-        c.tr._task_info(cpu, pid)
+    if pid != tracing.taskinfo_pid[cpu] or tgids:
+        tr._task_info(cpu, pid)
     return True
 
 
-cdef object after_committed(Committer c, int cpu, tuple entry, stack):
-    """``after_commit(c.tr, cpu, entry, stack)``."""
-    cdef long long sid
-    cdef bint done = False
-    if c.stacktrace:
-        if callable(stack):
-            stack = stack()
-        ts, pid, flags, pc = entry[0], entry[2], entry[3], entry[4]
-        if c.smap is not None:                  # (trace_stack())
-            sid = get_id(c.smap, stack, cpu)
-            if sid >= 0:
-                done = commit_entry(c, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
-                                    STACK_ID_PAYLOAD)
-        if not done:
-            commit_entry(c, cpu, (ts, TRACE_STACK, pid, flags, pc, stack, None),
-                         ENTRY_HDR + 8 + 8 * len(stack))
-    if c.userstack:
-        ftrace_trace_userstack(c.tr, cpu, entry)
-    return stack
+cdef bint commit_entry(Committer c, int cpu, tuple entry, int payload) except -1:
+    """``write_entry(c.tr, cpu, entry, payload)`` with the window's settings."""
+    if not c.plain:
+        return write_entry(c.tr, cpu, entry, payload, None)
+    return _commit(c.tr, c.tracing, c.cb, c.overwrite, c.tgids, cpu, entry, payload)
 
 
 cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
@@ -121,45 +109,65 @@ cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
         if buf.record_off or buf.record_disabled:
             return False
         into = buf.cpus[cpu]
-    if not (<CpuBufferCore?> into).write(entry[0], entry, rb_event_length(payload),
-                                          tr.flags["overwrite"]):
-        return False
-    pid = entry[2]
     tracing = tr.tracing
-    if pid != tracing.taskinfo_pid[cpu] or tracing.tgids.ref:
-        tr._task_info(cpu, pid)
-    return True
+    return _commit(tr, tracing, <CpuBufferCore?> into, tr.flags["overwrite"], tracing.tgids.ref,
+                   cpu, entry, payload)
+
+
+cdef bint _write(tr, Committer c, int cpu, tuple entry, int payload) except -1:
+    return write_entry(tr, cpu, entry, payload, None) if c is None else \
+        commit_entry(c, cpu, entry, payload)
+
+
+cdef void _stack(tr, Committer c, smap, int cpu, ts, pid, flags, pc, stack) except *:
+    """``__ftrace_trace_stack()`` with the stackmap series applied: the
+    stack's id in the stackmap ``smap`` (None: ``stackmap`` off) where it
+    has one, else the stack in full; written by ``c`` (None: by
+    ``write_entry``)."""
+    cdef long long sid
+    if smap is not None:
+        sid = get_id(smap, stack, cpu)
+        if sid >= 0 and _write(tr, c, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
+                               STACK_ID_PAYLOAD):
+            return
+    _write(tr, c, cpu, (ts, TRACE_STACK, pid, flags, pc, stack, None),
+           ENTRY_HDR + 8 + 8 * len(stack))
 
 
 cpdef void trace_stack(tr, int cpu, ts, pid, flags, pc, stack) except *:
-    """``__ftrace_trace_stack()`` with the stackmap series applied: the
-    stack's id in the stackmap where it has one (``stackmap`` on), else the
-    stack in full."""
-    if tr.flags.get("stackmap"):
-        smap = tr.stackmap
-        if smap is not None:
-            sid = get_id(smap, stack, cpu)
-            if sid >= 0:
-                if write_entry(tr, cpu, (ts, TRACE_STACK_ID, pid, flags, pc, sid, None),
-                               STACK_ID_PAYLOAD):
-                    return
-    write_entry(tr, cpu, (ts, TRACE_STACK, pid, flags, pc, stack, None),
-                ENTRY_HDR + 8 + 8 * len(stack))
+    """``TraceArray.trace_stack()``: ``_stack()`` by the array's settings now."""
+    _stack(tr, None, tr.stackmap if tr.flags.get("stackmap") else None, cpu, ts, pid, flags,
+           pc, stack)
+
+
+cdef object _after(tr, Committer c, bint stacktrace, bint userstack, int cpu, tuple entry,
+                   stack):
+    """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
+    kernel stack (``stacktrace``; ``stack`` the hit's, or a function making
+    it, called at most once), then the user stack (``userstack``); the
+    stack, as made."""
+    if stacktrace:
+        if callable(stack):
+            stack = stack()
+        if c is None:
+            trace_stack(tr, cpu, entry[0], entry[2], entry[3], entry[4], stack)
+        else:
+            _stack(tr, c, c.smap, cpu, entry[0], entry[2], entry[3], entry[4], stack)
+    if userstack:
+        ftrace_trace_userstack(tr, cpu, entry)
+    return stack
 
 
 cpdef after_commit(tr, int cpu, tuple entry, stack):
-    """``trace_buffer_unlock_commit_regs()`` after an event's commit: the
-    kernel stack (``stacktrace``; ``stack`` the hit's, or a function making
-    it, called at most once), then the user stack (``userstacktrace``);
-    the stack, as made."""
+    """``_after()`` by the array's settings now."""
     flags = tr.flags
-    if flags.get("stacktrace"):
-        if callable(stack):
-            stack = stack()
-        trace_stack(tr, cpu, entry[0], entry[2], entry[3], entry[4], stack)
-    if flags.get("userstacktrace"):
-        ftrace_trace_userstack(tr, cpu, entry)
-    return stack
+    return _after(tr, None, bool(flags.get("stacktrace")), bool(flags.get("userstacktrace")),
+                  cpu, entry, stack)
+
+
+cdef object after_committed(Committer c, int cpu, tuple entry, stack):
+    """``_after()`` by the window's settings."""
+    return _after(c.tr, c, c.stacktrace, c.userstack, cpu, entry, stack)
 
 
 cdef void ftrace_trace_userstack(tr, int cpu, tuple entry) except *:

@@ -152,7 +152,6 @@ cdef class GraphCore:
     cdef object ops, ret_length
     cdef long long thresh, max_depth
     cdef bint g_funcs, skip_irqs, sleep_time
-    cdef dict codes                 # function -> its kind's code (retvals)
     # the raw writer of the stretch (``raw``), begun on its CPU's buffer at
     # the first record; the pids of the records' runs
     cdef bint raw, with_retval
@@ -193,8 +192,6 @@ cdef class GraphCore:
         self.ret_length = GRAPH_LENGTHS[self.ret_payload]
         self.ret_len = self.ret_length
         self.pid_known = False
-        if self.codes is None:
-            self.codes = {}
         if self._hooks is not self.hooks_seen:
             self.hooks_seen = self._hooks
             wl = tr.kernel.workload
@@ -246,7 +243,8 @@ cdef class GraphCore:
             tr._task_info(cpu, pid)
 
     cdef bint _pid_ok(self, long pid) except -1:
-        """``traces_pid()``: the ops' pid lists (the last pid's answer kept)."""
+        """May the array push a call of ``pid``: the ops' pid lists (the last
+        pid's answer kept; the reference's ``traces_pid()``)."""
         if self.ops is None:
             return True
         if not self.pid_known or pid != self.last_pid:
@@ -356,7 +354,6 @@ cdef class GraphCore:
         cdef int c
         cdef list code_list = self.code_list
         retvals = self.retvals
-        codes = self.codes
         out, lengths = self._out, self._lengths
         rax = None
         tt = t
@@ -367,17 +364,13 @@ cdef class GraphCore:
             if retvals is None:
                 rax = 0
             else:                                    # the kind once per function
-                c = -1
+                c = -1                               # (a request's frame: looked up)
                 f = p.frame
                 listed = type(f) is Frame and 0 <= (<Frame> f).fn < len(code_list)
                 if listed:
                     c = code_list[(<Frame> f).fn]
                 if c < 0:
-                    code = codes.get(p.func)
-                    if code is None:
-                        kind = retvals.kinds.get(p.func) or retvals.kind(p.func)
-                        code = codes[p.func] = KIND_CODES[kind]
-                    c = code
+                    c = KIND_CODES[retvals.kinds.get(p.func) or retvals.kind(p.func)]
                     if listed:
                         code_list[(<Frame> f).fn] = c
                 rax = retval(c, p.func, p.calltime, p.rax)

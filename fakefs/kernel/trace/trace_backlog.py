@@ -21,8 +21,8 @@ measured over all of the gap that was simulated in full (the probe and the
 window: same settings, same model): its entries were written and then
 overwritten (``written``, ``overrun``), pushing out the pages of the probe
 they covered beyond the room the buffer still had (sparse entries, a
-filtered tracer's, stay); the stackmap's uses are shared among the stacks it holds in
-proportion to their uses (a stack first seen in skipped time is not
+filtered tracer's, stay); the stackmap's uses are shared among the stacks
+it holds in proportion to their uses (a stack first seen in skipped time is not
 invented).
 
 In non-overwrite mode the buffer keeps its *first* buffer-full: the gap is
@@ -50,13 +50,14 @@ that holds more than that (``buffer_size_kb`` in megabytes) keeps the
 probe's and the last ones the budget allows; those of the skipped time
 between are counted as written and overwritten (overrun) or dropped,
 although the buffer had room for them: that is where the model gives way
-instead of holding the request that asked.
+instead of holding the request that asked.  Triggers and probes that can
+still act are followed in full for the first half of that (the function
+tracer's calls count as entries there: probes see each of them, recorded
+or not).
 
 A skip stops at what a followed real process did (``Kernel._shown_first``):
 a moment of each fork, exec or exit is simulated in full and traced, even
-before the window (``traced_needs``).  Triggers and probes that can still act are followed in full for
-the first half of that (the function tracer's calls count as entries there:
-probes see each of them, recorded or not).
+before the window (``traced_needs``).
 
 While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
 (the kernel's own threshold is longer): simulating what tracing records

@@ -57,10 +57,11 @@ from .trace_nop import Tracer
 from .trace_parser import user_ulong
 
 TRACE_GRAPH_RET = te.TRACE_GRAPH_RET
+GRAPH_RET_PAYLOAD, GRAPH_RET_RETVAL_PAYLOAD = te.GRAPH_RET_PAYLOAD, te.GRAPH_RET_RETVAL_PAYLOAD
 # a stretch's records are written in the raw sub-buffers (``GraphCore.settings``;
 # False: as tuples, which the tests compare them with)
 RAW_WRITES = True
-GRAPH_RET_PAYLOAD, GRAPH_RET_RETVAL_PAYLOAD = te.GRAPH_RET_PAYLOAD, te.GRAPH_RET_RETVAL_PAYLOAD
+
 
 class RequestFrame:
     """A call of a request (not the walk's) where ``_enter()`` and
@@ -258,12 +259,6 @@ class GraphTracer(GraphCore, Tracer):
         for fr in frames:
             self.call(tr, cpu, state, fr, t, context)
         self.end(tr, cpu)
-
-    @staticmethod
-    def traces_pid(tr, pid: int) -> bool:
-        """May the array push a call of ``pid`` (its pid lists)?"""
-        ops = tr.ftrace_ops
-        return ops is None or ops.match_pid(pid)
 
     def request_calls(self, tr, cpu: int, pid: int, calls, flags: int, pc: int) -> None:
         """A real process's request ran ``calls`` (``RequestCall``s of

@@ -30,6 +30,12 @@ class GraphHooksReference:
                     self.call(tr, cpu, state, fr, times[i + j], context)
             i += len(frames)
 
+    @staticmethod
+    def traces_pid(tr, pid: int) -> bool:
+        """May the array push a call of ``pid`` (its pid lists)?"""
+        ops = tr.ftrace_ops
+        return ops is None or ops.match_pid(pid)
+
     def ran(self, tr, cpu: int, state, t0: int) -> None:
         """A task the array does not trace (or one the walk has no state
         for) ran on ``cpu`` from ``t0`` on: only the switch counts."""

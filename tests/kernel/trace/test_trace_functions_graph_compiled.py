@@ -21,10 +21,12 @@ MS = 1_000_000
 GRAPH = {"CONFIG_FUNCTION_GRAPH_TRACER": True, "CONFIG_FUNCTION_GRAPH_RETVAL": True}
 
 
-def traced(settings, reference: bool, ms: int = 12, monkeypatch=None):
-    """``trace`` and every CPU's stats after ``ms`` of a machine with
-    ``settings`` written (path, value), with the compiled hooks or the
-    reference's."""
+def traced(settings, reference: bool, monkeypatch, ms: int = 12):
+    """What the function_graph array (instance ``g`` if made, else the top
+    level) shows after ``ms`` of a machine with ``settings`` written (path,
+    value), with the compiled hooks or the reference's: its ``trace``,
+    every CPU's stats and ``trace_pipe_raw`` pages (the records' bytes),
+    and the top level's ``trace``; and the type of its tracer."""
     if reference:                        # (and its records as tuples)
         monkeypatch.setattr(trace_init, "GraphTracer", GraphTracerReference)
         monkeypatch.setattr(trace_functions_graph, "RAW_WRITES", False)
@@ -41,20 +43,18 @@ def traced(settings, reference: bool, ms: int = 12, monkeypatch=None):
     for _ in range(ms):
         clock.advance(MS)
         k.run_until_now()
-    out = [rd(k, "trace")] + [rd(k, "per_cpu/cpu%d/stats" % c) for c in range(2)]
-    if any(p == "mkdir" for p, _v in settings):
-        out.append(rd(k, "instances/g/trace"))
-    # the pages as a reader of trace_pipe_raw takes them (the records' bytes)
+    inst = "instances/g/" if "g" in k.tracing.instances else ""
+    out = {"top trace": rd(k, "trace"), "trace": rd(k, inst + "trace")}
     for cpu in range(2):
+        out["stats %d" % cpu] = rd(k, inst + "per_cpu/cpu%d/stats" % cpu)
         try:
-            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu%d/trace_pipe_raw" % cpu))
+            out["raw %d" % cpu] = kernel_read(
+                k.tree, "sys/kernel/tracing/%sper_cpu/cpu%d/trace_pipe_raw" % (inst, cpu))
         except WouldBlock:
-            out.append(b"")
-    if reference:
-        monkeypatch.undo()
-    kind = type(k.tracing.global_trace.current) if k.tracing.global_trace.current.name == \
-        "function_graph" else None
-    return out, kind
+            out["raw %d" % cpu] = b""
+    monkeypatch.undo()
+    tr = k.tracing.instances["g"] if inst else k.tracing.global_trace
+    return out, type(tr.current)
 
 
 GRAPH_TRACER = (("current_tracer", "function_graph"),)
@@ -85,12 +85,11 @@ SETTINGS = {
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_the_compiled_hooks_write_what_the_reference_writes(name, monkeypatch):
     settings = SETTINGS[name]
-    got, kind = traced(settings, False)
-    want, ref_kind = traced(settings, True, monkeypatch=monkeypatch)
-    if kind is not None:
-        assert kind is not GraphTracerReference and ref_kind is GraphTracerReference
-    graph = got[3] if len(got) > 5 else got[0]
-    assert sum(not ln.startswith("#") for ln in graph.splitlines()) > 200, graph[:2000]
+    got, kind = traced(settings, False, monkeypatch)
+    want, ref_kind = traced(settings, True, monkeypatch)
+    assert kind.__name__ == "GraphTracer" and ref_kind is GraphTracerReference
+    lines = [ln for ln in got["trace"].splitlines() if not ln.startswith("#")]
+    assert len(lines) > 200 and any(got["raw %d" % c] for c in range(2)), got["trace"][:2000]
     assert got == want
 
 
