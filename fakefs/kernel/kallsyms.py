@@ -22,8 +22,9 @@ import os
 import re
 from array import array
 from bisect import bisect_right
-from itertools import islice
+from itertools import chain, islice
 
+from ._kallsyms import NameTable
 from .fs.proc.inode import ProcOps
 from .fs.pseudo import FileOperations
 from .version import linux_banner, linux_proc_banner
@@ -71,14 +72,15 @@ class Kallsyms:
         self.source = source
         self._addrs = addrs if isinstance(addrs, array) else array("Q", addrs)
         self._types = types if isinstance(types, str) else "".join(types)
-        self._names = names
+        # (packed: a list of ~120k names and a dict by name were 17 MB)
+        self._names = names if isinstance(names, NameTable) else NameTable(names)
         mods = sorted(modules, key=lambda s: s[0])
         self._maddrs = array("Q", [s[0] for s in mods])
         self._mnames = [s[2] for s in mods]
         self._mmods = [s[3] for s in mods]
         self._mod_order = modules
         self.generation = 0
-        self._by_name: dict[str, int] | None = None
+        self._by_name: dict[str, int] | None = None     # module and data symbols'
         self._by_base: dict[str, str] | None = None
         self.data: list[tuple[int, str, str]] = []     # (addr, type, name) of data symbols
         self.data_contents: dict[int, bytes] = {}      # what some of them hold
@@ -93,10 +95,8 @@ class Kallsyms:
             self._inittext = (0, 0)
 
     def _marker(self, name):
-        try:
-            return self._addrs[self._names.index(name)]
-        except ValueError:
-            return None
+        i = self._names.index(name)
+        return self._addrs[i] if i >= 0 else None
 
     # ------------------------------------------------------------ loading
     @classmethod
@@ -290,12 +290,10 @@ class Kallsyms:
             return None
         return (self._mnames[i], addr - start, end - start, mod)
 
-    def _name_index(self) -> dict:
+    def _others(self) -> dict:
+        """Module and data symbols by name (the first of each name)."""
         if self._by_name is None:
             d: dict[str, int] = {}
-            for n, a in zip(self._names, self._addrs):
-                if n not in d:
-                    d[n] = a
             for n, a in zip(self._mnames, self._maddrs):
                 if n not in d:
                     d[n] = a
@@ -305,20 +303,32 @@ class Kallsyms:
         return self._by_name
 
     def addr_of(self, name: str) -> int | None:
-        return self._name_index().get(name)
+        """The address of the first symbol called ``name`` (vmlinux's, then
+        the modules', then the data symbols')."""
+        i = self._names.index(name)
+        if i >= 0:
+            return self._addrs[i]
+        return self._others().get(name)
 
     def __contains__(self, name) -> bool:
-        return name in self._name_index()
+        return self.addr_of(name) is not None
+
+    def positions(self, name: str) -> list[int]:
+        """Where vmlinux's symbols called ``name`` are in the table."""
+        return self._names.positions(name)
+
+    def core_names(self) -> NameTable:
+        """The names of vmlinux's symbols, in table (address) order."""
+        return self._names
 
     def resolve(self, name: str) -> str | None:
         """``name`` itself, else a compiler clone of it (``name.isra.0``,
         ``name.constprop.0``, ``name.part.0``); None when absent."""
-        idx = self._name_index()
-        if name in idx:
+        if name in self:
             return name
         if self._by_base is None:
             base: dict[str, str] = {}
-            for n in idx:
+            for n in chain(self._names, self._others()):
                 if "." in n:
                     src = source_name(n)
                     if src != n:

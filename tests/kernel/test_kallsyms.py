@@ -309,3 +309,44 @@ def test_kallsyms_all_lists_data_symbols_with_known_contents():
                  clock=ManualClock(), host_kallsyms=False)
     old.boot([("fakefs.kernel.kallsyms", "kallsyms_init")])
     assert old.kallsyms.data == [] and "linux_proc_banner" not in old.kallsyms
+
+
+# --------------------------------------------------------------- packed names
+def test_name_table_is_the_list_and_dict_it_replaced():
+    """``NameTable``: the i-th name, every name in order, a name's first
+    position and all of them, as a list and a dict of first positions say
+    (duplicates, a name that is a prefix of another, non-ASCII, absent)."""
+    import random
+    from fakefs.kernel._kallsyms import NameTable
+    rnd = random.Random(7)
+    names = ["n%d" % rnd.randrange(3000) for _ in range(20000)]
+    names += ["", "n1", "n10", "caf\u00e9", "\ufffd", "n1"]
+    t = NameTable(names)
+    assert len(t) == len(names) and list(t) == names
+    assert t[0] == names[0] and t[-1] == names[-1] and t[20001] == names[20001]
+    with pytest.raises(IndexError):
+        t[len(names)]
+    first, every = {}, {}
+    for i, n in enumerate(names):
+        first.setdefault(n, i)
+        every.setdefault(n, []).append(i)
+    for n in list(first)[:500] + ["", "n1", "caf\u00e9", "\ufffd"]:
+        assert t.index(n) == first[n] and t.positions(n) == every[n], n
+    for n in ("n", "n1 ", "zz", "cafe", "n30000"):
+        assert t.index(n) == -1 and t.positions(n) == []
+    assert len(NameTable([])) == 0 and NameTable([]).index("x") == -1
+    with pytest.raises(ValueError):
+        NameTable(["a\nb"])
+
+
+def test_lookups_by_name_as_before(ks):
+    """``addr_of`` and ``in``: vmlinux's first symbol of a name, then the
+    modules', then the data symbols' (what the dict by name answered)."""
+    t = small()
+    assert t.addr_of("second") == 0x1050 and t.addr_of("__pfx_second") == 0x1040
+    assert "weak_fn" in t and "nope" not in t and t.addr_of("nope") is None
+    assert t.resolve("third") == "third.isra.0"
+    assert t.addr_of("mod_a") == 0xffff0000 and "other_fn" in t
+    names = list(ks.core_names())
+    for i in range(0, len(names), 997):
+        assert ks.addr_of(names[i]) == ks._addrs[names.index(names[i])]

@@ -44,8 +44,9 @@ class NameIndex:
                  "bigrams")
     # (each made on first use, or by build_steps())
 
-    def __init__(self, names: list[str]):
-        self.names = names
+    def __init__(self, names):
+        # (the names as strings from here on: the records keep theirs packed)
+        self.names = names if isinstance(names, list) else list(names)
         self._fwd = self._rev = self._joined = None
         self.grams: dict[str, array] | None = None
         self.bigrams: dict[str, array] | None = None    # built with grams

@@ -172,6 +172,32 @@ class Glob:
 
 
 # --------------------------------------------------------------- records
+class RecordNames:
+    """The records' names, read from the symbol table where they are held
+    (``kallsyms.NameTable``): a list of ~55,000 strings would be 4 MB.
+    ``at[i]``: record ``i``'s place among vmlinux's symbols, -1 for a
+    module's record (its name in ``module_names``)."""
+
+    __slots__ = ("_table", "_at", "module_names")
+
+    def __init__(self, ks, at, module_names: dict[int, str]):
+        self._table = ks.core_names()
+        self._at = at
+        self.module_names = module_names
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: int) -> str:
+        p = self._at[i]
+        return self._table[p] if p >= 0 else self.module_names[i if i >= 0 else i + len(self._at)]
+
+    def __iter__(self):
+        table, mods = self._table, self.module_names
+        for i, p in enumerate(self._at):
+            yield table[p] if p >= 0 else mods[i]
+
+
 class FtraceRecords:
     """The dyn_ftrace records of the running kernel (one per kernel)."""
 
@@ -203,12 +229,9 @@ class FtraceRecords:
             init_lo = init_hi = 0
         init_addrs = set()
         markers = {"_stext", "_text", "_etext", "_sinittext", "_einittext"}
-        self.names: list[str] = []
-        self.mods: list[str | None] = []
-        self.addrs: list[int] = []
         core = []
         modrecs = []
-        for addr, typ, name, mod in ks.symbols():
+        for pos, (addr, typ, name, mod) in enumerate(ks.symbols()):
             if (name.startswith(_SKIP_PREFIXES) or name in markers or name in notrace
                     or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
                 # (``foo.cold``: the unlikely part gcc splits off a function,
@@ -219,36 +242,41 @@ class FtraceRecords:
                     if init_lo <= addr < init_hi:
                         init_addrs.add(addr)      # a record until init memory is freed
                     continue
-                core.append((addr, name))
+                core.append((addr, pos))
             elif mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr):
                 continue
             else:
                 modrecs.append((addr, name, mod))
         core.sort(key=lambda r: r[0])           # ftrace_process_locs() sorts
         seen = set()
-        for addr, name in core:
+        at = array("i")                          # a record's place in the symbol table
+        mod_names: dict[int, str] = {}           # a module record's name
+        self.mods: list[str | None] = []
+        addrs = []
+        for addr, pos in core:
             if addr in seen:                    # aliases share one record
                 continue
             seen.add(addr)
-            self.names.append(name)
+            at.append(pos)
             self.mods.append(None)
-            self.addrs.append(addr)
+            addrs.append(addr)
         for addr, name, mod in modrecs:
             if addr in seen:
                 continue
             seen.add(addr)
-            self.names.append(name)
+            mod_names[len(at)] = name
+            at.append(-1)
             self.mods.append(mod)
-            self.addrs.append(addr)
+            addrs.append(addr)
+        self.names = RecordNames(ks, at, mod_names)
         self.modules = frozenset(m for m in self.mods if m)
-        self.addrs = array("Q", self.addrs)
+        self.addrs = array("Q", addrs)
         self.by_addr = AddrIndex(self.addrs)
-        # a name's record, or its records where several share the name
-        self._by_name: dict[str, int | tuple[int, ...]] = {}
-        for i, n in enumerate(self.names):
-            got = self._by_name.setdefault(n, i)
-            if got != i:
-                self._by_name[n] = (got + (i,)) if type(got) is tuple else (got, i)
+        # a symbol's record (-1: none), for the records of a name
+        self._rec_at = array("i", [-1]) * len(ks.core_names())
+        for r, pos in enumerate(at):
+            if pos >= 0:
+                self._rec_at[pos] = r
         self._ks = ks
         self._boot_core = array("Q", sorted(init_addrs.union(a for a, m in zip(self.addrs, self.mods)
                                                              if m is None)))
@@ -271,9 +299,11 @@ class FtraceRecords:
         return self._index
 
     def named(self, name: str) -> list[int]:
-        """The records of the functions called ``name``."""
-        got = self._by_name.get(name, ())
-        return [got] if type(got) is int else list(got)
+        """The records of the functions called ``name`` (in record order)."""
+        at = self._rec_at
+        out = [at[p] for p in self._ks.positions(name) if at[p] >= 0]
+        out.extend(r for r, n in self.names.module_names.items() if n == name)
+        return out
 
     def display(self, i: int) -> str:
         """``%ps`` of a record: ``name`` or ``name [module]``."""

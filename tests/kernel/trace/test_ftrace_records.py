@@ -220,3 +220,21 @@ def test_addr_index_is_the_dict_it_replaced():
         with pytest.raises(KeyError):
             idx[0x1001]
         assert None not in idx and idx.get(None, -1) == -1
+
+
+def test_records_of_a_name_several_functions_share():
+    """Static functions of one name in several files are as many records,
+    found by the name in record order (names kept by the symbol table:
+    ``RecordNames``); an alias at a record's address is no record."""
+    core = [(0x1000, "T", "_stext"), (0x1000, "t", "dup"), (0x1040, "T", "alias_a"),
+            (0x1040, "T", "alias_b"), (0x1080, "t", "dup"), (0x10c0, "T", "solo"),
+            (0x1100, "t", "dup"), (0x1200, "T", "_etext")]
+    mods = [(0xffffffffc1000000, "t", "dup", "testmod")]
+    r = FtraceRecords(types.SimpleNamespace(kallsyms=Kallsyms(core, mods), workload=None,
+                                            modules=None))
+    assert list(r.names) == ["dup", "alias_a", "dup", "solo", "dup", "dup"]
+    assert [r.names[i] for i in range(len(r))] == list(r.names) and r.names[-1] == "dup"
+    assert r.named("dup") == [0, 2, 4, 5] and r.mods[5] == "testmod"
+    assert r.named("alias_a") == [1] and r.named("alias_b") == [] and r.named("x") == []
+    assert r.match("dup", None) == ([0, 2, 4, 5], False)
+    assert r.match("al*", None) == ([1], False)
