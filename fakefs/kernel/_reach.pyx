@@ -25,7 +25,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
-from fakefs.kernel._walk cimport Frame, Table
+from fakefs.kernel._walk cimport Frame, Table, frame_kid
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel import walkgraph as _wg
@@ -254,7 +254,7 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
                 else:
                     lo = mid + 1
             g = callees[lo]
-            hit = PyDict_GetItem(n.kids, g)
+            hit = frame_kid(n, g)
             k = <object> hit if hit is not NULL else frames.child(n, g)
             if k is not False:
                 n = <Frame> k

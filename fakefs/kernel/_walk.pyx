@@ -24,9 +24,6 @@ writes it to the task state before any Python that may look and when done
 from cpython.ref cimport PyObject
 
 cdef extern from "Python.h":
-    # the kids' lookup without a reference taken or dropped on the key or
-    # the dict (both borrowed: the frame holds its kids, the graph its keys)
-    PyObject *kid_of "PyDict_GetItem"(PyObject *kids, PyObject *key)
     PyObject *list_item "PyList_GET_ITEM"(PyObject *lst, Py_ssize_t i)
 from libc.stdlib cimport free, malloc
 
@@ -57,7 +54,7 @@ cdef class Frame:
         self.site = site
         self._stack = None
         self.owner = owner
-        self.kids = {}
+        self.k1key = NO_KID
         self.depth = 1 if parent is None else parent.depth + 1
         self.irq = irq
         self.tp = None
@@ -66,6 +63,32 @@ cdef class Frame:
         self.ctx = ctx
         self.visits = 0
         self.called = False
+
+    # ---- its kids (_walk.pxd: ``frame_kid``, ``frame_put_kid``) ----
+    def kid(self, int key):
+        """The frame of the call (``key``: the callee's id; -1 - the entry's
+        id for an interrupt) made from here, False where it cannot be
+        made, None when not made yet."""
+        cdef PyObject *hit = frame_kid(self, key)
+        return None if hit is NULL else <object> hit
+
+    def set_kid(self, int key, kid):
+        frame_put_kid(self, key, kid)
+
+    def forget_kids(self):
+        self.k1key = NO_KID
+        self.k1 = None
+        self.more = None
+
+    @property
+    def kids(self):
+        """Every kid by key (a new dict)."""
+        d = {}
+        if self.k1key != NO_KID:
+            d[self.k1key] = self.k1
+            if self.more is not None:
+                d.update(self.more)
+        return d
 
     @property
     def stack(self):
@@ -236,7 +259,7 @@ cdef class Walker:
         cdef Frame k
         key = self.g.ints[g]
         if mode < 0:
-            fr.kids[key] = False
+            frame_put_kid(fr, g, False)
             return False
         frames = self.frames
         k = Frame.__new__(Frame)
@@ -245,12 +268,12 @@ cdef class Walker:
         k.entry = self.g.entry[g]
         k.site = frames.site_of(fr.fn, key)
         k.owner = frames
-        k.kids = {}
+        k.k1key = NO_KID
         k.depth = fr.depth + 1
         k.irq = fr.irq
         k.mode = mode
         k.ctx = inner_context(self.g.fctx[g], fr.ctx)
-        fr.kids[key] = k
+        frame_put_kid(fr, g, k)
         frames.count += 1
         return k
 
@@ -363,7 +386,7 @@ cdef class Walker:
             gi = table.callee[bisect_right(table.cum, lo, hi, self.draw() * table.total[f])]
             got = False
             if gi >= 0:
-                hit = kid_of(<PyObject *> fr.kids, list_item(<PyObject *> ints, gi))
+                hit = frame_kid(fr, gi)
                 if (not _made(hit) and fr.visits and not flags[f] & F_DISPATCH
                         and self.draw() * (fr.visits + novelty) >= novelty):
                     for j in range(REDRAWS):
@@ -371,7 +394,7 @@ cdef class Walker:
                                                        self.draw() * table.total[f])]
                         if gi < 0:
                             break
-                        hit = kid_of(<PyObject *> fr.kids, list_item(<PyObject *> ints, gi))
+                        hit = frame_kid(fr, gi)
                         if _made(hit):
                             break
                 if gi >= 0:

@@ -75,16 +75,16 @@ class Frames:
     def child(self, fr, g):
         """The frame for ``fr`` calling ``g``, made on first use (False if
         it cannot here)."""
-        k = fr.kids.get(g)
+        k = fr.kid(g)
         if k is not None:
             return k
         mode = callee_mode(self.flags[g], fr.mode)
         if mode < 0:
-            fr.kids[g] = False
+            fr.set_kid(g, False)
             return False
         k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self,
                   inner_context(self.fctx[g], fr.ctx))
-        fr.kids[g] = k
+        fr.set_kid(g, k)
         self.count += 1
         return k
 
@@ -106,14 +106,14 @@ class Frames:
                                                  self, self.fctx[root])
                 self.count += 1
             return k
-        key = (root,)                   # call kids are keyed by callee id
-        k = fr.kids.get(key)
+        key = -1 - root                 # call kids are keyed by callee id
+        k = fr.kid(key)
         if k is None:
             f = fr.fn
             ret = self.addr[f] + irq_off(self.names[f], self.size[f])
             k = Frame(root, fr, self.entry[root], ret, True, IDLE if fr.mode == IDLE else KMODE,
                       self, inner_context(self.fctx[root], fr.ctx))
-            fr.kids[key] = k
+            fr.set_kid(key, k)
             self.count += 1
         return k
 
@@ -148,7 +148,7 @@ class Frames:
             fr = todo.pop()
             kids = fr.kids
             if kids:
-                fr.kids = {}
+                fr.forget_kids()
                 todo.extend(k for k in kids.values() if k)
         self._intern = {}
         self._roots = {}
@@ -158,7 +158,7 @@ class Frames:
         self._kept = []
         for fr in kept:
             while fr is not None:
-                fr.kids = {}
+                fr.forget_kids()
                 fr.visits = 0           # (what it called is forgotten with its kids)
                 self._kept.append(fr)
                 fr = fr.parent

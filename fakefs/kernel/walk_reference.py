@@ -114,7 +114,7 @@ def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
         g = callees[bisect_right(cum, rnd() * total)]
         k = False
         if g >= 0:
-            k = fr.kids.get(g)
+            k = fr.kid(g)
             if (not _made(k) and fr.visits and not flags[f] & F_DISPATCH
                     and rnd() * (fr.visits + novelty) >= novelty):
                 for _j in range(REDRAWS):
@@ -122,7 +122,7 @@ def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):
                     if g < 0:
                         k = False
                         break
-                    k = fr.kids.get(g)
+                    k = fr.kid(g)
                     if _made(k):
                         break
             if k is None:

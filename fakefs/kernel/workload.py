@@ -66,13 +66,16 @@ EXEC_PROFILES = frozenset({"sleep"})
 # another one goes on running (and the stacks must not move sched.curr)
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
-# distinct stacks kept before the path cache restarts: ~0.3 kB a frame now
-# with what tracing caches of its stack (+22 MB of RSS from 25k to 100k), so
-# ~30-55 MB at most.  When every call was drawn afresh the function tracer
-# met ~28k distinct stacks in its first 0.5 s and ~100k in 3.5 s, and a cap
-# of 25k restarted the cache every ~0.5 s; since frames repeat what they did
-# (walkgraph) it meets ~7k in a second and ~11k in two
-FRAME_CAP = 100_000
+# distinct stacks kept before the path cache restarts (the daemon's memory,
+# issue 33's done-means 5).  Measured with everything traced (function
+# tracer, every event, stacktrace, stackmap): ~1,400 new frames a simulated
+# second after the first ones, each ~630 bytes with what it keeps (the frame
+# ~190, its stack tuple with the interning ~290, the event memo's share
+# ~110), so 50k frames hold ~31 MB, 100k held ~63 MB.  The function tracer
+# alone meets ~48k in its first 30 s (it restarts after ~35 s); a cap of
+# 20k cost it ~19 % more CPU over 30 s (restarts every ~6 s, each making
+# its frames again)
+FRAME_CAP = 50_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
 CALL_TRIES = 4             # calls_to(): tasks tried before giving up

@@ -163,3 +163,24 @@ def test_still_open_is_the_calls_below_the_new_one():
             assert n == by_set(stack, b, inside)
             kept += n > 0
     assert kept > 200
+
+
+def test_a_frames_kids_are_a_mapping_by_key():
+    """A frame keeps its first kid in two fields and the others in a dict
+    (``frame_kid``/``frame_put_kid``): what it answers is a dict's."""
+    from fakefs.kernel._walk import Frame
+    fr = Frame(1, None, 0x1000, 0, False, 0, None, 0)
+    kids = [Frame(g, fr, 0x2000 + g, 0x1005, False, 0, None, 0) for g in range(4)]
+    assert fr.kid(0) is None and fr.kids == {}
+    fr.set_kid(3, kids[3])
+    fr.set_kid(-1 - 7, False)          # an interrupt entry's key; False: cannot be made
+    fr.set_kid(0, kids[0])
+    fr.set_kid(3, kids[1])             # replaced, in its place
+    want = {3: kids[1], -8: False, 0: kids[0]}
+    assert fr.kids == want and list(fr.kids) == [3, -8, 0]
+    assert fr.kid(3) is kids[1] and fr.kid(-8) is False and fr.kid(0) is kids[0]
+    assert fr.kid(1) is None and fr.kid(-1) is None
+    fr.forget_kids()
+    assert fr.kids == {} and fr.kid(3) is None
+    fr.set_kid(2, kids[2])
+    assert fr.kids == {2: kids[2]}
