@@ -10,6 +10,7 @@
 5. the function tracer at its default 500,000 calls/s: a second of it, counters and cost, vs 4000 (the earlier default);
 6. the daemon's memory (memory.py): RSS after a minute of everything traced vs at the
    mount, and with big buffers full, against buffers + stackmap pool + 150 MB, then shrunk;
+   after 10 minutes at three buffer sizes against buffers + stackmap pool + 100 MB;
 7. the simulated kernel's step and table costs (costs.py), each vs a baseline;
 8. simulated seconds per CPU second (engine.py): the compiled data plane vs the walk
    in plain Python, for the function tracer, every event, both with stacks, sched_switch;
@@ -286,6 +287,9 @@ def main(argv=None) -> int:
                      "one run)", memory.bench_memory))
     sections.append(("memory of full big buffers (in-process; one run)",
                      memory.in_process))
+    sections.append(("daemon memory after 10 minutes of everything traced, at %s KB per CPU "
+                     "(a mount each; issue 33's done-means 5; one run)"
+                     % ", ".join(map(str, memory.DM5_SIZES_KB)), memory.bench_after_minutes))
     sections += costs.SECTIONS
     sections.append(("requests stay short: a 10 MB glob list to set_ftrace_filter with cats meanwhile; "
                      "200 blocked trace_pipe readers (one run)", requests.bench_requests))

@@ -23,6 +23,7 @@ daemon makes after such a write (fuse/heap.py).
 
     python -m fakefs.bench.memory [SECONDS]
     python -m fakefs.bench.memory --in-process [BUFFER_SIZE_KB]
+    python -m fakefs.bench.memory --after-minutes [BUFFER_SIZE_KB [MINUTES]]
 """
 
 from __future__ import annotations
@@ -154,9 +155,59 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     return out
 
 
+def after_minutes(size_kb: int = BIG_KB, minutes: float = 10.0,
+                  every_s: float = 30.0) -> list[tuple[str, float, str]]:
+    """Issue 33's done-means 5 on a mount: ``buffer_size_kb`` at ``size_kb``,
+    stackmap, stacktrace, the function tracer and every event on for
+    ``minutes``, ``per_cpu/cpu0/stats`` read every READ_EVERY_S (each read
+    catches the kernel up); the daemon's VmRSS every ``every_s`` and at the
+    end, against buffers + stackmap pool + 100 MB (the pool as in
+    ``in_process``)."""
+    out = []
+    with fakefs_mounted(args=("--cmdline", "trace_options=stackmap,stacktrace")) as (mnt, _log):
+        pid = _daemon_pid(mnt)
+        out.append(("RSS at the mount", rss_mb(pid), "MB"))
+        _write(mnt, "buffer_size_kb", str(size_kb))
+        for path, value in EVERYTHING:
+            _write(mnt, path, value)
+        t0 = time.monotonic()
+        end = t0 + minutes * 60
+        mark = t0 + every_s
+        while time.monotonic() < end:
+            _read(mnt, "per_cpu/cpu0/stats")
+            time.sleep(READ_EVERY_S)
+            if time.monotonic() >= mark:
+                print("  %6.0f s  RSS %7.1f MB" % (time.monotonic() - t0, rss_mb(pid)),
+                      flush=True)
+                mark += every_s
+        rss = rss_mb(pid)
+        total_kb = int(_read(mnt, "buffer_total_size_kb").split()[0])
+        m = re.search(r"entries: \d+ / (\d+)", _read(mnt, "stack_map_stat"))
+        pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
+        out.append(("RSS after %g min, everything on, buffer_size_kb %d" % (minutes, size_kb),
+                    rss, "MB"))
+        out.append(("  bound: buffers %d KB + stackmap pool %.1f MB + 100 MB"
+                    % (total_kb, pool_mb), total_kb / 1024 + pool_mb + 100, "MB"))
+    return out
+
+
+DM5_SIZES_KB = (1408, 16384, 65536)
+
+
+def bench_after_minutes() -> list[tuple[str, float, str]]:
+    """Done-means 5 at a few buffer sizes: the default, 16 MB and 64 MB per
+    CPU (a mount each, 10 minutes each)."""
+    out = []
+    for kb in DM5_SIZES_KB:
+        out += after_minutes(kb)
+    return out
+
+
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["--in-process"]:
+    if args[:1] == ["--after-minutes"]:
+        rows = after_minutes(*(f(a) for f, a in zip((int, float), args[1:])))
+    elif args[:1] == ["--in-process"]:
         rows = in_process(int(args[1]) if args[1:] else BIG_KB)
     else:
         rows = bench_memory(float(args[0]) if args else SECONDS)
