@@ -410,6 +410,15 @@ class HostProcesses:
                 if kind == "fork":
                     self.forking[action[2]] = c + 1
                 return
+            if kind == "exit" and r.startup and r.task.state == "R" and m._makes_calls(r):
+                # its program's loader has calls left, and it is making them
+                # (running or runnable): a process exits after them, also
+                # where the host's exec and exit came dated alike (both while
+                # a request's catch-up held the clock still, or taken after
+                # the kernel had passed them: perf ftrace's sleep showed no
+                # vfs_read).  The exit waits for them
+                m.queue_host(t + len(r.startup) * r.calls.every_ns, action)
+                return
         self.ran_at = t                          # (done now, not put off)
         if kind == "fork":
             self.forking.pop(action[2], None)

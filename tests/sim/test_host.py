@@ -161,6 +161,36 @@ def test_a_reused_pid_is_a_new_process():
     assert 5002 in m.runs and m.runs[5002].host
 
 
+def test_a_sleep_whose_exec_and_exit_come_dated_alike_still_makes_its_loaders_calls():
+    """``perf ftrace -T vfs_read -- sleep 0.2``: the host reported the
+    child's exec and exit at one instant (both came while a request's
+    catch-up held the clock still, or were taken late, after the kernel had
+    passed them).  Its loader's calls still come between them, as they do
+    on a real machine: the read() and pread64()s perf's filter shows, then
+    exit_group."""
+    for lives in (0, 10_000):
+        k, m = boot()
+        write(k, "set_ftrace_pid", "5001")
+        write(k, "set_ftrace_filter", "vfs_read")
+        write(k, "current_tracer", "function")
+        write(k, "events/raw_syscalls/sys_enter/enable", "1")
+        run(k, 0.04)
+        fork_exec_exit(k, m, lives=lives)
+        run(k, 0.06)
+        write(k, "tracing_on", "0")
+        got = lines(k)
+        exe = next(i for i, ln in enumerate(got) if "sys_enter: NR 59 " in ln and "-5001 " in ln)
+        after = [int(ln.split("NR ")[1].split()[0]) for ln in got[exe + 1:]
+                 if "-5001 " in ln and "sys_enter:" in ln]
+        loader = [c.nr for c in m.calls.profiles["sleep"].startup]
+        assert after == loader + [230, 231], (lives, after)   # clock_nanosleep, exit_group
+        reads = [ln for ln in got[exe:] if "vfs_read <-" in ln]
+        assert [ln.split("<-")[1] for ln in reads[:3]] == ["ksys_read", "ksys_pread64",
+                                                           "ksys_pread64"], got
+        assert all(ln.split()[0] == "sleep-5001" for ln in reads), reads
+        assert 5001 in m.host.exited and 5001 not in m.runs
+
+
 def test_a_child_acts_after_its_fork_even_when_the_fork_is_put_off():
     """The parent's CPU ran further than the fork's instant, so the fork is
     put off; the child's exec (stamped later, but due earlier than the put
