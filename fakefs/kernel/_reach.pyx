@@ -183,10 +183,9 @@ def compute(list table, targets, list flags, list again):
     start = array("i", [0])
     rcallees = array("i")
     rcum = array("d")
-    total_arr = array("d", bytes(8 * nf))
     far_arr = array("b", bytes(nf))
     prem_arr = array("d", bytes(8 * nf))
-    cdef double[:] totv = total_arr, premv = prem_arr
+    cdef double[:] premv = prem_arr
     cdef signed char[:] farv = far_arr
     for f in range(nf):
         if t.has[f] and not blocked[f]:
@@ -205,7 +204,6 @@ def compute(list table, targets, list flags, list again):
                     if dv[g] > far:
                         far = dv[g]
             if far >= 0:
-                totv[f] = acc
                 farv[f] = far
                 a = s.again[f]
                 h = s.H[f] if not target[f] else acc / t.total[f]
@@ -215,7 +213,7 @@ def compute(list table, targets, list flags, list again):
     for f in range(nf):
         if not known[f]:
             s.P[f] = 0.0
-    return dist_arr, (start, rcallees, rcum, total_arr, far_arr), prem_arr, P_arr
+    return dist_arr, (start, rcallees, rcum, far_arr), prem_arr, P_arr
 
 
 def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
@@ -226,11 +224,10 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
     only.  The frame reached, or None if stuck.  ``rnd`` is a
     ``random.Random``'s ``random`` (drawn from in C where it may be)."""
     cdef carray.array a_start = rtab.start, a_callees = rtab.callees, a_cum = rtab.cum
-    cdef carray.array a_total = rtab.total, a_far = rtab.far
+    cdef carray.array a_far = rtab.far
     cdef int *start = a_start.data.as_ints
     cdef int *callees = a_callees.data.as_ints
     cdef double *cum = a_cum.data.as_doubles
-    cdef double *total = a_total.data.as_doubles
     cdef signed char *far = a_far.data.as_schars
     cdef signed char *dst = dist.data.as_schars
     cdef fakefs_mt_t *mt = direct(getattr(rnd, "__self__", None))
@@ -246,7 +243,8 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
             return None
         room = maxd - n.depth - 1
         if far[f] <= room:
-            x = (mt_random(mt) if mt != NULL else <double> rnd()) * total[f]
+            # (the callees' total weight: the last one's cumulative weight)
+            x = (mt_random(mt) if mt != NULL else <double> rnd()) * cum[hi - 1]
             while lo < hi:                  # bisect_right(cum, x, lo, hi)
                 mid = (lo + hi) >> 1
                 if x < cum[mid]:

@@ -6,8 +6,8 @@ kind of ``WalkGraph.events``) or a frozenset of function ids
 (``Workload.calls_to()``).  Per function: the fewest calls to one
 (``dist``), its callees weighted by their chance of getting there
 (``rtab``), the chance it still gets there after its current call returns
-(``prem``) and that chance on entry (``P``), with the entry points (roots,
-interrupts) weighted the same way.
+(``prem``), and the entry points (roots, interrupts) weighted by that
+chance on entry (``P``, not kept).
 
 ``path()`` samples the walk conditioned on getting to one: the running
 task of a CPU returns from its calls until one of its callers goes on to a
@@ -57,7 +57,7 @@ class Reach:
             irq = False
         # still nothing: the nearest caller that can get there, if any
         ts = c.ts
-        dist, rtab, _, _, root_opts, _ = self.tables(ts.profile, kind)
+        dist, rtab, _, root_opts, _ = self.tables(ts.profile, kind)
         n = interrupted(ts.frame) if task_only else ts.frame
         while n is not None:
             if n.fn not in targets and rtab.has(n.fn):
@@ -87,7 +87,7 @@ class Reach:
         if idle and c.halt is not None and (ts.frame is None or flags[ts.frame.fn] & F_SWITCH):
             ts.frame, ts.phase = c.halt, ENTER      # back to waiting
         reach = self.tables(ts.profile, kind)
-        dist, rtab, prem, _P, root_opts, irq_opts = reach
+        dist, rtab, prem, root_opts, irq_opts = reach
         maxd = self.max_depth
         fr = interrupted(ts.frame) if task_only else ts.frame
         n = fr
@@ -150,7 +150,7 @@ class Reach:
         rnd = rng.random
         ts = c.ts
         flags = self.flags
-        dist, rtab, _, _, _, irq_opts = self.tables(ts.profile, kind)
+        dist, rtab, _, _, irq_opts = self.tables(ts.profile, kind)
         if not irq_opts:
             return None
         at = ts.frame
@@ -178,7 +178,8 @@ class Reach:
         """How a task of ``profile`` gets to the sites of ``kind``: per
         function, the fewest calls to one (dist), its callees weighted by
         their chance of getting there (rtab), the chance it still gets there
-        after its current call returns (prem), and that chance on entry (p)."""
+        after its current call returns (prem), and the entry points (roots,
+        interrupts) weighted by their chance (that on entry, P)."""
         key = (profile, kind)
         r = self._reach_cache.get(key)
         if r is None:
@@ -197,7 +198,9 @@ class Reach:
                         out.append((g, w * P[g]))
                 return out
 
-            r = (dist, rtab, prem, P, opts(self.wg.profiles[profile]["root_table"]),
+            # (P, the chance on entry, weighs the entry points and goes:
+            # ~12 KB an entry, and hundreds are kept)
+            r = (dist, rtab, prem, opts(self.wg.profiles[profile]["root_table"]),
                  opts(self.wg.irq_table))
             self._reach_cache[key] = r
         return r
@@ -228,17 +231,17 @@ class Reach:
 
 class ReachTable:
     """``rtab``: per function, its callees that get there, each with its
-    cumulative weight, their total and the most calls a callee still needs
-    — kept in flat arrays (one table per profile and kind is cached): the
-    callees of ``f`` are ``callees[start[f]:start[f + 1]]``."""
+    cumulative weight, and the most calls a callee still needs — kept in
+    flat arrays (one table per profile and kind is cached): the callees of
+    ``f`` are ``callees[start[f]:start[f + 1]]``; their total weight is the
+    last one's cumulative weight (``total(f)``)."""
 
-    __slots__ = ("start", "callees", "cum", "total", "far")
+    __slots__ = ("start", "callees", "cum", "far")
 
     def __init__(self, nf: int):
         self.start = array("i", [0])
         self.callees = array("i")
         self.cum = array("d")
-        self.total = array("d", bytes(8 * nf))
         self.far = array("b", bytes(nf))
 
     def edge(self, g: int, cum: float) -> None:
@@ -252,11 +255,16 @@ class ReachTable:
         self.start.append(len(self.callees))
 
     @classmethod
-    def of(cls, start, callees, cum, total, far) -> ReachTable:
+    def of(cls, start, callees, cum, far) -> ReachTable:
         """A table made whole (by ``_reach.compute``)."""
         rt = cls.__new__(cls)
-        rt.start, rt.callees, rt.cum, rt.total, rt.far = start, callees, cum, total, far
+        rt.start, rt.callees, rt.cum, rt.far = start, callees, cum, far
         return rt
+
+    def total(self, f: int) -> float:
+        """The callees' total weight (0.0 when none gets there)."""
+        hi = self.start[f + 1]
+        return self.cum[hi - 1] if hi > self.start[f] else 0.0
 
     def has(self, f: int) -> bool:
         """Some callee of ``f`` gets there."""

@@ -103,7 +103,6 @@ def compute(self, table, kind):
             for g, w in edges:
                 acc += w
                 rtab.edge(g, acc)
-            rtab.total[f] = acc
             rtab.far[f] = max(dist[g] for g, _ in edges)
             a = again[f]
             h = H[f] if f not in targets else acc / total
@@ -121,7 +120,7 @@ def descend(frames, n, targets, rtab, dist, rnd, maxd):
     each callee drawn from ``rtab`` by its weight; near the depth limit
     ``maxd``, or where a drawn callee cannot be called in the frame's mode,
     among the callees with room (``dist``) only."""
-    start, callees, cum, total, far = rtab.start, rtab.callees, rtab.cum, rtab.total, rtab.far
+    start, callees, cum, far = rtab.start, rtab.callees, rtab.cum, rtab.far
     while n.fn not in targets:
         f = n.fn
         lo, hi = start[f], start[f + 1]
@@ -129,7 +128,7 @@ def descend(frames, n, targets, rtab, dist, rnd, maxd):
             return None
         room = maxd - n.depth - 1
         if far[f] <= room:
-            g = callees[bisect_right(cum, rnd() * total[f], lo, hi)]
+            g = callees[bisect_right(cum, rnd() * cum[hi - 1], lo, hi)]
             k = frames.child(n, g)
             if k is not False:
                 n = k
