@@ -54,23 +54,36 @@ cdef enum:
     NO_KID = -2147483647 - 1        # k1key while a frame has no kid
 
 
-cdef inline PyObject *frame_kid(Frame fr, int key):
-    """The kid of ``fr`` under ``key`` (borrowed), NULL when none."""
+cdef extern from "Python.h":
+    # (borrowed dict, key and result: no reference taken or dropped)
+    PyObject *dict_get "PyDict_GetItem"(PyObject *d, PyObject *key)
+
+
+cdef inline PyObject *frame_kid(Frame fr, int key, PyObject *keyobj=NULL):
+    """The kid of ``fr`` under ``key`` (borrowed), NULL when none;
+    ``keyobj``: ``key`` as a Python int if the caller has one (borrowed)."""
     if fr.k1key == key:
         return <PyObject *> fr.k1
     if fr.more is None:
         return NULL
+    if keyobj != NULL:
+        return dict_get(<PyObject *> fr.more, keyobj)
     return PyDict_GetItem(fr.more, key)
 
 
-cdef inline void frame_put_kid(Frame fr, int key, object kid):
+cdef inline void frame_put_kid(Frame fr, int key, object kid, object keyobj=None):
+    """``kid`` under ``key`` (``keyobj``: the same as a Python int, to keep
+    as the dict's key rather than a new one)."""
     if fr.k1key == NO_KID or fr.k1key == key:
         fr.k1key = key
         fr.k1 = kid
     else:
         if fr.more is None:
             fr.more = {}
-        fr.more[key] = kid
+        if keyobj is None:
+            fr.more[key] = kid
+        else:
+            fr.more[keyobj] = kid
 
 
 cdef class Table:

@@ -259,7 +259,7 @@ cdef class Walker:
         cdef Frame k
         key = self.g.ints[g]
         if mode < 0:
-            frame_put_kid(fr, g, False)
+            frame_put_kid(fr, g, False, key)
             return False
         frames = self.frames
         k = Frame.__new__(Frame)
@@ -273,7 +273,7 @@ cdef class Walker:
         k.irq = fr.irq
         k.mode = mode
         k.ctx = inner_context(self.g.fctx[g], fr.ctx)
-        frame_put_kid(fr, g, k)
+        frame_put_kid(fr, g, k, key)
         frames.count += 1
         return k
 
@@ -386,7 +386,7 @@ cdef class Walker:
             gi = table.callee[bisect_right(table.cum, lo, hi, self.draw() * table.total[f])]
             got = False
             if gi >= 0:
-                hit = frame_kid(fr, gi)
+                hit = frame_kid(fr, gi, list_item(<PyObject *> ints, gi))
                 if (not _made(hit) and fr.visits and not flags[f] & F_DISPATCH
                         and self.draw() * (fr.visits + novelty) >= novelty):
                     for j in range(REDRAWS):
@@ -394,7 +394,7 @@ cdef class Walker:
                                                        self.draw() * table.total[f])]
                         if gi < 0:
                             break
-                        hit = frame_kid(fr, gi)
+                        hit = frame_kid(fr, gi, list_item(<PyObject *> ints, gi))
                         if _made(hit):
                             break
                 if gi >= 0:
