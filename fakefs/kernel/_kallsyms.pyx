@@ -43,8 +43,6 @@ cdef class NameTable:
         cdef const char *e
         cdef const char *q
         cdef Py_ssize_t i = 0, size
-        if isinstance(names, NameTable):
-            names = list(names)
         names = list(names)
         for s in names:
             if "\n" in s:
@@ -89,9 +87,6 @@ cdef class NameTable:
         cdef Py_ssize_t i
         for i in range(self.n):
             yield self.name(i)
-
-    def __reduce__(self):
-        return (NameTable, (list(self),))
 
     cdef int _hash_all(self) except -1:
         cdef uint64_t size = 16, h
@@ -149,8 +144,3 @@ cdef class NameTable:
             out.append(i)
             i = self._find(key, i)
         return out
-
-    def nbytes(self):
-        """What the table holds outside Python objects' headers."""
-        return (PyBytes_GET_SIZE(self.blob) + (self.n + 1) * 4
-                + ((self.mask + 1) * 4 if self.slots != NULL else 0))

@@ -21,7 +21,6 @@ made by ``Frames.child``), held equal by the same tests.
 from array import array
 
 from cpython cimport array as carray
-from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 

@@ -19,8 +19,8 @@ cdef class Frame:
     # its kids: the frames of the calls (key: the callee's id) and the
     # interrupts (key: -1 - the entry's id) made from it, or False where
     # that call cannot be made; the first kept in two fields, the rest in a
-    # dict (most frames have one kid or none: a dict each was ~45 % of the
-    # frames' memory)
+    # dict (most frames have one kid or none: a dict each was ~180 bytes a
+    # frame, measured at 58k frames; now ~47 with the two fields)
     cdef int k1key
     cdef object k1
     cdef dict more

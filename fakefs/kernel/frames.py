@@ -106,7 +106,7 @@ class Frames:
                                                  self, self.fctx[root])
                 self.count += 1
             return k
-        key = -1 - root                 # call kids are keyed by callee id
+        key = -1 - root                 # (a call's kid is keyed by the callee's id)
         k = fr.kid(key)
         if k is None:
             f = fr.fn

@@ -313,10 +313,6 @@ class Kallsyms:
     def __contains__(self, name) -> bool:
         return self.addr_of(name) is not None
 
-    def positions(self, name: str) -> list[int]:
-        """Where vmlinux's symbols called ``name`` are in the table."""
-        return self._names.positions(name)
-
     def core_names(self) -> NameTable:
         """The names of vmlinux's symbols, in table (address) order."""
         return self._names

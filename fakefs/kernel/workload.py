@@ -67,14 +67,13 @@ EXEC_PROFILES = frozenset({"sleep"})
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 # distinct stacks kept before the path cache restarts (the daemon's memory,
-# issue 33's done-means 5).  Measured with everything traced (function
-# tracer, every event, stacktrace, stackmap): ~1,400 new frames a simulated
-# second after the first ones, each ~630 bytes with what it keeps (the frame
-# ~190, its stack tuple with the interning ~290, the event memo's share
-# ~110), so 50k frames hold ~31 MB, 100k held ~63 MB.  The function tracer
-# alone meets ~48k in its first 30 s (it restarts after ~35 s); a cap of
-# 20k cost it ~19 % more CPU over 30 s (restarts every ~6 s, each making
-# its frames again)
+# issue 33's done-means 5).  Measured in-process with everything traced
+# (function tracer, every event, stacktrace, stackmap): ~1,400 new frames a
+# simulated second; at 58k frames, a frame ~230 bytes with its kids, its
+# stack tuple ~190, the tuple's ints ~60 and its interning ~45, the event
+# memo's share ~110 (~630 bytes a frame: ~32 MB at the cap).  The
+# function tracer alone met 48k in 30 s; a cap of 20k cost it 19 % more CPU
+# over 30 s, 25k 11 % over 60 s (restarts make the working set again)
 FRAME_CAP = 50_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000

@@ -5,11 +5,9 @@ from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 
 
 cdef class Committer:
-    cdef object tr, tracing
-    cdef public object smap
+    cdef object tr, tracing, smap
     cdef CpuBufferCore cb             # None: the buffer records nothing now
-    cdef bint overwrite, tgids, userstack, plain
-    cdef public bint stacktrace
+    cdef bint overwrite, tgids, stacktrace, userstack, plain
 
 
 cdef Committer committer(dict committers, tr, int cpu, int nr_cpus)

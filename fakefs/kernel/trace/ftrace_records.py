@@ -301,7 +301,7 @@ class FtraceRecords:
     def named(self, name: str) -> list[int]:
         """The records of the functions called ``name`` (in record order)."""
         at = self._rec_at
-        out = [at[p] for p in self._ks.positions(name) if at[p] >= 0]
+        out = [at[p] for p in self._ks.core_names().positions(name) if at[p] >= 0]
         out.extend(r for r, n in self.names.module_names.items() if n == name)
         return out
 

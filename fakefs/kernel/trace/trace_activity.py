@@ -340,9 +340,10 @@ class TraceActivity(MachineHits):
         same order, from the same draws as one ``_function_call()`` each.
         With ``graph`` arrays (function_graph) the calls are made in a row
         and each array takes them (and the function tracers one by one)."""
-        last = self._stretch_writers.get(cpu) if self._stretch_writers is not None else None
+        kept = self._stretch_writers
+        last = kept.get(cpu) if kept is not None else None
         if last is not None and last[0] is trs and last[1] is probe_trs and not graph:
-            how, tr = last[2], last[3]         # (as the last stretch: the window's settings)
+            _trs, _probe_trs, how, tr = last   # (as the last stretch: the window's settings)
         else:
             given = trs
             trs = [tr for tr in trs if tr.current.calls_on(cpu)]
@@ -352,23 +353,22 @@ class TraceActivity(MachineHits):
             if not trs:
                 return
             how = ONE_BY_ONE if probe_trs or self._kprobed() else self._writer_for(trs, wl, cpu)
-            if how is ONE_BY_ONE or how is None:
-                self.backlog.calls += len(times)
-                if how is ONE_BY_ONE:
-                    for ts in times:
-                        self._function_call(trs, wl, rng, cpu, ts, probe_trs)
-                    return
-                runs = wl.sample_runs(rng, cpu, len(times))
-                self.stack_context.follow_frames(wl)    # (the walk may have restarted them just now)
-                entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
-                for tr in trs:
-                    tr.current.record_calls(tr, cpu, entries, frames)
-                return
             tr = trs[0]
-            if self._stretch_writers is not None:
-                self._stretch_writers[cpu] = (given, probe_trs, how, tr)
-        # the compiled writer: no object per call (the same entries)
+            if how is not ONE_BY_ONE and how is not None and kept is not None:
+                kept[cpu] = (given, probe_trs, how, tr)
         self.backlog.calls += len(times)
+        if how is ONE_BY_ONE:
+            for ts in times:
+                self._function_call(trs, wl, rng, cpu, ts, probe_trs)
+            return
+        if how is None:
+            runs = wl.sample_runs(rng, cpu, len(times))
+            self.stack_context.follow_frames(wl)    # (the walk may have restarted them just now)
+            entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
+            for tr in trs:
+                tr.current.record_calls(tr, cpu, entries, frames)
+            return
+        # the compiled writer: no object per call (the same entries)
         buf = tr.buffer
         cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
         pids = how.calls(times, cb)
