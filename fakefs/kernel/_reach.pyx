@@ -304,7 +304,7 @@ def climb(Frame n, carray.array prem, targets, carray.array dist, list flags, in
     return None, None
 
 
-def way_up(dict ups, key, dict rev, dict reach, entries, long fid, int maxd, int tries, rnd):
+def way_up(dict ups, key, rev, dict reach, entries, long fid, int maxd, int tries, rnd):
     """``reach_reference.way_up()`` (a call site's way up its callers to an
     entry): the same draws, the same chain; no list per step (the callers
     that qualify are counted, then drawn from, in one pass each)."""

@@ -29,6 +29,8 @@ mostly reused (``WAY_KEPT``), its frames built once.
 
 from __future__ import annotations
 
+from array import array
+
 # a call site's way up its callers (walk_reference.use_reference swaps it)
 from ._reach import way_up
 from .irq import INTERRUPT_FUNCS
@@ -50,7 +52,7 @@ class CallSites:
         self.frames = frames
         self.walk = walk
         self.sources = sources
-        self._callers: dict = {}             # profile -> callee -> [(caller, weight)]
+        self._callers: dict = {}             # profile -> its CallerTable
         self._reach: dict = {}               # (profile, entries, task_only) -> reachable ids
         self._led: dict = {}                 # (reach key, name) -> leads to a reachable graph function
         self._cuts = 0                       # recursions cut short by _leads()
@@ -277,14 +279,49 @@ class CallSites:
         one), through functions the entries reach; None if none is found."""
         rev = self._callers.get(profile)
         if rev is None:
-            rev = self._callers[profile] = {}
             tables = self.wg.base_table if profile is None else self.wg.tables[profile]
-            for caller, table in enumerate(tables):
-                for callee, w in zip(*table_items(table)):
-                    if callee >= 0 and w > 0:
-                        rev.setdefault(callee, []).append((caller, w))
+            rev = self._callers[profile] = CallerTable(tables)
         key, reach = self._reach_of(profile, roots, task_only)
         if fid not in reach:
             return None
         # compiled (_reach.way_up; reach_reference.way_up is its specification)
         return way_up(self._ups, key, rev, reach, key[1], fid, self.wg.max_depth, TRIES, rng.random)
+
+
+class CallerTable:
+    """A profile's pick tables turned round: each function's callers with
+    the weight of the call in the caller's table, in table order (callers
+    ascending).  ``get(f)`` is what a dict of lists of (caller, weight)
+    would give (``way_up`` reads it once per function and reach set);
+    kept in flat arrays (callee ``f``'s are ``caller[start[f]:start[f +
+    1]]``): a dict of tuples was ~0.5 MB a profile, ~16 profiles used."""
+
+    __slots__ = ("start", "caller", "weight")
+
+    def __init__(self, tables):
+        nf = len(tables)
+        edges = [(callee, caller, w) for caller, table in enumerate(tables)
+                 for callee, w in zip(*table_items(table)) if callee >= 0 and w > 0]
+        count = [0] * (nf + 1)
+        for callee, _, _ in edges:
+            count[callee + 1] += 1
+        for f in range(nf):
+            count[f + 1] += count[f]
+        self.start = array("i", count)
+        place = count[:nf]
+        caller, weight = [0] * len(edges), [0.0] * len(edges)
+        for callee, c, w in edges:             # (stable: callers stay in table order)
+            i = place[callee]
+            caller[i], weight[i] = c, w
+            place[callee] = i + 1
+        self.caller = array("i", caller)
+        self.weight = array("d", weight)
+
+    def get(self, f: int, default=()):
+        """``f``'s callers as [(caller, weight), ...]; ``default`` when none."""
+        if not 0 <= f < len(self.start) - 1:
+            return default
+        lo, hi = self.start[f], self.start[f + 1]
+        if lo == hi:
+            return default
+        return list(zip(self.caller[lo:hi], self.weight[lo:hi]))
