@@ -15,7 +15,6 @@ cdef class Frame:
     # from them the first time it is asked for (``stack``)
     cdef public unsigned long long entry, site
     cdef tuple _stack
-    cdef object owner             # the Frames that made it (interns stacks)
     # its kids: the frames of the calls (key: the callee's id) and the
     # interrupts (key: -1 - the entry's id) made from it, or False where
     # that call cannot be made; the first kept in two fields, the rest in a

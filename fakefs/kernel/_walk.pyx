@@ -47,13 +47,12 @@ cdef class Frame:
     costs a few fields, not a copy of the stack below."""
 
     def __init__(self, int fn, Frame parent, unsigned long long entry, unsigned long long site,
-                 irq, int mode, owner, int ctx):
+                 irq, int mode, int ctx):
         self.fn = fn
         self.parent = parent
         self.entry = entry
         self.site = site
         self._stack = None
-        self.owner = owner
         self.k1key = NO_KID
         self.depth = 1 if parent is None else parent.depth + 1
         self.irq = irq
@@ -93,8 +92,9 @@ cdef class Frame:
     @property
     def stack(self):
         """(entry ip,) + the return addresses below this function,
-        innermost first (as ``stack_trace_save()`` stores them); interned
-        by the frames' owner."""
+        innermost first (as ``stack_trace_save()`` stores them); made
+        once (no two frames of a generation have equal stacks: interning
+        them found none, and its dict cost ~54 bytes a frame)."""
         if self._stack is None:
             return self.make_stack()
         return self._stack
@@ -109,10 +109,10 @@ cdef class Frame:
         below = n._stack if n is not None else None
         for n in reversed(chain):           # the outermost first
             if n.parent is None:
-                t = (n.entry,)
+                below = (n.entry,)
             else:
-                t = (n.entry, n.site) + below[1:]
-            n._stack = below = n.owner._intern_t(t)
+                below = (n.entry, n.site) + below[1:]
+            n._stack = below
         return self._stack
 
 
@@ -267,7 +267,6 @@ cdef class Walker:
         k.parent = fr
         k.entry = self.g.entry[g]
         k.site = frames.site_of(fr.fn, key)
-        k.owner = frames
         k.k1key = NO_KID
         k.depth = fr.depth + 1
         k.irq = fr.irq

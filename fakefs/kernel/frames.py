@@ -6,7 +6,7 @@ tuple (return addresses, innermost first, as ``stack_trace_save()`` stores
 them), made the first time it is asked for from the function's entry and
 the return address into the caller.  ``Frames`` makes them on demand and
 keeps them: the frame of a call is the caller's ``kids[callee]``, so a
-given path is always the same frame and the same (interned) tuple.
+given path is always the same frame and the same tuple.
 ``restart()`` forgets them all to bound memory; tasks keep the frames they
 are in.
 """
@@ -61,16 +61,9 @@ class Frames:
         self.fctx = wg.fctx
         self.count = 0
         self.generation = 0             # restarts so far (a cache keyed by frames follows it)
-        self._intern: dict[tuple, tuple] = {}
         self._roots: dict = {}
         self._user_irq: dict = {}
         self._kept: list = []           # the frames restart() kept, and those below them
-
-    def _intern_t(self, t):
-        r = self._intern.get(t)
-        if r is None:
-            self._intern[t] = r = t
-        return r
 
     def child(self, fr, g):
         """The frame for ``fr`` calling ``g``, made on first use (False if
@@ -82,7 +75,7 @@ class Frames:
         if mode < 0:
             fr.set_kid(g, False)
             return False
-        k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode, self,
+        k = Frame(g, fr, self.entry[g], self.site_of(fr.fn, g), fr.irq, mode,
                   inner_context(self.fctx[g], fr.ctx))
         fr.set_kid(g, k)
         self.count += 1
@@ -103,7 +96,7 @@ class Frames:
             k = self._user_irq.get(root)
             if k is None:
                 k = self._user_irq[root] = Frame(root, None, self.entry[root], 0, True, UMODE,
-                                                 self, self.fctx[root])
+                                                 self.fctx[root])
                 self.count += 1
             return k
         key = -1 - root                 # (a call's kid is keyed by the callee's id)
@@ -112,7 +105,7 @@ class Frames:
             f = fr.fn
             ret = self.addr[f] + irq_off(self.names[f], self.size[f])
             k = Frame(root, fr, self.entry[root], ret, True, IDLE if fr.mode == IDLE else KMODE,
-                      self, inner_context(self.fctx[root], fr.ctx))
+                      inner_context(self.fctx[root], fr.ctx))
             fr.set_kid(key, k)
             self.count += 1
         return k
@@ -121,7 +114,7 @@ class Frames:
         """The outermost frame of an entry ``fn`` (a task's first)."""
         k = self._roots.get((fn, mode))
         if k is None:
-            k = self._roots[(fn, mode)] = Frame(fn, None, self.entry[fn], 0, False, mode, self,
+            k = self._roots[(fn, mode)] = Frame(fn, None, self.entry[fn], 0, False, mode,
                                                 self.fctx[fn])
             self.count += 1
         return k
@@ -131,8 +124,8 @@ class Frames:
         t = fr.tp
         if t is None:
             f = fr.fn
-            t = fr.tp = self._intern_t((self.addr[f] + tp_off(self.names[f], self.size[f]),)
-                                       + fr.stack[1:])
+            t = fr.tp = ((self.addr[f] + tp_off(self.names[f], self.size[f]),)
+                         + fr.stack[1:])
         return t
 
     def restart(self, kept):
@@ -150,7 +143,6 @@ class Frames:
             if kids:
                 fr.forget_kids()
                 todo.extend(k for k in kids.values() if k)
-        self._intern = {}
         self._roots = {}
         self._user_irq = {}
         self.count = 0

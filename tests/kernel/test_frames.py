@@ -169,8 +169,8 @@ def test_a_frames_kids_are_a_mapping_by_key():
     """A frame keeps its first kid in two fields and the others in a dict
     (``frame_kid``/``frame_put_kid``): what it answers is a dict's."""
     from fakefs.kernel._walk import Frame
-    fr = Frame(1, None, 0x1000, 0, False, 0, None, 0)
-    kids = [Frame(g, fr, 0x2000 + g, 0x1005, False, 0, None, 0) for g in range(4)]
+    fr = Frame(1, None, 0x1000, 0, False, 0, 0)
+    kids = [Frame(g, fr, 0x2000 + g, 0x1005, False, 0, 0) for g in range(4)]
     assert fr.kid(0) is None and fr.kids == {}
     fr.set_kid(3, kids[3])
     fr.set_kid(-1 - 7, False)          # an interrupt entry's key; False: cannot be made
