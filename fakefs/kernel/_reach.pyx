@@ -88,8 +88,9 @@ cdef double prob(State *s, int f):
 
 
 def compute(list table, targets, list flags, list again):
-    """(dist, (start, callees, cum, total, far), prem, P) as arrays, for
-    ``ReachTable.of()``."""
+    """(dist, (start, callees, cum, far, prem), P) as arrays, for
+    ``ReachTable.of()`` (``far`` and ``prem`` alongside the callees, a
+    function's at its first)."""
     cdef int nf = len(table), f, g, i, n
     cdef Table t = Table(table)
     cdef State s
@@ -182,12 +183,12 @@ def compute(list table, targets, list flags, list again):
     start = array("i", [0])
     rcallees = array("i")
     rcum = array("d")
-    far_arr = array("b", bytes(nf))
-    prem_arr = array("d", bytes(8 * nf))
-    cdef double[:] premv = prem_arr
-    cdef signed char[:] farv = far_arr
+    far_arr = array("b")
+    prem_arr = array("d")
+    cdef int lo
     for f in range(nf):
         if t.has[f] and not blocked[f]:
+            lo = len(rcallees)
             acc = 0.0
             prev = 0.0
             far = -1
@@ -200,19 +201,21 @@ def compute(list table, targets, list flags, list again):
                     acc += w
                     rcallees.append(g)
                     rcum.append(acc)
+                    far_arr.append(0)
+                    prem_arr.append(0.0)
                     if dv[g] > far:
                         far = dv[g]
             if far >= 0:
-                farv[f] = far
+                far_arr[lo] = far
                 a = s.again[f]
                 h = s.H[f] if not target[f] else acc / t.total[f]
-                premv[f] = hit(h, a) if a >= 1.0 else (
+                prem_arr[lo] = hit(h, a) if a >= 1.0 else (
                     1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
         start.append(len(rcallees))
     for f in range(nf):
         if not known[f]:
             s.P[f] = 0.0
-    return dist_arr, (start, rcallees, rcum, far_arr), prem_arr, P_arr
+    return dist_arr, (start, rcallees, rcum, far_arr, prem_arr), P_arr
 
 
 def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
@@ -241,7 +244,7 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
         if lo == hi:
             return None
         room = maxd - n.depth - 1
-        if far[f] <= room:
+        if far[lo] <= room:                 # (f's far: at its first callee)
             # (the callees' total weight: the last one's cumulative weight)
             x = (mt_random(mt) if mt != NULL else <double> rnd()) * cum[hi - 1]
             while lo < hi:                  # bisect_right(cum, x, lo, hi)
@@ -281,20 +284,22 @@ def descend(frames, Frame n, targets, rtab, carray.array dist, rnd, int maxd):
     return n
 
 
-def climb(Frame n, carray.array prem, targets, carray.array dist, list flags, int maxd, rnd):
+def climb(Frame n, rtab, targets, carray.array dist, list flags, int maxd, rnd):
     """From frame ``n`` up its callers: the first whose chance of going on
-    to a target after its current call (``prem``) comes true (drawn), with
+    to a target after its current call (``rtab``'s ``prem``) comes true (drawn), with
     room for the calls down (``dist``); none past a frame that loops
     (``F_LOOP``).  (the frame it stopped at, the one found or None): the
     first None when it went past the outermost."""
-    cdef double *pr = prem.data.as_doubles
+    cdef carray.array a_start = rtab.start, a_prem = rtab.prem
+    cdef int *start = a_start.data.as_ints
+    cdef double *pr = a_prem.data.as_doubles
     cdef signed char *dst = dist.data.as_schars
     cdef fakefs_mt_t *mt = direct(getattr(rnd, "__self__", None))
     cdef int f
     cdef double p
     while n is not None:
         f = n.fn
-        p = pr[f]
+        p = pr[start[f]] if start[f] != start[f + 1] else 0.0
         if p and f not in targets and dst[f] + n.depth <= maxd and \
                 (mt_random(mt) if mt != NULL else <double> rnd()) < p:
             return n, n

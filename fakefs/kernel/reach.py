@@ -5,8 +5,8 @@ functions of a *kind*: the functions where a tracepoint fires (an event
 kind of ``WalkGraph.events``) or a frozenset of function ids
 (``Workload.calls_to()``).  Per function: the fewest calls to one
 (``dist``), its callees weighted by their chance of getting there
-(``rtab``), the chance it still gets there after its current call returns
-(``prem``), and the entry points (roots, interrupts) weighted by that
+(``rtab``, which also holds the chance it still gets there after its
+current call returns: ``prem``), and the entry points (roots, interrupts) weighted by that
 chance on entry (``P``, not kept).
 
 ``path()`` samples the walk conditioned on getting to one: the running
@@ -57,7 +57,7 @@ class Reach:
             irq = False
         # still nothing: the nearest caller that can get there, if any
         ts = c.ts
-        dist, rtab, _, root_opts, _ = self.tables(ts.profile, kind)
+        dist, rtab, root_opts, _ = self.tables(ts.profile, kind)
         n = interrupted(ts.frame) if task_only else ts.frame
         while n is not None:
             if n.fn not in targets and rtab.has(n.fn):
@@ -87,14 +87,14 @@ class Reach:
         if idle and c.halt is not None and (ts.frame is None or flags[ts.frame.fn] & F_SWITCH):
             ts.frame, ts.phase = c.halt, ENTER      # back to waiting
         reach = self.tables(ts.profile, kind)
-        dist, rtab, prem, root_opts, irq_opts = reach
+        dist, rtab, root_opts, irq_opts = reach
         maxd = self.max_depth
         fr = interrupted(ts.frame) if task_only else ts.frame
         n = fr
         cand = None
         fresh = False
         if not irq:
-            n, cand = climb_up(fr, prem, targets, dist, flags, maxd, rnd)
+            n, cand = climb_up(fr, rtab, targets, dist, flags, maxd, rnd)
             fresh = n is None and ts.user
         # where an interrupt would arrive
         if cand is not None or irq:
@@ -150,7 +150,7 @@ class Reach:
         rnd = rng.random
         ts = c.ts
         flags = self.flags
-        dist, rtab, _, _, irq_opts = self.tables(ts.profile, kind)
+        dist, rtab, _, irq_opts = self.tables(ts.profile, kind)
         if not irq_opts:
             return None
         at = ts.frame
@@ -177,15 +177,15 @@ class Reach:
     def tables(self, profile, kind):
         """How a task of ``profile`` gets to the sites of ``kind``: per
         function, the fewest calls to one (dist), its callees weighted by
-        their chance of getting there (rtab), the chance it still gets there
-        after its current call returns (prem), and the entry points (roots,
+        their chance of getting there and the chance it still gets there
+        after its current call returns (rtab), and the entry points (roots,
         interrupts) weighted by their chance (that on entry, P)."""
         key = (profile, kind)
         r = self._reach_cache.get(key)
         if r is None:
             if isinstance(kind, frozenset):
                 self._note_target_set(kind)
-            dist, rtab, prem, P = self._compute(self.wg.tables[profile], kind)
+            dist, rtab, P = self._compute(self.wg.tables[profile], kind)
             targets = self._targets_of(kind)
             maxd = self.max_depth
 
@@ -200,7 +200,7 @@ class Reach:
 
             # (P, the chance on entry, weighs the entry points and goes:
             # ~12 KB an entry, and hundreds are kept)
-            r = (dist, rtab, prem, opts(self.wg.profiles[profile]["root_table"]),
+            r = (dist, rtab, opts(self.wg.profiles[profile]["root_table"]),
                  opts(self.wg.irq_table))
             self._reach_cache[key] = r
         return r
@@ -223,31 +223,45 @@ class Reach:
 
     def _compute(self, table, kind):
         """The reach tables of pick table list ``table`` for ``kind``:
-        (dist, rtab, prem, P).  Compiled (``_reach.compute``); the same
+        (dist, rtab, P).  Compiled (``_reach.compute``); the same
         computation in plain Python is reach_reference.py."""
-        dist, rt, prem, P = compute(table, self._targets_of(kind), self.flags, self.wg.again)
-        return dist, ReachTable.of(*rt), prem, P
+        dist, rt, P = compute(table, self._targets_of(kind), self.flags, self.wg.again)
+        return dist, ReachTable.of(*rt), P
 
 
 class ReachTable:
     """``rtab``: per function, its callees that get there, each with its
-    cumulative weight, and the most calls a callee still needs — kept in
-    flat arrays (one table per profile and kind is cached): the callees of
-    ``f`` are ``callees[start[f]:start[f + 1]]``; their total weight is the
-    last one's cumulative weight (``total(f)``)."""
+    cumulative weight, the most calls a callee still needs (``far``) and
+    the chance the function still gets there after its current call
+    returns (``prem``) — kept in flat arrays (one table per profile and
+    kind is cached): the callees of ``f`` are ``callees[start[f]:start[f +
+    1]]``; their total weight is the last one's cumulative weight
+    (``total(f)``).  ``far`` and ``prem`` run alongside the callees, a
+    function's at its first one (``far_of``, ``prem_of``): both are 0 for a
+    function with none, ~80 % of them, and arrays by function were ~10 KB
+    of a table's ~26."""
 
-    __slots__ = ("start", "callees", "cum", "far")
+    __slots__ = ("start", "callees", "cum", "far", "prem")
 
-    def __init__(self, nf: int):
+    def __init__(self):
         self.start = array("i", [0])
         self.callees = array("i")
         self.cum = array("d")
-        self.far = array("b", bytes(nf))
+        self.far = array("b")
+        self.prem = array("d")
 
     def edge(self, g: int, cum: float) -> None:
         """The next callee of the function being filled in."""
         self.callees.append(g)
         self.cum.append(cum)
+        self.far.append(0)
+        self.prem.append(0.0)
+
+    def facts(self, far: int, prem: float) -> None:
+        """The function being filled in (its callees given): ``far``, ``prem``."""
+        lo = self.start[-1]
+        assert lo < len(self.callees)
+        self.far[lo], self.prem[lo] = far, prem
 
     def close(self, f: int) -> None:
         """Function ``f`` (the next one, in order) is complete."""
@@ -255,10 +269,10 @@ class ReachTable:
         self.start.append(len(self.callees))
 
     @classmethod
-    def of(cls, start, callees, cum, far) -> ReachTable:
+    def of(cls, start, callees, cum, far, prem) -> ReachTable:
         """A table made whole (by ``_reach.compute``)."""
         rt = cls.__new__(cls)
-        rt.start, rt.callees, rt.cum, rt.far = start, callees, cum, far
+        rt.start, rt.callees, rt.cum, rt.far, rt.prem = start, callees, cum, far, prem
         return rt
 
     def total(self, f: int) -> float:
@@ -269,6 +283,16 @@ class ReachTable:
     def has(self, f: int) -> bool:
         """Some callee of ``f`` gets there."""
         return self.start[f] != self.start[f + 1]
+
+    def far_of(self, f: int) -> int:
+        """The most calls one of ``f``'s callees still needs (0: none gets there)."""
+        lo = self.start[f]
+        return self.far[lo] if lo != self.start[f + 1] else 0
+
+    def prem_of(self, f: int) -> float:
+        """The chance ``f`` still gets there after its current call returns."""
+        lo = self.start[f]
+        return self.prem[lo] if lo != self.start[f + 1] else 0.0
 
 
 # ---------------------------------------------------------------- helpers

@@ -83,8 +83,7 @@ def compute(self, table, kind):
                     dist[f] = dist[g] + 1
                     nxt.append(f)
         frontier = nxt
-    rtab = ReachTable(nf)
-    prem = [0.0] * nf
+    rtab = ReachTable()
     for f in range(nf):
         e = table[f]
         if e is None or blocked[f]:
@@ -103,16 +102,14 @@ def compute(self, table, kind):
             for g, w in edges:
                 acc += w
                 rtab.edge(g, acc)
-            rtab.far[f] = max(dist[g] for g, _ in edges)
             a = again[f]
             h = H[f] if f not in targets else acc / total
-            prem[f] = _hit(h, a) if a >= 1.0 else (
-                1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
+            rtab.facts(max(dist[g] for g, _ in edges), _hit(h, a) if a >= 1.0 else (
+                1.0 - (1.0 - a) / (1.0 - a * (1.0 - h))))
         rtab.close(f)
     # compact (a table per profile and kind is kept): machine numbers,
     # not lists of objects; a chance never computed (cut off) is 0
-    return (array("b", dist), rtab, array("d", prem),
-            array("d", [p or 0.0 for p in P]))
+    return array("b", dist), rtab, array("d", [p or 0.0 for p in P])
 
 
 def descend(frames, n, targets, rtab, dist, rnd, maxd):
@@ -127,7 +124,7 @@ def descend(frames, n, targets, rtab, dist, rnd, maxd):
         if lo == hi:
             return None
         room = maxd - n.depth - 1
-        if far[f] <= room:
+        if far[lo] <= room:             # (f's far: at its first callee)
             g = callees[bisect_right(cum, rnd() * cum[hi - 1], lo, hi)]
             k = frames.child(n, g)
             if k is not False:
@@ -153,14 +150,14 @@ def descend(frames, n, targets, rtab, dist, rnd, maxd):
     return n
 
 
-def climb(n, prem, targets, dist, flags, maxd, rnd):
+def climb(n, rtab, targets, dist, flags, maxd, rnd):
     """From frame ``n`` up its callers: the first whose chance of going on
-    to a target after its current call (``prem``) comes true, with room
+    to a target after its current call (``rtab.prem_of``) comes true, with room
     for the calls down; none past a frame that loops.  (the frame it
     stopped at, the one found or None): the first None past the outermost."""
     while n is not None:
         f = n.fn
-        pr = prem[f]
+        pr = rtab.prem_of(f)
         if pr and f not in targets and dist[f] + n.depth <= maxd and rnd() < pr:
             return n, n
         if flags[f] & F_LOOP:

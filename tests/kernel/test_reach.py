@@ -127,20 +127,26 @@ def test_free_and_wakeup_stacks_are_deterministic():
 
 
 def test_the_reach_table_holds_each_functions_callees_in_flat_arrays():
-    t = ReachTable(4)
+    t = ReachTable()
     t.close(0)                               # no way on from 0
     t.edge(2, 0.5)
     t.edge(3, 2.0)
-    t.far[1] = 3
+    t.facts(3, 0.25)
     t.close(1)
+    with pytest.raises(AssertionError):
+        t.facts(1, 0.5)                      # (2 has no callee to keep them at)
     t.close(2)
     t.edge(0, 1.0)
+    t.facts(1, 0.75)
     t.close(3)
     assert [t.has(f) for f in range(4)] == [False, True, False, True]
     assert list(t.callees[t.start[1]:t.start[2]]) == [2, 3]
     assert list(t.cum[t.start[1]:t.start[2]]) == [0.5, 2.0]
     assert list(t.callees[t.start[3]:t.start[4]]) == [0]
     assert [t.total(f) for f in range(4)] == [0.0, 2.0, 0.0, 1.0]
+    assert [t.far_of(f) for f in range(4)] == [0, 3, 0, 1]
+    assert [t.prem_of(f) for f in range(4)] == [0.0, 0.25, 0.0, 0.75]
+    assert len(t.far) == len(t.prem) == len(t.callees) == 3     # alongside the callees
     with pytest.raises(AssertionError):
         t.close(1)                           # functions are filled in order
 
@@ -151,8 +157,9 @@ def test_cached_reach_tables_agree_with_their_callee_tables(k):
     w = k.workload
     reach = w.reach
     profile = next(iter(w.wg.tables))
-    dist, rtab, prem, _, _ = reach.tables(profile, "kmem_cache_free")
-    P = reach._compute(w.wg.tables[profile], "kmem_cache_free")[3]
+    dist, rtab, _, _ = reach.tables(profile, "kmem_cache_free")
+    P = reach._compute(w.wg.tables[profile], "kmem_cache_free")[2]
+    assert any(rtab.prem_of(f) for f in range(len(dist)))
     for f in range(len(dist)):
         lo, hi = rtab.start[f], rtab.start[f + 1]
         if lo == hi:
@@ -160,5 +167,5 @@ def test_cached_reach_tables_agree_with_their_callee_tables(k):
         cum = list(rtab.cum[lo:hi])
         assert cum == sorted(cum) and cum[0] > 0 and cum[-1] == rtab.total(f)
         assert all(dist[g] < 99 and P[g] > 0 for g in rtab.callees[lo:hi])
-        assert rtab.far[f] == max(dist[g] for g in rtab.callees[lo:hi])
-        assert 0 <= prem[f] <= 1
+        assert rtab.far_of(f) == max(dist[g] for g in rtab.callees[lo:hi])
+        assert 0 <= rtab.prem_of(f) <= 1
