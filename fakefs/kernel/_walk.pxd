@@ -12,9 +12,11 @@ cdef class Frame:
     cdef public Frame parent
     # the function's entry ip, and (with a parent) the return address into
     # the parent: the stack (entry ip,) + the return addresses below is made
-    # from them the first time it is asked for (``stack``)
+    # from them and the frames below when asked for (``stack``,
+    # ``frame_ips``), not kept: a tuple a frame was ~280 of its ~520 bytes
+    # with everything traced, and each is needed about once (the stackmap's
+    # answer is kept instead: ``sid_*``)
     cdef public unsigned long long entry, site
-    cdef tuple _stack
     # its kids: the frames of the calls (key: the callee's id) and the
     # interrupts (key: -1 - the entry's id) made from it, or False where
     # that call cannot be made; the first kept in two fields, the rest in a
@@ -51,6 +53,19 @@ cdef class Frame:
 
 cdef enum:
     NO_KID = -2147483647 - 1        # k1key while a frame has no kid
+
+
+cdef inline int frame_ips(Frame fr, unsigned long long *out, int cap) noexcept:
+    """``fr.stack`` into ``out`` (at most ``cap`` addresses, ``cap`` >= 1):
+    the entry ip, then the return address into each caller, innermost
+    first; how many were written."""
+    cdef int i = 1
+    out[0] = fr.entry
+    while fr.parent is not None and i < cap:
+        out[i] = fr.site
+        i += 1
+        fr = fr.parent
+    return i
 
 
 cdef extern from "Python.h":

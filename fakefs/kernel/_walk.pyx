@@ -41,10 +41,12 @@ cdef int REDRAWS = _wg.REDRAWS
 
 cdef class Frame:
     """One distinct kernel stack: a function and the frames below it
-    (its fields: _walk.pxd).  Its stack tuple is made when first asked
-    for: the function tracer never needs it (a call's fields are the
-    entry ip and the return address into the caller), so a new frame
-    costs a few fields, not a copy of the stack below."""
+    (its fields: _walk.pxd).  Its stack tuple is made when asked for, from
+    the entry ip and the return addresses into the callers below: the
+    function tracer's entry never needs it (its fields are the entry ip and
+    the return address into the caller), a stack option writes it from
+    the frames (``frame_ips``) or asks the stackmap once, so a frame costs
+    a few fields, not a copy of the stack below."""
 
     def __init__(self, int fn, Frame parent, unsigned long long entry, unsigned long long site,
                  irq, int mode, int ctx):
@@ -52,7 +54,6 @@ cdef class Frame:
         self.parent = parent
         self.entry = entry
         self.site = site
-        self._stack = None
         self.k1key = NO_KID
         self.depth = 1 if parent is None else parent.depth + 1
         self.irq = irq
@@ -92,28 +93,17 @@ cdef class Frame:
     @property
     def stack(self):
         """(entry ip,) + the return addresses below this function,
-        innermost first (as ``stack_trace_save()`` stores them); made
-        once (no two frames of a generation have equal stacks: interning
-        them found none, and its dict cost ~54 bytes a frame)."""
-        if self._stack is None:
-            return self.make_stack()
-        return self._stack
+        innermost first (as ``stack_trace_save()`` stores them): a new
+        tuple each time (``frame_ips`` in C)."""
+        return self.make_stack()
 
     cdef tuple make_stack(self):
-        cdef list chain = []
+        cdef list out = [self.entry]
         cdef Frame n = self
-        cdef tuple below
-        while n is not None and n._stack is None:
-            chain.append(n)
+        while n.parent is not None:
+            out.append(n.site)
             n = n.parent
-        below = n._stack if n is not None else None
-        for n in reversed(chain):           # the outermost first
-            if n.parent is None:
-                below = (n.entry,)
-            else:
-                below = (n.entry, n.site) + below[1:]
-            n._stack = below
-        return self._stack
+        return tuple(out)
 
 
 cdef class Table:

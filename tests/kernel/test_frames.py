@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import random
 
 import pytest
 from workload_helpers import boot, graph_edges, run
@@ -49,11 +50,17 @@ def test_depth_and_resolution(k):
     assert within >= 0.75 * sum(depths.values())
 
 
-def test_identical_paths_are_one_object(k):
+def test_identical_paths_are_one_frame(k):
+    """A path is one frame (whose stack is made anew when asked for: equal,
+    never the same tuple); no two frames have equal stacks."""
+    w = k.workload
+    rng = random.Random(4)
     first = {}
-    for _, stack in run(k.workload, 5000, seed=4):
-        prev = first.setdefault(stack, stack)
-        assert prev is stack
+    for i in range(5000):
+        _, fr = w.walk.run(w.walk.cpus[i % 4], rng)
+        assert first.setdefault(fr.stack, fr) is fr
+        assert fr.stack == fr.stack and fr.stack is not fr.stack
+    assert len(first) > 300
 
 
 def test_a_stack_made_when_asked_is_the_callers_with_the_return_address(k):

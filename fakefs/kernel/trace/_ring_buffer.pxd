@@ -54,6 +54,8 @@ cdef class PageWriter:
                        int length) except -1
     cdef bint stack(self, long long ts, int pid, int flags, int pc, tuple stack,
                     int length) except -1
+    cdef bint stack_ips(self, long long ts, int pid, int flags, int pc,
+                        const unsigned long long *ips, int size, int length, frame) except -1
     cdef bint graph_ent(self, long long ts, int pid, int flags, int pc, uint64_t func,
                         int depth, int length) except -1
     cdef bint graph_ret(self, long long ts, int pid, int flags, int pc, uint64_t func,

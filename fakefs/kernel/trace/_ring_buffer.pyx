@@ -354,6 +354,20 @@ cdef class PageWriter:
             self.append((ts, TRACE_STACK, pid, flags, pc, stack, None))
         return r != 0
 
+    cdef bint stack_ips(self, long long ts, int pid, int flags, int pc,
+                        const unsigned long long *ips, int size, int length, frame) except -1:
+        """``stack()`` of the ``size`` addresses ``ips``, which are
+        ``frame.stack`` (made only for a sub-buffer of tuples)."""
+        cdef int32_t n = size
+        cdef int r = self.reserve(ts, length)
+        if r == 1:
+            self._common(TRACE_STACK, pid, flags, pc)
+            memcpy(self.q + 8, &n, 4)
+            memcpy(self.q + 16, ips, 8 * <size_t> size)
+        elif r == 2:
+            self.append((ts, TRACE_STACK, pid, flags, pc, frame.stack, None))
+        return r != 0
+
     cdef bint graph_ent(self, long long ts, int pid, int flags, int pc, uint64_t func,
                         int depth, int length) except -1:
         """``write()`` of a TRACE_GRAPH_ENT entry (``funcgraph_entry``:
@@ -437,6 +451,16 @@ cdef class PageWriter:
 
     def put_stack(self, long long ts, int pid, int flags, int pc, tuple stack, int length):
         return self.stack(ts, pid, flags, pc, stack, length)
+
+    def put_stack_ips(self, long long ts, int pid, int flags, int pc, frame, int length):
+        """``stack_ips()`` of ``frame.stack`` (at most 256 addresses)."""
+        cdef unsigned long long ips[256]
+        cdef tuple stack = frame.stack
+        cdef int i, n = len(stack)
+        assert 0 < n <= 256
+        for i in range(n):
+            ips[i] = stack[i]
+        return self.stack_ips(ts, pid, flags, pc, ips, n, length, frame)
 
     def put_other(self, tuple entry, int length):
         return self.other(entry[0], entry, length)

@@ -27,7 +27,7 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
 
-from fakefs.kernel._walk cimport Frame, Walker
+from fakefs.kernel._walk cimport Frame, Walker, frame_ips
 from fakefs.kernel.trace._ring_buffer cimport PageWriter
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
@@ -63,12 +63,13 @@ cdef class StackIds:
     -ENOSPC) without asking it; any other is asked.  A map being reset is
     always asked (it answers -EINVAL).
 
-    ``of_frame()`` adds the second: a call's frame remembers where its
-    stack was found (the map's ``_stored``, which a reset replaces, the
-    slot and the element), so a call from a frame seen before takes the
-    slot without hashing its stack; the uses counted there go to the
-    elements' ref_count when the stretch is done (a sum: the same
-    counts)."""
+    ``of_frame()`` adds the second: a call's frame remembers the map's
+    answer for its stack (the map's ``_stored``, which a reset replaces;
+    the slot and the element, or a drop while every slot was claimed:
+    slots are only vacated by a reset), so a call from a frame seen before
+    takes it without making or hashing its stack; the uses counted there
+    go to the elements' ref_count when the stretch is done (a sum: the
+    same counts)."""
 
     cdef object smap, get_id
     cdef dict stored
@@ -108,16 +109,26 @@ cdef class StackIds:
         self.full = not self.smap.empty_slots
         return sid
 
-    cdef long long of_frame(self, Frame fr, tuple stack) except? -1000:
-        """``of(stack)`` of a call made from ``fr`` (``stack`` its stack)."""
+    cdef long long of_frame(self, Frame fr) except? -1000:
+        """``of(fr.stack)`` of a call made from ``fr``."""
         cdef PyObject *hit
         cdef long long sid
+        cdef tuple stack
         if self.stored is not None and fr.sid_stored is self.stored:
+            if fr.sid_slot < 0:             # not held, and no slot was left
+                self.drops += 1
+                return -ENOSPC
             if not fr.sid_pending:
                 self.touched.append(fr)
             fr.sid_pending += 1
             self.found += 1
             return fr.sid_slot
+        stack = fr.make_stack()
+        if self.full and self.stored is not None and 0 < len(stack) <= self.max_depth \
+                and fr.sid_pending == 0 and PyDict_GetItem(self.stored, stack) is NULL:
+            fr.sid_stored = self.stored
+            fr.sid_slot = -ENOSPC
+            fr.sid_elt = None
         sid = self.of(stack)
         if sid >= 0 and self.stored is not None and len(stack) <= self.max_depth:
             hit = PyDict_GetItem(self.stored, stack)
@@ -153,18 +164,20 @@ def stack_records(list entries, list frames, smap, int cpu, stack_id_type, full_
     cdef Py_ssize_t i, n = len(entries)
     cdef tuple e, stack
     cdef long long sid
+    cdef Frame fr
     cdef StackIds ids = StackIds(smap, cpu, max_depth) if smap is not None else None
     try:
         for i in range(n):
             e = <tuple> entries[i]
-            stack = <tuple> (<Frame> frames[i]).stack
+            fr = <Frame> frames[i]
             out.append(e)
             lengths.append(fn_length)
-            sid = ids.of(stack) if ids is not None else -1
+            sid = ids.of_frame(fr) if ids is not None else -1
             if sid >= 0:
                 out.append((e[0], stack_id_type, e[2], e[3], e[4], sid, None))
                 lengths.append(stack_id_length)
             else:
+                stack = fr.make_stack()
                 out.append((e[0], full_type, e[2], e[3], e[4], stack, None))
                 lengths.append(lengths_of[len(stack)])
     finally:
@@ -337,6 +350,10 @@ cdef class CallWriter:
         return took
 
 
+cdef enum:
+    MAX_IPS = 256       # a stack put from the frames without a tuple (deeper: a tuple)
+
+
 @cython.final
 cdef class CallFields:
     """What a function tracer's entry of a call records from its frame
@@ -365,17 +382,21 @@ cdef class CallFields:
     cdef bint put(self, PageWriter out, StackIds ids, Frame fr, long long ts, int pid) except -1:
         """The call's entry (and its stack's); False: dropped (no
         overwrite, the buffer full)."""
-        cdef int flags = self.cflags[fr.ctx & 7], pc = self.cpc[fr.ctx & 7]
+        cdef int flags = self.cflags[fr.ctx & 7], pc = self.cpc[fr.ctx & 7], n
         cdef long long sid
         cdef tuple st
+        cdef unsigned long long ips[MAX_IPS]
         if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> self.ip_off,
                       fr.site if fr.parent is not None else 0):
             return False
         if self.stacks:
-            st = fr._stack if fr._stack is not None else fr.make_stack()
-            sid = ids.of_frame(fr, st) if ids is not None else -1
+            sid = ids.of_frame(fr) if ids is not None else -1
             if sid >= 0:
                 out.stack_id(ts, pid, flags, pc, <unsigned int> sid, self.id_length)
+            elif fr.depth <= MAX_IPS:
+                n = frame_ips(fr, ips, MAX_IPS)
+                out.stack_ips(ts, pid, flags, pc, ips, n, self.lengths_of[n], fr)
             else:
+                st = fr.make_stack()
                 out.stack(ts, pid, flags, pc, st, self.lengths_of[len(st)])
         return True

@@ -219,6 +219,43 @@ def put(w, e, length):
     return w.put_stack(e[0], e[2], e[3], e[4], e[5], length)
 
 
+class Held:
+    """What a stack written from its frame needs of the frame: its stack
+    (made only for a sub-buffer of tuples)."""
+
+    def __init__(self, stack):
+        self.stack = stack
+
+
+@pytest.mark.parametrize("overwrite", (True, False))
+def test_a_stack_written_from_its_frame_is_the_tuple_s_record(overwrite):
+    """A kernel_stack entry written from a frame's addresses: the same
+    accounts and pages as write() of the tuple, raw, and in a sub-buffer
+    gone over to tuples (an entry older than its last came)."""
+    es = with_stacks(9, 1500)
+    want, got = CpuBuffer(0, 24), CpuBuffer(0, 24)
+    w = PageWriter(got, overwrite, FN)
+    for i, (e, ln) in enumerate(es):
+        if i % 97 == 50:                     # (the sub-buffer goes on as tuples)
+            e = (e[0] - 5000,) + e[1:]
+        want.write(e[0], e, ln, overwrite)
+        if e[1] == te.TRACE_STACK:
+            assert w.put_stack_ips(e[0], e[2], e[3], e[4], Held(e[5]), ln) is not None
+        else:
+            put(w, e, ln)
+    w.finish()
+    assert sum(p.raw is not None for p in got.pages) > 3
+    assert sum(p.raw is None for p in got.pages) > 3
+    assert accounts(got) == accounts(want)
+    enc = RecordEncoder(None)
+    cap = got.subbuf_size
+    while True:
+        page = read_page(got, enc.encode, 4096, cap)
+        assert page == read_page(want, enc.encode, 4096, cap)
+        if page is None:
+            break
+
+
 @pytest.mark.parametrize("overwrite", (True, False))
 def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
     """stack_id and kernel_stack entries of every size: the same accounts,

@@ -86,6 +86,10 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
                               ("options/func_stack_trace", "1")], False),
     ("fakefs.fn_rate=30000", [("current_tracer", "function"), ("options/func_stack_trace", "1"),
                               ("options/stackmap", "1"), ("events/sched/enable", "1")], True),
+    # stacks in full (written from the frames) into raw and tuple sub-buffers
+    ("fakefs.fn_rate=30000", [("buffer_size_kb", "64"), ("current_tracer", "function"),
+                              ("options/stacktrace", "1"), ("events/sched/enable", "1"),
+                              ("events/irq/enable", "1")], True),
 ))
 def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, settings, reads, monkeypatch):
     """Byte for byte the same files (trace, stats, trace_pipe_raw pages,
