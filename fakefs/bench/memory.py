@@ -182,12 +182,16 @@ def after_minutes(size_kb: int = BIG_KB, minutes: float = 10.0,
                 mark += every_s
         rss = rss_mb(pid)
         total_kb = int(_read(mnt, "buffer_total_size_kb").split()[0])
+        held = sum(int(re.search(r"^bytes: (\d+)", _read(mnt, "per_cpu/cpu%d/stats" % cpu),
+                                 re.M).group(1))
+                   for cpu in range(len(os.listdir(os.path.join(mnt, "per_cpu")))))
         m = re.search(r"entries: \d+ / (\d+)", _read(mnt, "stack_map_stat"))
         pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
         out.append(("RSS after %g min, everything on, buffer_size_kb %d" % (minutes, size_kb),
                     rss, "MB"))
         out.append(("  bound: buffers %d KB + stackmap pool %.1f MB + 100 MB"
                     % (total_kb, pool_mb), total_kb / 1024 + pool_mb + 100, "MB"))
+        out.append(("  the entries the buffers hold (stats' bytes)", held / 2 ** 20, "MB"))
     return out
 
 

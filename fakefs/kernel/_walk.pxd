@@ -8,8 +8,26 @@ from cpython.ref cimport PyObject
 from fakefs.kernel.lib._mt cimport fakefs_mt_t
 
 cdef class Frame:
-    cdef public int fn
+    # (the fields by size, pointers first: the struct packs with no holes,
+    # ~160 bytes a frame with its collector header; it was ~200)
     cdef public Frame parent
+    # its kids: the frames of the calls (key: the callee's id) and the
+    # interrupts (key: -1 - the entry's id) made from it, or False where
+    # that call cannot be made; the first kept in ``k1key``/``k1``, the
+    # rest in a dict (most frames have one kid or none: a dict each was
+    # ~180 bytes a frame, measured at 58k frames; now ~47 with the fields)
+    cdef object k1
+    cdef dict more
+    cdef public object tp         # stack as seen by a tracepoint in fn
+    # what a function tracer's entry of a call here records besides its
+    # time and task (context flags, preempt depth, ip, parent ip): see
+    # TraceActivity.call_fields()
+    cdef public tuple call
+    # its stack's place in a stackmap (``_trace_function.StackIds``): the
+    # map's ``_stored`` it was found in, the slot (-ENOSPC: not held, no
+    # slot left), the element, and the uses counted here not yet added to
+    # the element's ref_count
+    cdef object sid_stored, sid_elt
     # the function's entry ip, and (with a parent) the return address into
     # the parent: the stack (entry ip,) + the return addresses below is made
     # from them and the frames below when asked for (``stack``,
@@ -17,36 +35,21 @@ cdef class Frame:
     # with everything traced, and each is needed about once (the stackmap's
     # answer is kept instead: ``sid_*``)
     cdef public unsigned long long entry, site
-    # its kids: the frames of the calls (key: the callee's id) and the
-    # interrupts (key: -1 - the entry's id) made from it, or False where
-    # that call cannot be made; the first kept in two fields, the rest in a
-    # dict (most frames have one kid or none: a dict each was ~180 bytes a
-    # frame, measured at 58k frames; now ~47 with the two fields)
+    # how many calls the walk made from it, and whether the walk made the
+    # call of it from its parent (walkgraph: a frame repeats what it did;
+    # a walk on the side changes neither)
+    cdef public long long visits
+    cdef public bint called
+    cdef public int fn
     cdef int k1key
-    cdef object k1
-    cdef dict more
     cdef public int depth
     cdef public bint irq          # inside an interrupt
-    cdef public object tp         # stack as seen by a tracepoint in fn
     cdef public int mode          # entered from user mode, in a kthread, idle
-    # what a function tracer's entry of a call here records besides its
-    # time and task (context flags, preempt depth, ip, parent ip): see
-    # TraceActivity.call_fields()
-    cdef public tuple call
     # its context as the frames up from it say it (walkgraph.inner_context:
     # the innermost interrupt entry's, and whether the idle loop is below),
     # made with it
     cdef public int ctx
-    # how many calls the walk made from it, and whether the walk made the
-    # call of it from its parent (walkgraph: a frame repeats what it did;
-    # a walk on the side changes neither)
-    cdef public long visits
-    cdef public bint called
-    # its stack's place in a stackmap (``_trace_function.StackIds``): the
-    # map's ``_stored`` it was found in, the slot, the element, and the
-    # uses counted here not yet added to the element's ref_count
-    cdef object sid_stored, sid_elt
-    cdef long sid_slot, sid_pending
+    cdef int sid_slot, sid_pending
 
     cdef tuple make_stack(self)
 
