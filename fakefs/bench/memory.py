@@ -184,7 +184,7 @@ def after_minutes(size_kb: int = BIG_KB, minutes: float = 10.0,
         total_kb = int(_read(mnt, "buffer_total_size_kb").split()[0])
         held = sum(int(re.search(r"^bytes: (\d+)", _read(mnt, "per_cpu/cpu%d/stats" % cpu),
                                  re.M).group(1))
-                   for cpu in range(len(os.listdir(os.path.join(mnt, "per_cpu")))))
+                   for cpu in range(len(os.listdir(os.path.join(mnt, T, "per_cpu")))))
         m = re.search(r"entries: \d+ / (\d+)", _read(mnt, "stack_map_stat"))
         pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
         out.append(("RSS after %g min, everything on, buffer_size_kb %d" % (minutes, size_kb),

@@ -39,6 +39,26 @@ cdef int ENTER = 0, RESUME = 1
 cdef int REDRAWS = _wg.REDRAWS
 
 
+# The addresses in the stacks made (entry ips, return addresses), one int
+# object each: a stack is made anew when asked for, and what keeps one (the
+# stackmap, a buffer's tuples, a cache) would otherwise keep its own ints,
+# ~32 bytes an address (a stack in the stackmap ~1 KB, not ~260).  The
+# graph holds a few thousand distinct addresses (ADDRS_KEPT: never reached).
+ADDRS_KEPT = 1 << 20
+cdef dict _addrs = {}
+
+
+cdef object _addr(unsigned long long a):
+    cdef object k = a
+    cdef PyObject *got = PyDict_GetItem(_addrs, k)
+    if got is not NULL:
+        return <object> got
+    if len(_addrs) >= ADDRS_KEPT:
+        _addrs.clear()
+    _addrs[k] = k
+    return k
+
+
 cdef class Frame:
     """One distinct kernel stack: a function and the frames below it
     (its fields: _walk.pxd).  Its stack tuple is made when asked for, from
@@ -98,10 +118,10 @@ cdef class Frame:
         return self.make_stack()
 
     cdef tuple make_stack(self):
-        cdef list out = [self.entry]
+        cdef list out = [_addr(self.entry)]
         cdef Frame n = self
         while n.parent is not None:
-            out.append(n.site)
+            out.append(_addr(n.site))
             n = n.parent
         return tuple(out)
 

@@ -83,6 +83,8 @@ def test_a_stack_made_when_asked_is_the_callers_with_the_return_address(k):
             st = kd.stack
             assert st[0] == kd.entry and st[1] == kd.site
             assert st[2:] == fr.stack[1:]
+            # (one int object an address: what keeps stacks keeps no copies)
+            assert all(a is b for a, b in zip(st[2:], fr.stack[1:]))
             assert len(st) == kd.depth == fr.depth + 1
             checked += 1
     assert checked > 500 and seen

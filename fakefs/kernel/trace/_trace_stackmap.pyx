@@ -53,9 +53,7 @@ cpdef long long get_id(smap, ips, int cpu) except? -1000:
         # probe MAX_PROBE slots, find neither it nor room, and drop
         smap.drops[cpu] += 1
         return -ENOSPC
-    key = smap._hash_cache.get(ips)
-    if key is None:
-        key = smap.key_hash(ips)
+    key = smap.key_hash(ips)
     vals = smap.vals
     idx = probe(smap.keys, vals, key, ips, key >> smap._shift, smap.map_size - 1, _MAX_PROBE)
     if idx >= 0:                        # the stack's slot
