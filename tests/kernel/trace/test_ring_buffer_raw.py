@@ -219,6 +219,19 @@ def put(w, e, length):
     return w.put_stack(e[0], e[2], e[3], e[4], e[5], length)
 
 
+def assert_read_alike(got, want):
+    """The same accounts, and trace_pipe_raw's pages read from each alike
+    to the end."""
+    assert accounts(got) == accounts(want)
+    enc = RecordEncoder(None)
+    cap = got.subbuf_size
+    while True:
+        page = read_page(got, enc.encode, 4096, cap)
+        assert page == read_page(want, enc.encode, 4096, cap)
+        if page is None:
+            break
+
+
 class Held:
     """What a stack written from its frame needs of the frame: its stack
     (made only for a sub-buffer of tuples)."""
@@ -246,14 +259,7 @@ def test_a_stack_written_from_its_frame_is_the_tuple_s_record(overwrite):
     w.finish()
     assert sum(p.raw is not None for p in got.pages) > 3
     assert sum(p.raw is None for p in got.pages) > 3
-    assert accounts(got) == accounts(want)
-    enc = RecordEncoder(None)
-    cap = got.subbuf_size
-    while True:
-        page = read_page(got, enc.encode, 4096, cap)
-        assert page == read_page(want, enc.encode, 4096, cap)
-        if page is None:
-            break
+    assert_read_alike(got, want)
 
 
 @pytest.mark.parametrize("overwrite", (True, False))
@@ -272,14 +278,7 @@ def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
         put(w, e, ln)
     w.finish()
     assert sum(p.raw is not None for p in got.pages) > 10
-    assert accounts(got) == accounts(want)
-    enc = RecordEncoder(None)
-    cap = got.subbuf_size
-    while True:
-        page = read_page(got, enc.encode, 4096, cap)
-        assert page == read_page(want, enc.encode, 4096, cap)
-        if page is None:
-            break
+    assert_read_alike(got, want)
 
 
 def test_a_move_of_raw_sub_buffers_is_made_as_they_are_read():
