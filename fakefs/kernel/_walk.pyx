@@ -118,12 +118,16 @@ cdef class Frame:
         return self.make_stack()
 
     cdef tuple make_stack(self):
-        cdef list out = [_addr(self.entry)]
-        cdef Frame n = self
-        while n.parent is not None:
-            out.append(_addr(n.site))
-            n = n.parent
-        return tuple(out)
+        cdef unsigned long long *ips = <unsigned long long *> malloc(
+            self.depth * sizeof(unsigned long long))
+        cdef int i, n
+        if ips == NULL:
+            raise MemoryError()
+        try:
+            n = frame_ips(self, ips, self.depth)
+            return tuple([_addr(ips[i]) for i in range(n)])
+        finally:
+            free(ips)
 
 
 cdef class Table:

@@ -67,13 +67,14 @@ EXEC_PROFILES = frozenset({"sleep"})
 NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 
 # distinct stacks kept before the path cache restarts (the daemon's memory,
-# issue 33's done-means 5).  Measured in-process with everything traced
-# (function tracer, every event, stacktrace, stackmap): ~1,400 new frames a
-# simulated second; at 58k frames, a frame ~230 bytes with its kids, its
-# stack tuple ~190, the tuple's ints ~60 and its interning ~45, the event
-# memo's share ~110 (~630 bytes a frame: ~32 MB at the cap).  The
-# function tracer alone met 48k in 30 s; a cap of 20k cost it 19 % more CPU
-# over 30 s, 25k 11 % over 60 s (restarts make the working set again)
+# issue 33's done-means 5).  With everything traced (function tracer, every
+# event, stacktrace, stackmap) ~1,400 new frames a simulated second; a frame
+# is 160 bytes with ~31 of kids' dicts (its stack is not kept: _walk.pyx),
+# the event memo's share ~250 bytes a key (a 10-minute mount at 1408 KB:
+# 29.7k frames 4.6 MB, 12.5k memo keys 3.1 MB).  The function tracer alone
+# met 48k in 30 s; a cap of 20k cost it 19 % more CPU over 30 s, 25k 11 %
+# over 60 s (restarts make the working set again; measured while stacks
+# were still kept)
 FRAME_CAP = 50_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000

@@ -124,18 +124,21 @@ cdef class StackIds:
             self.found += 1
             return fr.sid_slot
         stack = fr.make_stack()
-        if self.full and self.stored is not None and 0 < len(stack) <= self.max_depth \
-                and fr.sid_pending == 0 and PyDict_GetItem(self.stored, stack) is NULL:
-            fr.sid_stored = self.stored
-            fr.sid_slot = -ENOSPC
-            fr.sid_elt = None
         sid = self.of(stack)
-        if sid >= 0 and self.stored is not None and len(stack) <= self.max_depth:
+        if self.stored is None or len(stack) > self.max_depth or fr.sid_pending:
+            return sid
+        if sid >= 0:
             hit = PyDict_GetItem(self.stored, stack)
-            if hit is not NULL and fr.sid_pending == 0:
+            if hit is not NULL:
                 fr.sid_stored = self.stored
                 fr.sid_slot = (<tuple> hit)[0]
                 fr.sid_elt = (<tuple> hit)[1]
+        elif sid == -ENOSPC and self.full:
+            # every slot claimed and the stack in none: the map drops it
+            # (of()'s short way) until a reset replaces ``stored``
+            fr.sid_stored = self.stored
+            fr.sid_slot = -ENOSPC
+            fr.sid_elt = None
         return sid
 
     cdef void done(self) except *:
