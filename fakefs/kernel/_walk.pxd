@@ -134,6 +134,7 @@ cdef class Walker:
     cdef fakefs_mt_t *mt        # the generator's state, drawn from in C (lib/_mt.pxd)
     cdef Graph g
     cdef Table table
+    cdef list tlist             # the task's table list that ``table`` was made from
     cdef int maxd, irqd
     cdef double pirq, ppre, preempt_cut, novelty
     cdef bint remember          # the walk's own run (not one on the side): frames learn

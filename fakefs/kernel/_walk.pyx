@@ -293,8 +293,11 @@ cdef class Walker:
     cdef void _task(self, ts):
         """The walk goes on in task state ``ts`` (where it is: its
         ``frame`` and ``phase``, held here until ``flush()``)."""
+        cdef list tl = ts.table
         self.ts = ts
-        self.table = self.g.table(ts.table)
+        if tl is not self.tlist:            # (a task of another profile)
+            self.table = self.g.table(tl)
+            self.tlist = tl
         self.fr = ts.frame
         self.ph = ts.phase
 

@@ -26,6 +26,7 @@ from libc.errno cimport ENOSPC
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
+import bisect as _bisect
 
 from fakefs.kernel._walk cimport Frame, Walker, frame_ips
 from fakefs.kernel.trace._ring_buffer cimport PageWriter
@@ -250,6 +251,27 @@ def call_instants(rng, long long t0, long long span, Py_ssize_t n):
 cdef array.array _QARRAY = _array.array("q")
 
 
+def instants_upto(times, long long ts, Py_ssize_t lo, bint right):
+    """``bisect_right(times, ts, lo)`` (``right``) or ``bisect_left``, for
+    the sorted instants ``times`` (an ``array('q')`` searched in C, or any
+    sequence)."""
+    cdef array.array ta
+    cdef long long *a
+    cdef Py_ssize_t hi, mid
+    if type(times) is not array.array or times.typecode != "q":
+        return (_bisect.bisect_right if right else _bisect.bisect_left)(times, ts, lo)
+    ta = times
+    a = ta.data.as_longlongs
+    hi = len(ta)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < ts or (right and a[mid] == ts):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @cython.final
 cdef class CallWriter:
     """The function tracer's calls on CPU ``c`` (a walk ``Cpu``) written
@@ -313,10 +335,14 @@ cdef class CallWriter:
         if self.ids is not None:
             self.ids.done()
 
-    def calls(self, const long long[:] times, cb):
+    def calls(self, times, cb, Py_ssize_t lo=0, Py_ssize_t hi=-1):
+        """(the class says; ``times[lo:hi]``, ``hi`` -1: to the end)"""
         cdef Walker w = self.w
         cdef PageWriter out
-        cdef Py_ssize_t i, n = times.shape[0]
+        cdef array.array ta = times if type(times) is array.array and times.typecode == "q" \
+            else _array.array("q", times)
+        cdef long long *tp = ta.data.as_longlongs
+        cdef Py_ssize_t i, n = len(ta)
         cdef Frame fr
         cdef int pid = 0, last_pid = -1
         cdef list pids = []
@@ -326,15 +352,17 @@ cdef class CallWriter:
         w._task(self.c.ts)
         w.remember = not self.walk.aside
         out = self._begin(cb)
+        if hi < 0 or hi > n:
+            hi = n
         try:
-            for i in range(n):
+            for i in range(lo, hi):
                 fr = w.step(False, False, 200_000)
                 if w.ts is not ts_obj:
                     ts_obj = w.ts
                     pid = ts_obj.task.pid
                 if out is None:
                     continue
-                if cf.put(out, ids, fr, times[i], pid) and pid != last_pid:
+                if cf.put(out, ids, fr, tp[i], pid) and pid != last_pid:
                     pids.append(pid)
                     last_pid = pid
         finally:

@@ -30,13 +30,12 @@ from __future__ import annotations
 import heapq
 import zlib
 from operator import itemgetter
-from bisect import bisect_left, bisect_right
 
 from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
 from ..walkgraph import CALL_IP_OFF
-from ._trace_function import CallWriter, call_instants, function_entries
+from ._trace_function import CallWriter, call_instants, function_entries, instants_upto
 from .trace_backlog import TraceBacklog
 from .trace_call_rates import CallGroup, call_groups, fn_rate
 from .trace_context import CALL_CONTEXT, StackContext
@@ -293,11 +292,12 @@ class TraceActivity(MachineHits):
         goes after the machine's hits of its instant, before its events)."""
         ftrs, filtered, graph = trs
         j = 0
+        n = len(calls)
         for ts, _id, ev in occ:
-            if j < len(calls) and calls[j] <= ts:
-                k = bisect_left(calls, ts, j) if _id < 0 else bisect_right(calls, ts, j)
+            if j < n and calls[j] <= ts:
+                k = instants_upto(calls, ts, j, _id >= 0)
                 if k > j:
-                    self._function_calls(ftrs, wl, rng, cpu, calls[j:k], probe_trs, graph)
+                    self._function_calls(ftrs, wl, rng, cpu, calls, probe_trs, graph, j, k)
                     j = k
             if _id == MACHINE:
                 # (the hits that only write records: compiled, the same)
@@ -314,8 +314,8 @@ class TraceActivity(MachineHits):
                 wl.stacks_for_event(rng, cpu, "sched_switch")
             else:
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
-        if j < len(calls):
-            self._function_calls(ftrs, wl, rng, cpu, calls[j:], probe_trs, graph)
+        if j < n:
+            self._function_calls(ftrs, wl, rng, cpu, calls, probe_trs, graph, j, n)
 
     def _call_targets(self, wl, arrays, fn_trs):
         """The functions whose every call matters now (filtered function
@@ -332,8 +332,9 @@ class TraceActivity(MachineHits):
             self._targets = call_groups(wl, addrs, self.fn_rate) if addrs else ()
         return self._targets
 
-    def _function_calls(self, trs, wl, rng, cpu, times, probe_trs, graph=()) -> None:
-        """Function calls at ``times`` with nothing else between them.  When
+    def _function_calls(self, trs, wl, rng, cpu, times, probe_trs, graph=(), lo=0, hi=None) -> None:
+        """Function calls at ``times[lo:hi]`` with nothing else between them
+        (the compiled writer takes the range, no copy of it).  When
         every array records each call as it comes (no pid list or notrace,
         no repeats check, no probe or kprobe on calls), their entries (and
         stacks) are made and written in one go: the same entries, in the
@@ -348,7 +349,7 @@ class TraceActivity(MachineHits):
             given = trs
             trs = [tr for tr in trs if tr.current.calls_on(cpu)]
             if graph:
-                self._graph_calls(trs, wl, rng, cpu, times, probe_trs, graph)
+                self._graph_calls(trs, wl, rng, cpu, _part(times, lo, hi), probe_trs, graph)
                 return
             if not trs:
                 return
@@ -356,7 +357,19 @@ class TraceActivity(MachineHits):
             tr = trs[0]
             if how is not ONE_BY_ONE and how is not None and kept is not None:
                 kept[cpu] = (given, probe_trs, how, tr)
-        self.backlog.calls += len(times)
+        if hi is None:
+            hi = len(times)
+        self.backlog.calls += hi - lo
+        if how is not None and how is not ONE_BY_ONE:
+            # the compiled writer: no object per call (the same entries)
+            buf = tr.buffer
+            cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+            pids = how.calls(times, cb, lo, hi)
+            self.stack_context.follow_frames(wl)
+            for pid in pids:
+                tr._task_info(cpu, pid)
+            return
+        times = _part(times, lo, hi)
         if how is ONE_BY_ONE:
             for ts in times:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
@@ -367,14 +380,6 @@ class TraceActivity(MachineHits):
             entries, frames = function_entries(runs, times, self.call_fields, te.TRACE_FN)
             for tr in trs:
                 tr.current.record_calls(tr, cpu, entries, frames)
-            return
-        # the compiled writer: no object per call (the same entries)
-        buf = tr.buffer
-        cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
-        pids = how.calls(times, cb)
-        self.stack_context.follow_frames(wl)
-        for pid in pids:
-            tr._task_info(cpu, pid)
 
     @staticmethod
     def _one_by_one(tr) -> bool:
@@ -520,6 +525,13 @@ class TraceActivity(MachineHits):
                                ev.record_size(args), stack)
         if hooks:
             TracepointHooks.run(hooks, cpu, ts, task, flags, pc, args, stack)
+
+
+def _part(times, lo: int, hi):
+    """``times[lo:hi]`` (the whole of it without a copy)."""
+    if lo == 0 and (hi is None or hi == len(times)):
+        return times
+    return times[lo:hi]
 
 
 def register_trace_activity(kernel) -> None:

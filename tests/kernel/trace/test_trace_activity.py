@@ -41,8 +41,8 @@ def _function_trace(cmdline, settings, one_by_one, monkeypatch):
     from kfiles import rd
     from fakefs.kernel.trace import trace_activity
     if one_by_one:
-        def each(self, trs, wl, rng, cpu, times, probe_trs, graph=()):
-            for ts in times:
+        def each(self, trs, wl, rng, cpu, times, probe_trs, graph=(), lo=0, hi=None):
+            for ts in times[lo:hi]:
                 self._function_call(trs, wl, rng, cpu, ts, probe_trs)
         monkeypatch.setattr(trace_activity.TraceActivity, "_function_calls", each)
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)

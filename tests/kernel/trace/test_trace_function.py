@@ -8,7 +8,9 @@ import random
 
 import pytest
 
-from fakefs.kernel.trace._trace_function import call_instants
+import bisect
+
+from fakefs.kernel.trace._trace_function import call_instants, instants_upto
 
 
 def test_call_instants_are_the_sorted_draws():
@@ -37,6 +39,18 @@ def test_call_instants_call_a_generator_of_its_own_making():
     want = sorted(100 + int(b.random() * 1000) for _ in range(50))
     assert call_instants(a, 100, 1000, 50).tolist() == want
     assert a.calls == 50
+
+
+def test_instants_upto_is_bisect():
+    rng = random.Random(9)
+    for n in (0, 1, 2, 7, 300):
+        times = call_instants(rng, 1000, 500, n)     # (repeats among them)
+        as_list = times.tolist()
+        for ts in range(990, 1510, 3):
+            for lo in {0, n // 3, n}:
+                assert instants_upto(times, ts, lo, True) == bisect.bisect_right(as_list, ts, lo)
+                assert instants_upto(times, ts, lo, False) == bisect.bisect_left(as_list, ts, lo)
+                assert instants_upto(as_list, ts, lo, True) == bisect.bisect_right(as_list, ts, lo)
 
 
 def _traced(raw, settings, cmdline, monkeypatch, reads=False):
