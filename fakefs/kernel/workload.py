@@ -409,22 +409,37 @@ class Workload:
         return frozenset(by_addr[a] for a in addrs if a in by_addr)
 
     @contextlib.contextmanager
-    def _aside(self):
+    def _aside(self, own_switches: bool = False):
         """A run of the walk on the side: every task and CPU is put back
         where it was after it, no switch hook hears of it, and the frames'
-        memory of what they called is left as it was (``walk.aside``)."""
+        memory of what they called is left as it was (``walk.aside``).
+
+        ``own_switches``: the CPUs switch among their own tasks, as before
+        a machine drove the walk (``walk.driven`` off meanwhile).  A driven
+        walk never switches by itself, so a side run would be the calls
+        of whatever task runs on each CPU at that moment: a profile made
+        once (``call_profile()``, ``duration_profile()``) would then be one
+        task's, and an idle CPU's would hold nothing but the idle loop and
+        interrupts (the profiler's vfs_* calls, counted from a profile made
+        at boot, got no times: 0.000 us)."""
+        walk = self.walk
         sched = self.kernel.sched
-        saved_cpus = [(c, c.ts, c.halt) for c in self.walk.cpus]
-        saved_tasks = [(ts, ts.frame, ts.phase) for c in self.walk.cpus
-                       for ts in [c.idle] + c.rq]
+        saved_cpus = [(c, c.ts, c.halt) for c in walk.cpus]
+        # (a followed task's state is on no run queue: it is put back too)
+        saved_tasks = [(ts, ts.frame, ts.phase) for c in walk.cpus
+                       for ts in [c.ts, c.idle] + c.rq]
         saved_curr = list(sched.curr)
-        hooks, self.walk.switch_hooks = self.walk.switch_hooks, []
-        self.walk.aside = True
+        hooks, walk.switch_hooks = walk.switch_hooks, []
+        driven = walk.driven
+        if own_switches:
+            walk.driven = False
+        walk.aside = True
         try:
-            yield self.walk
+            yield walk
         finally:
-            self.walk.aside = False
-            self.walk.switch_hooks = hooks
+            walk.aside = False
+            walk.driven = driven
+            walk.switch_hooks = hooks
             for c, cts, halt in saved_cpus:
                 c.ts, c.halt = cts, halt
             for ts, frame, phase in saved_tasks:
@@ -438,7 +453,7 @@ class Workload:
         if self._call_counts is None:
             rng = self.kernel.subsystem_rng("workload-call-profile")
             counts = []
-            with self._aside() as walk:
+            with self._aside(own_switches=True) as walk:
                 for c in walk.cpus:
                     hits: dict[int, int] = {}
                     for _ in range(n_per_cpu):
@@ -459,7 +474,7 @@ class Workload:
         if self._durations is None:
             rng = self.kernel.subsystem_rng("workload-duration-profile")
             out = []
-            with self._aside() as walk:
+            with self._aside(own_switches=True) as walk:
                 for c in walk.cpus:
                     out.append(durations(walk, c, rng, rate, n_per_cpu))
             self._durations = out
