@@ -415,19 +415,14 @@ class Workload:
         memory of what they called is left as it was (``walk.aside``).
 
         ``own_switches``: the CPUs switch among their own tasks, as before
-        a machine drove the walk (``walk.driven`` off meanwhile).  A driven
-        walk never switches by itself, so a side run would be the calls
-        of whatever task runs on each CPU at that moment: a profile made
-        once (``call_profile()``, ``duration_profile()``) would then be one
-        task's, and an idle CPU's would hold nothing but the idle loop and
-        interrupts (the profiler's vfs_* calls, counted from a profile made
-        at boot, got no times: 0.000 us)."""
+        a machine drove the walk (which never switches by itself: a profile
+        made once, ``call_profile()``/``duration_profile()``, was the task
+        running then, an idle CPU's only the idle loop and interrupts)."""
         walk = self.walk
         sched = self.kernel.sched
         saved_cpus = [(c, c.ts, c.halt) for c in walk.cpus]
-        # (a followed task's state is on no run queue: it is put back too)
         saved_tasks = [(ts, ts.frame, ts.phase) for c in walk.cpus
-                       for ts in [c.ts, c.idle] + c.rq]
+                       for ts in [c.ts, c.idle] + c.rq]     # (c.ts: followed, on no rq)
         saved_curr = list(sched.curr)
         hooks, walk.switch_hooks = walk.switch_hooks, []
         driven = walk.driven
