@@ -409,22 +409,32 @@ class Workload:
         return frozenset(by_addr[a] for a in addrs if a in by_addr)
 
     @contextlib.contextmanager
-    def _aside(self):
+    def _aside(self, own_switches: bool = False):
         """A run of the walk on the side: every task and CPU is put back
         where it was after it, no switch hook hears of it, and the frames'
-        memory of what they called is left as it was (``walk.aside``)."""
+        memory of what they called is left as it was (``walk.aside``).
+
+        ``own_switches``: the CPUs switch among their own tasks, as before
+        a machine drove the walk (which never switches by itself: a profile
+        made once, ``call_profile()``/``duration_profile()``, was the task
+        running then, an idle CPU's only the idle loop and interrupts)."""
+        walk = self.walk
         sched = self.kernel.sched
-        saved_cpus = [(c, c.ts, c.halt) for c in self.walk.cpus]
-        saved_tasks = [(ts, ts.frame, ts.phase) for c in self.walk.cpus
-                       for ts in [c.idle] + c.rq]
+        saved_cpus = [(c, c.ts, c.halt) for c in walk.cpus]
+        saved_tasks = [(ts, ts.frame, ts.phase) for c in walk.cpus
+                       for ts in [c.ts, c.idle] + c.rq]     # (c.ts: followed, on no rq)
         saved_curr = list(sched.curr)
-        hooks, self.walk.switch_hooks = self.walk.switch_hooks, []
-        self.walk.aside = True
+        hooks, walk.switch_hooks = walk.switch_hooks, []
+        driven = walk.driven
+        if own_switches:
+            walk.driven = False
+        walk.aside = True
         try:
-            yield self.walk
+            yield walk
         finally:
-            self.walk.aside = False
-            self.walk.switch_hooks = hooks
+            walk.aside = False
+            walk.driven = driven
+            walk.switch_hooks = hooks
             for c, cts, halt in saved_cpus:
                 c.ts, c.halt = cts, halt
             for ts, frame, phase in saved_tasks:
@@ -438,7 +448,7 @@ class Workload:
         if self._call_counts is None:
             rng = self.kernel.subsystem_rng("workload-call-profile")
             counts = []
-            with self._aside() as walk:
+            with self._aside(own_switches=True) as walk:
                 for c in walk.cpus:
                     hits: dict[int, int] = {}
                     for _ in range(n_per_cpu):
@@ -459,7 +469,7 @@ class Workload:
         if self._durations is None:
             rng = self.kernel.subsystem_rng("workload-duration-profile")
             out = []
-            with self._aside() as walk:
+            with self._aside(own_switches=True) as walk:
                 for c in walk.cpus:
                     out.append(durations(walk, c, rng, rate, n_per_cpu))
             self._durations = out

@@ -77,6 +77,7 @@ class Machine(PerCpu):
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
         self.heap: list = []
         self.seq = 0
+        self.tokens = 0                       # the last token a run was given (``_void``)
         self.runs: dict[int, TaskRun] = {}
         # tasks between do_exit() and their last switch (a task preempted
         # there goes on to its end when it runs again)
@@ -254,10 +255,20 @@ class Machine(PerCpu):
     def _set_end(self, cpu: int, r, t: int) -> None:
         """``r``'s burst ends ``r.left`` after it began (an end set before
         is void); its calls meanwhile from ``t`` on."""
-        r.token += 1
+        self._void(r)
         self._push(r.since + r.left, _END, cpu, r.token)
         if self._makes_calls(r):
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+
+    def _void(self, r) -> None:
+        """``r``'s pending end and calls are void: it takes a new token, the
+        machine's next.  Their events stay queued and match by CPU and token
+        only: tokens counted per task (from 0) let one task's void end, come
+        due, end the burst of another on that CPU whose count had got there
+        (a kernel thread's cut perf ftrace's sleep before its loader's
+        read()s)."""
+        self.tokens += 1
+        r.token = self.tokens
 
     def _makes_calls(self, r) -> bool:
         """``r``'s task makes its calls while it runs: somebody records
@@ -319,7 +330,7 @@ class Machine(PerCpu):
         r = self.runs.get(prev.pid)
         if r is not None:
             r.left -= t - r.since
-            r.token += 1                          # its pending end is void
+            self._void(r)                         # its pending end is void
         nxt = self.sched.schedule(cpu, t, prev_state, pick=pick)
         if nxt is not prev:
             self._switched_in(cpu, t, nxt)
@@ -391,7 +402,7 @@ class Machine(PerCpu):
         self._switch(cpu, t, r.beh.state)
 
     def _exit(self, r, cpu: int, t: int) -> None:
-        r.token += 1                          # its burst's end is void: it exits
+        self._void(r)                         # its burst's end is void: it exits
         self.exiting.add(r.task.pid)
         if r.calls is not None:
             args, _ret = self.calls.values(r.tc, self.calls.exit_group)

@@ -155,7 +155,7 @@ class PerCpu:
         r = self.runs.get(sched.curr[cpu].pid) if sched.curr[cpu].pid else None
         if r is not None:
             r.left -= t - r.since
-            r.token += 1                      # its pending end is void
+            self._void(r)                     # its pending end is void
         dests, parked = sched.cpu_dying(cpu, t)
         for task in parked:
             self.parked.setdefault(cpu, {})[task.pid] = None

@@ -222,3 +222,34 @@ def test_code_path_takes_a_user_task_to_the_site(kind, site, entered):
     for seed in range(5):
         _stack, again = w.code_path(random.Random(seed), 0, kind)
         assert entered in [ks.lookup(fr.stack[0])[0] for fr in again]
+
+
+@pytest.mark.parametrize("profile", ["call_profile", "duration_profile"])
+def test_a_profile_made_while_the_machine_drives_is_the_cpus_tasks(profile):
+    """A profile is made once, on the side, whenever it is first asked
+    for.  While a machine drives the walk, no task switches by itself: a
+    profile made then was the calls of the one task each CPU ran at that
+    moment, and a CPU running its idle task had nothing but the idle
+    loop and its interrupts (lesson 7's function profiler: the vfs_*
+    calls counted from the boot's call profile got no times, 0.000 us).
+    Now the side run switches among the CPUs' own tasks as before the
+    machine came: the profile covers what the boot-time one does."""
+    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    wr(k, "events/sched/sched_switch/enable", "1")    # (watched: the machine runs)
+    k.clock.advance(100_000_000)
+    k.run_until_now()
+    wl = k.workload
+    assert wl.driven
+    wl.walk.follow(1, k.sched.idle[1])          # CPU 1 runs its idle task now
+    before = [(c.ts, c.ts.frame, c.ts.phase) for c in wl.walk.cpus]
+    made = getattr(wl, profile)(*([500_000] if profile == "duration_profile" else []))
+    assert [(c.ts, c.ts.frame, c.ts.phase) for c in wl.walk.cpus] == before
+    assert wl.driven
+    fresh = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False).workload
+    at_boot, _n = fresh.call_profile()
+    names = wl.wg.names
+    for cpu, boot_counts in enumerate(at_boot):
+        got = made[0][cpu] if profile == "call_profile" else made[cpu]
+        common = {i for i, n in boot_counts.items() if n >= 30}
+        missing = sorted(names[i] for i in common - set(got))
+        assert len(missing) <= len(common) // 20, (cpu, len(common), missing[:20])

@@ -191,6 +191,36 @@ def test_a_sleep_whose_exec_and_exit_come_dated_alike_still_makes_its_loaders_ca
         assert 5001 in m.host.exited and 5001 not in m.runs
 
 
+def test_sleep_after_sleep_each_makes_its_loaders_calls():
+    """A followed shell runs ``sleep`` twelve times, one after the other:
+    each makes all its loader's calls, in order (the read() and pread64()s
+    whose vfs_read() perf ftrace -T shows).  A burst's end left queued when
+    its task was switched out used to match the task running on that CPU
+    when it came due if that one had counted as many ends (each task
+    counted from 0): a new sleep's burst ended before its loader was done
+    (3 of these 12; under test_sandbox's load, a kernel thread's end did it
+    to perf ftrace's sleep)."""
+    k, m = boot()
+    write(k, "events/raw_syscalls/sys_enter/enable", "1")
+    run(k, 0.04)
+    m.host.caller(5000, "sh")
+    sleeps = range(5001, 5013)
+    for i, pid in enumerate(sleeps):
+        t = k.sim_time + (1 + 5 * i) * MS
+        m.host.event("fork", t, pid, ppid=5000, tgid=pid)
+        m.host.event("exec", t + MS, pid, filename="/usr/bin/sleep")
+        m.host.event("exit", t + 4 * MS, pid)
+    run(k, 0.08)
+    write(k, "tracing_on", "0")
+    got = lines(k)
+    loader = [c.nr for c in m.calls.profiles["sleep"].startup]
+    for pid in sleeps:
+        mine = [int(ln.split("NR ")[1].split()[0]) for ln in got
+                if ln.split()[0].endswith("-%d" % pid) and "sys_enter:" in ln]
+        nrs = mine[mine.index(59) + 1:]
+        assert nrs[:len(loader)] == loader, (pid, nrs)
+
+
 def test_a_child_acts_after_its_fork_even_when_the_fork_is_put_off():
     """The parent's CPU ran further than the fork's instant, so the fork is
     put off; the child's exec (stamped later, but due earlier than the put

@@ -236,7 +236,7 @@ def test_interrupts_timers_and_idle_fire_with_the_kernels_context():
 
 
 def test_shells_fork_commands_that_exec_and_exit():
-    _k, text = traced(seconds=2.0)
+    _k, text = traced(seed=4, seconds=2.0)      # (forks in the second the buffer keeps)
     lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
     forks = [ln for ln in lines if "sched_process_fork:" in ln]
     assert forks
@@ -300,7 +300,7 @@ def test_tasks_make_system_calls_that_enter_and_exit():
 
 
 def test_shell_commands_rename_wait_and_are_freed():
-    _k, text = traced(seconds=2.0)
+    _k, text = traced(seed=4, seconds=2.0)      # (as above)
     lines = _events(text)
     names = [_name(ln) for ln in lines]
     for n in ("task_rename", "sched_process_wait", "sched_process_free", "sys_wait4",
@@ -425,7 +425,7 @@ def test_what_a_machine_watcher_sees_keeps_it_running():
     assert not k.driver.frozen
 
 
-@pytest.mark.parametrize("seed", [1, 2, 4, 11])   # each fails without the fix
+@pytest.mark.parametrize("seed", [3, 5, 7, 11])   # each fails without the fix
 def test_a_halted_cpu_switches_only_after_the_interrupt_that_wakes_it(seed):
     """A task woken onto a halted CPU from another one: that CPU leaves idle
     when the reschedule IPI arrives (cpu_idle exit, the IPI, then the

@@ -541,7 +541,7 @@ def register_trace_activity(kernel) -> None:
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
     kernel.add_gap_watcher(act.backlog)
-    kernel.add_shift_hook(shift_tracing(kernel.tracing, act.backlog))
+    kernel.add_shift_hook(shift_tracing(kernel.tracing, act.backlog, act))
     kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
 
 

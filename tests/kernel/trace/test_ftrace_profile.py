@@ -371,3 +371,25 @@ def test_poisson(mean):
     assert min(xs) >= 0
     assert abs(statistics.fmean(xs) - mean) < 0.05 * mean + 0.02
     assert abs(statistics.pvariance(xs) - mean) < 0.08 * mean + 0.02
+
+
+def test_drawn_times_keep_the_measured_spread():
+    """n calls' summed time and squares (``_times``) give the kernel's
+    variance (n * sum x^2 - (sum x)^2) / (n (n - 1)) around the measured one,
+    and never 0 when the measured calls differ.  (The squares were n times
+    the measured mean square, floored: a sum drawn above n * sqrt(mean^2 +
+    var) gave 0, lesson 7's vfs_getattr of 14 hits: s^2 0.000 us.)"""
+    from fakefs.kernel.trace.ftrace_profile import FunctionProfiler
+    rng = random.Random(4)
+    mean, sd = 15_484.0, 6_455.0                 # ns: vfs_getattr's measured calls
+    m = 9
+    dur = [m, m * mean, m * (sd * sd + mean * mean)]
+    for n in (2, 5, 14, 40):
+        got = []
+        for _ in range(400):
+            time, sq = FunctionProfiler._times(rng, dur, n)
+            got.append((n * sq - time * time) / (n * (n - 1)))
+        assert min(got) > 0, n
+        assert abs(statistics.mean(got) / (sd * sd) - 1) < 0.15, n
+    assert FunctionProfiler._times(rng, [1, mean, mean * mean], 3) == (round(3 * mean),
+                                                                       round(3 * mean * mean))
