@@ -30,7 +30,7 @@ def test_a_long_filter_write_lets_other_requests_in():
         assert full <= got
 
 
-async def test_between_slices_a_commands_requests_go_through_together():
+async def test_between_slices_a_commands_requests_go_through_together(monkeypatch):
     """let_others_in(): while requests keep beginning (each within GRACE_S
     of the last) the writer waits; it goes on GRACE_S after the last one,
     at once when none came or the last was a RELEASE, and after its budget
@@ -74,7 +74,12 @@ async def test_between_slices_a_commands_requests_go_through_together():
         return took
 
     assert await gap() < steps.GRACE_S / 2                            # nobody came
-    assert steps.GRACE_S <= await gap(command, 4) < steps.GRACE_MAX_S / 2   # all 4, then GRACE_S
+    # all 4, then GRACE_S, not the budget: made long here (0.5 s), so that a
+    # loaded machine's late turns of the loop (14 ms once in CI, beside
+    # other tests) cannot pass for it
+    with monkeypatch.context() as m:
+        m.setattr(steps, "GRACE_MAX_S", 0.5)
+        assert steps.GRACE_S <= await gap(command, 4, budget=0.5) < 0.25
     assert await gap(command, 4, True) < steps.GRACE_S                 # ended by its RELEASE
     # a flood (it would last seconds) ends with the budget; the margins are
     # for a loaded machine, where the loop itself is held up now and then
