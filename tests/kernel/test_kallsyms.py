@@ -349,4 +349,38 @@ def test_lookups_by_name_as_before(ks):
     assert t.addr_of("mod_a") == 0xffff0000 and "other_fn" in t
     names = list(ks.core_names())
     for i in range(0, len(names), 997):
-        assert ks.addr_of(names[i]) == ks._addrs[names.index(names[i])]
+        assert ks.addr_of(names[i]) == ks.core_addrs()[names.index(names[i])]
+
+
+@pytest.mark.parametrize("table", ["small", "bundled"])
+def test_a_relocated_table_is_the_table_built_at_its_addresses(ks, table):
+    """A relocated table shares its original's address array (``_shift``):
+    every answer is the one a table built with the moved addresses gives,
+    and so is a relocation of a relocation."""
+    src = small() if table == "small" else ks
+    text_base, module_base = 0xffffffff8a000000, 0xffffffffc2345000
+    moved = src.relocated(text_base, module_base)
+    again = moved.relocated(text_base + 0x400000, module_base + 0x1000)
+    assert moved._addrs is src._addrs is again._addrs            # one array
+    for rel, tb, mb in ((moved, text_base, module_base), (again, text_base + 0x400000, module_base + 0x1000)):
+        core = [(a, t, n) for a, t, n, m in src.symbols() if m is None]
+        mods = [s for s in src.symbols() if s[3] is not None]
+        stext = src.addr_of("_stext")
+        dt, dm = tb - stext, (mb - min(s[0] for s in mods)) if mods else 0
+        built = Kallsyms([(a + dt, t, n) for a, t, n in core],
+                         [(a + dm, t, n, m) for a, t, n, m in src._mod_order])
+        assert list(rel.symbols()) == list(built.symbols())
+        assert rel.core_addrs() == built.core_addrs() and rel._text == built._text
+        assert rel._inittext == built._inittext
+        assert rel.proc_text() == built.proc_text() and rel.proc_text(False) == built.proc_text(False)
+        names = list(src.core_names())
+        step = 1 if len(names) < 100 else 37
+        for n in names[::step]:
+            assert rel.addr_of(n) == built.addr_of(n), n
+        # lookups at, inside and between symbols, and outside the text
+        addrs = sorted(set(built.core_addrs()))
+        probes = [a + d for a in addrs[::step] for d in (-1, 0, 1, 7)]
+        probes += [addrs[0] - 4096, addrs[-1] + 4096, built._text[1], built._text[1] - 1]
+        for a in probes:
+            assert rel.lookup(a) == built.lookup(a), hex(a)
+            assert rel.sprint_symbol(a) == built.sprint_symbol(a)
