@@ -60,10 +60,11 @@ class Kallsyms:
         self._setup([s[1] for s in core], [s[2] for s in core], [s[0] for s in core],
                     list(modules), source)
 
-    def _setup(self, types, names, addrs, modules, source):
+    def _setup(self, types, names, addrs, modules, source, shift=0):
         # (addresses in an array and the types in a string: a list of Python
         # ints costs 5x the table's 8 bytes a symbol, and a host table has
-        # ~120k symbols)
+        # ~120k symbols.  A relocated table shares its original's array:
+        # symbol i is at ``_addrs[i] + _shift``)
         if any(x > y for x, y in zip(addrs, islice(addrs, 1, None))):
             order = sorted(range(len(addrs)), key=addrs.__getitem__)   # stable
             types = [types[i] for i in order]
@@ -71,6 +72,7 @@ class Kallsyms:
             addrs = [addrs[i] for i in order]
         self.source = source
         self._addrs = addrs if isinstance(addrs, array) else array("Q", addrs)
+        self._shift = shift
         self._types = types if isinstance(types, str) else "".join(types)
         # (packed: a list of ~120k names and a dict by name were 17 MB)
         self._names = names if isinstance(names, NameTable) else NameTable(names)
@@ -88,15 +90,15 @@ class Kallsyms:
         self._inittext = (self._marker("_sinittext"), self._marker("_einittext"))
         if self._text[0] is None or self._text[1] is None:
             # no section markers: everything up to the last symbol is text
-            lo = addrs[0] if addrs else 0
-            hi = addrs[-1] + PFX_LEN if addrs else 0
+            lo = addrs[0] + shift if addrs else 0
+            hi = addrs[-1] + shift + PFX_LEN if addrs else 0
             self._text = (lo, hi)
         if self._inittext[0] is None or self._inittext[1] is None:
             self._inittext = (0, 0)
 
     def _marker(self, name):
         i = self._names.index(name)
-        return self._addrs[i] if i >= 0 else None
+        return self._addrs[i] + self._shift if i >= 0 else None
 
     # ------------------------------------------------------------ loading
     @classmethod
@@ -122,22 +124,30 @@ class Kallsyms:
     @classmethod
     def from_proc_text(cls, text: str, source: str = "host") -> "Kallsyms | None":
         """Parse /proc/kallsyms text; None when addresses are hidden."""
-        lines = text.splitlines()
-        # vmlinux lines come first, fixed width: "%016x %c %s"
-        core = [ln for ln in lines if len(ln) > 19 and ln[17] in TEXT_TYPES and "\t" not in ln]
-        if not core or any(len(ln) < 20 or ln[16] != " " or ln[18] != " " for ln in (core[0], core[-1])):
-            return cls._from_proc_text_slow(lines, source)
-        addrs = array("Q", (int(ln[:16], 16) for ln in core))
+        # vmlinux lines come first, fixed width: "%016x %c %s".  Read a
+        # piece at a time: a list of the ~120k lines made the boot's peak
+        # (36 MB over the 4 MB kept)
+        addrs, types, names, mods = array("Q"), [], [], []
+        first = last = None
+        for lines in _pieces(text):
+            core = [ln for ln in lines if len(ln) > 19 and ln[17] in TEXT_TYPES and "\t" not in ln]
+            if core:
+                first = first or core[0]
+                last = core[-1]
+                addrs.extend(int(ln[:16], 16) for ln in core)
+                types.extend(ln[17] for ln in core)
+                names.extend(ln[19:] for ln in core)
+            for ln in lines:
+                if "\t" in ln:
+                    m = _parse_line(ln)
+                    if m is not None and m[3] is not None:
+                        mods.append(m)
+        if first is None or any(len(ln) < 20 or ln[16] != " " or ln[18] != " " for ln in (first, last)):
+            return cls._from_proc_text_slow(text.splitlines(), source)
         if not addrs[-1]:
             return None
-        mods = []
-        for ln in lines:
-            if "\t" in ln:
-                m = _parse_line(ln)
-                if m is not None and m[3] is not None:
-                    mods.append(m)
         ks = cls.__new__(cls)
-        ks._setup([ln[17] for ln in core], [ln[19:] for ln in core], addrs, mods, source)
+        ks._setup("".join(types), names, addrs, mods, source)
         return ks
 
     @classmethod
@@ -186,7 +196,7 @@ class Kallsyms:
         symbols folded into the function that follows them)."""
         out = ["# kallsyms text symbols: <hex delta> <type>[+] <name>[\\t<module>]"]
         prev = 0
-        a, t, n = self._addrs, self._types, self._names
+        a, t, n = self.core_addrs(), self._types, self._names
         i = 0
         while i < len(a):
             if (n[i].startswith(PFX) and i + 1 < len(a) and n[i + 1] == n[i][len(PFX):]
@@ -213,12 +223,13 @@ class Kallsyms:
         same; what changes is what an address reveals."""
         start = self._marker("_stext")
         if start is None:
-            start = self._addrs[0] if self._addrs else text_base
+            start = self._addrs[0] + self._shift if self._addrs else text_base
         dt = text_base - start
         dm = (module_base - self._maddrs[0]) if self._maddrs else 0
         ks = Kallsyms.__new__(Kallsyms)
-        ks._setup(self._types, self._names, array("Q", (a + dt for a in self._addrs)),
-                  [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source)
+        ks._setup(self._types, self._names, self._addrs,
+                  [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source,
+                  self._shift + dt)
         return ks
 
     # ------------------------------------------------------------ modules
@@ -258,16 +269,17 @@ class Kallsyms:
     def lookup(self, addr: int):
         """(name, offset, size, module) of the symbol holding ``addr``."""
         if self._is_core_text(addr):
-            a = self._addrs
-            i = bisect_right(a, addr) - 1
+            a, shift = self._addrs, self._shift
+            i = bisect_right(a, addr - shift) - 1
             if i < 0:
                 return None
             start = a[i]
             while i and a[i - 1] == start:
                 i -= 1
             j = bisect_right(a, start)
+            start += shift
             if j < len(a):
-                end = a[j]
+                end = a[j] + shift
             elif self._inittext[0] <= addr < self._inittext[1]:
                 end = self._inittext[1]
             else:
@@ -307,11 +319,17 @@ class Kallsyms:
         the modules', then the data symbols')."""
         i = self._names.index(name)
         if i >= 0:
-            return self._addrs[i]
+            return self._addrs[i] + self._shift
         return self._others().get(name)
 
     def __contains__(self, name) -> bool:
         return self.addr_of(name) is not None
+
+    def core_addrs(self) -> array:
+        """The addresses of vmlinux's symbols, in table order (a new array
+        for a relocated table: the table holds its original's)."""
+        s = self._shift
+        return array("Q", (a + s for a in self._addrs)) if s else self._addrs
 
     def core_names(self) -> NameTable:
         """The names of vmlinux's symbols, in table (address) order."""
@@ -343,8 +361,9 @@ class Kallsyms:
 
     def symbols(self):
         """(addr, type, name, module) of every symbol, in /proc/kallsyms order."""
+        s = self._shift
         for a, t, n in zip(self._addrs, self._types, self._names):
-            yield (a, t, n, None)
+            yield (a + s, t, n, None)
         for s in self._mod_order:
             yield s
 
@@ -373,19 +392,20 @@ class Kallsyms:
         """/proc/kallsyms: ``%px %c %s`` per symbol, ``\\t[mod]`` for modules.
         Without ``show_value`` (kptr_restrict) addresses print as zeros."""
         out = []
-        data = {bisect_right(self._addrs, a): [] for a, _t, _n in self.data}
+        core = self.core_addrs()
+        data = {bisect_right(core, a): [] for a, _t, _n in self.data}
         for a, t, n in self.data:          # in address order, among vmlinux's
-            data[bisect_right(self._addrs, a)].append((a, t, n))
+            data[bisect_right(core, a)].append((a, t, n))
         if data:
             addrs, types, names = [], [], []
-            for i, (a, t, n) in enumerate(zip(self._addrs, self._types, self._names)):
+            for i, (a, t, n) in enumerate(zip(core, self._types, self._names)):
                 for d in data.get(i, ()):
                     addrs.append(d[0]), types.append(d[1]), names.append(d[2])
                 addrs.append(a), types.append(t), names.append(n)
-            for d in data.get(len(self._addrs), ()):
+            for d in data.get(len(core), ()):
                 addrs.append(d[0]), types.append(d[1]), names.append(d[2])
         else:
-            addrs, types, names = self._addrs, self._types, self._names
+            addrs, types, names = core, self._types, self._names
         if show_value:
             for a, t, n in zip(addrs, types, names):
                 out.append("%016x %s %s\n" % (a, t, n))
@@ -398,6 +418,17 @@ class Kallsyms:
             for a, t, n, m in self._mod_order:
                 out.append("%s %s %s\t[%s]\n" % (z, t, n, m))
         return "".join(out)
+
+
+def _pieces(text: str, size: int = 1 << 16):
+    """The lines of ``text`` (``splitlines()``), a list for each piece of
+    about ``size`` characters (cut after a newline)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end].splitlines()
+        start = end
 
 
 def _parse_line(line: str):

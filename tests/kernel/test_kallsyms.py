@@ -349,4 +349,82 @@ def test_lookups_by_name_as_before(ks):
     assert t.addr_of("mod_a") == 0xffff0000 and "other_fn" in t
     names = list(ks.core_names())
     for i in range(0, len(names), 997):
-        assert ks.addr_of(names[i]) == ks._addrs[names.index(names[i])]
+        assert ks.addr_of(names[i]) == ks.core_addrs()[names.index(names[i])]
+
+
+@pytest.mark.parametrize("table", ["small", "bundled"])
+def test_a_relocated_table_is_the_table_built_at_its_addresses(ks, table):
+    """A relocated table shares its original's address array (``_shift``):
+    every answer is the one a table built with the moved addresses gives,
+    and so is a relocation of a relocation."""
+    src = small() if table == "small" else ks
+    text_base, module_base = 0xffffffff8a000000, 0xffffffffc2345000
+    moved = src.relocated(text_base, module_base)
+    again = moved.relocated(text_base + 0x400000, module_base + 0x1000)
+    assert moved._addrs is src._addrs is again._addrs            # one array
+    for rel, tb, mb in ((moved, text_base, module_base), (again, text_base + 0x400000, module_base + 0x1000)):
+        core = [(a, t, n) for a, t, n, m in src.symbols() if m is None]
+        mods = [s for s in src.symbols() if s[3] is not None]
+        stext = src.addr_of("_stext")
+        dt, dm = tb - stext, (mb - min(s[0] for s in mods)) if mods else 0
+        built = Kallsyms([(a + dt, t, n) for a, t, n in core],
+                         [(a + dm, t, n, m) for a, t, n, m in src._mod_order])
+        assert list(rel.symbols()) == list(built.symbols())
+        assert rel.core_addrs() == built.core_addrs() and rel._text == built._text
+        assert rel._inittext == built._inittext
+        assert rel.proc_text() == built.proc_text() and rel.proc_text(False) == built.proc_text(False)
+        names = list(src.core_names())
+        step = 1 if len(names) < 100 else 37
+        for n in names[::step]:
+            assert rel.addr_of(n) == built.addr_of(n), n
+        # lookups at, inside and between symbols, and outside the text
+        addrs = sorted(set(built.core_addrs()))
+        probes = [a + d for a in addrs[::step] for d in (-1, 0, 1, 7)]
+        probes += [addrs[0] - 4096, addrs[-1] + 4096, built._text[1], built._text[1] - 1]
+        for a in probes:
+            assert rel.lookup(a) == built.lookup(a), hex(a)
+            assert rel.sprint_symbol(a) == built.sprint_symbol(a)
+
+
+def _parsed_as_lines(text, source="host"):
+    """/proc/kallsyms read the way from_proc_text() did before it read in
+    place: the lines, the fixed-width vmlinux text lines among them."""
+    from array import array
+
+    from fakefs.kernel.kallsyms import TEXT_TYPES, _parse_line
+    lines = text.splitlines()
+    core = [ln for ln in lines if len(ln) > 19 and ln[17] in TEXT_TYPES and "\t" not in ln]
+    if not core or any(len(ln) < 20 or ln[16] != " " or ln[18] != " " for ln in (core[0], core[-1])):
+        return Kallsyms._from_proc_text_slow(lines, source)
+    addrs = array("Q", (int(ln[:16], 16) for ln in core))
+    if not addrs[-1]:
+        return None
+    mods = [m for m in (_parse_line(ln) for ln in lines if "\t" in ln) if m is not None and m[3] is not None]
+    ks = Kallsyms.__new__(Kallsyms)
+    ks._setup([ln[17] for ln in core], [ln[19:] for ln in core], addrs, mods, source)
+    return ks
+
+
+def test_proc_text_read_in_place_as_its_lines(ks):
+    """from_proc_text() reads the text in place (no list of lines): the
+    table is the one the lines gave, for the bundled table's text, the
+    host's, a table with data symbols and modules, and texts that take the
+    slow way or hide their addresses."""
+    texts = [ks.proc_text(), small().proc_text()]
+    if host_readable():
+        texts.append(open("/proc/kallsyms").read())
+    mixed = ("ffffffff81000000 T _stext\nffffffff81000000 t first\nffffffff81000010 d some_data\n"
+             "ffffffff81000020 W weak_one\nffffffff81000040 T _etext\n"
+             "ffffffffc0000000 t mod_fn\t[mymod]\nffffffffc0000040 t mod_two\t[mymod]\n"
+             "ffffffffc0001000 b mod_bss\t[mymod]\n")
+    texts += [mixed, mixed.replace("\n", "\n\n"),
+              "c1000000 T _stext\nc1000010 t foo\n",                 # 32-bit: the slow way
+              "0000000000000000 T _stext\n0000000000000000 t foo\n"]  # hidden
+    for text in texts:
+        new, old = Kallsyms.from_proc_text(text), _parsed_as_lines(text)
+        if old is None:
+            assert new is None
+            continue
+        assert list(new.symbols()) == list(old.symbols())
+        assert new.proc_text() == old.proc_text() and new._types == old._types
+        assert (new._text, new._inittext, new.source) == (old._text, old._inittext, old.source)

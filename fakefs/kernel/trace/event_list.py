@@ -63,6 +63,7 @@ def _from_catalogue(config) -> EventList:
     modules = cat.default_modules
     ids = cat.assign_ids(modules, trace_last_type=last)
     events, ftrace = [], []
+    lines_of: dict = {}             # a field's format line, one string for equal fields
     for desc in cat.registration_order(modules):
         if desc.system == "ftrace":
             if desc.name == "funcgraph_exit" and config.enabled("FUNCTION_GRAPH_RETVAL"):
@@ -72,7 +73,7 @@ def _from_catalogue(config) -> EventList:
         ev = driven.pop(desc.key, None)
         if ev is None and desc.system == "syscalls":
             ev = syscall_event(desc)
-        lines = [f.format_line() for f in desc.fields]
+        lines = [lines_of.get(f) or lines_of.setdefault(f, f.format_line()) for f in desc.fields]
         if ev is None:
             ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, 0, None)
         elif ev.fields and [f.name for f in desc.fields] != [

@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_left, bisect_right
+from heapq import merge
 from itertools import groupby, islice
 
 from ..lib.glob import glob_regex
@@ -198,8 +199,42 @@ class RecordNames:
             yield table[p] if p >= 0 else mods[i]
 
 
+class RecordMods:
+    """Each record's module (None for the core kernel's), read like a list:
+    the core records come first, so only the modules' records hold a name
+    (a list of ~55,000 Nones was 430 KB)."""
+
+    __slots__ = ("_ncore", "names")
+
+    def __init__(self, ncore: int, names: list):
+        self._ncore = ncore
+        self.names = names              # the module records' modules, in record order
+
+    def __len__(self) -> int:
+        return self._ncore + len(self.names)
+
+    def __getitem__(self, i: int):
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return None if i < self._ncore else self.names[i - self._ncore]
+
+    def __iter__(self):
+        return iter(self.as_list())
+
+    def as_list(self) -> list:
+        return [None] * self._ncore + self.names
+
+
 class FtraceRecords:
-    """The dyn_ftrace records of the running kernel (one per kernel)."""
+    """The dyn_ftrace records of the running kernel (one per kernel).
+
+    Record ``r`` of the core kernel is symbol ``names._at[r]`` of the table,
+    and those places increase with ``r`` (both in address order): a name's
+    records are found by bisecting them (``named``), with no table of the
+    symbols' records."""
 
     def __init__(self, kernel):
         ks = kernel.kallsyms
@@ -251,35 +286,31 @@ class FtraceRecords:
         seen = set()
         at = array("i")                          # a record's place in the symbol table
         mod_names: dict[int, str] = {}           # a module record's name
-        self.mods: list[str | None] = []
-        addrs = []
+        mods: list[str] = []
+        addrs = array("Q")
         for addr, pos in core:
             if addr in seen:                    # aliases share one record
                 continue
             seen.add(addr)
             at.append(pos)
-            self.mods.append(None)
             addrs.append(addr)
+        self._ncore = ncore = len(at)
+        if any(x >= y for x, y in zip(at, islice(at, 1, None))):
+            raise AssertionError("core records out of symbol table order")   # named() bisects
         for addr, name, mod in modrecs:
             if addr in seen:
                 continue
             seen.add(addr)
             mod_names[len(at)] = name
             at.append(-1)
-            self.mods.append(mod)
+            mods.append(mod)
             addrs.append(addr)
         self.names = RecordNames(ks, at, mod_names)
-        self.modules = frozenset(m for m in self.mods if m)
-        self.addrs = array("Q", addrs)
+        self.mods = RecordMods(ncore, mods)
+        self.modules = frozenset(m for m in mods if m)
+        self.addrs = addrs
         self.by_addr = AddrIndex(self.addrs)
-        # a symbol's record (-1: none), for the records of a name
-        self._rec_at = array("i", [-1]) * len(ks.core_names())
-        for r, pos in enumerate(at):
-            if pos >= 0:
-                self._rec_at[pos] = r
         self._ks = ks
-        self._boot_core = array("Q", sorted(init_addrs.union(a for a, m in zip(self.addrs, self.mods)
-                                                             if m is None)))
         self._init_addrs = init_addrs
         self._dyn_info = None
         self.ops_list = None              # ftrace_ops_list.FtraceOpsList, made on first use
@@ -300,8 +331,12 @@ class FtraceRecords:
 
     def named(self, name: str) -> list[int]:
         """The records of the functions called ``name`` (in record order)."""
-        at = self._rec_at
-        out = [at[p] for p in self._ks.core_names().positions(name) if at[p] >= 0]
+        at, n = self.names._at, self._ncore
+        out = []
+        for p in self._ks.core_names().positions(name):
+            r = bisect_left(at, p, 0, n)
+            if r < n and at[r] == p:
+                out.append(r)
         out.extend(r for r, n in self.names.module_names.items() if n == name)
         return out
 
@@ -319,15 +354,20 @@ class FtraceRecords:
         ``ftrace_number_of_groups``) after boot (see the module's doc)."""
         if self._dyn_info is None:
             init = self._init_addrs
-            mods = [m for m in self.mods if m is not None]
-            counts = [sum(1 for _ in grp) for _m, grp in groupby(mods)]
+            counts = [sum(1 for _ in grp) for _m, grp in groupby(self.mods.names)]
             pages, groups = record_pages([a not in init for a in self._boot_core], counts)
             self._dyn_info = (len(self.names), pages, groups)
         return self._dyn_info
 
     def boot_count(self) -> int:
         """The core records ``ftrace_update_code()`` converted at boot."""
-        return len(self._boot_core)
+        return self._ncore + len(self._init_addrs)
+
+    @property
+    def _boot_core(self) -> array:
+        """The addresses of those records, in order: the core records' (in
+        address order) and the init text's (none of them a record's)."""
+        return array("Q", merge(islice(self.addrs, self._ncore), sorted(self._init_addrs)))
 
     def rec_of_ip(self, ip: int):
         """The record of the function holding ``ip`` (None if untraceable)."""

@@ -144,3 +144,22 @@ def test_show_mem_top_users(kernel):
     assert lines[0] == "Memory allocations:"
     assert re.match(r"^ +\d+(\.\d+)? [KMG]iB +\d+ mm/page_ext\.c:271 func:alloc_page_ext$", lines[1])
     assert any("[ctagmod]" in line for line in lines)
+
+
+def test_the_table_is_the_file_row_by_row():
+    """load_tag_table() keeps one string object for equal values: its rows
+    are still the file's, in order, builtin and per module."""
+    import os
+
+    from fakefs.kernel.mm.alloc_tag import DATA_DIR, table_version
+    builtin, modules = load_tag_table((6, 12))
+    want_b, want_m = [], {}
+    with open(os.path.join(DATA_DIR, "alloc_tags-%s.tsv" % table_version((6, 12)))) as fh:
+        for line in fh:
+            p = line.rstrip("\n").split("\t")
+            if len(p) >= 4:
+                row = (p[0], int(p[1]), p[2], p[4] if len(p) > 4 else "")
+                (want_m.setdefault(p[3], []) if p[3] else want_b).append(row)
+    assert builtin == want_b and modules == want_m and len(builtin) > 3000
+    callees = {id(r[3]) for rows in [builtin, *modules.values()] for r in rows}
+    assert len(callees) == len({r[3] for rows in [builtin, *modules.values()] for r in rows})

@@ -342,6 +342,27 @@ def test_cached_and_declared():
         load_catalog("0.1")
 
 
+def test_the_document_read_as_it_is():
+    """The catalogue keeps one string object for equal values (the parser
+    makes one at each occurrence): every event still says what the document
+    says, field by field."""
+    import gzip
+    import json
+
+    from fakefs.kernel.trace.event_catalog import _DATA, Catalog
+    with gzip.open(os.path.join(_DATA, "events-6.12.gz"), "rt", encoding="ascii") as fh:
+        doc = json.load(fh)
+    cat = Catalog(doc)
+    assert len(cat.events) == len(doc["events"]) > 3000
+    for ev, (mod, system, name, fields, fmt, size, fixed, listed) in zip(cat.events, doc["events"]):
+        assert (ev.module, ev.system, ev.name, ev.print_fmt, ev.size, ev.fixed_id, ev.listed) == (
+            mod, system, name, fmt, size, fixed, bool(listed))
+        assert [(f.type, f.name, f.offset, f.size, f.signed, f.len) for f in ev.fields] == [
+            tuple(f) + (0,) * (6 - len(f)) for f in fields]
+    shared = {id(ev.print_fmt) for ev in cat.events}
+    assert len(shared) == len({ev.print_fmt for ev in cat.events})     # one object a value
+
+
 # ---------------------------------------------------------------- against the kernel source
 
 SRC_DEB = sorted(Path(os.path.expanduser("~/.cache/fakefs")).glob("linux-source-6.12_*.deb"))

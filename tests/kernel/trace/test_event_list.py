@@ -55,6 +55,14 @@ def test_formats_are_the_catalogues(k):
         assert rd(k, "events/%s/%s/id" % (system, name)) == "%d\n" % ev.id
 
 
+def test_every_events_field_lines_are_its_fields(k):
+    """Equal fields share one format line (``_from_catalogue``): each event's
+    lines are still its own fields' lines, in order."""
+    for ev in k.tracing.events:
+        assert ev.desc is not None
+        assert ev.fields == [f.format_line() for f in ev.desc.fields]
+
+
 def test_eventfs_fills_directories_on_first_look():
     k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=1)
     before = len(k.tree.nodes)

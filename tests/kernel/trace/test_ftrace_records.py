@@ -149,6 +149,34 @@ def test_records_match(k):
     assert len(r.match("*", "!" + mod)[0]) == n - len(recs)
 
 
+def test_compact_records_answer_as_the_lists_did(k):
+    """The records keep no list of modules, no table of the symbols'
+    records and no array of the boot's addresses: the answers are those
+    the old forms gave, for every record and every name."""
+    from array import array
+    for r in (ftrace_records(k), with_module(k)):
+        ks, at = r._ks, r.names._at
+        # the modules: a list with None for each core record, then theirs
+        mods = [None if p >= 0 else ks.lookup(a)[3] for p, a in zip(at, r.addrs)]
+        assert any(mods) == (r is not ftrace_records(k) or bool(r.modules))
+        assert list(r.mods) == mods and [r.mods[i] for i in range(len(mods))] == mods
+        assert r.mods[-1] == mods[-1] and len(r.mods) == len(r) == len(mods)
+        with pytest.raises(IndexError):
+            r.mods[len(mods)]
+        # a name's records: through a table of each symbol's record
+        rec_at = array("i", [-1]) * len(ks.core_names())
+        for i, p in enumerate(at):
+            if p >= 0:
+                rec_at[p] = i
+        for name in set(ks.core_names()):
+            old = [rec_at[p] for p in ks.core_names().positions(name) if rec_at[p] >= 0]
+            old.extend(i for i, n in r.names.module_names.items() if n == name)
+            assert r.named(name) == old, name
+        # the boot's record addresses: the core records' and the init text's, sorted
+        boot = array("Q", sorted(r._init_addrs.union(a for a, m in zip(r.addrs, mods) if m is None)))
+        assert r._boot_core == boot and r.boot_count() == len(boot)
+
+
 # --------------------------------------------------------------- record pages
 def test_dyn_ftrace_total_info(k):
     r = ftrace_records(k)
