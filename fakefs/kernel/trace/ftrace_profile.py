@@ -3,8 +3,7 @@
 ``function_profile_enabled`` turns it on and off; ``trace_stat/functionN``
 shows, per CPU, how many times each function was called while it was on
 (the files are ``ftrace_files.py``'s, the sorted table ``trace_stat.py``'s).
-This kernel has no function_graph tracer, so the profiler is the plain one:
-an ftrace_ops of its own, counting every call of every function the global
+The profiler is an ftrace_ops of its own, counting every call of every function the global
 filter lets through (the top level's ``set_ftrace_filter`` and
 ``set_ftrace_notrace``, whose hash it shares; pids do not matter), whatever
 ``current_tracer`` and ``tracing_on`` say.  Turning it on empties the
@@ -20,6 +19,12 @@ profiler is turned off) and when the global filter changes (the timer and
 skip hooks see its generation move on: what was called before the change
 is counted under the old filter).  Skipped time counts like simulated time.
 
+With the function graph tracer built in (CONFIG_FUNCTION_GRAPH_TRACER)
+each function is also timed: Time, Avg and s^2 are drawn for its hits from
+the calls of a side run of the walk (``Workload.duration_profile()``), or
+like a typical function of its kind where no call of it returned there
+(``measured_or_like``).
+
 A CPU's records are kept in the order the functions were first called
 (``ftrace_profile_alloc()`` hands out the slots of its pages in that
 order): the order of the functions first called in a stretch is drawn from
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import math
+import statistics
 
 from ..fs.pseudo import KernelError
 from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
@@ -214,7 +220,10 @@ class FunctionProfiler:
     def _times(rng, dur, n: int) -> tuple[int, int]:
         """The summed time and squares of ``n`` calls of a function whose
         measured calls were ``dur`` = [calls, sum, sum of squares]: their
-        sum drawn around n times the mean, with the measured spread, and
+        sum drawn with n times the mean and the variance, from a gamma
+        distribution (durations are positive: a normal draw around a mean
+        of a spread calls' function fell below 0, shown as a Time of 0,
+        for one call of twice the mean's spread one draw in three), and
         their squares as n such calls have them: (sum x)^2 / n plus the
         squared deviations from their mean, var * chi-squared(n - 1) (for
         normal x, independent of the sum).  (The squares were n times the
@@ -224,10 +233,10 @@ class FunctionProfiler:
         m, s1, s2 = dur
         mean = s1 / m
         var = max(0.0, s2 / m - mean * mean)
-        if not var:
+        if not var or mean <= 0:
             time = round(n * mean)
             return time, max(round(n * s2 / m), -(-time * time // n))
-        time = max(0, round(rng.gauss(n * mean, math.sqrt(n * var))))
+        time = round(rng.gammavariate(n * mean * mean / var, var / mean))
         spread = var * rng.gammavariate((n - 1) / 2, 2.0) if n > 1 else 0.0
         return time, -(-time * time // n) + round(spread)
 
@@ -260,7 +269,7 @@ class FunctionProfiler:
         ips = tuple(wl.wg.addr[i] for i in ids)
         rate = fn_rate(k)
         if self.graph:
-            durs = [tuple(d.get(i) for i in ids) for d in wl.duration_profile(rate)]
+            durs = measured_or_like(wl.duration_profile(rate), ids, wl.wg.base_table)
         else:
             durs = [(None,) * len(ids) for _ in counts]
         return [(ips, tuple(rate * (c.get(i, 0) + CALL_PRIOR) / n for i in ids), d)
@@ -305,6 +314,89 @@ class FunctionProfiler:
             stddev //= denom
         return "  %-30.30s  %10d    %s    %s    %s\n" % (
             name, hits, graph_duration(time), graph_duration(avg), graph_duration(stddev))
+
+
+def measured_or_like(profiles, ids, base_table) -> list[tuple]:
+    """Per CPU, the duration sums ([calls, sum, sum of squares] per
+    ``DURATION_KEYS`` setting, ``Workload.duration_profile()``'s) of each
+    function of ``ids``: its own where that CPU's profile measured calls of
+    it returning; else its calls on the other CPUs; else (no profile saw
+    one return: counted at ``CALL_PRIOR``, or too rare for the sample) a
+    typical function of its kind on that CPU (a leaf like the leaves, one
+    with callees like those): their median mean, and their median spread
+    relative to it (var / mean^2).  A function measured once has no spread
+    of its own: it takes its kind's.  A counted call took some time, and
+    calls of one function vary.  None only where nothing was measured."""
+    nk = len(DURATION_KEYS)
+
+    def leaf(i):                    # (a table's callee -1: return)
+        e = base_table[i] if i < len(base_table) else None
+        return e is None or not any(g >= 0 for g in e[0])
+
+    def typical(sums_list):
+        """Per setting: (median mean, median var / mean^2)."""
+        out = []
+        for j in range(nk):
+            means, rel = [], []
+            for sums in sums_list:
+                m, s1, s2 = sums[j]
+                mean = s1 / m
+                means.append(mean)
+                if m > 1 and mean > 0:
+                    rel.append(max(0.0, s2 / m - mean * mean) / (mean * mean))
+            out.append((statistics.median(means), statistics.median(rel) if rel else 0.0))
+        return out
+
+    def spread(sums, kind):
+        """``sums`` with its kind's relative spread where it has one call."""
+        out = []
+        for j in range(nk):
+            m, s1, s2 = sums[j]
+            if m == 1:
+                mean = s1
+                s2 = mean * mean * (1.0 + kind[j][1])
+            out.append([m, s1, s2])
+        return out
+
+    def like(kind):
+        return [[1, mean, mean * mean * (1.0 + rel)] for mean, rel in kind]
+
+    out = []
+    for d in profiles:
+        kinds = None
+        row = []
+        for i in ids:
+            got = d.get(i)
+            if got is None:
+                got = _summed([p[i] for p in profiles if i in p], nk)
+            if got is None or got[0][0] == 1:
+                if kinds is None:
+                    if not d:
+                        row.append(got)
+                        continue
+                    leaves = [v for f, v in d.items() if leaf(f)]
+                    others = [v for f, v in d.items() if not leaf(f)]
+                    every = typical(list(d.values()))
+                    kinds = {True: typical(leaves) if leaves else every,
+                             False: typical(others) if others else every}
+                kind = kinds[leaf(i)]
+                got = like(kind) if got is None else spread(got, kind)
+            row.append(got)
+        out.append(tuple(row))
+    return out
+
+
+def _summed(sums_list, nk: int):
+    """The duration sums of ``sums_list`` added up (None: none)."""
+    if not sums_list:
+        return None
+    out = [[0, 0.0, 0.0] for _ in range(nk)]
+    for sums in sums_list:
+        for o, x in zip(out, sums):
+            o[0] += x[0]
+            o[1] += x[1]
+            o[2] += x[2]
+    return out
 
 
 def register_function_profiler(kernel, ops) -> FunctionProfiler:

@@ -393,3 +393,37 @@ def test_drawn_times_keep_the_measured_spread():
         assert abs(statistics.mean(got) / (sd * sd) - 1) < 0.15, n
     assert FunctionProfiler._times(rng, [1, mean, mean * mean], 3) == (round(3 * mean),
                                                                        round(3 * mean * mean))
+
+
+def test_every_counted_function_took_time(k, clock):
+    """A function counted but never seen returning in the duration profile
+    (counted at CALL_PRIOR, or too rare for the sample) is timed like a
+    typical function of its kind, and one measured once takes its kind's
+    spread: no row shows a Time of 0 (997 of 1,465 rows did, seed 7, 1 s),
+    and a row of several hits averaging 1 us or more shows s^2 0 only for a
+    function whose measured calls (two or more) lasted alike (below, a
+    spread under 0.0005 us^2 prints as 0)."""
+    from fakefs.kernel.trace.ftrace_profile import measured_or_like
+    wr(k, "function_profile_enabled", "1\n")
+    clock.advance(S // 2)
+    wl = k.workload
+    prof = wl.duration_profile(R_CALLS)
+    for cpu in (0, 1):
+        got = times(rd(k, "trace_stat/function%d" % cpu))
+        assert len(got) > 500
+        assert not [f for f, (time, _avg, _s2) in got.items() if time == 0]
+        n = table(rd(k, "trace_stat/function%d" % cpu))
+        for f, (_time, avg, s2) in got.items():
+            if s2 == 0 and n[f] > 1 and avg >= 1:
+                sums = measured_or_like(prof, [wl.wg.ids[f]], wl.wg.base_table)[cpu][0]
+                assert sums[0][0] > 1, f          # (that CPU's calls, or the others')
+    # the rule itself: a measured function keeps its sums; an unmeasured one
+    # is its kind's median; one measured once keeps its mean
+    leaf_table = [None, ([0], [1.0], 1.0), None]         # 1 calls 0; 0 and 2 are leaves
+    one = [[1, 50.0, 2500.0]] * 4
+    profiles = [{0: [[2, 20.0, 250.0]] * 4, 1: [[4, 400.0, 50000.0]] * 4, 2: one}]
+    row = measured_or_like(profiles, [0, 1, 2, 3], leaf_table)[0]
+    assert row[0] == [[2, 20.0, 250.0]] * 4 and row[1] == [[4, 400.0, 50000.0]] * 4
+    assert row[2][0][:2] == [1, 50.0] and row[2][0][2] > 2500.0     # leaf 0's spread: 0.25
+    assert abs(row[2][0][2] - 2500.0 * 1.25) < 1e-6
+    assert row[3][0][1] == statistics.median([10.0, 50.0])           # the leaves' median mean
