@@ -361,11 +361,10 @@ class Kallsyms:
 
     def symbols(self):
         """(addr, type, name, module) of every symbol, in /proc/kallsyms order."""
-        s = self._shift
+        shift = self._shift
         for a, t, n in zip(self._addrs, self._types, self._names):
-            yield (a + s, t, n, None)
-        for s in self._mod_order:
-            yield s
+            yield (a + shift, t, n, None)
+        yield from self._mod_order
 
     # ------------------------------------------------------------ printing
     def sprint_symbol(self, addr: int) -> str:

@@ -26,7 +26,6 @@ from libc.errno cimport ENOSPC
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
-import bisect as _bisect
 
 from fakefs.kernel._walk cimport Frame, Walker, frame_ips
 from fakefs.kernel.trace._ring_buffer cimport PageWriter
@@ -251,18 +250,19 @@ def call_instants(rng, long long t0, long long span, Py_ssize_t n):
 cdef array.array _QARRAY = _array.array("q")
 
 
-def instants_upto(times, long long ts, Py_ssize_t lo, bint right):
+cdef long long *_instants(array.array times) except? NULL:
+    """The values of ``times``, an ``array('q')`` (``call_instants()``'s;
+    an empty one's may be NULL)."""
+    if times.ob_descr.typecode != b"q":
+        raise TypeError("instants are an array('q'), not '%s'" % times.typecode)
+    return times.data.as_longlongs
+
+
+def instants_upto(array.array times not None, long long ts, Py_ssize_t lo, bint right):
     """``bisect_right(times, ts, lo)`` (``right``) or ``bisect_left``, for
-    the sorted instants ``times`` (an ``array('q')`` searched in C, or any
-    sequence)."""
-    cdef array.array ta
-    cdef long long *a
-    cdef Py_ssize_t hi, mid
-    if type(times) is not array.array or times.typecode != "q":
-        return (_bisect.bisect_right if right else _bisect.bisect_left)(times, ts, lo)
-    ta = times
-    a = ta.data.as_longlongs
-    hi = len(ta)
+    the sorted instants ``times`` (``call_instants()``'s array), in C."""
+    cdef long long *a = _instants(times)
+    cdef Py_ssize_t hi = len(times), mid
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] < ts or (right and a[mid] == ts):
@@ -335,14 +335,12 @@ cdef class CallWriter:
         if self.ids is not None:
             self.ids.done()
 
-    def calls(self, times, cb, Py_ssize_t lo=0, Py_ssize_t hi=-1):
+    def calls(self, array.array times not None, cb, Py_ssize_t lo=0, Py_ssize_t hi=-1):
         """(the class says; ``times[lo:hi]``, ``hi`` -1: to the end)"""
         cdef Walker w = self.w
         cdef PageWriter out
-        cdef array.array ta = times if type(times) is array.array and times.typecode == "q" \
-            else _array.array("q", times)
-        cdef long long *tp = ta.data.as_longlongs
-        cdef Py_ssize_t i, n = len(ta)
+        cdef long long *tp = _instants(times)
+        cdef Py_ssize_t i, n = len(times)
         cdef Frame fr
         cdef int pid = 0, last_pid = -1
         cdef list pids = []

@@ -38,7 +38,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from heapq import merge
-from itertools import groupby, islice
+from itertools import chain, groupby, islice, repeat
 
 from ..lib.glob import glob_regex
 from ..module import module_traceable
@@ -222,10 +222,7 @@ class RecordMods:
         return None if i < self._ncore else self.names[i - self._ncore]
 
     def __iter__(self):
-        return iter(self.as_list())
-
-    def as_list(self) -> list:
-        return [None] * self._ncore + self.names
+        return chain(repeat(None, self._ncore), self.names)
 
 
 class FtraceRecords:

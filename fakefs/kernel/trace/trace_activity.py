@@ -147,6 +147,20 @@ class TraceActivity(MachineHits):
         q[:] = [h for h in q if h[0] >= t1]
         return hits
 
+    def shift_pending(self, since: int, d: int, moved: dict) -> None:
+        """The hits not yet replayed (``pending``: a CPU busy past the
+        window's end leaves them for the next one) stamped at or after
+        ``since`` are ``d`` later, with the times their fields hold
+        (``moved``: event id -> the fields moved, ``trace_shift``; a hit's
+        fields are its event's where the event takes them as they are)."""
+        for q in self.pending:
+            for i, h in enumerate(q):
+                if h[0] >= since:
+                    ts, name, pid, flags, pc, args, curr = h
+                    ev = self._event_def(name)
+                    fn = moved.get(ev.id) if ev is not None else None
+                    q[i] = (ts + d, name, pid, flags, pc, args if fn is None else fn(args), curr)
+
     def _event_def(self, name):
         """The trace event of tracepoint ``name`` (a probe event may have its
         name, e.g. ``t sched_switch``'s: it records its own hits)."""

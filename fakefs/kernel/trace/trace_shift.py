@@ -101,21 +101,6 @@ def _shift_pages(cb, since: int, du: int, args: dict) -> None:
         cb.last_ts += du
 
 
-def _shift_pending(act, since: int, d: int, moved: dict) -> None:
-    """The machine's hits not yet replayed (``TraceActivity.pending``: a
-    CPU busy past the window's end leaves them for the next one) are the
-    machine's from ``since`` on too: stamped ``d`` later, with the times
-    their fields hold (a hit's fields are its event's where the event takes
-    them as they are)."""
-    for q in act.pending:
-        for i, h in enumerate(q):
-            if h[0] >= since:
-                ts, name, pid, flags, pc, hargs, curr = h
-                ev = act._event_def(name)
-                fn = moved.get(ev.id) if ev is not None else None
-                q[i] = (ts + d, name, pid, flags, pc, hargs if fn is None else fn(hargs), curr)
-
-
 def shift_tracing(tracing, backlog, act=None):
     """The shift hook of ``tracing`` (and of its gap watcher ``backlog``,
     and the hits ``act``, its ``TraceActivity``, has yet to replay)."""
@@ -125,7 +110,7 @@ def shift_tracing(tracing, backlog, act=None):
         d_j = d // JIFFY_NS
         moved = {i: partial(fn, d_ns=d, d_j=d_j) for i, fn in args.timed().items()}
         if act is not None:
-            _shift_pending(act, since, d, moved)
+            act.shift_pending(since, d, moved)
         # a function graph exit's calltime and rettime (trace_clock_local(), ns)
         moved[te.TRACE_GRAPH_RET] = partial(_graph_times, since=since, d=d)
         for tr in tracing.arrays():

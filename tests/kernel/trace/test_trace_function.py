@@ -50,7 +50,10 @@ def test_instants_upto_is_bisect():
             for lo in {0, n // 3, n}:
                 assert instants_upto(times, ts, lo, True) == bisect.bisect_right(as_list, ts, lo)
                 assert instants_upto(times, ts, lo, False) == bisect.bisect_left(as_list, ts, lo)
-                assert instants_upto(as_list, ts, lo, True) == bisect.bisect_right(as_list, ts, lo)
+    import array
+    for other in ([1, 2, 3], array.array("d", [1.0]), None):   # (no copy made of anything else)
+        with pytest.raises(TypeError):
+            instants_upto(other, 2, 0, True)
 
 
 def _traced(raw, settings, cmdline, monkeypatch, reads=False):
