@@ -7,11 +7,13 @@ Most hits are a task's (its pid known) of a tracepoint with no code path
 of its own (not a switch, a fork or an exec), or an allocator's (whoever
 runs: ``_unattributed_hit``), probed by nothing, whose events' arrays
 write the records as they come (``commit_way()`` PLAIN, or AFTER: with the
-stack options).  ``written_hit`` replays those with no Python frame of its
+stack options).  ``HitWriter.write`` replays those with no Python frame of its
 own: the same records, stacks and task info, in the same order, from the
 same draws (the stacks are still the workload's, in Python); any other hit
 is left to the Python path.
 """
+
+cimport cython
 
 from fakefs.kernel.trace._trace_commit cimport (
     Committer, after_committed, commit_entry, committer, record_size)
@@ -38,95 +40,160 @@ GFP_DIRECT_RECLAIM = 0x400
 cdef int _AFTER = AFTER, _COMMITTED = COMMITTED
 
 
-def written_hit(act, tuple hit, wl, rng, int cpu):
-    """``act._machine_hit(hit, ...)`` (``act`` a ``TraceActivity``) of a
-    hit such as the module's doc says, on ``cpu``; False (nothing done) for
-    any other, or one whose recorders this window has not made yet (the
-    Python path makes them).  The stack of an AFTER event is made when an
-    array with ``stacktrace`` first needs it, for the event then committed,
-    as the Python path's stack function does."""
+@cython.final
+cdef class Rec:
+    """One recorder of a name's hits on one CPU, as the window writes it:
+    the event, its fields' maker (None: the hit's), the window's commits
+    of the arrays that see it, how they commit it, and the record's
+    payload where it has no ``__data_loc`` field (else -1: per hit)."""
+    cdef object ev, conv, evid, kind
+    cdef list commits
     cdef int way
-    name = hit[1]
-    pid = hit[2]
-    if pid is None:
-        return _allocator_hit(act, hit, wl, rng, cpu)
-    if name in CODE_PATHS or name == SYS_WORK:
-        return False
-    recorders = _written_by(act, name, hit[5], cpu)
-    if recorders is None:
-        return False
-    args = hit[5]
-    ts, flags, pc = hit[0], hit[3], hit[4]
-    stack = None
-    cdef dict committers = act._committers
-    cdef int nr_cpus = len(act.curr)
-    cdef Committer c
-    for rec in recorders:
-        ev, conv, etrs, way = <tuple> rec
-        fields = args if conv is None else conv(args)
-        entry = (ts, ev.id, pid, flags, pc, fields, None)
-        payload = record_size(ev, fields)
-        for tr in etrs:
-            c = committer(committers, tr, cpu, nr_cpus)
-            if commit_entry(c, cpu, entry, payload) and way == _AFTER:
-                if stack is None and c.stacktrace:
-                    stack = wl.event_stack(rng, cpu, ev.kind)
-                stack = after_committed(c, cpu, entry, stack)
-    return True
+    cdef Py_ssize_t payload
 
 
-cdef list _written_by(act, name, args, int cpu):
-    """The recorders of a hit of ``name`` on ``cpu`` (``MachineHits._recorders_of``:
-    its cache this window) when they only write it (PLAIN, AFTER) and
-    nothing probes the tracepoint; else None (not known yet: the Python
-    path makes them)."""
-    cache = act._recorders
-    if cache is None or act._committers is None:
-        return None
-    recorders = cache.get((cpu, name, args[0]) if name in SYSCALL_TRACEPOINTS else (cpu, name))
-    if recorders is None:
-        return None
-    hooks = act.tp_hooks
-    if hooks and hooks.get(name):
-        return None
-    for rec in recorders:
-        if (<tuple> rec)[3] == _COMMITTED:
+@cython.final
+cdef class HitWriter:
+    """The compiled replay of one window (``TraceActivity.run``, when no
+    array acts on itself): what each hit reads of the activity, read once
+    (the recorders' cache and the commits of the window, the tracepoint
+    hooks' table, who runs), and per CPU and tracepoint (a system call's
+    per number) its recorders as ``Rec``s once the Python path has made
+    them; the same records, in the same order, from the same draws
+    (tests/kernel/trace/test_trace_machine_hits.py)."""
+    cdef object act, wl, rng, context_flags
+    cdef dict recorders, committers, hooked, flags_cache
+    cdef list known, sys_known, curr
+    cdef int nr_cpus
+    cdef bint driven
+
+    def __cinit__(self, act, wl, rng):
+        self.act, self.wl, self.rng = act, wl, rng
+        self.recorders = act._recorders
+        self.committers = act._committers
+        self.hooked = act.tp_hooks.by_name          # (changed in place, never replaced)
+        self.curr = act.curr
+        self.nr_cpus = len(act.curr)
+        self.driven = act.kernel.driver is not None
+        self.context_flags = act.context_flags
+        self.flags_cache = act.stack_context._flags_cache
+        self.known = [{} for _ in range(self.nr_cpus)]
+        self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
+
+    cpdef bint write(self, tuple hit, int cpu) except -1:
+        """``act._machine_hit(hit, ...)`` of a hit such as the module's
+        doc says, on ``cpu``; False (nothing done) for any other, or one
+        whose recorders this window has not made yet (the Python path
+        makes them).  The stack of an AFTER event is made when an array
+        with ``stacktrace`` first needs it, for the event then committed,
+        as the Python path's stack function does."""
+        cdef Rec r
+        cdef Committer c
+        if hit[2] is None:
+            return self._allocator(hit, cpu)
+        recs = self._recs(hit[1], hit[5], cpu)
+        if recs is None:
+            return False
+        args = hit[5]
+        ts, pid, flags, pc = hit[0], hit[2], hit[3], hit[4]
+        stack = None
+        for rec in <list> recs:
+            r = <Rec> rec
+            fields = args if r.conv is None else r.conv(args)
+            entry = (ts, r.evid, pid, flags, pc, fields, None)
+            payload = r.payload if r.payload >= 0 else record_size(r.ev, fields)
+            for cc in r.commits:
+                c = <Committer> cc
+                if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
+                    if stack is None and c.stacktrace:
+                        stack = self.wl.event_stack(self.rng, cpu, r.kind)
+                    stack = after_committed(c, cpu, entry, stack)
+        return True
+
+    cdef object _recs(self, name, args, int cpu):
+        """The ``Rec``s of a hit of ``name`` on ``cpu`` when its recorders
+        only write it (PLAIN, AFTER) and nothing hooks the tracepoint; else
+        None (not known yet: the Python path makes them; or not such a
+        hit).  (``MachineHits._recorders_of`` makes them, its key: a
+        system call's tracepoints by the call's number.)"""
+        cdef dict known
+        cdef int sysidx = -1
+        if name == "sys_enter":
+            sysidx = 0
+        elif name == "sys_exit":
+            sysidx = 1
+        if sysidx >= 0:
+            known = <dict> self.sys_known[2 * cpu + sysidx]
+            key = args[0]
+        else:
+            known = <dict> self.known[cpu]
+            key = name
+        got = known.get(key)
+        if got is None:
+            if name in CODE_PATHS or name == SYS_WORK:
+                known[key] = False
+                return None
+            recorders = self.recorders.get((cpu, name, key) if sysidx >= 0 else (cpu, name))
+            if recorders is None:
+                return None
+            got = known[key] = self._made(recorders, cpu)
+        if got is False:
             return None
-    return recorders
+        if self.hooked and self.hooked.get(name):
+            return None
+        return got
 
+    cdef object _made(self, list recorders, int cpu):
+        """``recorders`` as ``Rec``s, or False where one commits the whole way."""
+        cdef Rec r
+        out = []
+        for rec in recorders:
+            ev, conv, etrs, way = <tuple> rec
+            if way == _COMMITTED:
+                return False
+            r = Rec()
+            r.ev, r.conv, r.evid, r.kind, r.way = ev, conv, ev.id, ev.kind, way
+            r.commits = [committer(self.committers, tr, cpu, self.nr_cpus) for tr in etrs]
+            dyn = ev._dynamic
+            if dyn is None:
+                dyn = ev.dynamic_fields()
+            r.payload = -1 if dyn else ev.payload
+            out.append(r)
+        return out
 
-cdef bint _allocator_hit(act, tuple hit, wl, rng, int cpu) except -1:
-    """``written_hit`` of a hit of code that does not know who runs (an
-    allocator's: ``MachineHits._unattributed_hit`` says how its task,
-    stack and call site are found, and is the path of any other)."""
-    cdef int way
-    name = hit[1]
-    args = hit[5]
-    if act.kernel.driver is None:
-        return False
-    recorders = _written_by(act, name, args, cpu)
-    if recorders is None:
-        return False
-    if not recorders:
-        return True                     # nothing records it, nothing probes it
-    ev = (<tuple> recorders[0])[0]
-    task, stack = allocator_stack(act, name, args, ev, wl, rng, cpu)
-    args, stack = at_call_site(name, args, stack)
-    flags, pc = act.context_flags(stack)
-    pid = task.pid
-    ts = hit[0]
-    cdef dict committers = act._committers
-    cdef int nr_cpus = len(act.curr)
-    cdef Committer c
-    for rec in recorders:
-        ev, _conv, etrs, way = <tuple> rec
-        entry = (ts, ev.id, pid, flags, pc, args, None)
-        payload = record_size(ev, args)
-        for tr in etrs:
-            c = committer(committers, tr, cpu, nr_cpus)
-            if commit_entry(c, cpu, entry, payload) and way == _AFTER:
-                stack = after_committed(c, cpu, entry, stack)
-    return True
+    cdef bint _allocator(self, tuple hit, int cpu) except -1:
+        """``write`` of a hit of code that does not know who runs (an
+        allocator's: ``MachineHits._unattributed_hit`` says how its task,
+        stack and call site are found, and is the path of any other)."""
+        cdef Rec r
+        cdef Committer c
+        if not self.driven:
+            return False
+        name = hit[1]
+        args = hit[5]
+        recs = self._recs(name, args, cpu)
+        if recs is None:
+            return False
+        if not recs:
+            return True                     # nothing records it, nothing probes it
+        r = <Rec> (<list> recs)[0]
+        task, stack = allocator_stack(self.act, name, args, r.ev, self.wl, self.rng, cpu)
+        args, stack = at_call_site(name, args, stack)
+        got = self.flags_cache.get(stack)
+        if got is None:
+            got = self.context_flags(stack)
+        flags, pc = <tuple> got
+        pid = task.pid
+        ts = hit[0]
+        for rec in <list> recs:
+            r = <Rec> rec
+            entry = (ts, r.evid, pid, flags, pc, args, None)
+            payload = r.payload if r.payload >= 0 else record_size(r.ev, args)
+            for cc in r.commits:
+                c = <Committer> cc
+                if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
+                    stack = after_committed(c, cpu, entry, stack)
+        return True
 
 
 cpdef tuple allocator_stack(act, name, args, ev, wl, rng, int cpu):

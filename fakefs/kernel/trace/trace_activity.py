@@ -43,7 +43,7 @@ from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
-from ._trace_machine_hits import written_hit
+from ._trace_machine_hits import HitWriter
 from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -261,6 +261,7 @@ class TraceActivity(MachineHits):
             if self._recorders is None or key != self._recorders_key:
                 self._recorders = {}
                 self._recorders_key = key
+        hits = HitWriter(self, wl, rng) if not acting else None
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             calls = []            # the plain function calls' instants, apart
@@ -291,7 +292,7 @@ class TraceActivity(MachineHits):
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
                    [tr for tr in gr_trs if tr.cpumask >> cpu & 1])
             if not acting:
-                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls)
+                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls, hits)
             else:
                 per_cpu.append((cpu, occ, trs))
         if per_cpu:
@@ -300,10 +301,12 @@ class TraceActivity(MachineHits):
             for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
                 self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)
 
-    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=()) -> None:
+    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=(), hits=None) -> None:
         """The occurrences ``occ`` on ``cpu`` in time order, and among them
         the plain function calls at the instants ``calls`` (in order; one
-        goes after the machine's hits of its instant, before its events)."""
+        goes after the machine's hits of its instant, before its events);
+        ``hits``: the window's compiled replay of the machine's hits (None:
+        all go the Python way)."""
         ftrs, filtered, graph = trs
         j = 0
         n = len(calls)
@@ -315,7 +318,7 @@ class TraceActivity(MachineHits):
                     j = k
             if _id == MACHINE:
                 # (the hits that only write records: compiled, the same)
-                if not written_hit(self, ev, wl, rng, cpu):
+                if hits is None or not hits.write(ev, cpu):
                     self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
             elif ev is None:
                 if graph:
