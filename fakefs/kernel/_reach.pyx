@@ -358,3 +358,98 @@ def way_up(dict ups, key, rev, dict reach, entries, long fid, int maxd, int trie
             chain.reverse()
             return chain
     return None
+
+
+cdef int ENTER = 0          # frames.ENTER: the frame's function was just called
+
+
+cdef inline object _choose(list opts, double x):
+    """``reach._choose``: the option ``x`` falls on (the last one past the end)."""
+    for o in opts:
+        x -= <double> (<tuple> o)[1]
+        if x < 0:
+            return (<tuple> o)[0]
+    return (<tuple> opts[len(opts) - 1])[0]
+
+
+cdef double _total(list opts):
+    """``sum(o[1] for o in opts)``: left to right, from 0."""
+    cdef double t = 0.0
+    for o in opts:
+        t += <double> (<tuple> o)[1]
+    return t
+
+
+def path_once(reach, c, rng, kind, targets, bint irq=False, bint task_only=False):
+    """``Reach._path_once`` (reach.py: its specification and its doc) of
+    the ``Reach`` ``reach``: the same draws in the same order, the same
+    frames, the same turn left in ``reach``; its climb and descent are
+    this module's, no list or generator per path."""
+    cdef list flags = reach.flags
+    cdef int maxd = reach.max_depth
+    cdef Frame at
+    cdef double rtot, itot, x, s
+    cdef signed char *dst
+    cdef carray.array dist
+    cdef list opts, iopts
+    rnd = rng.random
+    ts = c.ts
+    halt = c.halt
+    idle = ts is c.idle
+    if idle and halt is not None:
+        f0 = ts.frame
+        if f0 is None or <int> flags[(<Frame> f0).fn] & F_SWITCH:
+            ts.frame, ts.phase = halt, ENTER          # back to waiting
+    dist, rtab, root_opts, irq_opts = <tuple> reach.tables(ts.profile, kind)
+    dst = dist.data.as_schars
+    fr = ts.frame
+    if task_only:
+        while fr is not None and (<Frame> fr).irq:
+            fr = (<Frame> fr).parent
+    n = fr
+    cand = None
+    fresh = False
+    if not irq:
+        n, cand = <tuple> climb(fr, rtab, targets, dist, flags, maxd, rnd)
+        fresh = n is None and ts.user
+    # where an interrupt would arrive
+    if cand is not None or irq:
+        at_o = fr
+        while at_o is not None and ((<Frame> at_o).irq or
+                                    <int> flags[(<Frame> at_o).fn] & F_SWITCH):
+            at_o = (<Frame> at_o).parent
+    elif fresh or n is None:
+        at_o = None
+    elif idle and halt is not None:
+        ts.frame, ts.phase = halt, ENTER
+        at_o = halt
+    else:
+        at_o = n
+    n = cand
+    if n is None or (not task_only and rnd() < reach.p_event_irq):
+        # enter the kernel afresh, or take an interrupt that gets there
+        opts = <list> root_opts if fresh else []
+        iopts = []
+        if not task_only and (at_o is None or (not (<Frame> at_o).irq
+                                               and (<Frame> at_o).depth + 8 < maxd)):
+            depth = (<Frame> at_o).depth if at_o is not None else 0
+            iopts = [o for o in <list> irq_opts if dst[<int> (<tuple> o)[0]] + depth < maxd]
+        rtot = _total(opts)
+        itot = _total(iopts)
+        if rtot or n is not None:
+            itot *= 0.1
+        if rtot + itot > 0:
+            x = rnd() * (rtot + itot)
+            if x < rtot:
+                n = reach.frames.root(_choose(opts, x), ts.mode)
+            else:
+                s = _total(iopts)
+                x = (x - rtot) / (itot / s)
+                n = reach.frames.irq_child(at_o, _choose(iopts, x))
+    for start in ((n, cand) if n is not cand else (n,)):
+        if start is not None:
+            reach.turn, reach.turn_entered = start, start is not cand
+            got = descend(reach.frames, start, targets, rtab, dist, rnd, maxd)
+            if got is not None:
+                return got
+    return None

@@ -21,8 +21,9 @@ from __future__ import annotations
 from array import array
 
 from ._reach import compute
-# a path's walks up and down (walk_reference.use_reference swaps them)
-from ._reach import climb as climb_up, descend as call_down
+# a path's walks up and down, and a path (walk_reference.use_reference
+# swaps them: ``path_once`` for ``Reach._path_once``, its specification)
+from ._reach import climb as climb_up, descend as call_down, path_once
 from .frames import ENTER, interrupted
 from .walkgraph import F_SWITCH, table_items
 
@@ -51,7 +52,7 @@ class Reach:
         when ``task_only``) gets to next, or None.  Moves nothing but an
         idle task back to its halt."""
         for _ in range(4):
-            n = self._path_once(c, rng, kind, targets, irq, task_only)
+            n = path_once(self, c, rng, kind, targets, irq, task_only)
             if n is not None:
                 return n
             irq = False
@@ -74,7 +75,8 @@ class Reach:
         return None
 
     def _path_once(self, c, rng, kind, targets, irq=False, task_only=False):
-        """A frame of one of ``targets`` the running task gets to next.
+        """A frame of one of ``targets`` the running task gets to next
+        (compiled: ``_reach.path_once``, which this is the specification of).
 
         Sampled from the walk conditioned on reaching a target: the task
         returns from its calls until one of its callers goes on to reach

@@ -170,12 +170,13 @@ def use_reference():
     """Meanwhile every walk steps in plain Python (the kernels booted
     meanwhile too, from their warm-up on)."""
     saved = (walk_module.run, walk_module.run_many, reach_module.climb_up, reach_module.call_down,
-             call_sites_module.way_up)
+             reach_module.path_once, call_sites_module.way_up)
     walk_module.run, walk_module.run_many = run, run_many
     reach_module.climb_up, reach_module.call_down = reach_reference.climb, reach_reference.descend
+    reach_module.path_once = reach_module.Reach._path_once
     call_sites_module.way_up = reach_reference.way_up
     try:
         yield
     finally:
         (walk_module.run, walk_module.run_many, reach_module.climb_up,
-         reach_module.call_down, call_sites_module.way_up) = saved
+         reach_module.call_down, reach_module.path_once, call_sites_module.way_up) = saved

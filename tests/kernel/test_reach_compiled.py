@@ -167,3 +167,61 @@ def test_a_call_sites_way_up_is_the_references(k):
                     outcomes["long"] += bool(got) and len(got) > 4
                 assert mine == theirs
     assert all(n > 5 for n in outcomes.values()), outcomes
+
+
+def test_a_path_is_the_references(k):
+    """``_reach.path_once`` and ``Reach._path_once`` (a path's one try: up
+    the running task's frames, afresh from its entries or by an
+    interrupt, then down) from the same task state with generators in the
+    same state: the same frame reached (or None), the same draws taken,
+    the same task state and turn left; for a task of each profile and the
+    idle task (back to its halt), every event kind and sets of functions,
+    from frames deep down, in an interrupt and in user mode, with
+    ``irq`` and ``task_only``; with a generator drawn from in C and one
+    called."""
+    from fakefs.kernel._reach import path_once as compiled
+
+    w = k.workload
+    reach, frames = w.reach, w.frames
+    reference = type(reach)._path_once
+    pick = random.Random(12)
+    ids = range(len(w.wg.names))
+    irq_entries = table_items(w.wg.irq_table)[0]
+    c = w.walk.cpus[0]
+    was = c.ts, c.halt
+    by_profile = {}
+    for ts in w.walk.states.values():
+        by_profile.setdefault(ts.profile, ts)
+    states = [by_profile[p] for p in sorted(by_profile)] + [c.idle]
+    outcomes = {"found": 0, "none": 0, "irq": 0, "halt": 0}
+    try:
+        for i, ts in enumerate(states):
+            roots = [(g, 1.0) for g in w.wg.profiles[ts.profile]["root_table"][0]]
+            halt = frames.root(roots[0][0], ts.mode) if ts is c.idle else None
+            for kind in _kinds(w):
+                targets = reach._targets_of(kind)
+                for j in range(4):
+                    fr = _random_frame(frames, roots, ids, pick, 1, reach.max_depth)
+                    if j == 1:                     # in an interrupt
+                        fr = frames.irq_child(fr, pick.choice(irq_entries)) or fr
+                    elif j == 2:                   # in user mode
+                        fr = None
+                    irq, task_only = j == 3 and i % 2 == 0, j == 3 and i % 2 == 1
+                    seed = zlib.crc32(repr((i, str(kind), j)).encode())
+                    for cls in (random.Random, Called):
+                        got = []
+                        for way in (compiled, reference):
+                            c.ts, c.halt = ts, halt
+                            ts.frame, ts.phase = fr, 1
+                            reach.turn = reach.turn_entered = None
+                            g = cls(seed)
+                            n = way(reach, c, g, kind, targets, irq, task_only)
+                            got.append((n, ts.frame, ts.phase, reach.turn, reach.turn_entered,
+                                        g.random()))
+                        assert got[0] == got[1] and got[0][0] is got[1][0], (i, kind, j)
+                    n = got[0][0]
+                    outcomes["none" if n is None else "irq" if n.irq else "found"] += 1
+                    outcomes["halt"] += ts is c.idle and got[0][1] is halt
+    finally:
+        c.ts, c.halt = was
+    assert min(outcomes.values()) > 5, outcomes
