@@ -21,7 +21,8 @@ writes it to the task state before any Python that may look and when done
 (``flush()``).
 """
 
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef extern from "Python.h":
     PyObject *list_item "PyList_GET_ITEM"(PyObject *lst, Py_ssize_t i)
@@ -48,14 +49,43 @@ ADDRS_KEPT = 1 << 20
 cdef dict _addrs = {}
 
 
-cdef object _addr(unsigned long long a):
+# In front of the dict, a table of ADDR_SLOTS slots by the address's hash
+# (its own references: no int object made to look one up, as the dict's
+# lookup needs); emptied with the dict.
+cdef enum:
+    ADDR_BITS = 14
+    ADDR_SLOTS = 1 << ADDR_BITS
+cdef unsigned long long _slot_key[ADDR_SLOTS]
+cdef PyObject *_slot_val[ADDR_SLOTS]
+
+
+cdef void _forget_slots() noexcept:
+    cdef Py_ssize_t i
+    for i in range(ADDR_SLOTS):
+        if _slot_val[i] != NULL:
+            Py_DECREF(<object> _slot_val[i])
+            _slot_val[i] = NULL
+
+
+cdef inline object _addr(unsigned long long a):
+    cdef Py_ssize_t h = <Py_ssize_t> ((a * 0x9E3779B97F4A7C15ULL) >> (64 - ADDR_BITS))
+    cdef PyObject *v = _slot_val[h]
+    if v != NULL and _slot_key[h] == a:
+        return <object> v
     cdef object k = a
     cdef PyObject *got = PyDict_GetItem(_addrs, k)
     if got is not NULL:
-        return <object> got
-    if len(_addrs) >= ADDRS_KEPT:
-        _addrs.clear()
-    _addrs[k] = k
+        k = <object> got
+    else:
+        if len(_addrs) >= ADDRS_KEPT:
+            _addrs.clear()
+            _forget_slots()
+        _addrs[k] = k
+    if _slot_val[h] != NULL:
+        Py_DECREF(<object> _slot_val[h])
+    Py_INCREF(k)
+    _slot_val[h] = <PyObject *> k
+    _slot_key[h] = a
     return k
 
 
@@ -118,16 +148,25 @@ cdef class Frame:
         return self.make_stack()
 
     cdef tuple make_stack(self):
-        cdef unsigned long long *ips = <unsigned long long *> malloc(
-            self.depth * sizeof(unsigned long long))
+        cdef unsigned long long near[128]
+        cdef unsigned long long *ips = near
         cdef int i, n
-        if ips == NULL:
-            raise MemoryError()
+        cdef tuple t
+        if self.depth > 128:
+            ips = <unsigned long long *> malloc(self.depth * sizeof(unsigned long long))
+            if ips == NULL:
+                raise MemoryError()
         try:
             n = frame_ips(self, ips, self.depth)
-            return tuple([_addr(ips[i]) for i in range(n)])
+            t = PyTuple_New(n)
+            for i in range(n):
+                v = _addr(ips[i])
+                Py_INCREF(v)
+                PyTuple_SET_ITEM(t, i, v)
+            return t
         finally:
-            free(ips)
+            if ips != near:
+                free(ips)
 
 
 cdef class Table:
