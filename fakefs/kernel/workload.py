@@ -51,6 +51,7 @@ from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach
 from .walk import Walk
 from .walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
+from ._workload import event_stack as compiled_event_stack, switch_path as compiled_switch_path
 
 EVENT_KINDS = ("kmem_cache_alloc", "kmalloc", "sched_switch", "page_alloc",
                "kfree", "kmem_cache_free", "sched_waking", "sched_wakeup", "signal_generate")
@@ -169,7 +170,13 @@ class Workload:
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
         """The running task goes to __schedule(): (the stack where
         ``sched_switch`` fires, the frames of the traced functions it
-        entered on the way there, outermost first)."""
+        entered on the way there, outermost first).  Compiled where the
+        memo has the answer (``_workload.switch_path``); the whole of it
+        is ``_switch_path_memo``."""
+        return compiled_switch_path(self, rng, cpu, FRAME_CAP, EVENT_MEMO)
+
+    def _switch_path_memo(self, rng, cpu) -> tuple[tuple, tuple]:
+        """``switch_path()`` in Python (its specification)."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         c = self.walk.cpus[cpu]
@@ -292,7 +299,13 @@ class Workload:
     def event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
         """The stack of the running task (or an interrupt on top of it,
         unless ``task_only``) at a tracepoint of ``kind``, without
-        switching tasks."""
+        switching tasks.  Compiled where the memo has the answer
+        (``_workload.event_stack``); the whole of it is ``_event_stack``."""
+        return compiled_event_stack(self, rng, cpu, kind, task_only, FRAME_CAP, EVENT_MEMO,
+                                    EVENT_MEMO_KEYS)
+
+    def _event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
+        """``event_stack()`` in Python (its specification)."""
         if self.frames.count > FRAME_CAP:
             self._maybe_restart_cache()
         c = self.walk.cpus[cpu]

@@ -1,0 +1,75 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The stacks of events, compiled where the memo has them (the data plane:
+docs/data-plane.md).
+
+``Workload.event_stack()`` and ``Workload.switch_path()`` (workload.py)
+draw a path to an event's sites from where the running task is, sampled
+``EVENT_MEMO`` times per (frame, kind) and then drawn from those samples.
+Once a key has its samples (most hits: the paths repeat), the answer is
+one draw and the frame's tracepoint stack (``Frame.tp``), which these
+functions give with no Python frame; the first samples, the events with no
+site in the graph and a memo restart go the Python way, which the module's
+``*_reference`` methods specify (``Workload._event_stack``,
+``Workload._switch_path_memo``): the same draws in the same order, the
+same task state, the same memo (tests/kernel/test_workload_compiled.py).
+"""
+
+from fakefs.kernel._walk cimport Frame
+from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
+
+cdef int ENTER = 0, RESUME = 1
+SWITCH_KEY = "\0switch"
+
+
+cdef inline double _draw(rng, fakefs_mt_t *mt) except? -1.0:
+    return mt_random(mt) if mt != NULL else <double> rng.random()
+
+
+cdef inline object _tp(frames, Frame n):
+    """``frames.tp_stack(n)``: the frame's own when made."""
+    t = n.tp
+    return t if t is not None else frames.tp_stack(n)
+
+
+def event_stack(wl, rng, int cpu, kind, bint task_only, long frame_cap, long memo,
+                long memo_keys):
+    """``wl._event_stack(rng, cpu, kind, task_only)`` (``wl`` a
+    ``Workload``) with the limits ``FRAME_CAP``, ``EVENT_MEMO``,
+    ``EVENT_MEMO_KEYS`` given (as they are now)."""
+    frames = wl.frames
+    if frames.count > frame_cap:
+        return wl._event_stack(rng, cpu, kind, task_only)
+    c = wl.walk.cpus[cpu]
+    if wl.wg.events.get(kind) is None:
+        return wl._event_stack(rng, cpu, kind, task_only)
+    ts = c.ts
+    seen = (<dict> wl._event_memo).get((ts.frame, ts is c.idle, kind, task_only))
+    if seen is None or len(<list> seen) < memo:
+        return wl._event_stack(rng, cpu, kind, task_only)
+    n = (<list> seen)[<Py_ssize_t> (_draw(rng, direct(rng)) * len(<list> seen))]
+    if n is not None:
+        ts.frame, ts.phase = n, ENTER
+        return _tp(frames, <Frame> n)
+    fr = ts.frame or c.halt
+    if task_only:
+        while fr is not None and (<Frame> fr).irq:
+            fr = (<Frame> fr).parent
+    return (<Frame> fr).make_stack() if fr is not None else ()
+
+
+def switch_path(wl, rng, int cpu, long frame_cap, long memo):
+    """``wl._switch_path_memo(rng, cpu)`` with the limits given."""
+    frames = wl.frames
+    if frames.count > frame_cap:
+        return wl._switch_path_memo(rng, cpu)
+    c = wl.walk.cpus[cpu]
+    ts = c.ts
+    seen = (<dict> wl._event_memo).get((ts.frame, ts is c.idle, SWITCH_KEY))
+    if seen is None or len(<list> seen) < memo:
+        return wl._switch_path_memo(rng, cpu)
+    got = (<list> seen)[<Py_ssize_t> (_draw(rng, direct(rng)) * len(<list> seen))]
+    if got is None:
+        return (), ()
+    n, entered = <tuple> got
+    ts.frame, ts.phase = n, RESUME
+    return _tp(frames, <Frame> n), entered
