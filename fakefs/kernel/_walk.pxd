@@ -140,7 +140,8 @@ cdef class Walker:
     cdef bint remember          # the walk's own run (not one on the side): frames learn
     cdef long cap               # frames made before the walk restarts them (walk.frame_cap)
 
-    cdef double draw(self) except? -1.0
+    cdef inline double draw(self) except? -1.0
+    cdef double called(self) except? -1.0
     cdef object child(self, Frame fr, int g)
     cdef void _task(self, ts)
     cdef void flush(self)

@@ -299,10 +299,13 @@ cdef class Walker:
         self.cap = walk.frame_cap if walk.frame_cap is not None else 1 << 62
         self._task(c.ts)
 
-    cdef double draw(self) except? -1.0:
-        """``rng.random()``."""
+    cdef inline double draw(self) except? -1.0:
+        """``rng.random()`` (inlined: the call is out of line)."""
         if self.mt != NULL:
             return mt_random(self.mt)
+        return self.called()
+
+    cdef double called(self) except? -1.0:
         return <double> self.rnd()
 
     cdef object child(self, Frame fr, int g):
