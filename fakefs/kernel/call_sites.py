@@ -29,10 +29,9 @@ mostly reused (``WAY_KEPT``), its frames built once.
 
 from __future__ import annotations
 
-from array import array
 
 # a call site's way up its callers (walk_reference.use_reference swaps it)
-from ._reach import way_up
+from ._reach import caller_arrays, way_up
 from .irq import INTERRUPT_FUNCS
 from .walkgraph import table_items, tp_off
 
@@ -62,6 +61,7 @@ class CallSites:
         self._all_roots = None               # reachable(): every task's entries
         self._allocator: dict = {}           # (name, kind) -> the allocator's stack entry
         self._ups: dict = {}                 # (reach key, id) -> its callers the entries reach
+        self._reaches: dict = {}             # (profile, id(roots), name) -> reaches()' answer
 
     # ------------------------------------------------------------ public
     def stack(self, rng, c, kind, site: int, task_only=False):
@@ -120,8 +120,13 @@ class CallSites:
             if shell is None:
                 return True
             profile, roots = "shell", shell["root_table"]
-        return (self._leads_to(name, profile, roots, True)
-                or self._leads_to(name, None, roots, True))
+        # (an answer holds as long as the graph: reach sets and root tables are kept)
+        key = (profile, id(roots), name)
+        got = self._reaches.get(key)
+        if got is None:
+            got = self._reaches[key] = (self._leads_to(name, profile, roots, True)
+                                        or self._leads_to(name, None, roots, True))
+        return got
 
     def reachable(self, site: int, task_only=False) -> bool:
         """Whether any task (or an interrupt, unless ``task_only``) can get
@@ -299,23 +304,7 @@ class CallerTable:
     __slots__ = ("start", "caller", "weight")
 
     def __init__(self, tables):
-        nf = len(tables)
-        edges = [(callee, caller, w) for caller, table in enumerate(tables)
-                 for callee, w in zip(*table_items(table)) if callee >= 0 and w > 0]
-        count = [0] * (nf + 1)
-        for callee, _, _ in edges:
-            count[callee + 1] += 1
-        for f in range(nf):
-            count[f + 1] += count[f]
-        self.start = array("i", count)
-        place = count[:nf]
-        caller, weight = [0] * len(edges), [0.0] * len(edges)
-        for callee, c, w in edges:             # (stable: callers stay in table order)
-            i = place[callee]
-            caller[i], weight[i] = c, w
-            place[callee] = i + 1
-        self.caller = array("i", caller)
-        self.weight = array("d", weight)
+        self.start, self.caller, self.weight = caller_arrays(tables)     # (compiled)
 
     def get(self, f: int, default=()):
         """``f``'s callers as [(caller, weight), ...]; ``default`` when none."""

@@ -22,7 +22,7 @@ def callers_by_dict(tables) -> dict:
 
 def test_a_caller_table_gives_each_function_s_callers_as_the_dict_would():
     wg = boot(nr_cpus=2).workload.wg
-    for tables in (wg.base_table, *list(wg.tables.values())[:3]):
+    for tables in (wg.base_table, *wg.tables.values()):         # (made in C: _reach.caller_arrays)
         rev, table = callers_by_dict(tables), CallerTable(tables)
         assert rev and len(table.caller) == sum(map(len, rev.values()))
         for f in range(len(tables)):
