@@ -41,6 +41,22 @@ cdef int _AFTER = AFTER, _COMMITTED = COMMITTED
 
 
 @cython.final
+cdef class HitProbe:
+    """The trace event code's probe on tracepoint ``name`` (``TraceActivity
+    ._probe``): a hit is queued on its CPU's list in ``pending`` as (ts,
+    name, pid, flags, preempt_count, args, the task running there after it,
+    from ``curr``), to be replayed after the step; no Python frame per hit."""
+    cdef object name
+    cdef list pending, curr
+
+    def __cinit__(self, name, list pending, list curr):
+        self.name, self.pending, self.curr = name, pending, curr
+
+    def __call__(self, int cpu, ts, pid, flags, pc, args):
+        (<list> self.pending[cpu]).append((ts, self.name, pid, flags, pc, args, self.curr[cpu]))
+
+
+@cython.final
 cdef class Rec:
     """One recorder of a name's hits on one CPU, as the window writes it:
     the event, its fields' maker (None: the hit's), the window's commits

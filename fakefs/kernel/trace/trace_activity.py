@@ -43,7 +43,7 @@ from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
 from .trace_shift import shift_tracing
-from ._trace_machine_hits import HitWriter
+from ._trace_machine_hits import HitProbe, HitWriter
 from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -108,11 +108,7 @@ class TraceActivity(MachineHits):
     def _probe(self, name):
         probe = self._probes.get(name)
         if probe is None:
-            pending, curr = self.pending, self.kernel.sched.curr
-
-            def probe(cpu, ts, pid, flags, pc, args):
-                pending[cpu].append((ts, name, pid, flags, pc, args, curr[cpu]))
-            self._probes[name] = probe
+            probe = self._probes[name] = HitProbe(name, self.pending, self.kernel.sched.curr)
         return probe
 
     def set_probe(self, name: str, on: bool) -> None:
