@@ -79,7 +79,7 @@ cdef class HitWriter:
     (tests/kernel/trace/test_trace_machine_hits.py)."""
     cdef object act, wl, rng, context_flags
     cdef dict recorders, committers, hooked, flags_cache
-    cdef list known, sys_known, curr
+    cdef list known, sys_known, switch_known, curr
     cdef int nr_cpus
     cdef bint driven
 
@@ -95,18 +95,23 @@ cdef class HitWriter:
         self.flags_cache = act.stack_context._flags_cache
         self.known = [{} for _ in range(self.nr_cpus)]
         self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
+        self.switch_known = [None] * self.nr_cpus
 
-    cpdef bint write(self, tuple hit, int cpu) except -1:
+    cpdef bint write(self, tuple hit, int cpu, bint calls=True) except -1:
         """``act._machine_hit(hit, ...)`` of a hit such as the module's
         doc says, on ``cpu``; False (nothing done) for any other, or one
         whose recorders this window has not made yet (the Python path
         makes them).  The stack of an AFTER event is made when an array
         with ``stacktrace`` first needs it, for the event then committed,
-        as the Python path's stack function does."""
+        as the Python path's stack function does.  ``calls``: function
+        tracers, probes, kprobes or function_graph arrays take the calls
+        on ``cpu`` (a switch's are theirs: the Python path)."""
         cdef Rec r
         cdef Committer c
         if hit[2] is None:
             return self._allocator(hit, cpu)
+        if hit[1] == "sched_switch":
+            return False if calls else self._switch(hit, cpu)
         recs = self._recs(hit[1], hit[5], cpu)
         if recs is None:
             return False
@@ -158,6 +163,40 @@ cdef class HitWriter:
         if self.hooked and self.hooked.get(name):
             return None
         return got
+
+    cdef bint _switch(self, tuple hit, int cpu) except -1:
+        """A switch's hit where nothing takes its calls: the path of the
+        task going to __schedule() (drawn when an event records the switch),
+        the records with its stack, then the replay follows who runs
+        (``MachineHits._machine_hit``, ``_follow``)."""
+        cdef Rec r
+        cdef Committer c
+        recs = self.switch_known[cpu]
+        if recs is None:
+            recorders = self.recorders.get((cpu, "sched_switch"))
+            if recorders is None:
+                return False
+            recs = self.switch_known[cpu] = self._made(recorders, cpu)
+        if recs is False or self.hooked and self.hooked.get("sched_switch"):
+            return False
+        args = hit[5]
+        if recs:
+            wl = self.wl
+            stack = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)[0]
+            ts, pid, flags, pc = hit[0], hit[2], hit[3], hit[4]
+            for rec in <list> recs:
+                r = <Rec> rec
+                fields = args if r.conv is None else r.conv(args)
+                entry = (ts, r.evid, pid, flags, pc, fields, None)
+                payload = r.payload if r.payload >= 0 else record_size(r.ev, fields)
+                for cc in r.commits:
+                    c = <Committer> cc
+                    if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
+                        stack = after_committed(c, cpu, entry, stack)
+        nxt = hit[6]
+        self.curr[cpu] = nxt
+        self.wl.follow(cpu, nxt)
+        return True
 
     cdef object _made(self, list recorders, int cpu):
         """``recorders`` as ``Rec``s, or False where one commits the whole way."""

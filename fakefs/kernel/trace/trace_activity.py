@@ -306,6 +306,8 @@ class TraceActivity(MachineHits):
         ftrs, filtered, graph = trs
         j = 0
         n = len(calls)
+        # (a switch's calls: somebody takes them on this CPU)
+        switch_calls = bool(ftrs or probe_trs or graph) or self._kprobed()
         for ts, _id, ev in occ:
             if j < n and calls[j] <= ts:
                 k = instants_upto(calls, ts, j, _id >= 0)
@@ -314,7 +316,7 @@ class TraceActivity(MachineHits):
                     j = k
             if _id == MACHINE:
                 # (the hits that only write records: compiled, the same)
-                if hits is None or not hits.write(ev, cpu):
+                if hits is None or not hits.write(ev, cpu, switch_calls):
                     self._machine_hit(ev, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
             elif ev is None:
                 if graph:
