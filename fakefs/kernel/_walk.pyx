@@ -524,3 +524,15 @@ cdef object _pick(object table, Walker w):
         else:
             lo = mid + 1
     return callees[lo]
+
+
+def switched_top(Frame f, list flags):
+    """The outermost frame from ``f`` down (``f`` and its callers) whose
+    function switches tasks (``F_SWITCH`` in ``flags``), or None
+    (``Walk.follow``: where a woken task returns from)."""
+    top = None
+    while f is not None:
+        if <int> flags[f.fn] & F_SWITCH:
+            top = f
+        f = f.parent
+    return top

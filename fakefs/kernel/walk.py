@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import deque
 
 from . import _walk
-from ._walk import Graph, run, run_many
+from ._walk import Graph, run, run_many, switched_top
 from .frames import ENTER, RESUME
-from .walkgraph import F_SWITCH, IDLE, KMODE, NOVELTY, UMODE
+from .walkgraph import IDLE, KMODE, NOVELTY, UMODE
 
 ADOPTED_KEPT = 1024        # walk states of tasks the task table does not have
 
@@ -211,13 +211,8 @@ class Walk:
         c.ts = ts
         # woken up: it returns from __schedule() and from the function that
         # called it (schedule(), schedule_idle() ...), so that its next
-        # sleep enters them again
-        top = None
-        f = ts.frame
-        while f is not None:
-            if self.flags[f.fn] & F_SWITCH:
-                top = f
-            f = f.parent
+        # sleep enters them again (the outermost switching frame: compiled)
+        top = switched_top(ts.frame, self.flags)
         if top is not None and top.parent is not None:
             ts.frame, ts.phase = top.parent.parent, RESUME
 
