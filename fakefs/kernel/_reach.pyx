@@ -23,8 +23,9 @@ from array import array
 from cpython cimport array as carray
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
-from fakefs.kernel._walk cimport Frame, Table, frame_kid
+from fakefs.kernel._walk cimport Frame, Graph, Table, frame_kid
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel import walkgraph as _wg
@@ -87,12 +88,14 @@ cdef double prob(State *s, int f):
     return s.P[f]
 
 
-def compute(list table, targets, list flags, list again):
+def compute(list table, targets, list flags, list again, Graph g=None):
     """(dist, (start, callees, cum, far, prem), P) as arrays, for
     ``ReachTable.of()`` (``far`` and ``prem`` alongside the callees, a
-    function's at its first)."""
-    cdef int nf = len(table), f, g, i, n
-    cdef Table t = Table(table)
+    function's at its first).  ``g``: the walk's compiled graph, whose
+    arrays are ``flags`` and ``again`` and which keeps ``table``'s C arrays
+    (made here otherwise)."""
+    cdef int nf = len(table), f, gg, i, n
+    cdef Table t = g.table(table) if g is not None else Table(table)
     cdef State s
     cdef signed char *dist
     cdef int *ncallers
@@ -103,37 +106,52 @@ def compute(list table, targets, list flags, list again):
     cdef int nfront, nnext, j
     cdef double w, acc, prev, a, h, c
     cdef signed char far
+    cdef int *fl
     s.off, s.callee, s.cum, s.total, s.has = t.off, t.callee, t.cum, t.total, t.has
-    buf = [bytearray(nf) for _ in range(4)]
-    cdef char *target = buf[0]
-    cdef char *blocked = buf[1]
-    cdef char *busy = buf[2]
-    cdef char *known = buf[3]
+    buf = bytearray(4 * nf)
+    cdef char *target = buf
+    cdef char *blocked = target + nf
+    cdef char *busy = blocked + nf
+    cdef char *known = busy + nf
     s.target, s.blocked, s.busy, s.known = target, blocked, busy, known
     P_arr = array("d", bytes(8 * nf))
     H_arr = array("d", bytes(8 * nf))
-    ag = array("d", again)
-    cdef double[:] Pv = P_arr, Hv = H_arr, agv = ag
+    cdef double[:] Pv = P_arr, Hv = H_arr
     s.P = &Pv[0] if nf else NULL
     s.H = &Hv[0] if nf else NULL
-    s.again = &agv[0] if nf else NULL
-    for g in targets:
-        target[g] = 1
+    if g is not None:
+        s.again = g.again
+        fl = g.flags
+    else:
+        ag = array("d", again)
+        s.again = (<carray.array> ag).data.as_doubles
+        fl_arr = array("i", flags)
+        fl = (<carray.array> fl_arr).data.as_ints
+    for gg in targets:
+        target[gg] = 1
     for f in range(nf):
-        blocked[f] = 1 if (flags[f] & F_SWITCH) and not target[f] else 0
+        blocked[f] = 1 if (fl[f] & F_SWITCH) and not target[f] else 0
     for f in range(nf):
         prob(&s, f)
     # fewest calls to a target: breadth first up the callers
     dist_arr = array("b", bytes(nf))
     cdef signed char[:] dv = dist_arr
+    n = t.off[nf] if nf else 0
     ncallers = <int *> malloc((nf + 1) * sizeof(int))
     cstart = <int *> malloc((nf + 1) * sizeof(int))
-    n = t.off[nf] if nf else 0
     callers = <int *> malloc((n + 1) * sizeof(int))
     frontier = <int *> malloc((nf + 1) * sizeof(int))
     nxt = <int *> malloc((nf + 1) * sizeof(int))
-    if not (ncallers and cstart and callers and frontier and nxt):
+    cdef int *o_start = <int *> malloc((nf + 1) * sizeof(int))
+    cdef int *o_callee = <int *> malloc((n + 1) * sizeof(int))
+    cdef double *o_cum = <double *> malloc((n + 1) * sizeof(double))
+    cdef signed char *o_far = <signed char *> malloc(n + 1)
+    cdef double *o_prem = <double *> malloc((n + 1) * sizeof(double))
+    cdef int lo, m = 0
+    if not (ncallers and cstart and callers and frontier and nxt and o_start and o_callee
+            and o_cum and o_far and o_prem):
         free(ncallers); free(cstart); free(callers); free(frontier); free(nxt)
+        free(o_start); free(o_callee); free(o_cum); free(o_far); free(o_prem)
         raise MemoryError()
     try:
         for f in range(nf + 1):
@@ -141,9 +159,9 @@ def compute(list table, targets, list flags, list again):
         for f in range(nf):
             if t.has[f] and not blocked[f]:
                 for i in range(t.off[f], t.off[f + 1]):
-                    g = t.callee[i]
-                    if g >= 0:
-                        ncallers[g] += 1
+                    gg = t.callee[i]
+                    if gg >= 0:
+                        ncallers[gg] += 1
         j = 0
         for f in range(nf):
             cstart[f] = j
@@ -153,10 +171,10 @@ def compute(list table, targets, list flags, list again):
         for f in range(nf):
             if t.has[f] and not blocked[f]:
                 for i in range(t.off[f], t.off[f + 1]):
-                    g = t.callee[i]
-                    if g >= 0:
-                        callers[cstart[g] + ncallers[g]] = f
-                        ncallers[g] += 1
+                    gg = t.callee[i]
+                    if gg >= 0:
+                        callers[cstart[gg] + ncallers[gg]] = f
+                        ncallers[gg] += 1
         nfront = 0
         for f in range(nf):
             dv[f] = FAR
@@ -168,50 +186,58 @@ def compute(list table, targets, list flags, list again):
         while nfront:
             nnext = 0
             for j in range(nfront):
-                g = frontier[j]
-                for i in range(cstart[g], cstart[g] + ncallers[g]):
+                gg = frontier[j]
+                for i in range(cstart[gg], cstart[gg] + ncallers[gg]):
                     f = callers[i]
                     if dv[f] == FAR:
-                        dv[f] = dv[g] + 1
+                        dv[f] = dv[gg] + 1
                         nxt[nnext] = f
                         nnext += 1
             frontier, nxt = nxt, frontier
             nfront = nnext
+        # per function, its callees that get there
+        o_start[0] = 0
+        for f in range(nf):
+            if t.has[f] and not blocked[f]:
+                lo = m
+                acc = 0.0
+                prev = 0.0
+                far = -1
+                for i in range(t.off[f], t.off[f + 1]):
+                    gg = t.callee[i]
+                    c = t.cum[i]
+                    w = (c - prev) * (s.P[gg] if known[gg] else 0.0) if gg >= 0 else 0.0
+                    prev = c
+                    if w > 0 and dv[gg] < FAR:
+                        acc += w
+                        o_callee[m] = gg
+                        o_cum[m] = acc
+                        o_far[m] = 0
+                        o_prem[m] = 0.0
+                        m += 1
+                        if dv[gg] > far:
+                            far = dv[gg]
+                if far >= 0:
+                    o_far[lo] = far
+                    a = s.again[f]
+                    h = s.H[f] if not target[f] else acc / t.total[f]
+                    o_prem[lo] = hit(h, a) if a >= 1.0 else (
+                        1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
+            o_start[f + 1] = m
+        start = array("i", bytes(4 * (nf + 1)))
+        rcallees = array("i", bytes(4 * m))
+        rcum = array("d", bytes(8 * m))
+        far_arr = array("b", bytes(m))
+        prem_arr = array("d", bytes(8 * m))
+        memcpy((<carray.array> start).data.as_ints, o_start, (nf + 1) * sizeof(int))
+        if m:
+            memcpy((<carray.array> rcallees).data.as_ints, o_callee, m * sizeof(int))
+            memcpy((<carray.array> rcum).data.as_doubles, o_cum, m * sizeof(double))
+            memcpy((<carray.array> far_arr).data.as_schars, o_far, m)
+            memcpy((<carray.array> prem_arr).data.as_doubles, o_prem, m * sizeof(double))
     finally:
         free(ncallers); free(cstart); free(callers); free(frontier); free(nxt)
-    # per function, its callees that get there
-    start = array("i", [0])
-    rcallees = array("i")
-    rcum = array("d")
-    far_arr = array("b")
-    prem_arr = array("d")
-    cdef int lo
-    for f in range(nf):
-        if t.has[f] and not blocked[f]:
-            lo = len(rcallees)
-            acc = 0.0
-            prev = 0.0
-            far = -1
-            for i in range(t.off[f], t.off[f + 1]):
-                g = t.callee[i]
-                c = t.cum[i]
-                w = (c - prev) * (s.P[g] if known[g] else 0.0) if g >= 0 else 0.0
-                prev = c
-                if w > 0 and dv[g] < FAR:
-                    acc += w
-                    rcallees.append(g)
-                    rcum.append(acc)
-                    far_arr.append(0)
-                    prem_arr.append(0.0)
-                    if dv[g] > far:
-                        far = dv[g]
-            if far >= 0:
-                far_arr[lo] = far
-                a = s.again[f]
-                h = s.H[f] if not target[f] else acc / t.total[f]
-                prem_arr[lo] = hit(h, a) if a >= 1.0 else (
-                    1.0 - (1.0 - a) / (1.0 - a * (1.0 - h)))
-        start.append(len(rcallees))
+        free(o_start); free(o_callee); free(o_cum); free(o_far); free(o_prem)
     for f in range(nf):
         if not known[f]:
             s.P[f] = 0.0

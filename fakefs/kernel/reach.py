@@ -39,6 +39,7 @@ class Reach:
         self.flags = wg.flags
         self.max_depth = wg.max_depth
         self.p_event_irq = p_event_irq      # path(): chance an interrupt gets there instead
+        self.cgraph = None                  # the walk's compiled graph (Walk sets it): _compute
         self._reach_cache: dict = {}
         self._target_sets: list = []        # frozenset kinds in _reach_cache
         # where the last path called down from: a frame the task was in
@@ -227,7 +228,7 @@ class Reach:
         """The reach tables of pick table list ``table`` for ``kind``:
         (dist, rtab, P).  Compiled (``_reach.compute``); the same
         computation in plain Python is reach_reference.py."""
-        dist, rt, P = compute(table, self._targets_of(kind), self.flags, self.wg.again)
+        dist, rt, P = compute(table, self._targets_of(kind), self.flags, self.wg.again, self.cgraph)
         return dist, ReachTable.of(*rt), P
 
 

@@ -71,6 +71,7 @@ class Walk:
         self.flags = wg.flags
         self.max_depth = wg.max_depth
         self.cgraph = Graph(wg)          # the graph's arrays as the compiled run() reads them
+        reach.cgraph = self.cgraph
         p = wg.graph.params
         self.p_irq = p.get("irq", 0.001)
         self.p_preempt = p.get("preempt", 0.004)
