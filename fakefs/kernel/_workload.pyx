@@ -7,8 +7,9 @@ draw a path to an event's sites from where the running task is, sampled
 ``EVENT_MEMO`` times per (frame, kind) and then drawn from those samples.
 Once a key has its samples (most hits: the paths repeat), the answer is
 one draw and the frame's tracepoint stack (``Frame.tp``), which these
-functions give with no Python frame; the first samples, the events with no
-site in the graph and a memo restart go the Python way, which the module's
+functions give with no Python frame, as they give an event with no site in
+the graph the stack where the task is; the first samples and a memo
+restart go the Python way, which the module's
 ``*_reference`` methods specify (``Workload._event_stack``,
 ``Workload._switch_path_memo``): the same draws in the same order, the
 same task state, the same memo (tests/kernel/test_workload_compiled.py).
@@ -40,9 +41,10 @@ def event_stack(wl, rng, int cpu, kind, bint task_only, long frame_cap, long mem
     if frames.count > frame_cap:
         return wl._event_stack(rng, cpu, kind, task_only)
     c = wl.walk.cpus[cpu]
-    if wl.wg.events.get(kind) is None:
-        return wl._event_stack(rng, cpu, kind, task_only)
     ts = c.ts
+    if wl.wg.events.get(kind) is None:     # no path in the graph: where the task is
+        fr = ts.frame or c.halt
+        return (<Frame> fr).make_stack() if fr is not None else ()
     seen = (<dict> wl._event_memo).get((ts.frame, ts is c.idle, kind, task_only))
     if seen is None or len(<list> seen) < memo:
         return wl._event_stack(rng, cpu, kind, task_only)
