@@ -32,11 +32,10 @@ cdef inline object _tp(frames, Frame n):
     return t if t is not None else frames.tp_stack(n)
 
 
-def event_stack(wl, rng, int cpu, kind, bint task_only, long frame_cap, long memo,
-                long memo_keys):
+def event_stack(wl, rng, int cpu, kind, bint task_only, long frame_cap, long memo):
     """``wl._event_stack(rng, cpu, kind, task_only)`` (``wl`` a
-    ``Workload``) with the limits ``FRAME_CAP``, ``EVENT_MEMO``,
-    ``EVENT_MEMO_KEYS`` given (as they are now)."""
+    ``Workload``) with the limits ``FRAME_CAP`` and ``EVENT_MEMO`` given
+    (as they are now)."""
     frames = wl.frames
     if frames.count > frame_cap:
         return wl._event_stack(rng, cpu, kind, task_only)

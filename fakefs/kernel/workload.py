@@ -16,13 +16,11 @@ take most hits, over a long tail.  The tasks are those of
 ``data/tasks.toml`` (``population``).
 
 ``stacks_for_event()`` gives the stack of the next tracepoint hit of a kind
-(``EVENT_KINDS``: ``kmem_cache_alloc``, ``kmalloc``, ``kfree``,
-``kmem_cache_free``, ``page_alloc``, ``sched_switch``, ``sched_waking``,
-``sched_wakeup``, ``signal_generate``; ``CODE_PATH_KINDS`` only for
-``code_path()``): the walk conditioned on getting to
-one of the functions where it fires (``reach``).  ``sched_switch`` switches
-tasks, the other kinds now and then let the running task sleep first, but
-the wakeup kinds (``NOSWITCH_KINDS``) never do: the waker goes on running.
+(``EVENT_KINDS``; ``CODE_PATH_KINDS`` only for ``code_path()``): the walk
+conditioned on getting to one of the functions where it fires (``reach``).
+``sched_switch`` switches tasks, the other kinds now and then let the
+running task sleep first, but the wakeup kinds (``NOSWITCH_KINDS``) never
+do: the waker goes on running.
 An allocation's stack (``call_site_stack()``) goes through its call site,
 the function holding its allocation tag, and up that function's callers to
 an entry point: the graph's, and for the many call sites the graph lacks
@@ -31,10 +29,10 @@ their callers in the 6.12 source first (``alloc_callers``, ``call_sites``).
 Stacks are tuples of return addresses, innermost first, as
 ``stack_trace_save()`` stores them: ``stack[0]`` is inside the function being
 entered (just after its ``__fentry__`` call; for events, at the tracepoint),
-``stack[1]`` the call site in its caller, and so on to the entry point.  A
-given path always gives the same tuple object (``frames``).  Names the
-symbol table lacks (inlined in that build) are spliced out of the graph, so
-every frame resolves with the table in use.
+``stack[1]`` the call site in its caller, and so on to the entry point: a
+path is one frame (``frames``), which makes its stack when asked (a
+tracepoint's it keeps).  Names the symbol table lacks (inlined in that
+build) are spliced out of the graph, so every frame resolves.
 """
 
 from __future__ import annotations
@@ -140,39 +138,35 @@ class Workload:
     def missing(self) -> list[str]:
         return self.wg.missing
 
-    def _maybe_restart_cache(self):
-        # Bound memory: forget cached paths (tasks keep their own frames).
+    def _maybe_restart_cache(self):     # (bound memory: tasks keep their own frames)
         if self.frames.count > FRAME_CAP:
             self._event_memo = {}
             self.frames.restart(self.walk.kept_frames())
 
-    # ---------------------------------------------------------- public API
     def sample(self, rng, cpu):
         """One traced function call on ``cpu``: (running task, its stack)."""
         task, fr = self.walk.run(self.walk.cpus[cpu], rng)
         return task, fr.stack
 
     def sample_runs(self, rng, cpu, n: int) -> list:
-        """``n`` traced function calls in a row on ``cpu``, as runs of one
-        task: [(task, [frame, ...]), ...] (a call's stack is its frame's
-        ``stack``); the draws of as many ``sample()`` calls (one run while
-        a machine decides who runs: the walk then never switches tasks by
-        itself)."""
+        """``n`` traced function calls in a row on ``cpu``, as runs of one task:
+        [(task, [frame, ...]), ...] (a call's stack is its frame's ``stack``);
+        the draws of as many ``sample()`` calls (one run while a machine
+        decides who runs: the walk then never switches tasks by itself)."""
         walk, c = self.stretch(cpu)
         return walk.run_many(c, rng, n)
 
     def stretch(self, cpu):
-        """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``,
-        or the compiled writer's ``_trace_function.CallWriter``); the walk
-        restarts the frames itself when they are too many (``Walk.frame_cap``)."""
+        """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``, or
+        ``_trace_function.CallWriter``); the walk restarts the frames itself
+        when they are too many (``Walk.frame_cap``)."""
         return self.walk, self.walk.cpus[cpu]
 
     def switch_path(self, rng, cpu) -> tuple[tuple, tuple]:
         """The running task goes to __schedule(): (the stack where
         ``sched_switch`` fires, the frames of the traced functions it
         entered on the way there, outermost first).  Compiled where the
-        memo has the answer (``_workload.switch_path``); the whole of it
-        is ``_switch_path_memo``."""
+        memo has it (``_workload``); in full: ``_switch_path_memo``."""
         return compiled_switch_path(self, rng, cpu, FRAME_CAP, EVENT_MEMO)
 
     def _switch_path_memo(self, rng, cpu) -> tuple[tuple, tuple]:
@@ -190,7 +184,7 @@ class Workload:
             n, entered = got
             ts.frame, ts.phase = n, RESUME
             return self.frames.tp_stack(n), entered
-        got = self._switch_path(c, rng)
+        got = self._enter_path(c, rng, "sched_switch", self.wg.events["sched_switch"])
         if len(self._event_memo) > EVENT_MEMO_KEYS:
             self._event_memo.clear()
         self._event_memo.setdefault(key, []).append(got)
@@ -264,9 +258,6 @@ class Workload:
                 entered += (n,)
         return entered
 
-    def _switch_path(self, c, rng):
-        return self._enter_path(c, rng, "sched_switch", self.wg.events["sched_switch"])
-
     def _enter_path(self, c, rng, kind, targets, move=True):
         n = self.reach.path(c, rng, kind, targets)
         if n is None:
@@ -299,10 +290,9 @@ class Workload:
     def event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
         """The stack of the running task (or an interrupt on top of it,
         unless ``task_only``) at a tracepoint of ``kind``, without
-        switching tasks.  Compiled where the memo has the answer
-        (``_workload.event_stack``); the whole of it is ``_event_stack``."""
-        return compiled_event_stack(self, rng, cpu, kind, task_only, FRAME_CAP, EVENT_MEMO,
-                                    EVENT_MEMO_KEYS)
+        switching tasks.  Compiled where the memo has it (``_workload``);
+        in full: ``_event_stack``."""
+        return compiled_event_stack(self, rng, cpu, kind, task_only, FRAME_CAP, EVENT_MEMO)
 
     def _event_stack(self, rng, cpu, kind, task_only=False) -> tuple:
         """``event_stack()`` in Python (its specification)."""
