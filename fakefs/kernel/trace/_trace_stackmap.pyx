@@ -11,7 +11,7 @@ and the shortcuts equal to the walk.
 """
 
 from cpython.list cimport PyList_GET_ITEM
-from cpython.long cimport PyLong_AsUnsignedLong
+from cpython cimport array as carray
 from cpython.ref cimport PyObject
 from libc.errno cimport EINVAL, ENOSPC
 
@@ -30,6 +30,12 @@ cdef class StackMapElt:
         self.nr = len(ips)
         self.ref_count = 1
         self.ips = ips
+
+
+cdef unsigned long *_keys(carray.array keys) except NULL:
+    if keys.ob_descr.typecode != b"L" or len(keys) == 0:
+        raise TypeError("the slots' keys are a non-empty array('L')")
+    return keys.data.as_ulongs
 
 
 cpdef long long get_id(smap, ips, int cpu) except? -1000:
@@ -77,17 +83,19 @@ cpdef long long get_id(smap, ips, int cpu) except? -1000:
     return idx
 
 
-cpdef long long probe(list keys, list vals, unsigned long key, tuple ips, Py_ssize_t idx,
+cpdef long long probe(carray.array keys, list vals, unsigned long key, tuple ips, Py_ssize_t idx,
                       Py_ssize_t mask, int max_probe) except? -1000:
     """From slot ``idx`` on (wrapping at ``mask``), at most ``max_probe``
     slots: the slot holding ``key`` whose element's stack is ``ips`` (its
-    index), else the first free slot (``-2 - index``), else -1."""
+    index), else the first free slot (``-2 - index``), else -1.  ``keys``
+    is an ``array('L')``."""
     cdef int i
     cdef unsigned long k
+    cdef unsigned long *ks = _keys(keys)
     cdef PyObject *val
     for i in range(max_probe):
         idx &= mask
-        k = PyLong_AsUnsignedLong(<object> PyList_GET_ITEM(keys, idx))
+        k = ks[idx]
         if k == key:
             val = PyList_GET_ITEM(vals, idx)
             if <object> val is not None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import random
 import struct
+from array import array
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..lib.jhash import jhash2_ulongs
@@ -60,6 +61,11 @@ def probe_reference(keys, vals, key: int, ips: tuple, idx: int, mask: int, max_p
     return -1
 
 
+def _empty_keys(n: int) -> array:
+    """``n`` slots' keys, all 0 (empty)."""
+    return array("L", bytes(array("L").itemsize * n))
+
+
 class FtraceStackMap:
     def __init__(self, bits: int = BITS_DEFAULT, nr_cpus: int = 1, tr=None,
                  hash_seed: int | None = None, rng: random.Random | None = None):
@@ -71,7 +77,7 @@ class FtraceStackMap:
         rng = rng or random.Random()
         self.hash_seed = rng.getrandbits(32) if hash_seed is None else hash_seed & 0xFFFFFFFF
         self.nr_cpus = nr_cpus
-        self.keys = [0] * self.map_size
+        self.keys = _empty_keys(self.map_size)    # slot -> its key (0: empty), unsigned longs
         self.vals: list[StackMapElt | None] = [None] * self.map_size
         self.empty_slots = self.map_size     # keys still 0 (counted as they are claimed)
         self.next_elt = 0
@@ -138,7 +144,7 @@ class FtraceStackMap:
             if self.tr is not None and self.tr.tracing_is_on():
                 return -errno.EBUSY
             self.synchronize_rcu()
-            self.keys = [0] * self.map_size
+            self.keys = _empty_keys(self.map_size)
             self.vals = [None] * self.map_size
             self.empty_slots = self.map_size
             # a new dict: the frames that remember their stack's slot

@@ -3,6 +3,7 @@ import importlib.util
 import os
 import random
 import struct
+from array import array
 
 import pytest
 
@@ -322,7 +323,7 @@ def test_the_compiled_probe_answers_what_its_specification_answers():
     rng = random.Random(4)
     size = 64
     for _ in range(3000):
-        keys = [rng.choice((0, 7, 9, 0xFFFFFFFF)) for _ in range(size)]
+        keys = array("L", [rng.choice((0, 7, 9, 0xFFFFFFFF)) for _ in range(size)])
         vals = [None if k == 0 or rng.random() < 0.3 else StackMapElt(stack(rng.randrange(4)))
                 for k in keys]
         key = rng.choice((7, 9, 0xFFFFFFFF))
