@@ -29,6 +29,7 @@ import array as _array
 
 from fakefs.kernel._walk cimport Frame, Walker, frame_ips
 from fakefs.kernel.trace._ring_buffer cimport PageWriter
+from fakefs.kernel.trace._trace_stackmap cimport StackMapElt
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 
@@ -95,10 +96,12 @@ cdef class StackIds:
     cdef long long of(self, tuple stack) except? -1000:
         cdef PyObject *hit = NULL
         cdef long long sid
+        cdef StackMapElt elt
         if self.stored is not None and 0 < len(stack) <= self.max_depth:
             hit = PyDict_GetItem(self.stored, stack)
             if hit is not NULL:
-                slot, elt = <tuple> hit
+                slot = (<tuple> hit)[0]
+                elt = <StackMapElt> (<tuple> hit)[1]
                 elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
                 self.found += 1
                 return slot
@@ -144,9 +147,10 @@ cdef class StackIds:
     cdef void done(self) except *:
         """The counts kept here go to the map."""
         cdef Frame fr
+        cdef StackMapElt elt
         for fr in self.touched:
-            elt = fr.sid_elt
-            elt.ref_count = (elt.ref_count + fr.sid_pending) & 0xFFFFFFFF
+            elt = <StackMapElt> fr.sid_elt
+            elt.ref_count = (elt.ref_count + <unsigned long long> fr.sid_pending) & 0xFFFFFFFF
             fr.sid_pending = 0
         self.touched = []
         if self.found:
