@@ -11,8 +11,9 @@ and the shortcuts equal to the walk.
 """
 
 from cpython.list cimport PyList_GET_ITEM
+cimport cython
 from cpython cimport array as carray
-from cpython.ref cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.errno cimport EINVAL, ENOSPC
 
 MAX_DEPTH = 64          # the deepest stack stored (longer ones are cut)
@@ -38,21 +39,71 @@ cdef unsigned long *_keys(carray.array keys) except NULL:
     return keys.data.as_ulongs
 
 
+cdef enum:
+    SEEN_BITS = 12
+    SEEN_SLOTS = 1 << SEEN_BITS
+
+
+@cython.final
+cdef class StackSeen:
+    """The stack tuples last found stored, by identity: SEEN_SLOTS slots by
+    the tuple's address, each holding the tuple (its own reference: an
+    address stays that tuple's), its slot and element.  A stack made once
+    and asked for again (a frame's tracepoint stack, ``Frame.tp``) takes
+    its answer without being hashed; the map's ``_stored`` would give the
+    same one (slots are vacated only by a reset, which makes a new
+    ``StackSeen``)."""
+    cdef PyObject *ips[SEEN_SLOTS]
+    cdef long long slot[SEEN_SLOTS]
+    cdef PyObject *elt[SEEN_SLOTS]
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        for i in range(SEEN_SLOTS):
+            Py_XDECREF(self.ips[i])
+            Py_XDECREF(self.elt[i])
+
+    cdef inline Py_ssize_t at(self, tuple ips) noexcept:
+        return <Py_ssize_t> ((<size_t> <PyObject *> ips >> 4) & (SEEN_SLOTS - 1))
+
+    cdef void put(self, tuple ips, long long slot, StackMapElt elt) noexcept:
+        cdef Py_ssize_t h = self.at(ips)
+        Py_XDECREF(self.ips[h])
+        Py_XDECREF(self.elt[h])
+        Py_INCREF(ips)
+        Py_INCREF(elt)
+        self.ips[h] = <PyObject *> ips
+        self.elt[h] = <PyObject *> elt
+        self.slot[h] = slot
+
+
 cpdef long long get_id(smap, ips, int cpu) except? -1000:
     """``smap.get_id(ips, cpu)`` (``smap`` an ``FtraceStackMap``): the
     stack_id (slot index) of stack ``ips`` looked up on ``cpu``, or a
     negative errno."""
     cdef StackMapElt elt
     cdef long long idx
+    cdef StackSeen seen = None
+    cdef Py_ssize_t h
     if smap.resetting or not ips:
         return -EINVAL
     if len(ips) > _MAX_DEPTH:
         ips = ips[:_MAX_DEPTH]
+    elif type(ips) is tuple:
+        seen = smap._seen
+        h = seen.at(ips)
+        if seen.ips[h] == <PyObject *> ips:
+            elt = <StackMapElt> seen.elt[h]
+            elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
+            smap.successes[cpu] += 1
+            return seen.slot[h]
     hit = smap._stored.get(ips)
     if hit is not None:
         elt = hit[1]
         elt.ref_count = (elt.ref_count + 1) & 0xFFFFFFFF
         smap.successes[cpu] += 1
+        if seen is not None:
+            seen.put(ips, hit[0], elt)
         return hit[0]
     if not smap.empty_slots:
         # every slot claimed and the stack in none: the walk would

@@ -31,7 +31,7 @@ from array import array
 
 from ..fs.pseudo import FileOperations, KernelError
 from ..lib.jhash import jhash2_ulongs
-from ._trace_stackmap import MAX_DEPTH, StackMapElt, get_id
+from ._trace_stackmap import MAX_DEPTH, StackMapElt, StackSeen, get_id
 
 BITS_MIN, BITS_MAX, BITS_DEFAULT = 10, 18, 14
 
@@ -90,6 +90,7 @@ class FtraceStackMap:
         # this only skips the walk, it changes no result.  A reset makes
         # a new one.
         self._stored: dict[tuple, tuple[int, StackMapElt]] = {}
+        self._seen = StackSeen()             # (the stored stacks last asked for, by identity)
         # Called between claiming the reset and clearing (synchronize_rcu()).
         self.synchronize_rcu = lambda: None
 
@@ -151,6 +152,7 @@ class FtraceStackMap:
             # (_trace_function.StackIds) know the old one is gone
             old, self._stored = self._stored, {}
             old.clear()
+            self._seen = StackSeen()
             self.next_elt = 0
             self.successes = [0] * self.nr_cpus
             self.drops = [0] * self.nr_cpus
