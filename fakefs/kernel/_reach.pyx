@@ -481,17 +481,15 @@ def path_once(reach, c, rng, kind, targets, bint irq=False, bint task_only=False
     return None
 
 
-def caller_arrays(list tables):
-    """``call_sites.CallerTable``'s arrays for the pick tables ``tables``
-    (start, caller, weight): each callee's callers with the weight of the
-    call in the caller's table (its cumulative weight less the one before),
-    callers in table order; in two passes over the tables, no edge list
-    (test_call_sites.py holds it to the tables turned round as a dict)."""
-    cdef int nf = len(tables), f, i, g, n = 0
+cdef Py_ssize_t _callers_pass(list tables, int *at, int *cl, double *wt) except -1:
+    """One pass over the calls of the pick tables ``tables`` that have a
+    weight (a callee, and its cumulative weight less the one before): with
+    ``cl`` NULL each is counted at ``at[callee + 1]``, else its caller and
+    weight go to ``cl``/``wt`` at ``at[callee]``, which moves on.  How many."""
+    cdef Py_ssize_t f, i, n = 0
+    cdef int g
     cdef double prev, c, w
-    start = array("i", bytes(4 * (nf + 1)))
-    cdef int *st = (<carray.array> start).data.as_ints
-    for f in range(nf):
+    for f in range(len(tables)):
         e = tables[f]
         if e is None:
             continue
@@ -503,35 +501,38 @@ def caller_arrays(list tables):
             prev = c
             g = callees[i]
             if g >= 0 and w > 0:
-                st[g + 1] += 1
+                if cl == NULL:
+                    at[g + 1] += 1
+                else:
+                    cl[at[g]] = <int> f
+                    wt[at[g]] = w
+                    at[g] += 1
                 n += 1
+    return n
+
+
+def caller_arrays(list tables):
+    """``call_sites.CallerTable``'s arrays for the pick tables ``tables``
+    (start, caller, weight): each callee's callers with the weight of the
+    call in the caller's table (its cumulative weight less the one before),
+    callers in table order; two passes over the tables (counted, then
+    placed), no edge list (test_call_sites.py holds it to the tables turned
+    round as a dict)."""
+    cdef int nf = len(tables), f
+    start = array("i", bytes(4 * (nf + 1)))
+    cdef int *st = (<carray.array> start).data.as_ints
+    cdef Py_ssize_t n = _callers_pass(tables, st, NULL, NULL)
     for f in range(nf):
         st[f + 1] += st[f]
     caller = array("i", bytes(4 * n))
     weight = array("d", bytes(8 * n))
-    cdef int *cl = (<carray.array> caller).data.as_ints
-    cdef double *wt = (<carray.array> weight).data.as_doubles
     cdef int *place = <int *> malloc((nf + 1) * sizeof(int))
     if place == NULL:
         raise MemoryError()
     try:
-        for f in range(nf):
-            place[f] = st[f]
-        for f in range(nf):
-            e = tables[f]
-            if e is None:
-                continue
-            callees, cum = (<tuple> e)[0], (<tuple> e)[1]
-            prev = 0.0
-            for i in range(len(callees)):
-                c = cum[i]
-                w = c - prev
-                prev = c
-                g = callees[i]
-                if g >= 0 and w > 0:
-                    cl[place[g]] = f
-                    wt[place[g]] = w
-                    place[g] += 1
+        memcpy(place, st, (nf + 1) * sizeof(int))
+        _callers_pass(tables, place, (<carray.array> caller).data.as_ints,
+                      (<carray.array> weight).data.as_doubles)
     finally:
         free(place)
     return start, caller, weight

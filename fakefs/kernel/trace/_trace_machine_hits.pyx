@@ -106,8 +106,6 @@ cdef class HitWriter:
         as the Python path's stack function does.  ``calls``: function
         tracers, probes, kprobes or function_graph arrays take the calls
         on ``cpu`` (a switch's are theirs: the Python path)."""
-        cdef Rec r
-        cdef Committer c
         if hit[2] is None:
             return self._allocator(hit, cpu)
         if hit[1] == "sched_switch":
@@ -115,12 +113,21 @@ cdef class HitWriter:
         recs = self._recs(hit[1], hit[5], cpu)
         if recs is None:
             return False
-        args = hit[5]
-        ts, pid, flags, pc = hit[0], hit[2], hit[3], hit[4]
-        stack = None
-        for rec in <list> recs:
+        self._commit(recs, cpu, hit[0], hit[5], hit[2], hit[3], hit[4], None)
+        return True
+
+    cdef object _commit(self, list recs, int cpu, ts, args, pid, flags, pc, stack,
+                        bint convert=True):
+        """The records of a hit at ``ts`` (its task ``pid``, context
+        ``flags`` and ``pc``, fields ``args``, made each event's way where
+        ``convert``: an allocator's are its own) by its recorders ``recs``;
+        an AFTER event's stack options with ``stack``, or (None) the stack
+        made when an array with ``stacktrace`` first needs it; the stack."""
+        cdef Rec r
+        cdef Committer c
+        for rec in recs:
             r = <Rec> rec
-            fields = args if r.conv is None else r.conv(args)
+            fields = args if r.conv is None or not convert else r.conv(args)
             entry = (ts, r.evid, pid, flags, pc, fields, None)
             payload = r.payload if r.payload >= 0 else record_size(r.ev, fields)
             for cc in r.commits:
@@ -129,7 +136,7 @@ cdef class HitWriter:
                     if stack is None and c.stacktrace:
                         stack = self.wl.event_stack(self.rng, cpu, r.kind)
                     stack = after_committed(c, cpu, entry, stack)
-        return True
+        return stack
 
     cdef object _recs(self, name, args, int cpu):
         """The ``Rec``s of a hit of ``name`` on ``cpu`` when its recorders
@@ -169,8 +176,6 @@ cdef class HitWriter:
         task going to __schedule() (drawn when an event records the switch),
         the records with its stack, then the replay follows who runs
         (``MachineHits._machine_hit``, ``_follow``)."""
-        cdef Rec r
-        cdef Committer c
         recs = self.switch_known[cpu]
         if recs is None:
             recorders = self.recorders.get((cpu, "sched_switch"))
@@ -183,16 +188,7 @@ cdef class HitWriter:
         if recs:
             wl = self.wl
             stack = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)[0]
-            ts, pid, flags, pc = hit[0], hit[2], hit[3], hit[4]
-            for rec in <list> recs:
-                r = <Rec> rec
-                fields = args if r.conv is None else r.conv(args)
-                entry = (ts, r.evid, pid, flags, pc, fields, None)
-                payload = r.payload if r.payload >= 0 else record_size(r.ev, fields)
-                for cc in r.commits:
-                    c = <Committer> cc
-                    if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
-                        stack = after_committed(c, cpu, entry, stack)
+            self._commit(recs, cpu, hit[0], args, hit[2], hit[3], hit[4], stack)
         nxt = hit[6]
         self.curr[cpu] = nxt
         self.wl.follow(cpu, nxt)
@@ -221,7 +217,6 @@ cdef class HitWriter:
         allocator's: ``MachineHits._unattributed_hit`` says how its task,
         stack and call site are found, and is the path of any other)."""
         cdef Rec r
-        cdef Committer c
         if not self.driven:
             return False
         name = hit[1]
@@ -238,16 +233,7 @@ cdef class HitWriter:
         if got is None:
             got = self.context_flags(stack)
         flags, pc = <tuple> got
-        pid = task.pid
-        ts = hit[0]
-        for rec in <list> recs:
-            r = <Rec> rec
-            entry = (ts, r.evid, pid, flags, pc, args, None)
-            payload = r.payload if r.payload >= 0 else record_size(r.ev, args)
-            for cc in r.commits:
-                c = <Committer> cc
-                if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
-                    stack = after_committed(c, cpu, entry, stack)
+        self._commit(recs, cpu, hit[0], args, task.pid, flags, pc, stack, False)
         return True
 
 
