@@ -8,11 +8,11 @@ draw a path to an event's sites from where the running task is, sampled
 Once a key has its samples (most hits: the paths repeat), the answer is
 one draw and the frame's tracepoint stack (``Frame.tp``), which these
 functions give with no Python frame, as they give an event with no site in
-the graph the stack where the task is; the first samples and a memo
-restart go the Python way, which the module's
-``*_reference`` methods specify (``Workload._event_stack``,
-``Workload._switch_path_memo``): the same draws in the same order, the
-same task state, the same memo (tests/kernel/test_workload_compiled.py).
+the graph the stack where the task is.  The first samples and a memo
+restart go the Python way: ``Workload._event_stack`` and
+``Workload._switch_path_memo``, the whole of each and its specification
+(the same draws in the same order, the same task state, the same memo:
+tests/kernel/test_workload_compiled.py).
 """
 
 from fakefs.kernel._walk cimport Frame
