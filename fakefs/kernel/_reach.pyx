@@ -88,14 +88,13 @@ cdef double prob(State *s, int f):
     return s.P[f]
 
 
-def compute(list table, targets, list flags, list again, Graph g=None):
+def compute(list table, targets, Graph graph):
     """(dist, (start, callees, cum, far, prem), P) as arrays, for
     ``ReachTable.of()`` (``far`` and ``prem`` alongside the callees, a
-    function's at its first).  ``g``: the walk's compiled graph, whose
-    arrays are ``flags`` and ``again`` and which keeps ``table``'s C arrays
-    (made here otherwise)."""
-    cdef int nf = len(table), f, gg, i, n
-    cdef Table t = g.table(table) if g is not None else Table(table)
+    function's at its first); ``graph``: the graph's arrays in C (its flags,
+    its chances to call again, and ``table``'s, kept there)."""
+    cdef int nf = len(table), f, g, i, n
+    cdef Table t = graph.table(table)
     cdef State s
     cdef signed char *dist
     cdef int *ncallers
@@ -106,7 +105,6 @@ def compute(list table, targets, list flags, list again, Graph g=None):
     cdef int nfront, nnext, j
     cdef double w, acc, prev, a, h, c
     cdef signed char far
-    cdef int *fl
     s.off, s.callee, s.cum, s.total, s.has = t.off, t.callee, t.cum, t.total, t.has
     buf = bytearray(4 * nf)
     cdef char *target = buf
@@ -119,18 +117,11 @@ def compute(list table, targets, list flags, list again, Graph g=None):
     cdef double[:] Pv = P_arr, Hv = H_arr
     s.P = &Pv[0] if nf else NULL
     s.H = &Hv[0] if nf else NULL
-    if g is not None:
-        s.again = g.again
-        fl = g.flags
-    else:
-        ag = array("d", again)
-        s.again = (<carray.array> ag).data.as_doubles
-        fl_arr = array("i", flags)
-        fl = (<carray.array> fl_arr).data.as_ints
-    for gg in targets:
-        target[gg] = 1
+    s.again = graph.again
+    for g in targets:
+        target[g] = 1
     for f in range(nf):
-        blocked[f] = 1 if (fl[f] & F_SWITCH) and not target[f] else 0
+        blocked[f] = 1 if (graph.flags[f] & F_SWITCH) and not target[f] else 0
     for f in range(nf):
         prob(&s, f)
     # fewest calls to a target: breadth first up the callers
@@ -159,9 +150,9 @@ def compute(list table, targets, list flags, list again, Graph g=None):
         for f in range(nf):
             if t.has[f] and not blocked[f]:
                 for i in range(t.off[f], t.off[f + 1]):
-                    gg = t.callee[i]
-                    if gg >= 0:
-                        ncallers[gg] += 1
+                    g = t.callee[i]
+                    if g >= 0:
+                        ncallers[g] += 1
         j = 0
         for f in range(nf):
             cstart[f] = j
@@ -171,10 +162,10 @@ def compute(list table, targets, list flags, list again, Graph g=None):
         for f in range(nf):
             if t.has[f] and not blocked[f]:
                 for i in range(t.off[f], t.off[f + 1]):
-                    gg = t.callee[i]
-                    if gg >= 0:
-                        callers[cstart[gg] + ncallers[gg]] = f
-                        ncallers[gg] += 1
+                    g = t.callee[i]
+                    if g >= 0:
+                        callers[cstart[g] + ncallers[g]] = f
+                        ncallers[g] += 1
         nfront = 0
         for f in range(nf):
             dv[f] = FAR
@@ -186,11 +177,11 @@ def compute(list table, targets, list flags, list again, Graph g=None):
         while nfront:
             nnext = 0
             for j in range(nfront):
-                gg = frontier[j]
-                for i in range(cstart[gg], cstart[gg] + ncallers[gg]):
+                g = frontier[j]
+                for i in range(cstart[g], cstart[g] + ncallers[g]):
                     f = callers[i]
                     if dv[f] == FAR:
-                        dv[f] = dv[gg] + 1
+                        dv[f] = dv[g] + 1
                         nxt[nnext] = f
                         nnext += 1
             frontier, nxt = nxt, frontier
@@ -204,19 +195,19 @@ def compute(list table, targets, list flags, list again, Graph g=None):
                 prev = 0.0
                 far = -1
                 for i in range(t.off[f], t.off[f + 1]):
-                    gg = t.callee[i]
+                    g = t.callee[i]
                     c = t.cum[i]
-                    w = (c - prev) * (s.P[gg] if known[gg] else 0.0) if gg >= 0 else 0.0
+                    w = (c - prev) * (s.P[g] if known[g] else 0.0) if g >= 0 else 0.0
                     prev = c
-                    if w > 0 and dv[gg] < FAR:
+                    if w > 0 and dv[g] < FAR:
                         acc += w
-                        o_callee[m] = gg
+                        o_callee[m] = g
                         o_cum[m] = acc
                         o_far[m] = 0
                         o_prem[m] = 0.0
                         m += 1
-                        if dv[gg] > far:
-                            far = dv[gg]
+                        if dv[g] > far:
+                            far = dv[g]
                 if far >= 0:
                     o_far[lo] = far
                     a = s.again[f]

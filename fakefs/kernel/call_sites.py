@@ -29,7 +29,6 @@ mostly reused (``WAY_KEPT``), its frames built once.
 
 from __future__ import annotations
 
-
 # a call site's way up its callers (walk_reference.use_reference swaps it)
 from ._reach import caller_arrays, way_up
 from .irq import INTERRUPT_FUNCS

@@ -21,6 +21,7 @@ from __future__ import annotations
 from array import array
 
 from ._reach import compute
+from ._walk import Graph
 # a path's walks up and down, and a path (walk_reference.use_reference
 # swaps them: ``path_once`` for ``Reach._path_once``, its specification)
 from ._reach import climb as climb_up, descend as call_down, path_once
@@ -39,7 +40,7 @@ class Reach:
         self.flags = wg.flags
         self.max_depth = wg.max_depth
         self.p_event_irq = p_event_irq      # path(): chance an interrupt gets there instead
-        self.cgraph = None                  # the walk's compiled graph (Walk sets it): _compute
+        self.cgraph = Graph(wg)             # the graph's arrays in C (the walk's too)
         self._reach_cache: dict = {}
         self._target_sets: list = []        # frozenset kinds in _reach_cache
         # where the last path called down from: a frame the task was in
@@ -228,7 +229,7 @@ class Reach:
         """The reach tables of pick table list ``table`` for ``kind``:
         (dist, rtab, P).  Compiled (``_reach.compute``); the same
         computation in plain Python is reach_reference.py."""
-        dist, rt, P = compute(table, self._targets_of(kind), self.flags, self.wg.again, self.cgraph)
+        dist, rt, P = compute(table, self._targets_of(kind), self.cgraph)
         return dist, ReachTable.of(*rt), P
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from . import _walk
-from ._walk import Graph, run, run_many, switched_top
+from ._walk import run, run_many, switched_top
 from .frames import ENTER, RESUME
 from .walkgraph import IDLE, KMODE, NOVELTY, UMODE
 
@@ -70,8 +70,7 @@ class Walk:
         self.reach = reach
         self.flags = wg.flags
         self.max_depth = wg.max_depth
-        self.cgraph = Graph(wg)          # the graph's arrays as the compiled run() reads them
-        reach.cgraph = self.cgraph
+        self.cgraph = reach.cgraph       # the graph's arrays as the compiled run() reads them
         p = wg.graph.params
         self.p_irq = p.get("irq", 0.001)
         self.p_preempt = p.get("preempt", 0.004)

@@ -78,8 +78,8 @@ cdef class HitWriter:
     them; the same records, in the same order, from the same draws
     (tests/kernel/trace/test_trace_machine_hits.py)."""
     cdef object act, wl, rng, context_flags
-    cdef dict recorders, committers, hooked, flags_cache
-    cdef list known, sys_known, switch_known, curr
+    cdef dict recorders, committers, hooked
+    cdef list known, sys_known, curr
     cdef int nr_cpus
     cdef bint driven
 
@@ -92,10 +92,8 @@ cdef class HitWriter:
         self.nr_cpus = len(act.curr)
         self.driven = act.kernel.driver is not None
         self.context_flags = act.context_flags
-        self.flags_cache = act.stack_context._flags_cache
         self.known = [{} for _ in range(self.nr_cpus)]
         self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
-        self.switch_known = [None] * self.nr_cpus
 
     cpdef bint write(self, tuple hit, int cpu, bint calls=True) except -1:
         """``act._machine_hit(hit, ...)`` of a hit such as the module's
@@ -158,8 +156,8 @@ cdef class HitWriter:
             key = name
         got = known.get(key)
         if got is None:
-            if name in CODE_PATHS or name == SYS_WORK:
-                known[key] = False
+            if name in CODE_PATHS and name != "sched_switch" or name == SYS_WORK:
+                known[key] = False          # (a switch's: ``_switch``)
                 return None
             recorders = self.recorders.get((cpu, name, key) if sysidx >= 0 else (cpu, name))
             if recorders is None:
@@ -176,15 +174,10 @@ cdef class HitWriter:
         task going to __schedule() (drawn when an event records the switch),
         the records with its stack, then the replay follows who runs
         (``MachineHits._machine_hit``, ``_follow``)."""
-        recs = self.switch_known[cpu]
-        if recs is None:
-            recorders = self.recorders.get((cpu, "sched_switch"))
-            if recorders is None:
-                return False
-            recs = self.switch_known[cpu] = self._made(recorders, cpu)
-        if recs is False or self.hooked and self.hooked.get("sched_switch"):
-            return False
         args = hit[5]
+        recs = self._recs("sched_switch", args, cpu)
+        if recs is None:
+            return False
         if recs:
             wl = self.wl
             stack = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)[0]
@@ -229,10 +222,7 @@ cdef class HitWriter:
         r = <Rec> (<list> recs)[0]
         task, stack = allocator_stack(self.act, name, args, r.ev, self.wl, self.rng, cpu)
         args, stack = at_call_site(name, args, stack)
-        got = self.flags_cache.get(stack)
-        if got is None:
-            got = self.context_flags(stack)
-        flags, pc = <tuple> got
+        flags, pc = self.context_flags(stack)
         self._commit(recs, cpu, hit[0], args, task.pid, flags, pc, stack, False)
         return True
 
