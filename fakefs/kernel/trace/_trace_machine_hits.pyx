@@ -95,19 +95,24 @@ cdef class HitWriter:
         self.known = [{} for _ in range(self.nr_cpus)]
         self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
 
-    cpdef bint write(self, tuple hit, int cpu, bint calls=True) except -1:
+    cpdef bint write(self, tuple hit, int cpu, object calls=True) except -1:
         """``act._machine_hit(hit, ...)`` of a hit such as the module's
         doc says, on ``cpu``; False (nothing done) for any other, or one
         whose recorders this window has not made yet (the Python path
         makes them).  The stack of an AFTER event is made when an array
         with ``stacktrace`` first needs it, for the event then committed,
-        as the Python path's stack function does.  ``calls``: function
-        tracers, probes, kprobes or function_graph arrays take the calls
-        on ``cpu`` (a switch's are theirs: the Python path)."""
+        as the Python path's stack function does.  ``calls``: who takes
+        the calls on ``cpu`` (a switch's): nobody (False), only a
+        function array's compiled writer ((the ``CallWriter``, its array):
+        ``TraceActivity._entered_writer``), or (True) function tracers
+        otherwise, probes, kprobes or function_graph arrays (the Python
+        path)."""
         if hit[2] is None:
             return self._allocator(hit, cpu)
         if hit[1] == "sched_switch":
-            return False if calls else self._switch(hit, cpu)
+            if calls is True:
+                return False
+            return self._switch(hit, cpu, calls if calls is not False else None)
         recs = self._recs(hit[1], hit[5], cpu)
         if recs is None:
             return False
@@ -169,19 +174,30 @@ cdef class HitWriter:
             return None
         return got
 
-    cdef bint _switch(self, tuple hit, int cpu) except -1:
-        """A switch's hit where nothing takes its calls: the path of the
-        task going to __schedule() (drawn when an event records the switch),
-        the records with its stack, then the replay follows who runs
-        (``MachineHits._machine_hit``, ``_follow``)."""
+    cdef bint _switch(self, tuple hit, int cpu, tuple calls) except -1:
+        """A switch's hit where nothing takes its calls but a function
+        array's compiled writer (``calls``: it and its array, or None):
+        the path of the task going to __schedule() (drawn when an event
+        records the switch or the writer takes the calls), the calls it
+        entered on the way, the records with its stack, then the replay
+        follows who runs (``MachineHits._machine_hit``, ``_entered_calls``,
+        ``_follow``)."""
         args = hit[5]
         recs = self._recs("sched_switch", args, cpu)
         if recs is None:
             return False
-        if recs:
+        if recs or calls is not None:
             wl = self.wl
-            stack = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)[0]
-            self._commit(recs, cpu, hit[0], args, hit[2], hit[3], hit[4], stack)
+            stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)
+            if calls is not None and entered:
+                how, tr = calls
+                buf = tr.buffer
+                if not (buf.record_off or buf.record_disabled):
+                    pid = self.curr[cpu].pid
+                    if how.entered(list(entered), hit[0], pid, buf.cpus[cpu]):
+                        tr._task_info(cpu, pid)
+            if recs:
+                self._commit(recs, cpu, hit[0], args, hit[2], hit[3], hit[4], stack)
         nxt = hit[6]
         self.curr[cpu] = nxt
         self.wl.follow(cpu, nxt)

@@ -306,8 +306,12 @@ class TraceActivity(MachineHits):
         ftrs, filtered, graph = trs
         j = 0
         n = len(calls)
-        # (a switch's calls: somebody takes them on this CPU)
-        switch_calls = bool(ftrs or probe_trs or graph) or self._kprobed()
+        # (a switch's calls: somebody takes them on this CPU; where only
+        # the compiled writer does, the replay's compiled switch writes them)
+        kprobed = self._kprobed()
+        switch_calls = bool(ftrs or probe_trs or graph) or kprobed
+        if hits is not None and ftrs and not (probe_trs or graph or kprobed):
+            switch_calls = self._entered_writer(ftrs, wl, cpu) or True
         for ts, _id, ev in occ:
             if j < n and calls[j] <= ts:
                 k = instants_upto(calls, ts, j, _id >= 0)
@@ -429,17 +433,31 @@ class TraceActivity(MachineHits):
                 writers[key] = how
         return how
 
+    def _entered_writer(self, trs, wl, cpu):
+        """Who writes the calls a task on ``cpu`` entered on its way to a
+        hit (a switch's __schedule()) for the function arrays ``trs``
+        (nothing probes calls: asked first): (the compiled writer, its
+        array) where it does (``_writer_for``), True where the arrays take
+        them otherwise, None where none takes calls on ``cpu``; as the
+        stretches' writer, it holds for the window."""
+        trs = [tr for tr in trs if tr.current.calls_on(cpu)]
+        if not trs:
+            return None
+        how = self._writer_for(trs, wl, cpu)
+        if how is None or how is ONE_BY_ONE:
+            return True
+        return how, trs[0]
+
     def _write_entered(self, trs, wl, cpu, ts, pid, frames) -> bool:
         """``_record_call()`` of each of ``frames`` (entered at ``ts`` by
         ``pid``) by the compiled writer where it may (``_writer_for``);
         False: not it."""
-        trs = [tr for tr in trs if tr.current.calls_on(cpu)]
-        if not trs:
+        way = self._entered_writer(trs, wl, cpu)
+        if way is None:
             return True
-        how = self._writer_for(trs, wl, cpu)
-        if how is None or how is ONE_BY_ONE:
+        if way is True:
             return False
-        tr = trs[0]
+        how, tr = way
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return True                          # no entry, so no stack either

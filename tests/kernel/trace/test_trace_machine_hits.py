@@ -171,3 +171,54 @@ def test_recorders_kept_across_windows_follow_every_setting_they_depend_on(monke
     kept = _changing(monkeypatch, True)
     assert kept == _changing(monkeypatch, False)
     assert kept[0].count("\n") > 1000 and "=> " in kept[0] and "next_pid:" in kept[3]
+
+
+class _PythonSwitchCalls:
+    """A window's compiled replay that leaves every switch whose calls a
+    function array takes to the Python path (``_machine_hit``)."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, hit, cpu, calls=True):
+        return self.real.write(hit, cpu, calls if calls is False else True)
+
+
+def _switch_calls(monkeypatch, compiled, settings):
+    from kfiles import rd, wr
+
+    from fakefs import sim
+    from fakefs.kernel.time import ManualClock
+    from fakefs.kernel.trace import trace_activity
+    if not compiled:
+        real = trace_activity.HitWriter
+        monkeypatch.setattr(trace_activity, "HitWriter",
+                            lambda *a: _PythonSwitchCalls(real(*a)))
+    k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    for path, value in settings:
+        wr(k, path, value)
+    for _ in range(5):
+        k.clock.advance(9_000_000)
+        k.run_until_now()
+    out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
+           rd(k, "saved_cmdlines")]
+    monkeypatch.undo()
+    return out
+
+
+@pytest.mark.parametrize("settings", [
+    [("current_tracer", "function")],
+    [("current_tracer", "function"), ("events/sched/sched_switch/enable", "1"),
+     ("options/stacktrace", "1"), ("options/stackmap", "1")],
+    [("buffer_size_kb", "64"), ("options/overwrite", "0"), ("current_tracer", "function"),
+     ("events/enable", "1")],
+    [("current_tracer", "function"), ("tracing_cpumask", "1")],
+])
+def test_a_switch_s_calls_written_compiled_are_the_python_path_s(monkeypatch, settings):
+    """A switch whose calls (schedule(), __schedule() ...) only a function
+    tracer's compiled writer takes is replayed compiled (``HitWriter
+    ._switch`` with ``TraceActivity._entered_writer``): byte for byte the
+    files of the Python path (``_machine_hit`` -> ``_entered_calls``)."""
+    fast = _switch_calls(monkeypatch, True, settings)
+    assert fast == _switch_calls(monkeypatch, False, settings)
+    assert "schedule <-" in fast[0] and fast[0].count("\n") > 1000
