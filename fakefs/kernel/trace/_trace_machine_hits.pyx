@@ -18,6 +18,8 @@ cimport cython
 from fakefs.kernel.trace._trace_commit cimport (
     Committer, after_committed, commit_entry, committer, record_size)
 
+from fakefs.kernel import workload as _workload
+from fakefs.kernel._workload import event_stack as _event_stack, switch_path as _switch_path
 from fakefs.kernel.trace._trace_commit import AFTER, COMMITTED
 
 # tracepoints the scheduler fires itself when a machine drives the kernel
@@ -82,6 +84,10 @@ cdef class HitWriter:
     cdef list known, sys_known, curr
     cdef int nr_cpus
     cdef bint driven
+    # the memo's limits (``workload.FRAME_CAP``, ``EVENT_MEMO``) as the
+    # window starts: the stacks are the compiled ``_workload``'s, called
+    # as ``Workload.event_stack()``/``switch_path()`` call them
+    cdef long frame_cap, memo
 
     def __cinit__(self, act, wl, rng):
         self.act, self.wl, self.rng = act, wl, rng
@@ -92,6 +98,7 @@ cdef class HitWriter:
         self.nr_cpus = len(act.curr)
         self.driven = act.kernel.driver is not None
         self.context_flags = act.context_flags
+        self.frame_cap, self.memo = _workload.FRAME_CAP, _workload.EVENT_MEMO
         self.known = [{} for _ in range(self.nr_cpus)]
         self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
 
@@ -137,7 +144,8 @@ cdef class HitWriter:
                 c = <Committer> cc
                 if commit_entry(c, cpu, entry, payload) and r.way == _AFTER:
                     if stack is None and c.stacktrace:
-                        stack = self.wl.event_stack(self.rng, cpu, r.kind)
+                        stack = _event_stack(self.wl, self.rng, cpu, r.kind, False,
+                                             self.frame_cap, self.memo)
                     stack = after_committed(c, cpu, entry, stack)
         return stack
 
@@ -188,7 +196,10 @@ cdef class HitWriter:
             return False
         if recs or calls is not None:
             wl = self.wl
-            stack, entered = (wl.exit_switch_path if args[3] == "Z" else wl.switch_path)(self.rng, cpu)
+            if args[3] == "Z":
+                stack, entered = wl.exit_switch_path(self.rng, cpu)
+            else:
+                stack, entered = _switch_path(wl, self.rng, cpu, self.frame_cap, self.memo)
             if calls is not None and entered:
                 how, tr = calls
                 buf = tr.buffer
