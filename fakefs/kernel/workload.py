@@ -167,7 +167,7 @@ class Workload:
         ``sched_switch`` fires, the frames of the traced functions it
         entered on the way there, outermost first).  Compiled where the
         memo has it (``_workload``); in full: ``_switch_path_memo``."""
-        return compiled_switch_path(self, rng, cpu, FRAME_CAP, EVENT_MEMO)
+        return compiled_switch_path(self, rng, cpu, FRAME_CAP, EVENT_MEMO, EVENT_MEMO_KEYS)
 
     def _switch_path_memo(self, rng, cpu) -> tuple[tuple, tuple]:
         """``switch_path()`` in Python (its specification)."""

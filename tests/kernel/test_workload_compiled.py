@@ -52,7 +52,7 @@ def test_event_stacks_are_the_references():
         k.run_until_now()
     kinds = sorted(wl.wg.events) + ["irq_handler_entry", "no_such_kind"]
     pick = random.Random(3)
-    hits = misses = switches = 0
+    hits = misses = switches = switch_misses = 0
     for i in range(3000):
         cpu = i % 2
         kind = pick.choice(kinds)
@@ -63,6 +63,9 @@ def test_event_stacks_are_the_references():
                                        wl.walk.cpus[cpu].ts is wl.walk.cpus[cpu].idle,
                                        kind, task_only), ())) >= 8
         if i % 3 == 0:
+            c = wl.walk.cpus[cpu]
+            switch_misses += len(wl._event_memo.get((c.ts.frame, c.ts is c.idle, "\0switch"),
+                                                    ())) < 8
             a, b = _both(wl, cpu, lambda rng, c: (wl.switch_path if c else wl._switch_path_memo)(rng, cpu),
                          seed, cls)
             switches += 1
@@ -74,4 +77,5 @@ def test_event_stacks_are_the_references():
         assert a == b, (i, kind, task_only)
         if i % 7 == 0:                         # move on: the task somewhere else
             wl.sample(random.Random(i), cpu)
-    assert hits > 300 and misses > 300 and switches > 500, (hits, misses, switches)
+    assert hits > 300 and misses > 300 and switches > 500 and switch_misses > 100, (
+        hits, misses, switches, switch_misses)

@@ -84,10 +84,11 @@ cdef class HitWriter:
     cdef list known, sys_known, curr
     cdef int nr_cpus
     cdef bint driven
-    # the memo's limits (``workload.FRAME_CAP``, ``EVENT_MEMO``) as the
-    # window starts: the stacks are the compiled ``_workload``'s, called
-    # as ``Workload.event_stack()``/``switch_path()`` call them
-    cdef long frame_cap, memo
+    # the memo's limits (``workload.FRAME_CAP``, ``EVENT_MEMO``,
+    # ``EVENT_MEMO_KEYS``) as the window starts: the stacks are the compiled
+    # ``_workload``'s, called as ``Workload.event_stack()``/``switch_path()``
+    # call them
+    cdef long frame_cap, memo, memo_keys
 
     def __cinit__(self, act, wl, rng):
         self.act, self.wl, self.rng = act, wl, rng
@@ -99,6 +100,7 @@ cdef class HitWriter:
         self.driven = act.kernel.driver is not None
         self.context_flags = act.context_flags
         self.frame_cap, self.memo = _workload.FRAME_CAP, _workload.EVENT_MEMO
+        self.memo_keys = _workload.EVENT_MEMO_KEYS
         self.known = [{} for _ in range(self.nr_cpus)]
         self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
 
@@ -199,7 +201,8 @@ cdef class HitWriter:
             if args[3] == "Z":
                 stack, entered = wl.exit_switch_path(self.rng, cpu)
             else:
-                stack, entered = _switch_path(wl, self.rng, cpu, self.frame_cap, self.memo)
+                stack, entered = _switch_path(wl, self.rng, cpu, self.frame_cap, self.memo,
+                                               self.memo_keys)
             if calls is not None and entered:
                 how, tr = calls
                 buf = tr.buffer
