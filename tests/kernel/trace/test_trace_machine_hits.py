@@ -88,24 +88,31 @@ def test_function_graph_sees_the_loader_s_reads_of_a_followed_sleep():
     assert len(reads) >= 3 and all("sleep-5001" in ln for ln in reads), lines(k)
 
 
-def _every_event(monkeypatch, fast, settings):
+def _files_after(monkeypatch, seed, settings, windows, window_ns):
+    """Boot (``seed``), write ``settings``, run ``windows`` windows: the
+    trace, the CPUs' stats and the saved comms and tgids (then the
+    monkeypatches made before are undone)."""
     from kfiles import rd, wr
 
     from fakefs import sim
     from fakefs.kernel.time import ManualClock
-    from fakefs.kernel.trace import trace_machine_hits
-    if not fast:
-        monkeypatch.setattr(trace_machine_hits, "commit_way", lambda tr, ev: COMMITTED)
-    k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    k = sim.boot(seed=seed, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in settings:
         wr(k, path, value)
-    for _ in range(4):
-        k.clock.advance(25_000_000)
+    for _ in range(windows):
+        k.clock.advance(window_ns)
         k.run_until_now()
     out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
            rd(k, "saved_cmdlines"), rd(k, "saved_tgids")]
     monkeypatch.undo()
     return out
+
+
+def _every_event(monkeypatch, fast, settings):
+    from fakefs.kernel.trace import trace_machine_hits
+    if not fast:
+        monkeypatch.setattr(trace_machine_hits, "commit_way", lambda tr, ev: COMMITTED)
+    return _files_after(monkeypatch, 7, settings, 4, 25_000_000)
 
 
 @pytest.mark.parametrize("settings", [
@@ -185,25 +192,12 @@ class _PythonSwitchCalls:
 
 
 def _switch_calls(monkeypatch, compiled, settings):
-    from kfiles import rd, wr
-
-    from fakefs import sim
-    from fakefs.kernel.time import ManualClock
     from fakefs.kernel.trace import trace_activity
     if not compiled:
         real = trace_activity.HitWriter
         monkeypatch.setattr(trace_activity, "HitWriter",
                             lambda *a: _PythonSwitchCalls(real(*a)))
-    k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    for path, value in settings:
-        wr(k, path, value)
-    for _ in range(5):
-        k.clock.advance(9_000_000)
-        k.run_until_now()
-    out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
-           rd(k, "saved_cmdlines")]
-    monkeypatch.undo()
-    return out
+    return _files_after(monkeypatch, 11, settings, 5, 9_000_000)
 
 
 @pytest.mark.parametrize("settings", [
