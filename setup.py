@@ -5,7 +5,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 NATIVE = ["fakefs.kernel._walk", "fakefs.kernel._kallsyms", "fakefs.kernel._reach", "fakefs.kernel._workload", "fakefs.kernel.lib._jhash", "fakefs.kernel.lib._mt",
-          "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer", "fakefs.kernel.trace._trace_stackmap",
+          "fakefs.kernel.trace._trace_events_raw", "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer", "fakefs.kernel.trace._trace_stackmap",
           "fakefs.kernel.trace._trace_function", "fakefs.kernel.trace._trace_commit", "fakefs.kernel.trace._trace_machine_hits",
           "fakefs.kernel.trace._trace_functions_graph", "fakefs.fuse._proc_reports"]
 # each floating-point operation rounded on its own, as Python's are: the

@@ -25,6 +25,9 @@ cdef class CpuBufferCore:
     # events and bytes freed with the sub-buffers of an order change,
     # which the counters still count (see ring_buffer.py's doc)
     cdef public long long freed_entries, freed_bytes
+    # how its kernel's events are written in their records' bytes
+    # (_trace_events_raw.NumberRecords), or None: every event beside its page
+    cdef public object records
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1
     cpdef BufferPage _next_page(self, bint overwrite, bint raw=*)

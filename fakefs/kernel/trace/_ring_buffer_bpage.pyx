@@ -24,6 +24,8 @@ from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
+from fakefs.kernel.trace._trace_events_raw cimport NumberRecord, NumberRecords
+
 
 cdef class BufferPage:
     """One sub-buffer's entries and byte counts (its fields:
@@ -69,7 +71,7 @@ cdef class BufferPage:
         move = self.moved
         if ev is None:
             if self.raw is not None:
-                ev = decode_page(self.raw, self.used, self.side_entries())
+                ev = decode_page(self.raw, self.used, self.side_entries(), self.records)
                 self.raw = None
                 self.side = None
             else:
@@ -169,17 +171,18 @@ class RawSnap:
     (packed or not; unpacking replaces, never changes, them), the move to
     make."""
 
-    __slots__ = ("raw", "used", "side", "packed", "move")
+    __slots__ = ("raw", "used", "side", "packed", "records", "move")
 
     def __init__(self, BufferPage page, move):
         self.raw = page.raw
         self.used = page.used
         self.side = page.side
+        self.records = page.records
         self.packed = (page.packed, page.zipped)
         self.move = move
 
     def entries(self):
-        ev = decode_page(self.raw, self.used, side_of(self.side, self.packed))
+        ev = decode_page(self.raw, self.used, side_of(self.side, self.packed), self.records)
         return ev if self.move is None else self.move.apply(ev)
 
 
@@ -195,12 +198,14 @@ def unpack(blob, zipped):
     return marshal.loads(zlib.decompress(blob) if zipped else blob)
 
 
-def decode_page(bytearray raw, int used, dict side=None):
+def decode_page(bytearray raw, int used, dict side=None, NumberRecords records=None):
     """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
     order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each (a
     stack's, a stack id's, the function graph's entries and exits as their
     tuples are), the ``side`` entries (record offset -> entry) where they
-    were written."""
+    were written, an event's whose record is in the bytes as ``records``
+    reads it back."""
+    cdef NumberRecord nr
     cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
     cdef uint64_t ts, ip, parent, calltime, rettime
     cdef uint32_t hdr, ext, tl
@@ -262,6 +267,9 @@ def decode_page(bytearray raw, int used, dict side=None):
             out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3],
                         (ip, size, sid, <long long> calltime, <long long> rettime, parent), None))
         else:
-            raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
+            nr = records.of(typ) if records is not None else None
+            if nr is None:
+                raise ValueError("raw sub-buffer: record type %d at %d" % (typ, off))
+            out.append((<long long> ts, typ, pid, p[rec + 2], p[rec + 3], nr.unpack(p + rec), None))
         off = nxt
     return out

@@ -287,13 +287,15 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
 class RingBuffer:
     """All CPUs of one trace array's buffer."""
 
-    def __init__(self, nr_cpus: int, size_bytes: int, order: int = 0):
+    def __init__(self, nr_cpus: int, size_bytes: int, order: int = 0, records=None):
         self.subbuf_order = order
         self.subbuf_size = subbuf_capacity(order)
         # the largest event payload: set at allocation, kept by order changes
         self.max_data_size = self.subbuf_size - 8
         nr_pages = self.pages_for(size_bytes)
         self.cpus = [CpuBuffer(c, nr_pages, self.subbuf_size) for c in range(nr_cpus)]
+        for cb in self.cpus:            # (events in their records' bytes: _trace_events_raw)
+            cb.records = records
         # per CPU, the size trace.c noted at allocation and after each
         # resize (trace_array_cpu.entries): what buffer_size_kb shows.  An
         # order change does not update it; a swap with the snapshot buffer

@@ -20,7 +20,9 @@ from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from ._trace_commit import trace_stack, write_entry
+from ._trace_events_raw import NumberRecords
 from .ring_buffer import RingBuffer
+from .trace_events_raw import number_fields
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 from .trace_clock import TRACE_CLOCKS, TraceClocks
@@ -54,7 +56,7 @@ class TraceArray:
             for fname in ZEROED_FLAGS:
                 if fname in self.flags:
                     self.flags[fname] = False
-        self.buffer = RingBuffer(k.nr_cpus, 1)          # minimum until expanded
+        self.buffer = RingBuffer(k.nr_cpus, 1, records=tracing.number_records)  # minimum until expanded
         self.expanded = False
         self.buffer_size = TRACE_BUF_SIZE_DEFAULT
         self.tracers = {t.name: t for t in (cls(self) for cls in tracing.tracer_classes)}
@@ -89,7 +91,8 @@ class TraceArray:
         # the snapshot buffer (CONFIG_TRACER_SNAPSHOT, trace_snapshot.py): the
         # minimum until allocated; ``snapshot_arms`` counts the triggers and
         # probes keeping it allocated (``tr->snapshot``)
-        self.max_buffer = RingBuffer(k.nr_cpus, 1) if k.config.enabled("TRACER_SNAPSHOT") else None
+        self.max_buffer = (RingBuffer(k.nr_cpus, 1, records=tracing.number_records)
+                           if k.config.enabled("TRACER_SNAPSHOT") else None)
         self.allocated_snapshot = False
         self.snapshot_arms = 0
         self.cond_snapshot = None       # (HistData, Action) of a hist snapshot() action
@@ -433,6 +436,10 @@ class Tracing:
         self.init_instance = init_instance
         self.clocks = TraceClocks(int(kernel.config.options.get("CONFIG_HZ") or 250),
                                   int(kernel.clock.boot_wall * 1e9))
+        # the events whose records the compiled writer puts in the bytes (the
+        # ones registered now: a dynamic event's id may be another's later)
+        self.number_records = NumberRecords(self._number_fields)
+        self._static_ids: frozenset = frozenset()
         self.global_trace = TraceArray(self, None)
         self.printk_trace = self.global_trace      # where trace_printk() writes
         self.tracing_thresh = 0                   # ns (trace_latency_files)
@@ -450,6 +457,7 @@ class Tracing:
         self.events_listing = registered.listing   # available_events order
         self.instance_listing = registered.instance_listing   # an instance's set_event order
         self.events_by_id = registered.by_id
+        self._static_ids = frozenset(registered.by_id)
         self.ftrace_events = registered.ftrace        # catalogue entry types
         self.root: DirNode | None = None
         self.stackmap_bits = BITS_DEFAULT
@@ -473,6 +481,13 @@ class Tracing:
         # (trace_events_commit.nested_commit), or None
         self.nested: list | None = None
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
+
+
+    def _number_fields(self, typ: int):
+        """``number_fields()`` of the event of type ``typ`` registered at
+        boot, else None (``number_records``)."""
+        ev = self.events_by_id.get(typ) if typ in self._static_ids else None
+        return number_fields(ev) if ev is not None else None
 
     def file_changed(self, tr, ev, on: bool) -> None:
         """Event ``ev`` starts (``on``) or stops being enabled in array ``tr``."""

@@ -141,6 +141,28 @@ def event_slots(ev) -> tuple[list, int, int]:
     return slots, dyn, fixed
 
 
+def number_fields(ev):
+    """The layout of an event's record whose fields are numbers alone (a
+    ``bool`` among them), as the compiled writer puts the record in its
+    sub-buffer's bytes (``_trace_events_raw.NumberRecord``): ([(offset,
+    size, signed, is a bool), ...] in its args' order, the record's size);
+    None for any other (a string, an array, dynamic data, a field the model
+    keeps in another form: ``filter_values``)."""
+    if ev.filter_values:
+        return None
+    slots, dyn, fixed = event_slots(ev)
+    if ev.desc is not None:
+        types = [f.type for f in ev.desc.fields]
+    else:
+        types = [m.group(1).rpartition(" ")[0] for m in map(_FIELD_RE.match, ev.fields)]
+    out = []
+    for s, type_ in zip(slots, types):
+        if s.kind != INT or s.size not in (1, 2, 4, 8):
+            return None
+        out.append((s.offset, s.size, s.signed, type_.strip() == "bool"))
+    return out, fixed
+
+
 def _int_bytes(v, size: int, where) -> bytes:
     if isinstance(v, bool):
         v = int(v)

@@ -1,15 +1,20 @@
 """The binary records of events (trace_events_raw.py): the one-struct
 packing of records made of numbers and fixed strings gives the very bytes
 the field-by-field layout gives (the decoding itself is checked against the
-trace text in test_ring_buffer_page.py)."""
+trace text in test_ring_buffer_page.py); an event whose fields are numbers
+alone is written in its record's bytes (``_trace_events_raw.pyx``) and
+read back from them as it was."""
+
+import os
 
 import pytest
 
 from fakefs import sim
+from fakefs.kernel.fs.pseudo import File, WouldBlock
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_entries as te
-from fakefs.kernel.trace.trace_events_raw import RecordEncoder, RecordError, packed_layout
-from kfiles import wr
+from fakefs.kernel.trace.trace_events_raw import RecordEncoder, RecordError, number_fields, packed_layout
+from kfiles import node, rd, wr
 
 FTRACE_TYPES = {te.TRACE_FN, te.TRACE_STACK, te.TRACE_USER_STACK, te.TRACE_STACK_ID,
                 te.TRACE_PRINT, te.TRACE_FUNC_REPEATS, te.TRACE_RAW_DATA}
@@ -146,3 +151,107 @@ def test_every_field_the_machine_fires_is_held_whole_by_its_record():
         assert _field_values(enc, ev, rec) == want, ev.name
         kinds.add(ev.name)
     assert len(kinds) > 100 and len(entries) > 20000, (len(kinds), len(entries))
+
+
+def test_a_number_record_is_the_encoders_and_reads_back_as_the_entry():
+    """``_trace_events_raw.NumberRecord``: the record ``pack`` writes is the
+    encoder's, and ``unpack`` gives the entry's args as they were."""
+    k, entries = _machine_entries()
+    recs = k.tracing.number_records
+    enc = RecordEncoder(k.tracing)
+    kinds = set()
+    for e in entries:
+        got = recs.pack_for_test(e)
+        if got is None:
+            continue
+        kinds.add(e[1])
+        assert got == enc.encode(e)
+        back = recs.unpack_for_test(e[1], got)
+        assert repr(back) == repr(e[5])           # (a bool field's True, not 1)
+    assert len(kinds) > 40
+
+
+def test_what_would_not_come_back_whole_is_refused():
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    recs = k.tracing.number_records
+    ev = next(ev for ev in k.tracing.events if ev.name == "kmem_cache_alloc")
+    fields, _size = number_fields(ev)
+    assert [f[3] for f in fields].count(True) == 1          # accounted: a bool
+    args = tuple(False if f[3] else 1 for f in fields)
+    good = (100, ev.id, 7, 1, 2, args, None)
+    assert recs.pack_for_test(good) is not None
+    b = [f[3] for f in fields].index(True)
+    i = next(j for j, f in enumerate(fields) if f[1] == 8 and not f[2])     # an unsigned long
+    n = next(j for j, f in enumerate(fields) if f[1] == 4 and f[2])         # node: an int
+    top = good[:5] + (args[:i] + ((1 << 64) - 1,) + args[i + 1:],) + good[6:]
+    assert recs.unpack_for_test(ev.id, recs.pack_for_test(top))[i] == (1 << 64) - 1
+    low = good[:5] + (args[:n] + (-(1 << 31),) + args[n + 1:],) + good[6:]
+    assert recs.unpack_for_test(ev.id, recs.pack_for_test(low))[n] == -(1 << 31)
+    bad = [
+        good[:6] + ("extra",),                                   # something beside it
+        good[:5] + (args[:-1],) + good[6:],                      # a field missing
+        good[:5] + (list(args),) + good[6:],                     # not a tuple
+        good[:3] + (256,) + good[4:],                            # flags past a byte
+        good[:4] + (-1,) + good[5:],                             # preempt count
+        good[:5] + (args[:b] + (0,) + args[b + 1:],) + good[6:],     # a bool field's 0
+        good[:5] + (args[:i] + (True,) + args[i + 1:],) + good[6:],  # a number field's True
+        good[:5] + (args[:i] + (1 << 64,) + args[i + 1:],) + good[6:],   # masked
+        good[:5] + (args[:i] + (-1,) + args[i + 1:],) + good[6:],        # masked
+        good[:5] + (args[:n] + (1 << 31,) + args[n + 1:],) + good[6:],   # masked
+        good[:5] + (args[:i] + ("1",) + args[i + 1:],) + good[6:],       # no number
+    ]
+    for e in bad:
+        assert recs.pack_for_test(e) is None, e
+    # events with a string, an array or a converted field are not such records
+    for name in ("sched_switch", "sys_enter", "kmem_cache_free"):
+        ev = next(ev for ev in k.tracing.events if ev.name == name)
+        assert number_fields(ev) is None, name
+
+
+def _pages(k, cpu):
+    f = File(node(k, "per_cpu/cpu%d/trace_pipe_raw" % cpu), os.O_RDONLY | os.O_NONBLOCK)
+    n = f.node
+    n.fops.open(f)
+    out = []
+    try:
+        while True:
+            try:
+                out.append(n.fops.read(f, 0, 4096))
+            except WouldBlock:
+                return out
+    finally:
+        n.fops.release(f)
+
+
+def _everything(in_bytes):
+    """The files with the function tracer and every event on, the events
+    written in their records' bytes where they may (``in_bytes``) or all
+    kept beside their pages; and how many were kept beside them."""
+    k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    if not in_bytes:
+        for tr in k.tracing.arrays():
+            for buf in (tr.buffer, tr.max_buffer):
+                for cb in buf.cpus if buf is not None else ():
+                    cb.records = None
+    for path, value in (("buffer_size_kb", "512"), ("current_tracer", "function"),
+                        ("events/enable", "1"), ("options/stacktrace", "1"),
+                        ("options/stackmap", "1")):
+        wr(k, path, value)
+    for _ in range(6):
+        k.clock.advance(7_000_000)
+        k.run_until_now()
+    wr(k, "tracing_on", "0")
+    side = sum(len(p.side_entries() or ()) for cb in k.tracing.global_trace.buffer.cpus
+               for p in cb.pages if p.raw is not None)
+    files = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats")]
+    return files + [_pages(k, 0), _pages(k, 1)], side
+
+
+def test_everything_on_gives_the_files_of_every_event_beside_its_page():
+    """The trace, the stats and the pages trace_pipe_raw hands out are byte
+    for byte the same, most events no longer kept beside their pages."""
+    got, side = _everything(True)
+    want, side_before = _everything(False)
+    assert got == want
+    assert got[0].count("\n") > 10000 and len(got[3]) > 50
+    assert side < side_before / 2, (side, side_before)
