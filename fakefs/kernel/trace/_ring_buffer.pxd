@@ -26,7 +26,7 @@ cdef class CpuBufferCore:
     # which the counters still count (see ring_buffer.py's doc)
     cdef public long long freed_entries, freed_bytes
     # how its kernel's events are written in their records' bytes
-    # (_trace_events_raw.NumberRecords), or None: every event beside its page
+    # (_trace_events_raw.FixedRecords), or None: every event beside its page
     cdef public object records
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1

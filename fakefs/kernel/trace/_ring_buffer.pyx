@@ -12,10 +12,10 @@ the same accounting (``reserve()``): a tail sub-buffer that holds tuples
 is filled with tuples (as ``write()`` would), every new one is raw.  The
 function tracer's records are written in their bytes: TRACE_FN
 (``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
-options).  An event whose fields are numbers alone is written in its
-record's bytes too (``_trace_events_raw.NumberRecord``, where the entry
-comes back whole from them).  Any other entry (an event's with a string,
-a marker's) takes its place in the sub-buffer as the kernel's would (its
+options).  An event whose fields are of fixed size (numbers, char
+arrays, arrays of numbers, coded values) is written in its record's bytes too
+(``_trace_events_raw.FixedRecord``, where the entry comes back whole from
+them).  Any other entry (an event's with a string of its own, a marker's) takes its place in the sub-buffer as the kernel's would (its
 header, its length, its time delta) and is kept beside it as the tuple
 (the sub-buffer's ``side``: record offset -> entry) until a page reader
 wants its bytes: ``page_data()`` encodes it there, in the space it holds.  Formatting an entry's fields is
@@ -27,7 +27,7 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
-from fakefs.kernel.trace._trace_events_raw cimport NumberRecord, NumberRecords
+from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
     TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
@@ -416,15 +416,15 @@ cdef class PageWriter:
 
     cdef bint other(self, long long ts, tuple entry, int length) except -1:
         """``write()`` of any other entry (``length`` bytes): in a raw
-        sub-buffer its record where an event's numbers are the whole of it
-        (``_trace_events_raw``: read back as it is), else its place, the
+        sub-buffer its record where an event's fixed fields are the whole of
+        it (``_trace_events_raw``: read back as it is), else its place, the
         entry kept beside it (``side``)."""
         cdef int r = self.reserve(ts, length)
-        cdef NumberRecord nr
+        cdef FixedRecord nr
         if r == 1:
             recs = self.cb.records
             if recs is not None and type(entry[1]) is int:
-                nr = (<NumberRecords> recs).of(entry[1])
+                nr = (<FixedRecords> recs).of(entry[1])
                 if nr is not None and rb_event_length(nr.size) == length and nr.pack(self.q, entry):
                     if self.page.records is None:
                         self.page.records = recs

@@ -23,7 +23,7 @@ cdef class BufferPage:
     cdef public object _events      # the entries as tuples (a deque), or None
     cdef public object raw          # the binary layout (a bytearray), or None
     cdef public object side         # a raw one's entries kept beside it (offset -> entry)
-    # the event records written in its bytes (_trace_events_raw.NumberRecords), when any
+    # the event records written in its bytes (_trace_events_raw.FixedRecords), when any
     cdef public object records
     cdef public object packed       # the entries while packed (a raw one's side)
     cdef public object moved        # a move its entries are still to make

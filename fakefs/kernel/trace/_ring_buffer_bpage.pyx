@@ -24,7 +24,7 @@ from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
-from fakefs.kernel.trace._trace_events_raw cimport NumberRecord, NumberRecords
+from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
 
 
 cdef class BufferPage:
@@ -198,14 +198,14 @@ def unpack(blob, zipped):
     return marshal.loads(zlib.decompress(blob) if zipped else blob)
 
 
-def decode_page(bytearray raw, int used, dict side=None, NumberRecords records=None):
+def decode_page(bytearray raw, int used, dict side=None, FixedRecords records=None):
     """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
     order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each (a
     stack's, a stack id's, the function graph's entries and exits as their
     tuples are), the ``side`` entries (record offset -> entry) where they
     were written, an event's whose record is in the bytes as ``records``
     reads it back."""
-    cdef NumberRecord nr
+    cdef FixedRecord nr
     cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
     cdef uint64_t ts, ip, parent, calltime, rettime
     cdef uint32_t hdr, ext, tl

@@ -2,20 +2,27 @@
 # (_trace_events_raw.pyx), as the compiled writer (_ring_buffer.pyx) and
 # the page's decoding (_ring_buffer_bpage.pyx) use it.
 
-cdef class NumberRecord:
+cdef enum:
+    # a field's kind: a number, a ``bool``, a char array, an array of numbers
+    # (a code: a value the model keeps, held as its number: ``filter_codes``)
+    UNSIGNED, SIGNED, BOOL, TEXT, ARRAY_UNSIGNED, ARRAY_SIGNED, CODE_UNSIGNED, CODE_SIGNED
+
+
+cdef class FixedRecord:
     cdef int n                  # its fields
     cdef int size               # the record's bytes (header and fields)
     cdef int *off
-    cdef signed char *width     # 1, 2, 4 or 8 bytes
-    cdef signed char *signed_
-    cdef signed char *boolean   # a ``bool`` field (its value True or False)
+    cdef int *width             # bytes: 1, 2, 4 or 8 for a number (an array's each)
+    cdef int *count             # an array's numbers (1 for any other)
+    cdef signed char *kind
+    cdef list codes             # a code's table (value -> number) and its inverse, else None
 
     cdef bint pack(self, unsigned char *q, tuple entry) except -1
     cdef tuple unpack(self, const unsigned char *rec)
 
 
-cdef class NumberRecords:
-    cdef dict known             # type id -> NumberRecord, or None: not such an event
-    cdef object make            # type id -> the fields' layout (``number_fields()``), or None
+cdef class FixedRecords:
+    cdef dict known             # type id -> FixedRecord, or None: not such an event
+    cdef object make            # type id -> the fields' layout (``fixed_fields()``), or None
 
-    cdef NumberRecord of(self, int typ)
+    cdef FixedRecord of(self, int typ)

@@ -4,23 +4,29 @@ committed, and its entry read back from them, compiled (the data plane:
 docs/data-plane.md; ``trace_events_raw.py`` is the encoder every record
 agrees with).
 
-For the events whose fields are numbers alone (a tracepoint's ``u64``,
-``int``, ``bool`` ...: about two thirds of what the machine fires), the
-compiled writer puts the record itself where the ring buffer reserved it
-(``PageWriter.other``) instead of keeping the entry's tuple beside the
-page, and the page's decoding makes the same tuple again from the bytes:
-``(ts, type, pid, flags, preempt_count, args, None)``, each field's value
-as the model held it (a ``bool`` field's True or False).  Only an entry
-that comes back exactly is written so: its args a tuple of its fields'
-numbers in their ranges (no value masked), flags and preempt count a
-byte each, nothing extra, the record as long as its place
-(``NumberRecord.pack`` says False for any other, which keeps its tuple).
+For the events whose fields are of fixed size (a tracepoint's ``u64``,
+``int``, ``bool``, ``char comm[16]``, ``unsigned long args[6]``, a value
+the model keeps as a letter: ``filter_codes``; most of what the machine
+fires), the compiled writer puts the record itself where the ring buffer
+reserved it (``PageWriter.other``) instead of keeping the entry's tuple
+beside the page, and the page's decoding makes the same tuple again from
+the bytes: ``(ts, type, pid, flags, preempt_count, args, None)``, each
+field's value as the model held it (a ``bool``'s True or False, a char
+array's str, an array's tuple, a code's value).  Only an entry that comes
+back exactly is written so: its args a tuple of its fields' values, each
+number in its field's range (none masked), each string of one-byte
+characters with no NUL that fits, each array a tuple of as many, each
+code in its table, flags and preempt count a byte each, nothing extra,
+the record as long as its place (``FixedRecord.pack`` says False for any
+other, which keeps its tuple).
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.unicode cimport (Py_UCS1, PyUnicode_1BYTE_DATA, PyUnicode_1BYTE_KIND,
+                              PyUnicode_DecodeLatin1, PyUnicode_GET_LENGTH, PyUnicode_KIND)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memchr, memcpy, memset
 
 _U64_END = 1 << 64
 
@@ -28,44 +34,88 @@ cdef enum:
     ENTRY_HDR = 8           # struct trace_entry: type u16, flags u8, preempt_count u8, pid s32
 
 
-cdef class NumberRecord:
-    """The record of one event whose fields are numbers: per field its
-    offset, width, signedness and whether it is a ``bool`` (fields:
-    _trace_events_raw.pxd)."""
+cdef bint _number(v, int w, bint signed, unsigned char *at) except -1:
+    """``v`` an int in the range of a ``w``-byte field (``signed`` or not),
+    written at ``at`` (little endian); False (nothing written) if not."""
+    cdef int overflow
+    cdef long long x
+    cdef unsigned long long u
+    if type(v) is not int:
+        return False
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow == 0:
+        if signed:
+            if w < 8 and not (-(1LL << (8 * w - 1)) <= x < (1LL << (8 * w - 1))):
+                return False
+        elif x < 0 or (w < 8 and x >= (1LL << (8 * w))):
+            return False
+        u = <unsigned long long> x
+    elif overflow > 0 and not signed and w == 8 and v < _U64_END:
+        u = <unsigned long long> v                  # (past 2**63: a u64's top half)
+    else:
+        return False
+    memcpy(at, &u, w)                               # (the low bytes)
+    return True
+
+
+cdef inline object _read(const unsigned char *at, int w, bint signed):
+    """The ``w``-byte number at ``at`` (``_number``'s, read back)."""
+    cdef uint64_t u = 0
+    memcpy(&u, at, w)
+    if not signed:
+        return u
+    if w < 8 and u >> (8 * w - 1):                 # negative: its sign extended
+        return <int64_t> u - (1LL << (8 * w))
+    return <int64_t> u
+
+
+cdef class FixedRecord:
+    """The record of one event whose fields are of fixed size: per field
+    its offset, width and kind (fields: _trace_events_raw.pxd)."""
 
     def __cinit__(self, list fields, int size):
-        """``fields``: (offset, size, signed, bool) each, in the order of
-        the event's args; ``size``: the record's bytes."""
+        """``fields``: (offset, width, kind, count, codes) each, in the order
+        of the event's args (an array: ``count`` numbers of ``width`` bytes;
+        a char array: ``width`` bytes; a code: ``codes``, value -> number);
+        ``size``: the record's bytes."""
         cdef int i
         self.n = len(fields)
         self.size = size
         self.off = <int *> malloc(max(self.n, 1) * sizeof(int))
-        self.width = <signed char *> malloc(max(self.n, 1))
-        self.signed_ = <signed char *> malloc(max(self.n, 1))
-        self.boolean = <signed char *> malloc(max(self.n, 1))
-        if not (self.off and self.width and self.signed_ and self.boolean):
+        self.width = <int *> malloc(max(self.n, 1) * sizeof(int))
+        self.count = <int *> malloc(max(self.n, 1) * sizeof(int))
+        self.kind = <signed char *> malloc(max(self.n, 1))
+        if not (self.off and self.width and self.count and self.kind):
             raise MemoryError()
+        self.codes = []
         for i in range(self.n):
-            off, width, signed, boolean = fields[i]
-            if width not in (1, 2, 4, 8) or off < ENTRY_HDR or off + width > size:
-                raise ValueError("a number field of %d bytes at %d" % (width, off))
-            self.off[i], self.width[i] = off, width
-            self.signed_[i], self.boolean[i] = bool(signed), bool(boolean)
+            off, width, kind, count, codes = fields[i]
+            if kind >= CODE_UNSIGNED:
+                inverse = {number: value for value, number in codes.items()}
+                if len(inverse) != len(codes):
+                    raise ValueError("a code read back two ways: %r" % (codes,))
+                self.codes.append((codes, inverse))
+            else:
+                self.codes.append(None)
+            if (kind != TEXT and width not in (1, 2, 4, 8) or width < 1 or count < 1
+                    or off < ENTRY_HDR or off + width * (count if kind >= ARRAY_UNSIGNED else 1) > size):
+                raise ValueError("a field of %d x %d bytes at %d" % (count, width, off))
+            self.off[i], self.width[i], self.kind[i], self.count[i] = off, width, kind, count
 
     def __dealloc__(self):
         free(self.off)
         free(self.width)
-        free(self.signed_)
-        free(self.boolean)
+        free(self.count)
+        free(self.kind)
 
     cdef bint pack(self, unsigned char *q, tuple entry) except -1:
         """The record of ``entry`` at ``q`` (``size`` bytes, the header and
         the fields, the rest zero); False (``q`` to be written otherwise)
         when the entry would not come back from it as it is."""
         cdef object args = entry[5]
-        cdef int i, w, overflow
-        cdef long long x
-        cdef unsigned long long u
+        cdef int i, j, w, k
+        cdef Py_ssize_t n
+        cdef const Py_UCS1 *text
         cdef uint16_t typ
         cdef int32_t pid32
         if entry[6] is not None or type(args) is not tuple or len(<tuple> args) != self.n:
@@ -85,50 +135,65 @@ cdef class NumberRecord:
         for i in range(self.n):
             v = (<tuple> args)[i]
             w = self.width[i]
-            if self.boolean[i]:
+            k = self.kind[i]
+            if k == TEXT:
+                if type(v) is not str or PyUnicode_KIND(v) != PyUnicode_1BYTE_KIND:
+                    return False
+                n = PyUnicode_GET_LENGTH(v)
+                text = PyUnicode_1BYTE_DATA(v)
+                if n > w or memchr(text, 0, n) != NULL:
+                    return False
+                memcpy(q + self.off[i], text, n)
+                continue
+            if k == BOOL:
                 if type(v) is not bool:
                     return False
-                u = 1 if v is True else 0
-            else:
-                if type(v) is not int:
+                q[self.off[i]] = 1 if v is True else 0
+            elif k >= CODE_UNSIGNED:                 # a value of its table
+                if type(v) is not str:
                     return False
-                x = PyLong_AsLongLongAndOverflow(v, &overflow)
-                if overflow == 0:
-                    if self.signed_[i]:
-                        if w < 8 and not (-(1LL << (8 * w - 1)) <= x < (1LL << (8 * w - 1))):
-                            return False
-                    elif x < 0 or (w < 8 and x >= (1LL << (8 * w))):
+                number = (<dict> (<tuple> self.codes[i])[0]).get(v)
+                if number is None or not _number(number, w, k == CODE_SIGNED, q + self.off[i]):
+                    return False
+            elif k >= ARRAY_UNSIGNED:                # a tuple of as many numbers
+                if type(v) is not tuple or len(<tuple> v) != self.count[i]:
+                    return False
+                for j in range(self.count[i]):
+                    if not _number((<tuple> v)[j], w, k == ARRAY_SIGNED, q + self.off[i] + j * w):
                         return False
-                    u = <unsigned long long> x
-                elif overflow > 0 and not self.signed_[i] and w == 8 and v < _U64_END:
-                    u = <unsigned long long> v          # (past 2**63: a u64's top half)
-                else:
-                    return False
-            memcpy(q + self.off[i], &u, w)         # (little endian: the low bytes)
+            elif not _number(v, w, k == SIGNED, q + self.off[i]):
+                return False
         return True
 
     cdef tuple unpack(self, const unsigned char *rec):
         """The args of the record at ``rec`` (``pack``'s, read back)."""
         cdef list vals = []
-        cdef int i, w
-        cdef uint64_t u
+        cdef int i, j, w, k
+        cdef const unsigned char *p
+        cdef const unsigned char *end
         for i in range(self.n):
             w = self.width[i]
-            u = 0
-            memcpy(&u, rec + self.off[i], w)        # (little endian: the low bytes)
-            if self.boolean[i]:
-                vals.append(u != 0)
-            elif not self.signed_[i]:
-                vals.append(u)
-            elif w < 8 and u >> (8 * w - 1):        # negative: its sign extended
-                vals.append(<int64_t> u - (1LL << (8 * w)))
+            k = self.kind[i]
+            if k == TEXT:
+                p = rec + self.off[i]
+                end = <const unsigned char *> memchr(p, 0, w)
+                vals.append(PyUnicode_DecodeLatin1(<char *> p, (end - p) if end != NULL else w, NULL))
+                continue
+            if k == BOOL:
+                vals.append(rec[self.off[i]] != 0)
+            elif k >= CODE_UNSIGNED:
+                vals.append((<dict> (<tuple> self.codes[i])[1])[_read(rec + self.off[i], w,
+                                                                      k == CODE_SIGNED)])
+            elif k >= ARRAY_UNSIGNED:
+                vals.append(tuple([_read(rec + self.off[i] + j * w, w, k == ARRAY_SIGNED)
+                                   for j in range(self.count[i])]))
             else:
-                vals.append(<int64_t> u)
+                vals.append(_read(rec + self.off[i], w, k == SIGNED))
         return tuple(vals)
 
 
-cdef class NumberRecords:
-    """The ``NumberRecord``s of one kernel's events by type id, made when
+cdef class FixedRecords:
+    """The ``FixedRecord``s of one kernel's events by type id, made when
     first asked for (``make(type id)``: the layout, or None for an event
     that is not such, or no event)."""
 
@@ -136,16 +201,16 @@ cdef class NumberRecords:
         self.known = {}
         self.make = make
 
-    cdef NumberRecord of(self, int typ):
+    cdef FixedRecord of(self, int typ):
         got = self.known.get(typ, False)
         if got is False:
             layout = self.make(typ)
-            got = self.known[typ] = NumberRecord(*layout) if layout is not None else None
-        return <NumberRecord> got
+            got = self.known[typ] = FixedRecord(*layout) if layout is not None else None
+        return <FixedRecord> got
 
     def pack_for_test(self, tuple entry):
         """The record ``pack`` makes of ``entry``, or None (the tests')."""
-        cdef NumberRecord r = self.of(entry[1])
+        cdef FixedRecord r = self.of(entry[1])
         if r is None:
             return None
         buf = bytearray(r.size)
@@ -154,5 +219,5 @@ cdef class NumberRecords:
         return bytes(buf)
 
     def unpack_for_test(self, int typ, bytes record):
-        cdef NumberRecord r = self.of(typ)
+        cdef FixedRecord r = self.of(typ)
         return r.unpack(<const unsigned char *> <const char *> record)

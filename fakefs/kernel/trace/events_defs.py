@@ -67,6 +67,10 @@ class EventDef:
     # ring buffer holds, for fields ``args`` keeps in another form (filters
     # compare the latter)
     filter_values: dict = {}
+    # field name -> {value kept in ``args``: the number the ring buffer
+    # holds}, for those of ``filter_values`` that are such a table (one
+    # number each: a record's field read back as the value; _trace_events_raw)
+    filter_codes: dict = {}
 
     def __init__(self, system, name, fields, print_fmt, payload, rate, kind):
         self.system = system
@@ -115,6 +119,7 @@ class EventDef:
 
 class SchedSwitch(EventDef):
     filter_values = {"prev_state": lambda s: PREV_STATE_VALUES.get(s, 0)}
+    filter_codes = {"prev_state": PREV_STATE_VALUES}
 
     def render(self, a, fmt):
         pc, ppid, pprio, pstate, nc, npid, nprio = a

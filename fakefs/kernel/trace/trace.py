@@ -20,9 +20,9 @@ from .trace_events_pid import EventPids
 from ..mm.alloc_workload_boot import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from ._trace_commit import trace_stack, write_entry
-from ._trace_events_raw import NumberRecords
+from ._trace_events_raw import FixedRecords
 from .ring_buffer import RingBuffer
-from .trace_events_raw import number_fields
+from .trace_events_raw import fixed_fields
 from .trace_sched_switch import SavedCmdlines, SavedTgids, resized
 from .trace_stackmap import FtraceStackMap, BITS_DEFAULT
 from .trace_clock import TRACE_CLOCKS, TraceClocks
@@ -56,7 +56,7 @@ class TraceArray:
             for fname in ZEROED_FLAGS:
                 if fname in self.flags:
                     self.flags[fname] = False
-        self.buffer = RingBuffer(k.nr_cpus, 1, records=tracing.number_records)  # minimum until expanded
+        self.buffer = RingBuffer(k.nr_cpus, 1, records=tracing.fixed_records)  # minimum until expanded
         self.expanded = False
         self.buffer_size = TRACE_BUF_SIZE_DEFAULT
         self.tracers = {t.name: t for t in (cls(self) for cls in tracing.tracer_classes)}
@@ -91,7 +91,7 @@ class TraceArray:
         # the snapshot buffer (CONFIG_TRACER_SNAPSHOT, trace_snapshot.py): the
         # minimum until allocated; ``snapshot_arms`` counts the triggers and
         # probes keeping it allocated (``tr->snapshot``)
-        self.max_buffer = (RingBuffer(k.nr_cpus, 1, records=tracing.number_records)
+        self.max_buffer = (RingBuffer(k.nr_cpus, 1, records=tracing.fixed_records)
                            if k.config.enabled("TRACER_SNAPSHOT") else None)
         self.allocated_snapshot = False
         self.snapshot_arms = 0
@@ -438,7 +438,7 @@ class Tracing:
                                   int(kernel.clock.boot_wall * 1e9))
         # the events whose records the compiled writer puts in the bytes (the
         # ones registered now: a dynamic event's id may be another's later)
-        self.number_records = NumberRecords(self._number_fields)
+        self.fixed_records = FixedRecords(self._fixed_fields)
         self._static_ids: frozenset = frozenset()
         self.global_trace = TraceArray(self, None)
         self.printk_trace = self.global_trace      # where trace_printk() writes
@@ -483,11 +483,11 @@ class Tracing:
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 
 
-    def _number_fields(self, typ: int):
-        """``number_fields()`` of the event of type ``typ`` registered at
-        boot, else None (``number_records``)."""
+    def _fixed_fields(self, typ: int):
+        """``fixed_fields()`` of the event of type ``typ`` registered at
+        boot, else None (``fixed_records``)."""
         ev = self.events_by_id.get(typ) if typ in self._static_ids else None
-        return number_fields(ev) if ev is not None else None
+        return fixed_fields(ev) if ev is not None else None
 
     def file_changed(self, tr, ev, on: bool) -> None:
         """Event ``ev`` starts (``on``) or stops being enabled in array ``tr``."""

@@ -141,26 +141,46 @@ def event_slots(ev) -> tuple[list, int, int]:
     return slots, dyn, fixed
 
 
-def number_fields(ev):
-    """The layout of an event's record whose fields are numbers alone (a
-    ``bool`` among them), as the compiled writer puts the record in its
-    sub-buffer's bytes (``_trace_events_raw.NumberRecord``): ([(offset,
-    size, signed, is a bool), ...] in its args' order, the record's size);
-    None for any other (a string, an array, dynamic data, a field the model
-    keeps in another form: ``filter_values``)."""
-    if ev.filter_values:
+def fixed_fields(ev):
+    """The layout of an event's record whose fields are of fixed size,
+    numbers, char arrays and arrays of numbers, as the compiled writer puts
+    the record in its sub-buffer's bytes (``_trace_events_raw.FixedRecord``):
+    ([(offset, width, kind, count, codes), ...] in its args' order, kinds
+    ``FIXED_KINDS``'s, a coded field's ``filter_codes`` table, the record's
+    size); None for any other (dynamic data, a field the model keeps in
+    another form that is no such table: ``filter_values``)."""
+    codes = getattr(ev, "filter_codes", {})
+    if any(name not in codes for name in ev.filter_values):
         return None
-    slots, dyn, fixed = event_slots(ev)
+    slots, _dyn, fixed = event_slots(ev)
     if ev.desc is not None:
         types = [f.type for f in ev.desc.fields]
     else:
         types = [m.group(1).rpartition(" ")[0] for m in map(_FIELD_RE.match, ev.fields)]
     out = []
     for s, type_ in zip(slots, types):
-        if s.kind != INT or s.size not in (1, 2, 4, 8):
+        count = 1
+        if s.kind == STR:
+            kind = "text"
+        elif s.kind == ARRAY and not s.text and s.elem in (1, 2, 4, 8) and s.count > 0 \
+                and s.elem * s.count == s.size:
+            kind, count = "array signed" if s.signed else "array unsigned", s.count
+        elif s.kind != INT or s.size not in (1, 2, 4, 8):
             return None
-        out.append((s.offset, s.size, s.signed, type_.strip() == "bool"))
+        elif s.name in codes:
+            kind = "code signed" if s.signed else "code unsigned"
+        elif type_.strip() == "bool":
+            kind = "bool"
+        else:
+            kind = "signed" if s.signed else "unsigned"
+        out.append((s.offset, s.size // count, FIXED_KINDS.index(kind), count,
+                    codes.get(s.name)))
     return out, fixed
+
+
+# a fixed field's kind as ``_trace_events_raw.pxd`` numbers them
+FIXED_KINDS = ("unsigned", "signed", "bool", "text", "array unsigned", "array signed",
+               "code unsigned", "code signed")
 
 
 def _int_bytes(v, size: int, where) -> bytes:

@@ -3,7 +3,8 @@ packing of records made of numbers and fixed strings gives the very bytes
 the field-by-field layout gives (the decoding itself is checked against the
 trace text in test_ring_buffer_page.py); an event whose fields are numbers
 alone is written in its record's bytes (``_trace_events_raw.pyx``) and
-read back from them as it was."""
+read back from them as it was (``fixed_fields``: numbers, char arrays,
+arrays of numbers and coded values)."""
 
 import os
 
@@ -13,7 +14,8 @@ from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, WouldBlock
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_entries as te
-from fakefs.kernel.trace.trace_events_raw import RecordEncoder, RecordError, number_fields, packed_layout
+from fakefs.kernel.trace.trace_events_raw import (FIXED_KINDS, RecordEncoder, RecordError,
+                                                  fixed_fields, packed_layout)
 from kfiles import node, rd, wr
 
 FTRACE_TYPES = {te.TRACE_FN, te.TRACE_STACK, te.TRACE_USER_STACK, te.TRACE_STACK_ID,
@@ -154,10 +156,10 @@ def test_every_field_the_machine_fires_is_held_whole_by_its_record():
 
 
 def test_a_number_record_is_the_encoders_and_reads_back_as_the_entry():
-    """``_trace_events_raw.NumberRecord``: the record ``pack`` writes is the
+    """``_trace_events_raw.FixedRecord``: the record ``pack`` writes is the
     encoder's, and ``unpack`` gives the entry's args as they were."""
     k, entries = _machine_entries()
-    recs = k.tracing.number_records
+    recs = k.tracing.fixed_records
     enc = RecordEncoder(k.tracing)
     kinds = set()
     for e in entries:
@@ -173,39 +175,75 @@ def test_a_number_record_is_the_encoders_and_reads_back_as_the_entry():
 
 def test_what_would_not_come_back_whole_is_refused():
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    recs = k.tracing.number_records
+    recs = k.tracing.fixed_records
     ev = next(ev for ev in k.tracing.events if ev.name == "kmem_cache_alloc")
-    fields, _size = number_fields(ev)
-    assert [f[3] for f in fields].count(True) == 1          # accounted: a bool
-    args = tuple(False if f[3] else 1 for f in fields)
+    fields, _size = fixed_fields(ev)
+    kinds = [FIXED_KINDS[f[2]] for f in fields]
+    assert kinds.count("bool") == 1                         # accounted
+    args = tuple(False if kind == "bool" else 1 for kind in kinds)
     good = (100, ev.id, 7, 1, 2, args, None)
     assert recs.pack_for_test(good) is not None
-    b = [f[3] for f in fields].index(True)
-    i = next(j for j, f in enumerate(fields) if f[1] == 8 and not f[2])     # an unsigned long
-    n = next(j for j, f in enumerate(fields) if f[1] == 4 and f[2])         # node: an int
-    top = good[:5] + (args[:i] + ((1 << 64) - 1,) + args[i + 1:],) + good[6:]
-    assert recs.unpack_for_test(ev.id, recs.pack_for_test(top))[i] == (1 << 64) - 1
-    low = good[:5] + (args[:n] + (-(1 << 31),) + args[n + 1:],) + good[6:]
-    assert recs.unpack_for_test(ev.id, recs.pack_for_test(low))[n] == -(1 << 31)
+
+    def put(i, v):
+        return good[:5] + (args[:i] + (v,) + args[i + 1:],) + good[6:]
+    b = kinds.index("bool")
+    i = next(j for j, f in enumerate(fields) if f[1] == 8 and kinds[j] == "unsigned")
+    n = next(j for j, f in enumerate(fields) if f[1] == 4 and kinds[j] == "signed")  # node
+    assert recs.unpack_for_test(ev.id, recs.pack_for_test(put(i, (1 << 64) - 1)))[i] == (1 << 64) - 1
+    assert recs.unpack_for_test(ev.id, recs.pack_for_test(put(n, -(1 << 31))))[n] == -(1 << 31)
     bad = [
         good[:6] + ("extra",),                                   # something beside it
         good[:5] + (args[:-1],) + good[6:],                      # a field missing
         good[:5] + (list(args),) + good[6:],                     # not a tuple
         good[:3] + (256,) + good[4:],                            # flags past a byte
         good[:4] + (-1,) + good[5:],                             # preempt count
-        good[:5] + (args[:b] + (0,) + args[b + 1:],) + good[6:],     # a bool field's 0
-        good[:5] + (args[:i] + (True,) + args[i + 1:],) + good[6:],  # a number field's True
-        good[:5] + (args[:i] + (1 << 64,) + args[i + 1:],) + good[6:],   # masked
-        good[:5] + (args[:i] + (-1,) + args[i + 1:],) + good[6:],        # masked
-        good[:5] + (args[:n] + (1 << 31,) + args[n + 1:],) + good[6:],   # masked
-        good[:5] + (args[:i] + ("1",) + args[i + 1:],) + good[6:],       # no number
+        put(b, 0), put(i, True),                                 # a bool's 0, a number's True
+        put(i, 1 << 64), put(i, -1), put(n, 1 << 31),            # masked
+        put(i, "1"),                                             # no number
     ]
     for e in bad:
         assert recs.pack_for_test(e) is None, e
-    # events with a string, an array or a converted field are not such records
-    for name in ("sched_switch", "sys_enter", "kmem_cache_free"):
+    # a char array: a str of one-byte characters that fits, with no NUL
+    ev = next(ev for ev in k.tracing.events if ev.name == "sched_wakeup")
+    fields, _size = fixed_fields(ev)
+    t = [FIXED_KINDS[f[2]] for f in fields].index("text")
+    width = fields[t][1]
+    base = [0 if FIXED_KINDS[f[2]] != "text" else "" for f in fields]
+    for comm in ("", "kworker/0:1", "x" * width, "caf\xe9"):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:t] + [comm] + base[t + 1:]), None)
+        assert recs.unpack_for_test(ev.id, recs.pack_for_test(e)) == e[5]
+    for comm in ("x" * (width + 1), "a\0b", "\u20ac", b"bytes"):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:t] + [comm] + base[t + 1:]), None)
+        assert recs.pack_for_test(e) is None, comm
+    # an array of numbers: a tuple of as many, each in its range
+    ev = next(ev for ev in k.tracing.events if ev.name == "sys_enter")
+    fields, _size = fixed_fields(ev)
+    a = [FIXED_KINDS[f[2]] for f in fields].index("array unsigned")
+    count = fields[a][3]
+    base = [0] * len(fields)
+    for args in (tuple(range(count)), ((1 << 64) - 1,) * count):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:a] + [args] + base[a + 1:]), None)
+        assert recs.unpack_for_test(ev.id, recs.pack_for_test(e)) == e[5]
+    for args in (list(range(count)), tuple(range(count - 1)), (-1,) * count, (1 << 64,) * count):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:a] + [args] + base[a + 1:]), None)
+        assert recs.pack_for_test(e) is None, args
+    # a code (sched_switch's prev_state: its letters, the numbers the
+    # buffer holds): a letter of the table, read back as the letter
+    ev = next(ev for ev in k.tracing.events if ev.name == "sched_switch")
+    fields, _size = fixed_fields(ev)
+    kinds = [FIXED_KINDS[f[2]] for f in fields]
+    c = next(i for i, kind in enumerate(kinds) if kind.startswith("code"))
+    base = ["" if kind == "text" else 0 for kind in kinds]
+    for letter in ("R", "R+", "S", "D", "Z", "I"):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:c] + [letter] + base[c + 1:]), None)
+        assert recs.unpack_for_test(ev.id, recs.pack_for_test(e)) == e[5]
+    for letter in ("Q", "", 1):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:c] + [letter] + base[c + 1:]), None)
+        assert recs.pack_for_test(e) is None, letter
+    # events with dynamic data are not such records
+    for name in ("irq_handler_entry", "kmem_cache_free"):
         ev = next(ev for ev in k.tracing.events if ev.name == name)
-        assert number_fields(ev) is None, name
+        assert fixed_fields(ev) is None, name
 
 
 def _pages(k, cpu):
