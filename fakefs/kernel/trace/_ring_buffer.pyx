@@ -13,7 +13,8 @@ is filled with tuples (as ``write()`` would), every new one is raw.  The
 function tracer's records are written in their bytes: TRACE_FN
 (``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
 options).  An event whose fields are of fixed size (numbers, char
-arrays, arrays of numbers, coded values) is written in its record's bytes too
+arrays, arrays of numbers, coded values; ``__data_loc`` strings after them)
+is written in its record's bytes too
 (``_trace_events_raw.FixedRecord``, where the entry comes back whole from
 them).  Any other entry (an event's with a string of its own, a marker's) takes its place in the sub-buffer as the kernel's would (its
 header, its length, its time delta) and is kept beside it as the tuple
@@ -421,11 +422,13 @@ cdef class PageWriter:
         entry kept beside it (``side``)."""
         cdef int r = self.reserve(ts, length)
         cdef FixedRecord nr
+        cdef Py_ssize_t need
         if r == 1:
             recs = self.cb.records
             if recs is not None and type(entry[1]) is int:
                 nr = (<FixedRecords> recs).of(entry[1])
-                if nr is not None and rb_event_length(nr.size) == length and nr.pack(self.q, entry):
+                need = nr.length(entry) if nr is not None else -1
+                if need >= 0 and rb_event_length(need) == length and nr.pack(self.q, entry, need):
                     if self.page.records is None:
                         self.page.records = recs
                     return True

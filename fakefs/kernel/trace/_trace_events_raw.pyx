@@ -6,13 +6,13 @@ agrees with).
 
 For the events whose fields are of fixed size (a tracepoint's ``u64``,
 ``int``, ``bool``, ``char comm[16]``, ``unsigned long args[6]``, a value
-the model keeps as a letter: ``filter_codes``; most of what the machine
-fires), the compiled writer puts the record itself where the ring buffer
+the model keeps as a letter: ``filter_codes``), with ``__data_loc char[]``
+strings after them (nearly all the machine fires), the compiled writer puts the record itself where the ring buffer
 reserved it (``PageWriter.other``) instead of keeping the entry's tuple
 beside the page, and the page's decoding makes the same tuple again from
 the bytes: ``(ts, type, pid, flags, preempt_count, args, None)``, each
 field's value as the model held it (a ``bool``'s True or False, a char
-array's str, an array's tuple, a code's value).  Only an entry that comes
+array's str, an array's tuple, a code's value, a string's str or None).  Only an entry that comes
 back exactly is written so: its args a tuple of its fields' values, each
 number in its field's range (none masked), each string of one-byte
 characters with no NUL that fits, each array a tuple of as many, each
@@ -24,7 +24,7 @@ other, which keeps its tuple).
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport (Py_UCS1, PyUnicode_1BYTE_DATA, PyUnicode_1BYTE_KIND,
                               PyUnicode_DecodeLatin1, PyUnicode_GET_LENGTH, PyUnicode_KIND)
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memcpy, memset
 
@@ -73,14 +73,19 @@ cdef class FixedRecord:
     """The record of one event whose fields are of fixed size: per field
     its offset, width and kind (fields: _trace_events_raw.pxd)."""
 
-    def __cinit__(self, list fields, int size):
+    def __cinit__(self, list fields, int size, int dyn_start):
         """``fields``: (offset, width, kind, count, codes) each, in the order
         of the event's args (an array: ``count`` numbers of ``width`` bytes;
-        a char array: ``width`` bytes; a code: ``codes``, value -> number);
-        ``size``: the record's bytes."""
+        a char array: ``width`` bytes; a code: ``codes``, value -> number;
+        a dynamic text: its 4-byte location word); ``size``: the record's
+        bytes without dynamic data, which goes at ``dyn_start``."""
         cdef int i
         self.n = len(fields)
         self.size = size
+        self.dyn_start = dyn_start
+        self.dynamic = False
+        if not ENTRY_HDR <= dyn_start <= size:
+            raise ValueError("dynamic data at %d of %d" % (dyn_start, size))
         self.off = <int *> malloc(max(self.n, 1) * sizeof(int))
         self.width = <int *> malloc(max(self.n, 1) * sizeof(int))
         self.count = <int *> malloc(max(self.n, 1) * sizeof(int))
@@ -90,7 +95,10 @@ cdef class FixedRecord:
         self.codes = []
         for i in range(self.n):
             off, width, kind, count, codes = fields[i]
-            if kind >= CODE_UNSIGNED:
+            self.dynamic |= kind == DYNAMIC_TEXT
+            if kind == DYNAMIC_TEXT and (width != 4 or off + 4 > dyn_start):
+                raise ValueError("a dynamic field's word of %d bytes at %d" % (width, off))
+            if CODE_UNSIGNED <= kind <= CODE_SIGNED:
                 inverse = {number: value for value, number in codes.items()}
                 if len(inverse) != len(codes):
                     raise ValueError("a code read back two ways: %r" % (codes,))
@@ -108,10 +116,37 @@ cdef class FixedRecord:
         free(self.count)
         free(self.kind)
 
-    cdef bint pack(self, unsigned char *q, tuple entry) except -1:
-        """The record of ``entry`` at ``q`` (``size`` bytes, the header and
-        the fields, the rest zero); False (``q`` to be written otherwise)
-        when the entry would not come back from it as it is."""
+    cdef Py_ssize_t length(self, tuple entry) except -2:
+        """The bytes the record of ``entry`` takes (``size`` and its dynamic
+        texts, each with its NUL, as ``record_size()`` counts them), or -1
+        where a dynamic text is not one ``pack`` could write."""
+        cdef Py_ssize_t total = self.size, n
+        cdef int i
+        if not self.dynamic:
+            return total
+        args = entry[5]
+        if type(args) is not tuple or len(<tuple> args) != self.n:
+            return -1
+        for i in range(self.n):
+            if self.kind[i] == DYNAMIC_TEXT:
+                v = (<tuple> args)[i]
+                if v is None:
+                    continue
+                if type(v) is not str or PyUnicode_KIND(v) != PyUnicode_1BYTE_KIND:
+                    return -1
+                n = PyUnicode_GET_LENGTH(v)
+                if memchr(PyUnicode_1BYTE_DATA(v), 0, n) != NULL:
+                    return -1
+                total += n + 1
+        return total
+
+    cdef bint pack(self, unsigned char *q, tuple entry, Py_ssize_t total) except -1:
+        """The record of ``entry`` at ``q`` (``total`` bytes: ``length()``'s;
+        the header, the fields, the dynamic data after them, the rest
+        zero); False (``q`` to be written otherwise) when the entry would
+        not come back from it as it is."""
+        cdef Py_ssize_t at = self.dyn_start
+        cdef uint32_t word
         cdef object args = entry[5]
         cdef int i, j, w, k
         cdef Py_ssize_t n
@@ -125,7 +160,9 @@ cdef class FixedRecord:
                 and 0 <= t < 65536 and -2 ** 31 <= pid < 2 ** 31
                 and 0 <= flags < 256 and 0 <= pc < 256):
             return False
-        memset(q, 0, self.size)
+        if total < self.size or total - self.size + self.dyn_start >= 65536:
+            return False
+        memset(q, 0, total)
         typ = <uint16_t> <long> t
         pid32 = <int32_t> <long> pid
         memcpy(q, &typ, 2)
@@ -145,17 +182,25 @@ cdef class FixedRecord:
                     return False
                 memcpy(q + self.off[i], text, n)
                 continue
+            if k == DYNAMIC_TEXT:                    # (checked by ``length()``)
+                n = 0 if v is None else PyUnicode_GET_LENGTH(v) + 1
+                word = <uint32_t> ((n << 16) | at)
+                memcpy(q + self.off[i], &word, 4)
+                if n:
+                    memcpy(q + at, PyUnicode_1BYTE_DATA(v), n - 1)     # (its NUL: zero)
+                    at += n
+                continue
             if k == BOOL:
                 if type(v) is not bool:
                     return False
                 q[self.off[i]] = 1 if v is True else 0
-            elif k >= CODE_UNSIGNED:                 # a value of its table
+            elif CODE_UNSIGNED <= k <= CODE_SIGNED:  # a value of its table
                 if type(v) is not str:
                     return False
                 number = (<dict> (<tuple> self.codes[i])[0]).get(v)
                 if number is None or not _number(number, w, k == CODE_SIGNED, q + self.off[i]):
                     return False
-            elif k >= ARRAY_UNSIGNED:                # a tuple of as many numbers
+            elif ARRAY_UNSIGNED <= k <= ARRAY_SIGNED:    # a tuple of as many numbers
                 if type(v) is not tuple or len(<tuple> v) != self.count[i]:
                     return False
                 for j in range(self.count[i]):
@@ -169,11 +214,20 @@ cdef class FixedRecord:
         """The args of the record at ``rec`` (``pack``'s, read back)."""
         cdef list vals = []
         cdef int i, j, w, k
+        cdef uint32_t word
         cdef const unsigned char *p
         cdef const unsigned char *end
         for i in range(self.n):
             w = self.width[i]
             k = self.kind[i]
+            if k == DYNAMIC_TEXT:
+                memcpy(&word, rec + self.off[i], 4)
+                if word >> 16 == 0:
+                    vals.append(None)
+                else:
+                    vals.append(PyUnicode_DecodeLatin1(<char *> rec + (word & 0xffff),
+                                                       (word >> 16) - 1, NULL))
+                continue
             if k == TEXT:
                 p = rec + self.off[i]
                 end = <const unsigned char *> memchr(p, 0, w)
@@ -181,10 +235,10 @@ cdef class FixedRecord:
                 continue
             if k == BOOL:
                 vals.append(rec[self.off[i]] != 0)
-            elif k >= CODE_UNSIGNED:
+            elif CODE_UNSIGNED <= k <= CODE_SIGNED:
                 vals.append((<dict> (<tuple> self.codes[i])[1])[_read(rec + self.off[i], w,
                                                                       k == CODE_SIGNED)])
-            elif k >= ARRAY_UNSIGNED:
+            elif ARRAY_UNSIGNED <= k <= ARRAY_SIGNED:
                 vals.append(tuple([_read(rec + self.off[i] + j * w, w, k == ARRAY_SIGNED)
                                    for j in range(self.count[i])]))
             else:
@@ -213,8 +267,11 @@ cdef class FixedRecords:
         cdef FixedRecord r = self.of(entry[1])
         if r is None:
             return None
-        buf = bytearray(r.size)
-        if not r.pack(<unsigned char *> <char *> buf, entry):
+        total = r.length(entry)
+        if total < 0:
+            return None
+        buf = bytearray(total)
+        if not r.pack(<unsigned char *> <char *> buf, entry, total):
             return None
         return bytes(buf)
 

@@ -146,13 +146,15 @@ def fixed_fields(ev):
     numbers, char arrays and arrays of numbers, as the compiled writer puts
     the record in its sub-buffer's bytes (``_trace_events_raw.FixedRecord``):
     ([(offset, width, kind, count, codes), ...] in its args' order, kinds
-    ``FIXED_KINDS``'s, a coded field's ``filter_codes`` table, the record's
-    size); None for any other (dynamic data, a field the model keeps in
-    another form that is no such table: ``filter_values``)."""
+    ``FIXED_KINDS``'s, a coded field's ``filter_codes`` table; the record's
+    size without dynamic data; where that goes), a ``__data_loc char[]``
+    string's field its location word; None for any other (other dynamic
+    data, a field the model keeps in another form that is no such table:
+    ``filter_values``)."""
     codes = getattr(ev, "filter_codes", {})
     if any(name not in codes for name in ev.filter_values):
         return None
-    slots, _dyn, fixed = event_slots(ev)
+    slots, dyn, fixed = event_slots(ev)
     if ev.desc is not None:
         types = [f.type for f in ev.desc.fields]
     else:
@@ -162,6 +164,8 @@ def fixed_fields(ev):
         count = 1
         if s.kind == STR:
             kind = "text"
+        elif s.kind == DATA_LOC and s.text and s.size == 4:
+            kind = "dynamic text"
         elif s.kind == ARRAY and not s.text and s.elem in (1, 2, 4, 8) and s.count > 0 \
                 and s.elem * s.count == s.size:
             kind, count = "array signed" if s.signed else "array unsigned", s.count
@@ -175,12 +179,12 @@ def fixed_fields(ev):
             kind = "signed" if s.signed else "unsigned"
         out.append((s.offset, s.size // count, FIXED_KINDS.index(kind), count,
                     codes.get(s.name)))
-    return out, fixed
+    return out, fixed, dyn
 
 
 # a fixed field's kind as ``_trace_events_raw.pxd`` numbers them
 FIXED_KINDS = ("unsigned", "signed", "bool", "text", "array unsigned", "array signed",
-               "code unsigned", "code signed")
+               "code unsigned", "code signed", "dynamic text")
 
 
 def _int_bytes(v, size: int, where) -> bytes:

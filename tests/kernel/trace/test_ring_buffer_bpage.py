@@ -99,7 +99,9 @@ def test_a_kernel_reads_the_same_with_its_sub_buffers_packed(monkeypatch):
     the same whether the older sub-buffers are packed or not."""
     packed, npacked = _busy_reads(monkeypatch, 2)
     loose, nloose = _busy_reads(monkeypatch, 10 ** 6, 10 ** 6)
-    assert min(n for n, _ in npacked) > 100 and min(z for _, z in npacked) > 50
+    # (packed: the pages with entries kept beside them, those whose records
+    # are not in the bytes: _trace_events_raw)
+    assert min(n for n, _ in npacked) > 15 and min(z for _, z in npacked) > 10
     assert all(n > z for n, z in npacked)                 # some packed, not compressed
     assert nloose == [(0, 0), (0, 0)]
     assert len(packed[0]) > 1_000_000

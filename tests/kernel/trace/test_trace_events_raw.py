@@ -4,7 +4,7 @@ the field-by-field layout gives (the decoding itself is checked against the
 trace text in test_ring_buffer_page.py); an event whose fields are numbers
 alone is written in its record's bytes (``_trace_events_raw.pyx``) and
 read back from them as it was (``fixed_fields``: numbers, char arrays,
-arrays of numbers and coded values)."""
+arrays of numbers, coded values and ``__data_loc`` strings)."""
 
 import os
 
@@ -177,7 +177,7 @@ def test_what_would_not_come_back_whole_is_refused():
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     recs = k.tracing.fixed_records
     ev = next(ev for ev in k.tracing.events if ev.name == "kmem_cache_alloc")
-    fields, _size = fixed_fields(ev)
+    fields, _size, _dyn = fixed_fields(ev)
     kinds = [FIXED_KINDS[f[2]] for f in fields]
     assert kinds.count("bool") == 1                         # accounted
     args = tuple(False if kind == "bool" else 1 for kind in kinds)
@@ -205,7 +205,7 @@ def test_what_would_not_come_back_whole_is_refused():
         assert recs.pack_for_test(e) is None, e
     # a char array: a str of one-byte characters that fits, with no NUL
     ev = next(ev for ev in k.tracing.events if ev.name == "sched_wakeup")
-    fields, _size = fixed_fields(ev)
+    fields, _size, _dyn = fixed_fields(ev)
     t = [FIXED_KINDS[f[2]] for f in fields].index("text")
     width = fields[t][1]
     base = [0 if FIXED_KINDS[f[2]] != "text" else "" for f in fields]
@@ -217,7 +217,7 @@ def test_what_would_not_come_back_whole_is_refused():
         assert recs.pack_for_test(e) is None, comm
     # an array of numbers: a tuple of as many, each in its range
     ev = next(ev for ev in k.tracing.events if ev.name == "sys_enter")
-    fields, _size = fixed_fields(ev)
+    fields, _size, _dyn = fixed_fields(ev)
     a = [FIXED_KINDS[f[2]] for f in fields].index("array unsigned")
     count = fields[a][3]
     base = [0] * len(fields)
@@ -230,7 +230,7 @@ def test_what_would_not_come_back_whole_is_refused():
     # a code (sched_switch's prev_state: its letters, the numbers the
     # buffer holds): a letter of the table, read back as the letter
     ev = next(ev for ev in k.tracing.events if ev.name == "sched_switch")
-    fields, _size = fixed_fields(ev)
+    fields, _size, _dyn = fixed_fields(ev)
     kinds = [FIXED_KINDS[f[2]] for f in fields]
     c = next(i for i, kind in enumerate(kinds) if kind.startswith("code"))
     base = ["" if kind == "text" else 0 for kind in kinds]
@@ -240,8 +240,23 @@ def test_what_would_not_come_back_whole_is_refused():
     for letter in ("Q", "", 1):
         e = (5, ev.id, 3, 0, 0, tuple(base[:c] + [letter] + base[c + 1:]), None)
         assert recs.pack_for_test(e) is None, letter
-    # events with dynamic data are not such records
-    for name in ("irq_handler_entry", "kmem_cache_free"):
+    # a __data_loc string: after the fields, with its NUL (None: a faulted
+    # fetch, no data); one-byte characters, no NUL
+    ev = next(ev for ev in k.tracing.events if ev.name == "irq_handler_entry")
+    fields, _size, _dyn = fixed_fields(ev)
+    d = [FIXED_KINDS[f[2]] for f in fields].index("dynamic text")
+    base = [0] * len(fields)
+    enc = RecordEncoder(k.tracing)
+    for name in ("timer", "", None, "caf\xe9", "x" * 300):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:d] + [name] + base[d + 1:]), None)
+        got = recs.pack_for_test(e)
+        assert got == enc.encode(e) and len(got) == ev.record_size(e[5]), name
+        assert recs.unpack_for_test(ev.id, got) == e[5]
+    for name in ("a\0b", "\u20ac", b"bytes"):
+        e = (5, ev.id, 3, 0, 0, tuple(base[:d] + [name] + base[d + 1:]), None)
+        assert recs.pack_for_test(e) is None, name
+    # events with dynamic data of another kind are not such records
+    for name in ("ipi_send_cpumask", "dma_map_sg"):
         ev = next(ev for ev in k.tracing.events if ev.name == name)
         assert fixed_fields(ev) is None, name
 
