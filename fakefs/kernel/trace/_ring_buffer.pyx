@@ -12,15 +12,15 @@ the same accounting (``reserve()``): a tail sub-buffer that holds tuples
 is filled with tuples (as ``write()`` would), every new one is raw.  The
 function tracer's records are written in their bytes: TRACE_FN
 (``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
-options).  An event whose fields are of fixed size (numbers, char
-arrays, arrays of numbers, coded values; ``__data_loc`` strings after them)
-is written in its record's bytes too
-(``_trace_events_raw.FixedRecord``, where the entry comes back whole from
-them).  Any other entry (an event's with a string of its own, a marker's) takes its place in the sub-buffer as the kernel's would (its
+options), and so is an event's whose fields are of fixed size (numbers,
+char arrays, arrays of numbers, coded values; ``__data_loc`` strings after
+them: ``_trace_events_raw.FixedRecord``, where the entry comes back whole
+from the bytes).  Any other entry (an event's with other dynamic data, a
+marker's) takes its place in the sub-buffer as the kernel's would (its
 header, its length, its time delta) and is kept beside it as the tuple
 (the sub-buffer's ``side``: record offset -> entry) until a page reader
-wants its bytes: ``page_data()`` encodes it there, in the space it holds.  Formatting an entry's fields is
-the control plane's work, done only for what is read; no sub-buffer turns
+wants its bytes: ``page_data()`` encodes it there, in the space it holds.
+Formatting an entry's fields is the control plane's work, done only for what is read; no sub-buffer turns
 into tuples because an event was written in it.
 """
 
@@ -28,7 +28,8 @@ from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from cpython.bytearray cimport PyByteArray_AS_STRING
 
-from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
+from fakefs.kernel.trace._trace_events_raw cimport (
+    FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
     TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
@@ -311,12 +312,7 @@ cdef class PageWriter:
         return 1
 
     cdef void _common(self, uint16_t typ, int pid, int flags, int pc) noexcept:
-        cdef unsigned char *q = self.q
-        cdef int32_t pid32 = pid
-        memcpy(q, &typ, 2)
-        q[2] = <uint8_t> flags
-        q[3] = <uint8_t> pc
-        memcpy(q + 4, &pid32, 4)
+        put_entry_header(self.q, typ, pid, flags, pc)
 
     cdef bint fn(self, long long ts, int pid, int flags, int pc, uint64_t ip,
                  uint64_t parent) except -1:
@@ -482,11 +478,6 @@ cdef class PageWriter:
         return self.other(entry[0], entry, length)
 
 
-cdef inline bint _fields_fit(pid, flags, pc) noexcept:
-    return (type(flags) is int and type(pc) is int and type(pid) is int
-            and 0 <= flags < 256 and 0 <= pc < 256 and -2 ** 31 <= pid < 2 ** 31)
-
-
 cdef bint _u64s(tuple stack) noexcept:
     for ip in stack:
         if type(ip) is not int or not 0 <= ip < 2 ** 64:
@@ -508,7 +499,7 @@ def write_raw(CpuBufferCore cb, tuple entry, int length, bint overwrite):
     w._begin(cb, overwrite, length)
     ts = entry[0]
     try:
-        if len(entry) == 7 and type(ts) is int and _fields_fit(entry[2], entry[3], entry[4]):
+        if len(entry) == 7 and type(ts) is int and entry_header_fits(entry[2], entry[3], entry[4]):
             typ = entry[1]
             a = entry[5]
             b = entry[6]

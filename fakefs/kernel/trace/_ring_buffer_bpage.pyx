@@ -73,7 +73,7 @@ cdef class BufferPage:
             if self.raw is not None:
                 ev = decode_page(self.raw, self.used, self.side_entries(), self.records)
                 self.raw = None
-                self.side = None
+                self.side = self.records = None
             else:
                 ev = unpack(self.packed, self.zipped)
             ev = self._events = deque(ev if move is None else move.apply(ev))

@@ -1,6 +1,27 @@
 # An event's record in its sub-buffer's bytes, written and read back
 # (_trace_events_raw.pyx), as the compiled writer (_ring_buffer.pyx) and
-# the page's decoding (_ring_buffer_bpage.pyx) use it.
+# the page's decoding (_ring_buffer_bpage.pyx) use it; and the header every
+# record starts with (struct trace_entry), which they all write.
+
+from libc.stdint cimport int32_t, uint8_t, uint16_t
+from libc.string cimport memcpy
+
+
+cdef inline bint entry_header_fits(pid, flags, pc) noexcept:
+    """An entry's pid, flags and preempt count go into ``struct
+    trace_entry`` as they are (an s32, a byte, a byte)."""
+    return (type(flags) is int and type(pc) is int and type(pid) is int
+            and 0 <= flags < 256 and 0 <= pc < 256 and -2 ** 31 <= pid < 2 ** 31)
+
+
+cdef inline void put_entry_header(unsigned char *q, uint16_t typ, int pid, int flags,
+                                  int pc) noexcept:
+    """``struct trace_entry`` at ``q``: type, flags, preempt count, pid."""
+    cdef int32_t pid32 = pid
+    memcpy(q, &typ, 2)
+    q[2] = <uint8_t> flags
+    q[3] = <uint8_t> pc
+    memcpy(q + 4, &pid32, 4)
 
 cdef enum:
     # a field's kind: a number, a ``bool``, a char array, an array of numbers

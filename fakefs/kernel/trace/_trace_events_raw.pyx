@@ -7,28 +7,35 @@ agrees with).
 For the events whose fields are of fixed size (a tracepoint's ``u64``,
 ``int``, ``bool``, ``char comm[16]``, ``unsigned long args[6]``, a value
 the model keeps as a letter: ``filter_codes``), with ``__data_loc char[]``
-strings after them (nearly all the machine fires), the compiled writer puts the record itself where the ring buffer
-reserved it (``PageWriter.other``) instead of keeping the entry's tuple
-beside the page, and the page's decoding makes the same tuple again from
-the bytes: ``(ts, type, pid, flags, preempt_count, args, None)``, each
-field's value as the model held it (a ``bool``'s True or False, a char
-array's str, an array's tuple, a code's value, a string's str or None).  Only an entry that comes
-back exactly is written so: its args a tuple of its fields' values, each
-number in its field's range (none masked), each string of one-byte
-characters with no NUL that fits, each array a tuple of as many, each
-code in its table, flags and preempt count a byte each, nothing extra,
-the record as long as its place (``FixedRecord.pack`` says False for any
-other, which keeps its tuple).
+strings after them (nearly all the machine fires), the compiled writer
+puts the record itself where the ring buffer reserved it
+(``PageWriter.other``) instead of keeping the entry's tuple beside the
+page, and the page's decoding makes the same tuple again from the bytes:
+``(ts, type, pid, flags, preempt_count, args, None)``, each field's value
+as the model held it (a ``bool``'s True or False, a char array's str, an
+array's tuple, a code's value, a string's str or None).  Only an entry
+that comes back exactly is written so: its args a tuple of its fields'
+values, each number in its field's range (none masked), each string of
+one-byte characters with no NUL that fits, each array a tuple of as many,
+each code in its table, flags and preempt count a byte each, nothing
+extra, the record as long as its place (``FixedRecord.pack`` says False
+for any other, which keeps its tuple).
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.unicode cimport (Py_UCS1, PyUnicode_1BYTE_DATA, PyUnicode_1BYTE_KIND,
                               PyUnicode_DecodeLatin1, PyUnicode_GET_LENGTH, PyUnicode_KIND)
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memcpy, memset
 
 _U64_END = 1 << 64
+
+# a field's kind by name (``trace_events_raw.fixed_fields`` gives them)
+FIXED_KINDS = {"unsigned": UNSIGNED, "signed": SIGNED, "bool": BOOL, "text": TEXT,
+               "array unsigned": ARRAY_UNSIGNED, "array signed": ARRAY_SIGNED,
+               "code unsigned": CODE_UNSIGNED, "code signed": CODE_SIGNED,
+               "dynamic text": DYNAMIC_TEXT}
 
 cdef enum:
     ENTRY_HDR = 8           # struct trace_entry: type u16, flags u8, preempt_count u8, pid s32
@@ -151,24 +158,15 @@ cdef class FixedRecord:
         cdef int i, j, w, k
         cdef Py_ssize_t n
         cdef const Py_UCS1 *text
-        cdef uint16_t typ
-        cdef int32_t pid32
         if entry[6] is not None or type(args) is not tuple or len(<tuple> args) != self.n:
             return False
-        t, pid, flags, pc = entry[1], entry[2], entry[3], entry[4]
-        if not (type(t) is int and type(pid) is int and type(flags) is int and type(pc) is int
-                and 0 <= t < 65536 and -2 ** 31 <= pid < 2 ** 31
-                and 0 <= flags < 256 and 0 <= pc < 256):
+        t = entry[1]
+        if not (type(t) is int and 0 <= t < 65536 and entry_header_fits(entry[2], entry[3], entry[4])):
             return False
         if total < self.size or total - self.size + self.dyn_start >= 65536:
             return False
         memset(q, 0, total)
-        typ = <uint16_t> <long> t
-        pid32 = <int32_t> <long> pid
-        memcpy(q, &typ, 2)
-        q[2] = <uint8_t> <long> flags
-        q[3] = <uint8_t> <long> pc
-        memcpy(q + 4, &pid32, 4)
+        put_entry_header(q, <uint16_t> <long> t, entry[2], entry[3], entry[4])
         for i in range(self.n):
             v = (<tuple> args)[i]
             w = self.width[i]

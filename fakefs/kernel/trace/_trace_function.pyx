@@ -372,7 +372,10 @@ cdef class CallWriter:
             self._end(out)
         return pids
 
-    def entered(self, list frames, long long ts, int pid, cb):
+    def entered(self, tuple frames, long long ts, int pid, cb):
+        """The calls of the frames ``frames`` (outermost first) a task
+        entered at ``ts`` on its way to a hit (``TraceActivity
+        ._write_entered``): whether any was taken."""
         cdef PageWriter out = self._begin(cb)
         cdef bint took = False
         try:

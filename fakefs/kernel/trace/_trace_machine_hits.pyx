@@ -208,7 +208,7 @@ cdef class HitWriter:
                 buf = tr.buffer
                 if not (buf.record_off or buf.record_disabled):
                     pid = self.curr[cpu].pid
-                    if how.entered(list(entered), hit[0], pid, buf.cpus[cpu]):
+                    if how.entered(entered, hit[0], pid, buf.cpus[cpu]):
                         tr._task_info(cpu, pid)
             if recs:
                 self._commit(recs, cpu, hit[0], args, hit[2], hit[3], hit[4], stack)

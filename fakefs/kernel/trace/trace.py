@@ -482,7 +482,6 @@ class Tracing:
         self.nested: list | None = None
         self.dump_running = False                 # ftrace_dump(): one at a time (trace_dump)
 
-
     def _fixed_fields(self, typ: int):
         """``fixed_fields()`` of the event of type ``typ`` registered at
         boot, else None (``fixed_records``)."""

@@ -461,7 +461,7 @@ class TraceActivity(MachineHits):
         buf = tr.buffer
         if buf.record_off or buf.record_disabled:
             return True                          # no entry, so no stack either
-        if how.entered(list(frames), ts, pid, buf.cpus[cpu]):
+        if how.entered(frames, ts, pid, buf.cpus[cpu]):
             tr._task_info(cpu, pid)
         return True
 

@@ -49,6 +49,7 @@ import re
 import struct
 
 from . import trace_entries as te
+from ._trace_events_raw import FIXED_KINDS
 
 FAULTED_SIZE = len("<faulted>")
 
@@ -83,9 +84,10 @@ class FieldSlot:
     """Where one field goes: kind, offset, size, element size and count,
     whether signed, and the conversion of its value (or None)."""
 
-    __slots__ = ("name", "kind", "offset", "size", "elem", "count", "signed", "conv", "text")
+    __slots__ = ("name", "kind", "offset", "size", "elem", "count", "signed", "conv", "text",
+                 "boolean")
 
-    def __init__(self, name, kind, offset, size, elem, count, signed, conv, text):
+    def __init__(self, name, kind, offset, size, elem, count, signed, conv, text, boolean=False):
         self.name = name
         self.kind = kind
         self.offset = offset
@@ -95,6 +97,7 @@ class FieldSlot:
         self.signed = signed
         self.conv = conv
         self.text = text          # a char (byte) array or a char string
+        self.boolean = boolean    # a ``bool``
 
 
 def _slot(type_: str, name: str, offset: int, size: int, signed: int, conv,
@@ -111,7 +114,7 @@ def _slot(type_: str, name: str, offset: int, size: int, signed: int, conv,
             return FieldSlot(name, STR, offset, size, 1, count, signed, conv, True)
         elem = size // count if count else 0
         return FieldSlot(name, ARRAY, offset, size, elem, count, signed, conv, text)
-    return FieldSlot(name, INT, offset, size, size, 1, signed, conv, False)
+    return FieldSlot(name, INT, offset, size, size, 1, signed, conv, False, type_.strip() == "bool")
 
 
 def event_slots(ev) -> tuple[list, int, int]:
@@ -142,25 +145,20 @@ def event_slots(ev) -> tuple[list, int, int]:
 
 
 def fixed_fields(ev):
-    """The layout of an event's record whose fields are of fixed size,
-    numbers, char arrays and arrays of numbers, as the compiled writer puts
+    """The layout of an event's record whose fields are of fixed size
+    (numbers, char arrays, arrays of numbers, ``filter_codes`` values) with
+    ``__data_loc char[]`` strings after them, as the compiled writer puts
     the record in its sub-buffer's bytes (``_trace_events_raw.FixedRecord``):
-    ([(offset, width, kind, count, codes), ...] in its args' order, kinds
-    ``FIXED_KINDS``'s, a coded field's ``filter_codes`` table; the record's
-    size without dynamic data; where that goes), a ``__data_loc char[]``
-    string's field its location word; None for any other (other dynamic
-    data, a field the model keeps in another form that is no such table:
-    ``filter_values``)."""
-    codes = getattr(ev, "filter_codes", {})
+    ([(offset, width, kind, count, codes), ...] in its args' order, the
+    kinds ``FIXED_KINDS``'s, a coded field's table; the record's size
+    without dynamic data; where that goes); None for any other (other
+    dynamic data, a ``filter_values`` field that is no such table)."""
+    codes = ev.filter_codes
     if any(name not in codes for name in ev.filter_values):
         return None
     slots, dyn, fixed = event_slots(ev)
-    if ev.desc is not None:
-        types = [f.type for f in ev.desc.fields]
-    else:
-        types = [m.group(1).rpartition(" ")[0] for m in map(_FIELD_RE.match, ev.fields)]
     out = []
-    for s, type_ in zip(slots, types):
+    for s in slots:
         count = 1
         if s.kind == STR:
             kind = "text"
@@ -173,18 +171,12 @@ def fixed_fields(ev):
             return None
         elif s.name in codes:
             kind = "code signed" if s.signed else "code unsigned"
-        elif type_.strip() == "bool":
+        elif s.boolean:
             kind = "bool"
         else:
             kind = "signed" if s.signed else "unsigned"
-        out.append((s.offset, s.size // count, FIXED_KINDS.index(kind), count,
-                    codes.get(s.name)))
+        out.append((s.offset, s.size // count, FIXED_KINDS[kind], count, codes.get(s.name)))
     return out, fixed, dyn
-
-
-# a fixed field's kind as ``_trace_events_raw.pxd`` numbers them
-FIXED_KINDS = ("unsigned", "signed", "bool", "text", "array unsigned", "array signed",
-               "code unsigned", "code signed", "dynamic text")
 
 
 def _int_bytes(v, size: int, where) -> bytes:

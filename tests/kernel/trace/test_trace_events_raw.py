@@ -18,6 +18,7 @@ from fakefs.kernel.trace.trace_events_raw import (FIXED_KINDS, RecordEncoder, Re
                                                   fixed_fields, packed_layout)
 from kfiles import node, rd, wr
 
+KIND_NAMES = {number: name for name, number in FIXED_KINDS.items()}
 FTRACE_TYPES = {te.TRACE_FN, te.TRACE_STACK, te.TRACE_USER_STACK, te.TRACE_STACK_ID,
                 te.TRACE_PRINT, te.TRACE_FUNC_REPEATS, te.TRACE_RAW_DATA}
 
@@ -155,7 +156,7 @@ def test_every_field_the_machine_fires_is_held_whole_by_its_record():
     assert len(kinds) > 100 and len(entries) > 20000, (len(kinds), len(entries))
 
 
-def test_a_number_record_is_the_encoders_and_reads_back_as_the_entry():
+def test_a_fixed_record_is_the_encoders_and_reads_back_as_the_entry():
     """``_trace_events_raw.FixedRecord``: the record ``pack`` writes is the
     encoder's, and ``unpack`` gives the entry's args as they were."""
     k, entries = _machine_entries()
@@ -178,7 +179,7 @@ def test_what_would_not_come_back_whole_is_refused():
     recs = k.tracing.fixed_records
     ev = next(ev for ev in k.tracing.events if ev.name == "kmem_cache_alloc")
     fields, _size, _dyn = fixed_fields(ev)
-    kinds = [FIXED_KINDS[f[2]] for f in fields]
+    kinds = [KIND_NAMES[f[2]] for f in fields]
     assert kinds.count("bool") == 1                         # accounted
     args = tuple(False if kind == "bool" else 1 for kind in kinds)
     good = (100, ev.id, 7, 1, 2, args, None)
@@ -206,9 +207,9 @@ def test_what_would_not_come_back_whole_is_refused():
     # a char array: a str of one-byte characters that fits, with no NUL
     ev = next(ev for ev in k.tracing.events if ev.name == "sched_wakeup")
     fields, _size, _dyn = fixed_fields(ev)
-    t = [FIXED_KINDS[f[2]] for f in fields].index("text")
+    t = [KIND_NAMES[f[2]] for f in fields].index("text")
     width = fields[t][1]
-    base = [0 if FIXED_KINDS[f[2]] != "text" else "" for f in fields]
+    base = [0 if KIND_NAMES[f[2]] != "text" else "" for f in fields]
     for comm in ("", "kworker/0:1", "x" * width, "caf\xe9"):
         e = (5, ev.id, 3, 0, 0, tuple(base[:t] + [comm] + base[t + 1:]), None)
         assert recs.unpack_for_test(ev.id, recs.pack_for_test(e)) == e[5]
@@ -218,7 +219,7 @@ def test_what_would_not_come_back_whole_is_refused():
     # an array of numbers: a tuple of as many, each in its range
     ev = next(ev for ev in k.tracing.events if ev.name == "sys_enter")
     fields, _size, _dyn = fixed_fields(ev)
-    a = [FIXED_KINDS[f[2]] for f in fields].index("array unsigned")
+    a = [KIND_NAMES[f[2]] for f in fields].index("array unsigned")
     count = fields[a][3]
     base = [0] * len(fields)
     for args in (tuple(range(count)), ((1 << 64) - 1,) * count):
@@ -231,7 +232,7 @@ def test_what_would_not_come_back_whole_is_refused():
     # buffer holds): a letter of the table, read back as the letter
     ev = next(ev for ev in k.tracing.events if ev.name == "sched_switch")
     fields, _size, _dyn = fixed_fields(ev)
-    kinds = [FIXED_KINDS[f[2]] for f in fields]
+    kinds = [KIND_NAMES[f[2]] for f in fields]
     c = next(i for i, kind in enumerate(kinds) if kind.startswith("code"))
     base = ["" if kind == "text" else 0 for kind in kinds]
     for letter in ("R", "R+", "S", "D", "Z", "I"):
@@ -244,7 +245,7 @@ def test_what_would_not_come_back_whole_is_refused():
     # fetch, no data); one-byte characters, no NUL
     ev = next(ev for ev in k.tracing.events if ev.name == "irq_handler_entry")
     fields, _size, _dyn = fixed_fields(ev)
-    d = [FIXED_KINDS[f[2]] for f in fields].index("dynamic text")
+    d = [KIND_NAMES[f[2]] for f in fields].index("dynamic text")
     base = [0] * len(fields)
     enc = RecordEncoder(k.tracing)
     for name in ("timer", "", None, "caf\xe9", "x" * 300):
