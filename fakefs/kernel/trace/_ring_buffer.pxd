@@ -3,7 +3,7 @@
 
 from libc.stdint cimport uint16_t, uint32_t, uint64_t
 
-from fakefs.kernel.trace._ring_buffer_bpage cimport BufferPage
+from fakefs.kernel.trace._ring_buffer_bpage cimport BufferPage, PageArena
 
 
 cdef class CpuBufferCore:
@@ -28,9 +28,13 @@ cdef class CpuBufferCore:
     # how its kernel's events are written in their records' bytes
     # (_trace_events_raw.FixedRecords), or None: every event beside its page
     cdef public object records
+    # where its raw sub-buffers' bytes are (_ring_buffer_bpage.PageArena),
+    # made at the first (None: none yet, or let go with its sub-buffers)
+    cdef public PageArena arena
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1
     cpdef BufferPage _next_page(self, bint overwrite, bint raw=*)
+    cdef PageArena _arena(self)
 
 
 cdef class PageWriter:

@@ -32,7 +32,8 @@ from fakefs.kernel.trace._trace_events_raw cimport (
     FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
-    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, rb_event_length, record_at, record_room)
+    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, move_into, raw_page,
+    rb_event_length, record_at, record_room)
 
 cdef long long TS_LIMIT = 1LL << 27
 
@@ -88,7 +89,7 @@ cdef class CpuBufferCore:
             lost = len(pages.popleft())
             self.entries -= lost
             self.overrun += lost
-        tail = BufferPage(self.subbuf_size if raw else 0)
+        tail = raw_page(self._arena(), self.subbuf_size) if raw else BufferPage()
         pages.append(tail)
         if len(pages) > self.unzipped_pages:
             old = pages[len(pages) - self.unzipped_pages - 1]
@@ -96,17 +97,34 @@ cdef class CpuBufferCore:
             old.squeeze()
         return tail
 
+    cdef PageArena _arena(self):
+        """Where new raw sub-buffers take their bytes: an arena of a slot
+        a sub-buffer, made at the first and anew when their number or size
+        changed (``rehome()``; an old arena goes with its last sub-buffer)."""
+        cdef PageArena a = self.arena
+        if a is None or a.nslots != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
+            a = self.arena = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
+        return a
 
-def page_data(bytearray raw, int used, dict side, encode):
+    def rehome(self):
+        """After a resize: the raw sub-buffers' bytes moved into an arena of
+        the new size (but those a reader pins), so that the old mapping
+        goes now, not with the last of them."""
+        move_into(self.pages, self._arena())
+
+
+def page_data(const unsigned char[::1] raw, int used, dict side, encode):
     """The data bytes of the raw sub-buffer ``raw`` (``used`` of them) as a
     page reader gets them: each ``side`` entry's record made by ``encode``
     in the place written for it.  None when a record is not of the length
     its place was written for (the model's accounting of the event and its
     record disagree: the caller takes the entries one at a time, as from
     tuples, which gives the same page wherever they agree)."""
-    cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
+    cdef const unsigned char *p = &raw[0]
     cdef unsigned char *q
     cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, n
+    if end > raw.shape[0]:
+        raise ValueError("%d data bytes in a sub-buffer of %d" % (used, raw.shape[0]))
     cdef bytearray out = bytearray(p[PAGE_HDR:end])
     q = <unsigned char *> PyByteArray_AS_STRING(out) - PAGE_HDR
     while off < end:
@@ -207,11 +225,10 @@ cdef class PageWriter:
         self.page = page
         self.used = page.used
         self.nbytes = page.nbytes
-        raw = page.raw
         self.side = None
-        if raw is not None:
+        if page.data != NULL:
             self.side = page.side
-            self.raw = <unsigned char *> PyByteArray_AS_STRING(raw)
+            self.raw = page.data
             self.n = page.npacked
             self.page_last = page.packed_last
             self.append = None

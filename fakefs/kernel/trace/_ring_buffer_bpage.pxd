@@ -19,20 +19,44 @@ cdef enum:
     SMALL_DATA = 112            # RB_MAX_SMALL_DATA
 
 
+cdef class PageArena:
+    # the bytes of a CPU buffer's raw sub-buffers: ``nslots`` slots of
+    # ``size`` bytes in one anonymous mapping (a page of it costs memory
+    # once written), the slots never handed out from ``fresh`` on, those
+    # given back in ``free`` (``nfree`` of them: the last given back goes
+    # first, its memory is the one touched)
+    cdef unsigned char *base
+    cdef Py_ssize_t size, nslots, fresh, nfree
+    cdef Py_ssize_t *free
+
+
 cdef class BufferPage:
+    # (no cycle can pass through a sub-buffer: no collector header, 16
+    # bytes of each of a 64 MB buffer's 16k sub-buffers)
     cdef public object _events      # the entries as tuples (a deque), or None
-    cdef public object raw          # the binary layout (a bytearray), or None
     cdef public object side         # a raw one's entries kept beside it (offset -> entry)
     # the event records written in its bytes (_trace_events_raw.FixedRecords), when any
     cdef public object records
     cdef public object packed       # the entries while packed (a raw one's side)
     cdef public object moved        # a move its entries are still to make
-    cdef public bint zipped         # and compressed
-    cdef public Py_ssize_t npacked  # how many it holds (raw or packed)
+    cdef readonly PageArena arena   # whose slot ``data`` is (None: its own memory)
+    # the binary layout (PAGE_HDR + ``rawsize`` bytes) while raw, else NULL;
+    # ``kept``: the bytes of a sub-buffer no longer raw while a reader still
+    # holds them (``pins``: snapshots and buffer exports), let go at the last
+    cdef unsigned char *data
+    cdef unsigned char *kept
     cdef public long long packed_last   # the time of the newest of them
-    cdef public Py_ssize_t used     # bytes of the data area consumed (events + extends)
-    cdef public Py_ssize_t nbytes   # bytes of events alone
-    cdef public Py_ssize_t read     # events a consuming reader took from it (bpage->read)
+    cdef public int npacked         # how many it holds (raw or packed)
+    cdef public int used            # bytes of the data area consumed (events + extends)
+    cdef public int nbytes          # bytes of events alone
+    cdef public int read            # events a consuming reader took from it (bpage->read)
+    cdef int rawsize
+    cdef int pins
+    cdef public bint zipped         # and compressed
+
+
+cdef BufferPage raw_page(PageArena arena, int size)
+cdef void move_into(object pages, PageArena arena) except *
 
 
 cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:

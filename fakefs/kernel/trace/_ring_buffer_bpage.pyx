@@ -20,24 +20,134 @@ import marshal
 import zlib
 from collections import deque
 
+cimport cython
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
-from cpython.bytearray cimport PyByteArray_AS_STRING
+from libc.string cimport memcpy, memset
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
+from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
 
 from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
 
 
+cdef class PageArena:
+    """The bytes of one CPU buffer's raw sub-buffers (fields:
+    _ring_buffer_bpage.pxd): ``nslots`` of ``size`` bytes each in one
+    anonymous mapping, where the kernel allocates a buffer's pages.  A
+    sub-buffer was a bytearray of its own, 72 bytes more than its 4 KB
+    (the object and the allocator's header) and a chunk among the heap's
+    others; here the mapping's pages cost memory once written, and the
+    slot of an overwritten sub-buffer is the next one's.  A buffer holds
+    more sub-buffers than slots only while a reader keeps an overwritten
+    one: the new one then has memory of its own (``raw_page()``)."""
+
+    def __cinit__(self, Py_ssize_t nslots, Py_ssize_t size):
+        cdef void *got
+        if nslots <= 0 or size <= 0:
+            raise ValueError("an arena of %d slots of %d bytes" % (nslots, size))
+        self.free = <Py_ssize_t *> PyMem_Malloc(nslots * sizeof(Py_ssize_t))
+        if self.free == NULL:
+            raise MemoryError()
+        got = mmap(NULL, nslots * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        if got == MAP_FAILED:
+            raise MemoryError()
+        self.base = <unsigned char *> got
+        self.size = size
+        self.nslots = nslots
+
+    def __dealloc__(self):
+        if self.base != NULL:
+            munmap(self.base, self.nslots * self.size)
+        PyMem_Free(self.free)
+
+    @property
+    def slots(self):
+        """(slots, of them in use)."""
+        return self.nslots, self.fresh - self.nfree
+
+
+cdef char *_FORMAT = b"B"
+
+
+cdef unsigned char *arena_take(PageArena a) noexcept:
+    """A slot's bytes, all zero (NULL: every slot is in use)."""
+    cdef unsigned char *mem
+    if a.nfree:
+        a.nfree -= 1
+        mem = a.base + a.free[a.nfree] * a.size
+        memset(mem, 0, a.size)
+        return mem
+    if a.fresh < a.nslots:
+        a.fresh += 1
+        return a.base + (a.fresh - 1) * a.size      # (never written: zero)
+    return NULL
+
+
+cdef void let_go(BufferPage page, unsigned char *mem) noexcept:
+    """``mem`` (the page's bytes) back to its arena, or freed."""
+    cdef PageArena a = page.arena
+    if a is not None:
+        a.free[a.nfree] = (mem - a.base) // a.size
+        a.nfree += 1
+    else:
+        PyMem_Free(mem)
+
+
+cdef BufferPage raw_page(PageArena arena, int size):
+    """A new raw sub-buffer of ``size`` data bytes: its bytes a slot of
+    ``arena`` (None, or no slot free: memory of its own)."""
+    cdef BufferPage page = BufferPage.__new__(BufferPage)
+    cdef unsigned char *mem = NULL
+    if arena is not None and arena.size == PAGE_HDR + size:
+        mem = arena_take(arena)
+    if mem != NULL:
+        page.arena = arena
+    else:
+        mem = <unsigned char *> PyMem_Calloc(PAGE_HDR + size, 1)
+        if mem == NULL:
+            raise MemoryError()
+    page.data = mem
+    page.rawsize = size
+    return page
+
+
+cdef void move_into(object pages, PageArena arena) except *:
+    """The raw ones of ``pages`` not in ``arena`` copied into it (but those
+    a reader pins: a view points at their bytes), while it has slots."""
+    cdef BufferPage p
+    cdef unsigned char *mem
+    for p in pages:
+        if p.data == NULL or p.arena is arena or p.pins or p.rawsize + PAGE_HDR != arena.size:
+            continue
+        mem = arena_take(arena)
+        if mem == NULL:
+            return
+        memcpy(mem, p.data, arena.size)
+        let_go(p, p.data)
+        p.data = mem
+        p.arena = arena
+
+
+cdef inline const unsigned char *page_bytes(BufferPage page) noexcept:
+    """Its bytes as a snapshot reads them: raw, or kept for a reader."""
+    return page.data if page.data != NULL else page.kept
+
+
+@cython.no_gc
 cdef class BufferPage:
     """One sub-buffer's entries and byte counts (its fields:
     _ring_buffer_bpage.pxd).
 
     A sub-buffer the compiled writers started (``raw``) holds its entries
-    in the kernel's binary layout, ``npacked`` of them, the newest at
+    in the kernel's binary layout (its bytes a slot of its CPU buffer's
+    ``PageArena``), ``npacked`` of them, the newest at
     ``packed_last``, and beside it the entries whose records are made when
     read (``side``: record offset -> entry; packed and compressed with the
     others as it ages: the function tracer's records are compact already);
     ``events`` decodes it into tuples for good, ``snapshot()`` decodes a
-    copy.
+    copy.  ``raw`` is a view of its bytes (None: not raw); while a view
+    or a snapshot holds them (``pins``), the bytes stay, even past
+    ``drop_raw()``.
 
     The entries are tuples while the sub-buffer is among its CPU's newest
     ``LOOSE_PAGES``; past them packing while idle (``pack_idle``) packs it
@@ -55,11 +165,59 @@ cdef class BufferPage:
     request that makes it, and a reader moves only what it reads."""
 
     def __init__(self, int raw_size=0):
-        """An empty sub-buffer: of tuples, or raw of ``raw_size`` data bytes."""
+        """An empty sub-buffer: of tuples, or raw of ``raw_size`` data
+        bytes (of its own: a CPU buffer's come from ``raw_page()``)."""
         if raw_size:
-            self.raw = bytearray(PAGE_HDR + raw_size)
+            self.data = <unsigned char *> PyMem_Calloc(PAGE_HDR + raw_size, 1)
+            if self.data == NULL:
+                raise MemoryError()
+            self.rawsize = raw_size
         else:
             self._events = deque()
+
+    def __dealloc__(self):
+        if self.data != NULL:
+            let_go(self, self.data)
+        if self.kept != NULL:
+            let_go(self, self.kept)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        if self.data == NULL:
+            raise BufferError("not a raw sub-buffer")
+        view.buf = self.data
+        view.obj = self
+        view.len = PAGE_HDR + self.rawsize
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = _FORMAT
+        view.ndim = 1
+        view.shape = &view.len if flags & PyBUF_ND == PyBUF_ND else NULL
+        view.strides = &view.itemsize if flags & PyBUF_STRIDES == PyBUF_STRIDES else NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+        self.pins += 1
+
+    def __releasebuffer__(self, Py_buffer *view):
+        unpin(self)
+
+    @property
+    def raw(self):
+        """Its bytes while raw (a memoryview: PAGE_HDR and the data area),
+        else None."""
+        return memoryview(self) if self.data != NULL else None
+
+    def drop_raw(self):
+        """No longer raw (its entries taken, or decoded for good): the
+        bytes go, or stay for the readers still holding them."""
+        if self.data == NULL:
+            return
+        if self.pins:
+            self.kept = self.data
+        else:
+            let_go(self, self.data)
+        self.data = NULL
 
     def __len__(self):
         ev = self._events
@@ -70,9 +228,9 @@ cdef class BufferPage:
         ev = self._events
         move = self.moved
         if ev is None:
-            if self.raw is not None:
-                ev = decode_page(self.raw, self.used, self.side_entries(), self.records)
-                self.raw = None
+            if self.data != NULL:
+                ev = _decode(self.data, self.used, self.side_entries(), self.records)
+                self.drop_raw()
                 self.side = self.records = None
             else:
                 ev = unpack(self.packed, self.zipped)
@@ -95,7 +253,7 @@ cdef class BufferPage:
     def side_entries(self):
         """A raw sub-buffer's entries kept beside it (record offset ->
         entry), unpacked where packed (for good: they are read)."""
-        if self.packed is not None and self.raw is not None:
+        if self.packed is not None and self.data != NULL:
             self.side = self._side()
             self.packed = None
             self.zipped = False
@@ -103,11 +261,11 @@ cdef class BufferPage:
 
     def _side(self):
         """``side_entries()`` leaving the page as it is."""
-        return side_of(self.side, (self.packed, self.zipped) if self.raw is not None else None)
+        return side_of(self.side, (self.packed, self.zipped) if self.data != NULL else None)
 
     def pack(self):
         """Packed now (False: empty, packed already, or not packable)."""
-        if self.raw is not None:
+        if self.data != NULL:
             return self._pack_side()
         if self.moved is not None:
             self.events
@@ -155,34 +313,53 @@ cdef class BufferPage:
         reader shares them."""
         ev = self._events
         move = self.moved
-        if ev is None and self.raw is not None:
+        if ev is None and self.data != NULL:
             return RawSnap(self, move)
         if move is not None:
             return ((self.packed, self.zipped) if ev is None else ev), move
         return (self.packed, self.zipped) if ev is None else list(ev)
 
 
-class RawSnap:
+cdef void unpin(BufferPage page) noexcept:
+    page.pins -= 1
+    if page.pins == 0 and page.kept != NULL:
+        let_go(page, page.kept)
+        page.kept = NULL
+
+
+@cython.final
+cdef class RawSnap:
     """A raw sub-buffer's entries as a snapshot found them, decoded when a
     reader comes to them (``cat trace`` of a big buffer holds one
     sub-buffer's tuples at a time): its bytes up to what was written then
     (a writer only appends past ``used``; nothing rewrites a sub-buffer's
-    bytes, a reader taking them drops them), the entries kept beside it
-    (packed or not; unpacking replaces, never changes, them), the move to
-    make."""
+    bytes while it is pinned: the snapshot pins it), the entries kept
+    beside it (packed or not; unpacking replaces, never changes, them),
+    the move to make."""
 
-    __slots__ = ("raw", "used", "side", "packed", "records", "move")
+    cdef BufferPage page
+    cdef int used
+    cdef object side, packed, records
+    cdef public object move
 
     def __init__(self, BufferPage page, move):
-        self.raw = page.raw
+        if page.data == NULL:
+            raise ValueError("not a raw sub-buffer")
+        self.page = page
+        page.pins += 1
         self.used = page.used
         self.side = page.side
         self.records = page.records
         self.packed = (page.packed, page.zipped)
         self.move = move
 
+    def __dealloc__(self):
+        if self.page is not None:
+            unpin(self.page)
+
     def entries(self):
-        ev = decode_page(self.raw, self.used, side_of(self.side, self.packed), self.records)
+        ev = _decode(page_bytes(self.page), self.used, side_of(self.side, self.packed),
+                     self.records)
         return ev if self.move is None else self.move.apply(ev)
 
 
@@ -198,15 +375,32 @@ def unpack(blob, zipped):
     return marshal.loads(zlib.decompress(blob) if zipped else blob)
 
 
-def decode_page(bytearray raw, int used, dict side=None, FixedRecords records=None):
-    """The entries of the raw sub-buffer ``raw`` (``used`` data bytes), in
+def decode_page(const unsigned char[::1] raw, int used, dict side=None,
+                FixedRecords records=None):
+    """``_decode()`` of the raw sub-buffer ``raw`` (a buffer: its header and
+    data area)."""
+    if PAGE_HDR + used > raw.shape[0]:
+        raise ValueError("%d data bytes in a sub-buffer of %d" % (used, raw.shape[0]))
+    return _decode(&raw[0], used, side, records)
+
+
+cdef Py_ssize_t _decodes = 0
+
+
+def decodes():
+    """How many sub-buffers were decoded so far (the tests')."""
+    return _decodes
+
+
+cdef list _decode(const unsigned char *p, int used, dict side, FixedRecords records):
+    """The entries of the raw sub-buffer at ``p`` (``used`` data bytes), in
     order: (ts, type, pid, flags, preempt_count, ip, parent_ip) each (a
     stack's, a stack id's, the function graph's entries and exits as their
     tuples are), the ``side`` entries (record offset -> entry) where they
     were written, an event's whose record is in the bytes as ``records``
     reads it back."""
+    global _decodes
     cdef FixedRecord nr
-    cdef unsigned char *p = <unsigned char *> PyByteArray_AS_STRING(raw)
     cdef uint64_t ts, ip, parent, calltime, rettime
     cdef uint32_t hdr, ext, tl
     cdef uint16_t typ
@@ -215,6 +409,7 @@ def decode_page(bytearray raw, int used, dict side=None, FixedRecords records=No
     cdef uint32_t sid
     cdef int32_t size
     cdef list out = [], stack
+    _decodes += 1
     memcpy(&ts, p, 8)
     while off < end:
         tl = record_at(p, off, &rec, &nxt)

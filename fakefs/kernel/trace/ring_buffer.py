@@ -76,6 +76,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
 
     def reset(self) -> None:
         self.pages.clear()
+        self.arena = None               # (its mapping goes with the last sub-buffer)
         self.freed_entries = 0
         self.freed_bytes = 0
         self.entries = 0
@@ -98,6 +99,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
             lost = len(self.pages.popleft())
             self.entries -= lost
             self.overrun += lost
+        self.rehome()
 
     def write_many(self, entries: list, length, overwrite: bool) -> int:
         """``write()`` of each of ``entries`` (in time order, ``length``
@@ -241,6 +243,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         self.freed_bytes += self.bytes()
         self.entries = 0
         self.pages.clear()
+        self.arena = None
         self.subbuf_size = subbuf_size
         self.nr_pages = nr_pages
 

@@ -122,10 +122,11 @@ class CpuBufferReader:
         else:
             data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
         stamp = int.from_bytes(raw[:8], "little")
+        raw.release()
         p.read += n
         self.entries -= n
         self.read += n
-        p.raw = None                    # emptied: the writer's goes on (as tuples)
+        p.drop_raw()                    # emptied: the writer's goes on (as tuples)
         p.side = None
         p.npacked = 0
         p._events = deque()

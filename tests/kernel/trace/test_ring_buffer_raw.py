@@ -11,7 +11,7 @@ import pytest
 
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace._ring_buffer import PageWriter, fill_page
-from fakefs.kernel.trace._ring_buffer_bpage import decode_page
+from fakefs.kernel.trace._ring_buffer_bpage import decode_page, decodes
 from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
 from fakefs.kernel.trace.ring_buffer_page import read_page
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder
@@ -44,13 +44,17 @@ def raw_buffer(es, nr_pages):
     return cb
 
 
-def count_decodes(monkeypatch) -> list:
-    """A list that gets an item at each ``decode_page`` of a sub-buffer."""
-    from fakefs.kernel.trace import _ring_buffer_bpage as ring_buffer_bpage
-    decoded = []
-    real = ring_buffer_bpage.decode_page
-    monkeypatch.setattr(ring_buffer_bpage, "decode_page", lambda *a: decoded.append(1) or real(*a))
-    return decoded
+class Decodes:
+    """How many sub-buffers were decoded since it was made or cleared."""
+
+    def __init__(self):
+        self.since = decodes()
+
+    def clear(self):
+        self.since = decodes()
+
+    def __len__(self):
+        return decodes() - self.since
 
 
 def accounts(cb):
@@ -138,7 +142,7 @@ def test_a_page_s_records_of_a_type_it_does_not_write_are_refused():
         decode_page(raw, cb.pages[-1].used)
 
 
-def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
+def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is():
     """A consuming page reader gets a raw sub-buffer's bytes without
     decoding it, the same page and the same accounts as from tuples: with
     the writer on the page read, writes in between, lost events, and reads
@@ -147,7 +151,7 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is(monkeypatch):
     raw_cb, tup_cb = CpuBuffer(0, 6), CpuBuffer(0, 6)
     enc = RecordEncoder(None)
     cap = raw_cb.subbuf_size
-    decoded = count_decodes(monkeypatch)
+    decoded = Decodes()
     pages = short = 0
     for lo in range(0, len(es), 500):
         w = PageWriter(raw_cb, True, FN)
@@ -418,14 +422,14 @@ def test_the_entries_beside_an_old_raw_sub_buffer_are_packed():
     assert accounts(raw_cb) == accounts(tup_cb)
 
 
-def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it(monkeypatch):
+def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it():
     """``iter_events()`` decodes one raw sub-buffer at a time, as the
     reader reaches it, and gives the entries as they were when it was
     made: the writer goes on in the tail meanwhile (entries of every type),
     an old sub-buffer's side entries are packed meanwhile."""
     es = mixed(44, 1500)
     raw_cb, tup_cb = raw_and_tuples(es[:1000], 30, unzipped=6)
-    decoded = count_decodes(monkeypatch)
+    decoded = Decodes()
     want = list(tup_cb.iter_events())
     snap = raw_cb.iter_events()
     assert next(snap) == want[0] and len(decoded) == 1
@@ -434,7 +438,7 @@ def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it(monkeyp
     assert 1 < len(decoded) <= len(raw_cb.pages) + 1
 
 
-def test_asking_whether_a_buffer_holds_entries_decodes_nothing(monkeypatch):
+def test_asking_whether_a_buffer_holds_entries_decodes_nothing():
     """A poller's watermark and a page reader's "would block" ask whether
     the buffer is empty: the reader's raw sub-buffer stays raw, so the
     page read after them takes it whole (a poll before each read made
@@ -443,11 +447,11 @@ def test_asking_whether_a_buffer_holds_entries_decodes_nothing(monkeypatch):
     entries)."""
     es = entries(2, 900)
     cb = raw_buffer(es, 8)
-    decoded = count_decodes(monkeypatch)
+    decoded = Decodes()
     assert not cb.empty() and cb.watermark_hit(50)
-    assert decoded == [] and cb.pages[0].raw is not None
+    assert len(decoded) == 0 and cb.pages[0].raw is not None
     enc = RecordEncoder(None)
-    assert read_page(cb, enc.encode, 4096, cb.subbuf_size) is not None and decoded == []
+    assert read_page(cb, enc.encode, 4096, cb.subbuf_size) is not None and len(decoded) == 0
     assert CpuBuffer(0, 4).empty()
 
 
@@ -474,3 +478,83 @@ def test_fill_page_makes_the_page_the_reference_builder_makes(room):
                 break
         stamp, data, n = fill_page(es, lambda e: e[1], room)
         assert (stamp, data, n) == (pb.time_stamp or 0, bytes(pb.data), pb.count)
+
+
+def in_use(cb):
+    """How many of its arena's slots are in use."""
+    return cb.arena.slots[1]
+
+
+def test_raw_sub_buffers_take_their_bytes_from_the_cpu_buffer_s_arena():
+    """A CPU buffer's raw sub-buffers are slots of one arena of a slot a
+    sub-buffer: an overwritten one's slot is the next one's (none of its
+    bytes left behind: the new one reads back only its own entries)."""
+    es = entries(5, 6000)
+    cb = raw_buffer(es, 8)
+    assert cb.overrun > 0 and len(cb.pages) == 8
+    assert cb.arena.slots == (8, 8)
+    assert all(p.arena is cb.arena for p in cb.pages)
+    assert cb.events() == es[len(es) - cb.entries:]
+    cb.reset()                          # the arena goes with its sub-buffers
+    assert cb.arena is None
+    w = PageWriter(cb, True, FN)
+    w.put_fn(es[0][0], *es[0][2:])
+    w.finish()
+    assert cb.events() == es[:1] and in_use(cb) == 1
+
+
+def test_a_snapshot_keeps_the_bytes_of_sub_buffers_taken_or_overwritten_meanwhile():
+    """A reader's snapshot holds the raw sub-buffers it reads: a consuming
+    reader decoding them for good and the writer overwriting them
+    meanwhile give their slots to nobody (new sub-buffers have memory of
+    their own), and the snapshot reads what was there; let go, the slots
+    serve again."""
+    es = entries(6, 12000)
+    cb = raw_buffer(es[:3000], 8)
+    want = cb.events()
+    snap = cb.iter_events()
+    assert next(snap) == want[0]
+    assert [cb.consume() for _ in range(700)] == want[:700]     # decoded for good
+    w = PageWriter(cb, True, FN)
+    for e in es[3000:]:                 # the buffer overwritten a few times
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    assert not any(p.arena is cb.arena for p in cb.pages)     # every slot held
+    assert [want[0]] + list(snap) == want
+    del snap
+    assert in_use(cb) == 0
+    w = PageWriter(cb, True, FN)
+    for e in es[:3000]:
+        w.put_fn(e[0] + es[-1][0], *e[2:])
+    w.finish()
+    assert in_use(cb) == 8 and all(p.arena is cb.arena for p in cb.pages)
+
+
+def test_a_view_of_a_sub_buffer_taken_meanwhile_keeps_its_bytes():
+    """``page.raw`` is a view of the bytes: a page reader taking the
+    sub-buffer meanwhile (``drop_raw()``) leaves them to the view, which
+    gives the slot back when released."""
+    es = entries(7, 900)
+    cb = raw_buffer(es, 8)
+    page = cb.pages[0]
+    view = page.raw
+    before = bytes(view)
+    got = read_page(cb, RecordEncoder(None).encode, 4096, cb.subbuf_size)
+    assert got is not None and page.raw is None
+    assert bytes(view) == before and in_use(cb) == len(cb.pages) + 1
+    view.release()
+    assert in_use(cb) == len(cb.pages)
+
+
+@pytest.mark.parametrize("nr_pages", (4, 12))
+def test_a_resize_moves_the_sub_buffers_into_an_arena_of_the_new_size(nr_pages):
+    """After a resize the sub-buffers kept are in an arena of the new size
+    (the old mapping goes with them), their entries unchanged."""
+    es = entries(8, 3000)
+    cb = raw_buffer(es, 8)
+    old = cb.arena
+    kept = cb.events()
+    cb.resize(nr_pages)
+    want = kept[len(kept) - cb.entries:]
+    assert cb.arena is not old and cb.arena.slots == (nr_pages, len(cb.pages))
+    assert all(p.arena is cb.arena for p in cb.pages) and cb.events() == want
