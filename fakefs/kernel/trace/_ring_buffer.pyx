@@ -100,17 +100,26 @@ cdef class CpuBufferCore:
     cdef PageArena _arena(self):
         """Where new raw sub-buffers take their bytes: an arena of a slot
         a sub-buffer, made at the first and anew when their number or size
-        changed (``rehome()``; an old arena goes with its last sub-buffer)."""
+        changed (``rehome()``; an old arena goes with its last sub-buffer);
+        None when the mapping cannot be made."""
         cdef PageArena a = self.arena
         if a is None or a.nslots != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
-            a = self.arena = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
+            try:
+                a = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
+            except MemoryError:         # (no mapping: each its own memory)
+                a = None
+            self.arena = a
         return a
 
     def rehome(self):
         """After a resize: the raw sub-buffers' bytes moved into an arena of
         the new size (but those a reader pins), so that the old mapping
         goes now, not with the last of them."""
-        move_into(self.pages, self._arena())
+        if self.arena is None:          # (none made: nothing raw to move)
+            return
+        a = self._arena()
+        if a is not None:
+            move_into(self.pages, a)
 
 
 def page_data(const unsigned char[::1] raw, int used, dict side, encode):

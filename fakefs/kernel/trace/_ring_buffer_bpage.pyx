@@ -25,7 +25,8 @@ from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
-from posix.mman cimport MAP_ANONYMOUS, MAP_FAILED, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap
+from posix.mman cimport (
+    MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap)
 
 from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
 
@@ -48,7 +49,8 @@ cdef class PageArena:
         self.free = <Py_ssize_t *> PyMem_Malloc(nslots * sizeof(Py_ssize_t))
         if self.free == NULL:
             raise MemoryError()
-        got = mmap(NULL, nslots * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        got = mmap(NULL, nslots * size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         if got == MAP_FAILED:
             raise MemoryError()
         self.base = <unsigned char *> got
