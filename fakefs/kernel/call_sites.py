@@ -29,6 +29,8 @@ mostly reused (``WAY_KEPT``), its frames built once.
 
 from __future__ import annotations
 
+from collections import deque
+
 # a call site's way up its callers (walk_reference.use_reference swaps it)
 from ._reach import caller_arrays, way_up
 from .irq import INTERRUPT_FUNCS
@@ -36,6 +38,16 @@ from .walkgraph import table_items, tp_off
 
 WAY_KEPT = 0.9             # a task's next allocation from a site goes its last way
 WAYS_KEPT = 100_000        # kept ways before the memo restarts
+# tasks whose ways are kept before the oldest is looked at: gone from the
+# task table (an exited task stays there for fork.DEAD_KEPT exits), its ways
+# go (an exited task allocates no more: ~600 bytes a way, ~5 ways a shell's
+# command, ~10 commands a simulated second, kept for good they were 3 MB in
+# 10 minutes and 58 MB at WAYS_KEPT)
+WAY_PIDS_LOOKED_AT = 64
+# of them looked at each time a task has its first way: with k looks the
+# tasks gone that still have ways are about 1/(k - 1) of those there (with
+# one they would grow without end: most looks find a task still there)
+WAY_LOOKS = 3
 TRIES = 8                  # random climbs tried before giving up
 
 
@@ -54,7 +66,9 @@ class CallSites:
         self._reach: dict = {}               # (profile, entries, task_only) -> reachable ids
         self._led: dict = {}                 # (reach key, name) -> leads to a reachable graph function
         self._cuts = 0                       # recursions cut short by _leads()
-        self._ways: dict = {}                # (pid, name, task_only) -> way
+        self._ways: dict = {}                # pid -> {(name, task_only): way}
+        self._nways = 0                      # how many ways _ways holds
+        self._way_pids: deque = deque()      # its pids, the oldest looked at first
         self._names: dict = {}               # site -> its function's symbol name
         self._keys: dict = {}                # id(roots) -> its entries (the reach key)
         self._all_roots = None               # reachable(): every task's entries
@@ -77,13 +91,13 @@ class CallSites:
         ts = c.ts
         # a task allocating again from the same place mostly does it the
         # same way (one system call, a loop): its last way up, kept
-        key = (ts.task.pid, name, task_only)
-        way = self._ways.get(key)
+        pid = ts.task.pid
+        mine = self._ways.get(pid)
+        key = (name, task_only)
+        way = mine.get(key) if mine is not None else None
         if way is None or rng.random() >= WAY_KEPT:
             way = self._new_way(rng, ts, name, task_only)
-            if len(self._ways) > WAYS_KEPT:
-                self._ways.clear()
-            self._ways[key] = way
+            self._keep_way(pid, key, way)
         irq, chain, above, rets = way
         if chain is None:
             return None
@@ -103,6 +117,34 @@ class CallSites:
             a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
             top = self._allocator[(name, kind)] = wg.addr[a] + tp_off(wg.names[a], wg.size[a])
         return (top, site) + rets + above
+
+    def _keep_way(self, pid, key, way) -> None:
+        """``way`` is the task ``pid``'s last from ``key`` (the site's
+        function, task only)."""
+        ways = self._ways
+        if self._nways > WAYS_KEPT:
+            ways.clear()
+            self._way_pids.clear()
+            self._nways = 0
+        mine = ways.get(pid)
+        if mine is None:
+            mine = ways[pid] = {}
+            self._way_pids.append(pid)
+            if len(self._way_pids) > WAY_PIDS_LOOKED_AT:
+                for _ in range(WAY_LOOKS):
+                    self._forget_exited()
+        if key not in mine:
+            self._nways += 1
+        mine[key] = way
+
+    def _forget_exited(self) -> None:
+        """The oldest task with ways: forgotten if gone from the task
+        table, else looked at again later."""
+        old = self._way_pids.popleft()
+        if old in self.walk.kernel.sched.tasks:
+            self._way_pids.append(old)
+        else:
+            self._nways -= len(self._ways.pop(old))
 
     def reaches(self, pid: int, site: int) -> bool:
         """Whether the task ``pid`` gets, in task context, to the function
