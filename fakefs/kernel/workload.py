@@ -69,12 +69,11 @@ NOSWITCH_KINDS = frozenset({"sched_waking", "sched_wakeup"})
 # issue 33's done-means 5).  With everything traced (function tracer, every
 # event, stacktrace, stackmap) ~1,400 new frames a simulated second; a frame
 # is 160 bytes with ~31 of kids' dicts (its stack is not kept: _walk.pyx),
-# the event memo's share ~250 bytes a key.  In-process, everything on, 64 MB
-# a CPU, after 150 simulated seconds (session 42): 229.3 MB RSS with a cap
-# of 50k, 223.5 with 35k, 220.0 with 25k (the allocator keeps the peak's
-# arenas); the function tracer alone over 60 s: 7.91, 7.83 (30k) and 7.80
-# simulated seconds a CPU second (restarts make the working set again: one
-# every ~8 s at 25k)
+# the event memo's share ~250 bytes a key.  Everything on, 64 MB a CPU, 150
+# simulated seconds (session 42): 229.3 MB RSS with a cap of 50k, 223.5 with
+# 35k, 220.0 with 25k (the allocator keeps the peak's arenas); the function
+# tracer alone over 60 s: 7.91, 7.83 (30k), 7.80 simulated seconds a CPU
+# second (restarts make the working set again: one every ~8 s at 25k)
 FRAME_CAP = 25_000
 EVENT_MEMO = 8             # event_stack(): paths sampled per (frame, kind) before reusing them
 EVENT_MEMO_KEYS = 100_000
