@@ -40,9 +40,10 @@ WAY_KEPT = 0.9             # a task's next allocation from a site goes its last 
 WAYS_KEPT = 100_000        # kept ways before the memo restarts
 # tasks whose ways are kept before the oldest is looked at: gone from the
 # task table (an exited task stays there for fork.DEAD_KEPT exits), its ways
-# go (an exited task allocates no more: ~600 bytes a way, ~5 ways a shell's
-# command, ~10 commands a simulated second, kept for good they were 3 MB in
-# 10 minutes and 58 MB at WAYS_KEPT)
+# go (an exited task allocates no more).  Measured with everything on, seed
+# 3: ~8.7 new ways (~4.6 a task) and ~1.9 exited tasks a simulated second,
+# ~600 bytes a way (a census); kept for good that would be ~3 MB in 10
+# simulated minutes and ~57 MB at WAYS_KEPT
 WAY_PIDS_LOOKED_AT = 64
 # of them looked at each time a task has its first way: with k looks the
 # tasks gone that still have ways are about 1/(k - 1) of those there (with

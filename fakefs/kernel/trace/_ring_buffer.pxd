@@ -28,8 +28,8 @@ cdef class CpuBufferCore:
     # how its kernel's events are written in their records' bytes
     # (_trace_events_raw.FixedRecords), or None: every event beside its page
     cdef public object records
-    # where its raw sub-buffers' bytes are (_ring_buffer_bpage.PageArena),
-    # made at the first (None: none yet, or let go with its sub-buffers)
+    # where its new raw sub-buffers' bytes go (_ring_buffer_bpage.PageArena),
+    # made at the first (None: none yet, or the last one retired)
     cdef public PageArena arena
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1

@@ -20,8 +20,9 @@ marker's) takes its place in the sub-buffer as the kernel's would (its
 header, its length, its time delta) and is kept beside it as the tuple
 (the sub-buffer's ``side``: record offset -> entry) until a page reader
 wants its bytes: ``page_data()`` encodes it there, in the space it holds.
-Formatting an entry's fields is the control plane's work, done only for what is read; no sub-buffer turns
-into tuples because an event was written in it.
+Formatting an entry's fields is the control plane's work, done only for
+what is read; no sub-buffer turns into tuples because an event was
+written in it.
 """
 
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -32,8 +33,8 @@ from fakefs.kernel.trace._trace_events_raw cimport (
     FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
-    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, move_into, raw_page,
-    rb_event_length, record_at, record_room)
+    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, raw_page, rb_event_length,
+    record_at, record_room)
 
 cdef long long TS_LIMIT = 1LL << 27
 
@@ -99,11 +100,11 @@ cdef class CpuBufferCore:
 
     cdef PageArena _arena(self):
         """Where new raw sub-buffers take their bytes: an arena of a slot
-        a sub-buffer, made at the first and anew when their number or size
-        changed (``rehome()``; an old arena goes with its last sub-buffer);
+        a sub-buffer, made at the first and anew after ``retire_arena()``;
         None when the mapping cannot be made."""
         cdef PageArena a = self.arena
         if a is None or a.nslots != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
+            self.retire_arena()
             try:
                 a = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
             except MemoryError:         # (no mapping: each its own memory)
@@ -111,15 +112,13 @@ cdef class CpuBufferCore:
             self.arena = a
         return a
 
-    def rehome(self):
-        """After a resize: the raw sub-buffers' bytes moved into an arena of
-        the new size (but those a reader pins), so that the old mapping
-        goes now, not with the last of them."""
-        if self.arena is None:          # (none made: nothing raw to move)
-            return
-        a = self._arena()
-        if a is not None:
-            move_into(self.pages, a)
+    def retire_arena(self):
+        """Its sub-buffers to come take a new arena (their number or size
+        changed, or they all went): the old one keeps those it holds, gives
+        each one's memory back as it goes, and its mapping with the last."""
+        if self.arena is not None:
+            self.arena.retire()
+            self.arena = None
 
 
 def page_data(const unsigned char[::1] raw, int used, dict side, encode):

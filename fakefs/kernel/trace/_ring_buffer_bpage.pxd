@@ -24,10 +24,14 @@ cdef class PageArena:
     # ``size`` bytes in one anonymous mapping (a page of it costs memory
     # once written), the slots never handed out from ``fresh`` on, those
     # given back in ``free`` (``nfree`` of them: the last given back goes
-    # first, its memory is the one touched)
+    # first, its memory is the one touched); ``retired``: the buffer's
+    # sub-buffers to come take another arena, a slot given back gives its
+    # memory back
     cdef unsigned char *base
     cdef Py_ssize_t size, nslots, fresh, nfree
+    cdef Py_ssize_t inuse           # slots handed out and not given back
     cdef Py_ssize_t *free
+    cdef readonly bint retired
 
 
 cdef class BufferPage:
@@ -56,7 +60,6 @@ cdef class BufferPage:
 
 
 cdef BufferPage raw_page(PageArena arena, int size)
-cdef void move_into(object pages, PageArena arena) except *
 
 
 cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:

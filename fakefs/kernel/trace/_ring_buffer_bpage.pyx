@@ -22,11 +22,13 @@ from collections import deque
 
 cimport cython
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memset
-from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES
+from cpython.buffer cimport PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE
 from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from posix.mman cimport (
-    MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap)
+    MADV_DONTNEED, MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_READ, PROT_WRITE,
+    madvise, mmap, munmap)
 
 from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
 
@@ -40,7 +42,11 @@ cdef class PageArena:
     others; here the mapping's pages cost memory once written, and the
     slot of an overwritten sub-buffer is the next one's.  A buffer holds
     more sub-buffers than slots only while a reader keeps an overwritten
-    one: the new one then has memory of its own (``raw_page()``)."""
+    one: the new one then has memory of its own (``raw_page()``).  A
+    resize, a reset or an order change retires it (``retire()``): the
+    sub-buffers kept stay where they are (nothing is copied in the
+    request), and each slot's memory goes back as its sub-buffer goes,
+    the mapping with the last."""
 
     def __cinit__(self, Py_ssize_t nslots, Py_ssize_t size):
         cdef void *got
@@ -64,11 +70,41 @@ cdef class PageArena:
 
     @property
     def slots(self):
-        """(slots, of them in use)."""
-        return self.nslots, self.fresh - self.nfree
+        """(slots, of them in use: handed out and not given back)."""
+        return self.nslots, self.inuse
+
+    def retire(self):
+        """No slot is handed out again: the free ones give their memory
+        back now, the others as their sub-buffers go (``let_go``)."""
+        self.retired = True
+        self.flush()
+
+    def flush(self):
+        """A retired arena's free slots give their memory back (a run of
+        adjacent slots a call: a buffer's sub-buffers go oldest first, their
+        slots mostly in a row)."""
+        cdef Py_ssize_t i, lo, hi
+        if not self.retired:
+            return
+        qsort(self.free, self.nfree, sizeof(Py_ssize_t), _by_index)
+        i = 0
+        while i < self.nfree:
+            lo = hi = self.free[i]
+            i += 1
+            while i < self.nfree and self.free[i] == hi + 1:
+                hi += 1
+                i += 1
+            madvise(self.base + lo * self.size, (hi - lo + 1) * self.size, MADV_DONTNEED)
+        self.nfree = 0
+
+
+cdef int _by_index(const void *a, const void *b) noexcept nogil:
+    cdef Py_ssize_t x = (<const Py_ssize_t *> a)[0], y = (<const Py_ssize_t *> b)[0]
+    return (x > y) - (x < y)
 
 
 cdef char *_FORMAT = b"B"
+cdef Py_ssize_t RETIRED_BATCH = 64     # (256 KB of 4 KB sub-buffers)
 
 
 cdef unsigned char *arena_take(PageArena a) noexcept:
@@ -76,23 +112,31 @@ cdef unsigned char *arena_take(PageArena a) noexcept:
     cdef unsigned char *mem
     if a.nfree:
         a.nfree -= 1
+        a.inuse += 1
         mem = a.base + a.free[a.nfree] * a.size
         memset(mem, 0, a.size)
         return mem
     if a.fresh < a.nslots:
         a.fresh += 1
+        a.inuse += 1
         return a.base + (a.fresh - 1) * a.size      # (never written: zero)
     return NULL
 
 
 cdef void let_go(BufferPage page, unsigned char *mem) noexcept:
-    """``mem`` (the page's bytes) back to its arena, or freed."""
+    """``mem`` (the page's bytes) back to its arena, or freed.  A retired
+    arena hands no slot out again: its free slots' memory goes back to the
+    system RETIRED_BATCH slots at a time, or at ``flush()`` (the slots are
+    whole pages: ``PAGE_HDR`` + a sub-buffer's capacity)."""
     cdef PageArena a = page.arena
-    if a is not None:
-        a.free[a.nfree] = (mem - a.base) // a.size
-        a.nfree += 1
-    else:
+    if a is None:
         PyMem_Free(mem)
+        return
+    a.inuse -= 1
+    a.free[a.nfree] = (mem - a.base) // a.size
+    a.nfree += 1
+    if a.retired and a.nfree >= RETIRED_BATCH:
+        a.flush()
 
 
 cdef BufferPage raw_page(PageArena arena, int size):
@@ -113,29 +157,13 @@ cdef BufferPage raw_page(PageArena arena, int size):
     return page
 
 
-cdef void move_into(object pages, PageArena arena) except *:
-    """The raw ones of ``pages`` not in ``arena`` copied into it (but those
-    a reader pins: a view points at their bytes), while it has slots."""
-    cdef BufferPage p
-    cdef unsigned char *mem
-    for p in pages:
-        if p.data == NULL or p.arena is arena or p.pins or p.rawsize + PAGE_HDR != arena.size:
-            continue
-        mem = arena_take(arena)
-        if mem == NULL:
-            return
-        memcpy(mem, p.data, arena.size)
-        let_go(p, p.data)
-        p.data = mem
-        p.arena = arena
-
-
 cdef inline const unsigned char *page_bytes(BufferPage page) noexcept:
     """Its bytes as a snapshot reads them: raw, or kept for a reader."""
     return page.data if page.data != NULL else page.kept
 
 
 @cython.no_gc
+@cython.auto_pickle(False)
 cdef class BufferPage:
     """One sub-buffer's entries and byte counts (its fields:
     _ring_buffer_bpage.pxd).
@@ -147,8 +175,8 @@ cdef class BufferPage:
     read (``side``: record offset -> entry; packed and compressed with the
     others as it ages: the function tracer's records are compact already);
     ``events`` decodes it into tuples for good, ``snapshot()`` decodes a
-    copy.  ``raw`` is a view of its bytes (None: not raw); while a view
-    or a snapshot holds them (``pins``), the bytes stay, even past
+    copy.  ``raw`` is a read-only view of its bytes (None: not raw); while
+    a view or a snapshot holds them (``pins``), the bytes stay, even past
     ``drop_raw()``.
 
     The entries are tuples while the sub-buffer is among its CPU's newest
@@ -166,16 +194,9 @@ cdef class BufferPage:
     make, until something takes them: the move costs nothing at the
     request that makes it, and a reader moves only what it reads."""
 
-    def __init__(self, int raw_size=0):
-        """An empty sub-buffer: of tuples, or raw of ``raw_size`` data
-        bytes (of its own: a CPU buffer's come from ``raw_page()``)."""
-        if raw_size:
-            self.data = <unsigned char *> PyMem_Calloc(PAGE_HDR + raw_size, 1)
-            if self.data == NULL:
-                raise MemoryError()
-            self.rawsize = raw_size
-        else:
-            self._events = deque()
+    def __init__(self):
+        """An empty sub-buffer of tuples (a raw one: ``raw_page()``)."""
+        self._events = deque()
 
     def __dealloc__(self):
         if self.data != NULL:
@@ -186,10 +207,12 @@ cdef class BufferPage:
     def __getbuffer__(self, Py_buffer *view, int flags):
         if self.data == NULL:
             raise BufferError("not a raw sub-buffer")
+        if flags & PyBUF_WRITABLE:      # (only the writers write it, in C)
+            raise BufferError("a sub-buffer's bytes are read-only")
         view.buf = self.data
         view.obj = self
         view.len = PAGE_HDR + self.rawsize
-        view.readonly = 0
+        view.readonly = 1
         view.itemsize = 1
         view.format = NULL
         if flags & PyBUF_FORMAT:
@@ -206,8 +229,8 @@ cdef class BufferPage:
 
     @property
     def raw(self):
-        """Its bytes while raw (a memoryview: PAGE_HDR and the data area),
-        else None."""
+        """Its bytes while raw (a read-only memoryview: PAGE_HDR and the
+        data area), else None."""
         return memoryview(self) if self.data != NULL else None
 
     def drop_raw(self):
@@ -330,6 +353,7 @@ cdef void unpin(BufferPage page) noexcept:
 
 
 @cython.final
+@cython.auto_pickle(False)
 cdef class RawSnap:
     """A raw sub-buffer's entries as a snapshot found them, decoded when a
     reader comes to them (``cat trace`` of a big buffer holds one

@@ -23,6 +23,7 @@ cdef inline void put_entry_header(unsigned char *q, uint16_t typ, int pid, int f
     q[3] = <uint8_t> pc
     memcpy(q + 4, &pid32, 4)
 
+
 cdef enum:
     # a field's kind: a number, a ``bool``, a char array, an array of numbers
     # (a code: a value the model keeps, held as its number: ``filter_codes``)

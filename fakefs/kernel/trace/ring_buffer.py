@@ -76,7 +76,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
 
     def reset(self) -> None:
         self.pages.clear()
-        self.arena = None               # (its mapping goes with the last sub-buffer)
+        self.retire_arena()             # (their memory goes, the pinned ones' later)
         self.freed_entries = 0
         self.freed_bytes = 0
         self.entries = 0
@@ -94,12 +94,14 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         return self.nr_pages * self.subbuf_size
 
     def resize(self, nr_pages: int) -> None:
-        self.nr_pages = max(2, nr_pages)
-        while len(self.pages) > self.nr_pages:
+        nr_pages = max(2, nr_pages)
+        while len(self.pages) > nr_pages:
             lost = len(self.pages.popleft())
             self.entries -= lost
             self.overrun += lost
-        self.rehome()
+        if nr_pages != self.nr_pages:
+            self.retire_arena()         # (the sub-buffers kept stay where they are)
+        self.nr_pages = nr_pages
 
     def write_many(self, entries: list, length, overwrite: bool) -> int:
         """``write()`` of each of ``entries`` (in time order, ``length``
@@ -243,7 +245,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         self.freed_bytes += self.bytes()
         self.entries = 0
         self.pages.clear()
-        self.arena = None
+        self.retire_arena()
         self.subbuf_size = subbuf_size
         self.nr_pages = nr_pages
 

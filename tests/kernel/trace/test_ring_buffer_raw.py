@@ -136,7 +136,7 @@ def test_a_page_s_records_of_a_type_it_does_not_write_are_refused():
     w = PageWriter(cb, True, FN)
     w.put_fn(10, 1, 0, 0, 1, 2)
     w.finish()
-    raw = cb.pages[-1].raw
+    raw = bytearray(cb.pages[-1].raw)          # (a copy: the page's own is read-only)
     raw[20] = te.TRACE_PRINT
     with pytest.raises(ValueError):
         decode_page(raw, cb.pages[-1].used)
@@ -547,14 +547,59 @@ def test_a_view_of_a_sub_buffer_taken_meanwhile_keeps_its_bytes():
 
 
 @pytest.mark.parametrize("nr_pages", (4, 12))
-def test_a_resize_moves_the_sub_buffers_into_an_arena_of_the_new_size(nr_pages):
-    """After a resize the sub-buffers kept are in an arena of the new size
-    (the old mapping goes with them), their entries unchanged."""
-    es = entries(8, 3000)
-    cb = raw_buffer(es, 8)
+def test_a_resize_retires_the_arena_and_moves_nothing(nr_pages):
+    """A resize copies no sub-buffer: those kept stay in the old arena,
+    which hands out no slot again; new ones take an arena of the new size,
+    and the old one's slots go back as its sub-buffers are overwritten."""
+    es = entries(8, 6000)
+    cb = raw_buffer(es[:3000], 8)
     old = cb.arena
-    kept = cb.events()
     cb.resize(nr_pages)
-    want = kept[len(kept) - cb.entries:]
-    assert cb.arena is not old and cb.arena.slots == (nr_pages, len(cb.pages))
-    assert all(p.arena is cb.arena for p in cb.pages) and cb.events() == want
+    kept = cb.events()
+    assert old.retired and cb.arena is None
+    assert all(p.arena is old for p in cb.pages) and old.slots == (8, len(cb.pages))
+    w = PageWriter(cb, True, FN)
+    for e in es[3000:]:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    assert cb.arena.slots == (nr_pages, nr_pages) and old.slots == (8, 0)
+    assert cb.events() == (kept + es[3000:])[len(kept) + 3000 - cb.entries:]
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
+
+
+@pytest.mark.parametrize("grown_first", (False, True))
+def test_a_retired_arena_gives_each_slot_s_memory_back_as_its_sub_buffer_goes(grown_first):
+    """Shrunk from 8 MB to 4 sub-buffers (first grown, which retires the
+    arena, or not), the buffer's memory follows at once: the 4 kept hold
+    the old mapping, its other slots' memory went with their sub-buffers."""
+    es = entries(9, 2048 * 160)
+    cb = raw_buffer(es, 2048)
+    assert cb.arena.slots == (2048, 2048)
+    full = rss_kb()
+    if grown_first:
+        cb.resize(4096)
+    cb.resize(4)
+    assert full - rss_kb() > 6 * 1024
+    assert cb.events() == es[len(es) - cb.entries:]
+
+
+def test_a_sub_buffer_s_bytes_are_read_only_outside_the_writers():
+    cb = raw_buffer(entries(10, 100), 4)
+    view = cb.pages[0].raw
+    assert view.readonly
+    with pytest.raises(TypeError):
+        view[0] = 1
+
+
+def test_a_sub_buffer_is_not_pickled():
+    """Its bytes are a pointer into an arena: pickling it says so (it
+    crashed the interpreter while Cython made a pickler of its fields)."""
+    import pickle
+    cb = raw_buffer(entries(11, 10), 4)
+    for page in (cb.pages[0], cb.pages[0].snapshot()):
+        with pytest.raises(TypeError):
+            pickle.dumps(page)
