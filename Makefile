@@ -46,8 +46,10 @@ sysdeps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-# (setup.py builds the compiled data plane: a changed .pyx/.pxd rebuilds it)
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard fakefs/*/*.pyx fakefs/*/*/*.pyx fakefs/*/*.pxd fakefs/*/*/*.pxd)
+# (setup.py builds the compiled data plane: a changed .pyx/.pxd, or a Python module it
+# compiles as it is (compiled.txt), rebuilds it)
+COMPILED_PY := $(shell grep -v '^\#' compiled.txt)
+$(VENV)/.installed: pyproject.toml setup.py compiled.txt $(COMPILED_PY) $(wildcard fakefs/*/*.pyx fakefs/*/*/*.pyx fakefs/*/*.pxd fakefs/*/*/*.pxd)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

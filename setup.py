@@ -1,17 +1,85 @@
 """The compiled data plane (docs/data-plane.md): Cython modules built by
-``pip install`` (``make install``); everything else is in pyproject.toml."""
+``pip install`` (``make install``); everything else is in pyproject.toml.
+
+Two kinds: the ``.pyx`` modules (C types), and the Python modules listed in
+``compiled.txt``, compiled as they are.  The build writes
+``fakefs/_compiled.json``, what each was built from (``fakefs/compiled.py``:
+a source changed since runs from its ``.py``, or fails for a ``.pyx``)."""
+
+import glob
+import hashlib
+import json
+import os
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 NATIVE = ["fakefs.kernel._walk", "fakefs.kernel._kallsyms", "fakefs.kernel._reach", "fakefs.kernel._workload", "fakefs.kernel.lib._jhash", "fakefs.kernel.lib._mt",
           "fakefs.kernel.trace._trace_events_raw", "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer", "fakefs.kernel.trace._trace_stackmap",
           "fakefs.kernel.trace._trace_function", "fakefs.kernel.trace._trace_commit", "fakefs.kernel.trace._trace_machine_hits",
           "fakefs.kernel.trace._trace_functions_graph", "fakefs.fuse._proc_reports"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "compiled.txt")) as f:
+    PYTHON = [line.strip() for line in f if line.strip() and not line.startswith("#")]
 # each floating-point operation rounded on its own, as Python's are: the
 # compiled modules compute the same doubles as their specifications
 CFLAGS = ["-O2", "-ffp-contract=off"]
 
-setup(ext_modules=cythonize(
+
+def sources_hash(paths):
+    """``fakefs.compiled.sources_hash`` (the package is not imported here)."""
+    h = hashlib.sha256()
+    for rel in paths:
+        h.update(rel.encode() + b"\0")
+        with open(os.path.join(HERE, rel), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def manifest():
+    """What each compiled module is built from, as it is now (before the
+    build reads it)."""
+    pxd = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "fakefs/**/*.pxd"),
+                                                             recursive=True))
+    out = {}
+    for name in NATIVE:
+        sources = [name.replace(".", "/") + ".pyx"] + pxd
+        out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
+    for path in PYTHON:
+        name = path[:-3].replace("/", ".")
+        out[name] = {"kind": "py", "sources": [path], "sha256": sources_hash([path])}
+    return out
+
+
+BUILT_FROM = manifest()
+
+
+class BuildExt(build_ext):
+    """build_ext, then the manifest beside the package (an editable
+    install's modules are there) and in the build's tree; the C compiled
+    on every CPU."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+    def run(self):
+        super().run()
+        for top in {HERE, os.path.abspath(self.build_lib)}:
+            if os.path.isdir(os.path.join(top, "fakefs")):
+                with open(os.path.join(top, "fakefs", "_compiled.json"), "w") as f:
+                    json.dump(BUILT_FROM, f, indent=1, sort_keys=True)
+
+
+pyx = cythonize(
     [Extension(name, [name.replace(".", "/") + ".pyx"], extra_compile_args=CFLAGS) for name in NATIVE],
-    compiler_directives={"language_level": 3}))
+    compiler_directives={"language_level": 3}, nthreads=os.cpu_count() or 1)
+# the Python modules: their C under build/ (the .py is the source), their
+# annotations ignored (Python's semantics, not C types)
+py = cythonize(
+    [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=CFLAGS) for path in PYTHON],
+    compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False},
+    build_dir="build/cython", nthreads=os.cpu_count() or 1)
+setup(ext_modules=pyx + py, cmdclass={"build_ext": BuildExt})
