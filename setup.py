@@ -31,9 +31,8 @@ def sources_hash(paths):
     """``fakefs.compiled.sources_hash`` (the package is not imported here)."""
     h = hashlib.sha256()
     for rel in paths:
-        h.update(rel.encode() + b"\0")
         with open(os.path.join(HERE, rel), "rb") as f:
-            h.update(f.read())
+            h.update(rel.encode() + b"\0" + hashlib.sha256(f.read()).hexdigest().encode() + b"\n")
     return h.hexdigest()
 
 
@@ -48,11 +47,34 @@ def manifest():
         out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
     for path in PYTHON:
         name = path[:-3].replace("/", ".")
-        out[name] = {"kind": "py", "sources": [path], "sha256": sources_hash([path])}
+        sources = [path] + pxd
+        out[name] = {"kind": "py", "sources": sources, "sha256": sources_hash(sources)}
     return out
 
 
 BUILT_FROM = manifest()
+PY_C_DIR = "build/cython"
+
+
+def forget_stale_c():
+    """The C of a module whose sources changed since the last build goes,
+    so Cython makes it again: Cython itself compares times, and misses a
+    .pxd removed (a module that cimported it, or was augmented by it,
+    kept its old C and built an old module)."""
+    try:
+        with open(os.path.join(HERE, "fakefs", "_compiled.json")) as f:
+            was = json.load(f)
+    except (FileNotFoundError, ValueError):
+        was = {}
+    for name, now in BUILT_FROM.items():
+        if was.get(name, {}).get("sha256") != now["sha256"]:
+            stem = name.replace(".", "/") + ".c"
+            for c in (os.path.join(HERE, stem), os.path.join(HERE, PY_C_DIR, stem)):
+                if os.path.exists(c):
+                    os.remove(c)
+
+
+forget_stale_c()
 
 
 class BuildExt(build_ext):
@@ -81,5 +103,5 @@ pyx = cythonize(
 py = cythonize(
     [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=CFLAGS) for path in PYTHON],
     compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False},
-    build_dir="build/cython", nthreads=os.cpu_count() or 1)
+    build_dir=PY_C_DIR, nthreads=os.cpu_count() or 1)
 setup(ext_modules=pyx + py, cmdclass={"build_ext": BuildExt})

@@ -1,11 +1,11 @@
 """Which modules run compiled, and the guard against a stale build.
 
 The build (``setup.py``, run by ``make install``) compiles two kinds of
-module: the data plane's Cython (``.pyx``, with the ``.pxd`` files they
-share) and some Python modules as they are (``compiled.txt``: the machine's
-event loop and what it calls per event).  It writes, beside the package,
-``_compiled.json``: each compiled module's name, its sources and their
-SHA-256 as they were built.
+module: the data plane's Cython (``.pyx``) and some Python modules as they
+are (``compiled.txt``: the machine's event loop and what it calls per
+event).  It writes, beside the package, ``_compiled.json``: each compiled
+module's name, its sources (its ``.pyx`` or ``.py``, and every ``.pxd``,
+which any of them may cimport) and their SHA-256 as they were built.
 
 A compiled module is an ``.so`` next to its source, and Python's import
 prefers the ``.so``: edit ``machine.py`` without building again and the old
@@ -13,16 +13,16 @@ code would run, silently.  ``install()`` puts a finder first on
 ``sys.meta_path`` that checks, at each compiled module's import, that its
 sources still are what was built:
 
-- a Python module whose source changed runs from its ``.py`` (slower, the
-  right code), said once on stderr with what to run;
+- a Python module whose source (or a ``.pxd``) changed runs from its
+  ``.py`` (slower, the right code), said once on stderr with what to run;
 - a Cython module whose ``.pyx`` or any ``.pxd`` changed cannot run as it
   is written: its import fails (``StaleBuild``), saying so;
 - ``FAKEFS_PURE_PYTHON=1`` runs every compiled Python module from its
   ``.py`` (a profiler sees its lines; the Cython modules are unchanged).
 
 No manifest (nothing built by this setup.py yet): no check.  The finder
-costs a dict lookup an import, and one hash of a compiled module's sources
-(~1 ms for all of them).
+costs a dict lookup an import, and the hashes of the compiled modules'
+sources (each file read once: ~2 ms in all).
 """
 
 from __future__ import annotations
@@ -43,15 +43,20 @@ class StaleBuild(ImportError):
 
 
 def sources_hash(paths) -> str:
-    """The SHA-256 of the files ``paths`` (relative to the package's parent),
-    in that order, each preceded by its name."""
+    """The SHA-256 of the files ``paths`` (relative to the package's parent):
+    of each one's name and SHA-256, in that order (each file read once a
+    process: the .pxd files are among every module's sources)."""
     h = hashlib.sha256()
-    top = os.path.dirname(PACKAGE)
     for rel in paths:
-        h.update(rel.encode() + b"\0")
-        with open(os.path.join(top, rel), "rb") as f:
-            h.update(f.read())
+        digest = _digests.get(rel)
+        if digest is None:
+            with open(os.path.join(os.path.dirname(PACKAGE), rel), "rb") as f:
+                digest = _digests[rel] = hashlib.sha256(f.read()).hexdigest()
+        h.update(rel.encode() + b"\0" + digest.encode() + b"\n")
     return h.hexdigest()
+
+
+_digests: dict = {}
 
 
 class BuildGuard:
@@ -77,8 +82,8 @@ class BuildGuard:
                 return None                 # the .so, as built
             if fullname not in self.warned:
                 self.warned.add(fullname)
-                self.warn("fakefs: %s changed since it was compiled: running it from source "
-                          "(make install compiles it again)" % built["sources"][0])
+                self.warn("fakefs: %s (or a .pxd) changed since it was compiled: running it "
+                          "from source (make install compiles it again)" % built["sources"][0])
             return importlib.util.spec_from_file_location(fullname, source)
         if sources_hash(built["sources"]) != built["sha256"]:
             raise StaleBuild("fakefs: %s or a .pxd changed since it was compiled: "

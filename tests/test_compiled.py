@@ -26,8 +26,8 @@ def test_the_build_compiled_every_listed_module_from_its_source_as_it_is():
     for path in listed():
         name = path[:-3].replace("/", ".")
         built = manifest[name]
-        assert built["kind"] == "py" and built["sources"] == [path]
-        assert compiled.sources_hash([path]) == built["sha256"], \
+        assert built["kind"] == "py" and built["sources"][0] == path
+        assert compiled.sources_hash(built["sources"]) == built["sha256"], \
             "%s changed since it was compiled: run make install" % path
         if os.environ.get(compiled.PURE_ENV) != "1":
             assert importlib.import_module(name).__file__.endswith(".so"), name
@@ -52,7 +52,7 @@ def test_a_python_module_changed_since_the_build_runs_from_its_source_saying_so(
     spec = g.find_spec("fakefs.kernel.timer")
     assert spec.origin == os.path.join(ROOT, "fakefs/kernel/timer.py")
     g.find_spec("fakefs.kernel.timer")
-    assert len(said) == 1 and "fakefs/kernel/timer.py changed" in said[0]
+    assert len(said) == 1 and "fakefs/kernel/timer.py (or a .pxd) changed" in said[0]
 
 
 def test_a_python_module_as_built_is_left_to_the_usual_finder():
