@@ -74,6 +74,8 @@ class BuildGuard:
         if built is None:
             return None                     # not compiled: the usual finders
         top = os.path.dirname(PACKAGE)
+        if not all(os.path.exists(os.path.join(top, rel)) for rel in built["sources"]):
+            return None                     # (installed without its sources: nothing to check)
         if built["kind"] == "py":
             source = os.path.join(top, built["sources"][0])
             if self.pure:

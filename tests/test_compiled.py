@@ -67,6 +67,13 @@ def test_pure_python_runs_the_source_of_a_module_as_built():
     assert said == []
 
 
+def test_a_module_installed_without_its_sources_is_not_checked():
+    g = compiled.BuildGuard({"fakefs.kernel._walk": {
+        "kind": "pyx", "sources": ["fakefs/kernel/_walk.pyx", "fakefs/no_such.pxd"],
+        "sha256": "0" * 64}})
+    assert g.find_spec("fakefs.kernel._walk") is None
+
+
 def test_a_cython_module_changed_since_the_build_fails_to_import():
     g, _ = _guard("fakefs.kernel._walk", "0" * 64, kind="pyx")
     with pytest.raises(compiled.StaleBuild, match="_walk.pyx or a .pxd changed"):
