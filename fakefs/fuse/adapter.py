@@ -451,6 +451,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
         if n is UNSETTLED:
             n = await stepped_write(self, f, data)      # long writes let others in
+        if f.node.fops.moves_time:
+            await self.observe()                        # (in steps, others let in)
         self.heap.after_request()
         return n
 

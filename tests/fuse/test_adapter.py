@@ -336,6 +336,48 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
     await fs.release(fi.fh)
 
 
+async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
+    """The virtual clock's control file (``moves_time``): the write moves
+    the clock, and returns once the kernel simulated up to the new instant,
+    so the request after it has nothing left to do (it did the work)."""
+    from fakefs import vclock
+
+    class Manual(FakeKernel):
+        def __init__(self):
+            super().__init__()
+            self.clock = vclock.virtual_clock()
+            self.clock.lag = 0
+            self.clock.stood_still = lambda ns: None
+
+        def now_ns(self):
+            return self.clock.now_ns()
+
+        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+            target = self.now_ns() if until is None else until
+            for _ in range(max_steps):
+                if self.sim_time >= target:
+                    return False
+                self.sim_time = min(target, self.sim_time + 1_000_000)
+                self.steps += 1
+            return self.sim_time < target
+
+    k = Manual()
+    vclock.install(k.tree, k.clock)
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    assert vclock.ClockFileOps.moves_time and not FileOperations.moves_time
+    fs = FakeFS(k)
+    d = (await lookup(fs, vclock.CONTROL_DIR)).st_ino
+    ino = (await fs.lookup(d, b"clock", Ctx())).st_ino
+    fi = await fs.open(ino, os.O_WRONLY, Ctx())
+    await fs.write(fi.fh, 0, b"+250ms\n")
+    assert k.clock.now_ns() == 250_000_000 and k.sim_time == 250_000_000
+    await fs.release(fi.fh)
+    steps = k.steps
+    fi = await fs.open((await lookup(fs, "busy")).st_ino, os.O_RDONLY, Ctx())
+    assert k.steps == steps                   # nothing left for the next request
+    await fs.release(fi.fh)
+
+
 async def test_a_request_does_not_wait_for_real_processes_after_it():
     """While a request's catch-up goes on, others take the followed real
     processes' later events: when it is done it settles only what came

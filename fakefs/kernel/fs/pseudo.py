@@ -109,6 +109,10 @@ class FileOperations:
     # come to a change.  Bad input and the value already set are answered
     # at once, even while the machine is simulated far behind the request.
     settles = False
+    # a write moves the simulated time on (the virtual clock's control
+    # file): the request returns once the machine has got there, so the
+    # requests after it find nothing left to simulate
+    moves_time = False
     # chmod/chown allowed (tracefs, most of procfs); /proc/sys refuses (EPERM)
     setattr_allowed = True
 
