@@ -36,8 +36,9 @@ sources_hash = _compiled.sources_hash
 
 
 def manifest():
-    """What each compiled module is built from, as it is now (before the
-    build reads it)."""
+    """What each compiled module is built from, as it is now: a ``.pyx``
+    with every ``.pxd`` (any of them may be cimported), a ``.py`` with the
+    ``.pxd`` beside it if there is one (Cython's augmenting declarations)."""
     pxd = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "fakefs/**/*.pxd"),
                                                              recursive=True))
     out = {}
@@ -46,22 +47,25 @@ def manifest():
         out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
     for path in PYTHON:
         name = path[:-3].replace("/", ".")
-        sources = [path] + pxd
+        sources = [path] + [p for p in (path[:-3] + ".pxd",) if os.path.exists(os.path.join(HERE, p))]
         out[name] = {"kind": "py", "sources": sources, "sha256": sources_hash(sources)}
     return out
 
 
 BUILT_FROM = manifest()
 PY_C_DIR = "build/cython"
+# what the C files were made from (BUILT_FROM when Cython last ran): pip runs
+# this file three times an install, and only the first must make them again
+C_STAMP = os.path.join(HERE, "build", "c-sources.json")
 
 
 def forget_stale_c():
-    """The C of a module whose sources changed since the last build goes,
-    so Cython makes it again: Cython itself compares times, and misses a
-    .pxd removed (a module that cimported it, or was augmented by it,
-    kept its old C and built an old module)."""
+    """The C of a module whose sources changed since Cython last made it
+    goes, so Cython makes it again: Cython itself compares times, and
+    misses a .pxd removed (a module augmented by it kept its old C and an
+    old extension type was built)."""
     try:
-        with open(os.path.join(HERE, "fakefs", "_compiled.json")) as f:
+        with open(C_STAMP) as f:
             was = json.load(f)
     except (FileNotFoundError, ValueError):
         was = {}
@@ -71,6 +75,13 @@ def forget_stale_c():
             for c in (os.path.join(HERE, stem), os.path.join(HERE, PY_C_DIR, stem)):
                 if os.path.exists(c):
                     os.remove(c)
+
+
+def stamp_c():
+    """Cython made every C file from the sources as they are now."""
+    os.makedirs(os.path.dirname(C_STAMP), exist_ok=True)
+    with open(C_STAMP, "w") as f:
+        json.dump(BUILT_FROM, f, indent=1, sort_keys=True)
 
 
 forget_stale_c()
@@ -103,4 +114,5 @@ py = cythonize(
     [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=CFLAGS) for path in PYTHON],
     compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False},
     build_dir=PY_C_DIR, nthreads=os.cpu_count() or 1)
+stamp_c()                   # (after Cython succeeded: a failure leaves the old stamp)
 setup(ext_modules=pyx + py, cmdclass={"build_ext": BuildExt})

@@ -4,8 +4,9 @@ The build (``setup.py``, run by ``make install``) compiles two kinds of
 module: the data plane's Cython (``.pyx``) and some Python modules as they
 are (``compiled.txt``: the machine's event loop and what it calls per
 event).  It writes, beside the package, ``_compiled.json``: each compiled
-module's name, its sources (its ``.pyx`` or ``.py``, and every ``.pxd``,
-which any of them may cimport) and their SHA-256 as they were built.
+module's name, its sources (a ``.pyx`` with every ``.pxd``, which any of
+them may cimport; a ``.py`` with the ``.pxd`` beside it, if any) and their
+SHA-256 as they were built.
 
 A compiled module is an ``.so`` next to its source, and Python's import
 prefers the ``.so``: edit ``machine.py`` without building again and the old
@@ -13,7 +14,7 @@ code would run, silently.  ``install()`` puts a finder first on
 ``sys.meta_path`` that checks, at each compiled module's import, that its
 sources still are what was built:
 
-- a Python module whose source (or a ``.pxd``) changed runs from its
+- a Python module whose source (or its ``.pxd``) changed runs from its
   ``.py`` (slower, the right code), said once on stderr with what to run;
 - a Cython module whose ``.pyx`` or any ``.pxd`` changed cannot run as it
   is written: its import fails (``StaleBuild``), saying so;
@@ -21,8 +22,8 @@ sources still are what was built:
   ``.py`` (a profiler sees its lines; the Cython modules are unchanged).
 
 No manifest (nothing built by this setup.py yet): no check.  The finder
-costs a dict lookup an import, and the hashes of the compiled modules'
-sources (each file read once: ~2 ms in all).
+costs a dict lookup an import, and the hash of a compiled module's sources
+at its import (each file read once a process).
 """
 
 from __future__ import annotations
@@ -84,17 +85,13 @@ class BuildGuard:
                 return None                 # the .so, as built
             if fullname not in self.warned:
                 self.warned.add(fullname)
-                self.warn("fakefs: %s (or a .pxd) changed since it was compiled: running it "
+                self.warn("fakefs: %s (or its .pxd) changed since it was compiled: running it "
                           "from source (make install compiles it again)" % built["sources"][0])
             return importlib.util.spec_from_file_location(fullname, source)
         if sources_hash(built["sources"]) != built["sha256"]:
             raise StaleBuild("fakefs: %s or a .pxd changed since it was compiled: "
                              "run make install" % built["sources"][0], name=fullname)
         return None
-
-    # (importlib's protocol for finders; nothing cached here)
-    def invalidate_caches(self) -> None:
-        pass
 
 
 def _stderr(msg: str) -> None:

@@ -18,9 +18,11 @@ A write returns once the kernel has done the simulated work up to the new
 instant (in steps, other requests let in between, as any catch-up): the
 commands after it find nothing left to simulate (``echo 0 > tracing_on``
 after ``fakefs clock MNT +5s`` of every event answered in 250-370 ms when
-the write returned at once and the next request did the work).  Nothing
-happens between moves: a read that blocks (``trace_pipe``) waits until the
-clock is moved.
+the write returned at once and the next request did the work), as the
+wall clock's runner keeps a recording machine at the host's time.  Two
+moves with nothing read between them are two stretches simulated, as if
+something had looked in between (they were one).  Nothing happens between
+moves: a read that blocks (``trace_pipe``) waits until the clock is moved.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def test_a_python_module_changed_since_the_build_runs_from_its_source_saying_so(
     spec = g.find_spec("fakefs.kernel.timer")
     assert spec.origin == os.path.join(ROOT, "fakefs/kernel/timer.py")
     g.find_spec("fakefs.kernel.timer")
-    assert len(said) == 1 and "fakefs/kernel/timer.py (or a .pxd) changed" in said[0]
+    assert len(said) == 1 and "fakefs/kernel/timer.py (or its .pxd) changed" in said[0]
 
 
 def test_a_python_module_as_built_is_left_to_the_usual_finder():
