@@ -73,7 +73,10 @@ async def test_between_slices_a_commands_requests_go_through_together(monkeypatc
         spent.append(waited)
         return took
 
-    assert await gap() < steps.GRACE_S / 2                            # nobody came
+    await gap()                                                       # nobody came:
+    assert spent[-1] < steps.GRACE_S / 2                              # no wait (its own
+    # measure: the call's two turns of the loop before it looks took 0.7 ms once in
+    # a clean-clone CI beside ftracetest, the wait none)
     # all 4, then GRACE_S, not the budget: made long here (0.5 s), so that a
     # loaded machine's late turns of the loop (14 ms once in CI, beside
     # other tests) cannot pass for it
