@@ -57,6 +57,7 @@ SLEEP_STATES = ("S", "D", "I")
 BASE_SLICE_NS = 750_000           # sysctl_sched_base_slice before CPU scaling
 MAX_RT_PRIO = 100             # prio below it: a real-time task (SCHED_FIFO/RR)
 RESERVED_PIDS = 300          # alloc_pid() never hands out a lower pid again
+AWAKE, HALTED, UNSEEN = 0, 1, 2   # a CPU's state in ``Scheduler.halts``
 PWR_EVENT_EXIT = 0xFFFFFFFF       # cpu_idle's state when the CPU leaves idle
 
 
@@ -158,6 +159,12 @@ class Scheduler:
         # per CPU, (instant, task) of each switch since forget_before()'s
         # instant, the first one the task running then: who ran when
         self.history: list[list[tuple[int, Task]]] = [[(0, t)] for t in self.idle]
+        # per CPU, (instant, state, ns halted before it, ns not simulated
+        # before it) of each time it halted, woke or stopped being simulated
+        # since forget_before()'s instant, the first one the state then
+        # (AWAKE, HALTED, UNSEEN): when it was halted (a halted CPU does
+        # nothing), when nobody knows (the machine did not run)
+        self.halts: list[list[tuple[int, int, int, int]]] = [[(0, AWAKE, 0, 0)] for _ in self.idle]
 
     def spawn(self, comm: str, cpu: int = 0, kthread: bool = False, pid: int | None = None,
               tgid: int | None = None, prio: int = 120) -> Task:
@@ -288,13 +295,79 @@ class Scheduler:
                 task.slice_end += d
         for h in self.history:
             h[:] = [(ts + d, t) if ts >= since else (ts, t) for ts, t in h]
+        for h in self.halts:
+            # (the time put in at ``since`` is skipped time: not simulated)
+            h[:] = [(ts + d, st, ch, cu + d) if ts >= since else (ts, st, ch, cu)
+                    for ts, st, ch, cu in h]
 
     def forget_before(self, t: int) -> None:
-        """Keep who ran from instant ``t`` on."""
+        """Keep who ran, and when the CPUs were halted, from instant ``t`` on."""
         for h in self.history:
             i = bisect.bisect_right(h, t, key=_instant) - 1
             if i > 0:
                 del h[:i]
+        for h in self.halts:
+            i = bisect.bisect_right(h, t, key=_instant) - 1
+            if i > 0:
+                del h[:i]
+
+    def _halt(self, cpu: int, ts: int, state: int) -> None:
+        """``cpu`` is in ``state`` from ``ts`` on."""
+        h = self.halts[cpu]
+        last, was, ch, cu = h[-1]
+        if ts < last:
+            ts = last
+        h.append((ts, state, ch + ts - last if was == HALTED else ch,
+                  cu + ts - last if was == UNSEEN else cu))
+
+    def unseen(self, t: int) -> None:
+        """From ``t`` nothing simulates the CPUs (the machine stands
+        still or skips): nobody knows when they are halted."""
+        for cpu in range(self.nr_cpus):
+            self._halt(cpu, t, UNSEEN)
+
+    def halted_spans(self, cpu: int, t0: int, t1: int) -> list[tuple[int, int]]:
+        """(start, end) of the time in [t0, t1) ``cpu`` was halted (in its
+        idle routine, waiting for an interrupt), in time order."""
+        h = self.halts[cpu]
+        out = []
+        i = max(bisect.bisect_right(h, t0, key=_instant) - 1, 0)
+        for j in range(i, len(h)):
+            start, state, _ch, _cu = h[j]
+            if start >= t1:
+                break
+            if state == HALTED:
+                end = h[j + 1][0] if j + 1 < len(h) else t1
+                start, end = max(start, t0), min(end, t1)
+                if end > start:
+                    out.append((start, end))
+        return out
+
+    def cpu_time(self, cpu: int, t: int) -> tuple[int, int]:
+        """(ns halted, ns not simulated) of ``cpu`` before ``t``, since boot
+        (``t`` at or after forget_before()'s instant); the rest it was
+        awake: the idle time a kernel keeps (``get_cpu_idle_time_us()``),
+        and what nobody saw."""
+        h = self.halts[cpu]
+        i = max(bisect.bisect_right(h, t, key=_instant) - 1, 0)
+        start, state, ch, cu = h[i]
+        d = t - start if t > start else 0
+        return ch + (d if state == HALTED else 0), cu + (d if state == UNSEEN else 0)
+
+    def awake_seconds(self, before: list | None, t: int) -> tuple[list, list[float]]:
+        """The CPUs' times at ``t`` (``cpu_time()``), and per CPU the
+        seconds it was awake since ``before`` (their times then; None:
+        none): the time it could do anything.  Time not simulated counts
+        at the CPU's share of awake time in the time simulated since boot."""
+        now = [(t, *self.cpu_time(cpu, t)) for cpu in range(self.nr_cpus)]
+        if before is None:
+            return now, [0.0] * self.nr_cpus
+        out = []
+        for (t1, h1, u1), (t0, h0, u0) in zip(now, before):
+            seen = t1 - u1
+            share = (seen - h1) / seen if seen > 0 else 1.0
+            out.append(((t1 - t0) - (h1 - h0) - (u1 - u0) + (u1 - u0) * share) / 1e9)
+        return now, out
 
     def select_task_rq(self, task: Task) -> int:
         """Where a woken task goes: the CPU it is bound to, else its last
@@ -411,15 +484,20 @@ class Scheduler:
             self.enqueue(task, dest)
             dests.append(dest)
         self.need_resched[cpu] = False
-        self.idling[cpu] = False
+        if self.idling[cpu]:
+            self.idling[cpu] = False
+            self._halt(cpu, ts, AWAKE)
         return dests, parked
 
     # --- the idle loop (kernel/sched/idle.c) ------------------------------
     def idle_enter(self, cpu: int, ts: int) -> None:
         """The idle task halts the CPU: ``cpu_idle`` with the state."""
         if self.idling[cpu]:
+            if self.halts[cpu][-1][1] == UNSEEN:
+                self._halt(cpu, ts, HALTED)      # (simulated again, as it was)
             return
         self.idling[cpu] = True
+        self._halt(cpu, ts, HALTED)
         if self.tp_cpu_idle.probes:
             self.tp_cpu_idle.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF), 1, (1, cpu))
 
@@ -428,6 +506,7 @@ class Scheduler:
         if not self.idling[cpu]:
             return
         self.idling[cpu] = False
+        self._halt(cpu, ts, AWAKE)
         if self.tp_cpu_idle.probes:
             self.tp_cpu_idle.fire(cpu, ts, 0, self.flags(cpu, IRQS_OFF), 1,
                                   (PWR_EVENT_EXIT, cpu))

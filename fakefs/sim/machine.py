@@ -124,6 +124,7 @@ class Machine(PerCpu):
             self.clock[cpu] = t
             if cpu in self.down_cpus:
                 continue                  # offline: no tick
+            sched.idle_enter(cpu, t)      # (halted until something wakes it)
             self._push(t + self.tick_ns - (cpu * self.tick_ns // sched.nr_cpus) % self.tick_ns,
                        _TICK, cpu, 0)
         for pid in self.exiting:          # on their way out when nobody looked
@@ -550,6 +551,7 @@ class Machine(PerCpu):
 
     def skip(self, t0: int, t1: int) -> None:
         """Nobody looked from ``t0`` to ``t1``: start again from ``t1`` (``HostProcesses.skipped``)."""
+        self.sched.unseen(t0)
         self.host.skipped(self._take_host_actions(), t1)
         self.start(t1)
 
@@ -558,6 +560,7 @@ class Machine(PerCpu):
         real processes' events queued so far are kept as facts only (the
         host's bookkeeping), and so are the ones that come meanwhile."""
         self.frozen = True
+        self.sched.unseen(t)
         for _when, action in self._take_host_actions():
             self.host.note(action)
 

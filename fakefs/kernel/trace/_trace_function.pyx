@@ -251,6 +251,26 @@ def call_instants(rng, long long t0, long long span, Py_ssize_t n):
     return out
 
 
+def past_halts(array.array times not None, long long t0, list spans not None):
+    """The instants ``times`` (sorted, over [t0, t0 + awake time): from
+    ``call_instants()`` given only the time the CPU was awake) moved, in
+    place, past the halted ``spans`` ((start, end) in [t0, ...), in time
+    order) that come before them: spread over the time it was awake."""
+    cdef long long *ts = _instants(times)
+    cdef Py_ssize_t n = len(times), i = 0, j, ns = len(spans)
+    cdef long long add = 0, start, end
+    for j in range(ns):
+        start, end = spans[j]
+        # (the span begins here in the awake time's count)
+        while i < n and ts[i] - t0 < start - t0 - add:
+            ts[i] += add
+            i += 1
+        add += end - start
+    while i < n:
+        ts[i] += add
+        i += 1
+
+
 cdef array.array _QARRAY = _array.array("q")
 
 

@@ -14,10 +14,14 @@ activity generator gives a filtered function tracer
 (``trace_call_rates.fn_rate()`` times its share in ``Workload.call_profile()``,
 ``CALL_PRIOR`` calls for one it never got to), so the profiler and a
 tracer filtered on a function agree.  The counts of a stretch of time are
-Poisson draws, made when someone looks (a stat file is opened or read, the
-profiler is turned off) and when the global filter changes (the timer and
-skip hooks see its generation move on: what was called before the change
-is counted under the old filter).  Skipped time counts like simulated time.
+Poisson draws for the time each CPU was awake (``Scheduler.awake_seconds()``:
+a halted CPU calls nothing), made when someone looks (a stat file is opened
+or read, the profiler is turned off) and when the global filter changes
+(the timer and skip hooks see its generation move on: what was called
+before the change is counted under the old filter).  Skipped time counts
+like simulated time: each CPU awake its share of the time simulated.
+While ``ftrace_enabled`` was 0 for part of a stretch, the stretch's awake
+time is counted in that proportion.
 
 With the function graph tracer built in (CONFIG_FUNCTION_GRAPH_TRACER)
 each function is also timed: Time, Avg and s^2 are drawn for its hits from
@@ -139,6 +143,7 @@ class FunctionProfiler:
         self.stats = [CpuProfile() for _ in range(kernel.nr_cpus)]
         self.rng = kernel.subsystem_rng("ftrace-profile")
         self.since = 0              # calls are counted up to this instant
+        self._awake: list = []      # the CPUs' times then (``Scheduler.awake_seconds``)
         self._rates: list[tuple] = []    # per CPU: (ips, calls per second) under...
         self._generation = None     # ...this generation of the global filter
         self._names: dict[int, str] = {}
@@ -157,6 +162,7 @@ class FunctionProfiler:
             for st in self.stats:
                 st.reset()
             self.since = now
+            self._awake = self.kernel.sched.awake_seconds(None, now)[0]
             self.enabled = True
             self._take_filter()
         else:
@@ -182,11 +188,14 @@ class FunctionProfiler:
         if not self.enabled or t <= self.since:
             return
         sysctl = self.kernel.ftrace_sysctl          # ftrace_enabled 0: no calls reach it
-        dt = (t - self.since if sysctl is None else sysctl.enabled_ns(self.since, t)) / 1e9
+        on = 1.0 if sysctl is None else sysctl.enabled_ns(self.since, t) / (t - self.since)
+        # a CPU calls functions while it is awake (halted, none)
+        self._awake, awake = self.kernel.sched.awake_seconds(self._awake, t)
+        dts = [a * on for a in awake]
         self.since = t
         rng = self.rng
         key = self._duration_key()
-        for st, (ips, rates, durations) in zip(self.stats, self._rates):
+        for st, (ips, rates, durations), dt in zip(self.stats, self._rates, dts):
             new = []
             slot_of = st.slot_of
             for ip, rate, dur in zip(ips, rates, durations):

@@ -9,8 +9,10 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
-The function tracer records ``fn_rate`` calls a second per CPU
-(``trace_call_rates.py``).  A run of them with nothing else between is made
+The function tracer records ``fn_rate`` calls a second per CPU, spread
+over the time it was awake (``trace_call_rates.py``); events with rates
+of their own come at any time, as a device's would (on a halted CPU, in
+the interrupt that wakes it).  A run of them with nothing else between is made
 and written in one go when every array takes each call as it comes
 (``_function_calls``); a function_graph array takes every call of the walk
 one at a time, whatever its filters (``_graph_calls``).  The
@@ -35,9 +37,9 @@ from . import trace_entries as te
 from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
 from ..walkgraph import CALL_IP_OFF
-from ._trace_function import CallWriter, call_instants, function_entries, instants_upto
+from ._trace_function import CallWriter, function_entries, instants_upto
 from .trace_backlog import TraceBacklog
-from .trace_call_rates import CallGroup, call_groups, fn_rate
+from .trace_call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from .trace_context import CALL_CONTEXT, StackContext
 from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
@@ -258,15 +260,20 @@ class TraceActivity(MachineHits):
                 self._recorders = {}
                 self._recorders_key = key
         hits = HitWriter(self, wl, rng) if not acting else None
+        sched = self.kernel.sched if driven else None
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             calls = []            # the plain function calls' instants, apart
+            if plain_fn or gr_trs or targets:
+                # a halted CPU calls nothing: the calls are spread over the
+                # time it was awake (a busy CPU's, an idle one's interrupts)
+                awake = AwakeTime(sched, cpu, t0, t1)
             if plain_fn or gr_trs:
-                n = self._count((cpu, None), self.fn_rate, dt)
-                calls = call_instants(rng, t0, span, n)     # (sorted)
+                n = self._count((cpu, None), self.fn_rate, awake.ns / 1e9)
+                calls = awake.instants(rng, n)     # (sorted)
             for group in targets:
-                n = self._count((cpu, group.ids), group.rates[cpu], dt)
-                occ += [(t0 + int(rng.random() * span), 0, group) for _ in range(n)]
+                n = self._count((cpu, group.ids), group.rates[cpu], awake.ns / 1e9)
+                occ += [(ts, 0, group) for ts in awake.draws(rng, n)]
             for ev in events:
                 n = self._count((cpu, ev.id), ev.rate, dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]

@@ -139,6 +139,13 @@ class TraceBacklog:
         # the counter clock's reading then
         self.window_from: int | None = None
         self.quiet = 0
+        # of the gap under way, per CPU, the ns it was awake (not halted:
+        # ``Scheduler.halted_spans``) in its quiet steps and in the steps
+        # simulated in full, and how long those were (a halted CPU does
+        # nothing: quiet time counts as the awake time in it)
+        self.quiet_awake: list[int] = [0] * kernel.nr_cpus
+        self.full_awake: list[int] = [0] * kernel.nr_cpus
+        self.full_steps = 0
         self.quiet_end = 0
         self.quiet_counter = 0
         # the counter clock's reading at each instant the gap's simulation
@@ -172,11 +179,38 @@ class TraceBacklog:
         way: the machine runs, nothing is recorded)?  Counts it if so."""
         w = self.window_from
         if w is None or t1 > w or any(fn(t0, t1) for fn in self.traced_needs):
+            if self.meters:
+                for c, a in enumerate(self._awake(t0, t1)):
+                    self.full_awake[c] += a
+                self.full_steps += t1 - t0
             return False
+        for c, a in enumerate(self._awake(t0, t1)):
+            self.quiet_awake[c] += a
         self.quiet += t1 - t0
         self.quiet_end = t1
         self.quiet_counter = self.kernel.tracing.clocks.counter
         return True
+
+    def _awake(self, t0: int, t1: int) -> list[int]:
+        """Per CPU, the ns of [t0, t1) it was awake."""
+        sched = self.kernel.sched
+        return [t1 - t0 - sum([end - start for start, end in sched.halted_spans(c, t0, t1)])
+                for c in range(len(self.full_awake))]
+
+    def _hidden(self, c: int, skipped: int, quiet: int) -> int:
+        """The ns of the gap in which CPU ``c`` did, in the skip and the
+        quiet steps, what it did in the steps simulated in full: a halted
+        CPU does nothing, so what counts is the time it was awake (in the
+        quiet steps as the machine ran, in the skip at its share of the
+        time simulated since boot), as ns of the full steps (at their share)."""
+        if not self.full_awake[c]:
+            return skipped + quiet
+        t = self.kernel.sim_time
+        halted, unseen = self.kernel.sched.cpu_time(c, t)
+        seen = t - unseen
+        share = (seen - halted) / seen if seen > 0 else 1.0
+        awake = self.quiet_awake[c] + skipped * share
+        return round(awake * self.full_steps / self.full_awake[c])
 
     def counter_before(self, t: int) -> int:
         """The counter clock when the gap's full simulation went on at
@@ -231,6 +265,10 @@ class TraceBacklog:
                 if nbytes > 0 and full > 0:
                     fill = cb.nr_pages * cb.subbuf_size * full // nbytes
                     h = min(h, gap.end - int(fill * MARGIN))
+                elif tr.cpumask >> c & 1 and cb.nr_pages:
+                    # nothing in the probe: its rate is not known to be 0
+                    # (a rare call or event), so nothing of it is skipped
+                    return t
         if rate:                               # no longer than what is left of the budget
             h = max(h, gap.end - int((budget - used) / rate))
         if h > t:
@@ -240,6 +278,14 @@ class TraceBacklog:
     def gap_ends(self, gap) -> None:
         meters, self.meters = self.meters, {}
         quiet, self.quiet, self.window_from = self.quiet, 0, None
+        try:
+            self._count_hidden(gap, meters, quiet)
+        finally:
+            self.quiet_awake = [0] * len(self.quiet_awake)
+            self.full_awake = [0] * len(self.full_awake)
+            self.full_steps = 0
+
+    def _count_hidden(self, gap, meters: dict, quiet: int) -> None:
         hidden = gap.skipped + quiet           # ns nothing recorded
         if hidden <= 0 or gap.full - quiet <= 0:
             return
@@ -257,13 +303,15 @@ class TraceBacklog:
                 n = cb.written - m.written[c]
                 if n <= 0:
                     continue
-                cb.unrecorded(self._scale(n, hidden, full), (cb.bytes_written - m.bytes[c]) * hidden // full,
+                hid = self._hidden(c, gap.skipped, quiet)
+                cb.unrecorded(self._scale(n, hid, full), (cb.bytes_written - m.bytes[c]) * hid // full,
                               before, overwrite)
             smap = tr.stackmap
             if smap is not None and m.successes is not None:
                 for c in range(len(smap.successes)):
-                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], hidden, full),
-                                        self._scale(smap.drops[c] - m.drops[c], hidden, full), c, self.rng)
+                    hid = self._hidden(c, gap.skipped, quiet)
+                    smap.unseen_lookups(self._scale(smap.successes[c] - m.successes[c], hid, full),
+                                        self._scale(smap.drops[c] - m.drops[c], hid, full), c, self.rng)
             self._use_counts(tr, m, hidden, full)
 
     def _use_counts(self, tr, m: _Meter, hidden: int, full: int) -> None:

@@ -1,7 +1,10 @@
 """How often the simulated CPUs call traced functions.
 
-Every CPU makes ``fn_rate`` traced calls a second (default 500,000, a busy
-machine's rate; ``fakefs.fn_rate=N`` on the command line sets another).
+Every CPU makes ``fn_rate`` traced calls a second while it is awake
+(default 500,000, a busy machine's rate; ``fakefs.fn_rate=N`` on the
+command line sets another).  A halted CPU (its idle task waiting for an
+interrupt: ``Scheduler.halted_spans()``) calls nothing, so an idle CPU's
+calls are those of its interrupts and of its idle loop around them.
 Calls of the functions a filter or a probe names come at the rate they do
 in the unfiltered function tracer: ``fn_rate`` times the share of them the
 walk gives those functions (``Workload.call_profile()``, CALL_PROFILE_N
@@ -12,6 +15,10 @@ tracer count with the same shares.
 """
 
 from __future__ import annotations
+
+from array import array
+
+from ._trace_function import call_instants, past_halts
 
 FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 CALL_PROFILE_N = 16_000
@@ -61,3 +68,34 @@ def call_groups(wl, addrs, rate: int) -> tuple:
             for g in groups:
                 g.rates[cpu] *= TARGETED_MAX / total
     return tuple(groups)
+
+
+class AwakeTime:
+    """The time a CPU was awake (not halted) in [t0, t1), where its calls
+    fall: ``ns`` of it, the halted spans between (``Scheduler.halted_spans``;
+    none without a machine: every CPU is awake)."""
+
+    __slots__ = ("t0", "halts", "ns")
+
+    def __init__(self, sched, cpu: int, t0: int, t1: int):
+        self.t0 = t0
+        self.halts = sched.halted_spans(cpu, t0, t1) if sched is not None else []
+        self.ns = t1 - t0 - sum([end - start for start, end in self.halts])
+
+    def instants(self, rng, n: int) -> array:
+        """``n`` calls' instants, uniform over the awake time, sorted."""
+        times = call_instants(rng, self.t0, self.ns, n)
+        if self.halts:
+            past_halts(times, self.t0, self.halts)
+        return times
+
+    def draws(self, rng, n: int):
+        """As ``instants()``, one ``rng.random()`` a call (sorted where
+        the CPU halted)."""
+        t0, ns = self.t0, self.ns
+        made = [t0 + int(rng.random() * ns) for _ in range(n)]
+        if not self.halts or not made:
+            return made
+        times = array("q", sorted(made))
+        past_halts(times, t0, self.halts)
+        return times

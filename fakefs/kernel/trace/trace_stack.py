@@ -22,7 +22,8 @@ and softirqs run by ``do_softirq()``) are not measured, as
 someone looks (a read of either file, a change of the filter or of the
 switch), the stretch since the last look is drawn as up to ``DRAWS_MAX``
 calls, as many as the functions the filter takes get at the function
-tracer's rate (``fn_rate``, their share of ``Workload.call_profile()``);
+tracer's rate (``fn_rate`` for the time the CPUs were awake, their share
+of ``Workload.call_profile()``);
 the deepest is the maximum the kernel would have found.  A read of
 ``stack_trace`` measures the reader's own call of ``mutex_lock`` (see
 READER_CALL): just after ``0 > stack_max_size`` that shallow stack is the
@@ -93,7 +94,7 @@ class StackTracer:
     its stack, the filter (record indices)."""
 
     __slots__ = ("kernel", "value", "registered", "max_size", "entries", "filter",
-                 "generation", "since", "rng", "_depths", "_depths_gen")
+                 "generation", "since", "_awake", "rng", "_depths", "_depths_gen")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -104,6 +105,7 @@ class StackTracer:
         self.filter: set[int] = set()
         self.generation = 0          # moves on with each change of the filter
         self.since = 0               # calls are measured up to this instant
+        self._awake: list = []        # the CPUs' times then (``Scheduler.awake_seconds``)
         self.rng = kernel.subsystem_rng("stack-tracer")
         self._depths: dict = {}      # frame -> its entries, None when not measured
         self._depths_gen = None
@@ -127,6 +129,7 @@ class StackTracer:
             return
         if on:
             self.since = self.kernel.sim_time
+            self._awake = self.kernel.sched.awake_seconds(None, self.since)[0]
         self.registered = on
         ftrace_ops_update(self.kernel)
 
@@ -183,7 +186,10 @@ class StackTracer:
             self.since = max(self.since, t)
             return
         sysctl = self.kernel.ftrace_sysctl       # ftrace_enabled 0: no calls reach it
-        dt = t - self.since if sysctl is None else sysctl.enabled_ns(self.since, t)
+        on = 1.0 if sysctl is None else sysctl.enabled_ns(self.since, t) / (t - self.since)
+        # the CPUs call functions while they are awake (halted, none)
+        self._awake, awake = self.kernel.sched.awake_seconds(self._awake, t)
+        dt = sum(awake) * 1e9 * on
         self.since = t
         wl = self.kernel.workload
         if wl is None or dt <= 0:
@@ -191,7 +197,7 @@ class StackTracer:
         targets = self._targets(wl)
         if targets is not None and not targets:
             return
-        calls = fn_rate(self.kernel) * self.kernel.nr_cpus * dt / 1e9 * self._share(wl, targets)
+        calls = fn_rate(self.kernel) * dt / 1e9 * self._share(wl, targets)
         n = min(DRAWS_MAX, math.ceil(calls))
         for fr in wl.calls_aside(self.rng, n, targets):
             self.check_stack(wl, fr)

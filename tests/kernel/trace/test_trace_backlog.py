@@ -75,10 +75,11 @@ def test_gap_counts_equal_full_simulation():
 
 
 def boot_fast(kb=256):
-    """The function tracer at a busy machine's rate: a 256 KB buffer fills
-    in about 20 ms, much less than the last GAP_WINDOW_NS the machine needs."""
+    """The function tracer at twice a busy machine's rate (a CPU is awake
+    about half the time): a 256 KB buffer fills in about 20 ms, much less
+    than the last GAP_WINDOW_NS the machine needs."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
-                 cmdline="fakefs.fn_rate=400000")
+                 cmdline="fakefs.fn_rate=800000")
     wr(k, "buffer_size_kb", str(kb))
     wr(k, "current_tracer", "function")
     k.clock.advance(100_000_000)
@@ -101,8 +102,13 @@ def test_a_quiet_stretch_counts_like_a_skip():
     gap.clock.advance(1_000_000_000)
     gap.run_until_now()
     a, b = counters(full), counters(gap)
+    # a CPU calls functions while it is awake, and over 600 ms its share of
+    # awake time moves 0.44-0.62 (seed 1); the skip is counted at its share
+    # so far, the quiet steps as they were: gap/full per CPU, seeds 1-6,
+    # 0.89 0.85, 1.18 1.31, 1.05 1.13, 0.94 1.04, 0.75 1.04, 0.90 0.89 (in all
+    # 0.87-1.24; at the measured rate of the full steps alone 0.61-1.48)
     for x, y in zip(a["written"], b["written"]):
-        assert close(x, y, 0.03), (a, b)
+        assert close(x, y, 0.2), (a, b)
     for x, y in zip(a["entries"], b["entries"]):    # full, both (within two of its 64 pages)
         assert close(x, y, 0.03), (a, b)
     assert sum(traced) < GAP_WINDOW_NS // 2, sum(traced)
@@ -236,15 +242,16 @@ def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
 
 def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
     """What a kernel shows after 10 s of the function tracer (500,000 calls
-    a second per CPU): every CPU's default buffer full (the gap's budget
-    covers the probe and the window's margin)."""
+    a second per CPU while it is awake, about half the time here): every
+    CPU's default buffer full (the gap's budget covers the probe and the
+    window's margin)."""
     k, _ = boot(("current_tracer", "function"), kb=1408)
     k.clock.advance(10_000_000_000)
     k.run_until_now()
     for cb in k.tracing.global_trace.buffer.cpus:
         assert len(cb.pages) == cb.nr_pages
         assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
-        assert cb.overrun > 4_000_000
+        assert cb.overrun > 2_000_000
 
 
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():

@@ -20,7 +20,7 @@ def test_the_frames_context_is_their_stacks():
     k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in (("current_tracer", "function"), ("events/enable", "1")):
         wr(k, path, value)
-    k.clock.advance(70_000_000)
+    k.clock.advance(100_000_000)       # (a halted CPU makes no frames)
     k.run_until_now()
     frames, act = k.workload.frames, k.trace_activity
     todo = [*frames._roots.values(), *frames._user_irq.values()]

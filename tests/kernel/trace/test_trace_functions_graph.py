@@ -105,7 +105,7 @@ def test_files_and_defaults(kc):
 def test_a_trace_keeps_the_return_stacks(kc):
     k, clock = kc
     wr(k, "current_tracer", "function_graph\n")
-    run(k, clock, 5)
+    run(k, clock, 20)         # (the CPUs, halted much of the time, call in ~half of it)
     recs = records(k)
     n_ent = sum(1 for es in recs.values() for e in es if e[1] == te.TRACE_GRAPH_ENT)
     assert n_ent > 1000
