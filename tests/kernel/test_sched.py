@@ -39,3 +39,31 @@ def test_a_bound_task_is_woken_onto_its_cpu_only():
     assert bound.cpu == 3 and bound in sched.rq[3]
     free.cpu = 3
     assert sched.select_task_rq(free) != 3   # any idle one
+
+
+def test_halted_time_is_kept_per_cpu():
+    """When a CPU halted, woke, or was not simulated (halts), and what
+    that adds up to: halted_spans, cpu_time, awake_seconds."""
+    s = Scheduler(2)
+    s.idle_enter(0, 100)
+    s.idle_exit(0, 300)
+    s.idle_enter(0, 700)
+    s.unseen(1000)                      # the machine stops (a skip)
+    s.idle_enter(0, 2000)               # simulated again, halted as it was
+    s.idle_enter(1, 2000)               # (the machine halts every CPU at its start)
+    s.idle_exit(0, 2500)
+    assert s.halted_spans(0, 0, 3000) == [(100, 300), (700, 1000), (2000, 2500)]
+    assert s.halted_spans(0, 200, 800) == [(200, 300), (700, 800)]
+    assert s.halted_spans(1, 0, 3000) == [(2000, 3000)]
+    assert s.cpu_time(0, 3000) == (200 + 300 + 500, 1000)
+    assert s.cpu_time(1, 3000) == (1000, 1000)    # (both stopped)
+    assert s.cpu_time(0, 800) == (300, 0)
+    before, _ = s.awake_seconds(None, 0)
+    _, secs = s.awake_seconds(before, 3000)
+    # CPU 0: awake 1000 of the 2000 simulated, and half of the 1000 not
+    seen_share = (2000 - 1000) / 2000
+    assert secs[0] == (3000 - 1000 - 1000 + 1000 * seen_share) / 1e9
+    assert secs[1] == (3000 - 1000 - 1000 + 1000 * 0.5) / 1e9
+    s.forget_before(2100)               # the state then is kept
+    assert s.halted_spans(0, 2100, 3000) == [(2100, 2500)]
+    assert s.cpu_time(0, 3000) == (1000, 1000)
