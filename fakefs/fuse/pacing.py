@@ -22,8 +22,9 @@ A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
 and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
 the window is cheap and the window is not: a step ends where the window
-begins, and the next one starts small again, as after a skip.  A gap that
-has cost GAP_WALL_S is capped (``Kernel.cap_gap``).  After the catch-up,
+begins, and the next one starts small again, as after a skip.  What a gap
+simulates does not depend on what its steps cost (``trace_backlog``'s
+budget counts entries, not seconds).  After the catch-up,
 ``settle_host_events``: the followed real processes' events before the
 request are done, not those after it.
 """
@@ -38,23 +39,17 @@ from ..sim.host import SETTLE_NS
 
 STEP_WALL_S = 0.002
 MIN_STEP_NS = 100_000
-# the most a gap's catch-up may cost before what its watchers still want in
-# full is cut to the machine's last window (``Kernel.cap_gap``)
-GAP_WALL_S = 1.0
 
 
 class Pacer:
-    """The step size of the catch-ups, adapted to what steps cost, and what
-    the gap under way (``gap``) has cost so far (``gap_spent``, s)."""
+    """The step size of the catch-ups, adapted to what steps cost."""
 
-    __slots__ = ("clock", "step_ns", "paced", "gap", "gap_spent")
+    __slots__ = ("clock", "step_ns", "paced")
 
     def __init__(self, clock):
         self.clock = clock                      # the kernel's
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)
-        self.gap = None
-        self.gap_spent = 0.0
 
     def step(self, kernel, until: int, hold: bool = False, waited: bool = True) -> bool:
         """One step of the kernel towards ``until`` (``Kernel.catch_up``;
@@ -71,7 +66,6 @@ class Pacer:
         t0 = time.perf_counter()
         more = kernel.catch_up(1, until, step, hold)
         spent = time.perf_counter() - t0
-        self._charge_gap(kernel, spent)
         if waited and not hold:                  # a request waited for it
             self.clock.stood_still(int(spent * 1e9))
         if kernel.sim_time - t > step or kernel.sim_time == end:
@@ -108,21 +102,6 @@ class Pacer:
             self.clock.resync()
             now = kernel.now_ns()
         return now
-
-    def _charge_gap(self, kernel, spent: float) -> None:
-        """A step that went into a gap counts towards what it costs: past
-        GAP_WALL_S the gap is capped (a gap's steps cost what the machine
-        does in it: with every event on and a buffer that does not
-        overwrite, five times real time, and each request that waits holds
-        the writers of its file behind it)."""
-        gap = kernel.gap
-        if gap is None:
-            return
-        if gap is not self.gap:
-            self.gap, self.gap_spent = gap, 0.0
-        self.gap_spent += spent
-        if self.gap_spent > GAP_WALL_S and not gap.capped:
-            kernel.cap_gap()
 
 
 def settle_host_events(kernel, until: int, settle: int) -> int | None:

@@ -3,11 +3,9 @@
 Without it the kernel is simulated lazily: a request catches it up to its
 instant, and a stretch nobody saw while something records is a *gap*
 (``Kernel.catch_up``, ``trace_backlog``): a probe, a skip, and a window
-sized from the probe, capped by what a request may wait
-(``pacing.GAP_WALL_S``).  What a gap keeps then depends on how fast the
-host ran the catch-up and on the probe's guess, so the same commands kept
-different counts on an idle and a busy host (the stackmap's seed-004
-experiment kept a tenth of its entries on a wall clock).
+sized from the probe.  What a gap keeps then depends on the probe's guess
+(and, until session 44, on how fast the host ran the catch-up: the
+stackmap's seed-004 experiment kept a tenth of its entries on a busy host).
 
 While anything records, the runner steps the kernel to the host's time
 every TICK_S, a step's worth of work (``pacing.STEP_WALL_S``) at a time

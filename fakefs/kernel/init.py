@@ -102,7 +102,7 @@ SHOWN_NS = 2 * TICK_NS
 class Gap:
     """An unobserved stretch being caught up (see ``Kernel.catch_up``)."""
 
-    __slots__ = ("start", "end", "full", "skipped", "skip_end", "capped", "held",
+    __slots__ = ("start", "end", "full", "skipped", "skip_end", "held",
                  "resume", "shown_to")
 
     def __init__(self, start: int, end: int):
@@ -111,7 +111,6 @@ class Gap:
         self.full = 0           # ns simulated in full so far
         self.skipped = 0        # ns skipped so far
         self.skip_end = start   # where the last skip ended
-        self.capped = False     # cost its caller too much: the machine's last window only
         self.held = False       # its end moves to the next catch-up's instant
         self.resume = 0         # a skip stopped at what must be shown goes on to here
         self.shown_to = 0       # after the stretch in full up to here
@@ -344,16 +343,6 @@ class Kernel:
         """The gap being caught up, if any."""
         return self._gap
 
-    def cap_gap(self) -> None:
-        """The gap under way has cost its caller what a request may wait
-        (the caller measures that: ``fuse.pacing``): of what the gap
-        watchers still want in full, only the machine's last GAP_WINDOW_NS
-        is simulated; the rest is skipped and counted like any skip (a
-        buffer that does not overwrite gets no more than that window fills;
-        one that does keeps what the window writes over its older pages)."""
-        if self._gap is not None:
-            self._gap.capped = True
-
     def gap_threshold(self) -> int:
         """How long an unobserved stretch must be to be caught up as a gap:
         GAP_NS, or less if a watcher asks (costly tracing)."""
@@ -393,14 +382,10 @@ class Kernel:
         if gap.full >= MAX_BACKLOG_NS:
             return end                       # enough replayed: the rest is skipped
         h = min([end - GAP_WINDOW_NS] + [w.full_from(t, gap) for w in self._gap_watchers])
-        if gap.capped:
-            # what the watchers still wanted in full, but for the machine's
-            # last window, is skipped: they count it as any skip
-            h = max(h, end - GAP_WINDOW_NS)
         if h > t:
             # a skip: what follows it in full fits in what is left of the cap
             # (a watcher that needs the kernel now, measuring at the gap's
-            # start, is not skipped past: the cap above ends it)
+            # start, is not skipped past: MAX_BACKLOG_NS above ends it)
             h = max(h, end - MAX_BACKLOG_NS + gap.full)
         return max(t, h - h % TICK_NS)
 

@@ -74,7 +74,7 @@ def test_a_step_ends_where_the_gaps_window_begins_and_the_next_starts_small(monk
 
 def test_no_pacing_on_a_manual_clock(monkeypatch):
     """``--clock virtual``: the same commands give the same files, so the
-    steps are the kernel's own whatever they cost, and no gap is capped."""
+    steps are the kernel's own whatever they cost."""
     now = [0.0]
     monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
     p = pacing.Pacer(ManualClock())
@@ -82,10 +82,6 @@ def test_no_pacing_on_a_manual_clock(monkeypatch):
     for _ in range(5):
         p.step(k, 0)
     assert k.steps == [STEP_NS] * 5
-    k = Gapped(now, per_ms=0.02)
-    for _ in range(100):
-        p.step(k, 0)
-    assert now[0] > pacing.GAP_WALL_S and not k.capped
 
 
 class Settling:
@@ -119,44 +115,6 @@ def test_a_request_waits_only_for_the_real_processes_before_it():
     k = Settling(5000)
     assert pacing.settle_host_events(k, 1000, 4000) is None
     assert k.advanced == []
-
-
-class Gapped(Costly):
-    """Every step is part of the gap ``gap`` (a kernel.init.Gap)."""
-
-    def __init__(self, now, per_ms):
-        super().__init__(now, per_ms)
-        from fakefs.kernel.init import Gap
-        self.gap = Gap(0, 10**12)
-        self.capped = 0
-
-    def cap_gap(self):
-        self.capped += 1
-        self.gap.capped = True
-
-
-def test_a_gap_that_costs_too_much_is_capped(monkeypatch):
-    """Past GAP_WALL_S of steps in one gap the kernel is told to cap it
-    (once); a new gap is counted from nothing, and a cheap one never is."""
-    from fakefs.kernel.init import Gap
-    now = [0.0]
-    monkeypatch.setattr(pacing.time, "perf_counter", lambda: now[0])
-    p = pacing.Pacer(Clock())
-    k = Gapped(now, per_ms=0.02)
-    while now[0] <= pacing.GAP_WALL_S:
-        assert not k.capped
-        p.step(k, 0)
-    assert k.capped == 1
-    for _ in range(10):
-        p.step(k, 0)
-    assert k.capped == 1
-    k.gap = Gap(0, 10**12)                      # the next gap
-    p.step(k, 0)
-    assert not k.gap.capped
-    k.per_ms = 0.00001
-    for _ in range(2000):
-        p.step(k, 0)
-    assert not k.gap.capped and k.capped == 1
 
 
 def test_the_clock_stands_still_while_a_request_waits_for_steps_not_for_a_window_made_ahead(monkeypatch):

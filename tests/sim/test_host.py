@@ -404,27 +404,25 @@ def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
 
 
 def test_a_gaps_skip_stops_at_what_a_followed_process_did():
-    """A gap's skip (here a capped one's: ``Kernel.cap_gap``) does not pass
-    a followed process's fork and exec: the machine simulates a moment of
-    each in full, traced, at its instant (func-filter-pid.tc's ``ping``
-    under load: the child's do_execve and the parent's kernel_clone), and
-    the rest of the stretch is still skipped."""
-    from fakefs.kernel.init import GAP_WINDOW_NS, SHOWN_NS
+    """A gap's skip (here past MAX_BACKLOG_NS of a sparse filter's full
+    simulation) does not pass a followed process's fork and exec: the
+    machine simulates a moment of each in full, traced, at its instant
+    (func-filter-pid.tc's ``ping`` under load: the child's do_execve and
+    the parent's kernel_clone), and the rest of the stretch is still
+    skipped."""
+    from fakefs.kernel.init import MAX_BACKLOG_NS, SHOWN_NS
     k, m = boot(always_seen=False)
     write(k, "set_ftrace_filter", "kernel_clone do_execveat_common.isra.0")
     write(k, "current_tracer", "function")
     write(k, "events/sched/sched_process_exec/enable", "1")
     run(k, 0.04)
     m.host.caller(5000, "sh")
-    t = k.sim_time + 1000 * MS + 300_000
-    fork_exec_exit(k, m, t=t, lives=5000 * MS)
+    start = k.sim_time
+    t = start + MAX_BACKLOG_NS + 4000 * MS + 300_000
+    fork_exec_exit(k, m, t=t, lives=50_000 * MS)
     simulated = []
     k.add_timer_hook(lambda t0, t1: simulated.append(t1 - t0))
-    k.clock.advance(3000 * MS)
-    k.catch_up(1)                        # the gap begins with a step in full
-    assert k.gap is not None
-    first = sum(simulated)
-    k.cap_gap()
+    k.clock.advance(MAX_BACKLOG_NS + 10_000 * MS)
     k.run_until_now()
     assert k.gap is None
     got = [ln for ln in lines(k) if "-500" in ln]
@@ -433,9 +431,10 @@ def test_a_gaps_skip_stops_at_what_a_followed_process_did():
     assert any("-5001 " in ln and "do_execveat_common" in ln for ln in got), got
     assert any("sched_process_exec: filename=/usr/bin/sleep pid=5001" in ln for ln in got), got
     assert all(t <= s < t + 3 * MS for s in stamps), (t, got)
-    # in full: the first step, two stretches of SHOWN_NS (the fork's tick and
-    # the exec's, 2 ms apart) and the machine's last window; the rest skipped
-    assert sum(simulated) == first + 2 * SHOWN_NS + GAP_WINDOW_NS, (first, sum(simulated))
+    # in full: MAX_BACKLOG_NS (a sparse filter's entries all stay in the
+    # buffer: nothing of them is skipped before), then only the two
+    # stretches of SHOWN_NS (the fork's tick and the exec's, 2 ms apart)
+    assert sum(simulated) == MAX_BACKLOG_NS + 2 * SHOWN_NS, sum(simulated)
 
 
 def test_a_step_where_a_followed_process_did_something_is_traced_before_a_gaps_window():

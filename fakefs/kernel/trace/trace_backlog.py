@@ -8,7 +8,8 @@ reference counts) show all of it.  So a gap is:
 
 1. simulated in full for a *probe* at its start, long enough to measure what
    each recording CPU writes now (entries, bytes and stackmap uses per
-   simulated ns): PROBE_ENTRIES on every such CPU, or PROBE_NS;
+   simulated ns): PROBE_ENTRIES on every such CPU, or PROBE_NS (but
+   EMPTY_PROBE_NS while a CPU wrote nothing: a rare call or event);
 2. skipped up to a window before now in which, at those rates, every CPU
    fills its buffer MARGIN times over (``window_from``);
 3. simulated in full to now.  Where the kernel simulates more than that
@@ -43,7 +44,7 @@ An array that started recording during the gap is measured from then on.
 The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
 (the cost of simulating is per entry: 2-4 us a plain function call,
 10-20 us an event with its stack; a default buffer holds 51.6k function
-entries, refilled MARGIN times over after a probe that is 66.5k a CPU, so
+entries, refilled MARGIN times over after a probe that is 105k a CPU, so
 that a default buffer is full after a gap at the function tracer's 500,000
 calls a second).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes) keeps the
@@ -77,12 +78,19 @@ from .trace_events_trigger import hit_counted_triggers, triggers_may_act
 TRACED_GAP_NS = 300_000_000
 PROBE_NS = 200_000_000
 PROBE_ENTRIES = 2000
-MARGIN = 1.25
+# a CPU that wrote nothing in PROBE_NS (a rare call or event) is measured
+# this long before its rate counts as nothing
+EMPTY_PROBE_NS = 1_000_000_000
+# the window is this many times the time the probe's rate fills a buffer
+# in: a CPU writes only while it is awake, and its share of awake time in
+# ~100 ms moves by a third (a window of 1.25 buffer-fulls left some buffers
+# holding the probe's entries, pushed out by the skip's: a third missing)
+MARGIN = 2.0
 # the most entries a gap's full parts may make, per CPU: the window at the
 # end is no longer than what is left, and triggers or probes that can still
 # act are followed in full for the first half of them only.  A default
-# buffer holds 51.6k function entries: with the probe and MARGIN, 66.5k.
-GAP_ENTRIES_CPU = 70_000
+# buffer holds 51.6k function entries: with the probe and MARGIN, 105k.
+GAP_ENTRIES_CPU = 110_000
 
 
 class _Meter:
@@ -265,10 +273,8 @@ class TraceBacklog:
                 if nbytes > 0 and full > 0:
                     fill = cb.nr_pages * cb.subbuf_size * full // nbytes
                     h = min(h, gap.end - int(fill * MARGIN))
-                elif tr.cpumask >> c & 1 and cb.nr_pages:
-                    # nothing in the probe: its rate is not known to be 0
-                    # (a rare call or event), so nothing of it is skipped
-                    return t
+                elif tr.cpumask >> c & 1 and full < EMPTY_PROBE_NS:
+                    return t             # nothing yet: a rare call or event, still measuring
         if rate:                               # no longer than what is left of the budget
             h = max(h, gap.end - int((budget - used) / rate))
         if h > t:

@@ -111,7 +111,7 @@ def test_a_quiet_stretch_counts_like_a_skip():
         assert close(x, y, 0.2), (a, b)
     for x, y in zip(a["entries"], b["entries"]):    # full, both (within two of its 64 pages)
         assert close(x, y, 0.03), (a, b)
-    assert sum(traced) < GAP_WINDOW_NS // 2, sum(traced)
+    assert sum(traced) < GAP_WINDOW_NS * 3 // 4, sum(traced)     # (MARGIN: two buffer-fulls)
 
 
 def test_without_overwrite_the_first_buffer_full_is_kept():
@@ -251,7 +251,7 @@ def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
     for cb in k.tracing.global_trace.buffer.cpus:
         assert len(cb.pages) == cb.nr_pages
         assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
-        assert cb.overrun > 2_000_000
+        assert cb.overrun > 1_500_000
 
 
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
@@ -283,26 +283,6 @@ def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
                 ("events/sched/sched_wakeup/trigger", "snapshot:1000000"))
     assert sorted(d.cmd.name for d in hit_counted_triggers(k.tracing.global_trace)) == \
         ["snapshot", "stacktrace"]
-
-
-def test_a_capped_gap_simulates_only_the_machines_last_window():
-    """A caller that measured a gap costing too much caps it (fuse.pacing):
-    what the watchers still wanted in full (here all of it: a snapshot
-    trigger may act at any hit) is skipped but for the machine's last
-    window, and the skipped time is counted like any skip."""
-    settings = (("events/sched/enable", "1"), ("events/sched/sched_switch/trigger", "snapshot"))
-    k, simulated = boot(*settings)
-    k.clock.advance(3_000_000_000)
-    k.catch_up(1)                      # the gap begins with a step in full
-    first = sum(simulated)
-    assert k.gap is not None and first < 100_000_000
-    k.cap_gap()
-    k.run_until_now()
-    assert k.gap is None and k.sim_time == 3_100_000_000
-    assert first + GAP_WINDOW_NS <= sum(simulated) <= first + GAP_WINDOW_NS + 2_000_000
-    cpus = k.tracing.global_trace.buffer.cpus
-    assert sum(cb.overrun for cb in cpus) > 0                 # the skipped time is counted
-    assert "sched_switch" in rd(k, "trace") and "sched_switch" in rd(k, "snapshot")
 
 
 def _shifted_back(text, d_ns):
