@@ -22,7 +22,8 @@
 11. a hist trigger's cost per hit on sched_switch, single-event and the wakeup-latency
    pair with its synthetic event (hist.py), vs the same events without a trigger;
 12. ``echo 0 > tracing_on`` after 1 s and 5 s of tracing on a mount (tracing_off.py), for
-   the engine bench's configurations (DM4: <= 50 ms).
+   the engine bench's configurations (DM4: <= 50 ms), and the longest wait of a stats read
+   every 20 ms meanwhile (DM4: <= 100 ms).
 
 Medians over repeated rounds are printed; nothing here is asserted.
 """

@@ -8,7 +8,11 @@ of the wall clock while it traces, then the time of one write of ``0`` to
 catching up with the instant of the write.  A machine slower than real time
 with that configuration falls behind while nobody asks, and the write waits
 for it (DM4 wants 50 ms at most).  Each figure is the median and the worst
-of ``MOUNTS`` fresh mounts.  ``python -m fakefs.bench tracing_off``.
+of ``MOUNTS`` fresh mounts.  While it traces, a reader reads
+``per_cpu/cpu0/stats`` every POLL_S (a read that waits for the machine to
+reach its instant, as a tool polling the buffer's counts does): its worst
+wait is the other row (DM4: no request waits more than 100 ms on the
+simulation).  ``python -m fakefs.bench tracing_off``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .engine import CONFIGS
 TRACING = "sys/kernel/tracing/"
 MOUNTS = 3
 TRACED_S = (1, 5)
+POLL_S = 0.02
 
 
 def _write(mnt: str, path: str, value: str) -> None:
@@ -30,16 +35,25 @@ def _write(mnt: str, path: str, value: str) -> None:
         fh.write(value)
 
 
-def stop_ms(settings, traced_s: float) -> float:
+def stop_ms(settings, traced_s: float) -> tuple[float, float]:
     """Milliseconds of ``echo 0 > tracing_on`` on a fresh mount after
-    ``settings`` were written and ``traced_s`` seconds went by."""
+    ``settings`` were written and ``traced_s`` seconds went by, and the
+    longest read of ``per_cpu/cpu0/stats`` meanwhile (one every POLL_S)."""
     with fakefs_mounted() as (mnt, _log):
         for path, value in settings:
             _write(mnt, path, value)
-        time.sleep(traced_s)
+        stats = os.path.join(mnt, TRACING + "per_cpu/cpu0/stats")
+        worst = 0.0
+        end = time.monotonic() + traced_s
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            with open(stats) as fh:
+                fh.read()
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(POLL_S)
         t0 = time.monotonic()
         _write(mnt, "tracing_on", "0")
-        return (time.monotonic() - t0) * 1000
+        return (time.monotonic() - t0) * 1000, worst * 1000
 
 
 def bench_tracing_off() -> list[tuple[str, float, str]]:
@@ -47,6 +61,9 @@ def bench_tracing_off() -> list[tuple[str, float, str]]:
     for traced_s in TRACED_S:
         for label, settings in CONFIGS:
             got = [stop_ms(settings, traced_s) for _ in range(MOUNTS)]
+            stops, polls = [g[0] for g in got], [g[1] for g in got]
             rows.append(("%s, after %d s: echo 0 > tracing_on" % (label, traced_s),
-                         statistics.median(got), "ms median (worst %.0f; DM4: <= 50)" % max(got)))
+                         statistics.median(stops), "ms median (worst %.0f; DM4: <= 50)" % max(stops)))
+            rows.append(("  a stats read every %d ms meanwhile: the longest" % (POLL_S * 1000),
+                         statistics.median(polls), "ms median (worst %.0f; DM4: <= 100)" % max(polls)))
     return rows
