@@ -152,7 +152,7 @@ CLOCK_DEBT = {
     "fakefs.kernel.ping": 2,
     "fakefs.kernel.printk": 2,
     "fakefs.kernel.samples": 2,
-    "fakefs.kernel.time": 6,
+    "fakefs.kernel.time": 4,
     "fakefs.kernel.trace.ftrace_files": 4,
     "fakefs.kernel.trace.ftrace_requests": 1,
     "fakefs.kernel.trace.trace": 2,

@@ -4,10 +4,9 @@
 entries in the report against those plus the ``events lost`` trace-cmd
 prints, and the wall time against ``fakefs sandbox -- sleep 5`` of the same
 run (the command's time plus the sandbox's boot: the baseline).  The entries
-kept per 100 ms of the trace, median over its first and its last second:
-while requests make the clock stand still (``Clock.stood_still``, up to
-MAX_LAG_NS) the machine writes slower than the host's time and a recorder
-keeps up; the last second shows the steady state.  Then ``-e all sleep 5``:
+kept per 100 ms of the trace, median over its first and its last second
+(the first one's requests, trace-cmd setting up, once made the clock stand
+still: now both are the steady state).  Then ``-e all sleep 5``:
 what it lost.  Needs trace-cmd (the Makefile installs it).
 ``python -m fakefs.bench recorders``.
 """

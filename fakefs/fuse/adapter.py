@@ -156,17 +156,16 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
-    async def observe(self, changes: bool = False, waited: bool = True) -> int:
+    async def observe(self, changes: bool = False) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
         of time (pacing.STEP_WALL_S: what a step is sized to cost);
         what the followed real processes did before it is done by then
-        (``changes``: the request may change settings; ``waited``: a
-        request waits for it, not the runner, ``fuse.runner``)."""
+        (``changes``: the request may change settings)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.pacer.instant(self.kernel)   # the request came now: no later
-        while self.pacer.step(self.kernel, until, waited=waited):
+        while self.pacer.step(self.kernel, until):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()

@@ -11,12 +11,8 @@ back towards STEP_NS when steps are cheap.  Not on a manual clock (``--clock
 virtual``): there the same commands give the same files, and how a catch-up
 is cut into steps is part of what the simulation does.
 
-While a request waits for its steps, the simulated machine's time stands
-still (``Clock.stood_still``: the clock falls behind the host's by what
-the steps cost, at most a second): the next request of the same command
-comes a user's moment later, not the daemon's.  A gap takes the clock back
-to the host's (``instant``).  Steps of a window made ahead
-(``fuse.window``) are made while nobody waits: the clock runs on.
+Steps of a window made ahead (``fuse.window``) are made while nobody
+waits.
 
 A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
@@ -33,7 +29,7 @@ from __future__ import annotations
 
 import time
 
-from ..kernel.init import JIFFY_NS, STEP_NS
+from ..kernel.init import STEP_NS
 from ..kernel.time import ManualClock
 from ..sim.host import SETTLE_NS
 
@@ -51,11 +47,10 @@ class Pacer:
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)
 
-    def step(self, kernel, until: int, hold: bool = False, waited: bool = True) -> bool:
+    def step(self, kernel, until: int, hold: bool = False) -> bool:
         """One step of the kernel towards ``until`` (``Kernel.catch_up``;
-        ``hold``: a gap's window made ahead, ``fuse.window``; ``waited``: a
-        request waits for the step, not the runner, ``fuse.runner``): True
-        while more remains."""
+        ``hold``: a gap's window made ahead, ``fuse.window``): True while
+        more remains."""
         if not self.paced:
             return kernel.catch_up(1, until, hold=hold)
         step = self.step_ns
@@ -66,8 +61,6 @@ class Pacer:
         t0 = time.perf_counter()
         more = kernel.catch_up(1, until, step, hold)
         spent = time.perf_counter() - t0
-        if waited and not hold:                  # a request waited for it
-            self.clock.stood_still(int(spent * 1e9))
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs
             # what it costs, nothing measured so far says
@@ -81,27 +74,8 @@ class Pacer:
 
     def instant(self, kernel) -> int:
         """The instant a request that comes now is served at: the kernel's
-        clock, which stood still while earlier requests' steps were computed
-        (``Clock.stood_still``), or the host's again if the kernel was not
-        seen for a gap's length since, or its window was made ahead (then
-        the host's less what a move by whole jiffies leaves: the request is
-        served where the window ends, with nothing to simulate)."""
-        now = kernel.now_ns()
-        if not self.paced:
-            return now
-        gap = kernel.gap
-        if gap is not None and gap.held and kernel.sim_time >= gap.end:
-            # the window made ahead moves by whole jiffies: the clock is
-            # the host's, less the part of a jiffy it would not move
-            self.clock.resync()
-            now = kernel.now_ns()
-            self.clock.stood_still((now - gap.end) % JIFFY_NS)
-            return kernel.now_ns()
-        if self.clock.lag and (gap is not None and gap.held
-                               or gap is None and now - kernel.sim_time > kernel.gap_threshold()):
-            self.clock.resync()
-            now = kernel.now_ns()
-        return now
+        clock (a window made ahead moves there: ``Kernel._end_held``)."""
+        return kernel.now_ns()
 
 
 def settle_host_events(kernel, until: int, settle: int) -> int | None:

@@ -78,7 +78,7 @@ class Runner:
             k = self.fs.kernel
             t0, sim0 = self.wall(), k.sim_time
             try:
-                await self.fs.observe(waited=False)
+                await self.fs.observe()
             except Exception:       # never the daemon's end: requests catch up
                 log.exception("keeping the machine up failed")
                 await heap.next_request().wait()

@@ -22,10 +22,6 @@ class Ctx:
 
 class FakeClock:
     held = None
-    lag = 0
-
-    def stood_still(self, ns):
-        pass
 
 
 class FakeKernel:
@@ -346,8 +342,6 @@ async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
         def __init__(self):
             super().__init__()
             self.clock = vclock.virtual_clock()
-            self.clock.lag = 0
-            self.clock.stood_still = lambda ns: None
 
         def now_ns(self):
             return self.clock.now_ns()

@@ -32,10 +32,6 @@ class Ctx:
 
 class Clock:
     held = None
-    lag = 0
-
-    def stood_still(self, ns):
-        pass
 
 
 class Driver:

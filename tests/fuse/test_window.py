@@ -62,8 +62,8 @@ async def window_made(k, heap, pacer, maker):
 
 
 def host(k) -> int:
-    """The host's time on the kernel's clock (without its lag)."""
-    return k.now_ns() + k.clock.lag
+    """The host's time on the kernel's clock."""
+    return k.now_ns()
 
 
 def test_an_idle_mount_gets_the_gaps_window_made_and_the_next_request_only_moves_it():
@@ -83,12 +83,13 @@ def test_an_idle_mount_gets_the_gaps_window_made_and_the_next_request_only_moves
             before = host(k)
             steps = request(k, heap, pacer)
             after = host(k)
-            # the window moved to the request's instant (whole jiffies: the
-            # clock is the host's less the rest), not simulated again: the
-            # same entries, later; the time between counted as skipped
+            # the window moved to the request's instant by whole jiffies (the
+            # rest, less than one, simulated to the last tick), not simulated
+            # again: the same entries, later; the time between counted as skipped
             assert k.gap is None and before - JIFFY_NS < k.sim_time <= after
             d = gap.end - end
-            assert d > 400_000_000 and d % JIFFY_NS == 0 and k.sim_time == gap.end and steps == 1
+            assert d > 400_000_000 and d % JIFFY_NS == 0
+            assert gap.end <= k.sim_time < gap.end + JIFFY_NS and steps <= 10, (k.sim_time, gap.end, steps)
             now = list(cpu0.iter_events())
             moved = [(e[0] + d,) + e[1:] for e in held[len(held) // 2:]]
             i = now.index(moved[0])
