@@ -19,7 +19,9 @@ reference counts) show all of it.  So a gap is:
 
 When the kernel has caught up, the skipped time is counted at the rates
 measured over all of the gap that was simulated in full (the probe and the
-window: same settings, same model): its entries were written and then
+window: same settings, same model), per CPU by the time it was awake (a
+halted CPU does nothing: ``_hidden``; in the quiet steps as the machine ran,
+in the skip at the CPU's share of the time simulated): its entries were written and then
 overwritten (``written``, ``overrun``), pushing out the pages of the probe
 they covered beyond the room the buffer still had (sparse entries, a
 filtered tracer's, stay); the stackmap's uses are shared among the stacks
