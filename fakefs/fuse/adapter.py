@@ -164,7 +164,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         (``changes``: the request may change settings)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
-        until = self.pacer.instant(self.kernel)   # the request came now: no later
+        until = self.kernel.now_ns()   # the request came now: no later
         while self.pacer.step(self.kernel, until):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)

@@ -40,12 +40,11 @@ MIN_STEP_NS = 100_000
 class Pacer:
     """The step size of the catch-ups, adapted to what steps cost."""
 
-    __slots__ = ("clock", "step_ns", "paced")
+    __slots__ = ("step_ns", "paced")
 
     def __init__(self, clock):
-        self.clock = clock                      # the kernel's
         self.step_ns = MIN_STEP_NS
-        self.paced = not isinstance(clock, ManualClock)
+        self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
     def step(self, kernel, until: int, hold: bool = False) -> bool:
         """One step of the kernel towards ``until`` (``Kernel.catch_up``;
@@ -71,11 +70,6 @@ class Pacer:
         elif self.step_ns < STEP_NS:
             self.step_ns = min(STEP_NS, self.step_ns * 2)
         return more
-
-    def instant(self, kernel) -> int:
-        """The instant a request that comes now is served at: the kernel's
-        clock (a window made ahead moves there: ``Kernel._end_held``)."""
-        return kernel.now_ns()
 
 
 def settle_host_events(kernel, until: int, settle: int) -> int | None:

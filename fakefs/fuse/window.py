@@ -9,9 +9,8 @@ makes it while nobody asks: once the mount has been idle for as long as a
 gap takes (``Kernel.gap_threshold``), it catches the kernel up to that
 instant with the gap's end held (``Kernel.catch_up(hold=True)``), a step at
 a time between requests.  The next request's catch-up moves the window to
-its own instant by whole jiffies (the shift hooks), and the request is
-served where the moved window ends (``Pacer.instant``: the clock less the
-part of a jiffy): nothing is left to simulate then.
+its own instant by whole jiffies (the shift hooks, ``Kernel._end_held``):
+what is left to simulate is less than a jiffy.
 
 It costs the one window after the last request, not more: the held window
 waits for the next request, however long that takes.  A request that comes

@@ -117,6 +117,12 @@ def _ilog2(n: int) -> int:
     return max(0, n.bit_length() - 1)
 
 
+def _awake_share(t: int, halted: int, unseen: int) -> float:
+    """Of the time simulated before ``t``, the share not halted."""
+    seen = t - unseen
+    return (seen - halted) / seen if seen > 0 else 1.0
+
+
 def _instant(entry) -> int:
     return entry[0]
 
@@ -354,20 +360,23 @@ class Scheduler:
         d = t - start if t > start else 0
         return ch + (d if state == HALTED else 0), cu + (d if state == UNSEEN else 0)
 
-    def awake_seconds(self, before: list | None, t: int) -> tuple[list, list[float]]:
-        """The CPUs' times at ``t`` (``cpu_time()``), and per CPU the
-        seconds it was awake since ``before`` (their times then; None:
-        none): the time it could do anything.  Time not simulated counts
-        at the CPU's share of awake time in the time simulated since boot."""
-        now = [(t, *self.cpu_time(cpu, t)) for cpu in range(self.nr_cpus)]
-        if before is None:
-            return now, [0.0] * self.nr_cpus
-        out = []
-        for (t1, h1, u1), (t0, h0, u0) in zip(now, before):
-            seen = t1 - u1
-            share = (seen - h1) / seen if seen > 0 else 1.0
-            out.append(((t1 - t0) - (h1 - h0) - (u1 - u0) + (u1 - u0) * share) / 1e9)
-        return now, out
+    def cpu_times(self, t: int) -> list[tuple[int, int, int]]:
+        """Per CPU, (``t``, ns halted, ns not simulated) before ``t``: a
+        reading for ``awake_seconds()``."""
+        return [(t, *self.cpu_time(cpu, t)) for cpu in range(self.nr_cpus)]
+
+    def awake_share(self, cpu: int, t: int) -> float:
+        """The share of the time simulated before ``t`` that ``cpu`` was
+        awake: what counts for time nobody simulated."""
+        return _awake_share(t, *self.cpu_time(cpu, t))
+
+    @staticmethod
+    def awake_seconds(before: list, now: list) -> list[float]:
+        """Per CPU, the seconds it was awake between two ``cpu_times()``
+        readings: the time it could do anything (time not simulated at its
+        share of the time simulated)."""
+        return [((t1 - t0) - (h1 - h0) - (u1 - u0) + (u1 - u0) * _awake_share(t1, h1, u1)) / 1e9
+                for (t0, h0, u0), (t1, h1, u1) in zip(before, now)]
 
     def select_task_rq(self, task: Task) -> int:
         """Where a woken task goes: the CPU it is bound to, else its last

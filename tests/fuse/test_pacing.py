@@ -115,16 +115,3 @@ def test_a_request_waits_only_for_the_real_processes_before_it():
     k = Settling(5000)
     assert pacing.settle_host_events(k, 1000, 4000) is None
     assert k.advanced == []
-
-
-def test_a_request_is_served_at_the_hosts_instant():
-    """The kernel's clock: a request comes at the host's instant, whatever
-    the kernel still has to simulate (a window made ahead moves there:
-    ``Kernel._end_held``)."""
-    clock = Clock()
-    p = pacing.Pacer(clock)
-    before = clock.now_ns()
-    assert before <= p.instant(type("K", (), {"now_ns": clock.now_ns})()) <= clock.now_ns()
-    m = ManualClock()
-    m.advance(10 ** 10)
-    assert pacing.Pacer(m).instant(type("K", (), {"now_ns": m.now_ns})()) == 10 ** 10

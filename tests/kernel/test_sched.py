@@ -43,7 +43,7 @@ def test_a_bound_task_is_woken_onto_its_cpu_only():
 
 def test_halted_time_is_kept_per_cpu():
     """When a CPU halted, woke, or was not simulated (halts), and what
-    that adds up to: halted_spans, cpu_time, awake_seconds."""
+    that adds up to: halted_spans, cpu_time, awake_share, awake_seconds."""
     s = Scheduler(2)
     s.idle_enter(0, 100)
     s.idle_exit(0, 300)
@@ -58,8 +58,8 @@ def test_halted_time_is_kept_per_cpu():
     assert s.cpu_time(0, 3000) == (200 + 300 + 500, 1000)
     assert s.cpu_time(1, 3000) == (1000, 1000)    # (both stopped)
     assert s.cpu_time(0, 800) == (300, 0)
-    before, _ = s.awake_seconds(None, 0)
-    _, secs = s.awake_seconds(before, 3000)
+    assert s.awake_share(0, 3000) == 0.5
+    secs = s.awake_seconds(s.cpu_times(0), s.cpu_times(3000))
     # CPU 0: awake 1000 of the 2000 simulated, and half of the 1000 not
     seen_share = (2000 - 1000) / 2000
     assert secs[0] == (3000 - 1000 - 1000 + 1000 * seen_share) / 1e9

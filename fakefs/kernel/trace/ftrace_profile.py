@@ -14,7 +14,7 @@ activity generator gives a filtered function tracer
 (``trace_call_rates.fn_rate()`` times its share in ``Workload.call_profile()``,
 ``CALL_PRIOR`` calls for one it never got to), so the profiler and a
 tracer filtered on a function agree.  The counts of a stretch of time are
-Poisson draws for the time each CPU was awake (``Scheduler.awake_seconds()``:
+Poisson draws for the time each CPU was awake (``trace_call_rates.call_seconds()``:
 a halted CPU calls nothing), made when someone looks (a stat file is opened
 or read, the profiler is turned off) and when the global filter changes
 (the timer and skip hooks see its generation move on: what was called
@@ -45,7 +45,7 @@ from ..fs.pseudo import KernelError
 from .ftrace_ops_list import ftrace_ops_list, ftrace_ops_update
 from .ftrace_records import ftrace_records
 from ..call_durations import DURATION_KEYS
-from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
 from .trace_functions_graph_output import graph_duration
 
 FUNCTION_STAT_HEADERS = ("  Function                               Hit\n"
@@ -143,7 +143,7 @@ class FunctionProfiler:
         self.stats = [CpuProfile() for _ in range(kernel.nr_cpus)]
         self.rng = kernel.subsystem_rng("ftrace-profile")
         self.since = 0              # calls are counted up to this instant
-        self._awake: list = []      # the CPUs' times then (``Scheduler.awake_seconds``)
+        self._cpu_times: list = []  # the CPUs' times then (``Scheduler.cpu_times``)
         self._rates: list[tuple] = []    # per CPU: (ips, calls per second) under...
         self._generation = None     # ...this generation of the global filter
         self._names: dict[int, str] = {}
@@ -162,7 +162,7 @@ class FunctionProfiler:
             for st in self.stats:
                 st.reset()
             self.since = now
-            self._awake = self.kernel.sched.awake_seconds(None, now)[0]
+            self._cpu_times = self.kernel.sched.cpu_times(now)
             self.enabled = True
             self._take_filter()
         else:
@@ -187,11 +187,7 @@ class FunctionProfiler:
         """Draw the calls of [since, t) of every function on every CPU."""
         if not self.enabled or t <= self.since:
             return
-        sysctl = self.kernel.ftrace_sysctl          # ftrace_enabled 0: no calls reach it
-        on = 1.0 if sysctl is None else sysctl.enabled_ns(self.since, t) / (t - self.since)
-        # a CPU calls functions while it is awake (halted, none)
-        self._awake, awake = self.kernel.sched.awake_seconds(self._awake, t)
-        dts = [a * on for a in awake]
+        self._cpu_times, dts = call_seconds(self.kernel, self.since, self._cpu_times, t)
         self.since = t
         rng = self.rng
         key = self._duration_key()

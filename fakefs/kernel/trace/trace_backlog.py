@@ -73,6 +73,7 @@ catches the kernel up first.
 from __future__ import annotations
 
 from .ftrace_probes import hit_counted_probes, probes_may_act
+from .trace_call_rates import AwakeTime
 from .trace_events_trigger import hit_counted_triggers, triggers_may_act
 
 # while something is recorded, a stretch longer than this is a gap (what
@@ -84,9 +85,10 @@ PROBE_ENTRIES = 2000
 # this long before its rate counts as nothing
 EMPTY_PROBE_NS = 1_000_000_000
 # the window is this many times the time the probe's rate fills a buffer
-# in: a CPU writes only while it is awake, and its share of awake time in
-# ~100 ms moves by a third (a window of 1.25 buffer-fulls left some buffers
-# holding the probe's entries, pushed out by the skip's: a third missing)
+# in: a CPU writes only while it is awake, and its share of awake time
+# moves (0.44-0.62 over 600 ms, seed 1); at 1.25 buffer-fulls some buffers
+# still held the probe's entries, which the skip's pushed out (test_window's
+# held half missing in 2 runs of 8 under load; at 2.0, in none of 8)
 MARGIN = 2.0
 # the most entries a gap's full parts may make, per CPU: the window at the
 # end is no longer than what is left, and triggers or probes that can still
@@ -204,8 +206,7 @@ class TraceBacklog:
     def _awake(self, t0: int, t1: int) -> list[int]:
         """Per CPU, the ns of [t0, t1) it was awake."""
         sched = self.kernel.sched
-        return [t1 - t0 - sum([end - start for start, end in sched.halted_spans(c, t0, t1)])
-                for c in range(len(self.full_awake))]
+        return [AwakeTime(sched, c, t0, t1).ns for c in range(len(self.full_awake))]
 
     def _hidden(self, c: int, skipped: int, quiet: int) -> int:
         """The ns of the gap in which CPU ``c`` did, in the skip and the
@@ -215,11 +216,7 @@ class TraceBacklog:
         time simulated since boot), as ns of the full steps (at their share)."""
         if not self.full_awake[c]:
             return skipped + quiet
-        t = self.kernel.sim_time
-        halted, unseen = self.kernel.sched.cpu_time(c, t)
-        seen = t - unseen
-        share = (seen - halted) / seen if seen > 0 else 1.0
-        awake = self.quiet_awake[c] + skipped * share
+        awake = self.quiet_awake[c] + skipped * self.kernel.sched.awake_share(c, self.kernel.sim_time)
         return round(awake * self.full_steps / self.full_awake[c])
 
     def counter_before(self, t: int) -> int:

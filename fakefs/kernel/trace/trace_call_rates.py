@@ -99,3 +99,18 @@ class AwakeTime:
         times = array("q", sorted(made))
         past_halts(times, t0, self.halts)
         return times
+
+
+def call_seconds(kernel, since: int, before: list, t: int) -> tuple[list, list[float]]:
+    """Per CPU, the seconds of [since, t) in which function calls reached an
+    ftrace_ops: the time it was awake (``Scheduler.awake_seconds``; a halted
+    CPU calls nothing), in the proportion ``ftrace_enabled`` was 1; and the
+    CPUs' times at ``t`` (``before``: theirs at ``since``)."""
+    sched = kernel.sched
+    now = sched.cpu_times(t)
+    secs = sched.awake_seconds(before, now)
+    sysctl = kernel.ftrace_sysctl          # ftrace_enabled 0: no calls reach it
+    if sysctl is not None:
+        on = sysctl.enabled_ns(since, t) / (t - since)
+        secs = [s * on for s in secs]
+    return now, secs

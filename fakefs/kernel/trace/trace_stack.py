@@ -47,7 +47,7 @@ from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_probes import PROBE_COMMANDS
 from .ftrace_records import ftrace_records
 from .ftrace_sysctl import ftrace_calls_enabled
-from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
 from .trace_parser import user_ulong
 
 THREAD_SIZE = 16384
@@ -94,7 +94,7 @@ class StackTracer:
     its stack, the filter (record indices)."""
 
     __slots__ = ("kernel", "value", "registered", "max_size", "entries", "filter",
-                 "generation", "since", "_awake", "rng", "_depths", "_depths_gen")
+                 "generation", "since", "_times", "rng", "_depths", "_depths_gen")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -105,7 +105,7 @@ class StackTracer:
         self.filter: set[int] = set()
         self.generation = 0          # moves on with each change of the filter
         self.since = 0               # calls are measured up to this instant
-        self._awake: list = []        # the CPUs' times then (``Scheduler.awake_seconds``)
+        self._times: list = []        # the CPUs' times then (``Scheduler.cpu_times``)
         self.rng = kernel.subsystem_rng("stack-tracer")
         self._depths: dict = {}      # frame -> its entries, None when not measured
         self._depths_gen = None
@@ -129,7 +129,7 @@ class StackTracer:
             return
         if on:
             self.since = self.kernel.sim_time
-            self._awake = self.kernel.sched.awake_seconds(None, self.since)[0]
+            self._times = self.kernel.sched.cpu_times(self.since)
         self.registered = on
         ftrace_ops_update(self.kernel)
 
@@ -185,11 +185,8 @@ class StackTracer:
         if not self.registered or t <= self.since:
             self.since = max(self.since, t)
             return
-        sysctl = self.kernel.ftrace_sysctl       # ftrace_enabled 0: no calls reach it
-        on = 1.0 if sysctl is None else sysctl.enabled_ns(self.since, t) / (t - self.since)
-        # the CPUs call functions while they are awake (halted, none)
-        self._awake, awake = self.kernel.sched.awake_seconds(self._awake, t)
-        dt = sum(awake) * 1e9 * on
+        self._times, secs = call_seconds(self.kernel, self.since, self._times, t)
+        dt = sum(secs) * 1e9
         self.since = t
         wl = self.kernel.workload
         if wl is None or dt <= 0:

@@ -58,7 +58,8 @@ def table(text):
 def awake(k, before=None):
     """The CPUs' times now, and the seconds each was awake since ``before``
     (a halted CPU calls nothing): ``Scheduler.awake_seconds``."""
-    return k.sched.awake_seconds(before, k.sim_time)
+    now = k.sched.cpu_times(k.sim_time)
+    return now, None if before is None else k.sched.awake_seconds(before, now)
 
 
 def hits(text):
@@ -432,8 +433,9 @@ def test_every_counted_function_took_time(k, clock):
         assert not [f for f, (time, _avg, _s2) in got.items() if time == 0]
         n = table(rd(k, "trace_stat/function%d" % cpu))
         for f, (_time, avg, s2) in got.items():
-            # (two hits' squares are drawn with one degree of freedom: near
-            # 0 a few times in a thousand, and a short run has hundreds)
+            # (two hits' squares are a chi-squared draw of one degree of
+            # freedom, below 1e-4 of its mean with chance sqrt(2e-4 / pi),
+            # 0.8 %: a short run has hundreds of such rows)
             if s2 == 0 and n[f] > 2 and avg >= 1:
                 sums = measured_or_like(prof, [wl.wg.ids[f]], wl.wg.base_table)[cpu][0]
                 assert sums[0][0] > 1, f          # (that CPU's calls, or the others')
