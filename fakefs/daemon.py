@@ -24,7 +24,6 @@ from .fuse.callerpath import CallerFiles
 from .fuse.procfd import HostMemory, mount_dev
 from .fuse.runner import Runner
 from .fuse.seccomp_notify import SyscallNotifications
-from .fuse.window import WindowMaker
 from . import sim, vclock
 from .kernel.init import Kernel
 
@@ -119,7 +118,6 @@ async def _serve(ops: FakeFS, syscall_socket: str | None = None) -> None:
         nursery.start_soon(ops.poll_watcher)
         nursery.start_soon(ops.detach_watcher)
         nursery.start_soon(ops.heap.packer)
-        nursery.start_soon(WindowMaker(ops.kernel, ops.pacer, ops.heap).run)
         nursery.start_soon(Runner(ops).run)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()

@@ -5,11 +5,10 @@ With the function tracer, ``stacktrace``, ``stackmap`` and every event on
 128 KB of ``trace`` are read:
 
 * in-process with a manual clock (no FUSE, any length of idle): the time to
-  catch the kernel up plus the read, median of ROUNDS, with the gap's window
-  made while idle as the daemon makes it (``fuse.window``); the baselines,
-  in the same run: the same without the window made ahead, and the same 1
-  and 10 s simulated in full (observed every tick of 20 ms: nothing can be
-  skipped);
+  catch the kernel up plus the read, median of ROUNDS (the gap's window is
+  simulated in full, the rest skipped: ``trace_backlog``); the baselines,
+  in the same run: the same 1 and 10 s simulated in full (observed every
+  20 ms: nothing can be skipped);
 * through a real mount for 1, 10 and 60 s of real idle: the time of
   open+read(128 KB)+close of ``trace``, and how long ``cat tracing_on``
   (a setting: it does not wait for the catch-up) takes meanwhile, read
@@ -40,7 +39,6 @@ import threading
 import time
 
 from .barefs import fakefs_mounted
-from ..fuse.window import LATER_S
 
 ROUNDS = 3
 GAPS_S = (1, 10, 60, 600)
@@ -68,18 +66,10 @@ def _first_read(k) -> None:
     kernel_read(k.tree, T + "trace", READ)
 
 
-def _in_process(gap_s: float, observed_every_ns: int | None = None, ahead: bool = False) -> float:
+def _in_process(gap_s: float, observed_every_ns: int | None = None) -> float:
     """The first read after ``gap_s`` idle: caught up at the read, or in
-    full, observed every ``observed_every_ns``; ``ahead``: with the window
-    made while idle, as the daemon does (``fuse.window``: once the mount has
-    been idle for a gap's length, ``catch_up(hold=True)``), not timed."""
+    full, observed every ``observed_every_ns``."""
     k = _booted()
-    if ahead:
-        made = min(int(gap_s * 1e9), k.gap_threshold() + int(LATER_S * 1e9))
-        k.clock.advance(made)
-        while k.catch_up(1 << 30, hold=True):
-            pass
-        gap_s -= made / 1e9
     t0 = time.perf_counter()
     if observed_every_ns is None:
         k.clock.advance(int(gap_s * 1e9))
@@ -214,12 +204,8 @@ def bench_trace_read() -> list[tuple[str, float, str]]:
 def bench_catchup(mount: bool = True, mount_gaps=MOUNT_GAPS_S) -> list[tuple[str, float, str]]:
     rows = []
     for gap in GAPS_S:
-        per = [_in_process(gap, ahead=True) for _ in range(ROUNDS)]
-        rows.append(("in-process: first 128 KB of trace after %d s idle" % gap,
-                     statistics.median(per) * 1e3, "ms (max %.0f)" % (max(per) * 1e3)))
-    for gap in GAPS_S[:2]:
         per = [_in_process(gap) for _ in range(ROUNDS)]
-        rows.append(("  baseline: the same, the window not made ahead (%d s)" % gap,
+        rows.append(("in-process: first 128 KB of trace after %d s idle" % gap,
                      statistics.median(per) * 1e3, "ms (max %.0f)" % (max(per) * 1e3)))
     for gap in (1, 10):
         full = _in_process(gap, observed_every_ns=20_000_000)

@@ -19,9 +19,7 @@ Rules this layer keeps (see shared/research/anchors.md §0):
 * ownership: the mounting user is the simulated machine's root (see
   ``ownership.py``); the caller's uid reaches the kernel's ``open``;
 * before any request touches kernel state the kernel catches up with the
-  wall clock in small steps, yielding to other requests between steps (a
-  write of operations that ``settles`` runs first, and again after the
-  catch-up only if it came to a change);
+  wall clock in small steps, yielding to other requests between steps;
 * a handler never lets a Python exception escape: KernelError becomes its
   errno, anything else is logged and becomes EIO.
 """
@@ -39,8 +37,7 @@ import time
 import pyfuse3
 import trio
 
-from ..kernel.fs.pseudo import (UNSETTLED, DirNode, File, FileNode, FileOperations,
-                                WouldBlock, run_ahead)
+from ..kernel.fs.pseudo import DirNode, File, FileNode, FileOperations, WouldBlock
 from ..kernel.fs.namei import lookup_name
 from ..kernel.fs.vfs import instance_dirs_made, open_call, vfs_call, vfs_probed
 from . import noflush, notify, syscall_events
@@ -398,8 +395,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
                     open_call(self.kernel, ctx.pid, got.nr, got.dfd, got.filename, got.name,
                               got.flags, got.mode)
         if vfs_probed(self.kernel, "vfs_open") or (n.fops.observes and mode != os.O_WRONLY) \
-                or (mode != os.O_RDONLY and (not n.fops.settles
-                                             or run_ahead(self.kernel, n.fops.open, f) is UNSETTLED)):
+                or mode != os.O_RDONLY:
             with self.at(await self.observe()):     # a probed vfs_open() comes after the rest
                 vfs_call(self.kernel, "vfs_open", n, ctx.pid, self.next_fh)
                 n.fops.open(f)
@@ -447,9 +443,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
     async def write(self, fh, off, buf):
         f = self.file(fh)
         data = bytes(buf)
-        n = run_ahead(self.kernel, f.node.fops.write, f, data) if f.node.fops.settles else UNSETTLED
-        if n is UNSETTLED:
-            n = await stepped_write(self, f, data)      # long writes let others in
+        n = await stepped_write(self, f, data)      # long writes let others in
         if f.node.fops.moves_time:
             await self.observe()                        # (in steps, others let in)
         self.heap.after_request()

@@ -136,16 +136,9 @@ class HeapKeeper:
         if self.wakeup is not None:
             self.wakeup.set()
 
-    def written_while_idle(self) -> None:
-        """The buffers were written between requests (a window made ahead):
-        the packer looks again (the window maker, woken too, finds its
-        window made)."""
-        if self.wakeup is not None:
-            self.wakeup.set()
-
     def next_request(self) -> trio.Event:
-        """Set when the next request begins, or the buffers were written
-        while idle (what the packer and the window maker sleep on)."""
+        """Set when the next request begins (what the packer and the runner
+        sleep on)."""
         ev = self.wakeup
         if ev is None or ev.is_set():
             ev = self.wakeup = trio.Event()

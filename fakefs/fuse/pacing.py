@@ -11,9 +11,6 @@ back towards STEP_NS when steps are cheap.  Not on a manual clock (``--clock
 virtual``): there the same commands give the same files, and how a catch-up
 is cut into steps is part of what the simulation does.
 
-Steps of a window made ahead (``fuse.window``) are made while nobody
-waits.
-
 A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
 and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
@@ -46,19 +43,18 @@ class Pacer:
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
-    def step(self, kernel, until: int, hold: bool = False) -> bool:
-        """One step of the kernel towards ``until`` (``Kernel.catch_up``;
-        ``hold``: a gap's window made ahead, ``fuse.window``): True while
-        more remains."""
+    def step(self, kernel, until: int) -> bool:
+        """One step of the kernel towards ``until`` (``Kernel.catch_up``):
+        True while more remains."""
         if not self.paced:
-            return kernel.catch_up(1, until, hold=hold)
+            return kernel.catch_up(1, until)
         step = self.step_ns
         t = kernel.sim_time
         end = kernel.next_boundary()
         if end is not None and end - t < step:
             step = end - t                       # the cheap part ends there
         t0 = time.perf_counter()
-        more = kernel.catch_up(1, until, step, hold)
+        more = kernel.catch_up(1, until, step)
         spent = time.perf_counter() - t0
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs

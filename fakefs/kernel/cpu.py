@@ -148,14 +148,6 @@ class CpuHotplug:
                 return c
         return cpu
 
-    def shift(self, d: int, since: int) -> None:
-        for spans in self.spans:
-            for s in spans:
-                if s[0] >= since:
-                    s[0] += d
-                if s[1] is not None and s[1] >= since:
-                    s[1] += d
-
     # --- device_offline() / device_online() ------------------------------
     def cpu_down(self, cpu: int, pid: int = 0) -> None:
         """Take ``cpu`` offline now (the caller checked it is online);
@@ -233,7 +225,6 @@ class CpuOnlineOps(FileOperations):
     """``cpuN/online`` (drivers/base/core.c ``online_show``/``online_store``)."""
 
     observes = False
-    settles = True
 
     def __init__(self, cpu: int):
         self.cpu = cpu
@@ -261,7 +252,6 @@ class CpuOnlineOps(FileOperations):
 
 def cpu_dev_init(kernel) -> None:
     hp = kernel.cpuhp = CpuHotplug(kernel)
-    kernel.add_shift_hook(hp.shift)
     d = kernel.tree.makedirs("sys/devices/system/cpu")
     for name in ("kernel_max", "offline", "online", "possible", "present"):
         kernel.tree.create_file(name, 0o444, d, kernel, CpuMaskOps(name))

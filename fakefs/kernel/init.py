@@ -22,15 +22,6 @@ subsystem in order.  Subsystems register:
   (``gap.end``: nothing more); and ``gap_ends(gap)`` once the kernel has
   caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS`` of a
   gap are simulated.
-* shift hooks (``kernel.add_shift_hook(fn)``): ``fn(d, since)`` moves every
-  absolute time the subsystem holds from ``since`` on ``d`` ns later.  A
-  gap caught up with its end *held* (``catch_up(hold=True)``: its window
-  made before anybody asks, ending where the kernel's time is then) is
-  ended by the next catch-up at its instant: the window moves there, the
-  skip before it grows by as much (``_end_held``).  What a window holds
-  does not depend on the skip's length, every absolute time in it but
-  moved (test_trace_backlog), so that gives what catching up the longer
-  gap would have.
 
 The mounted tree is one :class:`PseudoTree` laid out like a machine root:
 ``sys/kernel/tracing``, ``proc``, ``boot``.
@@ -42,7 +33,7 @@ import importlib
 import random
 
 from .config import Kconfig, DEFAULT_PERSONA
-from .fs.pseudo import PseudoTree, Unsettled
+from .fs.pseudo import PseudoTree
 from .params import CommandLine
 from .printk import LogBuffer
 from .fork import Lifecycle
@@ -102,8 +93,7 @@ SHOWN_NS = 2 * TICK_NS
 class Gap:
     """An unobserved stretch being caught up (see ``Kernel.catch_up``)."""
 
-    __slots__ = ("start", "end", "full", "skipped", "skip_end", "held",
-                 "resume", "shown_to")
+    __slots__ = ("start", "end", "full", "skipped", "skip_end", "resume", "shown_to")
 
     def __init__(self, start: int, end: int):
         self.start = start
@@ -111,7 +101,6 @@ class Gap:
         self.full = 0           # ns simulated in full so far
         self.skipped = 0        # ns skipped so far
         self.skip_end = start   # where the last skip ended
-        self.held = False       # its end moves to the next catch-up's instant
         self.resume = 0         # a skip stopped at what must be shown goes on to here
         self.shown_to = 0       # after the stretch in full up to here
 
@@ -142,14 +131,11 @@ class Kernel:
         self._timer_hooks: list = []
         self._observers: list = []
         self._skip_hooks: list = []
-        self._shift_hooks: list = [self.sched.shift]
         self._gap_watchers: list = []
         self._machine_watchers: list = []
         self._gap: Gap | None = None       # the gap being caught up
         self.sim_time = 0
         self.booted = False
-        # a file operation runs ahead of the catch-up (fs.pseudo.run_ahead)
-        self.ahead = False
         # the world that drives this kernel's code paths (fakefs.sim.Machine):
         # ``run(t0, t1)`` and ``skip(t0, t1)`` before the timer hooks see [t0, t1);
         # ``freeze(t)``/``thaw(t)`` while nothing sees it (``frozen``)
@@ -202,11 +188,6 @@ class Kernel:
         if skip is not None:
             self._skip_hooks.append(skip)
 
-    def add_shift_hook(self, fn) -> None:
-        """``fn(d, since)``: what the subsystem holds at or after instant
-        ``since`` moves ``d`` ns later (a held gap's window, see above)."""
-        self._shift_hooks.append(fn)
-
     def add_machine_watcher(self, fn) -> None:
         """``fn()``: can anything see what the machine does now?"""
         self._machine_watchers.append(fn)
@@ -245,7 +226,7 @@ class Kernel:
         return self.clock.now_ns()
 
     def catch_up(self, max_steps: int = 8, until: int | None = None,
-                 step_ns: int = STEP_NS, hold: bool = False) -> bool:
+                 step_ns: int = STEP_NS) -> bool:
         """Simulate up to ``max_steps`` steps towards ``until`` (default: now).
 
         Returns True while more remains, so a caller on an event loop can
@@ -257,8 +238,7 @@ class Kernel:
         full: what the gap watchers need, the last GAP_WINDOW_NS, and never
         more than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks
         and watchers accounting for it.  A gap, once begun, ends where it
-        was meant to; one begun with ``hold`` ends at the instant of the
-        next catch-up without it (``_end_held``).
+        was meant to.
         """
         now = self.clock.now_ns() if until is None else until
         now -= now % TICK_NS
@@ -268,11 +248,6 @@ class Kernel:
         # (unseen, nothing records: no gap watcher asks for less than GAP_NS)
         for _ in range(max_steps):
             gap = self._gap
-            if gap is not None and gap.held and self.sim_time >= gap.end:
-                if hold:
-                    break
-                self._end_held(gap, now)
-                continue
             if gap is None:
                 if self.sim_time >= now:
                     break
@@ -280,7 +255,6 @@ class Kernel:
                     self._step(min(now, self.sim_time + step_ns), seen)
                     continue
                 gap = self._gap = Gap(self.sim_time, now)
-                gap.held = hold
                 for w in self._gap_watchers:
                     w.gap_begins(gap)
             h = self._full_from(gap)
@@ -294,39 +268,14 @@ class Kernel:
                     t1 = min(t1, gap.shown_to)
                 gap.full += t1 - self.sim_time
                 self._step(t1, seen)
-            if self.sim_time >= gap.end and not gap.held:
+            if self.sim_time >= gap.end:
                 self._end_gap(gap)
-        gap = self._gap
-        if gap is not None and gap.held and self.sim_time >= gap.end:
-            if hold:
-                return False                   # made: it waits for the next catch-up
-            self._end_held(gap, now)           # finished by a request: moved to it
         return self._gap is not None or self.sim_time < now
 
     def _end_gap(self, gap: Gap) -> None:
         self._gap = None
         for w in self._gap_watchers:
             w.gap_ends(gap)
-
-    def _end_held(self, gap: Gap, t: int) -> None:
-        """End the held gap at ``t``: its window moves there (whole jiffies:
-        the timer wheel counts them),
-        the skip before it grows by as much; the subsystems without shift
-        hooks see the time between as a skip.  A gap without a skip, or
-        ``t`` less than a jiffy on, just ends."""
-        d = t - gap.end
-        d -= d % JIFFY_NS
-        if d > 0 and gap.skipped > 0:
-            t0 = gap.end
-            for fn in self._skip_hooks:
-                fn(t0, t0 + d)
-            for fn in self._shift_hooks:
-                fn(d, gap.skip_end)
-            gap.skip_end += d
-            gap.skipped += d
-            gap.end += d
-            self.sim_time += d
-        self._end_gap(gap)
 
     def next_boundary(self) -> int | None:
         """Where, in the gap under way, what a step costs changes (the
@@ -420,19 +369,11 @@ class Kernel:
     def advance_to(self, t: int) -> None:
         """Simulate up to the instant ``t`` (not rounded to a tick): what a
         system call made now must come after, in every CPU's timeline."""
-        gap = self._gap
-        if gap is not None and gap.held:
-            # made ahead (or being made): finished, then moved to ``t``
-            while self._gap is gap:
-                self.catch_up(1 << 30, max(t, gap.end))
         while self.sim_time < t:
             self._step(min(t, self.sim_time + STEP_NS))
 
     def run_until_now(self) -> None:
-        """Catch up with the instant of the call (a file operation run
-        ahead of the catch-up stops here: ``FileOperations.settles``)."""
-        if self.ahead:
-            raise Unsettled()
+        """Catch up with the instant of the call."""
         until = self.clock.now_ns()
         while self.catch_up(1 << 30, until):
             pass

@@ -288,11 +288,6 @@ class TraceEventsSample:
     def skip(self, t0: int, t1: int) -> None:
         self.step(t0, t1, fire=False)
 
-    def shift(self, d: int, since: int) -> None:
-        for th in (self.thread, self.fn_thread):
-            if th is not None and th.next >= since:
-                th.next += d
-
     # --- gaps: a hit of a probed tracepoint is simulated and traced --------------
     def _probed(self) -> bool:
         tps = self.kernel.tracepoints
@@ -354,6 +349,5 @@ def trace_events_sample_init(kernel, mods, caller) -> None:
     s = TraceEventsSample(kernel, caller)
     mods.register_notifier(s.notify)
     kernel.add_timer_hook(s.step, skip=s.skip)
-    kernel.add_shift_hook(s.shift)
     kernel.add_gap_watcher(s)
     mods.add_image(ModuleImage(NAME, 16384, _funcs(), init=s.init, exit=s.exit))

@@ -291,21 +291,6 @@ class Scheduler:
                     out.append((cpu, start, end))
         return out
 
-    def shift(self, d: int, since: int) -> None:
-        """What happened from ``since`` on happened ``d`` later (a held
-        gap's window moved: ``Kernel.add_shift_hook``)."""
-        for task in self.tasks.values():
-            if task.exec_start >= since:
-                task.exec_start += d
-            if task.slice_end >= since:
-                task.slice_end += d
-        for h in self.history:
-            h[:] = [(ts + d, t) if ts >= since else (ts, t) for ts, t in h]
-        for h in self.halts:
-            # (the time put in at ``since`` is skipped time: not simulated)
-            h[:] = [(ts + d, st, ch, cu + d) if ts >= since else (ts, st, ch, cu)
-                    for ts, st, ch, cu in h]
-
     def forget_before(self, t: int) -> None:
         """Keep who ran, and when the CPUs were halted, from instant ``t`` on."""
         for h in self.history:

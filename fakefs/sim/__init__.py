@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from ..kernel.init import Kernel
 from .machine import Machine
-from .machine_shift import shift_machine
 
 
 def attach(kernel: Kernel) -> Machine:
     """Put a booted kernel on a machine that runs from the kernel's now."""
     machine = Machine(kernel)
     kernel.driver = machine
-    kernel.add_shift_hook(shift_machine(machine))
     act = kernel.trace_activity
     if act is not None:                   # what the real processes do is traced in a gap
         act.backlog.traced_needs.append(machine.host.shown_in)

@@ -10,7 +10,7 @@ import pytest
 from fakefs import sim
 from fakefs.fuse import notify
 from fakefs.fuse.adapter import FakeFS
-from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, Unsettled, WouldBlock
+from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, WouldBlock
 
 
 class Ctx:
@@ -41,7 +41,7 @@ class FakeKernel:
     def next_boundary(self):
         return None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         self.steps += 1
         return False
 
@@ -187,9 +187,8 @@ class SlowKernel(FakeKernel):
     def __init__(self):
         super().__init__()
         self.left = 40
-        self.ahead = False
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         for _ in range(max_steps):
             if not self.left:
                 return False
@@ -199,8 +198,6 @@ class SlowKernel(FakeKernel):
         return self.left > 0
 
     def run_until_now(self):
-        if self.ahead:
-            raise Unsettled()
         while self.catch_up():
             pass
 
@@ -238,66 +235,6 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
     await fs.release(fi.fh)
 
 
-class Flag(FileOperations):
-    """A setting whose write settles: a change catches the kernel up first."""
-
-    observes = False
-    settles = True
-
-    def __init__(self, kernel):
-        self.kernel = kernel
-        self.value = b"1"
-        self.runs = 0
-
-    def write(self, f, data):
-        self.runs += 1
-        if data not in (b"0", b"1"):
-            raise KernelError(errno.EINVAL)
-        if data != self.value:
-            self.kernel.run_until_now()
-            self.value = data
-        return len(data)
-
-
-async def test_a_write_that_changes_nothing_does_not_wait_for_a_catch_up():
-    import trio
-
-    k = SlowKernel()
-    flag = Flag(k)
-    k.tree.create_file("flag", 0o640, k.tree.root, None, flag)
-    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
-    fs = FakeFS(k)
-    busy = (await lookup(fs, "busy")).st_ino
-    ino = (await lookup(fs, "flag")).st_ino
-    answered = {}
-
-    async def live():
-        fi = await fs.open(busy, os.O_RDONLY, Ctx())
-        await fs.release(fi.fh)
-
-    async def writes():
-        fi = await fs.open(ino, os.O_WRONLY | os.O_TRUNC, Ctx())
-        answered["open"] = k.left
-        assert await fs.write(fi.fh, 0, b"1") == 1          # the value already set
-        answered["same"] = (k.left, flag.runs)
-        with pytest.raises(pyfuse3.FUSEError) as e:
-            await fs.write(fi.fh, 0, b"x")
-        answered["bad"] = (k.left, e.value.errno)
-        assert await fs.write(fi.fh, 0, b"0") == 1          # a change: after the catch-up
-        answered["change"] = (k.left, flag.runs, flag.value)
-        await fs.release(fi.fh)
-
-    async with trio.open_nursery() as n:
-        n.start_soon(live)
-        await trio.sleep(0.05)
-        n.start_soon(writes)
-    assert answered["open"] > 0                              # answered during the catch-up
-    assert answered["same"][0] > 0 and answered["same"][1] == 1
-    assert answered["bad"][0] > 0 and answered["bad"][1] == errno.EINVAL
-    assert answered["change"] == (0, 4, b"0")                # ran ahead, stopped, ran again
-    assert not k.ahead
-
-
 async def test_a_catch_up_ends_at_the_instant_of_the_request():
     """A machine simulated slower than real time: each step takes two
     nanoseconds of the clock to simulate one.  The request is answered once
@@ -313,7 +250,7 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:
@@ -346,7 +283,7 @@ async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
         def now_ns(self):
             return self.clock.now_ns()
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             target = self.now_ns() if until is None else until
             for _ in range(max_steps):
                 if self.sim_time >= target:
@@ -388,7 +325,7 @@ async def test_a_request_does_not_wait_for_real_processes_after_it():
         def now_ns(self):
             return 100
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, hold=False):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             fs.host_settle = 72_000_000_000     # taken meanwhile by a later request
             return False
 

@@ -123,8 +123,8 @@ def _capture(mnt: str, seconds: float, virtual: bool) -> int:
 
 def test_events_with_stacks_keep_on_the_wall_clock_what_they_keep_on_the_virtual_clock():
     # fuse.runner: while events record, the machine is simulated in full as
-    # the host's time goes, however the requests come (the lazy path's window
-    # made ahead kept 60 % of these, and a tenth of the stackmap's seed-004
+    # the host's time goes, however the requests come (the lazy path, a gap
+    # caught up at a request, kept 60 % of these, and a tenth of the seed-004
     # experiment: python -m fakefs.bench seed004 measures that one); cheap
     # enough to keep up on a loaded host
     with mounted(seed=4, extra_args=["--clock", "virtual"]) as mnt:

@@ -120,5 +120,3 @@ def test_offline_spans():
     assert hp.offline_spans(1, a + 5, a + 10) == [(a + 5, a + 10)]
     assert hp.offline_spans(0, 0, b) == []
     assert hp.cpu_at(1, a) == 0 and hp.cpu_at(1, b) == 1
-    hp.shift(1000, a)
-    assert hp.offline_spans(1, 0, b + 2000) == [(a + 1000, b + 1000)]

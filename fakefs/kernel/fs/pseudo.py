@@ -44,11 +44,6 @@ class WouldBlock(KernelError):
         self.waitq = waitq
 
 
-class Unsettled(Exception):
-    """A file operation run ahead of the kernel's catch-up came to a change
-    (``FileOperations.settles``): it runs again once the kernel caught up."""
-
-
 class File:
     """An open file (``struct file``): flags seen at open, private data, and
     the opener's uid (``f_cred``; 0 is root, capable of everything)."""
@@ -103,12 +98,6 @@ class FileOperations:
     # kernel catches up first.  Settings and fixed texts say False, and are
     # answered at once, even while another request's catch-up is under way.
     observes = True
-    # write and a write-only open change nothing before they settle (call
-    # ``Kernel.run_until_now``, as the kernel model does outside the mount):
-    # they run before the catch-up, and once more after it only when they
-    # come to a change.  Bad input and the value already set are answered
-    # at once, even while the machine is simulated far behind the request.
-    settles = False
     # a write moves the simulated time on (the virtual clock's control
     # file): the request returns once the machine has got there, so the
     # requests after it find nothing left to simulate
@@ -144,22 +133,6 @@ class FileOperations:
 
     def release(self, f: File) -> None:
         pass
-
-
-def run_ahead(kernel, op, *args):
-    """``op(*args)`` of an operations object that ``settles``, before the
-    kernel caught up with the request: its result, or UNSETTLED when it came
-    to a change (nothing changed: it must run again after the catch-up)."""
-    kernel.ahead = True
-    try:
-        return op(*args)
-    except Unsettled:
-        return UNSETTLED
-    finally:
-        kernel.ahead = False
-
-
-UNSETTLED = object()
 
 
 def seq_read(fops: FileOperations, f: File, off: int, size: int) -> bytes:

@@ -55,7 +55,7 @@ cdef class CpuBufferCore:
         if pages:
             tail = <BufferPage> pages[len(pages) - 1]
         if tail is not None and tail._events is None:
-            if tail.moved is None and type(entry) is tuple and ts == entry[0]:
+            if type(entry) is tuple and ts == entry[0]:
                 return write_raw(self, entry, length, overwrite)
             tail.events
         self.written += 1

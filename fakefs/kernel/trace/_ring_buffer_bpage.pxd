@@ -42,7 +42,6 @@ cdef class BufferPage:
     # the event records written in its bytes (_trace_events_raw.FixedRecords), when any
     cdef public object records
     cdef public object packed       # the entries while packed (a raw one's side)
-    cdef public object moved        # a move its entries are still to make
     cdef readonly PageArena arena   # whose slot ``data`` is (None: its own memory)
     # the binary layout (PAGE_HDR + ``rawsize`` bytes) while raw, else NULL;
     # ``kept``: the bytes of a sub-buffer no longer raw while a reader still

@@ -187,12 +187,7 @@ cdef class BufferPage:
     in the kernel's format), so that memory follows the buffer's size.
     ``events`` unpacks (for a consuming reader at the head); ``snapshot()``
     gives a reader the page as it is without unpacking it in place.  An
-    entry marshal cannot hold leaves its page as tuples.
-
-    A page whose entries were moved later in time (``move``: a gap's window
-    made ahead, ``trace_shift``) keeps them as they were with the move to
-    make, until something takes them: the move costs nothing at the
-    request that makes it, and a reader moves only what it reads."""
+    entry marshal cannot hold leaves its page as tuples."""
 
     def __init__(self):
         """An empty sub-buffer of tuples (a raw one: ``raw_page()``)."""
@@ -251,7 +246,6 @@ cdef class BufferPage:
     @property
     def events(self):
         ev = self._events
-        move = self.moved
         if ev is None:
             if self.data != NULL:
                 ev = _decode(self.data, self.used, self.side_entries(), self.records)
@@ -259,21 +253,11 @@ cdef class BufferPage:
                 self.side = self.records = None
             else:
                 ev = unpack(self.packed, self.zipped)
-            ev = self._events = deque(ev if move is None else move.apply(ev))
+            ev = self._events = deque(ev)
             self.packed = None
             self.zipped = False
             self.npacked = 0
-        elif move is not None:
-            ev = self._events = deque(move.apply(ev))
-        self.moved = None
         return ev
-
-    def move(self, move):
-        """Its entries at or after ``move.since`` are ``move.du`` later (made
-        when they are taken)."""
-        if self.moved is not None:
-            self.events                     # the earlier move first
-        self.moved = move
 
     def side_entries(self):
         """A raw sub-buffer's entries kept beside it (record offset ->
@@ -292,8 +276,6 @@ cdef class BufferPage:
         """Packed now (False: empty, packed already, or not packable)."""
         if self.data != NULL:
             return self._pack_side()
-        if self.moved is not None:
-            self.events
         ev = self._events
         if not ev:
             return False
@@ -326,22 +308,14 @@ cdef class BufferPage:
     def newest_ts(self):
         """The time of its newest entry (it holds one at least)."""
         ev = self._events
-        t = ev[len(ev) - 1][0] if ev is not None else self.packed_last
-        move = self.moved
-        return t if move is None or t < move.since else t + move.du
+        return ev[len(ev) - 1][0] if ev is not None else self.packed_last
 
     def snapshot(self):
-        """The entries now: a list of them, (packed bytes, compressed),
-        (the entries as they were, the move to make), or a raw sub-buffer's
-        (``RawSnap``, decoded when taken): while a move is to make, nothing
-        changes the entries it holds (taking them makes new ones), so a
-        reader shares them."""
+        """The entries now: a list of them, (packed bytes, compressed), or
+        a raw sub-buffer's (``RawSnap``, decoded when taken)."""
         ev = self._events
-        move = self.moved
         if ev is None and self.data != NULL:
-            return RawSnap(self, move)
-        if move is not None:
-            return ((self.packed, self.zipped) if ev is None else ev), move
+            return RawSnap(self)
         return (self.packed, self.zipped) if ev is None else list(ev)
 
 
@@ -360,15 +334,13 @@ cdef class RawSnap:
     sub-buffer's tuples at a time): its bytes up to what was written then
     (a writer only appends past ``used``; nothing rewrites a sub-buffer's
     bytes while it is pinned: the snapshot pins it), the entries kept
-    beside it (packed or not; unpacking replaces, never changes, them),
-    the move to make."""
+    beside it (packed or not; unpacking replaces, never changes, them)."""
 
     cdef BufferPage page
     cdef int used
     cdef object side, packed, records
-    cdef public object move
 
-    def __init__(self, BufferPage page, move):
+    def __init__(self, BufferPage page):
         if page.data == NULL:
             raise ValueError("not a raw sub-buffer")
         self.page = page
@@ -377,16 +349,14 @@ cdef class RawSnap:
         self.side = page.side
         self.records = page.records
         self.packed = (page.packed, page.zipped)
-        self.move = move
 
     def __dealloc__(self):
         if self.page is not None:
             unpin(self.page)
 
     def entries(self):
-        ev = _decode(page_bytes(self.page), self.used, side_of(self.side, self.packed),
-                     self.records)
-        return ev if self.move is None else self.move.apply(ev)
+        return _decode(page_bytes(self.page), self.used, side_of(self.side, self.packed),
+                       self.records)
 
 
 def side_of(side, packed):

@@ -1,8 +1,7 @@
 """A sub-buffer of the ring buffer (kernel/trace/ring_buffer.c's ``struct
 buffer_page``): ``BufferPage`` itself is compiled (_ring_buffer_bpage.pyx:
 its fields are C fields the compiled writers use); here are how many of a
-CPU's newest sub-buffers stay as they are, a move of entries in time, and
-the reading of pages' snapshots.
+CPU's newest sub-buffers stay as they are, and the reading of pages' snapshots.
 """
 
 from __future__ import annotations
@@ -22,30 +21,6 @@ LOOSE_PAGES = 16
 UNZIPPED_PAGES = 384
 
 
-class Move:
-    """Entries at or after ``since`` are ``du`` later (the array's clock);
-    ``args``: type -> how the fields of the events that hold a time move
-    (``trace_shift``)."""
-
-    __slots__ = ("since", "du", "args")
-
-    def __init__(self, since: int, du: int, args: dict):
-        self.since = since
-        self.du = du
-        self.args = args
-
-    def apply(self, entries) -> list:
-        since, du, args = self.since, self.du, self.args
-        moved = [(t + du, ty, pid, fl, pc, a, b) if t >= since else (t, ty, pid, fl, pc, a, b)
-                 for t, ty, pid, fl, pc, a, b in entries]
-        if args:
-            for i, e in enumerate(moved):
-                fn = args.get(e[1])
-                if fn is not None and e[0] >= since + du and type(e[5]) is tuple:
-                    moved[i] = e[:5] + (fn(e[5]),) + e[6:]
-        return moved
-
-
 def snapshot_entries(snaps):
     """The entries of ``BufferPage.snapshot()``s, in order."""
     for snap in snaps:
@@ -53,8 +28,5 @@ def snapshot_entries(snaps):
             yield from snap
         elif type(snap) is RawSnap:
             yield from snap.entries()
-        elif type(snap[1]) is Move:
-            raw, move = snap
-            yield from move.apply(unpack(*raw) if type(raw) is tuple else raw)
         else:
             yield from unpack(*snap)

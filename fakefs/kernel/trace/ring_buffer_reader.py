@@ -111,7 +111,7 @@ class CpuBufferReader:
         else:
             return None
         raw = p.raw
-        if raw is None or p.moved is not None or p.used > room:
+        if raw is None or p.used > room:
             return None
         n = p.npacked
         side = p.side_entries()

@@ -44,7 +44,6 @@ from .trace_context import CALL_CONTEXT, StackContext
 from .trace_events_commit import trace_event_commit
 from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
 from .trace_stackmap import MAX_DEPTH
-from .trace_shift import shift_tracing
 from ._trace_machine_hits import HitProbe, HitWriter
 from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
 
@@ -144,20 +143,6 @@ class TraceActivity(MachineHits):
             return hits
         q[:] = [h for h in q if h[0] >= t1]
         return hits
-
-    def shift_pending(self, since: int, d: int, moved: dict) -> None:
-        """The hits not yet replayed (``pending``: a CPU busy past the
-        window's end leaves them for the next one) stamped at or after
-        ``since`` are ``d`` later, with the times their fields hold
-        (``moved``: event id -> the fields moved, ``trace_shift``; a hit's
-        fields are its event's where the event takes them as they are)."""
-        for q in self.pending:
-            for i, h in enumerate(q):
-                if h[0] >= since:
-                    ts, name, pid, flags, pc, args, curr = h
-                    ev = self._event_def(name)
-                    fn = moved.get(ev.id) if ev is not None else None
-                    q[i] = (ts + d, name, pid, flags, pc, args if fn is None else fn(args), curr)
 
     def _event_def(self, name):
         """The trace event of tracepoint ``name`` (a probe event may have its
@@ -581,7 +566,6 @@ def register_trace_activity(kernel) -> None:
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
     kernel.add_gap_watcher(act.backlog)
-    kernel.add_shift_hook(shift_tracing(kernel.tracing, act.backlog, act))
     kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
 
 

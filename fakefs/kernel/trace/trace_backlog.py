@@ -219,18 +219,6 @@ class TraceBacklog:
         awake = self.quiet_awake[c] + skipped * self.kernel.sched.awake_share(c, self.kernel.sim_time)
         return round(awake * self.full_steps / self.full_awake[c])
 
-    def counter_before(self, t: int) -> int:
-        """The counter clock when the gap's full simulation went on at
-        ``t`` (after its skip: nothing recorded was stamped since)."""
-        return self.counter_at.get(t, self.kernel.tracing.clocks.counter)
-
-    def shifted(self, d: int, since: int) -> None:
-        """The gap's window moved ``d`` later (``trace_shift``)."""
-        if self.window_from is not None and self.window_from >= since:
-            self.window_from += d
-        if self.quiet and self.quiet_end >= since:
-            self.quiet_end += d
-
     def full_from(self, t: int, gap) -> int:
         tracing = self.kernel.tracing
         self.counter_at[t] = tracing.clocks.counter

@@ -138,7 +138,6 @@ class _EnableOps(ArrayFileOps):
     """What an enable file shows or is written changes only with writes,
     unless triggers or function probes of its array may switch events."""
 
-    settles = True
 
     def __init__(self, tr):
         self.tr = tr
@@ -209,7 +208,6 @@ class _FilterFileOps(ArrayFileOps):
             return b""
         return self.show(f).encode("latin-1")[:size]
 
-    settles = True                   # apply_*_filter(): what changes records
 
     def write(self, f, data):
         text = write_text(data)

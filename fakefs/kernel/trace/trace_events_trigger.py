@@ -506,7 +506,6 @@ class EventTriggerOps(FileOperations):
         """Only counts of its triggers change as the machine runs."""
         return self.ev in self.tr.event_triggers
 
-    settles = True
 
     def open(self, f):
         tr, ev = f.data

@@ -41,7 +41,6 @@ def _text(data: bytes) -> str:
 # --- simple control files ---------------------------------------------------
 
 class TracingOnOps(ArrayFileOps):
-    settles = True
 
     def __init__(self, tr):
         self.tr = tr
@@ -66,7 +65,6 @@ class TracingOnOps(ArrayFileOps):
 
 class CurrentTracerOps(ArrayFileOps):
     observes = False
-    settles = True
 
     def show(self, f):
         return f.data.current.name + "\n"
@@ -93,7 +91,6 @@ class AvailableTracersOps(ArrayFileOps):
 
 class TraceOptionsOps(ArrayFileOps):
     observes = False
-    settles = True
 
     def show(self, f):
         tr = f.data
@@ -124,7 +121,6 @@ class CoreOptionOps(FileOperations):
     """options/<flag>: ``0``/``1``."""
 
     observes = False
-    settles = True
 
     def show(self, f):
         tr, name = f.data
@@ -145,7 +141,6 @@ class TracerOptionOps(FileOperations):
     """options/<tracer option> (func_stack_trace, ...)."""
 
     observes = False
-    settles = True
 
     def show(self, f):
         tracer, name = f.data
@@ -166,7 +161,6 @@ class BufferSizeOps(ArrayFileOps):
     """buffer_size_kb (top and per_cpu)."""
 
     observes = False
-    settles = True
 
     def __init__(self, cpu=None):
         self.cpu = cpu
@@ -325,7 +319,6 @@ class TraceMarkerOps(ArrayFileOps):
 class SetEventOps(ArrayFileOps):
     """set_event: ``[!][system:]event`` tokens; O_TRUNC disables every event."""
 
-    settles = True
 
     def open(self, f):
         if f.trunc:

@@ -57,11 +57,6 @@ class FunctionTracer(Tracer):
         """``function_trace_init()``: ``register_ftrace_function(tr->ops)``."""
         ftrace_ops_update(tr.kernel)
 
-    def shift(self, du: int, since: int) -> None:
-        for last in self.last_repeats or ():
-            if last[2] and last[3] >= since:
-                last[3] += du
-
     def set_flag(self, name: str, on: bool) -> None:
         if name == "func-no-repeats" and on and self.last_repeats is None:
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]

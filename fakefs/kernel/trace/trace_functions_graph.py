@@ -213,15 +213,6 @@ class GraphTracer(GraphCore, Tracer):
             g.graph_time = on
         super().set_flag(name, on)
 
-    def shift(self, du: int, since: int) -> None:
-        for stack in self.stacks.values():
-            for p in stack:
-                if p.calltime >= since:
-                    p.calltime += du
-        for task, t in self.left.items():
-            if t >= since:
-                self.left[task] = t + du
-
     # --- the hooks -------------------------------------------------------------
     def begin(self, tr) -> None:
         """A stretch of calls with nothing else written between them: when

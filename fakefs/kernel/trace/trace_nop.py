@@ -56,10 +56,6 @@ class Tracer:
         ``FunctionTracer.compiled_calls``): None, not it."""
         return None
 
-    def shift(self, du: int, since: int) -> None:
-        """The stamps it keeps from ``since`` on (the array's clock) move
-        ``du`` later (``trace_shift``)."""
-
     def set_flag(self, name: str, on: bool) -> None:
         """``__set_tracer_option()``: the tracer's ``set_flag`` may refuse
         (a KernelError), else the option takes the value."""

@@ -285,29 +285,6 @@ def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
     assert_read_alike(got, want)
 
 
-def test_a_move_of_raw_sub_buffers_is_made_as_they_are_read():
-    """Entries moved later (a gap's window, ``trace_shift``): raw
-    sub-buffers keep their bytes and the move, made when read, as tuple
-    sub-buffers do."""
-    from fakefs.kernel.trace.ring_buffer_bpage import Move
-    es = entries(12, 700)
-    raw_cb, tup_cb = CpuBuffer(0, 8), CpuBuffer(0, 8)
-    w = PageWriter(raw_cb, True, FN)
-    for e in es:
-        w.put_fn(e[0], *e[2:])
-        tup_cb.write(e[0], e, FN, True)
-    w.finish()
-    move = Move(es[300][0], 12345, {})
-    for cb in (raw_cb, tup_cb):
-        for p in cb.pages:
-            if p.newest_ts() >= move.since:
-                p.move(move)
-    assert [p.raw is not None for p in raw_cb.pages].count(True) >= 3
-    assert list(raw_cb.iter_events()) == list(tup_cb.iter_events())
-    assert list(raw_cb.iter_events())[-1][0] == es[-1][0] + 12345
-    assert [raw_cb.consume() for _ in range(400)] == [tup_cb.consume() for _ in range(400)]
-
-
 def mixed(seed, n):
     """Function entries with the entries of other types between them (their
     records made when read): switches, markers of every length (short

@@ -1,7 +1,6 @@
-"""The control files of a trace array (trace_files.py) written ahead of the
-kernel's catch-up (``FileOperations.settles``): bad input and the value
-already set are answered without simulating anything, a change stops
-before it changes anything (the adapter catches up and runs it again)."""
+"""The control files of a trace array (trace_files.py): the value already
+set is taken and changes nothing, bad input gets the kernel's errno and
+leaves the file as it was, a change shows."""
 
 import errno
 import os
@@ -9,12 +8,9 @@ import os
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import UNSETTLED, File, FileOperations, KernelError, run_ahead
+from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.time import ManualClock
-from fakefs.kernel.trace.trace_events_trigger import EventTriggerOps
-from fakefs.kernel.trace.trace_files import SetEventOps
-from fakefs.kernel.trace.trace_ref import ArrayFileOps
-from kfiles import node, rd, wr
+from kfiles import errno_of, node, rd, wr
 
 MS = 1_000_000
 
@@ -22,26 +18,6 @@ MS = 1_000_000
 @pytest.fixture(scope="module")
 def k():
     return sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-
-
-def ahead(k, path, data):
-    """A write run ahead of the catch-up, the kernel 50 ms behind: its
-    result (UNSETTLED: it came to a change), the kernel not moved."""
-    k.run_until_now()
-    k.clock.advance(50 * MS)
-    before = k.sim_time
-    n = node(k, path)
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    try:
-        return run_ahead(k, n.fops.write, f, data.encode())
-    finally:
-        assert k.sim_time == before and not k.ahead
-
-
-def errno_ahead(k, path, data):
-    with pytest.raises(KernelError) as e:
-        ahead(k, path, data)
-    return e.value.errno
 
 
 @pytest.mark.parametrize("path,value,other", [
@@ -55,13 +31,13 @@ def errno_ahead(k, path, data):
     ("events/sched/sched_switch/enable", "0", "1"),
     ("events/sched/sched_switch/filter", "0", "prev_pid > 0"),
 ])
-def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, other):
+def test_a_write_of_the_value_set_changes_nothing(k, path, value, other):
     wr(k, path, value + "\n")
     shown = rd(k, path)
-    assert ahead(k, path, value + "\n") == len(value) + 1           # already so
-    assert ahead(k, path, other + "\n") is UNSETTLED                # a change: stopped
-    assert rd(k, path) == shown                                     # before it changed
-    wr(k, path, other + "\n")                                       # after the catch-up
+    k.clock.advance(5 * MS)
+    assert wr(k, path, value + "\n") == len(value) + 1
+    assert rd(k, path) == shown
+    wr(k, path, other + "\n")
     assert rd(k, path) != shown
     wr(k, path, value + "\n")
     assert rd(k, path) == shown
@@ -80,70 +56,29 @@ def test_a_write_changes_nothing_before_the_kernel_caught_up(k, path, value, oth
     ("buffer_size_kb", "0", errno.EINVAL),
     ("buffer_size_kb", "x", errno.EINVAL),
 ])
-def test_bad_input_is_refused_ahead_of_the_catch_up(k, path, bad, err):
-    assert errno_ahead(k, path, bad) == err
+def test_bad_input_is_refused_and_changes_nothing(k, path, bad, err):
+    shown = rd(k, path)
+    assert errno_of(wr, k, path, bad) == err
+    if not path.endswith("/filter"):           # (a filter file shows the parse error)
+        assert rd(k, path) == shown
 
 
-def test_settling_operations_open_without_changing_anything():
-    """A write-only open of a file that settles runs ahead of the catch-up
-    too: its open must not change what the machine's simulation depends on
-    (the base opens only count the open file)."""
-    def subclasses(cls):
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
-
-    sim.boot(seed=3, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
-    settling = [c for c in set(subclasses(FileOperations)) if c.settles]
-    assert len(settling) >= 6
-    for cls in settling:               # or settles there too (reviewed)
-        assert cls.open in (FileOperations.open, ArrayFileOps.open, EventTriggerOps.open,
-                            SetEventOps.open), cls
-
-
-def test_set_event_changes_nothing_before_the_kernel_caught_up(k):
+def test_set_event_appends_and_a_truncating_open_clears(k):
     ev = "sched:sched_wakeup"
     assert rd(k, "set_event") == ""
-    n = node(k, "set_event")
-    assert run_ahead(k, n.fops.open, File(n, os.O_WRONLY | os.O_TRUNC)) is None   # none to clear
-    assert ahead(k, "set_event", "!" + ev) == len(ev) + 1            # already off
-    assert ahead(k, "set_event", ev) is UNSETTLED
-    assert rd(k, "set_event") == ""
+    assert wr(k, "set_event", "!" + ev) == len(ev) + 1               # already off
     wr(k, "set_event", ev, os.O_WRONLY | os.O_APPEND)
-    assert rd(k, "set_event") == ev + "\n"
-    assert ahead(k, "set_event", ev) == len(ev)                      # already on
-    f = File(n, os.O_WRONLY | os.O_TRUNC)
-    assert run_ahead(k, n.fops.open, f) is UNSETTLED                 # O_TRUNC would clear it
     assert rd(k, "set_event") == ev + "\n"
     wr(k, "set_event", "")
     assert rd(k, "set_event") == ""
 
 
-def test_a_trigger_changes_nothing_before_the_kernel_caught_up(k):
-    t = "events/sched/sched_switch/trigger"
-    shown = rd(k, t)
-    assert ahead(k, t, "traceoff") is UNSETTLED
-    assert rd(k, t) == shown
-    wr(k, t, "traceoff")
-    n = node(k, t)
-    for flags, stops in ((os.O_WRONLY, False), (os.O_WRONLY | os.O_TRUNC, True)):
-        f = File(n, flags)                    # O_TRUNC removes what says so (hist)
-        assert (run_ahead(k, n.fops.open, f) is UNSETTLED) == stops
-    wr(k, t, "!traceoff")
-    assert rd(k, t) == shown
-    f = File(n, os.O_WRONLY | os.O_TRUNC)     # no triggers: nothing to remove
-    assert run_ahead(k, n.fops.open, f) is None
-
-
-def test_a_subsystem_filter_changes_nothing_before_the_kernel_caught_up(k):
+def test_a_subsystem_filter_sets_and_removes_its_events_filters(k):
     tr = k.tracing.global_trace
     sched = [ev for ev in k.tracing.events if ev.system == "sched"]
-    assert ahead(k, "events/sched/filter", "0") == 1             # no filters to remove
-    assert ahead(k, "events/sched/filter", "common_pid > 0") is UNSETTLED
-    assert not any(ev in tr.event_filters for ev in sched)
+    assert wr(k, "events/sched/filter", "0") == 1                    # no filters to remove
     wr(k, "events/sched/filter", "common_pid > 0")
     assert all(ev in tr.event_filters for ev in sched)
-    assert ahead(k, "events/sched/filter", "0") is UNSETTLED
     wr(k, "events/sched/filter", "0")
     assert not any(ev in tr.event_filters for ev in sched)
 
