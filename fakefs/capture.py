@@ -20,7 +20,7 @@ import sys
 import time
 
 from . import sim
-from .kernel.fs.pseudo import kernel_read, kernel_write
+from .sim.files import read_file, write_file
 from .kernel.time import ManualClock
 from .timeline import check
 
@@ -29,11 +29,11 @@ STEP = 20_000_000
 
 
 def _write(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
-    kernel_write(k.tree, path, data.encode(), flags)
+    write_file(k, path, data.encode(), flags)
 
 
 def _read(k, path):
-    return kernel_read(k.tree, path, 1 << 31).decode()
+    return read_file(k, path, 1 << 31).decode()
 
 
 def event_name(line: str) -> str:

@@ -4,7 +4,7 @@ host tasks (``sim.host``): the helpers of the tests of what they do."""
 from __future__ import annotations
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 
@@ -31,11 +31,11 @@ def run(k, seconds: float) -> None:
 
 
 def write(k, path: str, data: str) -> None:
-    kernel_write(k.tree, T + path, data.encode())
+    write_file(k, T + path, data.encode())
 
 
 def lines(k) -> list[str]:
-    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
+    return [ln for ln in read_file(k, T + "trace").decode().splitlines()
             if not ln.startswith("#")]
 
 

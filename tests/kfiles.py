@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from fakefs.kernel.fs.pseudo import KernelError, kernel_read, kernel_write
+from fakefs.kernel.fs.pseudo import KernelError
+from fakefs.sim.files import read_file, write_file
 
 TRACING = "sys/kernel/tracing/"
 
@@ -21,12 +22,12 @@ def node(k, path, base=TRACING):
 
 def rd(k, path, base=TRACING):
     k.run_until_now()
-    return kernel_read(k.tree, base + path).decode()
+    return read_file(k, base + path).decode()
 
 
 def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC, base=TRACING):
     k.run_until_now()
-    return kernel_write(k.tree, base + path, data.encode(), flags)
+    return write_file(k, base + path, data.encode(), flags)
 
 
 def errno_of(fn, *a):

@@ -86,16 +86,16 @@ CHILD = r"""
 import hashlib, json, sys
 from fakefs import sim
 import fakefs.sim.machine as machine
-from fakefs.kernel.fs.pseudo import kernel_write, kernel_read
+from fakefs.sim.files import write_file, read_file
 from fakefs.kernel.time import ManualClock
 T = "sys/kernel/tracing/"
 k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
 for p, v in (("current_tracer", "function"), ("events/enable", "1"), ("options/stacktrace", "1")):
-    kernel_write(k.tree, T + p, v.encode())
+    write_file(k, T + p, v.encode())
 for _ in range(4):
     k.clock.advance(25_000_000)
     k.run_until_now()
-print(json.dumps([machine.__file__, hashlib.sha1(kernel_read(k.tree, T + "trace")).hexdigest()]))
+print(json.dumps([machine.__file__, hashlib.sha1(read_file(k, T + "trace")).hexdigest()]))
 """
 
 

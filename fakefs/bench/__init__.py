@@ -224,7 +224,7 @@ SERIES_SCHED = "series v3: 9625 events, 466 stacks; 88 B full vs 12 B stack_id"
 
 def bench_retention_sched(seconds: float = 5.0) -> list[tuple[str, float, str]]:
     """The series' experiment: sched_switch with stacktrace, default buffer."""
-    from ..kernel.fs.pseudo import kernel_write
+    from ..sim.files import write_file
     from ..kernel.trace import trace_entries as te
     out = []
     kept = {}
@@ -234,9 +234,9 @@ def bench_retention_sched(seconds: float = 5.0) -> list[tuple[str, float, str]]:
         clock = ManualClock()
         k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)     # the machine's own rates
         t = "sys/kernel/tracing/"
-        kernel_write(k.tree, t + "events/sched/sched_switch/enable", b"1")
+        write_file(k, t + "events/sched/sched_switch/enable", b"1")
         for o in opts:
-            kernel_write(k.tree, t + "options/" + o, b"1")
+            write_file(k, t + "options/" + o, b"1")
         clock.advance(int(seconds * 1e9))
         k.run_until_now()
         tr = k.tracing.global_trace

@@ -51,19 +51,19 @@ EVERYTHING = (("current_tracer", "function"), ("events/enable", "1"),
 
 def _booted():
     from .. import sim
-    from ..kernel.fs.pseudo import kernel_write
+    from ..sim.files import write_file
     from ..kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in EVERYTHING:
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     k.clock.advance(100_000_000)
     k.run_until_now()
     return k
 
 
 def _first_read(k) -> None:
-    from ..kernel.fs.pseudo import kernel_read
-    kernel_read(k.tree, T + "trace", READ)
+    from ..sim.files import read_file
+    read_file(k, T + "trace", READ)
 
 
 def _in_process(gap_s: float, observed_every_ns: int | None = None) -> float:
@@ -228,16 +228,16 @@ def _rates_once(cmdline: str, stackmap: bool) -> dict:
     """``echo function > current_tracer; sleep 1; echo 0 > tracing_on``
     in-process (manual clock): per-CPU counters, and what the last write cost."""
     from .. import sim
-    from ..kernel.fs.pseudo import kernel_write
+    from ..sim.files import write_file
     from ..kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
     if stackmap:
         for o in ("stackmap", "stacktrace"):
-            kernel_write(k.tree, T + "options/" + o, b"1")
-    kernel_write(k.tree, T + "current_tracer", b"function")
+            write_file(k, T + "options/" + o, b"1")
+    write_file(k, T + "current_tracer", b"function")
     k.clock.advance(1_000_000_000)
     t0 = time.perf_counter()
-    kernel_write(k.tree, T + "tracing_on", b"0")
+    write_file(k, T + "tracing_on", b"0")
     cost = time.perf_counter() - t0
     cpus = k.tracing.global_trace.buffer.cpus
     out = {"cost": cost, "written": [cb.entries + cb.overrun for cb in cpus],

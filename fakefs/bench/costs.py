@@ -75,8 +75,8 @@ def bench_alloc_step() -> list[tuple[str, float, str]]:
 
 
 def _read_all(k: Kernel, path: str) -> bytes:
-    from ..kernel.fs.pseudo import kernel_read
-    return kernel_read(k.tree, path)
+    from ..sim.files import read_file
+    return read_file(k, path)
 
 
 def bench_allocinfo_render() -> list[tuple[str, float, str]]:

@@ -53,12 +53,12 @@ def traced_span(settings, reference: bool = False):
     ``settings`` written (pairs of a tracefs path and a value), after a
     first step, under the daemon's collector policy."""
     from .. import sim
-    from ..kernel.fs.pseudo import kernel_write
+    from ..sim.files import write_file
     from ..kernel.time import ManualClock
     with old_path() if reference else contextlib.nullcontext():
         k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
         for path, value in settings:
-            kernel_write(k.tree, T + path, value.encode())
+            write_file(k, T + path, value.encode())
         k.clock.advance(STEP_NS)
         k.run_until_now()
         with daemon_collector():

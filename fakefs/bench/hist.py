@@ -45,11 +45,11 @@ FPROBE_HIST = (("fprobe fp on __handle_mm_fault: hist keys=common_pid on its hit
 
 def run(settings, hist_files=(), base=BASE) -> tuple[float, int]:
     """(CPU seconds for ``SPAN_NS``, hits counted by ``hist_files``)."""
-    from ..kernel.fs.pseudo import kernel_read
+    from ..sim.files import read_file
     k, took = traced_span(base + tuple(settings))
     hits = 0
     for path in hist_files:
-        text = kernel_read(k.tree, T + path).decode()
+        text = read_file(k, T + path).decode()
         hits += sum(int(n) for n in re.findall(r"Hits: (\d+)", text))
     return took, hits
 

@@ -110,7 +110,7 @@ def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
 
 def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     from .. import sim
-    from ..kernel.fs.pseudo import kernel_read, kernel_write
+    from ..sim.files import read_file, write_file
     from ..kernel.time import ManualClock
     me = os.getpid()
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
@@ -118,11 +118,11 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     out = [("in-process: RSS after boot", rss_mb(me), "MB")]
 
     def rd(path):
-        return kernel_read(k.tree, T + path, 1 << 16).decode()
+        return read_file(k, T + path, 1 << 16).decode()
 
-    kernel_write(k.tree, T + "buffer_size_kb", str(big_kb).encode())
+    write_file(k, T + "buffer_size_kb", str(big_kb).encode())
     for path, value in EVERYTHING:
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     held = -1
     while True:
         for _ in range(10):
@@ -142,8 +142,8 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     out.append(("in-process: RSS, buffers full", rss_mb(me), "MB"))
     out.append(("  bound: buffers %d KB + stackmap pool + 150 MB" % total_kb,
                 total_kb / 1024 + pool_mb + 150, "MB"))
-    kernel_write(k.tree, T + "tracing_on", b"0")
-    kernel_write(k.tree, T + "buffer_size_kb", str(DEFAULT_KB).encode())
+    write_file(k, T + "tracing_on", b"0")
+    write_file(k, T + "buffer_size_kb", str(DEFAULT_KB).encode())
     out.append(("in-process: RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(me), "MB"))
     t0 = time.perf_counter()
     keeper = HeapKeeper(k)

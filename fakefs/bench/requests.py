@@ -191,18 +191,18 @@ def kprobe_list(names: list[str], n: int) -> str:
 
 def kprobe_writes(n: int) -> dict[str, float]:
     """Seconds of each write with ``n`` kprobes on distinct functions."""
-    from ..kernel.fs.pseudo import kernel_read, kernel_write
+    from ..sim.files import read_file, write_file
     from ..kernel.time import ManualClock
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     names = [ln.split()[0] for ln in
-             kernel_read(k.tree, TRACING + "/available_filter_functions").decode().splitlines()]
+             read_file(k, TRACING + "/available_filter_functions").decode().splitlines()]
     steps = [("add", "kprobe_events", kprobe_list(names, n)),
              ("enable", "events/kprobes/enable", "1"), ("disable", "events/kprobes/enable", "0"),
              ("clear", "kprobe_events", "")]
     took = {}
     for name, path, data in steps:
         t0 = time.perf_counter()
-        kernel_write(k.tree, TRACING + "/" + path, data.encode(), os.O_WRONLY | os.O_TRUNC)
+        write_file(k, TRACING + "/" + path, data.encode(), os.O_WRONLY | os.O_TRUNC)
         took[name] = time.perf_counter() - t0
     return took
 

@@ -161,7 +161,6 @@ class CpuHotplug:
 
     def _change(self, cpu: int, online: bool, pid: int) -> None:
         k = self.kernel
-        k.run_until_now()                  # what ran before, under the old state
         t = k.sim_time
         drv = k.driver
         if drv is not None and pid:

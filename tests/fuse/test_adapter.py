@@ -364,12 +364,12 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
     caught up with the request first, so the hit is the newest entry of its
     CPU (not stamped ahead of what is simulated after it)."""
     from fakefs import sim
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
     from fakefs.kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
-    kernel_write(k.tree, t + "kprobe_events", b"p:myread vfs_read\n")
-    kernel_write(k.tree, t + "events/kprobes/myread/enable", b"1\n")
+    write_file(k, t + "kprobe_events", b"p:myread vfs_read\n")
+    write_file(k, t + "events/kprobes/myread/enable", b"1\n")
     fs = FakeFS(k)
     k.clock.advance(50_000_000)
     ino = k.tree.root.walk(t + "README").ino
@@ -377,9 +377,9 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
     await fs.read(fi.fh, 0, 4096)
     await fs.release(fi.fh)
     stamps = [float(ln.split(": ", 1)[0].split()[-1])
-              for ln in kernel_read(k.tree, t + "trace").decode().splitlines()
+              for ln in read_file(k, t + "trace").decode().splitlines()
               if not ln.startswith("#")]
-    assert any("myread" in ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines())
+    assert any("myread" in ln for ln in read_file(k, t + "trace").decode().splitlines())
     assert stamps == sorted(stamps)
 
 
@@ -390,13 +390,13 @@ async def test_a_probe_on_do_sys_openat2_reads_the_caller_s_arguments(tmp_path):
     name, the name from its memory (a child blocked in an openat() of a
     fifo stands for a caller blocked in the request)."""
     from fakefs import sim
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
     from fakefs.kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
-    kernel_write(k.tree, t + "kprobe_events",
+    write_file(k, t + "kprobe_events",
                  b"p:op do_sys_openat2 dfd=%di:s32 name=+0(%si):string flags=+0(%dx):x64\n")
-    kernel_write(k.tree, t + "events/kprobes/op/enable", b"1\n")
+    write_file(k, t + "events/kprobes/op/enable", b"1\n")
     fs = FakeFS(k)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -421,7 +421,7 @@ async def test_a_probe_on_do_sys_openat2_reads_the_caller_s_arguments(tmp_path):
     finally:
         os.close(os.open(fifo, os.O_WRONLY))
         os.waitpid(pid, 0)
-    lines = [ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines() if " op: " in ln]
+    lines = [ln for ln in read_file(k, t + "trace").decode().splitlines() if " op: " in ln]
     assert len(lines) == 1, lines
     assert lines[0].endswith('dfd=-100 name="fifo" flags=0x%x' % (os.O_RDONLY | os.O_CLOEXEC))
 
@@ -430,18 +430,18 @@ async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
     """mkdir of an instance through the mount runs tracefs_create_dir()
     for the instance and its directories: a probe reads the names, the
     instance's first, in the mkdir caller's task."""
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
     from fakefs.kernel.time import ManualClock
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
-    kernel_write(k.tree, t + "kprobe_events", b"p:mk tracefs_create_dir name=+0(%di):string\n")
-    kernel_write(k.tree, t + "events/kprobes/mk/enable", b"1\n")
+    write_file(k, t + "kprobe_events", b"p:mk tracefs_create_dir name=+0(%di):string\n")
+    write_file(k, t + "events/kprobes/mk/enable", b"1\n")
     fs = FakeFS(k)
     ino = pyfuse3.ROOT_INODE
     for part in ("sys", "kernel", "tracing", "instances"):
         ino = (await fs.lookup(ino, part.encode(), Ctx())).st_ino
     await fs.mkdir(ino, b"my_instance", 0o755, Ctx())
-    lines = [ln for ln in kernel_read(k.tree, t + "trace").decode().splitlines()
+    lines = [ln for ln in read_file(k, t + "trace").decode().splitlines()
              if " mk: " in ln]
     names = [ln.split('name="')[1].rstrip('"') for ln in lines]
     assert names == ["my_instance", "options", "per_cpu", "cpu0", "cpu1"]

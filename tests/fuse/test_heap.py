@@ -8,7 +8,7 @@ import trio
 from fakefs import sim
 from fakefs.fuse import heap as heap_mod
 from fakefs.fuse.heap import HeapKeeper, pack_idle
-from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.sim.files import write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_activity
 
@@ -23,10 +23,10 @@ def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
         heap.after_request()
         heap.trim_if_due()
 
-    kernel_write(k.tree, T + "buffer_size_kb", b"4096")      # grows: nothing freed
+    write_file(k, T + "buffer_size_kb", b"4096")      # grows: nothing freed
     request()
     assert heap.trims == 0
-    kernel_write(k.tree, T + "buffer_size_kb", b"1408")      # shrinks
+    write_file(k, T + "buffer_size_kb", b"1408")      # shrinks
     request()
     request()                                                # once per release
     assert heap.trims == 1
@@ -67,12 +67,12 @@ def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers(monkeypatch)
     # (sub-buffers of tuples: the function tracer's calls go raw, compact already)
     monkeypatch.setattr(trace_activity, "RAW_WRITES", False)
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    kernel_write(k.tree, T + "current_tracer", b"function")
+    write_file(k, T + "current_tracer", b"function")
     for _ in range(2):
         k.clock.advance(3_000_000_000)
         k.run_until_now()
         if k.tracing.global_trace.max_buffer.entries() == 0:
-            kernel_write(k.tree, T + "snapshot", b"1")      # the snapshot buffer holds entries
+            write_file(k, T + "snapshot", b"1")      # the snapshot buffer holds entries
     k.tracing.instance_mkdir("a")
     bufs = [k.tracing.global_trace.buffer, k.tracing.global_trace.max_buffer]
     before = [list(cb.iter_events()) for b in bufs for cb in b.cpus]
@@ -93,7 +93,7 @@ def test_raw_sub_buffers_are_left_as_they_are():
     28 bytes an entry) are compact already: packing passes them by and
     they read back the same."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    kernel_write(k.tree, T + "current_tracer", b"function")
+    write_file(k, T + "current_tracer", b"function")
     k.clock.advance(1_000_000_000)
     k.run_until_now()
     cpus = k.tracing.global_trace.buffer.cpus
@@ -109,7 +109,7 @@ def test_raw_sub_buffers_are_left_as_they_are():
 def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers(monkeypatch):
     monkeypatch.setattr(trace_activity, "RAW_WRITES", False)     # (sub-buffers of tuples)
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    kernel_write(k.tree, T + "current_tracer", b"function")
+    write_file(k, T + "current_tracer", b"function")
     k.clock.advance(3_000_000_000)
     k.run_until_now()
     blocked = [0]

@@ -10,7 +10,7 @@ import trio
 from fakefs import sim
 from fakefs.fuse.adapter import FakeFS
 from fakefs.fuse.runner import TICK_S, Runner
-from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.sim.files import write_file
 from fakefs.kernel.time import Clock, ManualClock
 
 T = "sys/kernel/tracing/"
@@ -19,7 +19,7 @@ T = "sys/kernel/tracing/"
 def boot(clock, *settings):
     k = sim.boot(seed=4, nr_cpus=2, clock=clock, host_kallsyms=False)
     for path, value in settings:
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     return k
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from fakefs.fuse.adapter import FakeFS
 from fakefs.fuse.procfd import HostMemory, caller_syscall, lowest_free_fd
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 
 from mountlib import requires_fuse
 
@@ -98,12 +98,12 @@ def booted():
     from fakefs.kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     k.driver.host.user_memory = HostMemory
-    kernel_write(k.tree, T + "kprobe_events", b"")
+    write_file(k, T + "kprobe_events", b"")
     return k
 
 
 def own_lines(k, what):
-    return [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
+    return [ln for ln in read_file(k, T + "trace").decode().splitlines()
             if what in ln and not ln.startswith("#")]
 
 
@@ -111,11 +111,11 @@ async def test_an_open_through_the_mount_is_the_caller_s_openat(tmp_path):
     """sys_enter_openat with the registers the caller passed, sys_exit with
     the descriptor it will get; an eprobe reads the name from its memory."""
     k = booted()
-    kernel_write(k.tree, T + "dynamic_events",
+    write_file(k, T + "dynamic_events",
                  b"e:myopen syscalls/sys_enter_openat file=+0($filename):ustring\n")
-    kernel_write(k.tree, T + "events/eprobes/myopen/enable", b"1")
+    write_file(k, T + "events/eprobes/myopen/enable", b"1")
     for ev in ("sys_enter_openat", "sys_exit_openat"):
-        kernel_write(k.tree, T + "events/syscalls/%s/enable" % ev, b"1")
+        write_file(k, T + "events/syscalls/%s/enable" % ev, b"1")
     fs = FakeFS(k)
     with child_in_openat(tmp_path) as pid:
         fd = lowest_free_fd(pid)
@@ -134,7 +134,7 @@ async def test_an_open_through_the_mount_is_the_caller_s_openat(tmp_path):
 
 async def test_a_failed_lookup_ends_the_caller_s_open_with_its_error(tmp_path):
     k = booted()
-    kernel_write(k.tree, T + "events/raw_syscalls/sys_exit/enable", b"1")
+    write_file(k, T + "events/raw_syscalls/sys_exit/enable", b"1")
     fs = FakeFS(k)
     with child_in_openat(tmp_path) as pid:
         with pytest.raises(pyfuse3.FUSEError):
@@ -147,7 +147,7 @@ async def test_a_lookup_on_the_way_of_an_o_creat_open_is_no_event(tmp_path):
     """The walk of an O_CREAT open goes on after "no such entry" (the file
     is made): the lookup does not end the call."""
     k = booted()
-    kernel_write(k.tree, T + "events/raw_syscalls/sys_exit/enable", b"1")
+    write_file(k, T + "events/raw_syscalls/sys_exit/enable", b"1")
     fs = FakeFS(k)
     # a fifo opened O_CREAT still blocks: it exists
     with child_in_openat(tmp_path, os.O_RDONLY | os.O_CREAT) as pid:
@@ -160,7 +160,7 @@ async def test_no_event_when_the_caller_is_in_another_call(tmp_path):
     """A request whose caller is in a call it does not do the work of (an
     open while the caller reads) makes no event: nothing is made up."""
     k = booted()
-    kernel_write(k.tree, T + "events/raw_syscalls/enable", b"1")
+    write_file(k, T + "events/raw_syscalls/enable", b"1")
     fs = FakeFS(k)
     p = subprocess.Popen(["python3", "-c", "import os; os.read(0, 10)"], stdin=subprocess.PIPE)
     try:

@@ -8,7 +8,7 @@ from workload_helpers import boot
 from fakefs import sim
 from fakefs.kernel import call_sites, fork
 from fakefs.kernel.call_sites import CallerTable
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.walkgraph import table_items
 
@@ -55,12 +55,12 @@ def traced_allocations(monkeypatch, looked_at: int):
     monkeypatch.setattr(call_sites, "WAY_PIDS_LOOKED_AT", looked_at)
     k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path in ("events/kmem/kmem_cache_alloc/enable", "options/stacktrace"):
-        kernel_write(k.tree, TRACING + path, b"1")
-    kernel_write(k.tree, TRACING + "buffer_size_kb", b"4096")
+        write_file(k, TRACING + path, b"1")
+    write_file(k, TRACING + "buffer_size_kb", b"4096")
     for _ in range(300):
         k.clock.advance(100_000_000)
         k.run_until_now()
-    return k, kernel_read(k.tree, TRACING + "trace")
+    return k, read_file(k, TRACING + "trace")
 
 
 def test_the_ways_of_a_task_gone_from_the_task_table_are_forgotten(monkeypatch):

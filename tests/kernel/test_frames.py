@@ -11,7 +11,7 @@ from workload_helpers import boot, graph_edges, run
 
 from fakefs import sim
 from fakefs.kernel import workload
-from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.sim.files import write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.walkgraph import F_ENTRY, F_TRACE, FENTRY_IP, FENTRY_RET
 
@@ -117,7 +117,7 @@ def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
     t = "sys/kernel/tracing/"
     for path, value in (("current_tracer", "function"), ("events/enable", "1"),
                         ("options/stacktrace", "1"), ("options/stackmap", "1")):
-        kernel_write(k.tree, t + path, value.encode())
+        write_file(k, t + path, value.encode())
     k.clock.advance(20_000_000)
     k.run_until_now()
     gc.collect()

@@ -111,12 +111,12 @@ def test_a_reader_sees_what_the_machine_printed_until_now():
 
 
 def test_console_loglevels_from_the_command_line_and_the_sysctl():
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
 
     def printk_of(cmdline):
         k = sim.boot(cmdline=cmdline, host_kallsyms=False, clock=ManualClock())
         unknown = [r.text for r in k.log.records if "Unknown kernel command line" in r.text]
-        return k, kernel_read(k.tree, "proc/sys/kernel/printk"), unknown
+        return k, read_file(k, "proc/sys/kernel/printk"), unknown
 
     assert printk_of("")[1] == b"7\t4\t1\t7\n"
     k, text, unknown = printk_of("quiet")
@@ -126,12 +126,12 @@ def test_console_loglevels_from_the_command_line_and_the_sysctl():
     k, text, _ = printk_of("loglevel=x")
     assert text == b"7\t4\t1\t7\n"
     assert any(r.text == "Malformed early option 'loglevel'" for r in k.log.records)
-    kernel_write(k.tree, "proc/sys/kernel/printk", b"5 6\n")
-    assert kernel_read(k.tree, "proc/sys/kernel/printk") == b"5\t6\t1\t7\n"
+    write_file(k, "proc/sys/kernel/printk", b"5 6\n")
+    assert read_file(k, "proc/sys/kernel/printk") == b"5\t6\t1\t7\n"
     with pytest.raises(KernelError) as e:
-        kernel_write(k.tree, "proc/sys/kernel/printk", b"2 x\n")
+        write_file(k, "proc/sys/kernel/printk", b"2 x\n")
     assert e.value.errno == errno.EINVAL
-    assert kernel_read(k.tree, "proc/sys/kernel/printk") == b"2\t6\t1\t7\n"
+    assert read_file(k, "proc/sys/kernel/printk") == b"2\t6\t1\t7\n"
 
 
 def test_kptr_restrict_sysctl_takes_0_to_2():

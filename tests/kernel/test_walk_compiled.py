@@ -12,7 +12,7 @@ import pytest
 from workload_helpers import boot
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.walk_reference import use_reference
 
@@ -66,9 +66,9 @@ def test_a_traced_machine_writes_the_same_trace():
             k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
             for path, value in (("current_tracer", "function"), ("events/enable", "1"),
                                 ("options/stacktrace", "1"), ("options/stackmap", "1")):
-                kernel_write(k.tree, T + path, value.encode())
+                write_file(k, T + path, value.encode())
             k.clock.advance(30_000_000)
             k.run_until_now()
-            out.append(kernel_read(k.tree, T + "trace", 1 << 24))
+            out.append(read_file(k, T + "trace", 1 << 24))
     assert out[0].count(b"\n") > 1000
     assert out[0] == out[1]

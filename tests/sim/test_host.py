@@ -6,7 +6,7 @@ import os
 
 from fakefs import sim
 from fakefs.kernel import fork
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.sim import host
@@ -44,7 +44,7 @@ def test_a_followed_process_forks_execs_and_exits_in_the_trace():
                                                       "sched_process_exit", "sched_process_free")
              if ev + ":" in ln and "5001" in ln]
     assert order == sorted(order) and len(order) == 4
-    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    report = check(read_file(k, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()
 
 
@@ -142,7 +142,7 @@ def test_many_short_lived_children_keep_the_machine_consistent():
         m.host.event("exec", t_exec, pid, filename="/bin/true")
         m.host.event("exit", t_exec + rng.randrange(0, 60_000), pid)
     run(k, 0.2)
-    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    report = check(read_file(k, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()
     assert not any(r.host and r.task.pid >= 6000 for r in m.runs.values())
 
@@ -335,11 +335,11 @@ def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
     run(k, 0.02)
     m.host.caller(5000, "sh")
     assert m.frozen
-    kernel_write(k.tree, "sys/kernel/tracing/events/sched/sched_process_fork/enable", b"1")
+    write_file(k, "sys/kernel/tracing/events/sched/sched_process_fork/enable", b"1")
     done = m.host.event("fork", k.sim_time, 5001, ppid=5000)
     assert done is not None and not m.frozen
     run(k, 0.02)
-    assert "child_pid=5001" in kernel_read(k.tree, "sys/kernel/tracing/trace").decode()
+    assert "child_pid=5001" in read_file(k, "sys/kernel/tracing/trace").decode()
 
 
 def test_a_followed_process_allocates_and_frees_in_its_own_context():
@@ -351,7 +351,7 @@ def test_a_followed_process_allocates_and_frees_in_its_own_context():
     assert sum("call_site=putname+" in ln and "name=names_cache" in ln for ln in mine) >= 12
     assert sum("call_site=vm_area_free+" in ln and "name=vm_area_struct" in ln for ln in mine) >= 20
     assert any("call_site=free_task+" in ln and "name=task_struct" in ln for ln in mine)
-    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    report = check(read_file(k, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()
 
 
@@ -519,7 +519,7 @@ def test_a_real_processs_affinity_is_its_cpus_here():
     assert m.sched.tasks[5000].allowed is None
     run(k, 0.02)
     write(k, "tracing_on", "0")
-    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    report = check(read_file(k, T + "trace").decode().splitlines())
     assert not report.violations, report.examples
     moved = [ln for ln in lines(k) if "sched_migrate_task" in ln and " pid=5000 " in ln]
     assert moved, "a pinned writer running elsewhere is moved (sched_migrate_task)"
@@ -554,7 +554,7 @@ def test_a_fork_noted_while_nothing_sees_the_machine_still_follows_the_pid_lists
     m.host_task(5000, k.sim_time)
     t = k.sim_time
     m.host.skipped([(t + MS, ("fork", 5000, 6001, 6001))], t + 2 * MS)
-    listed = lambda f: kernel_read(k.tree, T + f).decode().split()
+    listed = lambda f: read_file(k, T + f).decode().split()
     assert listed("set_event_notrace_pid") == ["5000", "6001"]
     assert listed("set_event_pid") == ["5000", "6001"]
     m.host.skipped([(t + 3 * MS, ("exit", 6001))], t + 4 * MS)
@@ -572,7 +572,7 @@ def test_a_followed_exec_of_a_probed_program_hits_its_uprobes(tmp_path):
     for cmd in ("p:init %s:0x1000" % prog, "r:initret %s:0x1000" % prog,
                 "p:entry %s:0x1040" % prog, "p:middle %s:0x1020" % prog,
                 "p:elsewhere %s:0x1000" % other):
-        kernel_write(k.tree, T + "uprobe_events", (cmd + "\n").encode(),
+        write_file(k, T + "uprobe_events", (cmd + "\n").encode(),
                      os.O_WRONLY | os.O_APPEND)
     write(k, "events/uprobes/enable", "1")
     write(k, "events/sched/sched_process_exec/enable", "1")
@@ -592,5 +592,5 @@ def test_a_followed_exec_of_a_probed_program_hits_its_uprobes(tmp_path):
     assert len(cpus) == 1                      # where the new program runs
     stamps = [float(ln.split("]")[1].split()[1].rstrip(":")) for ln in got]
     assert stamps == sorted(stamps) and stamps[1] - stamps[0] > 0.0002   # after ld.so
-    report = check(kernel_read(k.tree, T + "trace").decode().splitlines())
+    report = check(read_file(k, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()

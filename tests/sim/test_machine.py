@@ -7,7 +7,8 @@ import os
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import File, kernel_read, kernel_write
+from fakefs.kernel.fs.pseudo import File
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.timeline import check
 
@@ -21,11 +22,11 @@ def boot(seed=1, cmdline=""):
 
 
 def write(k, path, data):
-    kernel_write(k.tree, path, data.encode())
+    write_file(k, path, data.encode())
 
 
 def read(k, path):
-    return kernel_read(k.tree, path).decode()
+    return read_file(k, path).decode()
 
 
 def run(k, seconds):

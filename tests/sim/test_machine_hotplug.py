@@ -7,7 +7,7 @@ import hashlib
 import re
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.time import ManualClock
 
 T = "sys/kernel/tracing/"
@@ -22,11 +22,11 @@ def boot(seed=1, nr_cpus=2, **over):
 
 
 def write(k, path, data):
-    return kernel_write(k.tree, path, data.encode())
+    return write_file(k, path, data.encode())
 
 
 def read(k, path):
-    return kernel_read(k.tree, path).decode()
+    return read_file(k, path).decode()
 
 
 def run(k, seconds, check=None):
@@ -146,7 +146,7 @@ def test_offline_while_nothing_looks():
 def digest(k):
     h = hashlib.sha256()
     for p in ("trace", "per_cpu/cpu0/trace", "per_cpu/cpu1/stats", "per_cpu/cpu1/trace_pipe_raw"):
-        h.update(kernel_read(k.tree, T + p))
+        h.update(read_file(k, T + p))
     return h.hexdigest()
 
 

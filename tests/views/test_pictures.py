@@ -262,18 +262,18 @@ def test_profile_heatmap_rejects_junk():
 # ------------------------------------------------------------------ a real kernel
 def test_pictures_of_an_in_process_kernel():
     from fakefs import sim
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
     from fakefs.kernel.time import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
                  cmdline="profile=2 sysctl.vm.mem_profiling=1")
     t = "sys/kernel/tracing/"
-    kernel_write(k.tree, t + "options/stackmap", b"1")
-    kernel_write(k.tree, t + "options/stacktrace", b"1")
-    kernel_write(k.tree, t + "current_tracer", b"function")
+    write_file(k, t + "options/stackmap", b"1")
+    write_file(k, t + "options/stacktrace", b"1")
+    write_file(k, t + "current_tracer", b"function")
     k.clock.advance(200_000_000)
     k.run_until_now()
-    kernel_write(k.tree, t + "tracing_on", b"0")
-    smap = kernel_read(k.tree, t + "stack_map").decode()
+    write_file(k, t + "tracing_on", b"0")
+    smap = read_file(k, t + "stack_map").decode()
     refs = [int(r) for r in re.findall(r"^stack_id \d+ \[ref (\d+), depth \d+\]$", smap, re.M)]
     assert len(refs) > 50
     folded = pictures.folded_stacks(smap)
@@ -287,15 +287,15 @@ def test_pictures_of_an_in_process_kernel():
     root = svg_root(pictures.flame_graph_svg(folded))
     assert groups(root, "frame")[0].get("data-count") == str(sum(refs))
     # allocinfo: every line parsed, the chart's total the sum of the first column
-    info = kernel_read(k.tree, "proc/allocinfo").decode()
+    info = read_file(k, "proc/allocinfo").decode()
     total = sum(int(l.split()[0]) for l in info.splitlines()[2:])
     head = [x for x in svg_root(pictures.allocinfo_chart_svg(info)).iter(NS + "text")
             if x.get("class") == "total"][0]
     assert int(head.get("data-total")) == total > 0
     # profile: the ticks of the heatmap are the counters' sum
-    prof = kernel_read(k.tree, "proc/profile")
+    prof = read_file(k, "proc/profile")
     counters = struct.unpack("=%dI" % (len(prof) // 4), prof)[1:]
-    svg = pictures.profile_heatmap_svg(prof, kernel_read(k.tree, "boot/System.map").decode())
+    svg = pictures.profile_heatmap_svg(prof, read_file(k, "boot/System.map").decode())
     head = [x for x in svg_root(svg).iter(NS + "text") if x.get("class") == "total"][0]
     assert int(head.get("data-total")) == sum(counters) > 0
 

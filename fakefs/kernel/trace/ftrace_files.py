@@ -43,10 +43,6 @@ _WORD = re.compile("[^%s\\0]+" % re.escape("".join(sorted(SPACE))))
 INDEX_AT = 16384
 
 
-def _catch_up(tr) -> None:
-    tr.kernel.run_until_now()    # calls so far were made under the old settings
-
-
 class _Parser:
     """``struct trace_parser``: the word being read across writes."""
 
@@ -74,7 +70,6 @@ class FtraceRegexOps(FileOperations):
         f.private = _Parser()
         if f.trunc:
             owner = self.owner(f)
-            owner.kernel.run_until_now()
             owner.clear_functions(self.notrace)
         super().open(f)
 
@@ -100,7 +95,6 @@ class FtraceRegexOps(FileOperations):
         owner = self.owner(f)
         p = f.private
         text = data.decode("latin-1")
-        owner.kernel.run_until_now()
         if pause is not None:
             # the names' index a part at a time (a long list: with trigrams)
             index = ftrace_records(owner.kernel).index
@@ -172,7 +166,6 @@ class FtracePidOps(ArrayFileOps):
 
     def open(self, f):
         if f.trunc:
-            _catch_up(f.data)
             ops_of(f.data).clear_pids(self.notrace)
         super().open(f)
 
@@ -182,7 +175,6 @@ class FtracePidOps(ArrayFileOps):
     def write(self, f, data):
         if not data:
             return 0
-        _catch_up(f.data)
         ops_of(f.data).write_pids(data.decode("latin-1"), self.notrace)
         return len(data)
 
@@ -232,7 +224,6 @@ class FunctionProfileOps(FileOperations):
     def write(self, f, data):
         val = user_ulong(data)
         prof = f.data
-        prof.kernel.run_until_now()     # what ran so far, under the old state
         prof.set_enabled(val != 0)
         return len(data)
 

@@ -44,7 +44,7 @@ from . import trace_entries as te
 from .ring_buffer import PAGE_SIZE, RB_MAX_SMALL_DATA, event_length
 from .ring_buffer_page import read_page
 from .trace_events_raw import RecordEncoder
-from .trace_iter import PipeWait, catch_up
+from .trace_iter import PipeWait
 from .trace_ref import ArrayFileOps
 
 FAULTED_SIZE = len("<faulted>")
@@ -92,7 +92,6 @@ class BufferSubbufSizeOps(ArrayFileOps):
         order = subbuf_order_for(user_ulong(data))
         if order > SUBBUF_ORDER_MAX:
             raise KernelError(errno.EINVAL)
-        catch_up(tr)          # what ran before the change went into the old sub-buffers
         if order != tr.buffer.subbuf_order:
             set_subbuf_order(tr, order)
         return len(data)
@@ -159,7 +158,6 @@ class TraceMarkerRawOps(ArrayFileOps):
             size += FAULT_SIZE_ID - cnt
         if size > tr.buffer.max_event_size():
             raise KernelError(errno.EINVAL)
-        catch_up(tr)
         if not tr.recording():
             raise KernelError(errno.EBADF)     # the reservation fails: "as if not open for write"
         tr.ensure_expanded()
@@ -214,7 +212,6 @@ class TracePipeRawOps(ArrayFileOps):
         tr = f.data
         info = f.private
         if info.read >= len(info.spare):
-            catch_up(tr)
             buf = self.ring(tr)
             cb = buf.cpus[self.cpu]
             page = read_page(cb, info.encoder.encode, size, buf.subbuf_size)
@@ -237,7 +234,6 @@ class TracePipeRawOps(ArrayFileOps):
         tr = f.data
         if tr.flag("block"):
             return POLLIN | POLLRDNORM
-        catch_up(tr)
         ready = self.ring(tr).cpus[self.cpu].watermark_hit(tr.buffer_percent)
         return POLLIN | POLLRDNORM if ready else 0
 

@@ -109,21 +109,8 @@ def _parse_01(data: bytes) -> int:
     return val
 
 
-def _unchanged(tr, ev, on: bool) -> bool:
-    """Enabling (disabling) ``ev`` would change nothing: the event is
-    recorded (not), with the buffer expanded, in or out of soft mode as
-    ``event_enable_disable()`` would leave it."""
-    if on:
-        return tr.expanded and ev in tr.enabled_events and ev not in tr.soft_disabled
-    soft = ev in tr.soft_mode
-    return (soft or ev not in tr.enabled_events) and (ev in tr.soft_disabled) == soft
-
-
 def set_events(tr, events, on: bool) -> None:
-    """Enable (disable) each of ``events``, the kernel caught up first when
-    any changes, or a probe or trigger of ``tr`` may have switched one."""
-    if tr.acts_on_itself() or not all(_unchanged(tr, ev, on) for ev in events):
-        tr.kernel.run_until_now()
+    """Enable (disable) each of ``events``; the first error counts."""
     err = None
     for ev in events:
         try:

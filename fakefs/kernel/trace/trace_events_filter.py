@@ -143,14 +143,9 @@ class EventFilters:
 
     # -- apply_event_filter() -------------------------------------------------
     def apply_event_filter(self, ev, raw: str) -> None:
-        """Set (``0``: remove) ``ev``'s filter.  The kernel catches up
-        first where what events record changes (the events so far saw the
-        old filter), not for what only the file shows."""
+        """Set (``0``: remove) ``ev``'s filter."""
         text = strstrip(raw)
-        settle = self.tr.kernel.run_until_now
         if skip_spaces(text) == "0":
-            if ev in self.tr.event_filters:
-                settle()
             self.strings.pop(ev, None)
             self.tr.event_filters.pop(ev, None)
             return
@@ -158,12 +153,9 @@ class EventFilters:
             flt = self.build(ev, text)
         except FilterError as e:
             # the event loses its filter and shows the error instead
-            if ev in self.tr.event_filters:
-                settle()
             self.tr.event_filters.pop(ev, None)
             self.strings[ev] = self._error_text(text, e)
             raise KernelError(e.errno)
-        settle()
         self.strings[ev] = text
         self.tr.event_filters[ev] = flt
 
@@ -176,8 +168,6 @@ class EventFilters:
         filters = self.tr.event_filters
         zero = skip_spaces(text) == "0"
         built = [(ev, None) for ev in events] if zero else [(ev, self._built(ev, text)) for ev in events]
-        if any(flt is not None or ev in filters for ev, flt in built):
-            self.tr.kernel.run_until_now()
         for ev, flt in built:
             if zero:
                 self.strings.pop(ev, None)

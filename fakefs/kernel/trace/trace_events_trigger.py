@@ -27,7 +27,6 @@ from ..lib.ctype import skip_spaces
 from ..lib.kstrtox import RangeError, kstrtoul
 from .trace_events_filter import filters_of
 from .trace_events_filter_fields import COMMON, FILTER_OTHER, FILTER_STATIC_STRING, GENERIC, Field
-from .trace_iter import catch_up
 from .trace_snapshot import arm_snapshot, disarm_snapshot, snapshot_instance
 
 PAGE_SIZE = 4096
@@ -485,7 +484,6 @@ def trigger_process_regex(tr, ev, buff: str) -> None:
     name = command[1:] if command.startswith("!") else command
     for p in trigger_commands(tr.kernel.config):
         if p.name == name:
-            tr.kernel.run_until_now()        # what ran before saw the old triggers
             p.parse(tr, ev, command, nxt)
             return
     raise KernelError(errno.EINVAL)
@@ -510,7 +508,6 @@ class EventTriggerOps(FileOperations):
     def open(self, f):
         tr, ev = f.data
         if f.trunc and ev in tr.event_triggers:     # removes those that say so (hist)
-            catch_up(tr)
             for p in trigger_commands(tr.kernel.config):
                 if p.unreg_all is not None:
                     p.unreg_all(tr, ev)

@@ -21,7 +21,7 @@ from .trace_flags import TOP_LEVEL_FLAGS
 from .trace_parser import EVENT_BUF_SIZE, get_user_word, user_ulong
 from .trace_printk import PrintkFormatsOps
 from .trace_stackmap import StackMapOps, StackMapStatOps, StackMapBinOps
-from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps, catch_up
+from .trace_iter import CpuStatsOps, TraceOps, TracePipeOps
 from .trace_snapshot import SnapshotOps
 from .trace_events_commit import marker_stack, trace_print_commit
 from .trace_buffer_files import (FAULTED_SIZE, BufferPercentOps, BufferSubbufSizeOps,
@@ -41,7 +41,6 @@ def _text(data: bytes) -> str:
 # --- simple control files ---------------------------------------------------
 
 class TracingOnOps(ArrayFileOps):
-
     def __init__(self, tr):
         self.tr = tr
 
@@ -57,8 +56,7 @@ class TracingOnOps(ArrayFileOps):
 
     def write(self, f, data):
         val = bool(user_ulong(data))
-        if self.observes or val != f.data.tracing_is_on():     # rb_simple_write()
-            catch_up(f.data)
+        if val != f.data.tracing_is_on():     # rb_simple_write()
             f.data.set_tracing_on(val)
         return len(data)
 
@@ -75,7 +73,6 @@ class CurrentTracerOps(ArrayFileOps):
         name = _text(data).strip()
         tr = f.data
         if name != tr.current.name or not tr.expanded:     # else set_tracer() changes nothing
-            catch_up(tr)
             tr.set_tracer(name)
         return len(data)
 
@@ -112,7 +109,6 @@ class TraceOptionsOps(ArrayFileOps):
             return len(data)                       # set_flag() would change nothing
         if name not in tr.flags and name not in tr.current.opts:
             raise KernelError(errno.EINVAL)
-        catch_up(tr)
         tr.set_option(_text(data))
         return len(data)
 
@@ -132,7 +128,6 @@ class CoreOptionOps(FileOperations):
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
         if tr.flags.get(name) != bool(val):        # else set_flag() changes nothing
-            catch_up(tr)
             tr.set_flag(name, bool(val))
         return len(data)
 
@@ -152,7 +147,6 @@ class TracerOptionOps(FileOperations):
         if val not in (0, 1):
             raise KernelError(errno.EINVAL)
         if tracer.opts.get(name) != bool(val):   # only a change asks the tracer
-            catch_up(tracer.tr)
             tracer.set_flag(name, bool(val))
         return len(data)
 
@@ -181,7 +175,6 @@ class BufferSizeOps(ArrayFileOps):
         val = user_ulong(data)
         if not val:
             raise KernelError(errno.EINVAL)
-        catch_up(tr)
         tr.resize_buffer((val << 10) & ULONG_MAX, self.cpu)     # the KB of an unsigned long
         return len(data)
 
@@ -240,7 +233,6 @@ class CpumaskOps(ArrayFileOps):
             mask = bitmap_parse(_text(data), tr.kernel.nr_cpus)
         except OSError as e:
             raise KernelError(e.errno)
-        catch_up(tr)                  # events so far were recorded under the old mask
         tr.cpumask = mask
         return len(data)
 
@@ -273,7 +265,6 @@ class SavedCmdlinesSizeOps(FileOperations):
 
     def write(self, f, data):
         val = user_ulong(data)
-        catch_up(f.data)              # what ran before the write was saved in the old table
         f.data.tracing.resize_saved_cmdlines(val)
         return len(data)
 
@@ -295,7 +286,6 @@ class TraceMarkerOps(ArrayFileOps):
             raise KernelError(errno.EINVAL)
         if not tr.tracing_is_on():
             raise KernelError(errno.EBADF)
-        catch_up(tr)
         tr.ensure_expanded()
         cnt = min(len(data), TRACE_MARKER_MAX_SIZE)
         meta = te.TRACE_ENTRY_HDR + 8 + 2          # print_entry + '\n' + '\0'

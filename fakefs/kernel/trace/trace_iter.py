@@ -25,10 +25,6 @@ def formatter(tr) -> TraceFormatter:
     return tr.formatter
 
 
-def catch_up(tr) -> None:
-    tr.kernel.run_until_now()
-
-
 class PipeWait:
     """What a consuming reader that found nothing waits for
     (``ring_buffer_wait()`` on its CPU's, or every CPU's, waiters): the
@@ -125,7 +121,6 @@ class TraceOps(ArrayFileOps):
 
     def open(self, f):
         tr = f.data
-        catch_up(tr)                 # what ran until the open is in the buffer
         if f.trunc:
             # a latency tracer's ``trace`` clears the max buffer it shows
             ring = self.ring(tr)
@@ -182,8 +177,6 @@ class TraceOps(ArrayFileOps):
 
     def _generate(self, f):
         tr = f.data
-        if not f.private.paused:     # paused since the open: nothing new
-            catch_up(tr)
         buf = self.ring(tr)
         events = iter(merged_events(buf, self.cpu))
         shown = buf.cpus if self.cpu is None else [buf.cpus[self.cpu]]
@@ -316,7 +309,6 @@ class TracePipeOps(ArrayFileOps):
             out, st["pending"] = st["pending"][:size], st["pending"][size:]
             st["pos"] += len(out)
             return out
-        catch_up(tr)
         cnt = min(size, SEQ_BUFFER_SIZE - 1)
         seq = bytearray()
         # a consuming reader's latency columns: the entry is still at the
@@ -376,7 +368,6 @@ class TracePipeOps(ArrayFileOps):
         tr = f.data
         if tr.flag("block"):
             return POLLIN | POLLRDNORM
-        catch_up(tr)
         if f.private["pending"] or f.private["held"] is not None:
             return POLLIN | POLLRDNORM
         if self.cpu is None:
@@ -392,7 +383,6 @@ class CpuStatsOps(ArrayFileOps):
 
     def show(self, f):
         tr = f.data
-        catch_up(tr)
         cb = tr.buffer.cpus[self.cpu]
         old = cb.oldest_ts()
         now = tr.clock_now()

@@ -34,7 +34,7 @@ import errno
 
 from ..fs.pseudo import KernelError
 from . import trace_entries as te
-from .trace_iter import TraceIter, TraceOps, catch_up
+from .trace_iter import TraceIter, TraceOps
 from .trace_parser import user_ulong
 from .trace_ref import ArrayFileOps
 
@@ -251,7 +251,6 @@ class SnapshotOps(TraceOps):
         # never paused (pause-on-trace spares the snapshot), O_TRUNC ignored
         f.private = TraceIter(paused=False, lat=False)   # tracing_snapshot_open(): no latency format
         if f.readable:
-            catch_up(tr)
             self.pin(f, tr)                     # the snapshot buffer's CPUs
         ArrayFileOps.open(self, f)
 
@@ -279,7 +278,6 @@ class SnapshotOps(TraceOps):
             raise KernelError(errno.EBUSY)
         if tr.cond_snapshot is not None:        # a hist trigger's snapshot() owns it
             raise KernelError(errno.EBUSY)
-        catch_up(tr)                            # what ran before is in the old buffer
         cpu = self.cpu
         if val == 0:
             if cpu is not None:

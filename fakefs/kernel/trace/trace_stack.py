@@ -314,7 +314,6 @@ class StackMaxSizeOps(FileOperations):
 
     def write(self, f, data):
         val = user_ulong(data)
-        f.data.kernel.run_until_now()
         f.data.set_max_size(val)
         return len(data)
 

@@ -78,17 +78,18 @@ def test_filter_words_end_at_the_kernels_spaces_only(k):
     """trace_get_user() splits at isspace() of lib/ctype.c: "schedule\\xa0"
     is the word schedule, "schedule\\x1c\\n" a word matching no function
     (EINVAL), as set_event's "sched:sched_switch\\x1c" is no event."""
-    from fakefs.kernel.fs.pseudo import KernelError, kernel_write
+    from fakefs.kernel.fs.pseudo import KernelError
+    from fakefs.sim.files import write_file
     tracing = "sys/kernel/tracing/"
-    kernel_write(k.tree, tracing + "set_ftrace_filter", b"schedule\xa0")
+    write_file(k, tracing + "set_ftrace_filter", b"schedule\xa0")
     assert rd(k, "set_ftrace_filter") == "schedule\n"
     for path, word in (("set_ftrace_filter", b"schedule\x1c\n"),
                        ("set_ftrace_filter", b"schedule\x85\n"),
                        ("set_event", b"sched:sched_switch\x1c\n")):
         with pytest.raises(KernelError) as e:
-            kernel_write(k.tree, tracing + path, word)
+            write_file(k, tracing + path, word)
         assert e.value.errno == errno.EINVAL, (path, word)
     assert rd(k, "set_event") == ""
-    kernel_write(k.tree, tracing + "set_event", b"sched:sched_switch\xa0")
+    write_file(k, tracing + "set_event", b"sched:sched_switch\xa0")
     assert rd(k, "set_event") == "sched:sched_switch\n"
-    kernel_write(k.tree, tracing + "set_event", b"")
+    write_file(k, tracing + "set_event", b"")

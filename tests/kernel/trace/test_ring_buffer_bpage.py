@@ -70,7 +70,7 @@ def test_packed_sub_buffers_take_less_than_the_buffer():
 
 def _busy_reads(monkeypatch, loose, unzipped=20):
     from fakefs import sim
-    from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+    from fakefs.sim.files import read_file, write_file
     from fakefs.kernel.time import ManualClock
     from fakefs.kernel.trace import ring_buffer
     monkeypatch.setattr(ring_buffer, "LOOSE_PAGES", loose)
@@ -79,16 +79,16 @@ def _busy_reads(monkeypatch, loose, unzipped=20):
                  cmdline="trace_options=stackmap,stacktrace")
     T = "sys/kernel/tracing/"
     for path, value in (("current_tracer", "function"), ("events/enable", "1")):
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     k.clock.advance(1_500_000_000)
     k.run_until_now()
     k.tracing.global_trace.buffer.pack_idle(1 << 20)       # what the daemon does while idle
-    kernel_write(k.tree, T + "tracing_on", b"0")
-    out = [kernel_read(k.tree, T + "trace")]
-    out += [kernel_read(k.tree, T + "per_cpu/cpu%d/stats" % c) for c in (0, 1)]
-    out.append(kernel_read(k.tree, T + "per_cpu/cpu1/trace_pipe_raw", 4096))
-    out.append(kernel_read(k.tree, T + "per_cpu/cpu0/trace_pipe", 1 << 16))
-    out.append(kernel_read(k.tree, T + "trace"))
+    write_file(k, T + "tracing_on", b"0")
+    out = [read_file(k, T + "trace")]
+    out += [read_file(k, T + "per_cpu/cpu%d/stats" % c) for c in (0, 1)]
+    out.append(read_file(k, T + "per_cpu/cpu1/trace_pipe_raw", 4096))
+    out.append(read_file(k, T + "per_cpu/cpu0/trace_pipe", 1 << 16))
+    out.append(read_file(k, T + "trace"))
     monkeypatch.undo()
     return out, [(sum(p.packed is not None for p in cb.pages), sum(p.zipped for p in cb.pages))
                  for cb in k.tracing.global_trace.buffer.cpus]

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import File, KernelError, kernel_write
+from fakefs.kernel.fs.pseudo import File, KernelError
+from fakefs.sim.files import write_file
 from fakefs.kernel.time import ManualClock
 from ftrace_helpers import APPEND, MS, boot
 from kfiles import errno_of, node, rd, reset_triggers, wr, sim_fork
@@ -107,7 +108,7 @@ def test_o_trunc_removes_hist_and_enable_hist_only(k):
     assert rd(k, FORK + "enable") == "0*\n"
     wr(k, t, "hist:keys=parent_pid\n")                   # '>' replaces it
     assert "keys=parent_pid" in rd(k, t) and "keys=child_pid" not in rd(k, t)
-    kernel_write(k.tree, "sys/kernel/tracing/" + t, b"")   # open with O_TRUNC, nothing written
+    write_file(k, "sys/kernel/tracing/" + t, b"")   # open with O_TRUNC, nothing written
     assert rd(k, FORK + "enable") == "0\n"
     assert k.tracing.global_trace.event_triggers == {}
 

@@ -8,7 +8,7 @@ import pytest
 
 import ftrace_helpers
 from ftrace_helpers import APPEND
-from fakefs.kernel.fs.pseudo import kernel_read
+from fakefs.sim.files import read_file
 from kfiles import errno_of, node, rd, wr
 
 booted = ftrace_helpers.booted              # the shared kernel
@@ -137,7 +137,7 @@ def test_fired_records_print_and_encode(k):
     assert lines[1].startswith("=> schedule+0x0/") and lines[2].startswith("=> kthread+0x0/")
     assert lines[3] == "name=a name c=lon"
     k.run_until_now()
-    raw = kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe_raw")
+    raw = read_file(k, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe_raw")
     assert len(raw) == 4096
     # the stack's data: its length, then the addresses
     want = b"".join(x.to_bytes(8, "little") for x in (2,) + stack)

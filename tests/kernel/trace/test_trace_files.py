@@ -83,42 +83,6 @@ def test_a_subsystem_filter_sets_and_removes_its_events_filters(k):
     assert not any(ev in tr.event_filters for ev in sched)
 
 
-def test_the_enable_shortcut_equals_what_enabling_does(k):
-    """``_unchanged(tr, ev, on)`` (no catch-up needed) is true exactly when
-    ``set_event_enabled(ev, on)`` leaves the event's state as it was, in
-    every state plain and soft-mode enables and disables reach."""
-    from itertools import product
-    from fakefs.kernel.trace.trace_events import _unchanged
-    tr = k.tracing.global_trace
-    ev = next(e for e in k.tracing.events if e.name == "sched_wakeup")
-
-    def state():
-        return (tr.expanded, ev in tr.enabled_events, ev in tr.soft_disabled,
-                tr.soft_mode.get(ev, 0))
-
-    ops = (lambda: tr.set_event_enabled(ev, True), lambda: tr.set_event_enabled(ev, False),
-           lambda: tr.event_enable_disable(ev, True, True),
-           lambda: tr.event_enable_disable(ev, False, True))
-    seen = set()
-    for n in range(4):
-        for seq in product(range(4), repeat=n):
-            for on in (True, False):
-                for i in seq:
-                    if i == 3 and not tr.soft_mode.get(ev):
-                        continue                     # no soft reference to drop
-                    ops[i]()
-                before = state()
-                predicted = _unchanged(tr, ev, on)
-                tr.set_event_enabled(ev, on)
-                assert predicted == (state() == before), (seq, on, before)
-                seen.add((before, on))
-                while tr.soft_mode.get(ev):
-                    tr.event_enable_disable(ev, False, True)
-                tr.set_event_enabled(ev, False)
-                assert state()[1:] == (False, False, 0)
-    assert len(seen) >= 8
-
-
 # Written to tracing_cpumask of an instance of the host's tracefs (2 CPUs,
 # mounted in a private namespace), each after "3": the errno (None: taken)
 # and what the file reads back; the kernel's bitmap_parse_user() of each.

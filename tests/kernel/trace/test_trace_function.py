@@ -62,7 +62,7 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
     from kfiles import rd, wr
 
     from fakefs import sim
-    from fakefs.kernel.fs.pseudo import kernel_read
+    from fakefs.sim.files import read_file
     from fakefs.kernel.time import ManualClock
     from fakefs.kernel.trace import trace_activity
     monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
@@ -76,8 +76,8 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
         if reads and step % 2:
             # consuming readers between the writer's stretches: whole pages,
             # text, and what is left
-            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu1/trace_pipe_raw", 4096))
-            out.append(kernel_read(k.tree, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe", 1 << 14))
+            out.append(read_file(k, "sys/kernel/tracing/per_cpu/cpu1/trace_pipe_raw", 4096))
+            out.append(read_file(k, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe", 1 << 14))
     out += [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
             rd(k, "saved_cmdlines"), rd(k, "buffer_total_size_kb")]
     if k.tracing.global_trace.stackmap is not None:

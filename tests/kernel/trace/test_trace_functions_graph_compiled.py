@@ -11,7 +11,8 @@ from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import _trace_functions_graph as compiled
-from fakefs.kernel.fs.pseudo import WouldBlock, kernel_read
+from fakefs.kernel.fs.pseudo import WouldBlock
+from fakefs.sim.files import read_file
 from fakefs.kernel.trace import trace_functions_graph, trace_init
 from fakefs.kernel.trace.fgraph_retval import KINDS, retval_of
 from fakefs.kernel.trace.trace_functions_graph_reference import GraphTracerReference
@@ -48,8 +49,7 @@ def traced(settings, reference: bool, monkeypatch, ms: int = 12):
     for cpu in range(2):
         out["stats %d" % cpu] = rd(k, inst + "per_cpu/cpu%d/stats" % cpu)
         try:
-            out["raw %d" % cpu] = kernel_read(
-                k.tree, "sys/kernel/tracing/%sper_cpu/cpu%d/trace_pipe_raw" % (inst, cpu))
+            out["raw %d" % cpu] = read_file(k, "sys/kernel/tracing/%sper_cpu/cpu%d/trace_pipe_raw" % (inst, cpu))
         except WouldBlock:
             out["raw %d" % cpu] = b""
     monkeypatch.undo()

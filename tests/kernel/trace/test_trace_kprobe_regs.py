@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from fakefs import sim
-from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
+from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.time import ManualClock
 
 T = "sys/kernel/tracing/"
@@ -18,13 +18,13 @@ def test_an_open_passes_at_fdcwd_as_its_dfd():
     heap of a task whose calls pass their own strings: sim/syscalls.py),
     ``how`` on the kernel stack."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    kernel_write(k.tree, T + "kprobe_events",
+    write_file(k, T + "kprobe_events",
                  b"p:myopen do_sys_openat2 dfd=%di path=%si how=%dx\n")
-    kernel_write(k.tree, T + "events/kprobes/myopen/enable", b"1")
+    write_file(k, T + "events/kprobes/myopen/enable", b"1")
     for _ in range(50):
         k.clock.advance(20_000_000)
         k.run_until_now()
-    lines = [ln for ln in kernel_read(k.tree, T + "trace").decode().splitlines()
+    lines = [ln for ln in read_file(k, T + "trace").decode().splitlines()
              if "myopen:" in ln]
     assert len(lines) >= 20
     dfds = [int(ln.split("dfd=")[1].split()[0], 16) for ln in lines]
@@ -37,13 +37,13 @@ def test_an_open_passes_at_fdcwd_as_its_dfd():
 
 def _hits(k, defs, events, seconds=1.0):
     for d in defs:
-        kernel_write(k.tree, T + "kprobe_events", (d + "\n").encode(), os.O_WRONLY | os.O_APPEND)
+        write_file(k, T + "kprobe_events", (d + "\n").encode(), os.O_WRONLY | os.O_APPEND)
     for ev in events:
-        kernel_write(k.tree, T + "events/kprobes/%s/enable" % ev, b"1")
+        write_file(k, T + "events/kprobes/%s/enable" % ev, b"1")
     for _ in range(int(seconds * 50)):
         k.clock.advance(20_000_000)
         k.run_until_now()
-    return kernel_read(k.tree, T + "trace").decode().splitlines()
+    return read_file(k, T + "trace").decode().splitlines()
 
 
 def test_arguments_and_return_values_are_of_the_prototypes_types():

@@ -5,7 +5,7 @@ waits for."""
 import pytest
 
 from fakefs.kernel.entry_common import SYSCALL_WORK, syscall_nr, syscall_work
-from fakefs.kernel.fs.pseudo import kernel_write
+from fakefs.sim.files import write_file
 from fakefs.kernel.trace.trace_events_commit import COMMITTED
 
 from hostlib import MS, T, boot, fork_exec_exit, lines, run
@@ -43,7 +43,7 @@ def test_a_filter_on_vfs_read_sees_the_reads_of_a_followed_sleep(events):
     if events:                      # (the calls are made for the filter alone too)
         settings += [("events/raw_syscalls/sys_enter/enable", "1"), ("set_event_pid", "5001")]
     for path, value in settings:
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     perf_runs_sleep(k, m)
     got = lines(k)
     calls = [ln for ln in got if " vfs_read <-" in ln]
@@ -69,10 +69,10 @@ def test_work_is_wanted_by_a_filter_at_once():
     """With the function tracer unfiltered, its calls are the walk's; a
     filter makes the real processes' known calls its calls at once."""
     k, _m = machine()
-    kernel_write(k.tree, T + "current_tracer", b"function")
+    write_file(k, T + "current_tracer", b"function")
     run(k, 0.02)
     assert not k.syscalls.work_wanted()
-    kernel_write(k.tree, T + "set_ftrace_filter", b"vfs_read")
+    write_file(k, T + "set_ftrace_filter", b"vfs_read")
     assert k.syscalls.work_wanted() and not k.syscalls.traced()     # at once
 
 
@@ -82,7 +82,7 @@ def test_function_graph_sees_the_loader_s_reads_of_a_followed_sleep():
     k, m = machine()
     for path, value in (("set_graph_function", "vfs_read"), ("set_ftrace_pid", "5001"),
                         ("options/funcgraph-proc", "1"), ("current_tracer", "function_graph")):
-        kernel_write(k.tree, T + path, value.encode())
+        write_file(k, T + path, value.encode())
     perf_runs_sleep(k, m)
     reads = [ln for ln in lines(k) if "vfs_read()" in ln or "vfs_read();" in ln]
     assert len(reads) >= 3 and all("sleep-5001" in ln for ln in reads), lines(k)

@@ -7,7 +7,8 @@ import struct
 from fakefs import sim
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace.trace_output import trace_find_mark
-from kfiles import TRACING, kernel_read, rd, wr
+from fakefs.sim.files import read_file
+from kfiles import TRACING, rd, wr
 
 
 def boot(cmdline="ftrace=function"):
@@ -102,7 +103,7 @@ def test_raw_hex_and_bin_printers_of_function_entries():
         ip, parent = (int(x, 16) for x in rest.split())
         assert ln == "%08x %08x %016x %016x %016x " % (pid, cpu, ts, ip, parent)
     wr(k, "options/bin", "1")                         # bin comes before hex
-    data = kernel_read(k.tree, TRACING + "trace")
+    data = read_file(k, TRACING + "trace")
     body = data.split(b"FUNCTION\n#              | |         |   |||||     |         |\n", 1)[1]
     for i, (pid, cpu, ts, rest) in enumerate(raw):
         ip, parent = (int(x, 16) for x in rest.split())

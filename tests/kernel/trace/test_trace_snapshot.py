@@ -152,6 +152,7 @@ def test_percpu_swap(k):
 
 
 def test_pages_from_memory(k):
+    k.tracing.global_trace.ensure_expanded()        # (alone, the boot-time buffer is not yet)
     mem = k.tracing.buffer_memory()
     before = mem.available_pages()
     wr(k, "snapshot", "1\n")

@@ -1,0 +1,27 @@
+"""A file read or written on the simulated machine from outside a mount
+(benches, captures, tests): the machine runs to the instant of the call
+first, as the FUSE adapter does for a request (``FakeFS.observe``), then
+the kernel's file operations run at that instant.
+
+The kernel's file operations never catch the machine up themselves: time
+has one owner, the caller (issue 33, DM6).  ``fs.pseudo.kernel_read`` and
+``kernel_write`` are the operations alone, for a caller that has done it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..kernel.fs.pseudo import kernel_read, kernel_write
+
+
+def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
+    """``kernel_read`` of ``path`` (from the tree's root) at the clock's now."""
+    kernel.run_until_now()
+    return kernel_read(kernel.tree, path, size)
+
+
+def write_file(kernel, path: str, data: bytes, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
+    """``kernel_write`` of ``data`` to ``path`` at the clock's now."""
+    kernel.run_until_now()
+    return kernel_write(kernel.tree, path, data, flags)
