@@ -342,8 +342,6 @@ class ModuleControlOps(FileOperations):
                 words[0] == "delete" and len(words) != 2):
             raise KernelError(errno.EINVAL)
         mods = f.data
-        k = mods.kernel
-        k.run_until_now()                   # what ran before the call is traced before it
         if words[0] == "load":
             mods.load(words[1], f, " ".join(words[2:]))
         else:

@@ -32,7 +32,6 @@ class PingControlOps(FileOperations):
         if data.decode("latin-1").split() != ["echo"]:
             raise KernelError(errno.EINVAL)
         k = f.data
-        k.run_until_now()
         if k.driver is not None and f.pid:
             _pid, _cpu, ts = k.driver.host_task(f.pid, k.sim_time)
             k.advance_to(ts + 1)

@@ -27,6 +27,7 @@ def boot():
 
 
 def echo(k, pid, data=b"echo\n"):
+    k.run_until_now()                 # (the caller brings the machine to its instant)
     n = k.tree.root.walk(".fakefs/ping")
     f = File(n, os.O_WRONLY, pid=pid)
     n.fops.open(f)
