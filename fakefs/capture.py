@@ -62,7 +62,7 @@ def capture(seconds: int, seed: int = 1, cpus: int = 2, events: str = "",
     for _ in range(seconds):
         for _ in range(1_000_000_000 // STEP):
             k.clock.advance(STEP)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
         text = _read(k, T + "trace")
         chunk = [ln for ln in text.splitlines() if not ln.startswith("#")]
         if out is not None:

@@ -18,7 +18,7 @@ def boot(always_seen: bool = True):
     simulated whether or not anything traces."""
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
-    k.boot()
+    sim.keep_time(k.boot())
     if always_seen:
         k.add_machine_watcher(lambda: True)
     return k, sim.attach(k)
@@ -27,7 +27,7 @@ def boot(always_seen: bool = True):
 def run(k, seconds: float) -> None:
     for _ in range(int(seconds * 1e9 // STEP)):
         k.clock.advance(STEP)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def write(k, path: str, data: str) -> None:

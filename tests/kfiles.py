@@ -21,12 +21,12 @@ def node(k, path, base=TRACING):
 
 
 def rd(k, path, base=TRACING):
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     return read_file(k, base + path).decode()
 
 
 def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC, base=TRACING):
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     return write_file(k, base + path, data.encode(), flags)
 
 
@@ -56,9 +56,9 @@ def sim_fork(k, cpu=0, step=1_000_000):
     step after now, and the kernel catches up a step past it: (parent,
     child)."""
     k.clock.advance(step)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     parent = next(t for t in k.sched.tasks.values() if t.pid > 1)
     child = k.lifecycle.fork(parent, cpu, k.sim_time)
     k.clock.advance(step)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     return parent, child

@@ -94,7 +94,7 @@ for p, v in (("current_tracer", "function"), ("events/enable", "1"), ("options/s
     write_file(k, T + p, v.encode())
 for _ in range(4):
     k.clock.advance(25_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
 print(json.dumps([machine.__file__, hashlib.sha1(read_file(k, T + "trace")).hexdigest()]))
 """
 

@@ -186,7 +186,7 @@ def test_a_simulated_graph_trace_keeps_them(tmp_path):
     wr(k, "current_tracer", "function_graph\n")
     for _ in range(10):
         clock.advance(10_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     text = rd(k, "trace")
     rep = check_graph(text.splitlines())
     assert rep.total == 0, rep.text()

@@ -199,7 +199,7 @@ def bench_retention(seconds: float = 5.0) -> list[tuple[str, float, str]]:
         k, clock = _kernel("trace_options=%s ftrace=function" % opts)
         clock.advance(int(seconds * 1e9))
         t0 = time.perf_counter()
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         sim_cost = time.perf_counter() - t0
         buf = k.tracing.global_trace.buffer
         entries = buf.entries()
@@ -238,7 +238,7 @@ def bench_retention_sched(seconds: float = 5.0) -> list[tuple[str, float, str]]:
         for o in opts:
             write_file(k, t + "options/" + o, b"1")
         clock.advance(int(seconds * 1e9))
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         tr = k.tracing.global_trace
         ev = [e for e in k.tracing.events if e.name == "sched_switch"][0]
         events = [e for cb in tr.buffer.cpus for e in cb.events()]

@@ -57,7 +57,7 @@ def _booted():
     for path, value in EVERYTHING:
         write_file(k, T + path, value.encode())
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     return k
 
 
@@ -73,11 +73,11 @@ def _in_process(gap_s: float, observed_every_ns: int | None = None) -> float:
     t0 = time.perf_counter()
     if observed_every_ns is None:
         k.clock.advance(int(gap_s * 1e9))
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     else:
         for _ in range(int(gap_s * 1e9) // observed_every_ns):
             k.clock.advance(observed_every_ns)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
     _first_read(k)
     return time.perf_counter() - t0
 

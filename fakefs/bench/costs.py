@@ -46,11 +46,11 @@ def _boot(cmdline: str = "", nr_cpus: int = 2) -> Kernel:
 
 def _machine_step(k: Kernel) -> float:
     k.clock.advance(SEC)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
 
     def step():
         k.clock.advance(STEP)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     return _median(step, 50)
 
 

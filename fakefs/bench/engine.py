@@ -60,12 +60,12 @@ def traced_span(settings, reference: bool = False):
         for path, value in settings:
             write_file(k, T + path, value.encode())
         k.clock.advance(STEP_NS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         with daemon_collector():
             t0 = time.process_time()
             for _ in range(SPAN_NS // STEP_NS):
                 k.clock.advance(STEP_NS)
-                k.run_until_now()
+                k.timekeeper.run_until_now()
                 gc.freeze()                  # the end of a stretch of requests
             return k, time.process_time() - t0
 

@@ -127,7 +127,7 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     while True:
         for _ in range(10):
             k.clock.advance(int(FILL_STEP_S * 1e9))
-            k.run_until_now()
+            k.timekeeper.run_until_now()
         now = int(re.search(r"entries-in-buffer/entries-written: (\d+)/", rd("trace")).group(1))
         if now <= held:
             break

@@ -13,7 +13,7 @@ is cut into steps is part of what the simulation does.
 
 A step starts small (MIN_STEP_NS: with everything on at 500,000 function
 calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
-and grows while steps are cheap.  In a gap (``Kernel.next_boundary``) the quiet part before
+and grows while steps are cheap.  In a gap (``Timekeeper.next_boundary``) the quiet part before
 the window is cheap and the window is not: a step ends where the window
 begins, and the next one starts small again, as after a skip.  What a gap
 simulates does not depend on what its steps cost (``trace_backlog``'s
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 
-from ..kernel.init import STEP_NS
+from ..sim.timekeeper import STEP_NS
 from ..kernel.time import ManualClock
 from ..sim.host import SETTLE_NS
 
@@ -44,17 +44,17 @@ class Pacer:
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
     def step(self, kernel, until: int) -> bool:
-        """One step of the kernel towards ``until`` (``Kernel.catch_up``):
+        """One step of the kernel towards ``until`` (``Timekeeper.catch_up``):
         True while more remains."""
         if not self.paced:
-            return kernel.catch_up(1, until)
+            return kernel.timekeeper.catch_up(1, until)
         step = self.step_ns
         t = kernel.sim_time
-        end = kernel.next_boundary()
+        end = kernel.timekeeper.next_boundary()
         if end is not None and end - t < step:
             step = end - t                       # the cheap part ends there
         t0 = time.perf_counter()
-        more = kernel.catch_up(1, until, step)
+        more = kernel.timekeeper.catch_up(1, until, step)
         spent = time.perf_counter() - t0
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs
@@ -79,5 +79,5 @@ def settle_host_events(kernel, until: int, settle: int) -> int | None:
     theirs to wait for.  Returns that later instant, or None."""
     last = max(until, kernel.sim_time) + SETTLE_NS
     if settle > kernel.sim_time:
-        kernel.advance_to(min(settle, last))
+        kernel.timekeeper.advance_to(min(settle, last))
     return settle if settle > last else None

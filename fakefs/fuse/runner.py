@@ -2,7 +2,7 @@
 
 Without it the kernel is simulated lazily: a request catches it up to its
 instant, and a stretch nobody saw while something records is a *gap*
-(``Kernel.catch_up``, ``trace_backlog``): a probe, a skip, and a window
+(``Timekeeper.catch_up``, ``trace_backlog``): a probe, a skip, and a window
 sized from the probe.  What a gap keeps then depends on the probe's guess
 (and, until session 44, on how fast the host ran the catch-up: the
 stackmap's seed-004 experiment kept a tenth of its entries on a busy host).
@@ -33,7 +33,7 @@ import time
 
 import trio
 
-from ..kernel.init import GAP_NS
+from ..sim.timekeeper import GAP_NS
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,9 @@ class Runner:
         kernel is less than a gap behind (else a request catches it up)."""
         fs = self.fs
         k = fs.kernel
-        if not fs.pacer.paced or k.driver is None or k.gap is not None:
+        if not fs.pacer.paced or k.driver is None or k.timekeeper.gap is not None:
             return False
-        threshold = k.gap_threshold()
+        threshold = k.timekeeper.gap_threshold()
         return threshold < GAP_NS and k.now_ns() - k.sim_time <= threshold
 
     async def run(self) -> None:

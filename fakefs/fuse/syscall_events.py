@@ -159,7 +159,7 @@ class CallerSyscalls:
         with fs.at(await fs.observe()):
             call = fs.kernel.driver.host.enter(tid, fs.kernel.sim_time, nr, args)
         if call is not None:
-            fs.kernel.advance_to(call.t)
+            fs.kernel.timekeeper.advance_to(call.t)
         return call
 
     @staticmethod
@@ -177,7 +177,7 @@ class CallerSyscalls:
         k = fs.kernel
         with fs.at(await fs.observe()):
             t = k.driver.host.leave(call, k.sim_time, ret)
-        k.advance_to(t + 1)
+        k.timekeeper.advance_to(t + 1)
 
 
 class _Lookup:

@@ -165,7 +165,7 @@ class CpuHotplug:
         drv = k.driver
         if drv is not None and pid:
             _pid, _cpu, t = drv.host_task(pid, t)      # the writer's call
-            k.advance_to(t + 1)
+            k.timekeeper.advance_to(t + 1)
         self.changes += 1
         if drv is None or drv.frozen:
             # nothing runs the machine now: the state changes at once
@@ -182,7 +182,7 @@ class CpuHotplug:
                 drv.cpu_state(cpu, online, k.sim_time)
                 self.note(cpu, k.sim_time, online)
                 break
-            k.advance_to(max(k.sim_time, drv.clock[cpu]) + 20_000)
+            k.timekeeper.advance_to(max(k.sim_time, drv.clock[cpu]) + 20_000)
 
 
 def num_online_cpus(kernel) -> int:

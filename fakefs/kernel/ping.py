@@ -34,7 +34,7 @@ class PingControlOps(FileOperations):
         k = f.data
         if k.driver is not None and f.pid:
             _pid, _cpu, ts = k.driver.host_task(f.pid, k.sim_time)
-            k.advance_to(ts + 1)
+            k.timekeeper.advance_to(ts + 1)
         return len(data)
 
 

@@ -104,7 +104,7 @@ def _trace_printk_init(kernel, mod, f):
     put(work + 0x56, TP_GLOBAL_STR_FMT % ("(irq) ", "dynamic string"), irq, 1)
     put(init + 0x5a, TP_FORMATS[3].replace("%s", "static string"))
     put(init + 0x78, TP_GLOBAL_STR_FMT % ("", "dynamic string"))
-    kernel.advance_to(t)
+    kernel.timekeeper.advance_to(t)
 
 
 def trace_printk_image() -> ModuleImage:
@@ -186,7 +186,7 @@ def _preemptirq_init(kernel, mod, f):
             t = _pirq_section(kernel, mod, task, cpu, i, True, t, p["delay"], rng)
         elif mode == "preempt" or mode == "alternate":
             t = _pirq_section(kernel, mod, task, cpu, i, False, t, p["delay"], rng)
-    kernel.advance_to(t + PIRQ_STOP_NS)
+    kernel.timekeeper.advance_to(t + PIRQ_STOP_NS)
 
 
 def preemptirq_delay_image() -> ModuleImage:

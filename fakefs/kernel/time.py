@@ -2,8 +2,8 @@
 
 ``now_ns()`` is nanoseconds since the simulated boot (``local_clock()``): the
 host's CLOCK_MONOTONIC since then.  The simulated kernel does no work on its
-own: whoever observes it calls ``Kernel.catch_up()``, which runs the workload
-up to ``now_ns()``.  Tests may drive a :class:`ManualClock` instead.
+own: whoever observes it has its timekeeper (``fakefs.sim.timekeeper``) run
+it up to ``now_ns()``.  Tests may drive a :class:`ManualClock` instead.
 
 While a request is being served, its instant is ``held``: everything the
 kernel does for it happens at the moment it came.  (Until session 44 the

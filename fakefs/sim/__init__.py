@@ -1,6 +1,7 @@
 """The simulated machine and its users, outside the kernel model.
 
-``boot(...)`` gives a booted :class:`~fakefs.kernel.init.Kernel` driven by a
+``boot(...)`` gives a booted :class:`~fakefs.kernel.init.Kernel` whose time
+a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 :class:`~fakefs.sim.machine.Machine`: what the daemon serves.
 """
 
@@ -8,10 +9,20 @@ from __future__ import annotations
 
 from ..kernel.init import Kernel
 from .machine import Machine
+from .timekeeper import Timekeeper
+
+
+def keep_time(kernel: Kernel) -> Kernel:
+    """``kernel``, with what moves it through time (``kernel.timekeeper``:
+    one per kernel, made once)."""
+    if kernel.timekeeper is None:
+        Timekeeper(kernel)
+    return kernel
 
 
 def attach(kernel: Kernel) -> Machine:
     """Put a booted kernel on a machine that runs from the kernel's now."""
+    keep_time(kernel)
     machine = Machine(kernel)
     kernel.driver = machine
     act = kernel.trace_activity
@@ -21,9 +32,11 @@ def attach(kernel: Kernel) -> Machine:
     return machine
 
 
-def boot(**kwargs) -> Kernel:
-    """``Kernel(**kwargs)``, booted and put on a machine."""
-    kernel = Kernel(**kwargs).boot()
+def boot(initcalls=None, **kwargs) -> Kernel:
+    """``Kernel(**kwargs)``, booted (``initcalls``: those only), its time
+    kept and, with a call graph, put on a machine."""
+    kernel = Kernel(**kwargs).boot(initcalls)
+    keep_time(kernel)
     if kernel.workload is not None:
         attach(kernel)
     return kernel

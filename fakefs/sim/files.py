@@ -17,11 +17,11 @@ from ..kernel.fs.pseudo import kernel_read, kernel_write
 
 def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
     """``kernel_read`` of ``path`` (from the tree's root) at the clock's now."""
-    kernel.run_until_now()
+    kernel.timekeeper.run_until_now()
     return kernel_read(kernel.tree, path, size)
 
 
 def write_file(kernel, path: str, data: bytes, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
     """``kernel_write`` of ``data`` to ``path`` at the clock's now."""
-    kernel.run_until_now()
+    kernel.timekeeper.run_until_now()
     return kernel_write(kernel.tree, path, data, flags)

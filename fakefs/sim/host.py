@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 
-from ..kernel.init import SHOWN_NS
+from .timekeeper import SHOWN_NS
 from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ, CTX_TASK
 from ..kernel.trace.trace_events_pid import follow_fork
@@ -384,7 +384,7 @@ class HostProcesses:
         """Did the machine do one of their events in [t0, t1), or less than
         SHOWN_NS before (what it started)?  Such a step is traced even
         before a gap's window (``TraceBacklog.traced_needs``): a skip stops
-        at these events (``Kernel._shown_first``) for tracing to see them."""
+        at these events (``Timekeeper._shown_first``) for tracing to see them."""
         return t0 - SHOWN_NS < self.ran_at < t1
 
     # --- the machine runs them -----------------------------------------------

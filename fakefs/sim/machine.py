@@ -578,7 +578,7 @@ class Machine(PerCpu):
 
     def shown_before(self, t: int) -> int | None:
         """The instant of the first real process's event queued before
-        ``t``, or None: what a skip stops at (``Kernel._shown_first``)."""
+        ``t``, or None: what a skip stops at (``Timekeeper._shown_first``)."""
         first = None
         for e in self.heap:
             if e[2] == HOST and e[0] < t and (first is None or e[0] < first):

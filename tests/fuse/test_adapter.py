@@ -33,6 +33,7 @@ class FakeKernel:
         self.tracing = None          # no ring buffers (the heap keeper)
         self.sim_time = 0
         self.gap = None              # never in a gap
+        self.timekeeper = self       # (it moves itself: a fake)
         self.driver = None           # no machine: no real process runs in it
 
     def now_ns(self):

@@ -70,7 +70,7 @@ def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers(monkeypatch)
     write_file(k, T + "current_tracer", b"function")
     for _ in range(2):
         k.clock.advance(3_000_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         if k.tracing.global_trace.max_buffer.entries() == 0:
             write_file(k, T + "snapshot", b"1")      # the snapshot buffer holds entries
     k.tracing.instance_mkdir("a")
@@ -95,7 +95,7 @@ def test_raw_sub_buffers_are_left_as_they_are():
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     write_file(k, T + "current_tracer", b"function")
     k.clock.advance(1_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     cpus = k.tracing.global_trace.buffer.cpus
     before = [list(cb.iter_events()) for cb in cpus]
     raw = [sum(p.raw is not None for p in cb.pages) for cb in cpus]
@@ -111,7 +111,7 @@ def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers(mon
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     write_file(k, T + "current_tracer", b"function")
     k.clock.advance(3_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     blocked = [0]
     keeper = HeapKeeper(k, lambda: blocked[0])
     cpus = k.tracing.global_trace.buffer.cpus

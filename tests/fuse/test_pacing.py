@@ -1,7 +1,7 @@
 """The catch-up's steps sized to what they cost (fuse/pacing.py)."""
 
 from fakefs.fuse import pacing
-from fakefs.kernel.init import STEP_NS
+from fakefs.sim.timekeeper import STEP_NS
 from fakefs.kernel.time import Clock, ManualClock
 
 
@@ -18,6 +18,7 @@ class Costly:
         self.boundary = None
         self.skip_to = None
         self.gap = None               # no gap under way
+        self.timekeeper = self        # (it moves itself: a fake)
 
     def next_boundary(self):
         return self.boundary if self.boundary is not None and self.boundary > self.sim_time else None
@@ -90,6 +91,7 @@ class Settling:
     def __init__(self, sim_time):
         self.sim_time = sim_time
         self.advanced = []
+        self.timekeeper = self        # (it moves itself: a fake)
 
     def advance_to(self, t):
         self.advanced.append(t)

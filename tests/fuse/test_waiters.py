@@ -49,6 +49,7 @@ class Kernel:
         self.tracing = None
         self.sim_time = 0
         self.gap = None
+        self.timekeeper = self        # (it moves itself: a fake)
         self.driver = Driver()
         self.seen = seen
         self.steps = 0

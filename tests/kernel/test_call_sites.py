@@ -59,7 +59,7 @@ def traced_allocations(monkeypatch, looked_at: int):
     write_file(k, TRACING + "buffer_size_kb", b"4096")
     for _ in range(300):
         k.clock.advance(100_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     return k, read_file(k, TRACING + "trace")
 
 

@@ -119,7 +119,7 @@ def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
                         ("options/stacktrace", "1"), ("options/stackmap", "1")):
         write_file(k, t + path, value.encode())
     k.clock.advance(20_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     gc.collect()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
@@ -127,7 +127,7 @@ def test_a_busy_kernel_makes_no_reference_cycles(monkeypatch):
         gen = k.workload.frames.generation
         for _ in range(10):
             k.clock.advance(20_000_000)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
         gc.collect()
         garbage = collections.Counter(type(o).__name__ for o in gc.garbage)
     finally:

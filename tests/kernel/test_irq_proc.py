@@ -14,7 +14,7 @@ def test_rows_count_the_machine_s_interrupts():
     wr(k, "events/sched/sched_switch/enable", "1")       # something sees the machine
     for _ in range(50):
         k.clock.advance(10_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     text = rd(k, "proc/interrupts", "")
     lines = text.splitlines()
     assert lines[0] == " " * 11 + "CPU0       CPU1       "

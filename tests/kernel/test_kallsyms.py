@@ -160,7 +160,7 @@ def _boot(cmdline="", seed=1, host=True):
     from fakefs.kernel.init import Kernel
     from fakefs.kernel.time import ManualClock
     k = Kernel(cmdline=cmdline, seed=seed, nr_cpus=1, clock=ManualClock(), host_kallsyms=host)
-    return k.boot([("fakefs.kernel.kallsyms", "kallsyms_init")])
+    return sim.keep_time(k.boot([("fakefs.kernel.kallsyms", "kallsyms_init")]))
 
 
 def test_the_boot_parameter_chooses_the_table():
@@ -237,8 +237,8 @@ def test_proc_kallsyms_zeroes_addresses_for_a_reader_without_cap_syslog():
     open, with the opener's credentials."""
     from fakefs.kernel.fs.pseudo import File
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
-        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")])
+    k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")]))
     assert _read_as(k, "proc/kallsyms", 0) == k.kallsyms.proc_text()
     assert _addresses(_read_as(k, "proc/kallsyms", 0)) == {True}
     hidden = _read_as(k, "proc/kallsyms", 65534)
@@ -257,9 +257,9 @@ def test_proc_kallsyms_zeroes_addresses_for_a_reader_without_cap_syslog():
 
 def test_before_kptr_restrict_every_reader_saw_addresses():
     from fakefs.kernel.time import ManualClock
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
+    k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
                persona="2.6.30-eqware").boot(
-        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")])
+        [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")]))
     assert k.tree.root.walk("proc/sys/kernel/kptr_restrict") is None
     assert _addresses(_read_as(k, "proc/kallsyms", 1000)) == {True}
 
@@ -307,7 +307,7 @@ def test_kallsyms_all_lists_data_symbols_with_known_contents():
     from fakefs.kernel.time import ManualClock
     old = Kernel("2.6.30-eqware", "fakefs.kallsyms=bundled", seed=1, nr_cpus=1,
                  clock=ManualClock(), host_kallsyms=False)
-    old.boot([("fakefs.kernel.kallsyms", "kallsyms_init")])
+    sim.keep_time(old.boot([("fakefs.kernel.kallsyms", "kallsyms_init")]))
     assert old.kallsyms.data == [] and "linux_proc_banner" not in old.kallsyms
 
 

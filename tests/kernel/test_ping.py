@@ -20,14 +20,14 @@ def boot():
     clock = ManualClock()
     k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     k.host_tasks = True
-    k.boot()
+    sim.keep_time(k.boot())
     k.add_machine_watcher(lambda: True)
     sim.attach(k)
     return k, clock
 
 
 def echo(k, pid, data=b"echo\n"):
-    k.run_until_now()                 # (the caller brings the machine to its instant)
+    k.timekeeper.run_until_now()                 # (the caller brings the machine to its instant)
     n = k.tree.root.walk(".fakefs/ping")
     f = File(n, os.O_WRONLY, pid=pid)
     n.fops.open(f)

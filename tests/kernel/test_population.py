@@ -13,12 +13,13 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.population import fill_comm, load_tasks, parse_tasks, spawn_boot_tasks
 from fakefs.kernel.sched import Scheduler
 from fakefs.timeline import bound_cpu
+from fakefs import sim
 
 BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
 
 
 def boot(seed, nr_cpus):
-    return Kernel(seed=seed, nr_cpus=nr_cpus, host_kallsyms=False).boot(initcalls=BOOT)
+    return sim.keep_time(Kernel(seed=seed, nr_cpus=nr_cpus, host_kallsyms=False).boot(initcalls=BOOT))
 
 
 def rows(k):

@@ -104,7 +104,7 @@ def test_a_reader_sees_what_the_machine_printed_until_now():
     node.fops.write(w, b"schedule:dump\n")
     node.fops.release(w)
     clock.advance(50_000_000)
-    k.run_until_now()                 # the adapter's catch-up before a read or poll
+    k.timekeeper.run_until_now()                 # the adapter's catch-up before a read or poll
     assert f.node.fops.poll(f)
     got = records(k, f)
     assert got[0].startswith("0,") and got[0].endswith(";Dumping ftrace buffer:\n")
@@ -136,8 +136,8 @@ def test_console_loglevels_from_the_command_line_and_the_sysctl():
 
 def test_kptr_restrict_sysctl_takes_0_to_2():
     """kernel/printk/sysctl.c: proc_dointvec_minmax_sysadmin, 0..2, default 0."""
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
-        [("fakefs.kernel.printk", "devkmsg_init")])
+    k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init")]))
     n = k.tree.root.walk("proc/sys/kernel/kptr_restrict")
     assert n.mode & 0o777 == 0o644
     f = File(n, os.O_RDWR)
@@ -155,8 +155,8 @@ def test_kptr_restrict_sysctl_takes_0_to_2():
 def test_dmesg_restrict_sysctl_parses_as_proc_dointvec_minmax():
     """kernel/printk/sysctl.c: proc_dointvec_minmax_sysadmin, 0..1: no
     sign before the digits, base 0 (0x1 is 1), a space or newline after."""
-    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
-        [("fakefs.kernel.printk", "devkmsg_init")])
+    k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
+        [("fakefs.kernel.printk", "devkmsg_init")]))
     n = k.tree.root.walk("proc/sys/kernel/dmesg_restrict")
     f = File(n, os.O_RDWR)
     for text, want in ((b"0\n", 0), (b"0x1", 1), (b" 0 ", 0), (b"01", 1)):

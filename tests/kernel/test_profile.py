@@ -14,6 +14,7 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.profile import (CPU_PROFILING, KVM_PROFILING, SCHED_PROFILING, get_option,
                                    simple_strtoull)
 from fakefs.kernel.time import ManualClock
+from fakefs import sim
 
 SEC = 1_000_000_000
 BASE = [("fakefs.kernel.kallsyms", "kallsyms_init"),
@@ -29,7 +30,7 @@ def boot(cmdline, persona="6.12-stackmap", initcalls=NO_WORKLOAD, seed=1, nr_cpu
     clock = ManualClock()
     k = Kernel(persona=persona, cmdline=cmdline, seed=seed, nr_cpus=nr_cpus, clock=clock,
                host_kallsyms=False)
-    k.boot(initcalls)
+    sim.keep_time(k.boot(initcalls))
     return k, clock
 
 
@@ -128,7 +129,7 @@ def prof():
     k, clock = boot("profile=2", initcalls=INITCALLS)
     for _ in range(30):
         clock.advance(SEC // 10)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     return k, clock
 
 
@@ -181,7 +182,7 @@ def test_idle_loop_dominates_and_hot_functions_show(prof):
 def test_write_resets_but_four_bytes_is_einval():
     k, clock = boot("profile=2", initcalls=INITCALLS)
     clock.advance(SEC)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(counters(read_all(k))) > 0
     with pytest.raises(KernelError) as e:
         write(k, struct.pack("<I", 20))               # readprofile -M 20
@@ -190,7 +191,7 @@ def test_write_resets_but_four_bytes_is_einval():
     assert write(k, b"\0") == 1                       # readprofile -r
     assert sum(counters(read_all(k))) == 0
     clock.advance(SEC)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(counters(read_all(k))) > 0
     assert write(k, b"0\n") == 2
     assert sum(counters(read_all(k))) == 0
@@ -224,7 +225,7 @@ def test_deterministic():
     b, cb = boot("profile=3", initcalls=INITCALLS, seed=5)
     for k, c in ((a, ca), (b, cb)):
         c.advance(2 * SEC)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     assert read_all(a) == read_all(b)
 
 
@@ -232,7 +233,7 @@ def test_schedule_profiling_counts_switches():
     k, clock = boot("profile=schedule,2", initcalls=INITCALLS)
     for _ in range(20):
         clock.advance(SEC // 2)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     c = counters(read_all(k))
     assert read_all(k)[:4] == b"\x04\x00\x00\x00"
     assert sum(c) > 0
@@ -244,7 +245,7 @@ def test_schedule_profiling_counts_switches():
 def test_kvm_profiling_stays_zero():
     k, clock = boot("profile=kvm", initcalls=INITCALLS)
     clock.advance(2 * SEC)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(counters(read_all(k))) == 0
 
 
@@ -261,7 +262,7 @@ def test_sysfs_profiling_enables_at_runtime():
         write(k, b"2\n", "sys/kernel/profiling")
     assert e.value.errno == errno.EEXIST
     clock.advance(SEC)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(counters(read_all(k))) > 0
 
 

@@ -98,7 +98,7 @@ def test_the_loop_fires_each_second(k):
 
 def test_the_conditions_and_the_strings_of_a_loop(k):
     ctl(k, "load trace-events-sample")
-    sample = next(w for w in k._gap_watchers if type(w).__name__ == "TraceEventsSample")
+    sample = next(w for w in k.gap_watchers if type(w).__name__ == "TraceEventsSample")
     hits = []
     sample._hit = lambda th, name, t, args: hits.append((name, args)) or t + 1
     for cnt in range(41):

@@ -10,6 +10,7 @@ import pytest
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from fakefs import sim
 
 INITCALLS = [("fakefs.kernel.kallsyms", "kallsyms_init"),
              ("fakefs.kernel.system_map", "system_map_init")]
@@ -18,7 +19,7 @@ INITCALLS = [("fakefs.kernel.kallsyms", "kallsyms_init"),
 @pytest.fixture(scope="module")
 def k():
     kern = Kernel(cmdline="", seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
-    return kern.boot(INITCALLS)
+    return sim.keep_time(kern.boot(INITCALLS))
 
 
 def read(k, path):

@@ -68,7 +68,7 @@ def test_a_traced_machine_writes_the_same_trace():
                                 ("options/stacktrace", "1"), ("options/stackmap", "1")):
                 write_file(k, T + path, value.encode())
             k.clock.advance(30_000_000)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
             out.append(read_file(k, T + "trace", 1 << 24))
     assert out[0].count(b"\n") > 1000
     assert out[0] == out[1]

@@ -173,7 +173,7 @@ def test_the_frame_cache_restarts_with_events_alone(monkeypatch):
     for _ in range(100):                           # 2 s
         before = w.frames.count
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         most = max(most, w.frames.count)
         restarts += w.frames.count < before
     assert restarts >= 2
@@ -187,7 +187,7 @@ def test_a_restart_forgets_the_paths_adopted_tasks_went():
     k = _events_on()
     w = k.workload
     k.clock.advance(4_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     adopted = [w.walk.states[pid] for pid in w.walk._adopted if pid in w.walk.states]
     assert sum(ts.frame is not None for ts in adopted) > 0
     w.frames.restart(w.walk.kept_frames())
@@ -237,7 +237,7 @@ def test_a_profile_made_while_the_machine_drives_is_the_cpus_tasks(profile):
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     wr(k, "events/sched/sched_switch/enable", "1")    # (watched: the machine runs)
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wl = k.workload
     assert wl.driven
     wl.walk.follow(1, k.sched.idle[1])          # CPU 1 runs its idle task now

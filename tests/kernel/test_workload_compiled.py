@@ -49,7 +49,7 @@ def test_event_stacks_are_the_references():
     wl = k.workload
     for _ in range(30):                       # the memo fills as the machine runs
         k.clock.advance(10_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     kinds = sorted(wl.wg.events) + ["irq_handler_entry", "no_such_kind"]
     pick = random.Random(3)
     hits = misses = switches = switch_misses = 0

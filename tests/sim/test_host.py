@@ -306,7 +306,7 @@ def test_while_the_machine_stands_still_host_events_are_facts_only():
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
     k.host_comm = lambda pid: "sh"
-    k.boot()
+    sim.keep_time(k.boot())
     m = sim.attach(k)
     run(k, 0.02)
     assert m.frozen                                 # nothing traces
@@ -330,7 +330,7 @@ def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
     fork the host reports is the machine's (it starts again first)."""
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
-    k.boot()
+    sim.keep_time(k.boot())
     m = sim.attach(k)
     run(k, 0.02)
     m.host.caller(5000, "sh")
@@ -371,7 +371,7 @@ def test_the_top_free_site_of_a_window_with_a_short_command_recurs():
         fork_exec_exit(k, m, parent=5000, child=pid, t=k.sim_time + 100_000)
         pid += 1
         k.clock.advance(5 * MS)            # the window: about as long as the command
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         write(k, "tracing_on", "0")
         write(k, "events/kmem/kmem_cache_free/enable", "0")
         return [ln.split("call_site=")[1].split("+")[0] for ln in lines(k) if "call_site=" in ln]
@@ -396,7 +396,7 @@ def test_what_a_followed_process_did_in_a_skipped_stretch_is_not_done_later():
     m.host.event("exec", t + MS, 5001, filename="/bin/sleep")
     m.host.event("exit", t + 2000 * MS, 5001)
     k.clock.advance(t + 1500 * MS - k.sim_time)
-    k._skip(t + 1500 * MS)                   # what the catch-up of a gap does
+    k.timekeeper._skip(t + 1500 * MS)        # what the catch-up of a gap does
     run(k, 0.6)
     got = [ln for ln in lines(k) if "-5001 " in ln]
     assert len(got) == 1 and "sched_process_exit: comm=sleep pid=5001 " in got[0], got
@@ -410,7 +410,7 @@ def test_a_gaps_skip_stops_at_what_a_followed_process_did():
     (func-filter-pid.tc's ``ping`` under load: the child's do_execve and
     the parent's kernel_clone), and the rest of the stretch is still
     skipped."""
-    from fakefs.kernel.init import MAX_BACKLOG_NS, SHOWN_NS
+    from fakefs.sim.timekeeper import MAX_BACKLOG_NS, SHOWN_NS
     k, m = boot(always_seen=False)
     write(k, "set_ftrace_filter", "kernel_clone do_execveat_common.isra.0")
     write(k, "current_tracer", "function")
@@ -423,8 +423,8 @@ def test_a_gaps_skip_stops_at_what_a_followed_process_did():
     simulated = []
     k.add_timer_hook(lambda t0, t1: simulated.append(t1 - t0))
     k.clock.advance(MAX_BACKLOG_NS + 10_000 * MS)
-    k.run_until_now()
-    assert k.gap is None
+    k.timekeeper.run_until_now()
+    assert k.timekeeper.gap is None
     got = [ln for ln in lines(k) if "-500" in ln]
     stamps = [float(ln.split()[3].rstrip(":")) * 1e9 for ln in got]
     assert any("sh-5000 " in ln and "kernel_clone" in ln for ln in got), got
@@ -441,7 +441,7 @@ def test_a_step_where_a_followed_process_did_something_is_traced_before_a_gaps_w
     """Before a gap's window tracing records nothing (quiet time), but for
     the steps in which the machine did a followed process's event or less
     than SHOWN_NS after it (``HostProcesses.shown_in``, a traced need)."""
-    from fakefs.kernel.init import SHOWN_NS
+    from fakefs.sim.timekeeper import SHOWN_NS
     k, m = boot()
     run(k, 0.04)
     t = k.sim_time + MS + 300_000
@@ -480,7 +480,7 @@ def test_marker_writers_on_a_virtual_clock_are_bounded_and_a_live_one_keeps_its_
         del alive[pid]                            # it wrote once and exited
         if n % 50 == 0:                           # they come over time
             k.clock.advance(MS)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
         if n == 2500:                             # unseen while more than WRITERS_KEPT came
             assert m.host_task(4000, k.sim_time)[0] == keeper
     run(k, 0.04)                                  # the last gone ones' exits run
@@ -512,7 +512,7 @@ def test_a_real_processs_affinity_is_its_cpus_here():
             assert got == cpu
             if i < 3:                             # the last call's task still runs when
                 k.clock.advance(MS)               # the next pins it elsewhere
-                k.run_until_now()
+                k.timekeeper.run_until_now()
         assert m.sched.tasks[5000].allowed == (cpu,)
     del mask[5000]
     m.host_task(5000, k.sim_time)
@@ -545,7 +545,7 @@ def test_a_fork_noted_while_nothing_sees_the_machine_still_follows_the_pid_lists
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
     k.host_comm = lambda pid: "sh"
-    k.boot()
+    sim.keep_time(k.boot())
     m = sim.attach(k)
     write(k, "set_event_notrace_pid", "5000")
     write(k, "set_event_pid", "5000")

@@ -32,7 +32,7 @@ def read(k, path):
 def run(k, seconds):
     for _ in range(int(seconds * 1e9 // STEP)):
         k.clock.advance(STEP)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def traced(seed=1, seconds=1.0, tracer=None, stacktrace=False):
@@ -125,7 +125,7 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
         write(k, T + "current_tracer", tracer)
     for i in range(40):          # the function tracer's buffer holds ~0.1 s
         k.clock.advance(2_000_000 if tracer else 7_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         n = k.tree.root.walk(T + "trace_marker")
         f = File(n, os.O_WRONLY, 40000 + i % 3)
         n.fops.open(f)
@@ -372,7 +372,7 @@ def test_busy_spans_are_who_ran_when():
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.add_machine_watcher(lambda: True)           # as if something traced
     t0 = k.sim_time
-    k.advance_to(t0 + 20_000_000)
+    k.timekeeper.advance_to(t0 + 20_000_000)
     spans = k.sched.busy_spans(t0, k.sim_time)
     assert spans and all(t0 <= s < e <= k.sim_time for _c, s, e in spans)
     for cpu in range(2):
@@ -391,16 +391,16 @@ def test_unseen_the_machine_stands_still_and_starts_again_when_looked_at():
     k = boot()
     m = k.driver
     k.clock.advance(STEP)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert m.frozen and not m.heap                # nothing traces: nothing simulated
     frozen_at = m.time
     k.clock.advance(500_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert m.time == frozen_at
     write(k, T + "events/sched/enable", "1")
     enabled = k.sim_time
     k.clock.advance(200_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert not m.frozen and m.time >= enabled + 199_000_000
     trace = read(k, T + "trace")
     stamps = [float(ln.split(": ", 1)[0].rsplit(None, 1)[-1])
@@ -410,19 +410,19 @@ def test_unseen_the_machine_stands_still_and_starts_again_when_looked_at():
     assert rep.total == 0, rep.text()
     write(k, T + "events/sched/enable", "0")
     k.clock.advance(STEP)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert m.frozen
 
 
 def test_what_a_machine_watcher_sees_keeps_it_running():
     k = boot(cmdline="profile=2")                   # the profile's ticks see it
     k.clock.advance(STEP)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert not k.driver.frozen
     k = boot()
     write(k, T + "options/event-fork", "1")        # a pid list follows forks
     k.clock.advance(STEP)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert not k.driver.frozen
 
 
@@ -441,7 +441,7 @@ def test_a_halted_cpu_switches_only_after_the_interrupt_that_wakes_it(seed):
     run(k, 0.1)
     for _ in range(2000):                   # CPU 0 halted, CPU 1 running a task
         k.clock.advance(100_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         if sched.idling[0] and sched.curr[1].pid != 0 and \
                 m.clock[0] < k.sim_time and m.clock[1] < k.sim_time:
             break

@@ -32,7 +32,7 @@ def read(k, path):
 def run(k, seconds, check=None):
     for _ in range(int(seconds * 1e9 // STEP)):
         k.clock.advance(STEP)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         if check is not None:
             check(k)
 
@@ -86,7 +86,7 @@ def test_events_on_an_offline_cpu_and_tasks_moved_off_it():
     m = k.driver
     for _ in range(200):
         k.clock.advance(1_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         cur = k.sched.curr[1]
         r = m.runs.get(cur.pid)
         if cur.pid and not cur.bound and r is not None and r.since + r.left > m.clock[1] + 500_000:

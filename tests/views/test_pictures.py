@@ -271,7 +271,7 @@ def test_pictures_of_an_in_process_kernel():
     write_file(k, t + "options/stacktrace", b"1")
     write_file(k, t + "current_tracer", b"function")
     k.clock.advance(200_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     write_file(k, t + "tracing_on", b"0")
     smap = read_file(k, t + "stack_map").decode()
     refs = [int(r) for r in re.findall(r"^stack_id \d+ \[ref (\d+), depth \d+\]$", smap, re.M)]

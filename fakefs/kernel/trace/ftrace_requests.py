@@ -115,7 +115,7 @@ def request(kernel, f, path: tuple, retval: int) -> None:
     task = request_task(kernel, f)
     if task is not None:
         pid, cpu, t = task
-        kernel.advance_to(request_calls(kernel, pid, cpu, t, path, retval & ULONG_MASK) + 1)
+        kernel.timekeeper.advance_to(request_calls(kernel, pid, cpu, t, path, retval & ULONG_MASK) + 1)
 
 
 def request_task(kernel, f):

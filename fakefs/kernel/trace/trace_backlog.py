@@ -1,5 +1,5 @@
 """What tracing can still show of a gap: the tracing side of the lazy
-catch-up (``Kernel.catch_up``, ``add_gap_watcher``).
+catch-up (``Timekeeper.catch_up``, ``add_gap_watcher``).
 
 Nobody looked at the kernel for a while.  Of that stretch, an array that
 records in overwrite mode shows its last buffer-full on each CPU; its
@@ -58,7 +58,7 @@ still act are followed in full for the first half of that (the function
 tracer's calls count as entries there: probes see each of them, recorded
 or not).
 
-A skip stops at what a followed real process did (``Kernel._shown_first``):
+A skip stops at what a followed real process did (``Timekeeper._shown_first``):
 a moment of each fork, exec or exit is simulated in full and traced, even
 before the window (``traced_needs``).
 

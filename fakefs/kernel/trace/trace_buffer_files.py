@@ -128,7 +128,7 @@ def marker_writer(tr, f) -> tuple[int, int, int]:
     pid, cpu, ts = k.driver.host_task(f.pid, k.sim_time)
     if tr.flag("record-cmd") and pid == f.pid:
         tr.tracing.save_cmdline(pid)
-    k.advance_to(ts + 1)
+    k.timekeeper.advance_to(ts + 1)
     return pid, cpu, ts
 
 

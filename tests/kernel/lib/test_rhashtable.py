@@ -5,13 +5,14 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.lib.rhashtable import Rhashtable, rhashtable_init
 from fakefs.kernel.mm.alloc_tag import AllocTag
 from fakefs.kernel.time import ManualClock
+from fakefs import sim
 
 
 def boot():
-    return Kernel(clock=ManualClock(), nr_cpus=2).boot(
+    return sim.keep_time(Kernel(clock=ManualClock(), nr_cpus=2).boot(
         initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
                    ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                   ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")])
+                   ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")]))
 
 
 def test_tables_charged_to_the_init_site():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from fakefs import sim
 
 MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
                 ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
@@ -19,7 +20,7 @@ def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, perso
                config_overrides=config, **kw)
     if version is not None:
         k.config.version = tuple(version) + (0,) * (3 - len(version))
-    return k.boot(initcalls=MM_INITCALLS)
+    return sim.keep_time(k.boot(initcalls=MM_INITCALLS))
 
 
 def run(k, seconds: float) -> None:
@@ -29,7 +30,7 @@ def run(k, seconds: float) -> None:
     left = int(seconds * 1e9)
     while left > 0:
         k.clock.advance(min(left, 1_000_000_000))
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         if k.alloc_tag is not None:
             k.alloc_tag.settle()
         left -= 1_000_000_000

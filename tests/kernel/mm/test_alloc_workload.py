@@ -89,7 +89,7 @@ def _advance(k, seconds: float) -> None:
     """Time passes with requests every 100 ms that do not look at memory."""
     for _ in range(int(seconds * 10)):
         k.clock.advance(100_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def test_nobody_looking_the_workload_owes_its_time_and_reading_allocinfo_pays_it(kernel):
@@ -135,7 +135,7 @@ def test_owed_and_watched_runs_agree_within_sampling_error():
         before = pa.nr_allocs, pa.nr_frees
         for _ in range(20):
             k.clock.advance(100_000_000)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
             if look_often:
                 read(k, "proc/allocinfo")
         read(k, "proc/allocinfo")

@@ -12,6 +12,7 @@ from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.mm.heap_stress import memparse
 from fakefs.kernel.time import ManualClock
+from fakefs import sim
 
 PERSONA = "2.6.30-eqware"
 INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
@@ -23,7 +24,7 @@ def boot(cmdline="", persona=PERSONA, initcalls=INITCALLS, seed=1):
     clock = ManualClock()
     k = Kernel(persona=persona, cmdline=cmdline, seed=seed, nr_cpus=2, clock=clock,
                host_kallsyms=False)
-    k.boot(initcalls)
+    sim.keep_time(k.boot(initcalls))
     return k, clock
 
 
@@ -66,7 +67,7 @@ def counters(k):
 def advance(k, clock, seconds):
     for _ in range(int(seconds * 10)):
         clock.advance(SEC // 10)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 @pytest.fixture(scope="module")

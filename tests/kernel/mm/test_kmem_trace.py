@@ -45,7 +45,7 @@ def _traced(seconds=0.6):
         count_slab, count_bulk, count_single)
     for _ in range(int(seconds / 0.02)):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     slab._slab_alloc, pa.alloc_pages_bulk_noprof, pa.alloc_pages_noprof = alloc, bulk, single
     wr(k, "tracing_on", "0")
     lines = [ln for ln in rd(k, "trace").splitlines() if not ln.startswith("#")]
@@ -89,7 +89,7 @@ def test_an_allocation_at_a_tag_is_traced_with_its_site_and_address():
     k.slab.kfree(obj)
     kt.when = None
     k.clock.advance(20_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     text = rd(k, "trace")
 
     mine = [ln for ln in text.splitlines() if hashed_ptr(obj.ptr) in ln]
@@ -148,16 +148,16 @@ def test_while_a_kmem_event_records_the_workload_runs_at_once_then_owes_again():
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     wl = k.alloc_workload
     k.clock.advance(300_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert wl.owed == 300_000_000                 # nobody looks: owed
     wr(k, "events/kmem/kfree/enable", "1")
     k.clock.advance(300_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert wl.owed == 0 and wl.now >= 600_000_000  # the owed time first, untraced
     assert "kfree: call_site=" in rd(k, "trace")
     wr(k, "events/kmem/kfree/enable", "0")
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert wl.owed == 100_000_000
 
 
@@ -167,7 +167,7 @@ def test_buffer_pages_wait_for_owed_work_only_near_the_memory_limit():
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     wl = k.alloc_workload
     k.clock.advance(200_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     k.tracing.instance_mkdir("inst")                 # pages far from the limit: counters only
     wr(k, "buffer_size_kb", "4096")
     assert wl.owed == 200_000_000

@@ -34,7 +34,7 @@ def node(k, path):
 
 
 def rd(k, path, off=0, size=1 << 20):
-    k.run_until_now()                 # (the caller brings the machine to its instant)
+    k.timekeeper.run_until_now()                 # (the caller brings the machine to its instant)
     n = node(k, path)
     f = File(n, os.O_RDONLY)
     n.fops.open(f)
@@ -46,7 +46,7 @@ def rd(k, path, off=0, size=1 << 20):
 
 def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
     """The write's result: its count, or minus the errno."""
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     n = node(k, path)
     f = File(n, flags)
     n.fops.open(f)

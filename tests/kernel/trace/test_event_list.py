@@ -103,7 +103,7 @@ def test_every_event_on_records_only_what_fires(monkeypatch):
     wr(k, "events/enable", "1")
     assert rd(k, "events/enable") == "1\n"
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     by_id = {ev.id: ev for ev in k.tracing.events}
     ids = {e[1] for cb in k.tracing.global_trace.buffer.cpus for e in cb.iter_events()}
     recorded = [by_id[i] for i in ids if i in by_id]

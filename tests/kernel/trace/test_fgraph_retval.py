@@ -29,7 +29,7 @@ def graph_trace(k, clock, ms=3):
     wr(k, "current_tracer", "function_graph")
     for _ in range(ms):
         clock.advance(MS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def exits(k):

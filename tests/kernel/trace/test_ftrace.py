@@ -139,7 +139,7 @@ def test_a_filter_on_a_caller_and_its_callee_sees_the_caller_first():
     wr(k, "current_tracer", "function\n")
     for _ in range(20):
         clock.advance(20 * MS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0\n")
     inside = {}          # pid -> in a ksys_read that has not called vfs_read yet
     callees = 0

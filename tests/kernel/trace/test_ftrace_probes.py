@@ -109,7 +109,7 @@ def test_stacktrace_probe_with_the_nop_tracer(k, booted):
 
 
 def _log_since(k, seq):
-    k.run_until_now()                  # as a /dev/kmsg read does
+    k.timekeeper.run_until_now()                  # as a /dev/kmsg read does
     return [r for r in k.log.records if r.seq >= seq]
 
 

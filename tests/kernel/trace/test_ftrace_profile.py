@@ -371,7 +371,7 @@ def test_stat_show_error_ends_the_text():
 def test_reenabled_while_open(k, clock):
     wr(k, "function_profile_enabled", "1\n")
     clock.advance(S // 10)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     n = node(k, "trace_stat/function0")
     f = File(n, os.O_RDONLY)
     n.fops.open(f)

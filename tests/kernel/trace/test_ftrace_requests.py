@@ -17,7 +17,7 @@ PROC_WRITE = ("proc/kallsyms", "\n", os.O_WRONLY, "")
 def boot():
     k = Kernel(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True                  # the pid files are there
-    k.boot()
+    sim.keep_time(k.boot())
     sim.attach(k)
     k.clock.advance(1_000_000)
     return k
@@ -50,7 +50,7 @@ def test_a_proc_write_is_traced_where_the_filters_take_it():
 
 def test_nothing_is_made_without_a_function_tracer():
     k = boot()
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     before = k.sim_time
     assert errno_of(wr, k, *PROC_WRITE) == errno.EIO
     assert k.sim_time == before

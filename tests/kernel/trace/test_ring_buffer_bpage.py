@@ -81,7 +81,7 @@ def _busy_reads(monkeypatch, loose, unzipped=20):
     for path, value in (("current_tracer", "function"), ("events/enable", "1")):
         write_file(k, T + path, value.encode())
     k.clock.advance(1_500_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     k.tracing.global_trace.buffer.pack_idle(1 << 20)       # what the daemon does while idle
     write_file(k, T + "tracing_on", b"0")
     out = [read_file(k, T + "trace")]

@@ -130,7 +130,7 @@ def read_pages(k, cpu, prefix="", size=None):
     pages = []
     try:
         while True:
-            k.run_until_now()
+            k.timekeeper.run_until_now()
             try:
                 data = n.fops.read(f, 0, size)
             except WouldBlock:
@@ -176,7 +176,7 @@ def load_used(k, fm, prefix=""):
 def check_against_text(k, fm, cpu, prefix=""):
     """Decode what trace_pipe_raw of ``cpu`` gives and compare each event
     with the line ``trace`` showed for it; the number of events compared."""
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     text = text_entries(k, cpu, prefix)
     events = []
     for page in read_pages(k, cpu, prefix):
@@ -257,7 +257,7 @@ def test_events_decode_to_what_the_trace_shows():
     wr(k, "events/raw_syscalls/enable", "1")
     wr(k, "options/stacktrace", "1")
     k.clock.advance(30_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, "trace_marker", "hello there")
     wr(k, "trace_marker_raw", "\x01\x00\x00\x00abcdefgh")
     wr(k, "tracing_on", "0")
@@ -276,7 +276,7 @@ def test_every_event_the_machine_fires():
     wr(k, "events/syscalls/enable", "1")
     for _ in range(10):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     # a command run by a shell (about one a second): its fork and exec
     exec_id = next(ev.id for ev in k.tracing.events if ev.name == "sched_process_exec")
     for _ in range(150):
@@ -284,7 +284,7 @@ def test_every_event_the_machine_fires():
                for page in list(cb.pages)[-8:] for e in page.events):
             break
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     fm = formats_for(k)
     load_used(k, fm)
@@ -300,7 +300,7 @@ def test_function_tracer_and_stack_ids():
     wr(k, "options/stackmap", "1")
     wr(k, "options/func_stack_trace", "1")
     k.clock.advance(5_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     fm = formats_for(k)
     assert "<stack_id" in rd(k, "trace")
@@ -315,7 +315,7 @@ def test_instance_and_bigger_sub_buffers():
     wr(k, p + "events/sched/sched_switch/enable", "1")
     wr(k, p + "events/kmem/kmem_cache_free/enable", "1")
     k.clock.advance(30_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, p + "tracing_on", "0")
     fm = formats_for(k, p)
     load_used(k, fm, p)
@@ -328,7 +328,7 @@ def test_a_read_is_a_sub_buffer_and_consumes_what_trace_pipe_would():
     wr(k, "events/sched/enable", "1")
     wr(k, "events/kmem/enable", "1")
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     cb = k.tracing.global_trace.buffer.cpus[0]
     pages = len([p for p in cb.pages if p.events])
@@ -372,7 +372,7 @@ def test_empty_blocks_and_small_reads_get_nothing():
     wr(k, "events/sched/sched_switch/enable", "1")
     wr(k, "buffer_percent", "0")
     k.clock.advance(20_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert n.fops.poll(f) & POLLIN
     assert n.fops.read(f, 0, 16) == b""        # no room for an event: 0, nothing consumed
     assert n.fops.read(f, 0, 4096)
@@ -385,7 +385,7 @@ def test_lost_events_are_flagged_and_counted():
     wr(k, "events/sched/enable", "1")
     wr(k, "events/kmem/enable", "1")
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     cb = k.tracing.global_trace.buffer.cpus[0]
     assert cb.overrun > 0
@@ -475,7 +475,7 @@ def test_snapshot_raw_reads_the_swapped_out_buffer():
         n.fops.read(f, 0, 4096)                 # an empty snapshot blocks its reader
     wr(k, "events/sched/sched_switch/enable", "1")
     k.clock.advance(20_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     wr(k, "snapshot", "1")                      # allocate and swap
     shown = [ln for ln in rd(k, "per_cpu/cpu0/snapshot").splitlines() if not ln.startswith("#")]
     assert shown

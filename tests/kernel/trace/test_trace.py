@@ -84,13 +84,13 @@ def test_stacktrace_without_stackmap_records_full_stacks():
 def test_tracer_change_resets_buffer_and_o_trunc_clears():
     k, clock = boot("ftrace=function")
     clock.advance(50_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.tracing.global_trace.buffer.entries() > 0
     wr(k, "current_tracer", "nop\n")
     assert k.tracing.global_trace.buffer.entries() == 0
     wr(k, "current_tracer", "function\n")
     clock.advance(50_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.tracing.global_trace.buffer.entries() > 0
     wr(k, "trace", "", os.O_WRONLY | os.O_APPEND)
     assert k.tracing.global_trace.buffer.entries() > 0
@@ -151,7 +151,7 @@ def test_trace_pipe_consumes():
 def test_idle_kernel_does_no_work():
     k, clock = boot()                   # nop tracer
     clock.advance(10 * 1_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.tracing.global_trace.buffer.entries() == 0
 
 
@@ -193,12 +193,12 @@ def test_pause_on_trace_stops_recording_while_trace_is_open():
     n.fops.open(f)
     before = k.tracing.global_trace.buffer.total_written()
     clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.tracing.global_trace.buffer.total_written() == before
     assert rd(k, "tracing_on") == "1\n"               # paused is not "off"
     n.fops.release(f)
     clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.tracing.global_trace.buffer.total_written() > before
 
 
@@ -216,7 +216,7 @@ def test_trace_read_in_pieces_is_one_snapshot():
         parts.append(b)
         off += len(b)
         clock.advance(1_000_000)            # the kernel keeps tracing meanwhile
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     text = b"".join(parts).decode()
     entries = int(re.search(r"entries-in-buffer/entries-written: (\d+)/", text).group(1))
     assert entries == sum(1 for l in text.splitlines() if l and not l.startswith("#"))
@@ -224,14 +224,14 @@ def test_trace_read_in_pieces_is_one_snapshot():
 
 
 def test_backlog_beyond_replay_counts_as_overrun():
-    from fakefs.kernel.init import MAX_BACKLOG_NS
+    from fakefs.sim.timekeeper import MAX_BACKLOG_NS
     k, clock = boot("ftrace=function")
     clock.advance(1_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     buf = k.tracing.global_trace.buffer
     first = buf.total_written()
     clock.advance(MAX_BACKLOG_NS + 10_000_000_000)     # 10 s more than is replayed
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     skipped = sum(cb.overrun for cb in buf.cpus)
     assert buf.total_written() > first + 10 * 4000 * 2  # the skipped 10 s are counted
     assert skipped >= first                              # the old entries were overwritten
@@ -254,7 +254,7 @@ def test_unrecorded_switches_and_wakeup_events_without_a_machine():
     node.fops.open(f)
     node.fops.write(f, b"1")
     k.clock.advance(200_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert k.sim_time == 200_000_000
 
 
@@ -280,11 +280,11 @@ def test_trace_pipe_tells_what_was_lost():
     f = File(n, _os.O_RDONLY)
     n.fops.open(f)
     k.clock.advance(5_000_000)
-    k.run_until_now()                        # (the caller brings the machine to its instant)
+    k.timekeeper.run_until_now()                        # (the caller brings the machine to its instant)
     first = n.fops.read(f, 0, 4096).decode()
     assert "LOST" not in first.splitlines()[0]
     k.clock.advance(2_000_000_000)           # far more than 8 KB of calls
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     text = b""
     try:
         while len(text) < 65536:

@@ -50,7 +50,7 @@ def _function_trace(cmdline, settings, one_by_one, monkeypatch):
         wr(k, path, value)
     for _ in range(8):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     out = (rd(k, "trace"), rd(k, "per_cpu/cpu1/stats"), rd(k, "saved_cmdlines"),
            rd(k, "stack_map_stat") if k.tracing.global_trace.stackmap is not None else "",
            rd(k, "stack_map") if k.tracing.global_trace.stackmap is not None else "")
@@ -107,7 +107,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
         wr(k, path, value)
     for _ in range(8):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     frames, act = k.workload.frames, k.trace_activity
     assert frames.generation > 3
     met = [c.ts.frame for c in k.workload.walk.cpus if c.ts.frame.call is not None]

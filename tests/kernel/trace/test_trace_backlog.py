@@ -1,5 +1,5 @@
 """A gap in observation: simulated in full where it can be seen, counted
-elsewhere (trace_backlog.py, Kernel.catch_up).  The equivalence: the same
+elsewhere (trace_backlog.py, Timekeeper.catch_up).  The equivalence: the same
 gap simulated in full (observed every 20 ms) and caught up at once give the
 same counters within sampling error."""
 
@@ -7,7 +7,7 @@ same counters within sampling error."""
 import re
 
 from fakefs import sim
-from fakefs.kernel.init import GAP_WINDOW_NS
+from fakefs.sim.timekeeper import GAP_WINDOW_NS
 from fakefs.kernel.time import ManualClock
 from kfiles import rd, wr
 
@@ -20,7 +20,7 @@ def boot(*settings, kb=256):
     for path, value in settings:
         wr(k, path, value)
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     simulated = []
     k.add_timer_hook(lambda t0, t1: simulated.append(t1 - t0))
     return k, simulated
@@ -29,7 +29,7 @@ def boot(*settings, kb=256):
 def observed_every_step(k, seconds):
     for _ in range(int(seconds * 1e9) // STEP):
         k.clock.advance(STEP)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def counters(k):
@@ -55,7 +55,7 @@ def test_gap_counts_equal_full_simulation():
     observed_every_step(full, 10)
     gap, simulated = boot(*EVERYTHING)
     gap.clock.advance(10_000_000_000)
-    gap.run_until_now()
+    gap.timekeeper.run_until_now()
     a, b = counters(full), counters(gap)
     for key in ("written", "entries", "successes"):
         for x, y in zip(a[key], b[key]):
@@ -83,7 +83,7 @@ def boot_fast(kb=256):
     wr(k, "buffer_size_kb", str(kb))
     wr(k, "current_tracer", "function")
     k.clock.advance(100_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     traced = []
     act = k.trace_activity
     k.add_timer_hook(lambda t0, t1: traced.append(0 if act.backlog.window_from is not None
@@ -100,7 +100,7 @@ def test_a_quiet_stretch_counts_like_a_skip():
     observed_every_step(full, 1)
     gap, traced = boot_fast()
     gap.clock.advance(1_000_000_000)
-    gap.run_until_now()
+    gap.timekeeper.run_until_now()
     a, b = counters(full), counters(gap)
     # a CPU calls functions while it is awake, and over 600 ms its share of
     # awake time moves 0.44-0.62 (seed 1); the skip is counted at its share
@@ -120,7 +120,7 @@ def test_without_overwrite_the_first_buffer_full_is_kept():
     observed_every_step(full, 10)
     gap, simulated = boot(*settings, kb=64)
     gap.clock.advance(10_000_000_000)
-    gap.run_until_now()
+    gap.timekeeper.run_until_now()
     a, b = counters(full), counters(gap)
     assert a["entries"] == b["entries"]
     # the gap's rate is measured over the ~0.4 s of its first buffer-full of a
@@ -135,7 +135,7 @@ def test_without_overwrite_the_first_buffer_full_is_kept():
 def test_nothing_traced_simulates_the_last_window():
     k, simulated = boot()
     k.clock.advance(600_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(simulated) == GAP_WINDOW_NS
 
 
@@ -148,7 +148,7 @@ def test_a_probe_that_can_still_act_is_simulated_in_full_until_it_did():
     observed_every_step(full, 5)
     gap, simulated = boot(*settings)
     gap.clock.advance(5_000_000_000)
-    gap.run_until_now()
+    gap.timekeeper.run_until_now()
     assert rd(full, "tracing_on") == rd(gap, "tracing_on") == "0\n"
     assert rd(full, "trace") == rd(gap, "trace")
     assert sum(simulated) < 4_000_000_000          # once off for good, the rest is skipped
@@ -164,7 +164,7 @@ def test_probes_and_triggers_that_can_change_nothing_do_not_hold_a_gap():
         for settings in ((enabled,), (enabled, acting)):
             k, simulated = boot(*settings, kb=16)
             k.clock.advance(5_000_000_000)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
             spent.append(sum(simulated))
         assert spent[0] < 2_000_000_000
         assert spent[1] == spent[0], (acting, spent)
@@ -177,7 +177,7 @@ def test_triggers_that_can_act_hold_the_whole_gap():
                       ("events/sched/sched_waking/trigger", "disable_event:sched:sched_wakeup"))):
         k, simulated = boot(*settings)
         k.clock.advance(3_000_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         assert sum(simulated) == 3_000_000_000, settings
 
 
@@ -189,7 +189,7 @@ def test_counted_stacktraces_lose_the_skipped_hits():
     observed_every_step(full, 10)
     gap, simulated = boot(*settings)
     gap.clock.advance(10_000_000_000)
-    gap.run_until_now()
+    gap.timekeeper.run_until_now()
     assert sum(simulated) < 4_000_000_000
 
     def left(k):
@@ -208,18 +208,18 @@ def test_counted_stacktraces_lose_the_skipped_hits():
 def test_short_waits_are_simulated_in_full():
     k, simulated = boot()
     k.clock.advance(1_500_000_000)                 # nothing traced: shorter than GAP_NS
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(simulated) == 1_500_000_000
     k, simulated = boot(*EVERYTHING)
     k.clock.advance(250_000_000)                   # traced: shorter than TRACED_GAP_NS
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(simulated) == 250_000_000
 
 
 def test_while_tracing_a_second_is_a_gap():
     k, simulated = boot(*EVERYTHING, kb=64)      # a buffer refilled in well under a second
     k.clock.advance(1_900_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     assert sum(simulated) < 1_000_000_000
 
 
@@ -227,12 +227,12 @@ def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
     """The cap on what is replayed (MAX_BACKLOG_NS) never skips the probe
     at the gap's start: a minute unobserved is measured, skipped and
     refilled like ten seconds (it once replayed the last 30 s in full)."""
-    from fakefs.kernel.init import MAX_BACKLOG_NS
+    from fakefs.sim.timekeeper import MAX_BACKLOG_NS
     spent = {}
     for gap_s in (10, 60):
         k, simulated = boot(*EVERYTHING, kb=64)
         k.clock.advance(gap_s * 1_000_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         spent[gap_s] = sum(simulated)
         cpus = k.tracing.global_trace.buffer.cpus
         assert sum(cb.overrun for cb in cpus) > 0             # the skipped time is counted
@@ -247,7 +247,7 @@ def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
     window's margin)."""
     k, _ = boot(("current_tracer", "function"), kb=1408)
     k.clock.advance(10_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     for cb in k.tracing.global_trace.buffer.cpus:
         assert len(cb.pages) == cb.nr_pages
         assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
@@ -258,7 +258,7 @@ def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
     from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_CPU
     k, simulated = boot(("events/enable", "1"), kb=65536)
     k.clock.advance(10_000_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     cpus = k.tracing.global_trace.buffer.cpus
     entries = sum(cb.entries for cb in cpus)
     written = sum(cb.entries + cb.overrun for cb in cpus)

@@ -53,7 +53,7 @@ def test_no_traced_call_while_halted():
                                      for c in range(2)])
     for _ in range(5):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     for cb in k.tracing.global_trace.buffer.cpus:
         spans = halted[cb.cpu]
         assert sum(b - a for a, b in spans) > 10_000_000      # idle part of the time

@@ -21,7 +21,7 @@ def test_the_frames_context_is_their_stacks():
     for path, value in (("current_tracer", "function"), ("events/enable", "1")):
         wr(k, path, value)
     k.clock.advance(100_000_000)       # (a halted CPU makes no frames)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     frames, act = k.workload.frames, k.trace_activity
     todo = [*frames._roots.values(), *frames._user_irq.values()]
     seen = collections.Counter()

@@ -18,14 +18,14 @@ MS = 1_000_000
 def boot(host_tasks=True):
     k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = host_tasks
-    k.boot()
+    sim.keep_time(k.boot())
     return k, sim.attach(k)
 
 
 def run(k, ms):
     for _ in range(ms // 20):
         k.clock.advance(20 * MS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def entries(k):

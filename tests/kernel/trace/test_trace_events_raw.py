@@ -30,7 +30,7 @@ def _machine_entries():
     wr(k, "events/syscalls/enable", "1")
     for _ in range(25):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     entries = [e for cb in k.tracing.global_trace.buffer.cpus for e in cb.events()
                if e[1] not in FTRACE_TYPES]
@@ -293,7 +293,7 @@ def _everything(in_bytes):
         wr(k, path, value)
     for _ in range(6):
         k.clock.advance(7_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
     side = sum(len(p.side_entries() or ()) for cb in k.tracing.global_trace.buffer.cpus
                for p in cb.pages if p.raw is not None)

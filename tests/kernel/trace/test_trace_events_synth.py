@@ -136,7 +136,7 @@ def test_fired_records_print_and_encode(k):
     assert lines[0].endswith("ev: pid=-1 delta=5 stack=STACK:")
     assert lines[1].startswith("=> schedule+0x0/") and lines[2].startswith("=> kthread+0x0/")
     assert lines[3] == "name=a name c=lon"
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     raw = read_file(k, "sys/kernel/tracing/per_cpu/cpu0/trace_pipe_raw")
     assert len(raw) == 4096
     # the stack's data: its length, then the addresses

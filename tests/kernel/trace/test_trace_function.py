@@ -72,7 +72,7 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
     out = []
     for step in range(6):
         k.clock.advance(30_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
         if reads and step % 2:
             # consuming readers between the writer's stretches: whole pages,
             # text, and what is left
@@ -152,7 +152,7 @@ def _parts_with_resets(k, steps, step_ns, files, between=lambda part: None):
     for part in range(3):
         for _ in range(steps):
             k.clock.advance(step_ns)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
         out += [rd(k, f) for f in files]
         wr(k, "tracing_on", "0")
         wr(k, "stack_map", "0")

@@ -40,7 +40,7 @@ def records(k, tr=None):
 def run(k, clock, ms=5):
     for _ in range(ms):
         clock.advance(MS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def name(k, ip):
@@ -220,7 +220,7 @@ def test_a_pid_list_keeps_the_other_tasks_out():
     clock = ManualClock()
     k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     k.host_tasks = True
-    k.boot()
+    sim.keep_time(k.boot())
     sim.attach(k)
     wr(k, "current_tracer", "function_graph\n")
     run(k, clock, 20)

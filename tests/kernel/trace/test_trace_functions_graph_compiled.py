@@ -34,7 +34,7 @@ def traced(settings, reference: bool, monkeypatch, ms: int = 12):
     clock = ManualClock()
     k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
     k.host_tasks = True                  # (set_ftrace_pid)
-    k.boot()
+    sim.keep_time(k.boot())
     sim.attach(k)
     for path, value in settings:
         if path == "mkdir":
@@ -43,7 +43,7 @@ def traced(settings, reference: bool, monkeypatch, ms: int = 12):
             wr(k, path, value + "\n")
     for _ in range(ms):
         clock.advance(MS)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     inst = "instances/g/" if "g" in k.tracing.instances else ""
     out = {"top trace": rd(k, "trace"), "trace": rd(k, inst + "trace")}
     for cpu in range(2):
@@ -110,11 +110,11 @@ def test_a_stretch_cut_short_still_counts_what_it_wrote():
     from fakefs.kernel.trace.trace_context import CALL_CONTEXT
     clock = ManualClock()
     k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
-    k.boot()
+    sim.keep_time(k.boot())
     sim.attach(k)
     wr(k, "current_tracer", "function_graph\n")
     clock.advance(2 * MS)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     tr = k.tracing.global_trace
     cur, cb = tr.current, tr.buffer.cpus[0]
     walk, c = k.workload.stretch(0)

@@ -23,7 +23,7 @@ def test_an_open_passes_at_fdcwd_as_its_dfd():
     write_file(k, T + "events/kprobes/myopen/enable", b"1")
     for _ in range(50):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     lines = [ln for ln in read_file(k, T + "trace").decode().splitlines()
              if "myopen:" in ln]
     assert len(lines) >= 20
@@ -42,7 +42,7 @@ def _hits(k, defs, events, seconds=1.0):
         write_file(k, T + "events/kprobes/%s/enable" % ev, b"1")
     for _ in range(int(seconds * 50)):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     return read_file(k, T + "trace").decode().splitlines()
 
 

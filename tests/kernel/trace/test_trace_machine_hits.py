@@ -101,7 +101,7 @@ def _files_after(monkeypatch, seed, settings, windows, window_ns):
         wr(k, path, value)
     for _ in range(windows):
         k.clock.advance(window_ns)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
     out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
            rd(k, "saved_cmdlines"), rd(k, "saved_tgids")]
     monkeypatch.undo()
@@ -162,7 +162,7 @@ def _changing(monkeypatch, kept):
             wr(k, path, value)
         for _ in range(3):                     # a few windows with each setting
             k.clock.advance(4_000_000)
-            k.run_until_now()
+            k.timekeeper.run_until_now()
     out = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats"),
            rd(k, "events/sched/sched_switch/hist")]
     monkeypatch.undo()

@@ -45,7 +45,7 @@ def test_the_files_show_the_table():
     assert rd(k, "saved_cmdlines") == ""             # nothing traced yet
     wr(k, "events/sched/enable", "1")
     k.clock.advance(300_000_000)
-    k.run_until_now()
+    k.timekeeper.run_until_now()
     saved = rd(k, "saved_cmdlines").splitlines()
     assert saved and all(" " in ln for ln in saved)
     pids = {int(ln.split()[0]) for ln in saved}

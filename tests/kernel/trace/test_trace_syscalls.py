@@ -16,7 +16,7 @@ def _boot():
 def _run(k, ns):
     for _ in range(ns // 20_000_000):
         k.clock.advance(20_000_000)
-        k.run_until_now()
+        k.timekeeper.run_until_now()
 
 
 def test_per_call_events_print_the_syscall_way():
