@@ -1,4 +1,6 @@
-"""Long writes share the trio loop (pyfuse3 + trio run one handler at a time).
+"""Writes: long ones share the trio loop (pyfuse3 + trio run one handler at
+a time), and one whose writer's work needs the machine further on (a
+``Later``: a marker, a CPU taken down) has it moved there first.
 
 A file whose operations have ``write_steps(f, data, pause)`` (a generator:
 the write a word at a time, yielding where its state is consistent once
@@ -15,6 +17,8 @@ from __future__ import annotations
 import time
 
 import trio
+
+from ..kernel.fs.pseudo import Later
 
 SLICE_S = 0.01
 GRACE_S = 0.001
@@ -59,8 +63,14 @@ async def stepped_write(fs, f, data: bytes) -> int:
     fops = f.node.fops
     steps = getattr(fops, "write_steps", None)
     if steps is None:
-        with fs.at(await fs.observe(changes=True)):
-            return fops.write(f, data)
+        until = await fs.observe(changes=True)
+        with fs.at(until):
+            answer = fops.write(f, data)
+        while isinstance(answer, Later):      # its writer's work needs the machine further on
+            fs.kernel.timekeeper.advance_to(answer.t)
+            with fs.at(until):
+                answer = answer.then()
+        return answer
     ino = f.node.ino
     lock = _locks.get(ino)
     if lock is None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import errno
 from bisect import bisect_left
 
-from .fs.pseudo import FileOperations, KernelError
+from .fs.pseudo import FileOperations, KernelError, Later, after_that, later
 from .lib.bitmap import bitmap_list_string
 
 NR_CPUS = 8192            # CONFIG_NR_CPUS of Debian's x86_64 kernels
@@ -149,23 +149,28 @@ class CpuHotplug:
         return cpu
 
     # --- device_offline() / device_online() ------------------------------
-    def cpu_down(self, cpu: int, pid: int = 0) -> None:
-        """Take ``cpu`` offline now (the caller checked it is online);
-        the calling process ``pid`` waits for it."""
+    def cpu_down(self, cpu: int, pid: int = 0) -> Later | None:
+        """Take ``cpu`` offline now (the caller checked it is online); the
+        calling process ``pid`` waits for it: a ``Later`` while the machine
+        has yet to do it (its caller moves the machine on)."""
         if self.nr_online() <= 1:
             raise KernelError(errno.EBUSY)
-        self._change(cpu, False, pid)
+        return self._change(cpu, False, pid)
 
-    def cpu_up(self, cpu: int, pid: int = 0) -> None:
-        self._change(cpu, True, pid)
+    def cpu_up(self, cpu: int, pid: int = 0) -> Later | None:
+        return self._change(cpu, True, pid)
 
-    def _change(self, cpu: int, online: bool, pid: int) -> None:
+    def _change(self, cpu: int, online: bool, pid: int) -> Later | None:
         k = self.kernel
-        t = k.sim_time
         drv = k.driver
         if drv is not None and pid:
-            _pid, _cpu, t = drv.host_task(pid, t)      # the writer's call
-            k.timekeeper.advance_to(t + 1)
+            _pid, _cpu, t = drv.host_task(pid, k.sim_time)      # the writer's call
+            return later(k, t + 1, lambda: self._changed(cpu, online, t))
+        return self._changed(cpu, online, k.sim_time)
+
+    def _changed(self, cpu: int, online: bool, t: int) -> Later | None:
+        k = self.kernel
+        drv = k.driver
         self.changes += 1
         if drv is None or drv.frozen:
             # nothing runs the machine now: the state changes at once
@@ -173,16 +178,22 @@ class CpuHotplug:
             if drv is not None:
                 drv.cpu_state(cpu, online, t)
             self.note(cpu, max(t, k.sim_time), online)
-            return
+            return None
         (drv.cpu_up if online else drv.cpu_down)(cpu, t)
-        # the machine does it in its own time: the writer waits
-        while drv.cpu_dead(cpu) == online:
-            if drv.frozen:                 # (it stood still meanwhile)
-                self.online[cpu] = online
-                drv.cpu_state(cpu, online, k.sim_time)
-                self.note(cpu, k.sim_time, online)
-                break
-            k.timekeeper.advance_to(max(k.sim_time, drv.clock[cpu]) + 20_000)
+        return self._done(cpu, online)
+
+    def _done(self, cpu: int, online: bool) -> Later | None:
+        """The machine does it in its own time: the writer waits."""
+        k = self.kernel
+        drv = k.driver
+        if drv.cpu_dead(cpu) != online:
+            return None
+        if drv.frozen:                     # (it stood still meanwhile)
+            self.online[cpu] = online
+            drv.cpu_state(cpu, online, k.sim_time)
+            self.note(cpu, k.sim_time, online)
+            return None
+        return Later(max(k.sim_time, drv.clock[cpu]) + 20_000, lambda: self._done(cpu, online))
 
 
 def num_online_cpus(kernel) -> int:
@@ -242,11 +253,8 @@ class CpuOnlineOps(FileOperations):
         hp = f.data
         if val == self.online(f):
             return len(data)               # device_online/offline: already so (1)
-        if val:
-            hp.cpu_up(self.cpu, f.pid)
-        else:
-            hp.cpu_down(self.cpu, f.pid)
-        return len(data)
+        done = hp.cpu_up(self.cpu, f.pid) if val else hp.cpu_down(self.cpu, f.pid)
+        return after_that(done, lambda: len(data))
 
 
 def cpu_dev_init(kernel) -> None:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import errno
 
 from .fs.proc.inode import ProcOps
-from .fs.pseudo import FileOperations, KernelError
+from .fs.pseudo import FileOperations, KernelError, Later, after_that
 from .kallsyms import MODULE_PAGE, PFX, AddressesOps, kaslr_bases
 from .lib.kstrtox import kstrtoul
 from .printk import KERN_ERR, KERN_WARNING
@@ -244,9 +244,10 @@ class Modules:
         return addr
 
     # --- the system calls -----------------------------------------------------
-    def load(self, name: str, ctx=None, args: str = "") -> Module:
+    def load(self, name: str, ctx=None, args: str = "") -> Module | Later:
         """``finit_module()`` of the image ``name`` with the parameter
-        string ``args``."""
+        string ``args``: the module, or a ``Later`` for it while its init's
+        work needs the machine further on (its caller moves it there)."""
         name = name.replace("-", "_")
         if name in self.loaded:
             raise KernelError(errno.EEXIST)
@@ -271,8 +272,12 @@ class Modules:
         ks = self.kernel.kallsyms
         ks.add_module(name, mod.symbols(False) + mod.symbols(True))
         self._notify(mod, STATE_COMING)
-        if image.init is not None:
-            image.init(self.kernel, mod, ctx)
+        ran = image.init(self.kernel, mod, ctx) if image.init is not None else None
+        return after_that(ran, lambda: self._live(mod, name))     # (a Later: the init's work)
+
+    def _live(self, mod: Module, name: str) -> Module:
+        """The module's init is done: it is live, its init text goes."""
+        ks = self.kernel.kallsyms
         mod.state = STATE_LIVE
         self._notify(mod, STATE_LIVE)
         # do_free_init(): the init text goes (ftrace's mod map keeps the
@@ -343,9 +348,8 @@ class ModuleControlOps(FileOperations):
             raise KernelError(errno.EINVAL)
         mods = f.data
         if words[0] == "load":
-            mods.load(words[1], f, " ".join(words[2:]))
-        else:
-            mods.delete(words[1], f)
+            return after_that(mods.load(words[1], f, " ".join(words[2:])), lambda: len(data))
+        mods.delete(words[1], f)
         return len(data)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 
-from .fs.pseudo import FileOperations, KernelError
+from .fs.pseudo import FileOperations, KernelError, later
 from .module import CONTROL_DIR
 
 CONTROL_NAME = "ping"
@@ -34,7 +34,7 @@ class PingControlOps(FileOperations):
         k = f.data
         if k.driver is not None and f.pid:
             _pid, _cpu, ts = k.driver.host_task(f.pid, k.sim_time)
-            k.timekeeper.advance_to(ts + 1)
+            return later(k, ts + 1, lambda: len(data))     # the caller runs, then replies
         return len(data)
 
 

@@ -24,6 +24,7 @@ the latency tracers measure (see ``_preemptirq_init``).
 
 from __future__ import annotations
 
+from .fs.pseudo import later
 from .module import ModuleFunc, ModuleImage, ModuleParam, modules_init
 from .printk import KERN_ERR
 from .samples_ftrace_direct import ftrace_direct_images
@@ -71,17 +72,21 @@ def funcs(layout, init=False) -> list:
     return out
 
 
-def caller(kernel, f):
-    """(pid, cpu, ns) of the task making the system call ``f`` (everything
-    the machine did before is traced before it)."""
+def caller(kernel, f, then):
+    """``then(pid, cpu, ns)`` of the task making the system call ``f``
+    (everything the machine did before is traced before it: a ``Later``
+    while the machine has yet to get there)."""
     tracing = kernel.tracing
     if f is not None and tracing is not None and getattr(f, "pid", 0):
-        return marker_writer(tracing.global_trace, f)
-    return (0, 0, kernel.sim_time)
+        return marker_writer(tracing.global_trace, f, then)
+    return then(0, 0, kernel.sim_time)
 
 
 def _trace_printk_init(kernel, mod, f):
-    pid, cpu, ts = caller(kernel, f)
+    return caller(kernel, f, lambda pid, cpu, ts: _trace_printk_run(kernel, mod, pid, cpu, ts))
+
+
+def _trace_printk_run(kernel, mod, pid, cpu, ts):
     init = mod.addr_of("trace_printk_init")
     work = mod.addr_of("trace_printk_irq_work")
     t = ts
@@ -104,7 +109,7 @@ def _trace_printk_init(kernel, mod, f):
     put(work + 0x56, TP_GLOBAL_STR_FMT % ("(irq) ", "dynamic string"), irq, 1)
     put(init + 0x5a, TP_FORMATS[3].replace("%s", "static string"))
     put(init + 0x78, TP_GLOBAL_STR_FMT % ("", "dynamic string"))
-    kernel.timekeeper.advance_to(t)
+    return later(kernel, t, lambda: None)          # the loader waits for its init
 
 
 def trace_printk_image() -> ModuleImage:
@@ -166,8 +171,11 @@ def _pirq_section(kernel, mod, task, cpu: int, idx: int, irq: bool, t: int, dela
 def _preemptirq_init(kernel, mod, f):
     """``preemptirq_delay_init()``: ``preemptirq_run_test()`` in the loading
     task (its kobject and sysfs ``trigger`` file are not made here)."""
+    return caller(kernel, f, lambda _pid, cpu, ts: _preemptirq_run(kernel, mod, cpu, ts))
+
+
+def _preemptirq_run(kernel, mod, cpu, ts):
     p = mod.params
-    _pid, cpu, ts = caller(kernel, f)
     mode = p["test_mode"]
     sched = kernel.sched
     task = Task(sched.alloc_pid(), "%s_test" % mode, cpu=cpu, kthread=True)
@@ -186,7 +194,7 @@ def _preemptirq_init(kernel, mod, f):
             t = _pirq_section(kernel, mod, task, cpu, i, True, t, p["delay"], rng)
         elif mode == "preempt" or mode == "alternate":
             t = _pirq_section(kernel, mod, task, cpu, i, False, t, p["delay"], rng)
-    kernel.timekeeper.advance_to(t + PIRQ_STOP_NS)
+    return later(kernel, t + PIRQ_STOP_NS, lambda: None)    # the loader waits for its test
 
 
 def preemptirq_delay_image() -> ModuleImage:

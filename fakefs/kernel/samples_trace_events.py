@@ -247,9 +247,11 @@ class TraceEventsSample:
                 remove_event_call(tracing, ev)
             self.events = []
 
-    def init(self, kernel, mod, ctx) -> None:
+    def init(self, kernel, mod, ctx):
         """``trace_event_init()``: kthread_run(simple_thread, "event-sample")."""
-        _pid, cpu, ts = self.caller(kernel, ctx)
+        return self.caller(kernel, ctx, lambda _pid, cpu, ts: self._started(mod, cpu, ts))
+
+    def _started(self, mod, cpu: int, ts: int) -> None:
         self.mod = mod
         self.thread = self._start("event-sample", cpu, ts, self._loop)
 

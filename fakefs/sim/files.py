@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import os
 
-from ..kernel.fs.pseudo import kernel_read, kernel_write
+from ..kernel.fs.pseudo import Later, kernel_read, kernel_write
+
+
+def finish(kernel, answer):
+    """An operation's answer, the machine moved on first where it says so
+    (``Later``: the instant its caller's work needs)."""
+    while isinstance(answer, Later):
+        kernel.timekeeper.advance_to(answer.t)
+        answer = answer.then()
+    return answer
 
 
 def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
@@ -24,4 +33,4 @@ def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
 def write_file(kernel, path: str, data: bytes, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
     """``kernel_write`` of ``data`` to ``path`` at the clock's now."""
     kernel.timekeeper.run_until_now()
-    return kernel_write(kernel.tree, path, data, flags)
+    return finish(kernel, kernel_write(kernel.tree, path, data, flags))

@@ -100,3 +100,28 @@ async def test_between_slices_a_commands_requests_go_through_together(monkeypatc
             await trio.sleep(steps.GRACE_S * 2)
     await gap(slow, 3, budget=0)            # (it waited GRACE_S for the next one)
     assert spent[-1] < steps.GRACE_S / 2
+
+
+async def test_a_write_answering_later_has_the_machine_moved_there_first():
+    """stepped_write(): a ``Later`` (a writer's work further on the machine)
+    is answered once the kernel has been simulated to its instant, the
+    clock held at the request's."""
+    from fakefs import sim
+    from fakefs.fuse import steps
+    from fakefs.fuse.adapter import FakeFS
+    from fakefs.kernel.fs.pseudo import File, FileOperations, Later
+    from fakefs.kernel.time import ManualClock
+
+    k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
+    k.clock.advance(5_000_000)
+    seen = []
+
+    class Waits(FileOperations):
+        def write(self, f, data):
+            seen.append(k.sim_time)
+            return Later(k.sim_time + 3_000_123, lambda: seen.append((k.sim_time, k.now_ns())) or len(data))
+
+    n = k.tree.create_file("waits", 0o600, k.tree.root, None, Waits())
+    got = await steps.stepped_write(FakeFS(k), File(n, os.O_WRONLY), b"abc")
+    assert got == 3
+    assert seen == [5_000_000, (8_000_123, 5_000_000)]

@@ -10,6 +10,7 @@ from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.time import ManualClock
+from fakefs.sim.files import finish
 from kfiles import rd, wr
 
 MS = 1_000_000
@@ -32,7 +33,7 @@ def echo(k, pid, data=b"echo\n"):
     f = File(n, os.O_WRONLY, pid=pid)
     n.fops.open(f)
     try:
-        return n.fops.write(f, data)
+        return finish(k, n.fops.write(f, data))
     finally:
         n.fops.release(f)
 

@@ -4,7 +4,8 @@ the clock's now first; the kernel's file operations alone do not."""
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
 from fakefs.kernel.time import ManualClock
-from fakefs.sim.files import read_file, write_file
+from fakefs.kernel.fs.pseudo import Later
+from fakefs.sim.files import finish, read_file, write_file
 
 T = "sys/kernel/tracing/"
 MS = 1_000_000
@@ -40,3 +41,15 @@ def test_a_write_comes_after_what_ran_before_it():
     k2.clock.advance(20 * MS)
     kernel_write(k2.tree, T + "tracing_on", b"0")     # alone: off before anything ran
     assert read_file(k2, T + "trace").count(b"sched_switch:") == 0
+
+
+def test_finish_moves_the_machine_where_each_later_says():
+    k = _booted()
+    seen = []
+
+    def second():
+        seen.append(k.sim_time)
+        return "done"
+    answer = Later(7 * MS, lambda: seen.append(k.sim_time) or Later(9 * MS + 5, second))
+    assert finish(k, answer) == "done" and seen == [7 * MS, 9 * MS + 5]
+    assert finish(k, 3) == 3

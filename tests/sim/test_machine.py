@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.sim.files import read_file, write_file
+from fakefs.sim.files import finish, read_file, write_file
 from fakefs.kernel.time import ManualClock
 from fakefs.timeline import check
 
@@ -129,7 +129,7 @@ def test_trace_marker_writers_run_on_a_cpu(tracer):
         n = k.tree.root.walk(T + "trace_marker")
         f = File(n, os.O_WRONLY, 40000 + i % 3)
         n.fops.open(f)
-        n.fops.write(f, b"hello %d" % i)
+        finish(k, n.fops.write(f, b"hello %d" % i))
     write(k, T + "tracing_on", "0")
     text = read(k, T + "trace")
     rep = check(text.splitlines())

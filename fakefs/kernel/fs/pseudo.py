@@ -44,6 +44,36 @@ class WouldBlock(KernelError):
         self.waitq = waitq
 
 
+class Later:
+    """A file operation's answer that needs the machine further on: its
+    caller moves the machine to the instant ``t`` (``Timekeeper.advance_to``),
+    then calls ``then()`` for the answer, which may be another ``Later``.
+    The kernel model never moves the machine itself (issue 33, DM6): an
+    operation whose caller runs on the machine (a marker's writer, a CPU
+    taken down, a module's init) hands that wait to whoever drives it
+    (``fuse.steps.stepped_write``, ``sim.files.finish``)."""
+
+    __slots__ = ("t", "then")
+
+    def __init__(self, t: int, then):
+        self.t = t
+        self.then = then
+
+
+def later(kernel, t: int, then):
+    """``then()`` now if the kernel has been simulated to ``t``, else a
+    :class:`Later` for it."""
+    return then() if kernel.sim_time >= t else Later(t, then)
+
+
+def after_that(answer, then):
+    """``then()`` once ``answer`` (a :class:`Later`, or anything else: done
+    already) is done."""
+    if isinstance(answer, Later):
+        return Later(answer.t, lambda: after_that(answer.then(), then))
+    return then()
+
+
 class File:
     """An open file (``struct file``): flags seen at open, private data, and
     the opener's uid (``f_cred``; 0 is root, capable of everything)."""
@@ -337,7 +367,8 @@ def kernel_read(tree: PseudoTree, path: str, size: int = 1 << 26) -> bytes:
 
 def kernel_write(tree: PseudoTree, path: str, data: bytes,
                  flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
-    """Open ``path`` with ``flags``, write ``data`` once, release."""
+    """Open ``path`` with ``flags``, write ``data`` once, release (a
+    ``Later`` answer is its caller's to finish: ``sim.files.finish``)."""
     node, f = _open(tree, path, flags)
     try:
         return node.fops.write(f, data)

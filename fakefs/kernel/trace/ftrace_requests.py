@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import zlib
 
+from ..fs.pseudo import later
 from ..walkgraph import FENTRY_IP
 from . import trace_entries as te
 
@@ -108,14 +109,17 @@ def _function_entries(tr, cpu, pid, calls, flags, pc) -> None:
                            (c.ip - FENTRY_IP,) + stack[len(calls) - 1 - i:])
 
 
-def request(kernel, f, path: tuple, retval: int) -> None:
+def request(kernel, f, path: tuple, retval: int):
     """The request on the open file ``f`` ran ``path`` (outermost first),
     which returned ``retval``: its calls are traced where an array records
-    them, and the machine goes on after them."""
+    them, and the machine goes on after them (a ``Later`` for the instant
+    after its last, or None)."""
     task = request_task(kernel, f)
-    if task is not None:
-        pid, cpu, t = task
-        kernel.timekeeper.advance_to(request_calls(kernel, pid, cpu, t, path, retval & ULONG_MASK) + 1)
+    if task is None:
+        return None
+    pid, cpu, t = task
+    end = request_calls(kernel, pid, cpu, t, path, retval & ULONG_MASK)
+    return later(kernel, end + 1, lambda: None)
 
 
 def request_task(kernel, f):

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import errno
 
-from ..fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock
+from ..fs.pseudo import POLLIN, POLLRDNORM, FileOperations, KernelError, WouldBlock, later
 from ..lib.kstrtox import ULONG_MAX
 from .trace_parser import user_ulong
 from . import trace_entries as te
@@ -113,23 +113,24 @@ class BufferPercentOps(ArrayFileOps):
         return len(data)
 
 
-def marker_writer(tr, f) -> tuple[int, int, int]:
-    """Who writes a marker, where and when: (its pid, CPU, ns).  Everything
-    the machine did before is traced first.  On a machine, the writer runs
-    its write on a CPU as a task of its own (with the host's pid when the
-    kernel follows the real processes, else with a pid of the machine's:
-    ``HostProcesses.own_pid``; its comm is read from the host when it is
-    new), its comm saved as any task's (``record-cmd``)."""
+def marker_writer(tr, f, write):
+    """``write(pid, cpu, ns)`` of who writes a marker, where and when.  On
+    a machine, the writer runs its write on a CPU as a task of its own (with
+    the host's pid when the kernel follows the real processes, else with a
+    pid of the machine's: ``HostProcesses.own_pid``; its comm is read from
+    the host when it is new), its comm saved as any task's (``record-cmd``),
+    and everything the machine did before is traced first: the write is a
+    ``Later`` for the instant after the writer's (its caller moves the
+    machine there)."""
     k = tr.kernel
     if k.driver is None or not f.pid:
         if tr.flag("record-cmd"):
             tr.tracing.save_cmdline(f.pid)
-        return f.pid, 0, k.sim_time
+        return write(f.pid, 0, k.sim_time)
     pid, cpu, ts = k.driver.host_task(f.pid, k.sim_time)
     if tr.flag("record-cmd") and pid == f.pid:
         tr.tracing.save_cmdline(pid)
-    k.timekeeper.advance_to(ts + 1)
-    return pid, cpu, ts
+    return later(k, ts + 1, lambda: write(pid, cpu, ts))
 
 
 def raw_data_shown(size: int) -> int:
@@ -161,13 +162,15 @@ class TraceMarkerRawOps(ArrayFileOps):
         if not tr.recording():
             raise KernelError(errno.EBADF)     # the reservation fails: "as if not open for write"
         tr.ensure_expanded()
-        pid, cpu, ts = marker_writer(tr, f)
-        buf = bytes(data[4:]).ljust(raw_data_shown(size), b"\0")
-        entry = (ts, te.TRACE_RAW_DATA, pid, tr.kernel.sched.flags(cpu, 0), 0,
-                 int.from_bytes(data[:4], "little"), buf)
-        if not (tr.reserves_on(cpu) and tr.write_entry(cpu, entry, size)):
-            raise KernelError(errno.EBADF)     # a CPU out of tracing_cpumask, a full buffer
-        return cnt
+
+        def write(pid, cpu, ts):
+            buf = bytes(data[4:]).ljust(raw_data_shown(size), b"\0")
+            entry = (ts, te.TRACE_RAW_DATA, pid, tr.kernel.sched.flags(cpu, 0), 0,
+                     int.from_bytes(data[:4], "little"), buf)
+            if not (tr.reserves_on(cpu) and tr.write_entry(cpu, entry, size)):
+                raise KernelError(errno.EBADF)     # a CPU out of tracing_cpumask, a full buffer
+            return cnt
+        return marker_writer(tr, f, write)
 
 
 class SavedTgidsOps(FileOperations):

@@ -298,12 +298,14 @@ class TraceMarkerOps(ArrayFileOps):
         if not msg.endswith("\n"):
             msg += "\n"
         ip = k.kallsyms.addr_of("tracing_mark_write") or 0
-        pid, cpu, ts = marker_writer(tr, f)   # what ran before is traced before the marker
-        # tracing_gen_ctx() in the writer's system call: irqs on, no lock held
-        entry = (ts, te.TRACE_PRINT, pid, k.sched.flags(cpu, 0), 0, ip, msg)
-        if not trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k)):
-            raise KernelError(errno.EBADF)      # the reserve failed: "as if not open for write"
-        return cnt
+
+        def write(pid, cpu, ts):
+            # tracing_gen_ctx() in the writer's system call: irqs on, no lock held
+            entry = (ts, te.TRACE_PRINT, pid, k.sched.flags(cpu, 0), 0, ip, msg)
+            if not trace_print_commit(tr, cpu, entry, size, _text(data[:cnt]), lambda: marker_stack(k)):
+                raise KernelError(errno.EBADF)      # the reserve failed: "as if not open for write"
+            return cnt
+        return marker_writer(tr, f, write)      # what ran before is traced before the marker
 
 
 class SetEventOps(ArrayFileOps):

@@ -42,3 +42,16 @@ def test_files_are_released(k):
     k.tracing.instance_mkdir("held")
     read_file(k, T + "instances/held/trace")
     k.tracing.instance_rmdir("held")            # EBUSY if the read kept it open
+
+
+def test_later_waits_only_for_an_instant_not_reached_and_after_that_chains():
+    from fakefs.kernel.fs.pseudo import Later, after_that, later
+
+    class K:
+        sim_time = 10
+    assert later(K, 10, lambda: "now") == "now"                 # reached: at once
+    wait = later(K, 11, lambda: "then")
+    assert isinstance(wait, Later) and wait.t == 11 and wait.then() == "then"
+    chained = after_that(wait, lambda: 5)                      # then() first, then 5
+    assert isinstance(chained, Later) and chained.t == 11 and chained.then() == 5
+    assert after_that(None, lambda: 7) == 7

@@ -10,6 +10,7 @@ from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.time import ManualClock
 from fakefs.kernel.trace import trace_events_filter as tef
+from fakefs.sim.files import finish
 
 SW = "events/sched/sched_switch/filter"
 
@@ -51,7 +52,7 @@ def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC):
     f = File(n, flags)
     n.fops.open(f)
     try:
-        return n.fops.write(f, data.encode("latin-1") if isinstance(data, str) else data)
+        return finish(k, n.fops.write(f, data.encode("latin-1") if isinstance(data, str) else data))
     except KernelError as e:
         return -e.errno
     finally:

@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from fakefs.kernel.fs.pseudo import File
+from fakefs.sim.files import finish
 from ftrace_helpers import APPEND, MS, boot
 from kfiles import rd, wr
 
@@ -143,7 +144,7 @@ def test_kernel_event_to_trace_marker_2_2_4(kc):
     n = k.tree.root.walk("sys/kernel/tracing/trace_marker")
     f = File(n, os.O_WRONLY, pid=pid)
     n.fops.open(f)
-    n.fops.write(f, b"end")
+    finish(k, n.fops.write(f, b"end"))
     n.fops.release(f)
     text = rd(k, "events/ftrace/print/hist")
     assert "onmatch(sched.sched_waking).latency($lat) if buf == \"end\" [active]" in text

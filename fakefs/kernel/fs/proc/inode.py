@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 
 from ...trace.ftrace_requests import request
-from ..pseudo import FileOperations, KernelError
+from ..pseudo import FileOperations, KernelError, after_that
 
 # the way of a write(2) into a proc file's proc_reg_write(), outermost first
 PROC_WRITE_PATH = ("entry_SYSCALL_64_after_hwframe", "do_syscall_64", "x64_sys_call",
@@ -24,6 +24,9 @@ class ProcOps(FileOperations):
 
     def write(self, f, data: bytes) -> int:
         kernel = f.node.tree.kernel if f.node.tree is not None else None
-        if kernel is not None:
-            request(kernel, f, PROC_WRITE_PATH, -errno.EIO)
-        raise KernelError(errno.EIO)
+        traced = request(kernel, f, PROC_WRITE_PATH, -errno.EIO) if kernel is not None else None
+        return after_that(traced, _eio)
+
+
+def _eio():
+    raise KernelError(errno.EIO)
