@@ -21,7 +21,7 @@ import time
 
 from . import sim
 from .sim.files import read_file, write_file
-from .kernel.time import ManualClock
+from .sim.clock import ManualClock
 from .timeline import check
 
 T = "sys/kernel/tracing/"

@@ -26,6 +26,7 @@ from .fuse.runner import Runner
 from .fuse.seccomp_notify import SyscallNotifications
 from . import sim, vclock
 from .kernel.init import Kernel
+from .sim.clock import Clock
 
 log = logging.getLogger("fakefs")
 
@@ -68,7 +69,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
     virtual = args.clock == "virtual"
     kernel = Kernel(persona=args.persona, cmdline=args.cmdline or "", seed=args.seed,
                     config_overrides=args.config or None,
-                    clock=vclock.virtual_clock() if virtual else None)
+                    clock=vclock.virtual_clock() if virtual else Clock())
     kernel.host_comm = host_comm
     kernel.host_start = host_start
     # on a virtual clock the real processes are not followed: what they do

@@ -1,7 +1,7 @@
 """The virtual clock: simulated time moves only when told to.
 
 ``fakefs mount --clock virtual`` boots the kernel on a
-:class:`~fakefs.kernel.time.ManualClock` whose boot instant on the wall
+:class:`~fakefs.sim.clock.ManualClock` whose boot instant on the wall
 clock is fixed (VIRTUAL_BOOT_WALL), and follows no real process: the same
 seed and the same commands then give byte-identical files, timestamps
 included.  Time moves by writing to the control file ``.fakefs/clock`` at
@@ -33,7 +33,7 @@ import re
 import sys
 
 from .kernel.fs.pseudo import FileOperations, KernelError
-from .kernel.time import ManualClock
+from .sim.clock import ManualClock
 
 VIRTUAL_BOOT_WALL = 1767225600.0       # 2026-01-01 00:00:00 UTC
 CONTROL_DIR = ".fakefs"

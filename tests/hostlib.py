@@ -6,7 +6,7 @@ from __future__ import annotations
 from fakefs import sim
 from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 T = "sys/kernel/tracing/"
 STEP = 20_000_000

@@ -12,7 +12,7 @@ import kfiles
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace import TraceArray
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fakefs")
@@ -141,7 +141,7 @@ def test_the_kernel_model_is_pure():
 # caller and never pull the simulation forward; these modules still read a
 # clock (``now_ns()``, ``time.monotonic()`` ...) or pull (``run_until_now``,
 # ``catch_up``, ``advance_to``): the calls counted, a debt that may only
-# shrink (session 43: 71 calls in 21 modules; session 45: 25 in 8, the file
+# shrink (session 43: 71 calls in 21 modules; session 45: 21 in 7, the file
 # operations' catch-ups gone to their callers (``fuse.adapter``, ``sim.files``), the
 # catch-up itself to ``sim.timekeeper``, and a write whose caller's work needs the
 # machine further on answers ``fs.pseudo.Later`` instead of moving it).  None of them
@@ -153,7 +153,6 @@ CLOCK_DEBT = {
     "fakefs.kernel.init": 2,
     "fakefs.kernel.kprobes": 4,
     "fakefs.kernel.printk": 2,
-    "fakefs.kernel.time": 4,
     "fakefs.kernel.trace.trace": 2,
     "fakefs.kernel.trace.trace_stack": 6,
     "fakefs.kernel.trace.trace_stat": 2,

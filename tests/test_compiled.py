@@ -87,7 +87,7 @@ import hashlib, json, sys
 from fakefs import sim
 import fakefs.sim.machine as machine
 from fakefs.sim.files import write_file, read_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 T = "sys/kernel/tracing/"
 k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
 for p, v in (("current_tracer", "function"), ("events/enable", "1"), ("options/stacktrace", "1")):

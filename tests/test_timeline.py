@@ -176,7 +176,7 @@ def test_a_simulated_graph_trace_keeps_them(tmp_path):
     fakefs.timeline` on a mount's trace, in NOTES)."""
     import sys
     sys.path.insert(0, "tests/kernel/trace")
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.timeline import check_graph, main
     from kfiles import rd, wr
     clock = ManualClock()

@@ -146,7 +146,7 @@ def _idle_cpu(mnt: str, seconds: float) -> float:
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
     from .. import sim
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     clock = ManualClock()
     return sim.boot(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=clock), clock
 
@@ -229,7 +229,7 @@ def bench_retention_sched(seconds: float = 5.0) -> list[tuple[str, float, str]]:
     out = []
     kept = {}
     from .. import sim
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     for label, opts in (("without stackmap", ("stacktrace",)), ("with stackmap", ("stackmap", "stacktrace"))):
         clock = ManualClock()
         k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)     # the machine's own rates

@@ -23,7 +23,7 @@ ROUNDS = 5
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
     from .. import sim
     from ..kernel.init import Kernel
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock())
     k.boot(initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
                       ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),

@@ -52,7 +52,7 @@ EVERYTHING = (("current_tracer", "function"), ("events/enable", "1"),
 def _booted():
     from .. import sim
     from ..sim.files import write_file
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in EVERYTHING:
         write_file(k, T + path, value.encode())
@@ -229,7 +229,7 @@ def _rates_once(cmdline: str, stackmap: bool) -> dict:
     in-process (manual clock): per-CPU counters, and what the last write cost."""
     from .. import sim
     from ..sim.files import write_file
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
     if stackmap:
         for o in ("stackmap", "stacktrace"):

@@ -24,7 +24,7 @@ import time
 
 from .. import sim
 from ..kernel.init import Kernel
-from ..kernel.time import ManualClock
+from ..sim.clock import ManualClock
 
 SEC = 1_000_000_000
 STEP = 20_000_000

@@ -54,7 +54,7 @@ def traced_span(settings, reference: bool = False):
     first step, under the daemon's collector policy."""
     from .. import sim
     from ..sim.files import write_file
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     with old_path() if reference else contextlib.nullcontext():
         k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
         for path, value in settings:

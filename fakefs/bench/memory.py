@@ -111,7 +111,7 @@ def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
 def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     from .. import sim
     from ..sim.files import read_file, write_file
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     me = os.getpid()
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
                  cmdline="trace_options=stackmap,stacktrace")

@@ -192,7 +192,7 @@ def kprobe_list(names: list[str], n: int) -> str:
 def kprobe_writes(n: int) -> dict[str, float]:
     """Seconds of each write with ``n`` kprobes on distinct functions."""
     from ..sim.files import read_file, write_file
-    from ..kernel.time import ManualClock
+    from ..sim.clock import ManualClock
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     names = [ln.split()[0] for ln in
              read_file(k, TRACING + "/available_filter_functions").decode().splitlines()]

@@ -344,7 +344,7 @@ class HostWatch:
     def __init__(self, conn: ProcConnector, procs, clock):
         self.conn = conn
         self.procs = procs             # sim.host.HostProcesses
-        self.clock = clock             # kernel.time.Clock
+        self.clock = clock             # sim.clock.Clock
         # the thread takes the host's reports until stop() writes here; it
         # never needs the GIL meanwhile (each wake-up in Python took it from
         # the requests being served, and waited for it up to 5 ms a time)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 
 from ..sim.timekeeper import STEP_NS
-from ..kernel.time import ManualClock
+from ..sim.clock import ManualClock
 from ..sim.host import SETTLE_NS
 
 STEP_WALL_S = 0.002

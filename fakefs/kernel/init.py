@@ -43,7 +43,6 @@ from .irq import Interrupts
 from .timer import JIFFY_NS, TimerWheel
 from .workqueue import Workqueues
 from .sched import Scheduler, host_cpu_count
-from .time import Clock
 from .tracepoint import Tracepoints
 from .version import linux_banner
 
@@ -80,7 +79,9 @@ class Kernel:
         self.cmdline = CommandLine(cmdline)
         self.seed = seed
         self.rng = random.Random(seed)
-        self.clock = clock or Clock()
+        if clock is None:
+            raise TypeError("a Kernel is given its clock (fakefs.sim.clock): it only reads it")
+        self.clock = clock
         self.log = LogBuffer(self.clock)
         self.printk = self.log.printk
         self.nr_cpus = nr_cpus or host_cpu_count()

@@ -8,6 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
+from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
 
@@ -32,10 +33,11 @@ def attach(kernel: Kernel) -> Machine:
     return machine
 
 
-def boot(initcalls=None, **kwargs) -> Kernel:
-    """``Kernel(**kwargs)``, booted (``initcalls``: those only), its time
-    kept and, with a call graph, put on a machine."""
-    kernel = Kernel(**kwargs).boot(initcalls)
+def boot(initcalls=None, clock=None, **kwargs) -> Kernel:
+    """``Kernel(**kwargs)`` on ``clock`` (default: the host's), booted
+    (``initcalls``: those only), its time kept and, with a call graph, put
+    on a machine."""
+    kernel = Kernel(clock=clock if clock is not None else Clock(), **kwargs).boot(initcalls)
     keep_time(kernel)
     if kernel.workload is not None:
         attach(kernel)

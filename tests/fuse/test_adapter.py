@@ -108,7 +108,7 @@ async def test_instance_mkdir_and_rmdir_of_a_name_longer_than_name_max_are_ename
     """The VFS looks the name up before a mkdir or rmdir: tracefs's
     simple_lookup() refuses more than NAME_MAX bytes, so no instance is
     made or looked for; 255 bytes are fine."""
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     fs = FakeFS(k)
     ino = pyfuse3.ROOT_INODE
@@ -366,7 +366,7 @@ async def test_a_probed_vfs_call_comes_after_the_catch_up():
     CPU (not stamped ahead of what is simulated after it)."""
     from fakefs import sim
     from fakefs.sim.files import read_file, write_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
     write_file(k, t + "kprobe_events", b"p:myread vfs_read\n")
@@ -392,7 +392,7 @@ async def test_a_probe_on_do_sys_openat2_reads_the_caller_s_arguments(tmp_path):
     fifo stands for a caller blocked in the request)."""
     from fakefs import sim
     from fakefs.sim.files import read_file, write_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
     write_file(k, t + "kprobe_events",
@@ -432,7 +432,7 @@ async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
     for the instance and its directories: a probe reads the names, the
     instance's first, in the mkdir caller's task."""
     from fakefs.sim.files import read_file, write_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     t = "sys/kernel/tracing/"
     write_file(k, t + "kprobe_events", b"p:mk tracefs_create_dir name=+0(%di):string\n")

@@ -8,7 +8,7 @@ import pytest
 from fakefs import sim
 from fakefs.fuse.callerpath import CallerFiles
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 
 @pytest.fixture(scope="module")

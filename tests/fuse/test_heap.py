@@ -9,7 +9,7 @@ from fakefs import sim
 from fakefs.fuse import heap as heap_mod
 from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.sim.files import write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_activity
 
 T = "sys/kernel/tracing/"

@@ -2,7 +2,7 @@
 
 from fakefs.fuse import pacing
 from fakefs.sim.timekeeper import STEP_NS
-from fakefs.kernel.time import Clock, ManualClock
+from fakefs.sim.clock import Clock, ManualClock
 
 
 class Costly:

@@ -11,7 +11,7 @@ from fakefs import sim
 from fakefs.fuse.adapter import FakeFS
 from fakefs.fuse.runner import TICK_S, Runner
 from fakefs.sim.files import write_file
-from fakefs.kernel.time import Clock, ManualClock
+from fakefs.sim.clock import Clock, ManualClock
 
 T = "sys/kernel/tracing/"
 

@@ -110,7 +110,7 @@ async def test_a_write_answering_later_has_the_machine_moved_there_first():
     from fakefs.fuse import steps
     from fakefs.fuse.adapter import FakeFS
     from fakefs.kernel.fs.pseudo import File, FileOperations, Later
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
 
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     k.clock.advance(5_000_000)

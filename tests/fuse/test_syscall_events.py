@@ -95,7 +95,7 @@ def child_in_openat(tmp_path, flags=os.O_RDONLY | os.O_CLOEXEC):
 
 def booted():
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     k.driver.host.user_memory = HostMemory
     write_file(k, T + "kprobe_events", b"")

@@ -9,7 +9,7 @@ from fakefs import sim
 from fakefs.kernel import call_sites, fork
 from fakefs.kernel.call_sites import CallerTable
 from fakefs.sim.files import read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import table_items
 
 TRACING = "sys/kernel/tracing/"

@@ -7,7 +7,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.cpu import kstrtobool, num_online_cpus
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, rd, wr
 
 BASE = "sys/devices/system/cpu/"

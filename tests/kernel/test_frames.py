@@ -12,7 +12,7 @@ from workload_helpers import boot, graph_edges, run
 from fakefs import sim
 from fakefs.kernel import workload
 from fakefs.sim.files import write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import F_ENTRY, F_TRACE, FENTRY_IP, FENTRY_RET
 
 
@@ -143,7 +143,7 @@ def test_still_open_is_the_calls_below_the_new_one():
     the caller's ancestors would (random stacks of walked frames)."""
     import random
     from fakefs.kernel.frames import still_open
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     walk = k.workload.walk
     rng = random.Random(1)

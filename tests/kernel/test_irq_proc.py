@@ -5,7 +5,7 @@ import os
 import re
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, rd, wr
 
 

@@ -10,6 +10,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import BUNDLED_PATH, Kallsyms, kallsyms_init
+from fakefs.sim.clock import ManualClock
 
 PS_RE = re.compile(r"^[A-Za-z0-9_.$]+\+0x[0-9a-f]+/0x[0-9a-f]+$")
 LINE_RE = re.compile(r"^[0-9a-f]{16} [tTwW] [^\s]+(\t\[[^\]\s]+\])?$")
@@ -150,7 +151,7 @@ def test_host_table():
 
 
 def test_kallsyms_init_honours_kernel_choice():
-    k = Kernel(seed=1, nr_cpus=1, host_kallsyms=False)
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     kallsyms_init(k)
     assert k.kallsyms.source == "bundled"
 
@@ -158,7 +159,7 @@ def test_kallsyms_init_honours_kernel_choice():
 # --- the simulated kernel's own addresses (KASLR), never the host's ----------
 def _boot(cmdline="", seed=1, host=True):
     from fakefs.kernel.init import Kernel
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = Kernel(cmdline=cmdline, seed=seed, nr_cpus=1, clock=ManualClock(), host_kallsyms=host)
     return sim.keep_time(k.boot([("fakefs.kernel.kallsyms", "kallsyms_init")]))
 
@@ -236,7 +237,7 @@ def test_proc_kallsyms_zeroes_addresses_for_a_reader_without_cap_syslog():
     (the simulated root) sees addresses; 1 the same; 2 nobody.  Decided at
     open, with the opener's credentials."""
     from fakefs.kernel.fs.pseudo import File
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False).boot(
         [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")]))
     assert _read_as(k, "proc/kallsyms", 0) == k.kallsyms.proc_text()
@@ -256,7 +257,7 @@ def test_proc_kallsyms_zeroes_addresses_for_a_reader_without_cap_syslog():
 
 
 def test_before_kptr_restrict_every_reader_saw_addresses():
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.keep_time(Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
                persona="2.6.30-eqware").boot(
         [("fakefs.kernel.printk", "devkmsg_init"), ("fakefs.kernel.kallsyms", "kallsyms_init")]))
@@ -270,7 +271,7 @@ def test_every_file_of_kernel_addresses_hides_them_the_same_way():
     kptr_restrict 2 root sees zeros too."""
     from fakefs.kernel.fs.pseudo import File
     from fakefs.kernel.kprobes import Kprobe
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     k.modules.load("trace_printk")
     k.kprobes.register(Kprobe(None, "kernel_clone", 0, False))
@@ -304,7 +305,7 @@ def test_kallsyms_all_lists_data_symbols_with_known_contents():
     assert linux_proc_banner(k) % ("Linux", k.config.release, "#1 SMP PREEMPT_DYNAMIC") \
         == linux_banner(k)
     from fakefs.kernel.init import Kernel
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     old = Kernel("2.6.30-eqware", "fakefs.kallsyms=bundled", seed=1, nr_cpus=1,
                  clock=ManualClock(), host_kallsyms=False)
     sim.keep_time(old.boot([("fakefs.kernel.kallsyms", "kallsyms_init")]))

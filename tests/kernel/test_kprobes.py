@@ -10,7 +10,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.kprobes import ENDBR_LEN, OPTIMIZE_DELAY_NS, FuncLayout, Kprobe
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, rd, wr
 
 

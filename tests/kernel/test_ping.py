@@ -9,7 +9,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.sim.files import finish
 from kfiles import rd, wr
 

@@ -14,12 +14,13 @@ from fakefs.kernel.population import fill_comm, load_tasks, parse_tasks, spawn_b
 from fakefs.kernel.sched import Scheduler
 from fakefs.timeline import bound_cpu
 from fakefs import sim
+from fakefs.sim.clock import ManualClock
 
 BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
 
 
 def boot(seed, nr_cpus):
-    return sim.keep_time(Kernel(seed=seed, nr_cpus=nr_cpus, host_kallsyms=False).boot(initcalls=BOOT))
+    return sim.keep_time(Kernel(seed=seed, nr_cpus=nr_cpus, clock=ManualClock(), host_kallsyms=False).boot(initcalls=BOOT))
 
 
 def rows(k):

@@ -9,7 +9,7 @@ from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError, WouldBlock
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.printk import LogBuffer
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 
 def boot():

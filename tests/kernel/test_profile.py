@@ -13,7 +13,7 @@ from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.profile import (CPU_PROFILING, KVM_PROFILING, SCHED_PROFILING, get_option,
                                    simple_strtoull)
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs import sim
 
 SEC = 1_000_000_000

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import rd, wr
 
 CTL = ".fakefs/modules"

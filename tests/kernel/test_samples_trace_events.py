@@ -7,7 +7,7 @@ import os
 import pytest
 
 from fakefs.kernel.samples_trace_events import layout
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.sim import boot
 from kfiles import rd, wr
 

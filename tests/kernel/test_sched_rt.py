@@ -4,7 +4,7 @@ import errno
 import os
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, rd, wr
 
 P = "proc/sys/kernel/"

@@ -13,7 +13,7 @@ from workload_helpers import boot
 
 from fakefs import sim
 from fakefs.sim.files import read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"

@@ -12,6 +12,7 @@ from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import Kallsyms
 from fakefs.kernel.population import parse_tasks
 from fakefs.kernel.workload import Workload
+from fakefs.sim.clock import ManualClock
 
 TINY_TASKS = """
 [idle]
@@ -64,7 +65,7 @@ idle_loop: halt sw*0.1
 %root entry
 %end
 """
-    kern = Kernel(seed=1, nr_cpus=1, host_kallsyms=False)
+    kern = Kernel(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     kern.kallsyms = Kallsyms(core)
     tasks = parse_tasks(tomllib.loads(TINY_TASKS))
     w = Workload(kern, CallGraph.parse(text), tasks)

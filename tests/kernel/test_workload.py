@@ -11,7 +11,7 @@ from workload_helpers import boot, names_of, run
 
 from fakefs import sim
 from fakefs.kernel import workload
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import FENTRY_RET
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 
 class Called(random.Random):

@@ -6,12 +6,13 @@ import random
 
 from fakefs.kernel.init import Kernel
 from fakefs import sim
+from fakefs.sim.clock import ManualClock
 
 BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
 
 
 def boot(seed=1, nr_cpus=2, host=False):
-    return sim.keep_time(Kernel(seed=seed, nr_cpus=nr_cpus, host_kallsyms=host).boot(initcalls=BOOT))
+    return sim.keep_time(Kernel(seed=seed, nr_cpus=nr_cpus, clock=ManualClock(), host_kallsyms=host).boot(initcalls=BOOT))
 
 
 def run(w, n, seed=1, ncpu=4):

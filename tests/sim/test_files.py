@@ -3,7 +3,7 @@ the clock's now first; the kernel's file operations alone do not."""
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import kernel_read, kernel_write
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.fs.pseudo import Later
 from fakefs.sim.files import finish, read_file, write_file
 

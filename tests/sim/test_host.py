@@ -8,7 +8,7 @@ from fakefs import sim
 from fakefs.kernel import fork
 from fakefs.sim.files import read_file, write_file
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.sim import host
 from fakefs.timeline import check
 

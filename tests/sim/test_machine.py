@@ -9,7 +9,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
 from fakefs.sim.files import finish, read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.timeline import check
 
 T = "sys/kernel/tracing/"

@@ -8,7 +8,7 @@ import re
 
 from fakefs import sim
 from fakefs.sim.files import read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 T = "sys/kernel/tracing/"
 C = "sys/devices/system/cpu/"

@@ -3,7 +3,7 @@ nothing but the hooks a test gives it."""
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.sim.timekeeper import GAP_NS, GAP_WINDOW_NS, STEP_NS, TICK_NS
 
 MS = 1_000_000

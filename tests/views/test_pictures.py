@@ -263,7 +263,7 @@ def test_profile_heatmap_rejects_junk():
 def test_pictures_of_an_in_process_kernel():
     from fakefs import sim
     from fakefs.sim.files import read_file, write_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
                  cmdline="profile=2 sysctl.vm.mem_profiling=1")
     t = "sys/kernel/tracing/"

@@ -7,7 +7,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.namei import NAME_MAX, filesystem_of, lookup_name, lookup_name_too_long
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 LONG = b"a" * (NAME_MAX + 1)
 

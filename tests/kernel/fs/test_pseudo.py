@@ -9,7 +9,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import KernelError
 from fakefs.sim.files import read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 T = "sys/kernel/tracing/"
 

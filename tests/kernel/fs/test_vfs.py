@@ -4,7 +4,7 @@ import os
 
 from fakefs import sim
 from fakefs.kernel.fs.vfs import vfs_call
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import node, rd, wr
 
 

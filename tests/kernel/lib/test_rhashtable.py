@@ -4,7 +4,7 @@ current at its init, whoever grows it later."""
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.lib.rhashtable import Rhashtable, rhashtable_init
 from fakefs.kernel.mm.alloc_tag import AllocTag
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs import sim
 
 

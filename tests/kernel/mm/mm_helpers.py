@@ -4,7 +4,7 @@ the allocation model (fast), and cat/echo-like file access."""
 from __future__ import annotations
 
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs import sim
 
 MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),

@@ -11,7 +11,7 @@ import pytest
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.mm.heap_stress import memparse
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs import sim
 
 PERSONA = "2.6.30-eqware"

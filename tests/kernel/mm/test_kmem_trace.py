@@ -9,7 +9,7 @@ from kfiles import rd, wr
 from fakefs import sim
 from fakefs.kernel.mm.kmem_trace import GFP_COMP_BIT, kernel_gfp, page_address
 from fakefs.kernel.irq import INTERRUPT_FUNCS
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.lib.vsprintf import hashed_ptr
 from fakefs.timeline import check
 

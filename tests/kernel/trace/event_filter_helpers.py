@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_events_filter as tef
 from fakefs.sim.files import finish
 

@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import rd, wr
 
 APPEND = os.O_WRONLY | os.O_APPEND

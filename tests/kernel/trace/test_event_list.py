@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.event_catalog import load_catalog
 
 T = "sys/kernel/tracing/"

@@ -6,7 +6,7 @@ import os
 import re
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.fgraph_retval import ULONG_MASK, retval_of
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder

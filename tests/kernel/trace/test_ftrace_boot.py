@@ -1,7 +1,7 @@
 """The function filters of the kernel command line (ftrace_boot.py)."""
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import rd
 
 CMDLINE = ("ftrace_filter=vfs_read,ksys_read,no_such_function "

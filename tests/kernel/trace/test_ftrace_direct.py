@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.ftrace_direct import (DirectOps, direct_functions, register_ftrace_direct,
                                                unregister_ftrace_direct)
 

@@ -110,7 +110,7 @@ def test_profiler_follows_the_global_filter(graph):
     """With the function graph tracer the profiler is a subops of graph_ops
     (ftrace_graph_func), which a function_graph tracer shares; without it,
     an ops of its own."""
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=7, nr_cpus=2, clock=ManualClock(), host_kallsyms=False,
                  config_overrides={"CONFIG_FUNCTION_GRAPH_TRACER": graph})
     wr(k, "set_ftrace_filter", "schedule\n")

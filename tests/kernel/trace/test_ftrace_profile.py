@@ -12,7 +12,7 @@ import pytest
 import ftrace_helpers
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.ftrace_profile import poisson
 from fakefs.kernel.trace.trace_call_rates import FN_RATE_DEFAULT as R_CALLS
 from fakefs.kernel.trace.trace_stat import StatFileOps

@@ -9,7 +9,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.kallsyms import Kallsyms
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.lib.glob import glob_regex
 from fakefs.kernel.trace.ftrace_records import (AddrIndex, MATCH_END_ONLY, MATCH_FRONT_ONLY, MATCH_FULL,
                                                 MATCH_GLOB, MATCH_INDEX, MATCH_MIDDLE_ONLY,

@@ -6,7 +6,7 @@ import os
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.ftrace_requests import request_path
 from kfiles import errno_of, rd, wr

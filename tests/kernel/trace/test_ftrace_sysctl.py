@@ -31,14 +31,14 @@ def test_ftrace_enabled_reads_back_what_proc_dointvec_stored():
 
 
 def test_boot_parameter_sets_it():
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
                  cmdline="sysctl.kernel.ftrace_enabled=0")
     assert rd(k, "ftrace_enabled", P) == "0\n" and not ftrace_calls_enabled(k)
 
 
 def test_no_function_tracer_no_file():
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False,
                  config_overrides={"CONFIG_FUNCTION_TRACER": False})
     assert "ftrace_enabled" not in k.tree.root.children["proc"].children["sys"] \

@@ -71,7 +71,7 @@ def test_packed_sub_buffers_take_less_than_the_buffer():
 def _busy_reads(monkeypatch, loose, unzipped=20):
     from fakefs import sim
     from fakefs.sim.files import read_file, write_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.trace import ring_buffer
     monkeypatch.setattr(ring_buffer, "LOOSE_PAGES", loose)
     monkeypatch.setattr(ring_buffer, "UNZIPPED_PAGES", unzipped)

@@ -13,7 +13,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import POLLIN, File, WouldBlock
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.ring_buffer_page import PageBuilder, RB_MISSED_EVENTS, RB_MISSED_STORED
 from kfiles import node, rd, wr

@@ -8,7 +8,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, node, rd, wr
 
 
@@ -245,7 +245,7 @@ def merged(buf):
 def test_unrecorded_switches_and_wakeup_events_without_a_machine():
     """Regression: the unrecorded-switch stream once shared its occurrence id
     with the machine's hits, and catch-up raised for ever after."""
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.fs.pseudo import File
     import os as _os
     k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=2)
@@ -263,7 +263,7 @@ def test_trace_pipe_tells_what_was_lost():
     next line says so (print_trace_line: ``CPU:N [LOST M EVENTS]``)."""
     import os as _os
     from fakefs.kernel.fs.pseudo import File, WouldBlock
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     # (a rate at which 8 KB hold the first 5 ms)
     k = sim.boot(host_kallsyms=False, clock=ManualClock(), nr_cpus=1, cmdline="fakefs.fn_rate=4000")
     T = "sys/kernel/tracing/"

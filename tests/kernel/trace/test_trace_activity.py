@@ -5,7 +5,7 @@ import os
 from kfiles import wr
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_activity import machine_seen_by_tracing
 
 

@@ -8,7 +8,7 @@ import re
 
 from fakefs import sim
 from fakefs.sim.timekeeper import GAP_WINDOW_NS
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import rd, wr
 
 STEP = 20_000_000

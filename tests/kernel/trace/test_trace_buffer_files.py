@@ -7,7 +7,7 @@ import re
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import POLLIN, File, KernelError
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_buffer_files import raw_data_shown, subbuf_order_for
 from kfiles import TRACING, errno_of, node, rd, wr
 

@@ -5,7 +5,7 @@ import bisect
 import random
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_call_rates import AwakeTime
 from kfiles import wr
 

@@ -4,7 +4,7 @@ clock's readings, printed in its units."""
 import re
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_clock import TSC_KHZ, TraceClocks
 from kfiles import rd, wr
 

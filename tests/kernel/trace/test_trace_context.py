@@ -7,7 +7,7 @@ import collections
 from kfiles import wr
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 
 def test_the_frames_context_is_their_stacks():

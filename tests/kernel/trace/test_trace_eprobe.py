@@ -129,7 +129,7 @@ def test_ustring_reads_the_names_the_machine_s_tasks_pass():
     memory: the names the machine's tasks open, never a fault; a plain
     string or a +u dereference of a user address reads the same memory."""
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     clock = ManualClock()
     k = sim.boot(seed=1, nr_cpus=2, clock=clock, host_kallsyms=False)
     add(k, "e:op syscalls/sys_enter_openat file=+0($filename):ustring "

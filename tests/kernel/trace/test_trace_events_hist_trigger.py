@@ -11,7 +11,7 @@ import pytest
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.sim.files import write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from ftrace_helpers import APPEND, MS, boot
 from kfiles import errno_of, node, rd, reset_triggers, wr, sim_fork
 

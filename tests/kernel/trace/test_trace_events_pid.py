@@ -7,7 +7,7 @@ import os
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_events_pid import EventPids
 from kfiles import errno_of, rd, wr
 

@@ -12,7 +12,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, WouldBlock
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.trace_events_raw import (FIXED_KINDS, RecordEncoder, RecordError,
                                                   fixed_fields, packed_layout)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, rd, reset_triggers, wr, sim_fork
 
 MS = 1_000_000

@@ -63,7 +63,7 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
 
     from fakefs import sim
     from fakefs.sim.files import read_file
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.trace import trace_activity
     monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
     k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
@@ -130,7 +130,7 @@ def _reset_between(raw, monkeypatch):
     from kfiles import wr
 
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.trace import trace_activity
     monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=50000",
@@ -178,7 +178,7 @@ def _calls_by_window(kept, monkeypatch):
     from kfiles import wr
 
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.trace import trace_activity
     if not kept:
         fresh = trace_activity.TraceActivity._writer_for

@@ -9,7 +9,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace.trace_functions_graph_output import graph_duration
 from ftrace_helpers import APPEND

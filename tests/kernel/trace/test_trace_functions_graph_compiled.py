@@ -9,7 +9,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace import _trace_functions_graph as compiled
 from fakefs.kernel.fs.pseudo import WouldBlock
 from fakefs.sim.files import read_file

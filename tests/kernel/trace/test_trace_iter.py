@@ -5,7 +5,7 @@ import re
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import node, rd, wr
 
 

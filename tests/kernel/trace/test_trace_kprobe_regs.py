@@ -6,7 +6,7 @@ import os
 
 from fakefs import sim
 from fakefs.sim.files import read_file, write_file
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 T = "sys/kernel/tracing/"
 

@@ -3,7 +3,7 @@
 import errno
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, node, rd, wr
 
 

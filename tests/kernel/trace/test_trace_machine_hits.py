@@ -95,7 +95,7 @@ def _files_after(monkeypatch, seed, settings, windows, window_ns):
     from kfiles import rd, wr
 
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=seed, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     for path, value in settings:
         wr(k, path, value)
@@ -151,7 +151,7 @@ def _changing(monkeypatch, kept):
     from kfiles import rd, wr
 
     from fakefs import sim
-    from fakefs.kernel.time import ManualClock
+    from fakefs.sim.clock import ManualClock
     from fakefs.kernel.trace import trace_activity
     if not kept:
         monkeypatch.setattr(trace_activity, "recorders_key", lambda trs: object())

@@ -5,7 +5,7 @@ import re
 import struct
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_output import trace_find_mark
 from fakefs.sim.files import read_file
 from kfiles import TRACING, rd, wr

@@ -5,7 +5,7 @@ import re
 import struct
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_output_fields import Field, FILTER_DYN_STRING, FILTER_OTHER, \
     FILTER_STATIC_STRING, fields_text
 from kfiles import rd, wr

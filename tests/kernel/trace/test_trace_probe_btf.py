@@ -13,7 +13,7 @@ from probe_helpers import add, fresh, last_error
 from kfiles import errno_of, rd, wr
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.readme import BTF_ARGS
 
 booted = ftrace_helpers.booted

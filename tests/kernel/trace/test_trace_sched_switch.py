@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_sched_switch import SavedCmdlines, cmdline_slots, resized
 from kfiles import errno_of, rd, wr
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.sim import host
 from kfiles import errno_of, rd, wr
 

@@ -9,7 +9,7 @@ import pytest
 
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from kfiles import errno_of, node, rd, wr
 
 MS = 1_000_000

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 from fakefs.kernel.trace.trace_stack import BOTTOM, DISABLED, frame_size
 from fakefs.kernel.walkgraph import FENTRY_RET
 from ftrace_helpers import APPEND, MS, TRUNC, boot

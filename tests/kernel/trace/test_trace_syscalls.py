@@ -5,7 +5,7 @@ from __future__ import annotations
 from kfiles import rd, wr
 
 from fakefs import sim
-from fakefs.kernel.time import ManualClock
+from fakefs.sim.clock import ManualClock
 
 
 

@@ -1,17 +1,17 @@
-"""kernel/time.py: the clock that follows the host's, held at a request's
+"""sim/clock.py: the machine's clock that follows the host's, held at a request's
 instant while it is served."""
 
 from __future__ import annotations
 
 import time
 
-from fakefs.kernel import time as ktime
-from fakefs.kernel.time import Clock
+from fakefs.sim import clock as sclock
+from fakefs.sim.clock import Clock
 
 
 def test_the_clock_is_the_hosts_since_boot(monkeypatch):
     host = [1_000_000_000]
-    monkeypatch.setattr(ktime.time, "monotonic_ns", lambda: host[0])
+    monkeypatch.setattr(sclock.time, "monotonic_ns", lambda: host[0])
     c = Clock(boot_offset_ns=50_000_000)        # booted 50 ms ago
     assert c.now_ns() == 50_000_000
     host[0] += 300_000_000

@@ -1,4 +1,4 @@
-"""The kernel's clock, following the wall clock lazily.
+"""The machine's clock, which its kernel reads (the kernel is given it).
 
 ``now_ns()`` is nanoseconds since the simulated boot (``local_clock()``): the
 host's CLOCK_MONOTONIC since then.  The simulated kernel does no work on its
