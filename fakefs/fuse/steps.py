@@ -18,7 +18,7 @@ import time
 
 import trio
 
-from ..kernel.fs.pseudo import Later
+from ..sim.files import finish
 
 SLICE_S = 0.01
 GRACE_S = 0.001
@@ -66,11 +66,8 @@ async def stepped_write(fs, f, data: bytes) -> int:
         until = await fs.observe(changes=True)
         with fs.at(until):
             answer = fops.write(f, data)
-        while isinstance(answer, Later):      # its writer's work needs the machine further on
-            fs.kernel.timekeeper.advance_to(answer.t)
-            with fs.at(until):
-                answer = answer.then()
-        return answer
+        # (a Later: its writer's work needs the machine further on)
+        return finish(fs.kernel, answer, lambda: fs.at(until))
     ino = f.node.ino
     lock = _locks.get(ino)
     if lock is None:

@@ -10,17 +10,20 @@ has one owner, the caller (issue 33, DM6).  ``fs.pseudo.kernel_read`` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ..kernel.fs.pseudo import Later, kernel_read, kernel_write
 
 
-def finish(kernel, answer):
+def finish(kernel, answer, at=contextlib.nullcontext):
     """An operation's answer, the machine moved on first where it says so
-    (``Later``: the instant its caller's work needs)."""
+    (``Later``: the instant its caller's work needs); each ``then()`` runs
+    inside ``at()`` (the adapter holds the clock at the request's instant)."""
     while isinstance(answer, Later):
         kernel.timekeeper.advance_to(answer.t)
-        answer = answer.then()
+        with at():
+            answer = answer.then()
     return answer
 
 

@@ -124,9 +124,10 @@ class FileOperations:
     """
 
     nonseekable = False
-    # what a read shows depends on what the simulated machine has done: the
-    # kernel catches up first.  Settings and fixed texts say False, and are
-    # answered at once, even while another request's catch-up is under way.
+    # what a read shows depends on what the simulated machine has done: its
+    # caller moves the machine to the read's instant first (the operations
+    # never do).  Settings and fixed texts say False, and are answered at
+    # once, even while another request's catch-up is under way.
     observes = True
     # a write moves the simulated time on (the virtual clock's control
     # file): the request returns once the machine has got there, so the
