@@ -1,7 +1,7 @@
 """Reading and writing a simulated kernel's pseudo-files without a mount.
 
 Each call first lets the kernel catch up, as the FUSE adapter does before a
-request.  ``wr`` raises KernelError like the kernel's handler would.
+request (``sim.files``).  ``wr`` raises KernelError like the kernel's handler would.
 """
 
 import os
@@ -21,12 +21,10 @@ def node(k, path, base=TRACING):
 
 
 def rd(k, path, base=TRACING):
-    k.timekeeper.run_until_now()
     return read_file(k, base + path).decode()
 
 
 def wr(k, path, data, flags=os.O_WRONLY | os.O_TRUNC, base=TRACING):
-    k.timekeeper.run_until_now()
     return write_file(k, base + path, data.encode(), flags)
 
 

@@ -20,8 +20,9 @@ simulate.
 When the machine does not keep up (GIVE_UP_TICKS catch-ups in a row ran
 slower than real time and left it more than GIVE_UP_S behind), the runner
 stops and the lazy path takes over: the next request catches the gap up
-(its window costs ~70 ms with everything traced, default buffer: ``python
--m fakefs.bench.catchup --no-mount``), and the runner starts again after that request (or RETRY_S).  Nothing records (or
+(with everything traced, 75-90 ms whatever the buffer's size: ``python -m
+fakefs.bench.catchup --no-mount``), and the runner starts again after that
+request (or RETRY_S).  Nothing records (or
 ``--clock virtual``): it waits for the next request, the only thing that
 can change that.
 """

@@ -56,11 +56,10 @@ class Gap:
 class Timekeeper:
     """Moves ``kernel`` through simulated time, following its clock."""
 
-    __slots__ = ("kernel", "clock", "gap")
+    __slots__ = ("kernel", "gap")
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self.clock = kernel.clock
         self.gap: Gap | None = None        # the gap being caught up
         kernel.timekeeper = self
 
@@ -79,7 +78,7 @@ class Timekeeper:
         and watchers accounting for it.  A gap, once begun, ends where it
         was meant to.
         """
-        now = self.clock.now_ns() if until is None else until
+        now = self.kernel.clock.now_ns() if until is None else until
         now -= now % TICK_NS
         # what can see the machine changes only with settings, which a
         # catch-up does not change unless something sees it
@@ -208,6 +207,6 @@ class Timekeeper:
 
     def run_until_now(self) -> None:
         """Catch up with the instant of the call."""
-        until = self.clock.now_ns()
+        until = self.kernel.clock.now_ns()
         while self.catch_up(1 << 30, until):
             pass

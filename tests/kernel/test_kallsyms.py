@@ -11,6 +11,7 @@ from fakefs import sim
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import BUNDLED_PATH, Kallsyms, kallsyms_init
 from fakefs.sim.clock import ManualClock
+from fakefs.sim.files import finish
 
 PS_RE = re.compile(r"^[A-Za-z0-9_.$]+\+0x[0-9a-f]+/0x[0-9a-f]+$")
 LINE_RE = re.compile(r"^[0-9a-f]{16} [tTwW] [^\s]+(\t\[[^\]\s]+\])?$")
@@ -273,7 +274,7 @@ def test_every_file_of_kernel_addresses_hides_them_the_same_way():
     from fakefs.kernel.kprobes import Kprobe
     from fakefs.sim.clock import ManualClock
     k = sim.boot(seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
-    k.modules.load("trace_printk")
+    finish(k, k.modules.load("trace_printk"))     # (its init: a Later)
     k.kprobes.register(Kprobe(None, "kernel_clone", 0, False))
     files = (("proc/kallsyms", 0), ("proc/modules", -1), ("sys/kernel/debug/kprobes/list", 0))
 

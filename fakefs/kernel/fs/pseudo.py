@@ -153,6 +153,8 @@ class FileOperations:
         return self.observes and (off == 0 or self.nonseekable)
 
     def write(self, f: File, data: bytes) -> int:
+        """The bytes taken, or a :class:`Later` for them when the writer's
+        work needs the machine further on (its caller finishes it)."""
         raise KernelError(errno.EINVAL)
 
     def poll(self, f: File) -> int:

@@ -44,9 +44,9 @@ the skipped time from its count, and its stacks are entries of the buffer.
 An array that started recording during the gap is measured from then on.
 
 The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
-(the cost of simulating is per entry: 2-4 us a plain function call,
-10-20 us an event with its stack; a default buffer holds 51.6k function
-entries, refilled MARGIN times over after a probe that is 105k a CPU, so
+(the cost of simulating is per entry: a gap with everything traced costs
+its request 75-90 ms, ``python -m fakefs.bench.catchup --no-mount``; a
+default buffer holds 51.6k function entries, refilled MARGIN times over after a probe that is 105k a CPU, so
 that a default buffer is full after a gap at the function tracer's 500,000
 calls a second).  A buffer
 that holds more than that (``buffer_size_kb`` in megabytes) keeps the

@@ -12,6 +12,7 @@ from fakefs.kernel.trace.ftrace_index import NameIndex
 from fakefs.kernel.trace.ftrace_records import (MATCH_FULL, MATCH_INDEX, Glob, filter_parse_regex,
                                                 ftrace_records)
 import ftrace_helpers
+from fakefs.sim.files import finish
 
 booted = ftrace_helpers.booted
 
@@ -81,7 +82,7 @@ def match_plain(recs, func, mod):
 def test_index_agrees_with_the_plain_matcher(booted, grams):
     k, _clock = booted
     if "trace_printk" not in k.modules.loaded:
-        k.modules.load("trace_printk")        # records of a module for the :mod: half
+        finish(k, k.modules.load("trace_printk"))     # records of a module for the :mod: half
     recs = ftrace_records(k)
     index = NameIndex(recs.names)
     if grams:

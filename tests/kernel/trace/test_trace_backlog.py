@@ -312,8 +312,9 @@ def test_a_gaps_window_is_the_same_whatever_the_gaps_length_shifted():
     """What a gap shows (its window, at the end) does not depend on how
     long the skipped part was: a gap longer by a whole number of jiffies
     gives the same entries, every absolute time in them later by as much.
-    Only the counts of what the skipped part wrote differ.  (So the window
-    could be made before its end is known, and moved there.)"""
+    Only the counts of what the skipped part wrote differ: what a reader
+    sees of a gap depends on where it ends, not on when nobody looked
+    from."""
     settings = (("current_tracer", "function"), ("events/sched/enable", "1"),
                 ("events/timer/enable", "1"), ("options/stacktrace", "1"),
                 ("options/stackmap", "1"))
