@@ -206,6 +206,60 @@ def test_the_kernel_model_reads_no_new_clock():
     assert not paid, "lower CLOCK_DEBT to what is left: %s" % paid
 
 
+# Issue 33, DM6 (open): nothing under kernel/ should generate activity; the
+# machine in sim/ owns every generator.  A module of the kernel model that has
+# itself driven by time (``add_timer_hook``: its work runs because time went on,
+# not because somebody called it) generates activity; so do the call-graph
+# walk and what builds it.  Both may only shrink (session 46: the allocation
+# workload moved to sim/alloc_workload.py, the kernel keeping its code paths,
+# mm/alloc_calls.py, and its boot, mm/alloc_boot.py).
+TIME_DRIVEN_DEBT = {
+    "fakefs.kernel.mm.heap_stress",           # the 2009 persona's stress module
+    "fakefs.kernel.profile",                  # /proc/profile's ticks
+    "fakefs.kernel.samples_trace_events",     # the sample module's thread
+    "fakefs.kernel.trace.ftrace_profile",     # the function profiler's lazy counts
+    "fakefs.kernel.trace.trace_activity",     # the walk's records
+}
+GENERATOR_DEBT = {
+    "fakefs.kernel.workload", "fakefs.kernel._workload", "fakefs.kernel.walk",
+    "fakefs.kernel._walk", "fakefs.kernel.walk_reference", "fakefs.kernel.reach",
+    "fakefs.kernel._reach", "fakefs.kernel.reach_reference", "fakefs.kernel.call_sites",
+    "fakefs.kernel.population", "fakefs.kernel.trace.trace_backlog",
+    "fakefs.kernel.trace.trace_activity",
+}
+
+
+def timer_hook_calls(source: str) -> int:
+    """Calls in ``source`` that have something driven by the kernel's time."""
+    return sum(1 for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+               and node.func.attr == "add_timer_hook")
+
+
+def test_timer_hook_calls_are_found():
+    assert timer_hook_calls("kernel.add_timer_hook(wl.step)\nk.add_timer_hook(f, skip=g)") == 2
+    assert timer_hook_calls("def add_timer_hook(self, fn): pass\nx = k.add_timer_hook") == 0
+
+
+def test_nothing_new_in_the_kernel_model_is_driven_by_time():
+    found = set()
+    for mod, path in _modules():
+        if mod.startswith("fakefs.kernel") and path.endswith(".py"):
+            with open(path) as fh:
+                if timer_hook_calls(fh.read()):
+                    found.add(mod)
+    assert not found - TIME_DRIVEN_DEBT, "driven by time in the kernel model: %s" % (found - TIME_DRIVEN_DEBT)
+    assert not TIME_DRIVEN_DEBT - found, "lower TIME_DRIVEN_DEBT: %s" % (TIME_DRIVEN_DEBT - found)
+
+
+def test_the_generators_left_in_the_kernel_model_only_go():
+    mods = {mod for mod, _path in _modules()}
+    assert not GENERATOR_DEBT - mods, "lower GENERATOR_DEBT: %s" % (GENERATOR_DEBT - mods)
+    # (a new generator is a module of sim/: none joins the kernel model)
+    assert not any("workload" in m.rsplit(".", 1)[-1] for m in mods
+                   if m.startswith("fakefs.kernel") and m not in GENERATOR_DEBT)
+
+
 MAX_LINES = 600
 
 

@@ -364,7 +364,7 @@ def module_name(elf):
 # marked True are the default machine's: what a Debian 12 desktop VM under QEMU/KVM with
 # libvirt's defaults loads (q35 SATA CD-ROM, ext4 root, qemu-xhci tablet, virtio-gpu/qxl,
 # ich9 HDA, KVM), plus xfs, which the simulated machine's BOOT_MODULES
-# (fakefs/kernel/mm/alloc_workload.py) loads.  Modules with no events of their own (kvm_intel,
+# (fakefs/kernel/mm/alloc_boot.py) loads.  Modules with no events of their own (kvm_intel,
 # overlay, bridge, ...) need no line.  The others can be loaded with modules-load=.
 MODULES = [
     # (module, path under kernel/, loaded by default)

@@ -27,7 +27,7 @@ def _kernel(cmdline: str = "", nr_cpus: int = 2):
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock())
     k.boot(initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
                       ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                      ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")])
+                      ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")])
     return sim.keep_time(k)
 
 

@@ -64,7 +64,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.irq_proc", "proc_interrupts_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
     ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-    ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init"),
+    ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init"),
     ("fakefs.kernel.profile", "profile_init"),
     ("fakefs.kernel.fs.proc.profile", "proc_profile_init"),
     ("fakefs.kernel.system_map", "system_map_init"),
@@ -139,6 +139,8 @@ class Kernel:
         self.stack_tracer = None          # trace.trace_stack.StackTracer (CONFIG_STACK_TRACER)
         self.profile = None
         self.alloc_tag = None
+        self.alloc_calls = None           # mm.alloc_calls.AllocCalls (CONFIG_MEM_ALLOC_PROFILING)
+        # what the machine allocates at run time (fakefs.sim.alloc_workload)
         self.alloc_workload = None
         self.page_alloc = None
         self.slab = None

@@ -19,7 +19,7 @@ interrupt) and runs ``clone()`` (``kernel_clone``: ``task_newtask``,
 (``sched_process_exit``, SIGCHLD to its parent, which is woken).  Their
 memory goes through the simulated allocators as they do so (the fork's
 copy, the exec's path lookups and new mm, the exit's frees:
-``kernel/mm/alloc_workload_tasks.py``).  Between
+``kernel/mm/alloc_tasks.py``).  Between
 those, a real process is asleep here: only its system calls into this
 kernel (and the ones the host reports) show it running.
 """
@@ -30,7 +30,7 @@ import os
 from collections import OrderedDict
 
 from .timekeeper import SHOWN_NS
-from ..kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, LOOKUP_NS
+from ..kernel.mm.alloc_tasks import EXEC_LOOKUPS, LOOKUP_NS
 from ..kernel.sched import CTX_HARDIRQ, CTX_TASK
 from ..kernel.trace.trace_events_pid import follow_fork
 
@@ -99,8 +99,8 @@ class HostProcesses:
         # when it may run on all (its affinity is its CPUs here; None: not read)
         self.affinity = None
         # the allocators' model of their memory (None: a kernel without it)
-        wl = machine.kernel.alloc_workload
-        self.memory = wl.tasks if wl is not None else None
+        calls = machine.kernel.alloc_calls
+        self.memory = calls.tasks if calls is not None else None
         # (host pid, its start time) -> its pid here, for a kernel that
         # does not follow the real processes (see own_pid), least recently
         # seen first

@@ -24,9 +24,10 @@ kernel versions).  Loading and unloading modules, with their tags:
 :mod:`.alloc_tag_module`.
 
 This module is the single initcall of the allocation model: ``alloc_tag_init``
-sets up tags, sysctl and procfs; ``alloc_workload_init``
-(:mod:`fakefs.kernel.mm.alloc_workload`) then starts the simulated
-allocators and their workload.
+sets up tags, sysctl and procfs; ``alloc_boot_init``
+(:mod:`fakefs.kernel.mm.alloc_boot`) then brings up the simulated
+allocators and replays boot on them; the machine's allocations at run time
+are :mod:`fakefs.sim.alloc_workload`'s.
 """
 
 from __future__ import annotations
@@ -515,4 +516,4 @@ def alloc_tag_init(kernel) -> None:
     else:
         procfs_init(at)
 
-    # alloc_workload.alloc_workload_init goes on from here
+    # alloc_boot.alloc_boot_init goes on from here

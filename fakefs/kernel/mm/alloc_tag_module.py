@@ -17,7 +17,7 @@ told to leak) and drops the tags; memory still charged to them is reported
 cleanly.
 
 :func:`load_module` / :func:`unload_module` do all of it for a kernel
-running the allocation workload (``kernel.alloc_workload``);
+with the simulated allocators (``kernel.alloc_calls``);
 :func:`module_load` / :func:`module_unload` are the tag part alone.
 """
 
@@ -30,7 +30,7 @@ from ..panic import add_taint
 from ..printk import KERN_WARNING
 from .alloc_tag import (AllocTag, AllocTagging, load_tag_table, make_tags, nr_unused_pageflag_bits,
                         shutdown_mem_profiling)
-from .alloc_workload_sites import SiteProfile, lognormal
+from .alloc_sites import SiteProfile, lognormal
 
 CTAGMOD_TAG = ("drivers/staging/ctagmod/ctagmod.c", 20, "ctagmod_start", "alloc_pages")
 CTAGMOD_PAGES = 1010
@@ -90,15 +90,15 @@ def module_unload(at: AllocTagging, name: str) -> bool:
 # the module's init and exit
 
 
-def _module_footprint(wl, name: str, tags: list) -> list:
-    rng = wl.kernel.subsystem_rng("alloc_workload:module:" + name)
+def _module_footprint(calls, name: str, tags: list) -> list:
+    rng = calls.kernel.subsystem_rng("alloc_workload:module:" + name)
     objs = []
     if name == "ctagmod":
-        at = wl.at
+        at = calls.at
         old = at.current
         at.current = tags[0]
         try:
-            objs.append(wl.pa.alloc_pages_bulk_noprof(CTAGMOD_PAGES))
+            objs.append(calls.pa.alloc_pages_bulk_noprof(CTAGMOD_PAGES))
         finally:
             at.current = old
         return objs
@@ -108,7 +108,7 @@ def _module_footprint(wl, name: str, tags: list) -> list:
             n = int(lognormal(rng, 2.0, 1.2, 1, 500))
             if p.kind in ("vmalloc", "kvmalloc", "page") and p.order:
                 n = min(n, 4)
-            objs.append(wl.alloc_profile(p, n))
+            objs.append(calls.alloc_profile(p, n))
     return objs
 
 
@@ -116,13 +116,13 @@ def load_module(kernel, name: str) -> list:
     """Load a module: its tags appear in /proc/allocinfo (``[name]``) and its
     init allocates at them.  Returns the module's tags."""
     at = kernel.alloc_tag
-    wl = kernel.alloc_workload
+    calls = kernel.alloc_calls
     if name == "ctagmod":
         f, line, func, callee = CTAGMOD_TAG
         tags = module_load(at, name, [AllocTag(f, line, func, name, callee)])
     else:
         tags = module_load(at, name)
-    wl.modules[name] = _module_footprint(wl, name, tags)
+    calls.modules[name] = _module_footprint(calls, name, tags)
     if name == "ctagmod":
         add_taint(kernel, "C")
     return tags
@@ -131,12 +131,12 @@ def load_module(kernel, name: str) -> list:
 def unload_module(kernel, name: str, leak: bool = False) -> bool:
     """Unload a module; its exit frees what its init allocated unless
     ``leak``.  Returns False when allocations were still charged to it."""
-    wl = kernel.alloc_workload
-    objs = wl.modules.pop(name, [])
-    if name == "ctagmod" and wl.missing_annotation_obj is not None:
-        wl.slab.kfree(wl.missing_annotation_obj)
-        wl.missing_annotation_obj = None
+    calls = kernel.alloc_calls
+    objs = calls.modules.pop(name, [])
+    if name == "ctagmod" and calls.missing_annotation_obj is not None:
+        calls.slab.kfree(calls.missing_annotation_obj)
+        calls.missing_annotation_obj = None
     if not leak:
         for o in objs:
-            wl.free(o)
+            calls.free(o)
     return module_unload(kernel.alloc_tag, name)

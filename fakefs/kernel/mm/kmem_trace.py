@@ -8,7 +8,8 @@ function of the tag it is charged to, its ``ptr`` the object's address in
 the direct map (its slab's page frame and its index in the slab), a page's
 ``pfn`` the frame it got.
 
-Allocations are made by the machine's users (``alloc_workload``), which say
+Allocations are made by the machine's users (``fakefs.sim.alloc_workload``
+through ``alloc_calls``), which say
 where and when each happens (:meth:`KmemTrace.at`): a CPU and an instant.
 Who was running there then, and in what context, is known to whoever
 records the hit (the trace replay), so the hits carry no pid or flags.
@@ -52,7 +53,7 @@ class KmemTrace:
     def __init__(self, tracepoints, kallsyms=None, inlined_into=None):
         self.when = None                       # (cpu, ts) of the operation being made
         # where the frees being made are called from, when the code making
-        # them is known (a FreeSite: alloc_workload_tasks); None: unknown
+        # them is known (a FreeSite: alloc_tasks); None: unknown
         self.free_site = None
         tp = tracepoints.get
         self.tp_kmalloc = tp("kmalloc")

@@ -17,7 +17,7 @@ from ..fs.pseudo import DirNode, DirOperations, KernelError
 from ..lib.versioned import VersionedSet
 from .event_list import register_events
 from .trace_events_pid import EventPids
-from ..mm.alloc_workload_boot import DEFAULT_RAM
+from ..mm.alloc_calls import DEFAULT_RAM
 from ..mm.page_alloc import PAGE_SHIFT, PageAccount
 from ._trace_commit import trace_stack, write_entry
 from ._trace_events_raw import FixedRecords

@@ -12,7 +12,7 @@ def boot():
     return sim.keep_time(Kernel(clock=ManualClock(), nr_cpus=2).boot(
         initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
                    ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                   ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")]))
+                   ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")]))
 
 
 def test_tables_charged_to_the_init_site():

@@ -9,7 +9,7 @@ from fakefs import sim
 
 MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
                 ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                ("fakefs.kernel.mm.alloc_workload", "alloc_workload_init")]
+                ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")]
 
 
 def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, persona=None, **config):

@@ -68,4 +68,4 @@ def test_tags_load_once_and_unload_once(kernel):
 
 def test_ctagmod_taints_staging(kernel):
     assert "C" in kernel.tainted
-    assert "ctagmod" in kernel.alloc_workload.modules
+    assert "ctagmod" in kernel.alloc_calls.modules

@@ -135,7 +135,7 @@ def test_a_tag_in_a_cloned_function_calls_from_the_clone():
     """A tag whose function the compiler cloned (``name.isra.0``) has its
     call site in the clone, not in whatever called it."""
     k = sim.boot(seed=5, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
-    ks, kt = k.kallsyms, k.alloc_workload.trace
+    ks, kt = k.kallsyms, k.alloc_calls.trace
     clone = next(n for n in ks.functions() if n.endswith(".isra.0")
                  and ks.addr_of(n[:-len(".isra.0")]) is None)
     tag = next(iter(k.alloc_tag.iter_tags()))
@@ -243,9 +243,9 @@ def test_call_sites_only_boot_code_reaches_do_not_churn():
     keep allocating while the machine runs: an __init function does not."""
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     wl, aw = k.workload, k.alloc_workload
-    sites = [aw.trace.call_site(p.tag) for p, _rate, _life in aw.hot]
+    sites = [aw.calls.trace.call_site(p.tag) for p, _rate, _life in aw.hot]
     assert len(sites) > 30 and all(s and wl.site_reachable(s) for s in sites)
-    init_only = aw.trace.call_site(next(t for t in k.alloc_tag.iter_tags()
+    init_only = aw.calls.trace.call_site(next(t for t in k.alloc_tag.iter_tags()
                                         if t.function == "netlbl_domhsh_init"))
     assert init_only and not wl.site_reachable(init_only)
 

@@ -1,7 +1,7 @@
 """The call sites the simulated machine allocates at, and how
-(:mod:`.alloc_workload`).
+(:mod:`.alloc_calls`).
 
-* :data:`CACHES`: the named slab caches the workload uses;
+* :data:`CACHES`: the named slab caches its code paths use;
 * :data:`SITES`: the call sites its scripted activities (fork, page cache,
   network ...) charge, by key;
 * :class:`SiteProfile`: for any other call site, the allocator it calls
@@ -122,7 +122,7 @@ def lognormal(rng, median: float, sigma: float, lo: float, hi: float) -> float:
 class SiteProfile:
     """How the workload uses one call site: allocator kind, object size and
     allocation flags (GFP_KERNEL; GFP_ATOMIC for a site only interrupts
-    get to: ``AllocWorkload.keep_runtime_sites``)."""
+    get to: ``fakefs.sim.alloc_workload.AllocWorkload.keep_runtime_sites``)."""
 
     __slots__ = ("tag", "kind", "size", "order", "gfp")
 

@@ -1,7 +1,7 @@
 """The memory of tasks: what ``copy_process()`` and ``dup_mm()`` allocate
 (kernel/fork.c), what an ``execve()`` trades (fs/exec.c) and what
-``do_exit()`` gives back (kernel/exit.c), for the allocation workload
-(:mod:`.alloc_workload`).
+``do_exit()`` gives back (kernel/exit.c), for the call sites of
+:mod:`.alloc_calls`.
 
 Two kinds of processes have memory here:
 
@@ -24,7 +24,7 @@ period later (the call graph has both ways).
 
 from __future__ import annotations
 
-from .alloc_workload_sites import lognormal
+from .alloc_sites import lognormal
 from .slub import Obj
 from .vmalloc import VmArea
 
@@ -79,12 +79,12 @@ class Process:
 
 
 class TaskMemory:
-    """``alloc_workload.tasks``: every process's memory."""
+    """``alloc_calls.tasks``: every process's memory."""
 
-    __slots__ = ("wl", "host", "cached_stacks", "rng")
+    __slots__ = ("calls", "host", "cached_stacks", "rng")
 
-    def __init__(self, wl, rng):
-        self.wl = wl
+    def __init__(self, calls, rng):
+        self.calls = calls
         self.host: dict[int, Process] = {}        # followed real processes, by pid
         self.cached_stacks: list = []
         self.rng = rng                            # the host processes' draws only
@@ -93,21 +93,21 @@ class TaskMemory:
     def new_process(self, kthread: bool = False, rss: int = 0, nvma: int = 0,
                     threads: int = 1) -> Process:
         """``copy_process`` + ``dup_mm`` (+ the first page faults)."""
-        wl = self.wl
+        calls = self.calls
         proc = Process()
         objs = proc.objs
         for _t in range(threads):
-            objs.append(wl._cache_alloc("task", "task_struct", node=0))
+            objs.append(calls.cache_alloc("task", "task_struct", node=0))
             objs.append(self._stack())
-            objs.append(wl._cache_alloc("pid", "pid"))
-            objs.append(wl._cache_alloc("cred", "cred_jar"))
+            objs.append(calls.cache_alloc("pid", "pid"))
+            objs.append(calls.cache_alloc("cred", "cred_jar"))
         if kthread:
-            objs.append(wl.slab.kmalloc(wl.site("kthread"), 96))
+            objs.append(calls.slab.kmalloc(calls.site("kthread"), 96))
         else:
-            objs.append(wl._cache_alloc("files", "files_cache"))
-            objs.append(wl._cache_alloc("fs", "fs_cache"))
-            objs.append(wl._cache_alloc("sighand", "sighand_cache"))
-            objs.append(wl._cache_alloc("signal", "signal_cache"))
+            objs.append(calls.cache_alloc("files", "files_cache"))
+            objs.append(calls.cache_alloc("fs", "fs_cache"))
+            objs.append(calls.cache_alloc("sighand", "sighand_cache"))
+            objs.append(calls.cache_alloc("signal", "signal_cache"))
             self._new_mm(proc, rss, nvma)
         return proc
 
@@ -115,41 +115,41 @@ class TaskMemory:
         """An mm with ``nvma`` VMAs and ``rss`` anonymous pages: a fork's
         copy (``dup_mm``, ``vm_area_dup``), or ``fresh``, an exec's
         (``mm_alloc``, ``vm_area_alloc``)."""
-        wl = self.wl
-        s = wl.slab
+        calls = self.calls
+        s = calls.slab
         proc.mm_at = len(proc.objs)
         objs = proc.objs
         if fresh:
-            objs.append(s.kmem_cache_alloc(self._exec_tag("mm_alloc"), wl.caches["mm_struct"]))
+            objs.append(s.kmem_cache_alloc(self._exec_tag("mm_alloc"), calls.caches["mm_struct"]))
         else:
-            objs.append(wl._cache_alloc("dup_mm", "mm_struct"))
-        objs.append(wl.pcpu.alloc(wl.site("mm_cid"), 16))
-        objs.append(wl.pa.alloc_pages(wl.site("pgd"), 1))
-        vma = wl.caches["vm_area_struct"]
-        lock = wl.caches["vma_lock"]
-        t_vma = self._exec_tag("vm_area_alloc") if fresh else wl.site("vma_dup")
-        t_lock = wl.site("vma_lock")
+            objs.append(calls.cache_alloc("dup_mm", "mm_struct"))
+        objs.append(calls.pcpu.alloc(calls.site("mm_cid"), 16))
+        objs.append(calls.pa.alloc_pages(calls.site("pgd"), 1))
+        vma = calls.caches["vm_area_struct"]
+        lock = calls.caches["vma_lock"]
+        t_vma = self._exec_tag("vm_area_alloc") if fresh else calls.site("vma_dup")
+        t_lock = calls.site("vma_lock")
         for _ in range(nvma):
             objs.append(s.kmem_cache_alloc(t_vma, vma))
             objs.append(s.kmem_cache_alloc(t_lock, lock))
         for _ in range(max(1, nvma // 3)):
-            objs.append(wl._cache_alloc("anon_vma", "anon_vma"))
-            objs.append(wl._cache_alloc("avc", "anon_vma_chain"))
+            objs.append(calls.cache_alloc("anon_vma", "anon_vma"))
+            objs.append(calls.cache_alloc("avc", "anon_vma_chain"))
         ptes = 4 + rss // 512 + nvma // 8
-        objs.append(wl._pages("pte", ptes))
+        objs.append(calls.pages("pte", ptes))
         if rss:
-            objs.append(wl._pages("anon", rss))
+            objs.append(calls.pages("anon", rss))
 
     def _exec_tag(self, function: str):
         """The tag of an exec's allocation in kernel/fork.c.  Not one of the
         workload's SITES: those are scripted only, and these call sites
         also keep the background activity boot gave them."""
-        return self.wl.find_tag("kernel/fork.c", function)
+        return self.calls.find_tag("kernel/fork.c", function)
 
     def _stack(self):
         if self.cached_stacks:
             return self.cached_stacks.pop()
-        return self.wl.vm.vmalloc(self.wl.site("stack"), 16384)
+        return self.calls.vm.vmalloc(self.calls.site("stack"), 16384)
 
     def exit_process(self, proc: Process, sites: bool = False) -> None:
         """``do_exit`` + ``free_task``: stacks go back to the per-CPU cache.
@@ -158,16 +158,16 @@ class TaskMemory:
         proc.objs = []
 
     def _free(self, objs: list, sites: bool) -> None:
-        wl = self.wl
-        trace = wl.trace
-        cache_max = 2 * wl.nr_cpus
+        calls = self.calls
+        trace = calls.trace
+        cache_max = 2 * calls.nr_cpus
         for o in objs:
             if isinstance(o, VmArea) and len(self.cached_stacks) < cache_max and o.nr_pages == 4:
                 self.cached_stacks.append(o)
                 continue
             if sites:
                 trace.free_site = FREE_SITES.get(o.slab.cache.name) if isinstance(o, Obj) else None
-            wl.free(o)
+            calls.free(o)
         trace.free_site = None
 
     # --- the real machine's processes ---------------------------------------
@@ -175,13 +175,13 @@ class TaskMemory:
         """A followed process forked child ``pid`` on ``cpu`` at ``t``: a
         process with a copy of its parent's mm, or (``thread``) a task
         sharing all of that, with its own task_struct, stack and pid."""
-        wl = self.wl
+        calls = self.calls
         rng = self.rng
-        with _At(wl.trace, cpu, t):
+        with _At(calls.trace, cpu, t):
             if thread:
                 proc = Process()
-                proc.objs += [wl._cache_alloc("task", "task_struct", node=0), self._stack(),
-                              wl._cache_alloc("pid", "pid")]
+                proc.objs += [calls.cache_alloc("task", "task_struct", node=0), self._stack(),
+                              calls.cache_alloc("pid", "pid")]
                 proc.mm_at = len(proc.objs)
             else:
                 proc = self.new_process(rss=int(lognormal(rng, 60, 0.8, 8, 4000)),
@@ -192,9 +192,9 @@ class TaskMemory:
         """``pid`` calls ``execve()`` on ``cpu`` at ``t``: the program is
         looked up, the old mm goes and the new one is mapped; then, as it
         starts, the loader looks up its cache and the libraries."""
-        wl = self.wl
+        calls = self.calls
         rng = self.rng
-        trace = wl.trace
+        trace = calls.trace
         self._lookup(cpu, t)
         proc = self.host.get(pid)
         with _At(trace, cpu, t):
@@ -211,12 +211,12 @@ class TaskMemory:
 
     def _lookup(self, cpu: int, t: int) -> None:
         """A path looked up: ``getname()``, then ``putname()``."""
-        wl = self.wl
-        trace = wl.trace
+        calls = self.calls
+        trace = calls.trace
         with _At(trace, cpu, t):
-            name = wl._cache_alloc("getname", "names_cache")
+            name = calls.cache_alloc("getname", "names_cache")
             trace.free_site = PUTNAME
-            wl.free(name)
+            calls.free(name)
             trace.free_site = None
 
     def host_exit(self, pid: int, cpu: int | None, t: int) -> None:
@@ -225,7 +225,7 @@ class TaskMemory:
         proc = self.host.pop(pid, None)
         if proc is None:
             return
-        with _At(self.wl.trace, cpu, t):
+        with _At(self.calls.trace, cpu, t):
             self.exit_process(proc, sites=True)
 
     def _keep(self, pid: int, proc: Process) -> None:

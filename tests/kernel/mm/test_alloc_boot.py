@@ -1,8 +1,8 @@
-"""What the machine holds after boot (alloc_workload_boot.py)."""
+"""What the machine holds after boot (alloc_boot.py)."""
 
 import pytest
 
-from fakefs.kernel.mm.alloc_workload_boot import BOOT_MODULES
+from fakefs.kernel.mm.alloc_boot import BOOT_MODULES
 from mm_helpers import boot, run, write
 
 
@@ -35,7 +35,7 @@ def test_netlink_table_charged_to_its_init_site(kernel):
     k = kernel
     nl = k.alloc_tag.find("net/netlink/af_netlink.c", "netlink_proto_init", 2940)
     assert nl.calls == 32                     # one bucket table per protocol, resized in place
-    wl = k.alloc_workload
+    wl = k.alloc_calls
     assert wl.nl_route.alloc_tag is nl
     sizes = set()
     for _ in range(30):
@@ -56,4 +56,4 @@ def test_modules_load_from_the_command_line():
 
 def test_the_distribution_modules_are_loaded_at_boot(kernel):
     assert tuple(kernel.alloc_tag.modules) == BOOT_MODULES
-    assert tuple(kernel.alloc_workload.modules) == BOOT_MODULES
+    assert tuple(kernel.alloc_calls.modules) == BOOT_MODULES

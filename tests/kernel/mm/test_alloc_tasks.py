@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mm_helpers import boot
 
-from fakefs.kernel.mm.alloc_workload_tasks import EXEC_LOOKUPS, FREE_SITES, HOST_KEPT, PUTNAME
+from fakefs.kernel.mm.alloc_tasks import EXEC_LOOKUPS, FREE_SITES, HOST_KEPT, PUTNAME
 
 
 @pytest.fixture
@@ -14,14 +14,14 @@ def kernel():
 
 
 def _inuse(k) -> dict:
-    wl = k.alloc_workload
+    wl = k.alloc_calls
     return {name: wl.caches[name].inuse for name in ("vm_area_struct", "vma_lock", "task_struct",
                                                      "mm_struct", "names_cache")}
 
 
 def _frees(k) -> list:
     """(cpu, ts, cache, the free site in force) of every kmem_cache_free fired."""
-    trace = k.alloc_workload.trace
+    trace = k.alloc_calls.trace
     got = []
     tp = trace.tp_cache_free
     tp.probes.append(lambda cpu, ts, _p, _f, _c, args: got.append((cpu, ts, args[2],
@@ -31,7 +31,7 @@ def _frees(k) -> list:
 
 def test_a_followed_process_gives_back_at_exit_what_its_fork_and_exec_took(kernel):
     k = kernel
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     before = _inuse(k)
     tasks.host_fork(4001, 1, 10_000)
     forked = _inuse(k)
@@ -46,7 +46,7 @@ def test_a_followed_process_gives_back_at_exit_what_its_fork_and_exec_took(kerne
 
 def test_the_frees_happen_where_and_when_the_process_does_them_with_their_call_sites(kernel):
     k = kernel
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     tasks.host_fork(4001, 1, 10_000)
     got = _frees(k)
     tasks.host_exec(4001, 1, 20_000)
@@ -63,13 +63,13 @@ def test_the_frees_happen_where_and_when_the_process_does_them_with_their_call_s
     caches = {g[2] for g in got}
     assert {"vm_area_struct", "vma_lock", "task_struct", "mm_struct"} <= caches
     assert all(g[3] is FREE_SITES[g[2]] for g in got)
-    assert k.alloc_workload.trace.free_site is None
-    assert k.alloc_workload.trace.when is None                      # put back as it was
+    assert k.alloc_calls.trace.free_site is None
+    assert k.alloc_calls.trace.when is None                      # put back as it was
 
 
 def test_an_exit_while_the_machine_stands_still_frees_untraced(kernel):
     k = kernel
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     before = _inuse(k)
     tasks.host_exec(4002, 0, 5_000)            # its fork was not seen: a new one
     got = _frees(k)
@@ -82,7 +82,7 @@ def test_an_exit_while_the_machine_stands_still_frees_untraced(kernel):
 
 def test_processes_whose_exit_is_never_reported_are_bounded(kernel):
     k = kernel
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     before = _inuse(k)
     for pid in range(10_000, 10_000 + HOST_KEPT + 5):
         tasks.host_fork(pid, 0, 1000)
@@ -97,7 +97,7 @@ def test_processes_whose_exit_is_never_reported_are_bounded(kernel):
 
 def test_a_thread_shares_its_process_memory_and_an_unseen_fork_is_not_invented(kernel):
     k = kernel
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     before = _inuse(k)
     tasks.host_fork(4003, 0, 1000, thread=True)
     got = _inuse(k)
@@ -122,7 +122,7 @@ def test_a_fork_copies_an_mm_and_an_exec_makes_a_new_one(kernel):
     tags = {f: at.find("kernel/fork.c", f) for f in ("vm_area_dup", "vm_area_alloc", "dup_mm",
                                                       "mm_alloc")}
     calls = {f: t.calls for f, t in tags.items()}
-    tasks = k.alloc_workload.tasks
+    tasks = k.alloc_calls.tasks
     tasks.host_fork(4005, 0, 1000)
     assert tags["vm_area_dup"].calls > calls["vm_area_dup"]
     assert tags["dup_mm"].calls == calls["dup_mm"] + 1

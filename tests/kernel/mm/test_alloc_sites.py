@@ -1,11 +1,11 @@
-"""The call sites the workload uses and how (alloc_workload_sites.py)."""
+"""The call sites the workload uses and how (alloc_sites.py)."""
 
 import random
 
 import pytest
 
 from fakefs.kernel.mm.alloc_tag import AllocTag
-from fakefs.kernel.mm.alloc_workload_sites import SITES, SiteProfile
+from fakefs.kernel.mm.alloc_sites import SITES, SiteProfile
 from mm_helpers import boot
 
 
@@ -15,7 +15,7 @@ def kernel():
 
 
 def test_every_scripted_site_exists(kernel):
-    wl = kernel.alloc_workload
+    wl = kernel.alloc_calls
     missing = [key for key in SITES if wl.site(key) is None]
     assert not missing
 

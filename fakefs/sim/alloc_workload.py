@@ -1,0 +1,248 @@
+"""What the simulated machine allocates at run time: the memory workload
+behind /proc/allocinfo and the kmem events (``kernel.alloc_workload``).
+
+Boot left the kernel holding what a running system holds
+(:mod:`fakefs.kernel.mm.alloc_boot`).  From then on, driven by the
+kernel's timer hooks, the machine keeps allocating and freeing through the
+kernel's code paths (:class:`~fakefs.kernel.mm.alloc_calls.AllocCalls`):
+short commands fork and exit, the page cache fills through readahead and
+``__filemap_get_folio``, packets come and go, netlink sockets bind and
+close, path lookups take and drop names, files open, now and then
+something walks a tree (a burst of dentries and readahead), ctagmod's
+timer fires every 10 s, and the call sites boot picked keep churning (of
+those, the ones some task of the machine gets to: ``keep_runtime_sites``).
+Each count is a Poisson draw at its rate; each new allocation happens where
+a task that makes it runs (:mod:`.alloc_moments`); what is due is freed.
+
+The workload runs when what it does can be seen: at once while a kmem
+tracepoint is in use (its events take their place in the trace), else it
+owes the time until something looks at the allocators (the kernel's
+``alloc_tag.settle`` and ``log.settle`` hooks: /proc/allocinfo, the
+mem_profiling sysctl, a module load, a request for pages near the memory
+limit, the kernel log, which may warn).  Of a longer unseen stretch only
+the last OWED_MAX_NS is simulated: the rest is time the machine's
+allocators did nothing, as in a gap the machine skips.
+
+The workload keeps its own clock (``now``), advanced by each step: time
+the kernel skips is time the machine did nothing, so nothing due in it is
+freed either.  Its draws come from the kernel's ``alloc_workload`` RNG,
+the stream boot's replay drew from, so a given seed replays one history.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+
+from ..kernel.mm.alloc_calls import AllocCalls
+from ..kernel.mm.alloc_sites import lognormal
+from ..kernel.mm.page_alloc import GFP_ATOMIC, GFP_KERNEL
+from .alloc_moments import Moments
+
+NS = 1_000_000_000
+# short-lived churn of a busy machine, per second: packets in flight and
+# their buffers, path lookups (getname() -> names_cache, freed at once)
+SKB_RATE = 1500.0
+GETNAME_RATE = 2500.0
+OWED_MAX_NS = 2 * NS
+OWED_STEP_NS = 20_000_000
+CTAGMOD_PERIOD_NS = 10 * NS
+
+
+class AllocWorkload:
+    """``kernel.alloc_workload``: the machine's allocations at run time."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.calls: AllocCalls = kernel.alloc_calls
+        self.rng = self.calls.rng
+        self.now = 0
+        self.next_ctagmod_tick = CTAGMOD_PERIOD_NS
+        self.next_burst = 45 * NS
+        self.steps = 0
+        self.hot: list[tuple] = []           # (profile, rate, mean lifetime s): set_hot()
+        self.hot_cum: list[float] = []       # their cumulative rates
+        # the kernel's time and CPU the allocators' trace events get
+        self.moments = Moments(kernel, self.calls.trace)
+        self.owed = 0                        # kernel time stepped but not yet simulated
+        kernel.alloc_tag.settle.hooks.append(self.settle)
+        kernel.log.settle.hooks.append(self.settle)
+
+    def keep_runtime_sites(self) -> None:
+        """Of the call sites boot left churning (``calls.hot``), keep those
+        the machine gets to (``Workload.site_reachable``): a site only boot
+        code calls (an ``__init`` function, a driver's probe) stops
+        allocating once the machine runs, and so does one whose function
+        cannot be placed (``KmemTrace.call_site`` is 0).  A site only an
+        interrupt gets to (a softirq's packet receive) allocates with
+        GFP_ATOMIC, or stops if its allocator may sleep (vmalloc).
+        Without a call graph, all of them."""
+        wl = self.kernel.workload
+        if wl is None:
+            self.set_hot(self.calls.hot)
+            return
+        call_site = self.calls.trace.call_site
+        hot = []
+        for h in self.calls.hot:
+            p = h[0]
+            site = call_site(p.tag)
+            if not site:
+                continue
+            if not wl.site_reachable(site, task_only=True):
+                if p.kind in ("vmalloc", "kvmalloc") or not wl.site_reachable(site):
+                    continue
+                p.gfp = GFP_ATOMIC
+            hot.append(h)
+        self.set_hot(hot)
+
+    def set_hot(self, hot: list[tuple]) -> None:
+        """The call sites that churn: (profile, rate, mean lifetime s)."""
+        self.hot = hot
+        self.hot_cum = list(itertools.accumulate(rate for _p, rate, _life in hot))
+
+    def _moment(self, w: int | None = None, tag=None) -> None:
+        """The next operation happens at workload time ``w`` (an expiry:
+        on any CPU), or, when None, at an instant of the step where a task
+        that can allocate at ``tag`` runs (:class:`.alloc_moments.Moments`)."""
+        calls = self.calls
+        t = self.moments.draw(w, calls.trace.call_site(tag) if w is None else 0)
+        if t is not None:
+            calls.op_time = t
+
+    # ------------------------------------------------------------------ time
+    def step(self, t0: int, t1: int) -> None:
+        """The kernel's time went on over [t0, t1) (its timer hook): with a
+        kmem tracepoint in use, simulate it now, else owe it."""
+        if t1 <= t0:
+            return
+        if self.calls.trace.traced():
+            self.settle()
+            self._run(t0, t1 - t0)
+        else:
+            self.owed += t1 - t0
+
+    def settle(self) -> None:
+        """Simulate the time owed (its last OWED_MAX_NS), untraced."""
+        owed = min(self.owed, OWED_MAX_NS)
+        self.owed = 0
+        while owed > 0:
+            span = min(owed, OWED_STEP_NS)
+            self._run(None, span)
+            owed -= span
+
+    def _run(self, t0: int | None, span: int) -> None:
+        """Simulate ``span`` ns from kernel time ``t0`` (None: owed time,
+        nothing traced): new allocations by rate, then expirations."""
+        dt = span / NS
+        self.moments.begin(self.now, t0, span)
+        t1 = self.now + span
+        rng = self.rng
+        calls = self.calls
+        self.steps += 1
+        # generic call sites
+        if self.hot:
+            n = _poisson(rng, self.hot_cum[-1] * dt)
+            if n:
+                hot = self.hot
+                picks = rng.choices(range(len(hot)), cum_weights=self.hot_cum, k=n)
+                expire = calls.expire
+                free = calls.free
+                alloc = calls.alloc_profile
+                moment = self._moment
+                for i in picks:
+                    p, _rate, life = hot[i]
+                    # (an atomic one comes from an interrupt: on whatever runs)
+                    moment(None, p.tag if p.gfp == GFP_KERNEL else None)
+                    expire(rng.expovariate(1.0 / life), free, alloc(p))
+        moment = self._moment
+        # processes
+        site = calls.site
+        for _ in range(_poisson(rng, 2.0 * dt)):
+            moment(None, site("task"))
+            calls.short_process(rng)
+        # page cache
+        for _ in range(_poisson(rng, 3.3 * dt)):
+            moment(None, site("readahead"))
+            calls.readahead(rng)
+        for _ in range(_poisson(rng, 25.0 * dt)):
+            moment(None, site("filemap"))
+            calls.filemap(rng)
+        for _ in range(_poisson(rng, 0.6 * dt)):
+            moment(None, site("dentry"))
+            calls.dentries(rng, 16, life=lognormal(rng, 600, 1.0, 5, 7200))
+        # network: packets in flight and their buffers
+        for _ in range(_poisson(rng, SKB_RATE * dt)):
+            moment(None, site("skb"))
+            calls.skb(rng)
+        for _ in range(_poisson(rng, 2.0 * dt)):
+            moment(None, site("sk"))
+            calls.expire(rng.expovariate(1 / 30.0), calls.nl_close, calls.nl_sock())
+        # path lookups, open files
+        for _ in range(_poisson(rng, GETNAME_RATE * dt)):
+            moment(None, site("getname"))
+            calls.expire(rng.expovariate(1 / 0.02), calls.slab.kfree,
+                         calls.cache_alloc("getname", "names_cache"))
+        for _ in range(_poisson(rng, 20.0 * dt)):
+            moment(None, site("filp"))
+            calls.expire(rng.expovariate(1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
+        # events
+        if t1 >= self.next_burst:
+            moment(None, site("dentry"))
+            self._burst(rng)
+        if "ctagmod" in calls.modules and t1 >= self.next_ctagmod_tick:
+            moment()
+            self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
+            calls.ctagmod_work()
+        self.now = t1
+        heap = calls.heap
+        pop = heapq.heappop
+        while heap and heap[0][0] < t1:
+            _t, _s, fn, obj = pop(heap)
+            moment(_t)
+            fn(obj)
+        self.moments.end()
+        calls.op_time = t1
+
+    def _burst(self, rng) -> None:
+        """Something walks a tree (updatedb, a build, a backup)."""
+        calls = self.calls
+        self.next_burst = self.now + int(lognormal(rng, 90, 0.6, 20, 600) * NS)
+        life = lognormal(rng, 400, 0.8, 30, 3600)
+        for _ in range(int(lognormal(rng, 40, 0.8, 4, 250))):
+            calls.dentries(rng, 16, life=life * rng.random())
+        for _ in range(int(lognormal(rng, 30, 0.8, 2, 200))):
+            calls.readahead(rng)
+
+    def run_for(self, ns: int, step_ns: int = 20_000_000) -> None:
+        """Drive the workload directly (tests, benchmarks)."""
+        self.settle()
+        while ns > 0:
+            self._run(None, min(ns, step_ns))
+            ns -= step_ns
+
+
+def _poisson(rng, lam: float) -> int:
+    if lam <= 0:
+        return 0
+    if lam > 30:
+        return max(0, int(rng.gauss(lam, math.sqrt(lam)) + 0.5))
+    limit = math.exp(-lam)
+    k = 0
+    p = rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+def start(kernel) -> AllocWorkload | None:
+    """The machine's allocations, running with the kernel's time from now
+    on (a kernel with the allocators: CONFIG_MEM_ALLOC_PROFILING)."""
+    if kernel.alloc_calls is None or kernel.alloc_workload is not None:
+        return kernel.alloc_workload
+    wl = AllocWorkload(kernel)
+    kernel.alloc_workload = wl
+    wl.keep_runtime_sites()
+    kernel.add_timer_hook(wl.step)
+    return wl
