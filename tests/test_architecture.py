@@ -138,22 +138,16 @@ def test_the_kernel_model_is_pure():
 
 
 # Issue 33, DM6 (open): the kernel model should take the instant from its
-# caller and never pull the simulation forward; these modules still read a
-# clock (``now_ns()``, ``time.monotonic()`` ...) or pull (``run_until_now``,
-# ``catch_up``, ``advance_to``): the calls counted, a debt that may only
-# shrink (session 43: 71 calls in 21 modules; session 45: 21 in 7, the file
-# operations' catch-ups gone to their callers (``fuse.adapter``, ``sim.files``), the
-# catch-up itself to ``sim.timekeeper``, and a write whose caller's work needs the
-# machine further on answers ``fs.pseudo.Later`` instead of moving it).  None of them
-# pulls the simulation any more: the ``catch_up()`` left are the stack tracer's and the
-# profilers' lazy counts up to ``sim_time``; the rest read the clock.
+# caller and never pull the simulation forward; these modules still call
+# ``catch_up`` (the stack tracer's and the profilers' lazy counts up to
+# ``sim_time``): the calls counted, a debt that may only shrink (session 43:
+# 71 calls in 21 modules; session 45: 21 in 7, the file operations' catch-ups
+# gone to their callers, the catch-up itself to ``sim.timekeeper``, a write
+# whose work needs the machine further on answering ``fs.pseudo.Later``;
+# session 46: 8 in 2, the kernel reading no clock: its instant is
+# ``kernel.now``, which its caller gives, and its files' times are its own).
 # A module that pays some of it lowers its count here; none may join.
 CLOCK_DEBT = {
-    "fakefs.kernel.fs.pseudo": 3,
-    "fakefs.kernel.init": 2,
-    "fakefs.kernel.kprobes": 4,
-    "fakefs.kernel.printk": 2,
-    "fakefs.kernel.trace.trace": 2,
     "fakefs.kernel.trace.trace_stack": 6,
     "fakefs.kernel.trace.trace_stat": 2,
 }

@@ -63,19 +63,20 @@ def _flushes(fops) -> bool:
 
 
 class _Held:
-    """``with``: the kernel's clock held at an instant (see ``FakeFS.at``)."""
+    """``with``: the kernel's clock held at an instant, and the kernel at
+    it (see ``FakeFS.at``)."""
 
-    __slots__ = ("clock", "until")
+    __slots__ = ("kernel", "until")
 
-    def __init__(self, clock, until):
-        self.clock = clock
+    def __init__(self, kernel, until):
+        self.kernel = kernel
         self.until = until
 
     def __enter__(self) -> None:
-        self.clock.held = self.until
+        self.kernel.clock.held = self.kernel.now = self.until
 
     def __exit__(self, *exc) -> None:
-        self.clock.held = None
+        self.kernel.clock.held = None
 
 
 _NOW = contextlib.nullcontext()       # at(None): the clock is not held
@@ -161,7 +162,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         (``changes``: the request may change settings)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
-        until = self.kernel.now_ns()   # the request came now: no later
+        until = self.kernel.clock.now_ns()   # the request came now: no later
         while self.pacer.step(self.kernel, until):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
@@ -175,7 +176,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         """The kernel serves the request at the instant it came (``until``,
         from ``observe``; None: now, the clock as it is outside every such
         block).  Only around code that does not await."""
-        return _NOW if until is None else _Held(self.kernel.clock, until)
+        return _NOW if until is None else _Held(self.kernel, until)
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)

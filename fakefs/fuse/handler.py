@@ -71,6 +71,7 @@ def _in_heap(fn):
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
+        self.kernel.now = self.kernel.clock.now_ns()     # the request came now
         self.heap.request_begins()
         try:
             return await fn(self, *args, **kwargs)

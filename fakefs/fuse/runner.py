@@ -68,7 +68,7 @@ class Runner:
         if not fs.pacer.paced or k.driver is None or k.timekeeper.gap is not None:
             return False
         threshold = k.timekeeper.gap_threshold()
-        return threshold < GAP_NS and k.now_ns() - k.sim_time <= threshold
+        return threshold < GAP_NS and k.clock.now_ns() - k.sim_time <= threshold
 
     async def run(self) -> None:
         heap = self.fs.heap
@@ -88,7 +88,7 @@ class Runner:
             if self.fs.poll_waiters:
                 self.fs.wake_pollers()      # what it wrote may fill a poller's watermark
             slower = (k.sim_time - sim0) / 1e9 < self.wall() - t0
-            if slower and k.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
+            if slower and k.clock.now_ns() - k.sim_time > GIVE_UP_S * 1e9:
                 self.slow += 1
                 if self.slow >= GIVE_UP_TICKS:       # it does not keep up
                     self.slow = 0

@@ -24,6 +24,10 @@ subsystem in order.  Subsystems register:
   caught up.  Without watchers' needs only the last ``GAP_WINDOW_NS`` of a
   gap are simulated.
 
+The kernel reads no clock: ``kernel.now`` is the instant its caller gives
+(a request's, a step's), ``kernel.sim_time`` the instant its machine has
+been simulated to.
+
 The mounted tree is one :class:`PseudoTree` laid out like a machine root:
 ``sys/kernel/tracing``, ``proc``, ``boot``.
 """
@@ -80,9 +84,13 @@ class Kernel:
         self.seed = seed
         self.rng = random.Random(seed)
         if clock is None:
-            raise TypeError("a Kernel is given its clock (fakefs.sim.clock): it only reads it")
+            raise TypeError("a Kernel is given its clock (fakefs.sim.clock): its callers read it")
         self.clock = clock
-        self.log = LogBuffer(self.clock)
+        # the instant the kernel is at, given by its caller: the request being
+        # served (fakefs.fuse, fakefs.sim.files), the machine's step being
+        # simulated (fakefs.sim.timekeeper); the kernel reads no clock
+        self.now = 0
+        self.log = LogBuffer(self)
         self.printk = self.log.printk
         self.nr_cpus = nr_cpus or host_cpu_count()
         self.tracepoints = Tracepoints()
@@ -92,8 +100,7 @@ class Kernel:
         self.syscalls = SyscallEntry(self.tracepoints)
         self.timers = TimerWheel(self.sched, self.tracepoints, JIFFY_NS)
         self.workqueues = Workqueues(self.sched, self.tracepoints, self.nr_cpus)
-        self.tree = PseudoTree()
-        self.tree.kernel = self
+        self.tree = PseudoTree(kernel=self)
         self.host_kallsyms = host_kallsyms
         self._params: dict = {}
         # what depends on time (see above); read by what moves it
@@ -190,10 +197,5 @@ class Kernel:
         self.cmdline.parse(self._params, self.log.pr_notice)
         for fn in fns:
             fn(self)
-        self.sim_time = self.clock.now_ns()
         self.booted = True
         return self
-
-    # --- time: the instant its caller gives (sim.timekeeper moves it) -------
-    def now_ns(self) -> int:
-        return self.clock.now_ns()

@@ -251,7 +251,7 @@ class Kprobes:
         if not kp.disabled:
             kp.disabled = True
             if kp.opt_flag:
-                now = self.kernel.now_ns()
+                now = self.kernel.now
                 if kp.opt_at is not None and now >= kp.opt_at:
                     kp.unopt_at = self._kick(now)
                 else:
@@ -288,12 +288,12 @@ class Kprobes:
                 kp.unopt_at = None            # taken off the unoptimizing queue
                 return
             kp.opt_flag = True
-            kp.opt_at = self._kick(self.kernel.now_ns())
+            kp.opt_at = self._kick(self.kernel.now)
 
     def optimized(self, kp: Kprobe) -> bool:
         """KPROBE_FLAG_OPTIMIZED: set while queued, kept while waiting to
         be unoptimized."""
-        if kp.opt_flag and kp.unopt_at is not None and self.kernel.now_ns() >= kp.unopt_at:
+        if kp.opt_flag and kp.unopt_at is not None and self.kernel.now >= kp.unopt_at:
             self._unoptimized(kp)
         return kp.opt_flag
 
@@ -359,7 +359,7 @@ class Kprobes:
             a = ks.addr_of(name)
             if a is not None:
                 stack.append(a + 0x20 + zlib.crc32(name.encode()) % 0x60)
-        ts = self.kernel.now_ns()
+        ts = self.kernel.now
         for kp in kps:
             kp.handler(kp, cpu, ts, tuple(stack), task, call)
 

@@ -61,8 +61,10 @@ CONSOLE_LOGLEVEL_MIN, CONSOLE_LOGLEVEL_DEBUG = 1, 10
 
 
 class LogBuffer:
-    def __init__(self, clock, capacity: int = 4096):
-        self.clock = clock
+    def __init__(self, source, capacity: int = 4096):
+        # what gives a record its instant: ``source.now`` (the kernel's,
+        # given by its caller)
+        self.source = source
         self.records: deque[LogRecord] = deque(maxlen=capacity)
         self.next_seq = 0
         self.dmesg_restrict = 0
@@ -82,9 +84,9 @@ class LogBuffer:
 
     def printk(self, text: str, level: int = KERN_INFO, facility: int = 0, ts: int | None = None) -> None:
         """Log ``text``; ``ts``: the instant it was printed, when the
-        machine's catch-up prints it (default: now)."""
+        machine's catch-up prints it (default: the kernel's now)."""
         if ts is None:
-            ts = self.clock.now_ns()
+            ts = self.source.now
         self.records.append(LogRecord(self.next_seq, ts, level, facility, text))
         self.next_seq += 1
 
@@ -238,7 +240,7 @@ def devkmsg_init(kernel) -> None:
         def write(self, f, data):
             if len(data) > PRINTKRB_RECORD_MAX:
                 raise KernelError(errno.EINVAL)
-            if f.private.ratelimit(kernel.clock.now_ns()):
+            if f.private.ratelimit(kernel.now):
                 level, facility, text = devkmsg_write_text(data)
                 f.data.printk(text, level, facility)
             return len(data)

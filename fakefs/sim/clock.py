@@ -1,4 +1,5 @@
-"""The machine's clock, which its kernel reads (the kernel is given it).
+"""The machine's clock (a kernel is given it; its callers read it and give
+the kernel its instant, ``kernel.now``).
 
 ``now_ns()`` is nanoseconds since the simulated boot (``local_clock()``): the
 host's CLOCK_MONOTONIC since then.  The simulated kernel does no work on its

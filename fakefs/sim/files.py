@@ -1,7 +1,7 @@
 """A file read or written on the simulated machine from outside a mount
 (benches, captures, tests): the machine runs to the instant of the call
 first, as the FUSE adapter does for a request (``FakeFS.observe``), then
-the kernel's file operations run at that instant.
+the kernel's file operations run at that instant (``kernel.now``).
 
 The kernel's file operations never catch the machine up themselves: time
 has one owner, the caller (issue 33, DM6).  ``fs.pseudo.kernel_read`` and
@@ -29,11 +29,21 @@ def finish(kernel, answer, at=contextlib.nullcontext):
 
 def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
     """``kernel_read`` of ``path`` (from the tree's root) at the clock's now."""
+    kernel.now = kernel.clock.now_ns()
     kernel.timekeeper.run_until_now()
     return kernel_read(kernel.tree, path, size)
 
 
 def write_file(kernel, path: str, data: bytes, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
     """``kernel_write`` of ``data`` to ``path`` at the clock's now."""
+    t = kernel.now = kernel.clock.now_ns()
     kernel.timekeeper.run_until_now()
-    return finish(kernel, kernel_write(kernel.tree, path, data, flags))
+    return finish(kernel, kernel_write(kernel.tree, path, data, flags), lambda: _at(kernel, t))
+
+
+@contextlib.contextmanager
+def _at(kernel, t: int):
+    """The kernel at the call's instant ``t`` again (as the adapter holds
+    a request's), after the machine went on for a ``Later``."""
+    kernel.now = t
+    yield

@@ -1,7 +1,9 @@
 """The owner of a kernel's simulated time (issue 33: time has one owner).
 
 The kernel model keeps what it is (``Kernel.sim_time``: the instant its
-machine has reached) and what depends on time (the subsystems' hooks:
+machine has reached; ``Kernel.now``: the instant it is at, which its
+caller gives: a step's while the step runs, the request's while one is
+served) and what depends on time (the subsystems' hooks:
 ``timer_hooks``, ``observers``, ``skip_hooks``, ``gap_watchers``,
 ``machine_seen()``); it never moves itself.  The :class:`Timekeeper` moves
 it, for whoever serves the kernel: the FUSE adapter at a request and the
@@ -62,6 +64,8 @@ class Timekeeper:
         self.kernel = kernel
         self.gap: Gap | None = None        # the gap being caught up
         kernel.timekeeper = self
+        # the machine runs from the instant the kernel booted
+        kernel.sim_time = kernel.now = kernel.clock.now_ns()
 
     def catch_up(self, max_steps: int = 8, until: int | None = None,
                  step_ns: int = STEP_NS) -> bool:
@@ -173,16 +177,23 @@ class Timekeeper:
 
     def _skip(self, t1: int) -> None:
         """Nobody can see [sim_time, t1): the machine starts again at ``t1``."""
-        t0 = self.kernel.sim_time
-        if self.kernel.driver is not None and not self.kernel.driver.frozen:
-            self.kernel.driver.skip(t0, t1)
-        for fn in self.kernel.skip_hooks:
+        k = self.kernel
+        t0, now = k.sim_time, k.now
+        k.now = t0
+        if k.driver is not None and not k.driver.frozen:
+            k.driver.skip(t0, t1)
+        for fn in k.skip_hooks:
             fn(t0, t1)
-        self.kernel.sim_time = t1
+        k.sim_time = t1
+        k.now = max(now, t1)         # (a request's instant, if it is one's)
 
     def _step(self, t1: int, seen: bool | None = None) -> None:
         """Simulate [sim_time, t1): the machine, then the timer hooks
-        (``seen``: ``machine_seen()``, when the caller knows it)."""
+        (``seen``: ``machine_seen()``, when the caller knows it).  The
+        kernel is at the step's start while it runs (what it prints then
+        is stamped so), and at the request's instant again after."""
+        now = self.kernel.now
+        self.kernel.now = self.kernel.sim_time
         self.kernel.sched.forget_before(self.kernel.sim_time)
         driver = self.kernel.driver
         if driver is not None:
@@ -198,6 +209,7 @@ class Timekeeper:
             for fn in self.kernel.observers:
                 fn(self.kernel.sim_time, t1)
         self.kernel.sim_time = t1
+        self.kernel.now = max(now, t1)
 
     def advance_to(self, t: int) -> None:
         """Simulate up to the instant ``t`` (not rounded to a tick): what a
@@ -206,7 +218,8 @@ class Timekeeper:
             self._step(min(t, self.kernel.sim_time + STEP_NS))
 
     def run_until_now(self) -> None:
-        """Catch up with the instant of the call."""
-        until = self.kernel.clock.now_ns()
+        """Catch up with the instant of the call, which is the kernel's
+        ``now`` from here on (its caller's)."""
+        until = self.kernel.now = self.kernel.clock.now_ns()
         while self.catch_up(1 << 30, until):
             pass

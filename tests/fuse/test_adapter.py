@@ -21,14 +21,22 @@ class Ctx:
 
 
 class FakeClock:
-    held = None
+    """The fake kernel's clock: the instant its ``now_ns()`` says."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.held = None
+
+    def now_ns(self):
+        return self.held if self.held is not None else self.kernel.now_ns()
 
 
 class FakeKernel:
     def __init__(self):
         self.tree = PseudoTree()
         self.steps = 0
-        self.clock = FakeClock()
+        self.clock = FakeClock(self)
+        self.now = 0                 # (given by the adapter)
         self.kprobes = None          # no probes on the VFS calls
         self.tracing = None          # no ring buffers (the heap keeper)
         self.sim_time = 0
@@ -346,7 +354,7 @@ async def test_the_kernel_serves_a_request_at_the_instant_it_came():
 
     class Clocked(FileOperations):
         def open(self, f):
-            seen.append(fs.kernel.clock.held)
+            seen.append((fs.kernel.clock.held, fs.kernel.now))
 
     class Kernel(FakeKernel):
         def now_ns(self):
@@ -357,7 +365,7 @@ async def test_the_kernel_serves_a_request_at_the_instant_it_came():
     fs = FakeFS(k)
     fi = await fs.open((await lookup(fs, "f")).st_ino, os.O_RDONLY, Ctx())
     await fs.release(fi.fh)
-    assert seen == [1234] and k.clock.held is None
+    assert seen == [(1234, 1234)] and k.clock.held is None
 
 
 async def test_a_probed_vfs_call_comes_after_the_catch_up():

@@ -3,6 +3,7 @@ request that is its caller's system call is one request for the heap
 keeper from the call's entry to its exit."""
 
 import errno
+import types
 
 import pyfuse3
 import pytest
@@ -10,6 +11,7 @@ import trio
 
 from fakefs.fuse.handler import handler
 from fakefs.kernel.fs.pseudo import KernelError
+from fakefs.sim.clock import ManualClock
 
 
 class Log:
@@ -57,6 +59,7 @@ class FS:
         self.waiters = Waiters()
         self.syscalls = Calls(self.log)
         self.error = error
+        self.kernel = types.SimpleNamespace(now=0, clock=ManualClock(7_000))
 
     def caller_tid(self, name, args, kwargs):
         return 4242
@@ -94,3 +97,10 @@ def test_any_other_exception_is_eio_and_the_request_still_ends():
         trio.run(fs.statfs, None)
     assert e.value.errno == errno.EIO
     assert fs.log.said == ["begins", "served", "ends"]
+
+
+def test_the_kernel_is_at_the_instant_the_request_came():
+    fs = FS()
+    fs.kernel.clock.advance(5_000)
+    trio.run(fs.read, 3, 0, 4)
+    assert fs.kernel.now == 12_000

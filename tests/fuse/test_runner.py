@@ -30,7 +30,7 @@ SWITCH = (("events/sched/sched_switch/enable", "1"),)
 
 
 def behind(k) -> int:
-    return k.now_ns() - k.sim_time
+    return k.clock.now_ns() - k.sim_time
 
 
 class QuarterClock(Clock):

@@ -119,7 +119,7 @@ async def test_a_write_answering_later_has_the_machine_moved_there_first():
     class Waits(FileOperations):
         def write(self, f, data):
             seen.append(k.sim_time)
-            return Later(k.sim_time + 3_000_123, lambda: seen.append((k.sim_time, k.now_ns())) or len(data))
+            return Later(k.sim_time + 3_000_123, lambda: seen.append((k.sim_time, k.now)) or len(data))
 
     n = k.tree.create_file("waits", 0o600, k.tree.root, None, Waits())
     got = await steps.stepped_write(FakeFS(k), File(n, os.O_WRONLY), b"abc")

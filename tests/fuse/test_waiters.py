@@ -33,6 +33,9 @@ class Ctx:
 class Clock:
     held = None
 
+    def now_ns(self):
+        return 0
+
 
 class Driver:
     frozen = True
@@ -45,6 +48,7 @@ class Kernel:
     def __init__(self, seen: bool):
         self.tree = PseudoTree()
         self.clock = Clock()
+        self.now = 0                  # (given by the adapter)
         self.kprobes = None
         self.tracing = None
         self.sim_time = 0
@@ -53,9 +57,6 @@ class Kernel:
         self.driver = Driver()
         self.seen = seen
         self.steps = 0
-
-    def now_ns(self):
-        return 0
 
     def next_boundary(self):
         return None

@@ -55,3 +55,26 @@ def test_advance_to_goes_to_the_instant_itself():
     k, seen = bare()
     k.timekeeper.advance_to(3 * MS + 17)
     assert k.sim_time == 3 * MS + 17 and seen[-2] == ("step", 0, 3 * MS + 17)
+
+
+def test_the_kernel_is_at_a_steps_start_while_it_runs_and_at_the_callers_instant_after():
+    k, _ = bare()
+    stamps = []
+    k.add_timer_hook(lambda t0, t1: (stamps.append((t0, k.now)), k.printk("tick")))
+    k.clock.advance(45 * MS + 300)
+    k.timekeeper.run_until_now()               # a request came (the adapter, sim.files)
+    assert stamps and all(t0 == now for t0, now in stamps)
+    assert [r.ts for r in k.log.records if r.text == "tick"] == [t0 for t0, _ in stamps]
+    assert k.now == 45 * MS + 300              # the request's, not the tick it caught up to
+    k.clock.advance(10 * MS)
+    while k.timekeeper.catch_up(1):            # (the runner: no request)
+        pass
+    assert k.now == k.sim_time == 55 * MS
+    k.timekeeper.run_until_now()               # a caller's: its instant
+    assert k.now == 55 * MS + 300
+
+
+def test_the_machine_runs_from_the_instant_the_kernel_booted():
+    k = Kernel(seed=1, nr_cpus=1, clock=ManualClock(7 * MS), host_kallsyms=False).boot([])
+    sim.keep_time(k)
+    assert k.sim_time == k.now == 7 * MS

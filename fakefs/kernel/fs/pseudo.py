@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import time
 
 POLLIN = 0x001
 POLLOUT = 0x004
@@ -201,7 +200,7 @@ class Node:
         self.data = data
         self.ino = 0
         self.tree: PseudoTree | None = None
-        self.mtime = time.time()
+        self.mtime = 0.0            # (the tree's wall time when it is attached)
         self.uid = 0
         self.gid = 0
 
@@ -285,18 +284,25 @@ class PseudoTree:
 
     ROOT_INO = 1
 
-    def __init__(self, root_mode: int = 0o755):
+    def __init__(self, root_mode: int = 0o755, kernel=None):
         self._next_ino = self.ROOT_INO
         self.nodes: dict[int, Node] = {}
         self.listeners: list = []
-        self.kernel = None          # the kernel whose files these are (``s_fs_info``)
+        self.kernel = kernel        # the kernel whose files these are (``s_fs_info``)
         self.root = DirNode("", root_mode, None)
         self._attach(self.root)
+
+    def wall(self) -> float:
+        """The kernel's wall time now (``current_time()``: its boot's wall
+        time and the instant its caller gave; 0 for a tree of no kernel)."""
+        k = self.kernel
+        return k.clock.boot_wall + k.now / 1e9 if k is not None else 0.0
 
     def _attach(self, node: Node) -> None:
         node.ino = self._next_ino
         self._next_ino += 1
         node.tree = self
+        node.mtime = self.wall()
         self.nodes[node.ino] = node
 
     def add(self, parent: DirNode, node: Node) -> Node:
@@ -304,7 +310,7 @@ class PseudoTree:
             raise KernelError(errno.EEXIST)
         self._attach(node)
         parent.children[node.name] = node
-        parent.mtime = time.time()
+        parent.mtime = self.wall()
         for cb in self.listeners:
             cb(parent, node.name, node, True)
         return node
@@ -315,7 +321,7 @@ class PseudoTree:
         self._forget(node)
         if parent is not None and parent.children.get(node.name) is node:
             del parent.children[node.name]
-            parent.mtime = time.time()
+            parent.mtime = self.wall()
         for cb in self.listeners:
             cb(parent, node.name, node, False)
 

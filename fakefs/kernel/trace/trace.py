@@ -106,7 +106,7 @@ class TraceArray:
         TRACING_LOG_ERRS_MAX of them).  ``errs[err_type]`` is the text;
         ``pos`` the caret's offset in ``cmd``."""
         head = ("%s: error: " % loc)[:TRACING_LOG_LOC_MAX - 1]
-        self.err_log.append((self.kernel.now_ns(), head, errs[err_type & 0xff], cmd,
+        self.err_log.append((self.kernel.now, head, errs[err_type & 0xff], cmd,
                              pos & 0xffff))
 
     # --- state -------------------------------------------------------------
@@ -215,7 +215,7 @@ class TraceArray:
 
     def clock_now(self) -> int:
         """The array's clock read now (``ring_buffer_time_stamp()``)."""
-        ns = self.kernel.now_ns()
+        ns = self.kernel.now
         return ns if self.clock_reader is None else self.clock_reader(ns)
 
     def find_cmdline(self, pid: int) -> str:
