@@ -7,11 +7,11 @@ one per ``1 << prof_shift`` bytes of kernel text between ``_stext`` and
 ``_etext``:
 
 * ``CPU_PROFILING`` (``profile=N``): every timer tick of every CPU that
-  interrupted kernel code adds a hit at the interrupted PC.  The simulated
-  CPUs tick at ``CONFIG_HZ``; what each one runs comes from the workload
-  model.  An idle CPU sits in the idle loop's halt instruction; a tick that
-  interrupted user space does not count.  With tickless idle
-  (``CONFIG_NO_HZ``/``CONFIG_NO_HZ_IDLE``) idle CPUs take few ticks.
+  interrupted kernel code adds a hit at the interrupted PC (``tick()``).
+  The simulated CPUs tick at ``CONFIG_HZ``; what each one runs then comes
+  from the machine (:mod:`fakefs.sim.profile_ticks`).  An idle CPU sits in
+  the idle loop's halt instruction (``halt_pc()``); a tick that interrupted
+  user space does not count.
 * ``SCHED_PROFILING`` (``profile=schedule[,N]``): one hit per call of the
   scheduler, at the return address into the function that called it.
 * ``KVM_PROFILING`` (``profile=kvm[,N]``): one hit per VM exit at the guest
@@ -45,16 +45,6 @@ DEFAULT_HZ = 250
 # Where a halted idle CPU is interrupted, most specific first.
 IDLE_HALT_FUNCS = ("pv_native_safe_halt", "native_safe_halt", "default_idle",
                    "mwait_idle", "cpu_idle", "poll_idle")
-# Share of a user task's ticks that land in user mode (not counted).
-USER_MODE_SHARE = 0.55
-# Share of ticks an idle CPU still takes with tickless idle.
-NOHZ_IDLE_TICK_SHARE = 0.08
-# Traced calls the workload walk advances per tick and CPU (the walk is in
-# calls, not time: a few per tick keep CPUs moving between idle and tasks
-# at a cost of microseconds).
-WALK_PER_TICK = 3
-# At most this many ticks per CPU are sampled for a skipped interval.
-SKIP_SAMPLES = 32
 
 
 # ------------------------------------------------------------ lib/cmdline.c
@@ -137,7 +127,6 @@ class Profiler:
         self._halt_pc: int | None = None
         self._hooked = False
         self.proc_entry = None
-        self.ticks = 0
 
     # --------------------------------------------------------------- setup
     @property
@@ -284,75 +273,24 @@ class Profiler:
 
     # ------------------------------------------------------------- ticking
     def _start_ticks(self) -> None:
+        """Profiling is on: the machine is seen (its ticks come from
+        :mod:`fakefs.sim.profile_ticks`, ``tick()``); SCHED_PROFILING hits
+        at every switch into the scheduler."""
         if self._hooked:
             return
         self._hooked = True
-        self.kernel.add_timer_hook(self.run, skip=self.skip)
         self.kernel.add_machine_watcher(lambda: bool(self.prof_on))
         wl = self.kernel.workload
         if self.prof_on == SCHED_PROFILING and wl is not None:
             wl.switch_hooks.append(self._on_switch)
             self.kernel.sched.switch_hooks.append(self._on_sched_switch)
 
-    def _tick_count(self, t0: int, t1: int) -> int:
-        period = 1_000_000_000 // self.hz
-        return t1 // period - t0 // period
-
-    def run(self, t0: int, t1: int) -> None:
-        if not self.prof_on or self.buffer is None:
-            return
-        n = self._tick_count(t0, t1)
-        if n <= 0:
-            return
-        if self.prof_on == CPU_PROFILING:
-            online = self.kernel.sched.online      # (an offline CPU has no tick)
-            for _ in range(n):
-                for cpu in range(self.kernel.nr_cpus):
-                    if online[cpu]:
-                        self._cpu_tick(cpu, 1)
-        elif self.prof_on == SCHED_PROFILING:
-            wl = self.kernel.workload
-            if wl is None:
-                return
-            for _ in range(n * WALK_PER_TICK):
-                for cpu in range(self.kernel.nr_cpus):
-                    wl.sample(self.rng, cpu)
-        self.ticks += n
-
-    def skip(self, t0: int, t1: int) -> None:
-        """An unobserved stretch: sample a few ticks, weight them up."""
-        if self.prof_on != CPU_PROFILING or self.buffer is None:
-            return
-        n = self._tick_count(t0, t1)
-        if n <= 0:
-            return
-        k = min(n, SKIP_SAMPLES)
-        online = self.kernel.sched.online
-        for cpu in range(self.kernel.nr_cpus):
-            if not online[cpu]:
-                continue
-            for i in range(k):
-                self._cpu_tick(cpu, n // k + (1 if i < n % k else 0))
-        self.ticks += n
-
-    def _cpu_tick(self, cpu: int, weight: int) -> None:
-        """``profile_tick(CPU_PROFILING)`` on ``cpu``: where was it?"""
-        wl = self.kernel.workload
-        rng = self.rng
-        if wl is None:
-            self.hits(CPU_PROFILING, self.halt_pc(), weight)
-            return
-        for _ in range(WALK_PER_TICK):
-            task, stack = wl.sample(rng, cpu)
-        if task.pid == 0:
-            if self.nohz and rng.random() >= NOHZ_IDLE_TICK_SHARE:
-                return
-            self.hits(CPU_PROFILING, self.halt_pc(), weight)
-            return
-        if not task.kthread and rng.random() < USER_MODE_SHARE:
-            return                        # the tick interrupted user space
-        if stack:
-            self.hits(CPU_PROFILING, self.pc_in(stack[0], rng), weight)
+    def tick(self, pc: int | None, user_mode: bool = False, weight: int = 1) -> None:
+        """``profile_tick(CPU_PROFILING)``: the timer interrupted a CPU at
+        ``pc`` (``weight`` ticks like it, for a skipped stretch); a tick
+        that interrupted user space adds nothing."""
+        if pc is not None and not user_mode:
+            self.hits(CPU_PROFILING, pc, weight)
 
     def _on_switch(self, cpu, prev, nxt, stack) -> None:
         """``schedule_debug()``'s hit: the return address into the caller

@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload
+from . import alloc_workload, profile_ticks
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -16,11 +16,13 @@ from .timekeeper import Timekeeper
 
 def keep_time(kernel: Kernel) -> Kernel:
     """``kernel``, with what moves it through time (``kernel.timekeeper``:
-    one per kernel, made once) and the machine's allocations that run with
-    it (``kernel.alloc_workload``, where the kernel has the allocators)."""
+    one per kernel, made once) and what of the machine runs with it: its
+    allocations (``kernel.alloc_workload``, where the kernel has the
+    allocators) and its timer ticks for the profiler."""
     if kernel.timekeeper is None:
         Timekeeper(kernel)
         alloc_workload.start(kernel)
+        profile_ticks.start(kernel)
     return kernel
 
 
