@@ -137,20 +137,20 @@ def test_the_kernel_model_is_pure():
                 assert not any(n.split(".")[0] in ("pyfuse3", "trio") for n in names), mod
 
 
-# Issue 33, DM6 (open): the kernel model should take the instant from its
-# caller and never pull the simulation forward; these modules still call
-# ``catch_up`` (the stack tracer's and the profilers' lazy counts up to
-# ``sim_time``): the calls counted, a debt that may only shrink (session 43:
+# Issue 33, DM6: the kernel model takes the instant from its caller and
+# never pulls the simulation forward: no module of it reads a clock
+# (``now_ns()``, ``time.monotonic()`` ...) or pulls (``run_until_now``,
+# ``catch_up``, ``advance_to``).  It was a debt paid down (session 43:
 # 71 calls in 21 modules; session 45: 21 in 7, the file operations' catch-ups
 # gone to their callers, the catch-up itself to ``sim.timekeeper``, a write
 # whose work needs the machine further on answering ``fs.pseudo.Later``;
-# session 46: 8 in 2, the kernel reading no clock: its instant is
-# ``kernel.now``, which its caller gives, and its files' times are its own).
-# A module that pays some of it lowers its count here; none may join.
-CLOCK_DEBT = {
-    "fakefs.kernel.trace.trace_stack": 6,
-    "fakefs.kernel.trace.trace_stat": 2,
-}
+# session 46: none, the kernel reading no clock: its instant is
+# ``kernel.now``, which its caller gives, and its files' times are its own;
+# the function profiler's and the stack tracer's calls are the machine's,
+# sim/function_calls.py and sim/stack_calls.py, which the kernel's files ask
+# to ``settle()`` before they show what was measured, as /proc/allocinfo asks
+# the allocation workload: work owed, not time pulled).  None may join.
+CLOCK_DEBT: dict[str, int] = {}
 _PULLS = {"run_until_now", "catch_up", "advance_to"}
 _TIME_READS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time",
                "time", "time_ns"}
@@ -211,13 +211,15 @@ def test_the_kernel_model_reads_no_new_clock():
 # the call-graph walk and what builds it (session 46: the allocation workload
 # moved to sim/alloc_workload.py, the kernel keeping its code paths,
 # mm/alloc_calls.py, and its boot, mm/alloc_boot.py; the profiler's ticks to
-# sim/profile_ticks.py, the kernel keeping profile_tick(), Profiler.tick).
+# sim/profile_ticks.py, the kernel keeping profile_tick(), Profiler.tick; the
+# function profiler's counts to sim/function_calls.py and the stack tracer's
+# measured calls to sim/stack_calls.py, the kernel keeping their tables,
+# check_stack() and files).
 KERNEL_TIMERS = {
     "fakefs.kernel.mm.heap_stress": "the EQware module's kernel thread (its jiffies loop)",
     "fakefs.kernel.samples_trace_events": "the sample module's threads (simple_thread())",
 }
 TIME_DRIVEN_DEBT = {
-    "fakefs.kernel.trace.ftrace_profile",     # the function profiler's counts, drawn from the walk
     "fakefs.kernel.trace.trace_activity",     # the walk's calls and the tracepoints' hits, made
 }
 GENERATOR_DEBT = {

@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload, profile_ticks
+from . import alloc_workload, function_calls, profile_ticks, stack_calls
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -18,11 +18,14 @@ def keep_time(kernel: Kernel) -> Kernel:
     """``kernel``, with what moves it through time (``kernel.timekeeper``:
     one per kernel, made once) and what of the machine runs with it: its
     allocations (``kernel.alloc_workload``, where the kernel has the
-    allocators) and its timer ticks for the profiler."""
+    allocators), its timer ticks for the profiler, its calls for the
+    function profiler and the stack tracer."""
     if kernel.timekeeper is None:
         Timekeeper(kernel)
         alloc_workload.start(kernel)
         profile_ticks.start(kernel)
+        function_calls.start(kernel)
+        stack_calls.start(kernel)
     return kernel
 
 

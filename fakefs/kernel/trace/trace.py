@@ -466,6 +466,7 @@ class Tracing:
         # per CPU, the task whose comm was saved last (tracing_record_taskinfo)
         self.taskinfo_pid: list[int | None] = [None] * kernel.nr_cpus
         self.ftrace_records = None        # ftrace_records.FtraceRecords, built on first use
+        self.function_profiler = None     # ftrace_profile.FunctionProfiler (CONFIG_FUNCTION_PROFILER)
         self._buffer_pages: PageAccount | None = None
         # how many enabled events (over all arrays) record each tracepoint;
         # ``probe_hooks`` get (tracepoint name, in use) when that starts or stops

@@ -11,7 +11,8 @@ bytes in use below the slot of each return address, and ``Size``, each
 function's share.
 
 The model.  Stacks are the walk's (``Workload.calls_aside()``: calls made on
-the side, the machine left as it was).  The depth of a call comes from
+the side, the machine left as it was), measured as the machine makes them
+(``counter``: :mod:`fakefs.sim.stack_calls`).  The depth of a call comes from
 frame sizes the symbol table does not carry: each function gets one from
 its name (saved registers and locals, ``frame_size()``), the entry code
 has the ``pt_regs`` at the top of the stack.  As with ``-mfentry``, the
@@ -19,12 +20,9 @@ function called has not made its own frame yet (its ``Size`` is the
 8 bytes of its return address).  Calls on the interrupt stacks (hardirq,
 and softirqs run by ``do_softirq()``) are not measured, as
 ``check_stack()`` leaves them.  Calls are not measured one by one: when
-someone looks (a read of either file, a change of the filter or of the
-switch), the stretch since the last look is drawn as up to ``DRAWS_MAX``
-calls, as many as the functions the filter takes get at the function
-tracer's rate (``fn_rate`` for the time the CPUs were awake, their share
-of ``Workload.call_profile()``);
-the deepest is the maximum the kernel would have found.  A read of
+someone looks (``settle()``: a read of either file, a change of the filter
+or of the switch), the machine draws the stretch since the last look
+(the deepest call is the maximum the kernel would have found).  A read of
 ``stack_trace`` measures the reader's own call of ``mutex_lock`` (see
 READER_CALL): just after ``0 > stack_max_size`` that shallow stack is the
 maximum, as on a kernel, even when no simulated time has passed.  While
@@ -36,7 +34,6 @@ the others (ftrace_ops_list.py).
 from __future__ import annotations
 
 import errno
-import math
 import zlib
 
 from ..fs.pseudo import FileOperations, KernelError, TRACE_MODE_READ, TRACE_MODE_WRITE
@@ -47,13 +44,11 @@ from .ftrace_ops_list import ftrace_ops_update
 from .ftrace_probes import PROBE_COMMANDS
 from .ftrace_records import ftrace_records
 from .ftrace_sysctl import ftrace_calls_enabled
-from .trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
 from .trace_parser import user_ulong
 
 THREAD_SIZE = 16384
 STACK_TRACE_ENTRIES = 500
 BOTTOM = 21 * 8 + 8       # pt_regs at the top of the stack, then the entry code's return address
-DRAWS_MAX = 1000          # calls measured per look at most
 SOFTIRQ_STACK = "__do_softirq"   # do_softirq_own_stack(): the rest runs on the irq stack
 # A read of stack_trace is itself measured once: seq_read_iter() takes the
 # seq_file's mutex before t_start() turns the tracer off on this CPU.
@@ -94,7 +89,7 @@ class StackTracer:
     its stack, the filter (record indices)."""
 
     __slots__ = ("kernel", "value", "registered", "max_size", "entries", "filter",
-                 "generation", "since", "_times", "rng", "_depths", "_depths_gen")
+                 "generation", "counter", "_depths", "_depths_gen")
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -104,9 +99,9 @@ class StackTracer:
         self.entries: list[tuple[int, int]] = []     # (return address, depth) innermost first
         self.filter: set[int] = set()
         self.generation = 0          # moves on with each change of the filter
-        self.since = 0               # calls are measured up to this instant
-        self._times: list = []        # the CPUs' times then (``Scheduler.cpu_times``)
-        self.rng = kernel.subsystem_rng("stack-tracer")
+        # what makes the calls the tracer measures (the machine's:
+        # fakefs.sim.stack_calls.StackCalls); None: nothing calls
+        self.counter = None
         self._depths: dict = {}      # frame -> its entries, None when not measured
         self._depths_gen = None
 
@@ -118,7 +113,7 @@ class StackTracer:
         """``stack_trace_sysctl()``: any int is stored; a change of
         ``!!value`` registers or unregisters the ops."""
         value, _n = parse_dointvec_minmax(text.encode("latin-1"), INT_MIN, INT_MAX)
-        self.catch_up()
+        self.settle()
         self.value = value
         self.set_registered(bool(value))
 
@@ -127,15 +122,14 @@ class StackTracer:
         of the tracer's ops."""
         if on == self.registered:
             return
-        if on:
-            self.since = self.kernel.sim_time
-            self._times = self.kernel.sched.cpu_times(self.since)
+        if on and self.counter is not None:
+            self.counter.started(self.kernel.sim_time)
         self.registered = on
         ftrace_ops_update(self.kernel)
 
     def set_max_size(self, val: int) -> None:
         """``stack_max_size_write()``: the maximum is set, the stack stays."""
-        self.catch_up()
+        self.settle()
         self.max_size = val
 
     # --- the filter (ftrace_regex_open() on the tracer's ops, no trace array) ----
@@ -156,7 +150,7 @@ class StackTracer:
         recs, clear = ftrace_records(self.kernel).match(func, None)
         if not recs:
             raise KernelError(errno.EINVAL)
-        self.catch_up()
+        self.settle()
         if clear:
             self.filter.difference_update(recs)
         else:
@@ -164,7 +158,7 @@ class StackTracer:
         self._filter_changed()
 
     def clear_functions(self, notrace: bool = False) -> None:
-        self.catch_up()
+        self.settle()
         self.filter = set()
         self._filter_changed()
 
@@ -179,25 +173,11 @@ class StackTracer:
         return "".join(recs.display(i) + "\n" for i in sorted(self.filter))
 
     # --- time -------------------------------------------------------------------
-    def catch_up(self) -> None:
-        """Measure the calls made up to the kernel's present."""
-        t = self.kernel.sim_time
-        if not self.registered or t <= self.since:
-            self.since = max(self.since, t)
-            return
-        self._times, secs = call_seconds(self.kernel, self.since, self._times, t)
-        dt = sum(secs) * 1e9
-        self.since = t
-        wl = self.kernel.workload
-        if wl is None or dt <= 0:
-            return
-        targets = self._targets(wl)
-        if targets is not None and not targets:
-            return
-        calls = fn_rate(self.kernel) * dt / 1e9 * self._share(wl, targets)
-        n = min(DRAWS_MAX, math.ceil(calls))
-        for fr in wl.calls_aside(self.rng, n, targets):
-            self.check_stack(wl, fr)
+    def settle(self) -> None:
+        """The calls made up to the machine's present are measured (before
+        a read of either file, a change of the filter or of the switch)."""
+        if self.counter is not None:
+            self.counter.count_until(self.kernel.sim_time)
 
     def _targets(self, wl):
         """The graph's ids of the filtered functions (None: every one)."""
@@ -205,13 +185,6 @@ class StackTracer:
             return None
         recs = ftrace_records(self.kernel)
         return wl.call_ids(recs.addrs[r] for r in self.filter)
-
-    def _share(self, wl, targets) -> float:
-        """The share of all traced calls that go to ``targets``."""
-        if targets is None:
-            return 1.0
-        counts, n = wl.call_profile(CALL_PROFILE_N)
-        return sum(sum(c.get(i, 0) + CALL_PRIOR for i in targets) for c in counts) / (n * len(counts))
 
     def check_stack(self, wl, fr) -> None:
         """``check_stack()`` at the call whose frame is ``fr``."""
@@ -300,7 +273,7 @@ class StackTraceOps(FileOperations):
     """stack_trace (``stack_trace_fops``)."""
 
     def show(self, f):
-        f.data.catch_up()
+        f.data.settle()
         f.data.reader_call()
         return f.data.trace_text()
 
@@ -309,7 +282,7 @@ class StackMaxSizeOps(FileOperations):
     """stack_max_size (``stack_max_size_fops``)."""
 
     def show(self, f):
-        f.data.catch_up()
+        f.data.settle()
         return f.data.max_size_text()
 
     def write(self, f, data):

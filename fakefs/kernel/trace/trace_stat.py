@@ -1,6 +1,7 @@
 """Statistic files (kernel/trace/trace_stat.c): ``trace_stat/<name>``.
 
-A stat tracer gives its records (``stat_start``), a sort key
+A stat tracer has its tables filled up to the machine's present
+(``settle()``), gives its records (``stat_start``), a sort key
 (``stat_cmp_key``), ``stat_headers()`` and ``stat_show(record)``.  Opening
 the file sorts the records, largest key first; among equal keys the record
 given later comes first (``insert_stat()`` puts a new node to the left of
@@ -36,7 +37,7 @@ class StatFileOps(FileOperations):
 
     def open(self, f):
         ts = f.data
-        ts.catch_up()
+        ts.settle()
         recs = ts.stat_start(self.key)
         cmp = ts.stat_cmp_key
         ranked = sorted(((cmp(self.key, r), i, r) for i, r in enumerate(recs)),
@@ -45,7 +46,7 @@ class StatFileOps(FileOperations):
 
     def show(self, f):
         ts = f.data
-        ts.catch_up()
+        ts.settle()
         sess = f.private
         sess.error = None
         out = [ts.stat_headers()]
