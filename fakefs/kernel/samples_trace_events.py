@@ -232,8 +232,8 @@ class TraceEventsSample:
             return
         if state == STATE_COMING:
             act = self.kernel.trace_activity        # (made after the loader, at boot)
-            if act is not None and self.traced_in not in act.backlog.traced_needs:
-                act.backlog.traced_needs.append(self.traced_in)
+            if act is not None and self.traced_in not in act.traced_needs:
+                act.traced_needs.append(self.traced_in)
             self.events = sample_events()
             # the IDA's lowest free id from __TRACE_LAST_TYPE (the first
             # vmlinux event's) up

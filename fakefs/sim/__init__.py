@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload, function_calls, profile_ticks, stack_calls
+from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_backlog
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -19,13 +19,15 @@ def keep_time(kernel: Kernel) -> Kernel:
     one per kernel, made once) and what of the machine runs with it: its
     allocations (``kernel.alloc_workload``, where the kernel has the
     allocators), its timer ticks for the profiler, its calls for the
-    function profiler and the stack tracer."""
+    function profiler and the stack tracer, and what of a gap tracing
+    shows (the gap watcher)."""
     if kernel.timekeeper is None:
         Timekeeper(kernel)
         alloc_workload.start(kernel)
         profile_ticks.start(kernel)
         function_calls.start(kernel)
         stack_calls.start(kernel)
+        trace_backlog.start(kernel)
     return kernel
 
 
@@ -36,7 +38,7 @@ def attach(kernel: Kernel) -> Machine:
     kernel.driver = machine
     act = kernel.trace_activity
     if act is not None:                   # what the real processes do is traced in a gap
-        act.backlog.traced_needs.append(machine.host.shown_in)
+        act.traced_needs.append(machine.host.shown_in)
     machine.start(kernel.sim_time)
     return machine
 

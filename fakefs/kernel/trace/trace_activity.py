@@ -38,7 +38,6 @@ from .ftrace_sysctl import ftrace_calls_enabled
 from ..tracepoint import TracepointHooks
 from ..walkgraph import CALL_IP_OFF
 from ._trace_function import CallWriter, function_entries, instants_upto
-from .trace_backlog import TraceBacklog
 from .trace_call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from .trace_context import CALL_CONTEXT, StackContext
 from .trace_events_commit import trace_event_commit
@@ -63,7 +62,14 @@ class TraceActivity(MachineHits):
         self.kernel = kernel
         self.fn_rate = fn_rate(kernel)
         self.rng = kernel.subsystem_rng("trace-activity")
-        self.backlog = TraceBacklog(kernel)     # the gap watcher: what a gap shows
+        # the gap watcher the machine gives: what tracing can show of a gap
+        # (fakefs.sim.trace_backlog; None: every instant is simulated in full)
+        self.backlog = None
+        self.calls = 0                          # plain function calls simulated (a gap's budget)
+        # fn(t0, t1) -> bool: something of the model hits a probed
+        # tracepoint in [t0, t1) (a sample module's thread, a followed real
+        # process), so a gap's step is traced even before its window
+        self.traced_needs: list = []
         self.carry: dict[tuple, float] = {}
         # the context (flags, preempt depth) a stack or a frame implies
         self.stack_context = StackContext(kernel)
@@ -214,8 +220,9 @@ class TraceActivity(MachineHits):
             self.stack_context.follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
-        if self.backlog.untraced(t0, t1) or (not plain_fn and not gr_trs and not ev_trs
-                                            and not targets and not self.tp_hooks):
+        quiet = self.backlog is not None and self.backlog.untraced(t0, t1)
+        if quiet or (not plain_fn and not gr_trs and not ev_trs and not targets
+                     and not self.tp_hooks):
             for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
                 if driven:
                     wl.follow(cpu, self.curr[cpu])
@@ -370,7 +377,7 @@ class TraceActivity(MachineHits):
                 kept[cpu] = (given, probe_trs, how, tr)
         if hi is None:
             hi = len(times)
-        self.backlog.calls += hi - lo
+        self.calls += hi - lo
         if how is not None and how is not ONE_BY_ONE:
             # the compiled writer: no object per call (the same entries)
             buf = tr.buffer
@@ -462,7 +469,7 @@ class TraceActivity(MachineHits):
         which take the runs of the tasks they may trace call by call and of
         the others only the switch (``ran()``), and for function tracers
         beside them (the same calls, as ``_record_call()``)."""
-        self.backlog.calls += len(times)
+        self.calls += len(times)
         walk, c = wl.stretch(cpu)
         runs = walk.run_many(c, rng, len(times))
         self.stack_context.follow_frames(wl)
@@ -565,7 +572,6 @@ def register_trace_activity(kernel) -> None:
     kernel.syscalls.wants_work(act.wants_work, act._probe(SYS_WORK))
     kernel.tracing.probe_hooks.append(act.set_probe)
     kernel.add_timer_hook(act.run, observer=True)
-    kernel.add_gap_watcher(act.backlog)
     kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
 
 

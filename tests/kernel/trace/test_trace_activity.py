@@ -149,7 +149,7 @@ def test_only_engaged_instances_are_asked_and_the_answer_is_the_full_walks():
     import random
 
     from fakefs.kernel.fs.pseudo import KernelError
-    from fakefs.kernel.trace.trace_backlog import TRACED_GAP_NS, recording
+    from fakefs.sim.trace_backlog import TRACED_GAP_NS, recording
 
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     backlog = k.trace_activity.backlog
@@ -189,7 +189,7 @@ def test_only_engaged_instances_are_asked_and_the_answer_is_the_full_walks():
 
 
 def test_each_setting_that_sees_the_machine_engages_a_fresh_instance():
-    from fakefs.kernel.trace.trace_backlog import TRACED_GAP_NS
+    from fakefs.sim.trace_backlog import TRACED_GAP_NS
 
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     backlog = k.trace_activity.backlog

@@ -255,7 +255,7 @@ def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
 
 
 def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
-    from fakefs.kernel.trace.trace_backlog import GAP_ENTRIES_CPU
+    from fakefs.sim.trace_backlog import GAP_ENTRIES_CPU
     k, simulated = boot(("events/enable", "1"), kb=65536)
     k.clock.advance(10_000_000_000)
     k.timekeeper.run_until_now()

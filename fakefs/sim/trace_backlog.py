@@ -72,9 +72,9 @@ catches the kernel up first.
 
 from __future__ import annotations
 
-from .ftrace_probes import hit_counted_probes, probes_may_act
-from .trace_call_rates import AwakeTime
-from .trace_events_trigger import hit_counted_triggers, triggers_may_act
+from ..kernel.trace.ftrace_probes import hit_counted_probes, probes_may_act
+from ..kernel.trace.trace_call_rates import AwakeTime
+from ..kernel.trace.trace_events_trigger import hit_counted_triggers, triggers_may_act
 
 # while something is recorded, a stretch longer than this is a gap (what
 # tracing records costs more to simulate than the time it takes)
@@ -136,15 +136,15 @@ def may_act(tr) -> bool:
 
 
 class TraceBacklog:
-    """The gap watcher of every trace array."""
+    """The gap watcher of every trace array (``trace_activity.backlog``)."""
 
     def __init__(self, kernel):
         self.kernel = kernel
+        self.act = kernel.trace_activity
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
-        # plain function calls simulated (counted by the activity), and how
-        # many there were when the gap under way began
-        self.calls = 0
+        # how many plain function calls were simulated (``act.calls``)
+        # when the gap under way began
         self.calls_at_gap = 0
         # the gap's window (where recording goes on again after the skip),
         # the ns before it simulated quiet, where the quiet time ended, and
@@ -163,10 +163,6 @@ class TraceBacklog:
         # the counter clock's reading at each instant the gap's simulation
         # asked where to go on from: its reading when the skip began
         self.counter_at: dict[int, int] = {}
-        # fn(t0, t1) -> bool: something of the model hits a probed
-        # tracepoint in [t0, t1) (a sample module's thread), so the step
-        # is traced even before the window
-        self.traced_needs: list = []
 
     def gap_threshold(self) -> int:
         tracing = self.kernel.tracing          # the instances not engaged record nothing
@@ -176,7 +172,7 @@ class TraceBacklog:
 
     def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
-        self.calls_at_gap = self.calls
+        self.calls_at_gap = self.act.calls
         self.counter_at = {}
         self.window_from = None
         self.quiet = 0
@@ -190,7 +186,7 @@ class TraceBacklog:
         """Is the step [t0, t1) quiet (before the window of the gap under
         way: the machine runs, nothing is recorded)?  Counts it if so."""
         w = self.window_from
-        if w is None or t1 > w or any(fn(t0, t1) for fn in self.traced_needs):
+        if w is None or t1 > w or any(fn(t0, t1) for fn in self.act.traced_needs):
             if self.meters:
                 for c, a in enumerate(self._awake(t0, t1)):
                     self.full_awake[c] += a
@@ -236,7 +232,7 @@ class TraceBacklog:
             if recording(tr) and gap.full > m.full:
                 rate += n / (gap.full - m.full)
         # (the calls simulated count too: probes see them all, whatever is recorded)
-        used = max(used, self.calls - self.calls_at_gap)
+        used = max(used, self.act.calls - self.calls_at_gap)
         budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus
         if used >= budget:
             return gap.end                     # the budget is spent: skip the rest
@@ -348,3 +344,13 @@ class TraceBacklog:
         x = n * hidden / full
         k = int(x)
         return k + (self.rng.random() < x - k)
+
+
+def start(kernel) -> TraceBacklog | None:
+    """The gap watcher of a kernel that traces (``trace_activity.backlog``)."""
+    act = kernel.trace_activity
+    if act is None:
+        return None
+    act.backlog = backlog = TraceBacklog(kernel)
+    kernel.add_gap_watcher(backlog)
+    return backlog
