@@ -135,6 +135,8 @@ class Kernel:
         self.kallsyms = None
         self.workload = None
         self.tracing = None
+        self.trace_hits = None            # trace.trace_hits.TraceHits: the probes on the machine
+        # the machine's calls and events, traced (fakefs.sim.trace_activity)
         self.trace_activity = None
         self.kprobes = None               # kprobes.Kprobes (CONFIG_KPROBES)
         self.uprobes = None               # uprobes.Uprobes (CONFIG_UPROBE_EVENTS)

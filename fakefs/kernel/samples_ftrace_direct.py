@@ -81,7 +81,7 @@ def _printer(kernel, mod, text_of):
     ip = mod.addr_of("my_direct_func") + PRINTK_OFF[mod.name]
 
     def on_call(cpu, ts, stack, task):
-        act = kernel.trace_activity
+        act = kernel.trace_hits
         flags, pc = act.context_flags(stack) if act is not None else (0, 0)
         trace_printk(kernel, (task.pid, cpu, ts), ip, text_of(kernel, cpu, ts, task), flags, pc)
     return on_call

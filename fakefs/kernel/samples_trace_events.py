@@ -231,7 +231,7 @@ class TraceEventsSample:
         if mod.name != NAME or tracing is None:
             return
         if state == STATE_COMING:
-            act = self.kernel.trace_activity        # (made after the loader, at boot)
+            act = self.kernel.trace_hits            # (made after the loader, at boot)
             if act is not None and self.traced_in not in act.traced_needs:
                 act.traced_needs.append(self.traced_in)
             self.events = sample_events()

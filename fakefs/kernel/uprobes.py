@@ -125,7 +125,7 @@ class Uprobes:
         args[0](task, cpu, ts)
 
     def _hook(self, on: bool) -> None:
-        act = self.kernel.trace_activity
+        act = self.kernel.trace_hits
         if on and self.hooked is None and act is not None:
             act.add_tp_hook(UPROBE_TP, self._replayed)
             self.hooked = act

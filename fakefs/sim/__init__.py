@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_backlog
+from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_activity, trace_backlog
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -19,14 +19,15 @@ def keep_time(kernel: Kernel) -> Kernel:
     one per kernel, made once) and what of the machine runs with it: its
     allocations (``kernel.alloc_workload``, where the kernel has the
     allocators), its timer ticks for the profiler, its calls for the
-    function profiler and the stack tracer, and what of a gap tracing
-    shows (the gap watcher)."""
+    function profiler and the stack tracer, its calls and events traced
+    (``kernel.trace_activity``) and what of a gap tracing shows."""
     if kernel.timekeeper is None:
         Timekeeper(kernel)
         alloc_workload.start(kernel)
         profile_ticks.start(kernel)
         function_calls.start(kernel)
         stack_calls.start(kernel)
+        trace_activity.start(kernel)
         trace_backlog.start(kernel)
     return kernel
 
@@ -36,9 +37,9 @@ def attach(kernel: Kernel) -> Machine:
     keep_time(kernel)
     machine = Machine(kernel)
     kernel.driver = machine
-    act = kernel.trace_activity
-    if act is not None:                   # what the real processes do is traced in a gap
-        act.traced_needs.append(machine.host.shown_in)
+    hits = kernel.trace_hits
+    if hits is not None:                  # what the real processes do is traced in a gap
+        hits.traced_needs.append(machine.host.shown_in)
     machine.start(kernel.sim_time)
     return machine
 

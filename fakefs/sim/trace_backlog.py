@@ -186,7 +186,7 @@ class TraceBacklog:
         """Is the step [t0, t1) quiet (before the window of the gap under
         way: the machine runs, nothing is recorded)?  Counts it if so."""
         w = self.window_from
-        if w is None or t1 > w or any(fn(t0, t1) for fn in self.act.traced_needs):
+        if w is None or t1 > w or any(fn(t0, t1) for fn in self.kernel.trace_hits.traced_needs):
             if self.meters:
                 for c, a in enumerate(self._awake(t0, t1)):
                     self.full_awake[c] += a

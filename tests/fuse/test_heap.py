@@ -10,7 +10,7 @@ from fakefs.fuse import heap as heap_mod
 from fakefs.fuse.heap import HeapKeeper, pack_idle
 from fakefs.sim.files import write_file
 from fakefs.sim.clock import ManualClock
-from fakefs.kernel.trace import trace_activity
+from fakefs.sim import trace_activity
 
 T = "sys/kernel/tracing/"
 

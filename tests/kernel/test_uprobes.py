@@ -14,7 +14,7 @@ from fakefs.kernel.uprobes import (INIT_AFTER_ENTRY_NS, INIT_RUN_NS, LOADER_NS, 
 
 class Kernel:
     seed = 7
-    trace_activity = None              # no replay: hits run at once
+    trace_hits = None                  # no probes on the machine: hits run at once
 
 
 class Consumer:

@@ -448,7 +448,7 @@ def test_a_step_where_a_followed_process_did_something_is_traced_before_a_gaps_w
     fork_exec_exit(k, m, t=t, lives=50 * MS)
     run(k, 0.1)
     backlog = k.trace_activity.backlog
-    assert m.host.shown_in in k.trace_activity.traced_needs
+    assert m.host.shown_in in k.trace_hits.traced_needs
     exited = t + 52 * MS
     backlog.window_from = 1 << 62                  # all of it before a window
     assert not backlog.untraced(exited - MS, exited + MS)

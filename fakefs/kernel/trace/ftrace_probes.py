@@ -164,7 +164,7 @@ def hit_counted_probes(ops) -> list:
 def _context(ops, cpu, stack) -> tuple:
     """(pid, flags, preempt count) of the call on ``cpu``."""
     k = ops.kernel
-    act = k.trace_activity
+    act = k.trace_hits
     flags, pc = act.context_flags(stack) if act is not None else (0, 0)
     return k.workload.current(cpu).pid, flags, pc
 

@@ -329,10 +329,10 @@ def _event_dirs(tr):
 
 def _events_changed(tracing) -> None:
     """The activity looks a hit's event up by name again (a module's came
-    or went: its cache would miss them; trace_activity.py is at its size)."""
-    act = tracing.kernel.trace_activity
-    if act is not None:
-        act._events_by_name.clear()
+    or went: its cache would miss them)."""
+    hits = tracing.kernel.trace_hits
+    if hits is not None:
+        hits.events_changed()
 
 
 def add_event_call(tracing, ev) -> None:

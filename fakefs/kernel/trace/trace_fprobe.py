@@ -17,7 +17,7 @@ A probe is a :class:`TraceFprobe` on a :class:`ProbeEvent` (more probes
 with the same argument types may share one).  While its event is enabled
 an fprobe has an (unlisted) kprobe on the function's ftrace site, so each
 call of the function in the simulated machine is a hit; a tracepoint
-probe is a probe on the tracepoint (``TraceActivity.add_tp_hook``), so each
+probe is a probe on the tracepoint (``TraceHits.add_tp_hook``), so each
 hit of it the simulated machine makes is one, whether or not an event
 records it.
 """
@@ -244,7 +244,7 @@ class FprobeOps(ProbeEventOps):
 
     def _arm(self, tf: TraceFprobe) -> None:
         if tf.is_tracepoint:
-            act = self.kernel.trace_activity
+            act = self.kernel.trace_hits
             if not tf.armed and act is not None and self._site(tf) is not None:
                 tf.kp = self._stub_probe(tf)
                 act.add_tp_hook(tf.symbol, tf.kp.handler)
@@ -264,7 +264,7 @@ class FprobeOps(ProbeEventOps):
     def _disarm(self, tf: TraceFprobe) -> None:
         if tf.is_tracepoint:
             if tf.armed:
-                self.kernel.trace_activity.remove_tp_hook(tf.symbol, tf.kp.handler)
+                self.kernel.trace_hits.remove_tp_hook(tf.symbol, tf.kp.handler)
                 tf.armed = False
             return
         for kp in tf.kps:
@@ -273,7 +273,7 @@ class FprobeOps(ProbeEventOps):
 
     def _stub_probe(self, tf: TraceFprobe) -> Kprobe:
         """The tracepoint's stub as a probe site, with the handler its
-        tracepoint's replayed hits call (``TraceActivity.tp_hooks``)."""
+        tracepoint's replayed hits call (``TraceHits.tp_hooks``)."""
         ks = self.kernel.kallsyms
         stub = PROBESTUB + tf.symbol
         func = ks.addr_of(stub)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..fs.pseudo import TRACE_MODE_WRITE, KernelError
 from ..lib.kstrtox import kstrtoul
 from .trace import TRACE_BUF_SIZE_DEFAULT, Tracing
-from .trace_activity import register_trace_activity
+from .trace_hits import register_trace_hits
 from .trace_events_pid import register_pid_follow
 from .trace_files import create_top_level_files, init_tracer_tracefs
 from .trace_functions import FunctionTracer
@@ -134,7 +134,7 @@ def tracer_init_tracefs(kernel) -> None:
                                     DynamicEventsOps())
         init_synth_trace(tracing, root, dyn)
     tracing.dyn_events = dyn
-    register_trace_activity(kernel)
+    register_trace_hits(kernel)
     if gt.current.enabled and hasattr(gt.current, "register_probes"):
         gt.current.register_probes(gt)           # a wakeup tracer chosen by ftrace=
     register_pid_follow(tracing)

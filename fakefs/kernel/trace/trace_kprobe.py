@@ -271,7 +271,7 @@ class ProbeEventOps(DynEventOps):
             head = (kp.addr,)
         values = fetch_args(p.args, regs)
         if context is None:
-            act = self.kernel.trace_activity
+            act = self.kernel.trace_hits
             context = act.context_flags(stack) if act is not None else (0, 0)
         flags, pc = context
         entry = (ts, ev.id, task.pid, flags, pc, head + values, None)

@@ -94,7 +94,7 @@ class WakeupTracer(LatencyTracer):
     def register_probes(self, tr) -> None:
         """The tracepoint probes (again at boot: ``ftrace=wakeup`` chooses
         the tracer before the replay of the machine's hits exists)."""
-        act = tr.kernel.trace_activity
+        act = tr.kernel.trace_hits
         if act is not None and self.hooks is None:
             self.hooks = {"sched_wakeup": self.probe_wakeup, "sched_wakeup_new": self.probe_wakeup,
                           "sched_switch": self.probe_switch,
@@ -103,7 +103,7 @@ class WakeupTracer(LatencyTracer):
                 act.add_tp_hook(name, self.hooks[name])
 
     def _stop(self, tr) -> None:
-        act = tr.kernel.trace_activity
+        act = tr.kernel.trace_hits
         if act is not None and self.hooks is not None:
             for name in PROBES:
                 act.remove_tp_hook(name, self.hooks[name])

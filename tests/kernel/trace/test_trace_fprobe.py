@@ -165,7 +165,7 @@ def test_tracepoint_probes_fire_with_the_tracepoint(k, clock):
         assert lines[i].split(": ")[0] == lines[i + 1].split(": ")[0]
     wr(k, "events/kmem/kmem_cache_alloc/enable", "0\n")
     wr(k, "events/tracepoints/enable", "0\n")
-    assert not k.trace_activity.tp_hooks
+    assert not k.trace_hits.tp_hooks
     wr(k, "trace", "\n")
     clock.advance(20 * MS)
     assert entries(k) == []

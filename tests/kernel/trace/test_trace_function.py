@@ -64,7 +64,7 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
     from fakefs import sim
     from fakefs.sim.files import read_file
     from fakefs.sim.clock import ManualClock
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
     k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
     for path, value in settings:
@@ -131,7 +131,7 @@ def _reset_between(raw, monkeypatch):
 
     from fakefs import sim
     from fakefs.sim.clock import ManualClock
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=50000",
                  host_kallsyms=False)
@@ -179,7 +179,7 @@ def _calls_by_window(kept, monkeypatch):
 
     from fakefs import sim
     from fakefs.sim.clock import ManualClock
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     if not kept:
         fresh = trace_activity.TraceActivity._writer_for
 
@@ -204,7 +204,7 @@ def test_a_writer_kept_for_a_window_writes_what_one_per_stretch_writes(monkeypat
     array for a window: it takes the task state and the stackmap as they
     are at each stretch, so the files are those of a writer made for every
     stretch (the calls' entries, their stacks' ids, the map's counts)."""
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     made = []
     real = trace_activity.CallWriter
 

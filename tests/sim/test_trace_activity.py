@@ -6,7 +6,7 @@ from kfiles import wr
 
 from fakefs import sim
 from fakefs.sim.clock import ManualClock
-from fakefs.kernel.trace.trace_activity import machine_seen_by_tracing
+from fakefs.kernel.trace.trace_hits import machine_seen_by_tracing
 
 
 def _slow(tracing) -> bool:
@@ -39,7 +39,7 @@ def test_machine_seen_follows_every_setting_that_records_or_follows_forks():
 
 def _function_trace(cmdline, settings, one_by_one, monkeypatch):
     from kfiles import rd
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     if one_by_one:
         def each(self, trs, wl, rng, cpu, times, probe_trs, graph=(), lo=0, hi=None):
             for ts in times[lo:hi]:
@@ -89,7 +89,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     (a restart of the frames drops them, not kept alive by the cache), and
     the trace is still the calls one by one."""
     from fakefs.kernel import workload
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
     monkeypatch.setattr(workload, "FRAME_CAP", 300)
     bulk = _function_trace("fakefs.fn_rate=100000", settings, False, monkeypatch)

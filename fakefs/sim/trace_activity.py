@@ -33,18 +33,18 @@ import heapq
 import zlib
 from operator import itemgetter
 
-from . import trace_entries as te
-from .ftrace_sysctl import ftrace_calls_enabled
-from ..tracepoint import TracepointHooks
-from ..walkgraph import CALL_IP_OFF
-from ._trace_function import CallWriter, function_entries, instants_upto
-from .trace_call_rates import AwakeTime, CallGroup, call_groups, fn_rate
-from .trace_context import CALL_CONTEXT, StackContext
-from .trace_events_commit import trace_event_commit
-from .trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
-from .trace_stackmap import MAX_DEPTH
-from ._trace_machine_hits import HitProbe, HitWriter
-from .trace_machine_hits import FOLLOWED, SYS_WORK, MachineHits, recorders_key
+from ..kernel.trace import trace_entries as te
+from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
+from ..kernel.walkgraph import CALL_IP_OFF
+from ..kernel.trace._trace_function import CallWriter, function_entries, instants_upto
+from ..kernel.trace.trace_call_rates import AwakeTime, CallGroup, call_groups, fn_rate
+from ..kernel.trace.trace_context import CALL_CONTEXT
+from ..kernel.trace.trace_events_commit import trace_event_commit
+from ..kernel.trace.trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
+from ..kernel.trace.trace_stackmap import MAX_DEPTH
+from ..kernel.tracepoint import TracepointHooks
+from ..kernel.trace._trace_machine_hits import HitWriter
+from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
@@ -58,40 +58,34 @@ _BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
 
 
 class TraceActivity(MachineHits):
+    """``kernel.trace_activity``: the calls and events of the machine, and
+    its tracepoints' hits (``kernel.trace_hits``), written window by window."""
+
     def __init__(self, kernel):
         self.kernel = kernel
+        hits = self.hits = kernel.trace_hits
         self.fn_rate = fn_rate(kernel)
         self.rng = kernel.subsystem_rng("trace-activity")
-        # the gap watcher the machine gives: what tracing can show of a gap
-        # (fakefs.sim.trace_backlog; None: every instant is simulated in full)
+        # the gap watcher: what tracing can show of a gap (trace_backlog.py;
+        # None: every instant is simulated in full)
         self.backlog = None
         self.calls = 0                          # plain function calls simulated (a gap's budget)
-        # fn(t0, t1) -> bool: something of the model hits a probed
-        # tracepoint in [t0, t1) (a sample module's thread, a followed real
-        # process), so a gap's step is traced even before its window
-        self.traced_needs: list = []
         self.carry: dict[tuple, float] = {}
-        # the context (flags, preempt depth) a stack or a frame implies
-        self.stack_context = StackContext(kernel)
-        self.context_flags = self.stack_context.context_flags
+        # the kernel's probes' (the same objects): the context a stack
+        # implies, the hits waiting per CPU, who runs as of the last hit
+        # traced, the tracepoint probe events, the events by name
+        self.stack_context = hits.stack_context
+        self.context_flags = hits.context_flags
+        self.pending = hits.pending
+        self.curr = hits.curr
+        self.tp_hooks = hits.tp_hooks
+        self._event_def = hits.event_def
         self.tasks: list = []
         self._target_addrs = frozenset()
         # the events with rates of their own, and the arrays' sets they are of
         self._events: list = []
         self._events_key: tuple = ()
         self._targets: tuple = ()
-        # hits of the scheduler's tracepoints not yet traced, per CPU:
-        # (ts, event name, pid, flags, preempt_count, args, task running after)
-        self.pending: list[list] = [[] for _ in range(kernel.nr_cpus)]
-        self.curr = list(kernel.sched.curr)     # who runs, as of the last replayed hit
-        self._events_by_name: dict = {}
-        self._probes: dict = {}
-        self.tp_hooks = TracepointHooks()       # tracepoint probe events
-        for name in FOLLOWED:
-            self.set_probe(name, True)
-        if kernel.tracing is not None:         # events enabled at boot (trace_event=)
-            for name in kernel.tracing.tracepoint_users:
-                self.set_probe(name, True)
         self._syscall_events: dict = {}         # (tracepoint, nr) -> event
         # nr -> the ids a system call's work goes down (``MachineHits._syscall_work``)
         self._work_targets: dict[int, tuple] = {}
@@ -112,30 +106,6 @@ class TraceActivity(MachineHits):
         # the settings in it)
         self._committers: dict | None = None
 
-    def _probe(self, name):
-        probe = self._probes.get(name)
-        if probe is None:
-            probe = self._probes[name] = HitProbe(name, self.pending, self.kernel.sched.curr)
-        return probe
-
-    def set_probe(self, name: str, on: bool) -> None:
-        """The trace event code's probe on tracepoint ``name``: on while an
-        event recording it is enabled somewhere, or another probe is on it
-        (``sched_switch`` always: the replay follows who runs)."""
-        tp = self.kernel.tracepoints.get(name)
-        if on or name in FOLLOWED or name in self.tp_hooks:
-            tp.register(self._probe(name))
-        else:
-            tp.unregister(self._probe(name))
-
-    def add_tp_hook(self, name: str, handler) -> None:
-        self.tp_hooks.add(name, handler)
-        self.set_probe(name, True)
-
-    def remove_tp_hook(self, name: str, handler) -> None:
-        if self.tp_hooks.remove(name, handler):
-            self.set_probe(name, name in self.kernel.tracing.tracepoint_users)
-
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's
         come in time order, the allocators' after them: all of them count;
@@ -149,14 +119,6 @@ class TraceActivity(MachineHits):
             return hits
         q[:] = [h for h in q if h[0] >= t1]
         return hits
-
-    def _event_def(self, name):
-        """The trace event of tracepoint ``name`` (a probe event may have its
-        name, e.g. ``t sched_switch``'s: it records its own hits)."""
-        d = self._events_by_name
-        if not d:
-            d.update((ev.name, ev) for ev in self.kernel.tracing.events if ev.tracepoint == ev.name)
-        return d.get(name)
 
     # --- the hook -------------------------------------------------------------
     def _count(self, key, rate: float, dt: float) -> int:
@@ -566,16 +528,13 @@ def _part(times, lo: int, hi):
     return times[lo:hi]
 
 
-def register_trace_activity(kernel) -> None:
-    act = TraceActivity(kernel)
-    kernel.trace_activity = act
-    kernel.syscalls.wants_work(act.wants_work, act._probe(SYS_WORK))
-    kernel.tracing.probe_hooks.append(act.set_probe)
+def start(kernel) -> TraceActivity | None:
+    """The machine's trace activity, for a kernel that traces (its probes:
+    ``kernel.trace_hits``), with its gap watcher (trace_backlog.py)."""
+    hits = kernel.trace_hits
+    if hits is None:
+        return None
+    act = kernel.trace_activity = TraceActivity(kernel)
+    kernel.syscalls.wants_work(act.wants_work, hits.probe(SYS_WORK))
     kernel.add_timer_hook(act.run, observer=True)
-    kernel.add_machine_watcher(lambda: machine_seen_by_tracing(kernel.tracing))
-
-
-def machine_seen_by_tracing(tracing) -> bool:
-    """What the machine does matters to some trace array (only the top one
-    and the engaged instances can: ``Tracing.engaged``)."""
-    return tracing.global_trace.sees_machine() or any(tr.sees_machine() for tr in tracing.engaged)
+    return act

@@ -109,7 +109,7 @@ def _files_after(monkeypatch, seed, settings, windows, window_ns):
 
 
 def _every_event(monkeypatch, fast, settings):
-    from fakefs.kernel.trace import trace_machine_hits
+    from fakefs.sim import trace_machine_hits
     if not fast:
         monkeypatch.setattr(trace_machine_hits, "commit_way", lambda tr, ev: COMMITTED)
     return _files_after(monkeypatch, 7, settings, 4, 25_000_000)
@@ -152,7 +152,7 @@ def _changing(monkeypatch, kept):
 
     from fakefs import sim
     from fakefs.sim.clock import ManualClock
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     if not kept:
         monkeypatch.setattr(trace_activity, "recorders_key", lambda trs: object())
     k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
@@ -192,7 +192,7 @@ class _PythonSwitchCalls:
 
 
 def _switch_calls(monkeypatch, compiled, settings):
-    from fakefs.kernel.trace import trace_activity
+    from fakefs.sim import trace_activity
     if not compiled:
         real = trace_activity.HitWriter
         monkeypatch.setattr(trace_activity, "HitWriter",
