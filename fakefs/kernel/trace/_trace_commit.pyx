@@ -17,7 +17,7 @@ buffer's write).
 hits in a window in which no array's settings can change (no event trigger
 or function probe in any array: ``TraceActivity.run``), with what it reads
 of the array on a CPU read once (``committer()``); the same records, in
-the same order (tests/kernel/trace/test_trace_machine_hits.py).
+the same order (tests/sim/test_trace_machine_hits.py).
 """
 
 cimport cython

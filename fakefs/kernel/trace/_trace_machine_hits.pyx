@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The machine's hits that only write records, replayed compiled (the data
 plane: docs/data-plane.md; ``MachineHits._machine_hit`` in
-trace_machine_hits.py is the whole replay, and says what each hit is).
+sim/trace_machine_hits.py is the whole replay, and says what each hit is).
 
 Most hits are a task's (its pid known) of a tracepoint with no code path
 of its own (not a switch, a fork or an exec), or an allocator's (whoever
@@ -78,7 +78,7 @@ cdef class HitWriter:
     hooks' table, who runs), and per CPU and tracepoint (a system call's
     per number) its recorders as ``Rec``s once the Python path has made
     them; the same records, in the same order, from the same draws
-    (tests/kernel/trace/test_trace_machine_hits.py)."""
+    (tests/sim/test_trace_machine_hits.py)."""
     cdef object act, wl, rng, context_flags
     cdef dict recorders, committers, hooked
     cdef list known, sys_known, curr

@@ -9,7 +9,7 @@ children are listed as it forks them).  While any of that is set it
 is the array's ``tr.ftrace_ops``: ``match(ip, pid)`` decides whether the
 function tracer records a call, ``after_call()`` runs the probes of the
 function called.  ``call_targets()`` tells the activity generator which
-functions' calls matter now (see ``trace_activity.py``: a filtered tracer
+functions' calls matter now (see ``fakefs.sim.trace_activity``: a filtered tracer
 or a probe sees every call of its functions, not a thinned sample).
 
 The functions are the records of ``ftrace_records.py``; the files that set

@@ -129,7 +129,7 @@ def fire_probe(ops, probe, rec, cpu, ts, stack) -> None:
 
 def probes_may_act(ops) -> bool:
     """A probe's next call may change what the array records or shows
-    beyond what a gap counts in aggregate (trace_backlog.py): switch its
+    beyond what a gap counts in aggregate (fakefs.sim.trace_backlog): switch its
     tracing or an event, take a snapshot, dump.  A stacktrace probe writes
     entries of the buffer, counted with them."""
     tr = ops.tr

@@ -12,7 +12,7 @@ non-zero, ``ftrace_startup_sysctl()`` puts them back.  (A permanent ops, a
 live patch, would make a 0 EBUSY; the simulated kernel has none.)
 
 ``ftrace_calls_enabled(kernel)`` is what the function-call paths ask
-(``trace_activity.py``).  tools: ``trace-cmd start`` reads it and, as root,
+(``fakefs.sim.trace_activity``).  tools: ``trace-cmd start`` reads it and, as root,
 writes 1 when it finds 0.
 """
 

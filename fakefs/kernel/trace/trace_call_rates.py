@@ -10,7 +10,7 @@ in the unfiltered function tracer: ``fn_rate`` times the share of them the
 walk gives those functions (``Workload.call_profile()``, CALL_PROFILE_N
 calls per CPU), counting CALL_PRIOR calls for each function there that it
 never got to.  ``call_groups()`` makes the streams of such calls the
-activity draws (``trace_activity.py``); the function profiler and the stack
+activity draws (``fakefs.sim.trace_activity``); the function profiler and the stack
 tracer count with the same shares.
 """
 

@@ -276,7 +276,7 @@ class EventCommand:
 
     def may_act(self, data: TriggerData, tr) -> bool:
         """Its next hit (count left) may change what the array records or
-        shows beyond what a gap counts in aggregate (trace_backlog.py):
+        shows beyond what a gap counts in aggregate (fakefs.sim.trace_backlog):
         a snapshot, a histogram, unless a command knows better."""
         return True
 
