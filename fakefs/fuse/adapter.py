@@ -62,9 +62,8 @@ def _flushes(fops) -> bool:
     return type(fops).flush is not FileOperations.flush
 
 
-class _Held:
-    """``with``: the kernel's clock held at an instant, and the kernel at
-    it (see ``FakeFS.at``)."""
+class _At:
+    """``with``: the kernel at an instant (``kernel.now``; see ``FakeFS.at``)."""
 
     __slots__ = ("kernel", "until")
 
@@ -73,13 +72,13 @@ class _Held:
         self.until = until
 
     def __enter__(self) -> None:
-        self.kernel.clock.held = self.kernel.now = self.until
+        self.kernel.now = self.until
 
     def __exit__(self, *exc) -> None:
-        self.kernel.clock.held = None
+        pass                # (the next request gives its own instant)
 
 
-_NOW = contextlib.nullcontext()       # at(None): the clock is not held
+_NOW = contextlib.nullcontext()       # at(None): the request's entry instant (``handler``)
 
 
 class FakeFS(FsInfo, pyfuse3.Operations):
@@ -174,9 +173,10 @@ class FakeFS(FsInfo, pyfuse3.Operations):
 
     def at(self, until: int | None):
         """The kernel serves the request at the instant it came (``until``,
-        from ``observe``; None: now, the clock as it is outside every such
-        block).  Only around code that does not await."""
-        return _NOW if until is None else _Held(self.kernel, until)
+        from ``observe``: other requests served while it awaited set their
+        own; None: the instant the handler gave at the request's entry).
+        Only around code that does not await."""
+        return _NOW if until is None else _At(self.kernel, until)
 
     def node(self, inode: int):
         n = self.tree.nodes.get(inode)

@@ -67,7 +67,7 @@ async def stepped_write(fs, f, data: bytes) -> int:
         with fs.at(until):
             answer = fops.write(f, data)
         # (a Later: its writer's work needs the machine further on)
-        return finish(fs.kernel, answer, lambda: fs.at(until))
+        return finish(fs.kernel, answer)
     ino = f.node.ino
     lock = _locks.get(ino)
     if lock is None:

@@ -221,7 +221,7 @@ class Profiler:
             self.prof_on = 0
             return -22
         self.buffer = array("I", [0]) * self.prof_len
-        self._start_ticks()
+        self._started()
         return 0
 
     @property
@@ -272,7 +272,7 @@ class Profiler:
         return bytes(out)
 
     # ------------------------------------------------------------- ticking
-    def _start_ticks(self) -> None:
+    def _started(self) -> None:
         """Profiling is on: the machine is seen (its ticks come from
         :mod:`fakefs.sim.profile_ticks`, ``tick()``); SCHED_PROFILING hits
         at every switch into the scheduler."""

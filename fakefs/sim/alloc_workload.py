@@ -239,8 +239,8 @@ def _poisson(rng, lam: float) -> int:
 def start(kernel) -> AllocWorkload | None:
     """The machine's allocations, running with the kernel's time from now
     on (a kernel with the allocators: CONFIG_MEM_ALLOC_PROFILING)."""
-    if kernel.alloc_calls is None or kernel.alloc_workload is not None:
-        return kernel.alloc_workload
+    if kernel.alloc_calls is None:
+        return None
     wl = AllocWorkload(kernel)
     kernel.alloc_workload = wl
     wl.keep_runtime_sites()

@@ -6,11 +6,12 @@ host's CLOCK_MONOTONIC since then.  The simulated kernel does no work on its
 own: whoever observes it has its timekeeper (``fakefs.sim.timekeeper``) run
 it up to ``now_ns()``.  Tests may drive a :class:`ManualClock` instead.
 
-While a request is being served, its instant is ``held``: everything the
-kernel does for it happens at the moment it came.  (Until session 44 the
-clock also stood still while a request waited for the simulation, falling
-behind the host's by up to a second: it hid a machine slower than real time,
-which none is any more.)
+A request's instant is not the clock's business: its caller gives it to
+the kernel (``kernel.now``), so that everything the kernel does for it
+happens at the moment it came.  (Until session 46 the clock was ``held`` at
+that instant instead, and until session 44 it also stood still while a
+request waited for the simulation, falling behind the host's by up to a
+second: it hid a machine slower than real time, which none is any more.)
 """
 
 from __future__ import annotations
@@ -22,11 +23,8 @@ class Clock:
     def __init__(self, boot_offset_ns: int = 0):
         self._t0 = time.monotonic_ns() - boot_offset_ns
         self.boot_wall = time.time() - boot_offset_ns / 1e9
-        self.held: int | None = None
 
     def now_ns(self) -> int:
-        if self.held is not None:
-            return self.held
         return time.monotonic_ns() - self._t0
 
     def from_monotonic(self, ns: int) -> int:
@@ -41,11 +39,8 @@ class ManualClock:
         self.t = start_ns
         # the wall-clock time of boot (the wall trace clocks count from it)
         self.boot_wall = time.time() if boot_wall is None else boot_wall
-        self.held: int | None = None
 
     def now_ns(self) -> int:
-        if self.held is not None:
-            return self.held
         return self.t
 
     def advance(self, ns: int) -> None:

@@ -10,40 +10,30 @@ has one owner, the caller (issue 33, DM6).  ``fs.pseudo.kernel_read`` and
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 from ..kernel.fs.pseudo import Later, kernel_read, kernel_write
 
 
-def finish(kernel, answer, at=contextlib.nullcontext):
+def finish(kernel, answer):
     """An operation's answer, the machine moved on first where it says so
     (``Later``: the instant its caller's work needs); each ``then()`` runs
-    inside ``at()`` (the adapter holds the clock at the request's instant)."""
+    at the request's instant again (``kernel.now`` as the operation left it)."""
+    t = kernel.now
     while isinstance(answer, Later):
         kernel.timekeeper.advance_to(answer.t)
-        with at():
-            answer = answer.then()
+        kernel.now = t
+        answer = answer.then()
     return answer
 
 
 def read_file(kernel, path: str, size: int = 1 << 26) -> bytes:
     """``kernel_read`` of ``path`` (from the tree's root) at the clock's now."""
-    kernel.now = kernel.clock.now_ns()
-    kernel.timekeeper.run_until_now()
+    kernel.timekeeper.run_until_now()          # (and the kernel at its instant)
     return kernel_read(kernel.tree, path, size)
 
 
 def write_file(kernel, path: str, data: bytes, flags: int = os.O_WRONLY | os.O_TRUNC) -> int:
     """``kernel_write`` of ``data`` to ``path`` at the clock's now."""
-    t = kernel.now = kernel.clock.now_ns()
     kernel.timekeeper.run_until_now()
-    return finish(kernel, kernel_write(kernel.tree, path, data, flags), lambda: _at(kernel, t))
-
-
-@contextlib.contextmanager
-def _at(kernel, t: int):
-    """The kernel at the call's instant ``t`` again (as the adapter holds
-    a request's), after the machine went on for a ``Later``."""
-    kernel.now = t
-    yield
+    return finish(kernel, kernel_write(kernel.tree, path, data, flags))

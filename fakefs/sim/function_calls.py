@@ -76,25 +76,46 @@ def _poisson_ptrs(rng, lam: float) -> int:
             return k
 
 
-class FunctionCalls:
-    """``profiler.counter``: the machine's calls into the profiler's tables."""
+class CallsSince:
+    """Calls drawn for an ftrace_ops from an instant on: by the seconds each
+    CPU was awake since (``call_seconds``), from the RNG ``rng_name``."""
 
-    __slots__ = ("kernel", "prof", "rng", "since", "_cpu_times", "_rates", "_generation")
+    __slots__ = ("kernel", "rng", "since", "_cpu_times")
 
-    def __init__(self, kernel, prof):
+    def __init__(self, kernel, rng_name: str):
         self.kernel = kernel
-        self.prof = prof
-        self.rng = kernel.subsystem_rng("ftrace-profile")
+        self.rng = kernel.subsystem_rng(rng_name)
         self.since = 0              # calls are counted up to this instant
         self._cpu_times: list = []  # the CPUs' times then (``Scheduler.cpu_times``)
+
+    def started(self, now: int) -> None:
+        """The ops was registered at ``now``: calls count from there."""
+        self.since = now
+        self._cpu_times = self.kernel.sched.cpu_times(now)
+
+    def _seconds_to(self, t: int) -> list[float]:
+        """Per CPU, the seconds of [since, t) calls were made in; counted
+        up to ``t`` from now on."""
+        self._cpu_times, secs = call_seconds(self.kernel, self.since, self._cpu_times, t)
+        self.since = t
+        return secs
+
+
+class FunctionCalls(CallsSince):
+    """``profiler.counter``: the machine's calls into the profiler's tables."""
+
+    __slots__ = ("prof", "_rates", "_generation")
+
+    def __init__(self, kernel, prof):
+        super().__init__(kernel, "ftrace-profile")
+        self.prof = prof
         self._rates: list[tuple] = []    # per CPU: (ips, calls per second) under...
         self._generation = None     # ...this generation of the global filter
 
     # --- time -------------------------------------------------------------------
     def started(self, now: int) -> None:
         """The profiler was turned on at ``now`` (its tables emptied)."""
-        self.since = now
-        self._cpu_times = self.kernel.sched.cpu_times(now)
+        super().started(now)
         self._take_filter()
 
     def run(self, t0: int, t1: int) -> None:
@@ -113,8 +134,7 @@ class FunctionCalls:
         """Draw the calls of [since, t) of every function on every CPU."""
         if not self.prof.enabled or t <= self.since:
             return
-        self._cpu_times, dts = call_seconds(self.kernel, self.since, self._cpu_times, t)
-        self.since = t
+        dts = self._seconds_to(t)
         rng = self.rng
         key = self._duration_key()
         for st, (ips, rates, durations), dt in zip(self.prof.stats, self._rates, dts):

@@ -17,27 +17,20 @@ from __future__ import annotations
 
 import math
 
-from ..kernel.trace.trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
+from ..kernel.trace.trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .function_calls import CallsSince
 
 DRAWS_MAX = 1000          # calls measured per look at most
 
 
-class StackCalls:
+class StackCalls(CallsSince):
     """``stack_tracer.counter``: the machine's calls the tracer measures."""
 
-    __slots__ = ("kernel", "tracer", "rng", "since", "_times")
+    __slots__ = ("tracer",)
 
     def __init__(self, kernel, tracer):
-        self.kernel = kernel
+        super().__init__(kernel, "stack-tracer")
         self.tracer = tracer
-        self.rng = kernel.subsystem_rng("stack-tracer")
-        self.since = 0               # calls are measured up to this instant
-        self._times: list = []       # the CPUs' times then (``Scheduler.cpu_times``)
-
-    def started(self, now: int) -> None:
-        """The tracer's ops was registered at ``now``."""
-        self.since = now
-        self._times = self.kernel.sched.cpu_times(now)
 
     def count_until(self, t: int) -> None:
         """Measure the calls made up to ``t``."""
@@ -45,13 +38,11 @@ class StackCalls:
         if not st.registered or t <= self.since:
             self.since = max(self.since, t)
             return
-        self._times, secs = call_seconds(self.kernel, self.since, self._times, t)
-        dt = sum(secs) * 1e9
-        self.since = t
+        dt = sum(self._seconds_to(t)) * 1e9
         wl = self.kernel.workload
         if wl is None or dt <= 0:
             return
-        targets = st._targets(wl)
+        targets = st.targets(wl)
         if targets is not None and not targets:
             return
         calls = fn_rate(self.kernel) * dt / 1e9 * _share(wl, targets)

@@ -40,9 +40,16 @@ class QuarterClock(Clock):
     left a full-speed one 0.73 s behind once)."""
 
     def now_ns(self) -> int:
-        if self.held is not None:
-            return self.held
         return (time.monotonic_ns() - self._t0) // 4
+
+
+class StoppedClock(Clock):
+    """The host's clock, which a test may stop at an instant (``stopped``)."""
+
+    stopped = None
+
+    def now_ns(self) -> int:
+        return self.stopped if self.stopped is not None else super().now_ns()
 
 
 def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_a_gap():
@@ -97,11 +104,11 @@ def test_the_runner_waits_when_nothing_records_or_on_the_virtual_clock():
 
 
 def test_a_gap_behind_leaves_the_catch_up_to_the_next_request():
-    k = boot(Clock(), *SWITCH)
+    k = boot(StoppedClock(), *SWITCH)
     runner = Runner(FakeFS(k))
     assert runner.due()
     time.sleep(k.timekeeper.gap_threshold() / 1e9 + 0.05)
-    k.clock.held = k.clock.now_ns()         # (the request's instant: however long its catch-up)
+    k.clock.stopped = k.clock.now_ns()      # (the request's instant: however long its catch-up)
     assert not runner.due()                 # the lazy path's gap, as before
     k.timekeeper.run_until_now()
     assert runner.due()

@@ -105,7 +105,7 @@ async def test_between_slices_a_commands_requests_go_through_together(monkeypatc
 async def test_a_write_answering_later_has_the_machine_moved_there_first():
     """stepped_write(): a ``Later`` (a writer's work further on the machine)
     is answered once the kernel has been simulated to its instant, the
-    clock held at the request's."""
+    kernel at the request's."""
     from fakefs import sim
     from fakefs.fuse import steps
     from fakefs.fuse.adapter import FakeFS

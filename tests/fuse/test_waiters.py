@@ -31,8 +31,6 @@ class Ctx:
 
 
 class Clock:
-    held = None
-
     def now_ns(self):
         return 0
 

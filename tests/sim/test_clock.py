@@ -1,5 +1,4 @@
-"""sim/clock.py: the machine's clock that follows the host's, held at a request's
-instant while it is served."""
+"""sim/clock.py: the machine's clock that follows the host's."""
 
 from __future__ import annotations
 
@@ -17,10 +16,6 @@ def test_the_clock_is_the_hosts_since_boot(monkeypatch):
     host[0] += 300_000_000
     assert c.now_ns() == 350_000_000
     assert c.from_monotonic(1_200_000_000) == 250_000_000
-    c.held = 123
-    assert c.now_ns() == 123                    # a request's instant
-    c.held = None
-    assert c.now_ns() == 350_000_000
 
 
 def test_now_never_goes_back():

@@ -49,8 +49,15 @@ def test_a_skipped_stretch_counts_the_ticks_it_samples_weighed_up():
     assert hits(k) == 2 * k.profile.hz * (GAP_NS + 3 * SEC) // SEC
 
 
-def test_without_profiling_no_tick_counts():
+def test_ticks_count_from_profiling_turned_on_at_run_time():
+    """The ticks run from the machine's start; before /sys/kernel/profiling
+    turns profiling on there is nothing to count, after it every tick."""
+    from fakefs.sim.files import write_file
     k = boot("")
     k.clock.advance(SEC)
     k.timekeeper.run_until_now()
-    assert k.profile.buffer is None and k.profile.prof_on == 0
+    assert k.profile.buffer is None                      # off: no buffer, no hits
+    write_file(k, "sys/kernel/profiling", b"2\n")
+    k.clock.advance(SEC)
+    k.timekeeper.run_until_now()
+    assert hits(k) == 2 * k.profile.hz                   # that second's ticks only

@@ -167,7 +167,6 @@ def boot_static(calls) -> None:
     n = 15000 + 1500 * calls.nr_cpus
     for _ in range(8):
         calls.kernfs.append(calls.bulk(kn, "kernfs_node_cache", n // 8))
-    calls.kernfs_dyn = []
 
 
 def boot_background(calls) -> None:

@@ -75,7 +75,6 @@ class AllocCalls:
         self.blk: list = []
         self.ct: list = []
         self.kernfs: list = []
-        self.kernfs_dyn: list = []
         self.background: list = []
         # when the operation under way happens, on the workload's clock
         # (its caller's: boot's at 0); a lifetime drawn runs from it
@@ -301,9 +300,6 @@ class AllocCalls:
         finally:
             at.current = old
             at.warn_task, at.warn_trace = saved
-
-    def live_bytes(self) -> int:
-        return sum(t.bytes for t in self.at.iter_tags())
 
 
 def _split(n: int, parts: int, rng) -> list:

@@ -179,7 +179,7 @@ class StackTracer:
         if self.counter is not None:
             self.counter.count_until(self.kernel.sim_time)
 
-    def _targets(self, wl):
+    def targets(self, wl):
         """The graph's ids of the filtered functions (None: every one)."""
         if not self.filter:
             return None
@@ -203,7 +203,7 @@ class StackTracer:
         ids = [wl.wg.ids.get(name) for name in READER_CALL]
         if None in ids:
             return
-        targets = self._targets(wl)
+        targets = self.targets(wl)
         if targets is not None and ids[0] not in targets:
             return
         site_of = wl.frames.site_of
