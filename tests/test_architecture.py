@@ -227,11 +227,6 @@ GENERATOR_DEBT = {
     "fakefs.kernel._walk", "fakefs.kernel.walk_reference", "fakefs.kernel.reach",
     "fakefs.kernel._reach", "fakefs.kernel.reach_reference", "fakefs.kernel.call_sites",
     "fakefs.kernel.population",
-    # the compiled writers the machine's trace activity drives: CallWriter steps
-    # the walk's Walker and writes its calls; HitWriter replays the machine's
-    # queued hits (NOTES: split each into the kernel's per-entry writer and the
-    # machine's loop)
-    "fakefs.kernel.trace._trace_function", "fakefs.kernel.trace._trace_machine_hits",
 }
 
 

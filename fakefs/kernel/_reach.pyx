@@ -25,7 +25,8 @@ from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
-from fakefs.kernel._walk cimport Frame, Graph, Table, frame_kid
+from fakefs.kernel._frames cimport Frame, frame_kid
+from fakefs.kernel._walk cimport Graph, Table
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel import walkgraph as _wg

@@ -18,7 +18,7 @@ each and its specification (the same draws in the same order, the same
 task state, the same memo: tests/kernel/test_workload_compiled.py).
 """
 
-from fakefs.kernel._walk cimport Frame
+from fakefs.kernel._frames cimport Frame
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel.walkgraph import F_TRACE as _F_TRACE

@@ -1,6 +1,6 @@
 """The kernel stacks the walk has been through, as a tree of frames.
 
-A ``Frame`` (``_walk.pyx``: the compiled walk reads its fields) is one
+A ``Frame`` (``_frames.pyx``: the compiled walk and tracers read its fields) is one
 distinct stack: a function, the frame it was called from, and the stack
 tuple (return addresses, innermost first, as ``stack_trace_save()`` stores
 them), made the first time it is asked for from the function's entry and
@@ -13,7 +13,7 @@ are in.
 
 from __future__ import annotations
 
-from ._walk import Frame
+from ._frames import Frame
 from .walkgraph import IDLE, KMODE, UMODE, call_off, callee_mode, inner_context, irq_off, tp_off
 
 # where in its frame a task is (its phase)

@@ -4,10 +4,10 @@
 
 Calls are not made one by one: each function is called at the rate the
 activity generator gives a filtered function tracer
-(``trace_call_rates.fn_rate()`` times its share in ``Workload.call_profile()``,
+(``call_rates.fn_rate()`` times its share in ``Workload.call_profile()``,
 ``CALL_PRIOR`` calls for one it never got to), so the profiler and a
 tracer filtered on a function agree.  The counts of a stretch of time are
-Poisson draws for the time each CPU was awake (``trace_call_rates.call_seconds()``:
+Poisson draws for the time each CPU was awake (``call_rates.call_seconds()``:
 a halted CPU calls nothing), made when someone looks (the profiler's
 ``settle()``: a stat file is opened or read; it is turned off) and when the
 global filter changes (the timer and skip hooks see its generation move
@@ -32,7 +32,7 @@ import statistics
 
 from ..kernel.call_durations import DURATION_KEYS
 from ..kernel.trace.ftrace_records import ftrace_records
-from ..kernel.trace.trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
+from .call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
 
 POISSON_INVERSION_MAX = 12     # below this mean: inversion; above: transformed rejection
 

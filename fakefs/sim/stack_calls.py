@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from ..kernel.trace.trace_call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
+from .call_rates import CALL_PRIOR, CALL_PROFILE_N, fn_rate
 from .function_calls import CallsSince
 
 DRAWS_MAX = 1000          # calls measured per look at most

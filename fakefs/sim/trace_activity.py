@@ -10,7 +10,7 @@ recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
 The function tracer records ``fn_rate`` calls a second per CPU, spread
-over the time it was awake (``trace_call_rates.py``); events with rates
+over the time it was awake (``call_rates.py``); events with rates
 of their own come at any time, as a device's would (on a halted CPU, in
 the interrupt that wakes it).  A run of them with nothing else between is made
 and written in one go when every array takes each call as it comes
@@ -36,14 +36,13 @@ from operator import itemgetter
 from ..kernel.trace import trace_entries as te
 from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
 from ..kernel.walkgraph import CALL_IP_OFF
-from ..kernel.trace._trace_function import CallWriter, function_entries, instants_upto
-from ..kernel.trace.trace_call_rates import AwakeTime, CallGroup, call_groups, fn_rate
+from ..kernel.trace._trace_function import function_entries
+from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from ..kernel.trace.trace_context import CALL_CONTEXT
 from ..kernel.trace.trace_events_commit import trace_event_commit
-from ..kernel.trace.trace_functions import FN_LENGTH, STACK_ID_LENGTH, STACK_LENGTHS
-from ..kernel.trace.trace_stackmap import MAX_DEPTH
 from ..kernel.tracepoint import TracepointHooks
-from ..kernel.trace._trace_machine_hits import HitWriter
+from ._trace_calls import CallWriter, instants_upto
+from ._trace_machine_hits import HitWriter
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -371,25 +370,21 @@ class TraceActivity(MachineHits):
         """How the calls of the arrays ``trs`` (nothing probed on calls:
         asked first) on ``cpu`` are written: ONE_BY_ONE (an array takes
         them ``_one_by_one``), by a ``CallWriter`` (the compiled writer:
-        one array whose tracer says what it may write, ``compiled_calls()``:
-        the entries, or with their stacks'), or None (the tuples' path);
+        one array whose tracer gives its compiled ``call_writer()``: the
+        entries, or with their stacks'), or None (the tuples' path);
         kept for the window (the settings hold)."""
         writers = self._call_writers
         key = (cpu, *trs)
         how = writers.get(key, False) if writers is not None else False
         if how is False:
-            how = mode = None
+            how = fw = None
             if any(self._one_by_one(tr) for tr in trs):
                 how = ONE_BY_ONE
             elif RAW_WRITES and len(trs) == 1 and wl.walk.compiled():
-                mode = trs[0].current.compiled_calls(trs[0])
-            if mode is not None:
-                tr = trs[0]
+                fw = trs[0].current.call_writer(trs[0], cpu)
+            if fw is not None:
                 walk, c = wl.stretch(cpu)
-                how = CallWriter(walk, c, self.rng, tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT,
-                                 CALL_IP_OFF, cpu, mode,
-                                 tr.stackmap if mode and tr.flag("stackmap") else None,
-                                 STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
+                how = CallWriter(walk, c, self.rng, fw)
             if writers is not None:
                 writers[key] = how
         return how

@@ -73,7 +73,7 @@ catches the kernel up first.
 from __future__ import annotations
 
 from ..kernel.trace.ftrace_probes import hit_counted_probes, probes_may_act
-from ..kernel.trace.trace_call_rates import AwakeTime
+from .call_rates import AwakeTime
 from ..kernel.trace.trace_events_trigger import hit_counted_triggers, triggers_may_act
 
 # while something is recorded, a stretch longer than this is a gap (what

@@ -15,12 +15,11 @@ vfs_read() ...): the function arrays and probes see those calls.
 from __future__ import annotations
 
 from ..kernel.entry_common import syscall_work
-from ..kernel.trace._trace_machine_hits import (CODE_PATHS, SYS_WORK, SYSCALL_TRACEPOINTS, allocator_stack,
-                                               at_call_site)
+from ._trace_machine_hits import SYS_WORK, SYSCALL_TRACEPOINTS, allocator_stack, at_call_site
 from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
 from ..kernel.trace.trace_context import CALL_CONTEXT
 from ..kernel.trace.trace_events_commit import PLAIN, commit_way, trace_event_commit
-from ..kernel.trace.trace_hits import FOLLOWED
+from ..kernel.trace.trace_hits import CODE_PATHS, FOLLOWED
 from ..kernel.tracepoint import TracepointHooks
 from ..kernel.trace.trace_syscalls import SyscallEvent
 

@@ -177,7 +177,7 @@ def test_still_open_is_the_calls_below_the_new_one():
 def test_a_frames_kids_are_a_mapping_by_key():
     """A frame keeps its first kid in two fields and the others in a dict
     (``frame_kid``/``frame_put_kid``): what it answers is a dict's."""
-    from fakefs.kernel._walk import Frame
+    from fakefs.kernel._frames import Frame
     fr = Frame(1, None, 0x1000, 0, False, 0, 0)
     kids = [Frame(g, fr, 0x2000 + g, 0x1005, False, 0, 0) for g in range(4)]
     assert fr.kid(0) is None and fr.kids == {}

@@ -1,12 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The function tracer's entries, compiled (the data plane: docs/data-plane.md).
 
-``CallWriter`` is ``function_trace_call()`` (and, with a stack option,
-``function_stack_trace_call()``) for a stretch of calls: the walk's steps
-written straight into the ring buffer's raw sub-buffers (``_ring_buffer``),
-no object per call; the stacks' ids come through ``StackIds`` (the
-stackmap's first shortcuts).  ``call_instants()`` says when a stretch's
-calls happen.
+``FunctionWriter`` is ``function_trace_call()`` (and, with a stack option,
+``function_stack_trace_call()``) of one array on one CPU: each call the
+machine makes (fakefs/sim/_trace_calls.pyx steps its walk) written
+straight from its frame into the ring buffer's raw sub-buffers
+(``_ring_buffer``), no object per call; the stacks' ids come through
+``StackIds`` (the stackmap's first shortcuts).
 
 The tuples' path, for what the raw writer does not take (several arrays,
 no overwrite with a stack option, a clock of the array's own):
@@ -21,16 +21,9 @@ hold both paths to the same bytes (tests/kernel/trace/test_trace_function.py).
 cimport cython
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
-from cpython cimport array
 from libc.errno cimport ENOSPC
-from libc.stdlib cimport calloc, free, malloc, qsort
-
-import array as _array
-
-from fakefs.kernel._walk cimport Frame, Walker, frame_ips
-from fakefs.kernel.trace._ring_buffer cimport PageWriter
+from fakefs.kernel._frames cimport frame_ips
 from fakefs.kernel.trace._trace_stackmap cimport StackMapElt
-from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 
 def function_entries(list runs, times, miss, entry_type):
@@ -71,13 +64,6 @@ cdef class StackIds:
     takes it without making or hashing its stack; the uses counted there
     go to the elements' ref_count when the stretch is done (a sum: the
     same counts)."""
-
-    cdef object smap, get_id
-    cdef dict stored
-    cdef int cpu, max_depth
-    cdef bint full
-    cdef long long found, drops
-    cdef list touched           # frames whose uses are still to add
 
     def __cinit__(self, smap, int cpu, int max_depth):
         self.smap = smap
@@ -193,237 +179,16 @@ def stack_records(list entries, list frames, smap, int cpu, stack_id_type, full_
     return out, lengths
 
 
-cdef void sort_spread(long long *a, Py_ssize_t n, long long t0, long long span) noexcept nogil:
-    """Sort ``a`` (``n`` values in [t0, t0 + span), spread about evenly) in
-    place: a bucket per value by where it falls, then insertion within the
-    buckets (linear for such values, exact for any)."""
-    cdef Py_ssize_t i, j, b
-    cdef long long v
-    cdef Py_ssize_t *start = <Py_ssize_t *> calloc(n + 1, sizeof(Py_ssize_t))
-    cdef long long *tmp = <long long *> malloc(n * sizeof(long long))
-    cdef double per = <double> n / <double> span if span > 0 else 0.0
-    if start == NULL or tmp == NULL:
-        free(start)
-        free(tmp)
-        qsort(a, n, sizeof(long long), cmp_i64)
-        return
-    for i in range(n):
-        b = <Py_ssize_t> (<double> (a[i] - t0) * per)
-        start[min(max(b, 0), n - 1) + 1] += 1
-    for b in range(n):
-        start[b + 1] += start[b]
-    for i in range(n):
-        b = <Py_ssize_t> (<double> (a[i] - t0) * per)
-        b = min(max(b, 0), n - 1)
-        tmp[start[b]] = a[i]
-        start[b] += 1
-    for i in range(n):                  # (the buckets are in order: sort within)
-        v = tmp[i]
-        j = i
-        while j > 0 and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = v
-    free(start)
-    free(tmp)
-
-
-cdef int cmp_i64(const void *a, const void *b) noexcept nogil:
-    cdef long long x = (<const long long *> a)[0], y = (<const long long *> b)[0]
-    return (x > y) - (x < y)
-
-
-def call_instants(rng, long long t0, long long span, Py_ssize_t n):
-    """``sorted(t0 + int(rng.random() * span) for _ in range(n))``: the
-    instants of ``n`` calls spread uniformly over [t0, t0 + span), from
-    ``n`` draws, as an ``array('q')`` (no object per call; bisect and
-    slices take it as a list)."""
-    cdef array.array out = array.clone(_QARRAY, n, zero=False)
-    cdef long long *ts = out.data.as_longlongs
-    cdef Py_ssize_t i
-    cdef double fspan = <double> span
-    cdef fakefs_mt_t *mt = direct(rng)
-    rnd = rng.random
-    for i in range(n):
-        ts[i] = t0 + <long long> ((mt_random(mt) if mt != NULL else <double> rnd()) * fspan)
-    if n > 1:
-        sort_spread(ts, n, t0, span)
-    return out
-
-
-def past_halts(array.array times not None, long long t0, list spans not None):
-    """The instants ``times`` (sorted, over [t0, t0 + awake time): from
-    ``call_instants()`` given only the time the CPU was awake) moved, in
-    place, past the halted ``spans`` ((start, end) in [t0, ...), in time
-    order) that come before them: spread over the time it was awake."""
-    cdef long long *ts = _instants(times)
-    cdef Py_ssize_t n = len(times), i = 0, j, ns = len(spans)
-    cdef long long add = 0, start, end
-    for j in range(ns):
-        start, end = spans[j]
-        # (the span begins here in the awake time's count)
-        while i < n and ts[i] - t0 < start - t0 - add:
-            ts[i] += add
-            i += 1
-        add += end - start
-    while i < n:
-        ts[i] += add
-        i += 1
-
-
-cdef array.array _QARRAY = _array.array("q")
-
-
-cdef long long *_instants(array.array times) except? NULL:
-    """The values of ``times``, an ``array('q')`` (``call_instants()``'s;
-    an empty one's may be NULL)."""
-    if times.ob_descr.typecode != b"q":
-        raise TypeError("instants are an array('q'), not '%s'" % times.typecode)
-    return times.data.as_longlongs
-
-
-def instants_upto(array.array times not None, long long ts, Py_ssize_t lo, bint right):
-    """``bisect_right(times, ts, lo)`` (``right``) or ``bisect_left``, for
-    the sorted instants ``times`` (``call_instants()``'s array), in C."""
-    cdef long long *a = _instants(times)
-    cdef Py_ssize_t hi = len(times), mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < ts or (right and a[mid] == ts):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@cython.final
-cdef class CallWriter:
-    """The function tracer's calls on CPU ``c`` (a walk ``Cpu``) written
-    into one array's CPU buffers, set up once for as many stretches as the
-    array's settings hold (a window: the caller keeps it that long).
-
-    ``calls(times, cb)``: the next ``len(times)`` calls of the walk (its
-    ``Walker``: the draws of as many ``run()`` calls), made at ``times``,
-    written as TRACE_FN entries into the CPU buffer ``cb`` (None: the
-    buffer records nothing, the calls are still made) as
-    ``function_entries()`` and ``write_many()`` would, without an object
-    per call: the record is written into the raw sub-buffer from the
-    frame's fields (``context_flags[ctx]``: flags and preempt depth, the
-    entry ip plus ``ip_off``: ftrace's ip, the return address into the
-    caller: parent ip).  With ``stacks`` (overwrite mode), each entry is
-    followed by its stack's as ``stack_records()`` makes it: its id in the
-    stackmap ``smap`` (``id_length`` bytes, ``StackIds``), else the stack
-    in full (``lengths_of[depth]`` bytes).  Returns the pids of the entries
-    taken, each run of one pid once (``TraceArray._task_info`` takes
-    them).  The walker takes the task state the CPU is in at each stretch
-    (Python moves it between them).
-
-    ``entered(frames, ts, pid, cb)``: the same for calls already made: the
-    task ``pid`` entered the frames ``frames`` (outermost first) at ``ts``
-    on its way to a switch, a fork or an exec.  Whether any entry was
-    taken."""
-
-    cdef Walker w               # (None: entered() only)
-    cdef object walk, c
-    cdef PageWriter out
-    cdef CallFields cf
-    cdef StackIds ids
-    cdef bint overwrite
-    cdef int length
-
-    def __cinit__(self, walk, c, rng, bint overwrite, int length, tuple context_flags,
-                  long long ip_off, int cpu=0, bint stacks=False, smap=None, int id_length=0,
-                  lengths_of=None, int max_depth=0):
-        self.walk = walk
-        self.c = c
-        self.w = Walker(walk, c, rng) if walk is not None else None
-        self.out = PageWriter()
-        self.cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
-        self.ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
-        self.overwrite = overwrite
-        self.length = length
-
-    cdef PageWriter _begin(self, cb):
-        """The page writer on ``cb`` (None: None), and the stack ids on the
-        map as it is now."""
-        if self.ids is not None:
-            self.ids.begin()
-        if cb is None:
-            return None
-        self.out._begin(cb, self.overwrite, self.length)
-        return self.out
-
-    cdef void _end(self, PageWriter out) except *:
-        if out is not None:
-            out._done()
-        if self.ids is not None:
-            self.ids.done()
-
-    def calls(self, array.array times not None, cb, Py_ssize_t lo=0, Py_ssize_t hi=-1):
-        """(the class says; ``times[lo:hi]``, ``hi`` -1: to the end)"""
-        cdef Walker w = self.w
-        cdef PageWriter out
-        cdef long long *tp = _instants(times)
-        cdef Py_ssize_t i, n = len(times)
-        cdef Frame fr
-        cdef int pid = 0, last_pid = -1
-        cdef list pids = []
-        cdef object ts_obj = None
-        cdef CallFields cf = self.cf
-        cdef StackIds ids = self.ids
-        w._task(self.c.ts)
-        w.remember = not self.walk.aside
-        out = self._begin(cb)
-        if hi < 0 or hi > n:
-            hi = n
-        try:
-            for i in range(lo, hi):
-                fr = w.step(False, False, 200_000)
-                if w.ts is not ts_obj:
-                    ts_obj = w.ts
-                    pid = ts_obj.task.pid
-                if out is None:
-                    continue
-                if cf.put(out, ids, fr, tp[i], pid) and pid != last_pid:
-                    pids.append(pid)
-                    last_pid = pid
-        finally:
-            w.flush()
-            self._end(out)
-        return pids
-
-    def entered(self, tuple frames, long long ts, int pid, cb):
-        """The calls of the frames ``frames`` (outermost first) a task
-        entered at ``ts`` on its way to a hit (``TraceActivity
-        ._write_entered``): whether any was taken."""
-        cdef PageWriter out = self._begin(cb)
-        cdef bint took = False
-        try:
-            for fr in frames:
-                took |= self.cf.put(out, self.ids, <Frame> fr, ts, pid)
-        finally:
-            self._end(out)
-        return took
-
-
 cdef enum:
     MAX_IPS = 256       # a stack put from the frames without a tuple (deeper: a tuple)
 
 
-@cython.final
 cdef class CallFields:
     """What a function tracer's entry of a call records from its frame
     (``context_flags[ctx]``: flags and preempt depth; the entry ip plus
     ``ip_off``; the return address into the caller), and whether its
     stack follows it (``stacks``: an id in the stackmap, ``id_length``
     bytes, else in full, ``lengths_of[depth]``)."""
-
-    cdef int cflags[8]
-    cdef int cpc[8]
-    cdef long long ip_off
-    cdef bint stacks
-    cdef int id_length
-    cdef object lengths_of
 
     def __cinit__(self, tuple context_flags, long long ip_off, bint stacks, int id_length,
                   lengths_of):
@@ -456,3 +221,61 @@ cdef class CallFields:
                 st = fr.make_stack()
                 out.stack(ts, pid, flags, pc, st, self.lengths_of[len(st)])
         return True
+
+
+cdef class FunctionWriter:
+    """``function_trace_call()`` (``function_stack_trace_call()`` with a
+    stack option) of one array on one CPU, compiled: a call's entry written
+    into the raw sub-buffer of the array's CPU buffer from its frame's
+    fields (``CallFields``), no object per call; with ``stacks``
+    (overwrite mode), its stack's entry after it, the stack's id in the
+    stackmap ``smap`` through ``StackIds`` (else the stack in full).  Made
+    by the tracer for an array whose settings allow it
+    (``FunctionTracer.call_writer``); the machine's loop of calls
+    (fakefs/sim/_trace_calls.pyx) calls ``begin``, ``put`` per call and
+    ``end`` for each stretch, the buffer as it is at the stretch.
+
+    ``entered(frames, ts, pid, cb)``: the calls of the frames ``frames``
+    (outermost first) the task ``pid`` entered at ``ts`` on its way to a
+    switch, a fork or an exec; whether any entry was taken."""
+
+    def __cinit__(self, bint overwrite, int length, tuple context_flags, long long ip_off,
+                  int cpu=0, bint stacks=False, smap=None, int id_length=0, lengths_of=None,
+                  int max_depth=0):
+        self.out = PageWriter()
+        self.cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
+        self.ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
+        self.overwrite = overwrite
+        self.length = length
+
+    cdef PageWriter begin(self, cb):
+        """The page writer on the CPU buffer ``cb`` (None: None, the buffer
+        records nothing), and the stack ids on the map as it is now."""
+        if self.ids is not None:
+            self.ids.begin()
+        if cb is None:
+            return None
+        self.out._begin(cb, self.overwrite, self.length)
+        return self.out
+
+    cdef bint put(self, PageWriter out, Frame fr, long long ts, int pid) except -1:
+        """The entry of a call made from ``fr`` at ``ts`` by ``pid`` (and
+        its stack's); False: dropped (no overwrite, the buffer full)."""
+        return self.cf.put(out, self.ids, fr, ts, pid)
+
+    cdef void end(self, PageWriter out) except *:
+        if out is not None:
+            out._done()
+        if self.ids is not None:
+            self.ids.done()
+
+    def entered(self, tuple frames, long long ts, int pid, cb):
+        """(the class says)"""
+        cdef PageWriter out = self.begin(cb)
+        cdef bint took = False
+        try:
+            for fr in frames:
+                took |= self.put(out, <Frame> fr, ts, pid)
+        finally:
+            self.end(out)
+        return took

@@ -22,7 +22,7 @@ tasks that wrote are noted at ``finish()``; else they are tuples, kept in
 
 cimport cython
 
-from fakefs.kernel._walk cimport Frame
+from fakefs.kernel._frames cimport Frame
 from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore, PageWriter
 
 from fakefs.kernel.trace import trace_entries as te

@@ -17,9 +17,11 @@ counts stay per CPU until the next different call, across buffer resets.
 from __future__ import annotations
 
 from . import trace_entries as te
-from ._trace_function import stack_records
+from ..walkgraph import CALL_IP_OFF
+from ._trace_function import FunctionWriter, stack_records
 from .ftrace_ops_list import ftrace_ops_update
 from .ring_buffer import event_length
+from .trace_context import CALL_CONTEXT
 from .trace_nop import Tracer
 from .trace_stackmap import MAX_DEPTH
 
@@ -62,16 +64,20 @@ class FunctionTracer(Tracer):
             self.last_repeats = [[0, 0, 0, 0] for _ in range(self.tr.kernel.nr_cpus)]
         super().set_flag(name, on)
 
-    def compiled_calls(self, tr):
-        """What the compiled writer (``_trace_function.CallWriter``) may
-        write of this array's calls: None (not it: a clock of the array's
-        own stamps them, or a stack option without overwrite), False (the
-        entries alone), True (each entry and its stack's)."""
+    def call_writer(self, tr, cpu: int):
+        """``function_trace_call()`` of this array's calls on ``cpu``,
+        compiled (``_trace_function.FunctionWriter``: each call's entry,
+        and with a stack option its stack's), as its settings are now; None
+        where it cannot write them (a clock of the array's own stamps them,
+        or a stack option without overwrite: the tuples' path)."""
         if tr.clock_reader is not None:
             return None
-        if not (tr.flag("stacktrace") or self.opts.get("func_stack_trace")):
-            return False
-        return True if tr.flag("overwrite") else None
+        stacks = bool(tr.flag("stacktrace") or self.opts.get("func_stack_trace"))
+        if stacks and not tr.flag("overwrite"):
+            return None
+        return FunctionWriter(tr.flags["overwrite"], FN_LENGTH, CALL_CONTEXT, CALL_IP_OFF, cpu,
+                              stacks, tr.stackmap if stacks and tr.flag("stackmap") else None,
+                              STACK_ID_LENGTH, STACK_LENGTHS, MAX_DEPTH)
 
     def record_calls(self, tr, cpu: int, entries: list, frames: list) -> None:
         """``function_trace_call()`` (``function_stack_trace_call()`` with

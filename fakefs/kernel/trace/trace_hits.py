@@ -20,9 +20,13 @@ tracepoint name, and what must be traced before a gap's window
 from __future__ import annotations
 
 from ..tracepoint import TracepointHooks
-from ._trace_machine_hits import CODE_PATHS, HitProbe
+from ._trace_hits import HitProbe
 from .trace_context import StackContext
 
+# tracepoints always probed: the switches (who runs), and the code a
+# task goes through for them (the calls on its way) — a switch's
+# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
+CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
 FOLLOWED = CODE_PATHS
 
 

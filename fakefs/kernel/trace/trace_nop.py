@@ -51,9 +51,9 @@ class Tracer:
         """Does its callback record a call made on ``cpu`` now?"""
         return True
 
-    def compiled_calls(self, tr):
-        """What the compiled writer may write of the array's calls (see
-        ``FunctionTracer.compiled_calls``): None, not it."""
+    def call_writer(self, tr, cpu: int):
+        """The compiled writer of the array's calls on ``cpu`` (see
+        ``FunctionTracer.call_writer``): None, not it."""
         return None
 
     def set_flag(self, name: str, on: bool) -> None:

@@ -13,7 +13,7 @@ import ftrace_helpers
 from fakefs import sim
 from fakefs.kernel.fs.pseudo import File, FileNode, KernelError
 from fakefs.sim.clock import ManualClock
-from fakefs.kernel.trace.trace_call_rates import FN_RATE_DEFAULT as R_CALLS
+from fakefs.sim.call_rates import FN_RATE_DEFAULT as R_CALLS
 from fakefs.kernel.trace.trace_stat import StatFileOps
 from kfiles import errno_of, node, rd, wr
 

@@ -1,4 +1,4 @@
-"""When the CPUs call functions (trace_call_rates.py): while they are
+"""When the CPUs call functions (sim/call_rates.py): while they are
 awake, never while halted."""
 
 import bisect
@@ -6,7 +6,7 @@ import random
 
 from fakefs import sim
 from fakefs.sim.clock import ManualClock
-from fakefs.kernel.trace.trace_call_rates import AwakeTime
+from fakefs.sim.call_rates import AwakeTime
 from kfiles import wr
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 
-from ._trace_function import call_instants, past_halts
+from ._trace_calls import call_instants, past_halts
 
 FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 CALL_PROFILE_N = 16_000

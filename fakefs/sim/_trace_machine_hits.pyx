@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The machine's hits that only write records, replayed compiled (the data
 plane: docs/data-plane.md; ``MachineHits._machine_hit`` in
-sim/trace_machine_hits.py is the whole replay, and says what each hit is).
+trace_machine_hits.py is the whole replay, and says what each hit is).
 
 Most hits are a task's (its pid known) of a tracepoint with no code path
 of its own (not a switch, a fork or an exec), or an allocator's (whoever
@@ -21,13 +21,10 @@ from fakefs.kernel.trace._trace_commit cimport (
 from fakefs.kernel import workload as _workload
 from fakefs.kernel._workload import event_stack as _event_stack, switch_path as _switch_path
 from fakefs.kernel.trace._trace_commit import AFTER, COMMITTED
+from fakefs.kernel.trace.trace_hits import CODE_PATHS
 
 # tracepoints the scheduler fires itself when a machine drives the kernel
 SYSCALL_TRACEPOINTS = ("sys_enter", "sys_exit")
-# tracepoints always probed: the switches (who runs), and the code a
-# task goes through for them (the calls on its way) — a switch's
-# __schedule(), a fork's kernel_clone(), an exec's exec_binprm()
-CODE_PATHS = ("sched_switch", "sched_process_fork", "sched_process_exec")
 # not a tracepoint: a real process's system call whose work is traced
 # (``SyscallEntry.enter``), queued as the hits are
 SYS_WORK = "sys_work"
@@ -40,22 +37,6 @@ TASK_TRACEPOINTS = {"kmalloc": 4, "kmem_cache_alloc": 4, "mm_page_alloc": 2}
 GFP_DIRECT_RECLAIM = 0x400
 
 cdef int _AFTER = AFTER, _COMMITTED = COMMITTED
-
-
-@cython.final
-cdef class HitProbe:
-    """The trace event code's probe on tracepoint ``name`` (``TraceActivity
-    ._probe``): a hit is queued on its CPU's list in ``pending`` as (ts,
-    name, pid, flags, preempt_count, args, the task running there after it,
-    from ``curr``), to be replayed after the step; no Python frame per hit."""
-    cdef object name
-    cdef list pending, curr
-
-    def __cinit__(self, name, list pending, list curr):
-        self.name, self.pending, self.curr = name, pending, curr
-
-    def __call__(self, int cpu, ts, pid, flags, pc, args):
-        (<list> self.pending[cpu]).append((ts, self.name, pid, flags, pc, args, self.curr[cpu]))
 
 
 @cython.final
