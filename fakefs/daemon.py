@@ -80,8 +80,7 @@ def boot_kernel(args) -> tuple[Kernel, HostWatch | None]:
         # the real machine hands out its pids again and again: a simulated
         # task holding one would keep a real process from being its task
         kernel.sched.pid_floor = host_pid_max()
-    kernel.boot()
-    sim.keep_time(kernel)
+    sim.boot_kernel(kernel)
     if virtual:
         vclock.install(kernel.tree, kernel.clock)
     watch = None

@@ -18,7 +18,7 @@ def boot(always_seen: bool = True):
     simulated whether or not anything traces."""
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     if always_seen:
         k.add_machine_watcher(lambda: True)
     return k, sim.attach(k)

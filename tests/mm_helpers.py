@@ -20,7 +20,7 @@ def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, perso
                config_overrides=config, **kw)
     if version is not None:
         k.config.version = tuple(version) + (0,) * (3 - len(version))
-    return sim.keep_time(k.boot(initcalls=MM_INITCALLS))
+    return sim.boot_kernel(k, initcalls=MM_INITCALLS)
 
 
 def run(k, seconds: float) -> None:

@@ -39,7 +39,7 @@ def test_the_build_compiled_every_listed_module_from_its_source_as_it_is():
 def _guard(name, sha, kind="py", pure=False):
     said = []
     path = name.replace(".", "/") + (".py" if kind == "py" else ".pyx")
-    sources = [path] if kind == "py" else [path, "fakefs/kernel/_walk.pxd"]
+    sources = [path] if kind == "py" else [path, "fakefs/sim/_walk.pxd"]
     real = compiled.sources_hash(sources)
     g = compiled.BuildGuard({name: {"kind": kind, "sources": sources,
                                     "sha256": real if sha is None else sha}},
@@ -68,18 +68,18 @@ def test_pure_python_runs_the_source_of_a_module_as_built():
 
 
 def test_a_module_installed_without_its_sources_is_not_checked():
-    g = compiled.BuildGuard({"fakefs.kernel._walk": {
-        "kind": "pyx", "sources": ["fakefs/kernel/_walk.pyx", "fakefs/no_such.pxd"],
+    g = compiled.BuildGuard({"fakefs.sim._walk": {
+        "kind": "pyx", "sources": ["fakefs/sim/_walk.pyx", "fakefs/no_such.pxd"],
         "sha256": "0" * 64}})
-    assert g.find_spec("fakefs.kernel._walk") is None
+    assert g.find_spec("fakefs.sim._walk") is None
 
 
 def test_a_cython_module_changed_since_the_build_fails_to_import():
-    g, _ = _guard("fakefs.kernel._walk", "0" * 64, kind="pyx")
+    g, _ = _guard("fakefs.sim._walk", "0" * 64, kind="pyx")
     with pytest.raises(compiled.StaleBuild, match="_walk.pyx or a .pxd changed"):
-        g.find_spec("fakefs.kernel._walk")
-    g, _ = _guard("fakefs.kernel._walk", None, kind="pyx")
-    assert g.find_spec("fakefs.kernel._walk") is None
+        g.find_spec("fakefs.sim._walk")
+    g, _ = _guard("fakefs.sim._walk", None, kind="pyx")
+    assert g.find_spec("fakefs.sim._walk") is None
 
 
 CHILD = r"""

@@ -23,7 +23,7 @@ import time
 from ..fuse.heap import GC_THRESHOLD
 from ..kernel.trace import trace_functions_graph, trace_init
 from ..kernel.trace.trace_functions_graph_reference import GraphTracerReference
-from ..kernel.walk_reference import use_reference
+from ..sim.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"
 # a second: sustained tracing, past the first new stacks of a frame tree that

@@ -11,7 +11,7 @@ call's fields from it (``_trace_function``, ``_trace_functions_graph``).
 ``frames.py`` keeps them as a tree.
 
 A frame also carries what the machine's walk remembers of it (its kids,
-``visits``, ``called``: fakefs/kernel/_walk.pyx reads and sets them in
+``visits``, ``called``: fakefs/sim/_walk.pyx reads and sets them in
 C), as the tracers' answers for it are kept in it (``call``, ``tp``,
 ``sid_*``): one struct a stack, no side table per owner.
 """

@@ -1,7 +1,12 @@
 """Booting the simulated kernel (init/main.c).
 
 ``Kernel.boot()`` parses the command line, then runs the initcalls of every
-subsystem in order.  Subsystems register:
+subsystem in order.  One place among them is the machine's (``MACHINE``):
+what runs on its CPUs (the code the tasks go through, and the tasks: the
+machine's ``workload_init``, fakefs.sim.workload), which the initcalls after
+it find as ``kernel.workload``; whoever boots the kernel on a machine gives
+its module (``boot(machine=...)``), and without one the kernel has none.
+Subsystems register:
 
 * command-line handlers (``kernel.early_param(name, fn)``),
 * time hooks (``kernel.add_timer_hook(fn)``): ``fn(t0_ns, t1_ns)`` simulates
@@ -50,6 +55,9 @@ from .sched import Scheduler, host_cpu_count
 from .tracepoint import Tracepoints
 from .version import linux_banner
 
+# The machine's place among the initcalls (its module: ``boot(machine=)``).
+MACHINE = "<machine>"
+
 # (module, function) run in order at boot, like the initcall levels.
 INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
@@ -57,7 +65,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.samples", "samples_init"),
     ("fakefs.kernel.ping", "ping_init"),
     ("fakefs.kernel.cpu", "cpu_dev_init"),
-    ("fakefs.kernel.workload", "workload_init"),
+    (MACHINE, "workload_init"),
     ("fakefs.kernel.kprobes", "kprobes_init"),
     ("fakefs.kernel.trace.trace_init", "tracer_init_tracefs"),
     ("fakefs.kernel.trace.ftrace_boot", "set_ftrace_early_filters"),
@@ -186,12 +194,19 @@ class Kernel:
         return random.Random(f"{self.seed}:{name}")
 
     # --- boot -----------------------------------------------------------
-    def boot(self, initcalls=None) -> "Kernel":
+    def boot(self, initcalls=None, machine=None) -> "Kernel":
+        """The initcalls (``initcalls``: those only), the machine's
+        (``MACHINE``) from the module ``machine`` (None: none)."""
         self.printk(linux_banner(self).rstrip("\n"))
         self.printk("Command line: %s" % self.cmdline.text)
         fns = []
         for modname, fname in (INITCALLS if initcalls is None else initcalls):
-            mod = importlib.import_module(modname)
+            if modname == MACHINE:
+                if machine is None:
+                    continue
+                mod = machine
+            else:
+                mod = importlib.import_module(modname)
             setup = getattr(mod, "register_params", None)
             if setup is not None:
                 setup(self)

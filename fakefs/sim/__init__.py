@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_activity, trace_backlog
+from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_activity, trace_backlog, workload
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -32,6 +32,13 @@ def keep_time(kernel: Kernel) -> Kernel:
     return kernel
 
 
+def boot_kernel(kernel: Kernel, initcalls=None) -> Kernel:
+    """``kernel`` booted on this machine (``initcalls``: those only; the
+    machine's own, ``workload_init``: what runs on its CPUs, at its place
+    among them, ``init.MACHINE``), its time kept."""
+    return keep_time(kernel.boot(initcalls, machine=workload))
+
+
 def attach(kernel: Kernel) -> Machine:
     """Put a booted kernel on a machine that runs from the kernel's now."""
     keep_time(kernel)
@@ -48,8 +55,7 @@ def boot(initcalls=None, clock=None, **kwargs) -> Kernel:
     """``Kernel(**kwargs)`` on ``clock`` (default: the host's), booted
     (``initcalls``: those only), its time kept and, with a call graph, put
     on a machine."""
-    kernel = Kernel(clock=clock if clock is not None else Clock(), **kwargs).boot(initcalls)
-    keep_time(kernel)
+    kernel = boot_kernel(Kernel(clock=clock if clock is not None else Clock(), **kwargs), initcalls)
     if kernel.workload is not None:
         attach(kernel)
     return kernel

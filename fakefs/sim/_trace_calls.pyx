@@ -18,7 +18,7 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 import array as _array
 
 from fakefs.kernel._frames cimport Frame
-from fakefs.kernel._walk cimport Walker
+from fakefs.sim._walk cimport Walker
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 from fakefs.kernel.trace._ring_buffer cimport PageWriter
 from fakefs.kernel.trace._trace_function cimport FunctionWriter

@@ -18,8 +18,8 @@ cimport cython
 from fakefs.kernel.trace._trace_commit cimport (
     Committer, after_committed, commit_entry, committer, record_size)
 
-from fakefs.kernel import workload as _workload
-from fakefs.kernel._workload import event_stack as _event_stack, switch_path as _switch_path
+from fakefs.sim import workload as _workload
+from fakefs.sim._workload import event_stack as _event_stack, switch_path as _switch_path
 from fakefs.kernel.trace._trace_commit import AFTER, COMMITTED
 from fakefs.kernel.trace.trace_hits import CODE_PATHS
 

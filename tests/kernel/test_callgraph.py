@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fakefs.kernel.callgraph import RET, CallGraph, load_callgraph
-from fakefs.kernel.workload import CODE_PATH_KINDS, EVENT_KINDS
+from fakefs.sim.workload import CODE_PATH_KINDS, EVENT_KINDS
 
 
 def test_callgraph_file_parses():

@@ -10,7 +10,7 @@ import pytest
 from workload_helpers import boot, graph_edges, run
 
 from fakefs import sim
-from fakefs.kernel import workload
+from fakefs.sim import workload
 from fakefs.sim.files import write_file
 from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import F_ENTRY, F_TRACE, FENTRY_IP, FENTRY_RET

@@ -21,7 +21,7 @@ def boot():
     clock = ManualClock()
     k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     k.host_tasks = True
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     k.add_machine_watcher(lambda: True)
     sim.attach(k)
     return k, clock

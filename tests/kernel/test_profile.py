@@ -18,7 +18,7 @@ from fakefs import sim
 
 SEC = 1_000_000_000
 BASE = [("fakefs.kernel.kallsyms", "kallsyms_init"),
-        ("fakefs.kernel.workload", "workload_init"),
+        ("fakefs.sim.workload", "workload_init"),
         ("fakefs.kernel.fs.proc.base", "proc_root_init")]
 PROFILE = [("fakefs.kernel.profile", "profile_init"),
            ("fakefs.kernel.fs.proc.profile", "proc_profile_init")]
@@ -30,7 +30,7 @@ def boot(cmdline, persona="6.12-stackmap", initcalls=NO_WORKLOAD, seed=1, nr_cpu
     clock = ManualClock()
     k = Kernel(persona=persona, cmdline=cmdline, seed=seed, nr_cpus=nr_cpus, clock=clock,
                host_kallsyms=False)
-    sim.keep_time(k.boot(initcalls))
+    sim.boot_kernel(k, initcalls)
     return k, clock
 
 

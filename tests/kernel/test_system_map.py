@@ -19,7 +19,7 @@ INITCALLS = [("fakefs.kernel.kallsyms", "kallsyms_init"),
 @pytest.fixture(scope="module")
 def k():
     kern = Kernel(cmdline="", seed=1, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
-    return sim.keep_time(kern.boot(INITCALLS))
+    return sim.boot_kernel(kern, INITCALLS)
 
 
 def read(k, path):

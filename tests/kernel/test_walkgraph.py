@@ -10,8 +10,8 @@ from workload_helpers import boot, run
 from fakefs.kernel.callgraph import CallGraph
 from fakefs.kernel.init import Kernel
 from fakefs.kernel.kallsyms import Kallsyms
-from fakefs.kernel.population import parse_tasks
-from fakefs.kernel.workload import Workload
+from fakefs.sim.population import parse_tasks
+from fakefs.sim.workload import Workload
 from fakefs.sim.clock import ManualClock
 
 TINY_TASKS = """

@@ -306,7 +306,7 @@ def test_while_the_machine_stands_still_host_events_are_facts_only():
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
     k.host_comm = lambda pid: "sh"
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     m = sim.attach(k)
     run(k, 0.02)
     assert m.frozen                                 # nothing traces
@@ -330,7 +330,7 @@ def test_a_fork_right_after_tracing_starts_is_simulated_not_noted():
     fork the host reports is the machine's (it starts again first)."""
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     m = sim.attach(k)
     run(k, 0.02)
     m.host.caller(5000, "sh")
@@ -545,7 +545,7 @@ def test_a_fork_noted_while_nothing_sees_the_machine_still_follows_the_pid_lists
     k = Kernel(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True
     k.host_comm = lambda pid: "sh"
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     m = sim.attach(k)
     write(k, "set_event_notrace_pid", "5000")
     write(k, "set_event_pid", "5000")

@@ -16,7 +16,7 @@ IDLE = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.fs.proc.bas
 
 def boot(cmdline: str, nr_cpus: int = 2):
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock(), host_kallsyms=False)
-    return sim.keep_time(k.boot(IDLE))
+    return sim.boot_kernel(k, IDLE)
 
 
 def hits(k) -> int:

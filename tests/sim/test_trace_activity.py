@@ -88,7 +88,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     cached per stack, hold the stacks of the walk's current generation only
     (a restart of the frames drops them, not kept alive by the cache), and
     the trace is still the calls one by one."""
-    from fakefs.kernel import workload
+    from fakefs.sim import workload
     from fakefs.sim import trace_activity
     settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
     monkeypatch.setattr(workload, "FRAME_CAP", 300)

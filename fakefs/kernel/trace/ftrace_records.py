@@ -44,7 +44,7 @@ from ..lib.glob import glob_regex
 from ..module import module_traceable
 from .ftrace_index import NameIndex
 from ..lib.kstrtox import kstrtoul
-from ..workload import FENTRY_IP
+from ..walkgraph import FENTRY_IP
 
 # filter_parse_regex() types
 MATCH_FULL, MATCH_FRONT_ONLY, MATCH_MIDDLE_ONLY, MATCH_END_ONLY, MATCH_GLOB, MATCH_INDEX = range(6)

@@ -24,7 +24,7 @@ def boot(cmdline="", persona=PERSONA, initcalls=INITCALLS, seed=1):
     clock = ManualClock()
     k = Kernel(persona=persona, cmdline=cmdline, seed=seed, nr_cpus=2, clock=clock,
                host_kallsyms=False)
-    sim.keep_time(k.boot(initcalls))
+    sim.boot_kernel(k, initcalls)
     return k, clock
 
 

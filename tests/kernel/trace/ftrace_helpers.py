@@ -21,7 +21,7 @@ def boot(host_tasks=False, nr_cpus=2):
     k = Kernel(seed=7, nr_cpus=nr_cpus, clock=clock, host_kallsyms=False)
     if host_tasks:
         k.host_tasks = True
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     sim.attach(k)
     return k, clock
 

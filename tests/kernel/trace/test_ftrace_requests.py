@@ -17,7 +17,7 @@ PROC_WRITE = ("proc/kallsyms", "\n", os.O_WRONLY, "")
 def boot():
     k = Kernel(seed=5, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = True                  # the pid files are there
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     sim.attach(k)
     k.clock.advance(1_000_000)
     return k

@@ -18,7 +18,7 @@ MS = 1_000_000
 def boot(host_tasks=True):
     k = Kernel(seed=3, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     k.host_tasks = host_tasks
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     return k, sim.attach(k)
 
 

@@ -220,7 +220,7 @@ def test_a_pid_list_keeps_the_other_tasks_out():
     clock = ManualClock()
     k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     k.host_tasks = True
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     sim.attach(k)
     wr(k, "current_tracer", "function_graph\n")
     run(k, clock, 20)

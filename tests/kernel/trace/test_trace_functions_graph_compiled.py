@@ -34,7 +34,7 @@ def traced(settings, reference: bool, monkeypatch, ms: int = 12):
     clock = ManualClock()
     k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
     k.host_tasks = True                  # (set_ftrace_pid)
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     sim.attach(k)
     for path, value in settings:
         if path == "mkdir":
@@ -110,7 +110,7 @@ def test_a_stretch_cut_short_still_counts_what_it_wrote():
     from fakefs.kernel.trace.trace_context import CALL_CONTEXT
     clock = ManualClock()
     k = Kernel(seed=13, nr_cpus=2, clock=clock, host_kallsyms=False, config_overrides=GRAPH)
-    sim.keep_time(k.boot())
+    sim.boot_kernel(k)
     sim.attach(k)
     wr(k, "current_tracer", "function_graph\n")
     clock.advance(2 * MS)

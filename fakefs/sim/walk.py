@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..kernel.frames import ENTER, RESUME
+from ..kernel.walkgraph import IDLE, KMODE, NOVELTY, UMODE
 from . import _walk
 from ._walk import run, run_many, switched_top
-from .frames import ENTER, RESUME
-from .walkgraph import IDLE, KMODE, NOVELTY, UMODE
 
 ADOPTED_KEPT = 1024        # walk states of tasks the task table does not have
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from array import array
 
+from ..kernel.frames import ENTER, interrupted
+from ..kernel.walkgraph import F_SWITCH, table_items
 from ._reach import compute
 from ._walk import Graph
 # a path's walks up and down, and a path (walk_reference.use_reference
 # swaps them: ``path_once`` for ``Reach._path_once``, its specification)
 from ._reach import climb as climb_up, descend as call_down, path_once
-from .frames import ENTER, interrupted
-from .walkgraph import F_SWITCH, table_items
 
 TARGET_SETS_KEPT = 20      # target sets (frozensets of ids) whose tables are cached
 

@@ -15,7 +15,7 @@ compiled walk (``Reach.path``) and the frames entered on the way.  An
 event's first samples and a memo restart go the Python way:
 ``Workload._event_stack`` and ``Workload._switch_path_memo``, the whole of
 each and its specification (the same draws in the same order, the same
-task state, the same memo: tests/kernel/test_workload_compiled.py).
+task state, the same memo: tests/sim/test_workload_compiled.py).
 """
 
 from fakefs.kernel._frames cimport Frame

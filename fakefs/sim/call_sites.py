@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections import deque
 
 # a call site's way up its callers (walk_reference.use_reference swaps it)
+from ..kernel.irq import INTERRUPT_FUNCS
+from ..kernel.walkgraph import table_items, tp_off
 from ._reach import caller_arrays, way_up
-from .irq import INTERRUPT_FUNCS
-from .walkgraph import table_items, tp_off
 
 WAY_KEPT = 0.9             # a task's next allocation from a site goes its last way
 WAYS_KEPT = 100_000        # kept ways before the memo restarts

@@ -8,7 +8,7 @@ from fakefs.kernel.init import Kernel
 from fakefs import sim
 from fakefs.sim.clock import ManualClock
 
-BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
+BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.sim.workload", "workload_init")]
 
 
 def boot(seed=1, nr_cpus=2, host=False):

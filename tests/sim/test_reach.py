@@ -8,9 +8,9 @@ import random
 import pytest
 from workload_helpers import boot, graph_edges, names_of
 
-from fakefs.kernel.reach import ReachTable
+from fakefs.sim.reach import ReachTable
 from fakefs.kernel.walkgraph import F_ENTRY, FENTRY_RET
-from fakefs.kernel.workload import EVENT_KINDS
+from fakefs.sim.workload import EVENT_KINDS
 
 
 @pytest.fixture(scope="module")

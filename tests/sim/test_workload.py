@@ -10,7 +10,7 @@ from kfiles import wr
 from workload_helpers import boot, names_of, run
 
 from fakefs import sim
-from fakefs.kernel import workload
+from fakefs.sim import workload
 from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import FENTRY_RET
 

@@ -1,12 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The walk's hot loop, compiled (the data plane: docs/data-plane.md).
 
-``Frame`` is one distinct kernel stack (see ``frames.py``, which makes
-them); ``run()`` is ``Walk.run()``: it advances a CPU's running task to its
+The machine's CPUs running code: ``run()`` is ``Walk.run()``: it advances a CPU's running task to its
 next traced call.  It makes exactly the draws, in the same order, that
-``tests/kernel/walk_reference.py`` (the walk written in plain Python, the
+``walk_reference.py`` (the walk written in plain Python, the
 specification) makes, so both give the same frames for the same seed; the
-test comparing them is tests/kernel/test_walk_compiled.py.
+test comparing them is tests/sim/test_walk_compiled.py.
 
 What makes it fast: the graph's per-function arrays (flags, the chance to
 call again, pick tables, entry ips, contexts) are C arrays (``Graph``, made

@@ -1,4 +1,4 @@
-"""The compiled reach tables (``fakefs/kernel/_reach.pyx``) are the plain
+"""The compiled reach tables (``fakefs/sim/_reach.pyx``) are the plain
 Python computation's (reach_reference.py), to the bit, for every profile
 and every kind of target: event sites, and sets of functions."""
 
@@ -10,9 +10,9 @@ import zlib
 import pytest
 from workload_helpers import boot
 
-from fakefs.kernel._reach import compute
-from fakefs.kernel._walk import Graph
-from fakefs.kernel.reach_reference import compute as reference
+from fakefs.sim._reach import compute
+from fakefs.sim._walk import Graph
+from fakefs.sim.reach_reference import compute as reference
 from fakefs.kernel.walkgraph import table_items
 
 
@@ -74,8 +74,8 @@ def test_the_way_down_is_the_references(k):
     None), the same draws taken, for every profile, event kind and sets of
     functions, from roots, frames deep down (near the depth limit) and
     interrupts; with a generator drawn from in C and one called."""
-    from fakefs.kernel._reach import descend as compiled
-    from fakefs.kernel.reach_reference import descend as reference
+    from fakefs.sim._reach import descend as compiled
+    from fakefs.sim.reach_reference import descend as reference
 
     w = k.workload
     reach, frames = w.reach, w.frames
@@ -109,8 +109,8 @@ def test_the_way_up_is_the_references(k):
     with generators in the same state: the same frame stopped at and found,
     the same draws taken (a caller found, a looping frame, past the
     outermost)."""
-    from fakefs.kernel._reach import climb as compiled
-    from fakefs.kernel.reach_reference import climb as reference
+    from fakefs.sim._reach import climb as compiled
+    from fakefs.sim.reach_reference import climb as reference
     w = k.workload
     reach, frames, flags = w.reach, w.frames, w.wg.flags
     pick = random.Random(9)
@@ -138,9 +138,9 @@ def test_a_call_sites_way_up_is_the_references(k):
     draws taken, the same callers kept; for every profile and the common
     table, a task's entries and the interrupts', task only or not, with a
     generator drawn from in C and one called."""
-    from fakefs.kernel._reach import way_up as compiled
-    from fakefs.kernel.reach_reference import way_up as reference
-    from fakefs.kernel.call_sites import TRIES
+    from fakefs.sim._reach import way_up as compiled
+    from fakefs.sim.reach_reference import way_up as reference
+    from fakefs.sim.call_sites import TRIES
 
     w = k.workload
     cs, wg = w.call_sites, w.wg
@@ -186,7 +186,7 @@ def test_a_path_is_the_references(k):
     from frames deep down, in an interrupt and in user mode, with
     ``irq`` and ``task_only``; with a generator drawn from in C and one
     called."""
-    from fakefs.kernel._reach import path_once as compiled
+    from fakefs.sim._reach import path_once as compiled
 
     w = k.workload
     reach, frames = w.reach, w.frames

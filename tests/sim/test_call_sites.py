@@ -6,8 +6,9 @@ from __future__ import annotations
 from workload_helpers import boot
 
 from fakefs import sim
-from fakefs.kernel import call_sites, fork
-from fakefs.kernel.call_sites import CallerTable
+from fakefs.kernel import fork
+from fakefs.sim import call_sites
+from fakefs.sim.call_sites import CallerTable
 from fakefs.sim.files import read_file, write_file
 from fakefs.sim.clock import ManualClock
 from fakefs.kernel.walkgraph import table_items

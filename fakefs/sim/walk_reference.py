@@ -3,7 +3,7 @@
 ``run(walk, c, rng, ...)`` is ``Walk.run()`` as ``_walk.pyx`` compiles it:
 it advances CPU ``c``'s running task to its next traced function call,
 with the same draws in the same order.  Nothing in the kernel calls it:
-tests/kernel/test_walk_compiled.py proves the compiled walk takes its
+tests/sim/test_walk_compiled.py proves the compiled walk takes its
 steps, and ``make bench`` times it as the baseline (``use_reference()``,
 which also has the paths' walks up and down in plain Python: reach_reference).
 """
@@ -14,9 +14,9 @@ from bisect import bisect_right
 
 import contextlib
 
+from ..kernel.frames import ENTER, RESUME
+from ..kernel.walkgraph import F_DISPATCH, F_HALT, F_SWITCH, F_TRACE, REDRAWS, pick
 from . import call_sites as call_sites_module, reach as reach_module, reach_reference, walk as walk_module
-from .frames import ENTER, RESUME
-from .walkgraph import F_DISPATCH, F_HALT, F_SWITCH, F_TRACE, REDRAWS, pick
 
 
 def run(self, c, rng, until_switch=False, until_halt=False, limit=200_000):

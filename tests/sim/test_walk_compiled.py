@@ -1,4 +1,4 @@
-"""The compiled walk (``fakefs/kernel/_walk.pyx``) takes exactly the steps
+"""The compiled walk (``fakefs/sim/_walk.pyx``) takes exactly the steps
 of the plain-Python one (walk_reference.py): the same frames from the same
 draws, whether it runs alone, for events, or under a machine with
 everything traced."""
@@ -14,7 +14,7 @@ from workload_helpers import boot
 from fakefs import sim
 from fakefs.sim.files import read_file, write_file
 from fakefs.sim.clock import ManualClock
-from fakefs.kernel.walk_reference import use_reference
+from fakefs.sim.walk_reference import use_reference
 
 T = "sys/kernel/tracing/"
 

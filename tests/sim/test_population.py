@@ -10,13 +10,13 @@ import pytest
 
 from fakefs.kernel.callgraph import load_callgraph
 from fakefs.kernel.init import Kernel
-from fakefs.kernel.population import fill_comm, load_tasks, parse_tasks, spawn_boot_tasks
+from fakefs.sim.population import fill_comm, load_tasks, parse_tasks, spawn_boot_tasks
 from fakefs.kernel.sched import Scheduler
 from fakefs.timeline import bound_cpu
 from fakefs import sim
 from fakefs.sim.clock import ManualClock
 
-BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.kernel.workload", "workload_init")]
+BOOT = [("fakefs.kernel.kallsyms", "kallsyms_init"), ("fakefs.sim.workload", "workload_init")]
 
 
 def boot(seed, nr_cpus):

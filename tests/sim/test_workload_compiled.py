@@ -1,4 +1,4 @@
-"""The compiled event stacks (``fakefs/kernel/_workload.pyx``) are the
+"""The compiled event stacks (``fakefs/sim/_workload.pyx``) are the
 Python ones (``Workload._event_stack``, ``Workload._switch_path_memo``):
 from the same task state, memo and generator state, the same stack (and
 frames entered), the same draws, the same task state and memo after."""

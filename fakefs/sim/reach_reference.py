@@ -1,6 +1,6 @@
 """The reach tables' computation and the way down them in plain Python: the
 specification of the compiled ``_reach.compute``, ``climb`` and ``descend``
-(tests/kernel/test_reach_compiled.py holds them equal, to the bit and to
+(tests/sim/test_reach_compiled.py holds them equal, to the bit and to
 the draw).  ``compute(reach, table, kind)`` is ``Reach._compute()``;
 ``climb(...)`` and ``descend(...)`` are a path's walks up and down while
 ``walk_reference.use_reference()`` holds (the bench's baseline); nothing
@@ -13,8 +13,8 @@ import sys
 from array import array
 from bisect import bisect_right
 
+from ..kernel.walkgraph import F_LOOP, F_SWITCH
 from .reach import ReachTable, _hit
-from .walkgraph import F_LOOP, F_SWITCH
 
 
 def compute(self, table, kind):

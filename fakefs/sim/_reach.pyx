@@ -8,7 +8,7 @@ where the depth-first pass meets a function it is inside), the chance
 after its current call returns (``prem``), the fewest calls to a target
 (``dist``), and per function its callees that get there with their
 cumulative weights.  The same arithmetic in the same order as the plain
-Python of ``reach_reference.py``, which tests/kernel/test_reach_compiled.py
+Python of ``reach_reference.py``, which tests/sim/test_reach_compiled.py
 holds it equal to, to the bit.
 
 ``climb()`` and ``descend()`` are a path's two walks (``Reach._path_once``,
@@ -26,7 +26,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 from fakefs.kernel._frames cimport Frame, frame_kid
-from fakefs.kernel._walk cimport Graph, Table
+from fakefs.sim._walk cimport Graph, Table
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
 
 from fakefs.kernel import walkgraph as _wg
