@@ -139,16 +139,13 @@ class SampleEvent(EventDef):
             return "foo_rel_loc %s, %d, %s, %s" % (foo, bar, _mask(bits), _mask(cpus))
         return "%s %s %d" % ("bar" if name == "foo_with_template_print" else "foo", a[0], a[1])
 
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError          # fired by the module's threads only
-
 
 def sample_events() -> list:
     cat = load_catalog()
     out = []
     for name, _cls, specs, fmt in EVENTS:
         fields, size = layout(specs)
-        ev = SampleEvent(SYSTEM, name, [f.format_line() for f in fields], fmt, size, 0, None)
+        ev = SampleEvent(SYSTEM, name, [f.format_line() for f in fields], fmt, size, None)
         ev.desc = EventDesc(SYSTEM, name, NAME, fields, fmt, None, size, True, cat.common_fields)
         out.append(ev)
     return out

@@ -43,6 +43,7 @@ from ..kernel.trace.trace_events_commit import trace_event_commit
 from ..kernel.tracepoint import TracepointHooks
 from ._trace_calls import CallWriter, instants_upto
 from ._trace_machine_hits import HitWriter
+from .rated_events import make_fields, rate
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 
 SWITCH_RATE = 800          # context switches per second per CPU
@@ -147,7 +148,7 @@ class TraceActivity(MachineHits):
             events |= {ev for ev in self.kernel.tracing.events if ev.tracepoint in self.tp_hooks}
         tps = self.kernel.tracepoints
         # the others never fire, or fire from a modelled code path
-        events = {ev for ev in events if ev.rate and not tps.get(ev.tracepoint).driven}
+        events = {ev for ev in events if rate(ev) and not tps.get(ev.tracepoint).driven}
         self._events = sorted(events, key=lambda e: e.id)
         self._events_key = key
         return self._events
@@ -228,7 +229,7 @@ class TraceActivity(MachineHits):
                 n = self._count((cpu, group.ids), group.rates[cpu], awake.ns / 1e9)
                 occ += [(ts, 0, group) for ts in awake.draws(rng, n)]
             for ev in events:
-                n = self._count((cpu, ev.id), ev.rate, dt)
+                n = self._count((cpu, ev.id), rate(ev), dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
             occ += self._machine_hits(cpu, t1)
             if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
@@ -508,7 +509,7 @@ class TraceActivity(MachineHits):
         except (ValueError, KeyError):
             task, stack = wl.sample(rng, cpu)
         flags, pc = self.context_flags(stack)
-        args = ev.make(rng, cpu, task, stack, self)
+        args = make_fields(ev, rng, cpu, task, stack, self)
         if trs:
             trace_event_commit(trs, ev, cpu, (ts, ev.id, task.pid, flags, pc, args, None),
                                ev.record_size(args), stack)

@@ -6,6 +6,7 @@ from kfiles import wr
 
 from fakefs import sim
 from fakefs.sim.clock import ManualClock
+from fakefs.sim.rated_events import rate
 from fakefs.kernel.trace.trace_hits import machine_seen_by_tracing
 
 
@@ -125,8 +126,8 @@ def test_the_events_with_rates_follow_every_change_of_the_arrays_sets():
     k = sim.boot(seed=2, nr_cpus=1, clock=ManualClock(), host_kallsyms=False)
     ta, tr = k.trace_activity, k.tracing.global_trace
     tps = k.tracepoints
-    ev = next(e for e in k.tracing.events if e.rate and not tps.get(e.tracepoint).driven)
-    ev2 = next(e for e in k.tracing.events if not e.rate)
+    ev = next(e for e in k.tracing.events if rate(e) and not tps.get(e.tracepoint).driven)
+    ev2 = next(e for e in k.tracing.events if not rate(e))
     assert ta._events_of([tr], []) == []
     tr.set_event_enabled(ev, True)
     assert ta._events_of([tr], []) == [ev]

@@ -30,9 +30,6 @@ class CatalogEvent(EventDef):
     def render(self, args, fmt) -> str:
         return ""
 
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError("%s:%s is not driven" % (self.system, self.name))
-
 
 class EventList:
     """Registered events: ``events`` in registration order, ``listing`` in
@@ -75,7 +72,7 @@ def _from_catalogue(config) -> EventList:
             ev = syscall_event(desc)
         lines = [lines_of.get(f) or lines_of.setdefault(f, f.format_line()) for f in desc.fields]
         if ev is None:
-            ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, 0, None)
+            ev = CatalogEvent(desc.system, desc.name, lines, desc.print_fmt, desc.size, None)
         elif ev.fields and [f.name for f in desc.fields] != [
                 ln.split(";")[0].split()[-1].split("[")[0] for ln in ev.fields]:
             raise ValueError("%s:%s: fields differ from the catalogue's" % desc.key)

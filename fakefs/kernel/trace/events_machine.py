@@ -25,9 +25,6 @@ HRTIMER_MODES = {0: "ABS", 1: "REL", 2: "ABS|PINNED", 3: "REL|PINNED", 4: "ABS|S
 class MachineEvent(EventDef):
     """An event only the machine's code paths fire (no rate of its own)."""
 
-    def make(self, rng, cpu, task, stack, src):
-        raise NotImplementedError("%s:%s fires from the machine's paths" % (self.system, self.name))
-
 
 def _sym_or_null(fmt, ip, offset):
     return fmt.sym(ip, offset, False) if ip else "0x0"
@@ -239,4 +236,4 @@ def machine_events() -> list[EventDef]:
              "sched_process_fork": "sched_process_fork",
              "sched_process_exec": "sched_process_exec",
              "sched_process_exit": "sched_process_exit"}
-    return [cls(system, name, [], "", 0, 0, kinds.get(name)) for system, name, cls in table]
+    return [cls(system, name, [], "", 0, kinds.get(name)) for system, name, cls in table]

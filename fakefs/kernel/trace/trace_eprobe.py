@@ -48,7 +48,7 @@ class EprobeEvent(EventDef):
     def __init__(self, group: str, name: str, args: list):
         fields = [field_line(a.field_type(), a.name, ENTRY_HEAD + a.offset, a.size(), a.type.signed)
                   for a in args]
-        super().__init__(group, name, fields, print_fmt(args, False, True), ENTRY_HEAD, 0, None)
+        super().__init__(group, name, fields, print_fmt(args, False, True), ENTRY_HEAD, None)
         self.tracepoint = "\0eprobe:%s/%s" % (group, name)
         self.args = args
         self.probes: list[TraceEprobe] = []

@@ -151,7 +151,7 @@ class SynthEvent(EventDef):
                 fmt += ", __get_stacktrace(%s)" % f.name
             else:
                 fmt += ", REC->%s" % f.name
-        super().__init__(SYNTH_SYSTEM, name, lines, fmt, offset, 0, None)
+        super().__init__(SYNTH_SYSTEM, name, lines, fmt, offset, None)
         self.tracepoint = "\0synth:%s" % name
         self.ops = ops
         self.synth_fields = fields

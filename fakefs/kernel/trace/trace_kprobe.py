@@ -61,7 +61,7 @@ class ProbeEvent(EventDef):
         base = 8 + len(head) * 8
         fields = head + [field_line(a.field_type(), a.name, base + a.offset, a.size(), a.type.signed)
                          for a in args]
-        super().__init__(group, name, fields, print_fmt(args, is_return), base, 0, None)
+        super().__init__(group, name, fields, print_fmt(args, is_return), base, None)
         self.tracepoint = "\0%s:%s/%s" % (kind, group, name)     # no tracepoint: probes
         self.args = args
         self.is_return = is_return

@@ -41,7 +41,7 @@ class SyscallEvent(EventDef):
     """One system call's enter or exit event (``nr`` is its number)."""
 
     def __init__(self, system: str, name: str, nr: int, tracepoint: str):
-        super().__init__(system, name, [], "", 0, 0, tracepoint)
+        super().__init__(system, name, [], "", 0, tracepoint)
         self.nr = nr
         self.tracepoint = tracepoint
 
@@ -94,5 +94,5 @@ def syscall_event(desc) -> SyscallEvent | None:
 
 
 def raw_syscall_events() -> list[EventDef]:
-    return [RawSysEnter("raw_syscalls", "sys_enter", [], "", 0, 0, "sys_enter"),
-            RawSysExit("raw_syscalls", "sys_exit", [], "", 0, 0, "sys_exit")]
+    return [RawSysEnter("raw_syscalls", "sys_enter", [], "", 0, "sys_enter"),
+            RawSysExit("raw_syscalls", "sys_exit", [], "", 0, "sys_exit")]
