@@ -3,13 +3,11 @@ the allocation model (fast), and cat/echo-like file access."""
 
 from __future__ import annotations
 
-from fakefs.kernel.init import Kernel
+from fakefs.kernel.init import ALLOC_INITCALLS, Kernel
 from fakefs.sim.clock import ManualClock
 from fakefs import sim
 
-MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"),
-                ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")]
+MM_INITCALLS = [("fakefs.kernel.fs.proc.base", "proc_root_init"), *ALLOC_INITCALLS]
 
 
 def boot(cmdline: str = "", version=None, seed: int = 1, nr_cpus: int = 2, persona=None, **config):

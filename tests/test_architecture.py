@@ -210,12 +210,15 @@ def test_the_kernel_model_reads_no_new_clock():
 # profiler's ticks, the function profiler's and the stack tracer's calls, the
 # gap watcher, the trace activity; session 47: the call-graph walk and what
 # builds it, sim/workload.py, walk.py, reach.py, call_sites.py, population.py
-# and their compiled parts, and the machine's loops of calls and hits,
-# sim/_trace_calls.pyx and _trace_machine_hits.pyx).  The kernel keeps what
+# and their compiled parts; the machine's loops of calls and hits,
+# sim/_trace_calls.pyx and _trace_machine_hits.pyx; the events made up at
+# rates of their own, sim/rated_events.py; what each allocation keeps and
+# for how long, and the running system's state at boot, sim/alloc_history.py).  The kernel keeps what
 # its code is and does: the call graph (callgraph.py, walkgraph.py), the
 # stack frames its tracers read (_frames.pyx, frames.py), the writers
 # (_trace_function.FunctionWriter) and the probes (trace/trace_hits.py); the
-# machine's code is given to it at boot (``init.MACHINE``: kernel.workload).
+# machine's code is given to it at boot (``init.MACHINE``: kernel.workload,
+# the allocations' steady state).
 KERNEL_TIMERS = {
     "fakefs.kernel.mm.heap_stress": "the EQware module's kernel thread (its jiffies loop)",
     "fakefs.kernel.samples_trace_events": "the sample module's threads (simple_thread())",
@@ -229,6 +232,7 @@ MACHINE_GENERATORS = {
     "HitWriter": "fakefs.sim._trace_machine_hits", "AllocWorkload": "fakefs.sim.alloc_workload",
     "TraceActivity": "fakefs.sim.trace_activity", "FunctionCalls": "fakefs.sim.function_calls",
     "StackCalls": "fakefs.sim.stack_calls", "ProfileTicks": "fakefs.sim.profile_ticks",
+    "Lifetimes": "fakefs.sim.alloc_history",
 }
 
 

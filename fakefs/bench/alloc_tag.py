@@ -22,13 +22,10 @@ ROUNDS = 5
 
 def _kernel(cmdline: str = "", nr_cpus: int = 2):
     from .. import sim
-    from ..kernel.init import Kernel
+    from ..kernel.init import ALLOC_INITCALLS, Kernel
     from ..sim.clock import ManualClock
     k = Kernel(cmdline=cmdline, seed=1, nr_cpus=nr_cpus, clock=ManualClock())
-    k.boot(initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
-                      ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                      ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")])
-    return sim.keep_time(k)
+    return sim.boot_kernel(k, [("fakefs.kernel.fs.proc.base", "proc_root_init"), *ALLOC_INITCALLS])
 
 
 def _all_modules() -> list[str]:

@@ -1,11 +1,13 @@
 """Booting the simulated kernel (init/main.c).
 
 ``Kernel.boot()`` parses the command line, then runs the initcalls of every
-subsystem in order.  One place among them is the machine's (``MACHINE``):
-what runs on its CPUs (the code the tasks go through, and the tasks: the
-machine's ``workload_init``, fakefs.sim.workload), which the initcalls after
-it find as ``kernel.workload``; whoever boots the kernel on a machine gives
-its module (``boot(machine=...)``), and without one the kernel has none.
+subsystem in order.  Some places among them are the machine's (``MACHINE``):
+what runs on its CPUs (the code the tasks go through, and the tasks:
+``workload_init``), which the initcalls after it find as
+``kernel.workload``, and what its running system holds once the allocators
+are up (``alloc_steady_init``); whoever boots the kernel on a machine gives
+its module (``boot(machine=...)``: fakefs.sim.machine_init), and without
+one the kernel has neither.
 Subsystems register:
 
 * command-line handlers (``kernel.early_param(name, fn)``),
@@ -58,6 +60,15 @@ from .version import linux_banner
 # The machine's place among the initcalls (its module: ``boot(machine=)``).
 MACHINE = "<machine>"
 
+# the allocators' (CONFIG_MEM_ALLOC_PROFILING): the tags, boot's state,
+# the machine's running state, the running system's settings
+ALLOC_INITCALLS = [
+    ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
+    ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init"),
+    (MACHINE, "alloc_steady_init"),
+    ("fakefs.kernel.mm.alloc_boot", "alloc_late_init"),
+]
+
 # (module, function) run in order at boot, like the initcall levels.
 INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.printk", "devkmsg_init"),
@@ -75,8 +86,7 @@ INITCALLS: list[tuple[str, str]] = [
     ("fakefs.kernel.version", "proc_version_init"),
     ("fakefs.kernel.irq_proc", "proc_interrupts_init"),
     ("fakefs.kernel.sched_rt", "sched_rt_sysctl_init"),
-    ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-    ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init"),
+    *ALLOC_INITCALLS,
     ("fakefs.kernel.profile", "profile_init"),
     ("fakefs.kernel.fs.proc.profile", "proc_profile_init"),
     ("fakefs.kernel.system_map", "system_map_init"),

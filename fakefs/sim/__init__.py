@@ -8,7 +8,7 @@ a :class:`~fakefs.sim.timekeeper.Timekeeper` moves, driven by a
 from __future__ import annotations
 
 from ..kernel.init import Kernel
-from . import alloc_workload, function_calls, profile_ticks, stack_calls, trace_activity, trace_backlog, workload
+from . import alloc_workload, function_calls, machine_init, profile_ticks, stack_calls, trace_activity, trace_backlog
 from .clock import Clock
 from .machine import Machine
 from .timekeeper import Timekeeper
@@ -34,9 +34,9 @@ def keep_time(kernel: Kernel) -> Kernel:
 
 def boot_kernel(kernel: Kernel, initcalls=None) -> Kernel:
     """``kernel`` booted on this machine (``initcalls``: those only; the
-    machine's own, ``workload_init``: what runs on its CPUs, at its place
-    among them, ``init.MACHINE``), its time kept."""
-    return keep_time(kernel.boot(initcalls, machine=workload))
+    machine's own at their places among them, ``init.MACHINE``:
+    :mod:`.machine_init`), its time kept."""
+    return keep_time(kernel.boot(initcalls, machine=machine_init))
 
 
 def attach(kernel: Kernel) -> Machine:

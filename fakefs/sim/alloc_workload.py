@@ -2,9 +2,11 @@
 behind /proc/allocinfo and the kmem events (``kernel.alloc_workload``).
 
 Boot left the kernel holding what a running system holds
-(:mod:`fakefs.kernel.mm.alloc_boot`).  From then on, driven by the
-kernel's timer hooks, the machine keeps allocating and freeing through the
-kernel's code paths (:class:`~fakefs.kernel.mm.alloc_calls.AllocCalls`):
+(:mod:`fakefs.kernel.mm.alloc_boot`, then the machine's steady state:
+:mod:`.alloc_history`).  From then on, driven by the kernel's timer hooks,
+the machine keeps allocating and freeing through the kernel's code paths
+(:class:`~fakefs.kernel.mm.alloc_calls.AllocCalls`; what each operation
+allocates and how long it keeps it: :mod:`.alloc_history`):
 short commands fork and exit, the page cache fills through readahead and
 ``__filemap_get_folio``, packets come and go, netlink sockets bind and
 close, path lookups take and drop names, files open, now and then
@@ -31,13 +33,14 @@ the stream boot's replay drew from, so a given seed replays one history.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 
 from ..kernel.mm.alloc_calls import AllocCalls
 from ..kernel.mm.alloc_sites import lognormal
 from ..kernel.mm.page_alloc import GFP_ATOMIC, GFP_KERNEL
+from . import alloc_history as ops
+from .alloc_history import Lifetimes
 from .alloc_moments import Moments
 
 NS = 1_000_000_000
@@ -57,6 +60,7 @@ class AllocWorkload:
         self.kernel = kernel
         self.calls: AllocCalls = kernel.alloc_calls
         self.rng = self.calls.rng
+        self.life = Lifetimes()              # the objects due to be freed
         self.now = 0
         self.next_ctagmod_tick = CTAGMOD_PERIOD_NS
         self.next_burst = 45 * NS
@@ -108,7 +112,7 @@ class AllocWorkload:
         calls = self.calls
         t = self.moments.draw(w, calls.trace.call_site(tag) if w is None else 0)
         if t is not None:
-            calls.op_time = t
+            self.life.op_time = t
 
     # ------------------------------------------------------------------ time
     def step(self, t0: int, t1: int) -> None:
@@ -139,6 +143,7 @@ class AllocWorkload:
         t1 = self.now + span
         rng = self.rng
         calls = self.calls
+        life = self.life
         self.steps += 1
         # generic call sites
         if self.hot:
@@ -146,46 +151,46 @@ class AllocWorkload:
             if n:
                 hot = self.hot
                 picks = rng.choices(range(len(hot)), cum_weights=self.hot_cum, k=n)
-                expire = calls.expire
+                expire = life.expire
                 free = calls.free
                 alloc = calls.alloc_profile
                 moment = self._moment
                 for i in picks:
-                    p, _rate, life = hot[i]
+                    p, _rate, mean = hot[i]
                     # (an atomic one comes from an interrupt: on whatever runs)
                     moment(None, p.tag if p.gfp == GFP_KERNEL else None)
-                    expire(rng.expovariate(1.0 / life), free, alloc(p))
+                    expire(rng.expovariate(1.0 / mean), free, alloc(p))
         moment = self._moment
         # processes
         site = calls.site
         for _ in range(_poisson(rng, 2.0 * dt)):
             moment(None, site("task"))
-            calls.short_process(rng)
+            ops.short_process(calls, life, rng)
         # page cache
         for _ in range(_poisson(rng, 3.3 * dt)):
             moment(None, site("readahead"))
-            calls.readahead(rng)
+            ops.readahead(calls, life, rng)
         for _ in range(_poisson(rng, 25.0 * dt)):
             moment(None, site("filemap"))
-            calls.filemap(rng)
+            ops.filemap(calls, life, rng)
         for _ in range(_poisson(rng, 0.6 * dt)):
             moment(None, site("dentry"))
-            calls.dentries(rng, 16, life=lognormal(rng, 600, 1.0, 5, 7200))
+            ops.dentries(calls, life, rng, 16, lognormal(rng, 600, 1.0, 5, 7200))
         # network: packets in flight and their buffers
         for _ in range(_poisson(rng, SKB_RATE * dt)):
             moment(None, site("skb"))
-            calls.skb(rng)
+            ops.skb(calls, life, rng)
         for _ in range(_poisson(rng, 2.0 * dt)):
             moment(None, site("sk"))
-            calls.expire(rng.expovariate(1 / 30.0), calls.nl_close, calls.nl_sock())
+            life.expire(rng.expovariate(1 / 30.0), calls.nl_close, calls.nl_sock())
         # path lookups, open files
         for _ in range(_poisson(rng, GETNAME_RATE * dt)):
             moment(None, site("getname"))
-            calls.expire(rng.expovariate(1 / 0.02), calls.slab.kfree,
-                         calls.cache_alloc("getname", "names_cache"))
+            life.expire(rng.expovariate(1 / 0.02), calls.slab.kfree,
+                        calls.cache_alloc("getname", "names_cache"))
         for _ in range(_poisson(rng, 20.0 * dt)):
             moment(None, site("filp"))
-            calls.expire(rng.expovariate(1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
+            life.expire(rng.expovariate(1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
         # events
         if t1 >= self.next_burst:
             moment(None, site("dentry"))
@@ -195,14 +200,11 @@ class AllocWorkload:
             self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
             calls.ctagmod_work()
         self.now = t1
-        heap = calls.heap
-        pop = heapq.heappop
-        while heap and heap[0][0] < t1:
-            _t, _s, fn, obj = pop(heap)
-            moment(_t)
+        for t, fn, obj in life.due(t1):
+            moment(t)
             fn(obj)
         self.moments.end()
-        calls.op_time = t1
+        life.op_time = t1
 
     def _burst(self, rng) -> None:
         """Something walks a tree (updatedb, a build, a backup)."""
@@ -210,9 +212,9 @@ class AllocWorkload:
         self.next_burst = self.now + int(lognormal(rng, 90, 0.6, 20, 600) * NS)
         life = lognormal(rng, 400, 0.8, 30, 3600)
         for _ in range(int(lognormal(rng, 40, 0.8, 4, 250))):
-            calls.dentries(rng, 16, life=life * rng.random())
+            ops.dentries(calls, self.life, rng, 16, life * rng.random())
         for _ in range(int(lognormal(rng, 30, 0.8, 2, 200))):
-            calls.readahead(rng)
+            ops.readahead(calls, self.life, rng)
 
     def run_for(self, ns: int, step_ns: int = 20_000_000) -> None:
         """Drive the workload directly (tests, benchmarks)."""
@@ -238,11 +240,11 @@ def _poisson(rng, lam: float) -> int:
 
 def start(kernel) -> AllocWorkload | None:
     """The machine's allocations, running with the kernel's time from now
-    on (a kernel with the allocators: CONFIG_MEM_ALLOC_PROFILING)."""
-    if kernel.alloc_calls is None:
+    on (a kernel with the allocators, CONFIG_MEM_ALLOC_PROFILING, booted
+    on the machine: ``machine_init.alloc_steady_init`` made it)."""
+    wl = kernel.alloc_workload
+    if wl is None:
         return None
-    wl = AllocWorkload(kernel)
-    kernel.alloc_workload = wl
     wl.keep_runtime_sites()
     kernel.add_timer_hook(wl.step)
     return wl

@@ -16,11 +16,13 @@ state a running system has:
   the allocation-profiling documentation, 1010 pages at its init), then the
   ones named in ``modules-load=`` on the command line, as
   systemd-modules-load would load them;
-* then the dynamic pools filled to their steady state
-  (``AllocCalls.prepopulate``).
+* then (the machine's part of boot, ``init.MACHINE``) the dynamic pools
+  filled to their steady state (:mod:`fakefs.sim.alloc_history`).
 
 :func:`alloc_boot_init` brings the allocators up (``kernel.alloc_calls``,
-:class:`~.alloc_calls.AllocCalls`) and :func:`boot` runs it all on them.
+:class:`~.alloc_calls.AllocCalls`) and :func:`boot` runs it all on them;
+:func:`alloc_late_init`, after the machine's part, leaves them as a running
+system's and applies the command line's sysctls.
 """
 
 from __future__ import annotations
@@ -50,15 +52,23 @@ BOOT_MODULES = ("kvm", "kvm_intel", "overlay", "bridge", "veth", "tun", "xfs", "
 
 def alloc_boot_init(kernel) -> None:
     """After alloc_tag_init: the simulated allocators come up and replay
-    boot; then the sysctl values from the command line apply.  (The
-    machine's allocations at run time start with its time:
-    :mod:`fakefs.sim.alloc_workload`.)"""
-    at = kernel.alloc_tag
-    if at is None:
+    boot.  (The machine's running state follows, its allocations at run
+    time start with its time: :mod:`fakefs.sim.alloc_workload`.)"""
+    if kernel.alloc_tag is None:
         return                  # built without CONFIG_MEM_ALLOC_PROFILING
-    calls = start(kernel)
-    boot(calls)
-    do_sysctl_args(at)
+    boot(start(kernel))
+
+
+def alloc_late_init(kernel) -> None:
+    """After the machine's running state: the allocators as a running
+    system's (vmalloc's fragmentation, the task a warning names), then the
+    sysctl values from the command line."""
+    calls = kernel.alloc_calls
+    if calls is None:
+        return
+    calls.vm.fragmentation = 0.3
+    calls.at.warn_task = ("kworker/u%d:1" % (2 * calls.nr_cpus), 57, 0)
+    do_sysctl_args(calls.at)
 
 
 def start(kernel) -> AllocCalls:
@@ -87,10 +97,6 @@ def boot(calls) -> None:
     for name in BOOT_MODULES + modules_load_param(calls):
         if name not in calls.modules:
             load_module(calls.kernel, name)
-    # the running system as it is when somebody first looks at it
-    calls.prepopulate()
-    calls.vm.fragmentation = 0.3
-    calls.at.warn_task = ("kworker/u%d:1" % (2 * calls.nr_cpus), 57, 0)
 
 
 def modules_load_param(calls) -> tuple:

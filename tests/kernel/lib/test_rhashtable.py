@@ -1,7 +1,7 @@
 """Per-structure tags: an rhashtable's memory is charged to the tag that was
 current at its init, whoever grows it later."""
 
-from fakefs.kernel.init import Kernel
+from fakefs.kernel.init import ALLOC_INITCALLS, Kernel
 from fakefs.kernel.lib.rhashtable import Rhashtable, rhashtable_init
 from fakefs.kernel.mm.alloc_tag import AllocTag
 from fakefs.sim.clock import ManualClock
@@ -9,10 +9,8 @@ from fakefs import sim
 
 
 def boot():
-    return sim.keep_time(Kernel(clock=ManualClock(), nr_cpus=2).boot(
-        initcalls=[("fakefs.kernel.fs.proc.base", "proc_root_init"),
-                   ("fakefs.kernel.mm.alloc_tag", "alloc_tag_init"),
-                   ("fakefs.kernel.mm.alloc_boot", "alloc_boot_init")]))
+    return sim.boot_kernel(Kernel(clock=ManualClock(), nr_cpus=2),
+                           [("fakefs.kernel.fs.proc.base", "proc_root_init"), *ALLOC_INITCALLS])
 
 
 def test_tables_charged_to_the_init_site():
