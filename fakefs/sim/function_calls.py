@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..kernel.call_durations import DURATION_KEYS
 from ..kernel.trace.ftrace_records import ftrace_records
+from .call_durations import DURATION_KEYS
 from .call_rates import CALL_PRIOR, CALL_PROFILE_N, call_seconds, fn_rate
 
 POISSON_INVERSION_MAX = 12     # below this mean: inversion; above: transformed rejection

@@ -40,12 +40,12 @@ from __future__ import annotations
 import contextlib
 
 from ..kernel.alloc_callers import AllocCallers
-from ..kernel.call_durations import durations
 from ..kernel.callgraph import CallGraph, load_callgraph
 from ..kernel.frames import ENTER, RESUME, Frames, interrupted
 from ..kernel.kallsyms import Kallsyms, uses_host_table
 from ..kernel.walkgraph import F_SWITCH, F_TRACE, FENTRY_IP, FENTRY_RET, WalkGraph
 from ._workload import event_stack as compiled_event_stack, switch_path as compiled_switch_path
+from .call_durations import durations
 from .call_sites import CallSites
 from .population import TaskTable, load_tasks, spawn_boot_tasks
 from .reach import Reach

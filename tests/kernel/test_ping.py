@@ -7,6 +7,7 @@ import re
 import pytest
 
 from fakefs import sim
+from fakefs.fuse.cnproc import host_pid_max
 from fakefs.kernel.fs.pseudo import File, KernelError
 from fakefs.kernel.init import Kernel
 from fakefs.sim.clock import ManualClock
@@ -17,10 +18,13 @@ MS = 1_000_000
 
 
 def boot():
-    """A kernel with its machine, which sees the real processes' calls."""
+    """A kernel with its machine, which sees the real processes' calls (its
+    own tasks' pids above the host's, as the daemon has them: this test's
+    process, a real one, is the caller)."""
     clock = ManualClock()
     k = Kernel(seed=7, nr_cpus=2, clock=clock, host_kallsyms=False)
     k.host_tasks = True
+    k.sched.pid_floor = host_pid_max()
     sim.boot_kernel(k)
     k.add_machine_watcher(lambda: True)
     sim.attach(k)

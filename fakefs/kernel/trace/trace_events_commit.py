@@ -4,7 +4,8 @@ kernel/trace/trace_events_trigger.c, ``tracing_mark_write()``).
 
 :func:`trace_event_commit` is where a hit goes into the arrays (the
 machine's hits whose arrays only write them, ``commit_way()`` PLAIN or
-AFTER, take the compiled ``_trace_commit``/``_trace_machine_hits`` way to
+AFTER, take the compiled ``_trace_commit`` way, the machine replaying them
+through fakefs/sim/_trace_machine_hits.pyx, to
 the same records): the pid lists and the event filter (``TraceArray.event_ignored``),
 the triggers (``trace_events_trigger.py``), soft-disable and the
 ``stacktrace`` option are handled there.  As the kernel does it: with no

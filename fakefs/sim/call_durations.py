@@ -12,7 +12,7 @@ out taken out too.  The function profiler draws its times from these.
 
 from __future__ import annotations
 
-from .frames import still_open
+from ..kernel.frames import still_open
 # duration_profile()'s settings: (graph-time, sleep-time)
 DURATION_KEYS = ((True, True), (True, False), (False, True), (False, False))
 
