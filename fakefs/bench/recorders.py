@@ -9,6 +9,14 @@ kept per 100 ms of the trace, median over its first and its last second
 still: now both are the steady state).  Then ``-e all sleep 5``:
 what it lost.  Needs trace-cmd (the Makefile installs it).
 ``python -m fakefs.bench recorders``.
+
+``python -m fakefs.bench stream_ctrlc``: ``trace-cmd stream -e sched_switch``
+interrupted (SIGINT to its parent) after STREAM_WAIT_S, STREAM_TRIES times,
+each try's time until the parent exits (hung: still there after
+STREAM_LIMIT_S, then killed); the baseline, the same with ``-b 7`` (the
+7 KB a CPU of a kernel whose buffer was never expanded): a backlog under a
+pipe's worth, which trace-cmd 3.1.6's drain race cannot leave behind
+(docs/tracefs-6.12.md, trace_pipe_raw).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import collections
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -26,6 +35,10 @@ from .barefs import _child_env
 
 COMMAND_S = 5
 BIN_NS = 100_000_000
+STREAM_TRIES = 10
+STREAM_WAIT_S = 3.0         # streaming before the Ctrl-C
+STREAM_LIMIT_S = 5.0        # DM2 wants the exit within 1 s
+STREAM_START_S = 60.0       # the sandbox's boot and trace-cmd's setup
 _LOST = re.compile(r"CPU \d+: (\d+) events lost")
 _STAMP = re.compile(rb"\s(\d+)\.(\d{6}): ")
 
@@ -96,4 +109,115 @@ def bench_recorders() -> list[tuple[str, float, str]]:
         rows += [("record -e all sleep 5: wall", wall, "s"),
                  ("  entries kept", kept, "entries"),
                  ("  events lost (DM2: 0)", lost, "events")]
+    return rows
+
+
+def _processes() -> dict[int, tuple[int, str, str]]:
+    """pid -> (ppid, comm, state) of the host's processes."""
+    procs = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        state, ppid = stat[stat.rindex(")") + 2:].split()[:2]
+        procs[int(d)] = (int(ppid), comm, state)
+    return procs
+
+
+def stream_processes(procs: dict[int, tuple[int, str, str]], root: int) -> tuple[int | None, list[int]]:
+    """(the parent, its recorders) of the ``trace-cmd stream`` under ``root``
+    in ``procs`` (``_processes()``): the live trace-cmd below ``root`` whose
+    parent is no trace-cmd and which has forked its recorders (two or more
+    trace-cmd children); (None, []) before that."""
+    def below(pid: int) -> bool:
+        seen = set()
+        while pid in procs and pid not in seen:
+            seen.add(pid)
+            pid = procs[pid][0]
+            if pid == root:
+                return True
+        return False
+
+    tc = {pid for pid, (_, comm, state) in procs.items()
+          if comm == "trace-cmd" and state != "Z" and below(pid)}
+    for pid in sorted(tc):
+        if procs[pid][0] in tc:
+            continue
+        kids = sorted(k for k in tc if procs[k][0] == pid)
+        if len(kids) >= 2:
+            return pid, kids
+    return None, []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stream_ctrlc(extra: list[str], tmp: str) -> float | None:
+    """Seconds from the SIGINT to the exit of ``trace-cmd stream EXTRA -e
+    sched_switch`` in a sandbox, streaming STREAM_WAIT_S before; None: hung
+    (still there after STREAM_LIMIT_S: its processes are killed)."""
+    with open(os.path.join(tmp, "stream.out"), "w") as out:
+        sb = subprocess.Popen([sys.executable, "-m", "fakefs", "sandbox", "-q", "--",
+                               "trace-cmd", "stream"] + extra + ["-e", "sched_switch"],
+                              cwd=tmp, env=_child_env(), stdout=out, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + STREAM_START_S
+        parent, kids = None, []
+        while parent is None and time.monotonic() < deadline and sb.poll() is None:
+            time.sleep(0.1)
+            parent, kids = stream_processes(_processes(), sb.pid)
+        if parent is None:
+            raise RuntimeError("trace-cmd stream did not start: %s" % open(out.name).read()[-500:])
+        time.sleep(STREAM_WAIT_S)
+        t0 = time.monotonic()
+        os.kill(parent, signal.SIGINT)
+        while _alive(parent) and time.monotonic() - t0 < STREAM_LIMIT_S:
+            time.sleep(0.005)
+        took = time.monotonic() - t0
+        if not _alive(parent):
+            return took
+        for pid in kids + [parent]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return None
+    finally:
+        try:
+            sb.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(sb.pid, signal.SIGKILL)
+            sb.wait()
+
+
+def _tries(extra: list[str], tmp: str) -> tuple[int, list[float | None]]:
+    times = [stream_ctrlc(extra, tmp) for _ in range(STREAM_TRIES)]
+    return sum(1 for t in times if t is not None and t <= 1.0), times
+
+
+def bench_stream_ctrlc() -> list[tuple[str, float, str]]:
+    if subprocess.run(["sh", "-c", "command -v trace-cmd"], capture_output=True).returncode:
+        return [("trace-cmd is not installed: nothing measured", 0.0, "")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fakefs-bench-stream-") as tmp:
+        for title, extra in (("stream -e sched_switch, Ctrl-C after %g s: exits within 1 s "
+                              "(DM2: %d)" % (STREAM_WAIT_S, STREAM_TRIES), []),
+                             ("baseline: the same with -b 7 (a backlog under a pipe's worth)",
+                              ["-b", "7"])):
+            ok, times = _tries(extra, tmp)
+            rows.append((title, ok, "of %d" % STREAM_TRIES))
+            for i, t in enumerate(times, 1):
+                rows.append(("  try %d" % i, STREAM_LIMIT_S if t is None else t,
+                             "s (hung: killed)" if t is None else "s"))
     return rows
