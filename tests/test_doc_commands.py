@@ -335,7 +335,7 @@ def test_tracefs_survey_on_a_mount_as_written():
 
 
 def test_trace_cmd_nosplice_in_the_sandbox_as_written(tmp_path):
-    from fakefs import namespace, sandbox
+    from fakefs.cli import namespace, sandbox
     problem = sandbox.host_problem(namespace.use_userns())
     if problem is not None:
         pytest.skip("fakefs sandbox cannot run here: %s" % problem)

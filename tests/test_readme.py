@@ -90,7 +90,7 @@ def sandbox_block() -> list[str]:
 
 
 def test_the_sandbox_examples_run_as_written():
-    from fakefs import namespace, sandbox
+    from fakefs.cli import namespace, sandbox
     import shutil
     problem = sandbox.host_problem(namespace.use_userns())
     if problem is not None:

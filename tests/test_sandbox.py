@@ -1,4 +1,4 @@
-"""``fakefs sandbox`` (fakefs/sandbox.py), run for real: the fake's files at
+"""``fakefs sandbox`` (fakefs/cli/sandbox.py), run for real: the fake's files at
 the real paths inside, the exit status passed through, nothing left outside."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from fakefs import cli, namespace, sandbox
+from fakefs.cli import command as cli
+from fakefs.cli import namespace, sandbox
 
 _PROBLEM = sandbox.host_problem(namespace.use_userns())
 needs_ns = pytest.mark.skipif(_PROBLEM is not None, reason="fakefs sandbox cannot run "

@@ -1,4 +1,4 @@
-"""fakefs/sandbox_seal.py: each step of the seal run in a forked child
+"""fakefs/cli/sandbox_seal.py: each step of the seal run in a forked child
 (whatever it does to its process stays there); the sandbox's COMMAND
 sealed is tests/test_sandbox.py's."""
 
@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from fakefs import sandbox_seal as seal
+from fakefs.cli import sandbox_seal as seal
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping capabilities and "
                                 "mapping every id in a user namespace need root")

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..namespace import child_env as _child_env
+from ..cli.namespace import child_env as _child_env
 from .errors import SelftestError, log
 from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
 from .inner import inner_main

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from ..namespace import NamespaceError
+from ..cli.namespace import NamespaceError
 
 
 class SelftestError(NamespaceError):
     """A setup problem (not a test failure); reported and exit status 2.
-    The shared namespace code (fakefs/namespace.py) raises its base class."""
+    The shared namespace code (fakefs/cli/namespace.py) raises its base class."""
 
 
 def log(msg: str) -> None:

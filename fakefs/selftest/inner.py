@@ -19,13 +19,13 @@ import sys
 import threading
 from pathlib import Path
 
-from ..namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, SIMULATED_SYSCTL_DIR,
+from ..cli.namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, SIMULATED_SYSCTL_DIR,
                          TRACING_DIR, NamespaceError, bind_served, detach_tracefs_mounts,
                          in_private_mount_ns, tracefs_lines, umount)
-from ..namespace import stop as _stop
-from ..namespace import wait_ready as _wait_ready
+from ..cli.namespace import stop as _stop
+from ..cli.namespace import wait_ready as _wait_ready
 from ..kernel.module import CONTROL_DIR, CONTROL_NAME
-from ..namespace import bind
+from ..cli.namespace import bind
 from .errors import SelftestError, log
 from .kmod import host_kmod_paths
 from .kmod import install as install_kmod

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from ..namespace import (TRACING_DIR, _unescape_mount_field, detach_tracefs_mounts,
+from ..cli.namespace import (TRACING_DIR, _unescape_mount_field, detach_tracefs_mounts,
                          fuse_problem, in_private_mount_ns, mount_ns, mounts, tracefs_lines,
                          umount, use_userns, userns_problem)
 from .errors import SelftestError

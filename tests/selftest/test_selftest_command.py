@@ -68,7 +68,7 @@ def test_ftracetest_argv(tmp_path, monkeypatch):
 
 
 def test_cli_wiring():
-    from fakefs import cli
+    from fakefs.cli import command as cli
     a = cli.build_parser().parse_args(["selftest", "--list", "--extra", "d", "x.tc"])
     assert a.func is cli.cmd_selftest
     assert a.list and a.extra == ["d"] and a.tests == ["x.tc"]

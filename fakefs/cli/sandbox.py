@@ -3,9 +3,9 @@
 real paths, in a private mount namespace.
 
 The outer stage (``run``, in the caller's namespace) makes a temporary
-directory and re-executes ``python -m fakefs.sandbox --inner CONFIG`` under
+directory and re-executes ``python -m fakefs.cli.sandbox --inner CONFIG`` under
 ``unshare -m --propagation private`` (without root ``unshare -Ur -m``: a
-user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
+user namespace, see fakefs/cli/namespace.py).  The inner stage (``inner_main``):
 
 1. detaches every tracefs mount line and, as root, mounts a tracefs on
    /sys/kernel/tracing: the ``/proc/mounts`` line of type ``tracefs`` that
@@ -30,7 +30,7 @@ user namespace, see fakefs/namespace.py).  The inner stage (``inner_main``):
    DIR/hostproc there (fakefs/fuse/hostlinks.py): /proc/profile exists
    although the host's procfs takes no new entries, and the host's sysctls
    read-only.  The daemon stays in the namespace with the host's /proc (it
-   reads it).  COMMAND is sealed (fakefs/sandbox_seal.py): a user
+   reads it).  COMMAND is sealed (fakefs/cli/sandbox_seal.py): a user
    namespace of its own (its mounts locked, the host's processes out of
    reach), no CAP_SYS_ADMIN (mount, umount: EPERM), perf_event_open
    refused (ENOSYS);
@@ -58,8 +58,8 @@ import time
 from pathlib import Path
 
 from .mountargs import add_boot_arguments, boot_argv, check_persona
-from .selftest.kmod import host_kmod_paths
-from .selftest.kmod import install as install_kmod
+from ..selftest.kmod import host_kmod_paths
+from ..selftest.kmod import install as install_kmod
 from .namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, TRACING_DIR,
                         NamespaceError, bind, bind_served, child_env, detach_tracefs_mounts,
                         fuse_problem, in_private_mount_ns, mount_ns, mounts, stop, umount,
@@ -154,7 +154,7 @@ def run(args) -> int:
     cfg_file.write_text(json.dumps(cfg, indent=1))
     cmd = ["unshare"] + (["-Ur"] if userns else []) + [
         "-m", "--propagation", "private", "--",
-        sys.executable, "-m", "fakefs.sandbox", "--inner", str(cfg_file)]
+        sys.executable, "-m", "fakefs.cli.sandbox", "--inner", str(cfg_file)]
     inner = None
     pending: list[int] = []
     reaper, to_reaper = _start_reaper(tmp)
@@ -431,7 +431,7 @@ class Inner:
         Path(self.cfg["hostproc"]).mkdir(exist_ok=True)
         self.child = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-m",
-             "fakefs.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"],
+             "fakefs.cli.sandbox", "--cover-proc", str(self.root), self.cfg["hostproc"],
              "quiet" if self.cfg.get("quiet") else "say", self.cfg["syscall_socket"], "--"]
             + argv, env=env)
         if self.stop_at is not None:                # came while it started
@@ -506,7 +506,7 @@ def cover_proc(root: str, hostproc: str, command: list[str], quiet: bool = False
     host's sysctls are read-only to COMMAND (a write gets EROFS, as in a
     container): nothing changes outside, the host's tracing settings the
     fake lacks (tracepoint_printk, traceoff_on_warning...) included.  Then
-    the seal (fakefs/sandbox_seal.py); unless ``quiet``, why perf counts
+    the seal (fakefs/cli/sandbox_seal.py); unless ``quiet``, why perf counts
     nothing when the seal refuses perf_event_open() and perf is here."""
     err = bind("/proc", hostproc, recursive=True)
     if err is None:

@@ -78,7 +78,7 @@ def userns_problem() -> str | None:
 def child_env() -> dict:
     """The environment of a ``python -m fakefs...`` stage: this package first."""
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     pp = env.get("PYTHONPATH")
     env["PYTHONPATH"] = root + (os.pathsep + pp if pp else "")
     return env

@@ -9,14 +9,14 @@ import re
 import subprocess
 import sys
 
-from .kernel.config import known_symbols, parse_value
+from ..kernel.config import known_symbols, parse_value
 
 DESCRIPTION = ("Serve the tracefs and procfs of a simulated Linux kernel through FUSE: "
                "mount it, run a command with it at the real paths (sandbox), run the "
                "upstream ftrace selftests against it, read its log and profile.")
 from .mountargs import add_boot_arguments, check_persona
-from . import vclock
-from .views import pictures
+from .. import vclock
+from ..views import pictures
 
 
 def _split_opts(values: list[str]) -> tuple[list[str], dict]:
@@ -36,7 +36,7 @@ def _split_opts(values: list[str]) -> tuple[list[str], dict]:
 
 
 def cmd_mount(args) -> int:
-    from . import daemon
+    from .. import daemon
     rc = check_persona(args.persona)
     if rc is not None:
         return rc
@@ -44,7 +44,7 @@ def cmd_mount(args) -> int:
         print("fakefs mount: error: the following arguments are required: mountpoint",
               file=sys.stderr)
         return 2
-    from .fuse import mountpoint
+    from ..fuse import mountpoint
     fuse_opts, args.config = _split_opts(args.o)
     unknown = sorted(set(args.config) - known_symbols())
     if unknown:
@@ -118,7 +118,7 @@ def cmd_umount(args) -> int:
     r = subprocess.run(["fusermount3", "-u"] + (["-z"] if args.lazy else []) + [mnt],
                        stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
-        from .fuse.mountpoint import umount_failure
+        from ..fuse.mountpoint import umount_failure
         print("fakefs umount: " + umount_failure(mnt, args.mountpoint, r.stderr.strip(),
                                                   args.lazy), file=sys.stderr)
     return r.returncode
@@ -158,7 +158,7 @@ def cmd_sandbox(args) -> int:
 
 
 def cmd_selftest(args) -> int:
-    from . import selftest
+    from .. import selftest
     return selftest.run(args)
 
 
@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("mountpoint")
     dm.set_defaults(func=cmd_dmesg)
     try:
-        from . import selftest
+        from .. import selftest
     except ImportError:
         selftest = None
     if selftest is not None:
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["heatmap"]:            # its own argument parser
-        from .views import heatmap
+        from ..views import heatmap
         return heatmap.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)

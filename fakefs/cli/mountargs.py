@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .kernel.config import DEFAULT_PERSONA, PERSONAS
+from ..kernel.config import DEFAULT_PERSONA, PERSONAS
 
 
 def add_boot_arguments(p: argparse.ArgumentParser) -> None:
