@@ -210,6 +210,7 @@ class Kernel:
         self.printk(linux_banner(self).rstrip("\n"))
         self.printk("Command line: %s" % self.cmdline.text)
         fns = []
+        registered = set()            # (a module's parameters once, however many initcalls it has)
         for modname, fname in (INITCALLS if initcalls is None else initcalls):
             if modname == MACHINE:
                 if machine is None:
@@ -218,7 +219,8 @@ class Kernel:
             else:
                 mod = importlib.import_module(modname)
             setup = getattr(mod, "register_params", None)
-            if setup is not None:
+            if setup is not None and id(mod) not in registered:
+                registered.add(id(mod))
                 setup(self)
             fns.append(getattr(mod, fname))
         self.cmdline.parse(self._params, self.log.pr_notice)
