@@ -34,13 +34,13 @@ import zlib
 from operator import itemgetter
 
 from ..kernel.trace import trace_entries as te
-from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
-from ..kernel.walkgraph import CALL_IP_OFF
 from ..kernel.trace._trace_function import function_entries
-from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
+from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
 from ..kernel.trace.trace_context import CALL_CONTEXT
 from ..kernel.trace.trace_events_commit import trace_event_commit
 from ..kernel.tracepoint import TracepointHooks
+from ..kernel.walkgraph import CALL_IP_OFF
+from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from ._trace_calls import CallWriter, instants_upto
 from ._trace_machine_hits import HitWriter
 from .rated_events import make_fields, rate
@@ -49,7 +49,7 @@ from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
 # plain function calls written by the compiled writer into raw sub-buffers
-# (``_trace_function.CallWriter``); tests set it False to compare the
+# (``_trace_calls.CallWriter``); tests set it False to compare the
 # entries with the tuples' path
 RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made

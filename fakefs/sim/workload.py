@@ -158,7 +158,7 @@ class Workload:
 
     def stretch(self, cpu):
         """(walk, CPU state) for a stretch of ``cpu``'s calls (``sample_runs()``, or
-        ``_trace_function.CallWriter``); the walk restarts the frames itself
+        ``_trace_calls.CallWriter``); the walk restarts the frames itself
         when they are too many (``Walk.frame_cap``)."""
         return self.walk, self.walk.cpus[cpu]
 

@@ -22,21 +22,14 @@ cdef class StackIds:
 
 
 @cython.final
-cdef class CallFields:
-    cdef int cflags[8]
+cdef class FunctionWriter:
+    cdef int cflags[8]              # context_flags[ctx]: flags, preempt depth
     cdef int cpc[8]
     cdef long long ip_off
     cdef bint stacks
     cdef int id_length
     cdef object lengths_of
-
-    cdef bint put(self, PageWriter out, StackIds ids, Frame fr, long long ts, int pid) except -1
-
-
-@cython.final
-cdef class FunctionWriter:
     cdef PageWriter out
-    cdef CallFields cf
     cdef StackIds ids
     cdef bint overwrite
     cdef int length

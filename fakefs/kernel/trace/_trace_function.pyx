@@ -183,51 +183,13 @@ cdef enum:
     MAX_IPS = 256       # a stack put from the frames without a tuple (deeper: a tuple)
 
 
-cdef class CallFields:
-    """What a function tracer's entry of a call records from its frame
-    (``context_flags[ctx]``: flags and preempt depth; the entry ip plus
-    ``ip_off``; the return address into the caller), and whether its
-    stack follows it (``stacks``: an id in the stackmap, ``id_length``
-    bytes, else in full, ``lengths_of[depth]``)."""
-
-    def __cinit__(self, tuple context_flags, long long ip_off, bint stacks, int id_length,
-                  lengths_of):
-        cdef int k
-        for k in range(8):
-            self.cflags[k], self.cpc[k] = context_flags[k]
-        self.ip_off = ip_off
-        self.stacks = stacks
-        self.id_length = id_length
-        self.lengths_of = lengths_of
-
-    cdef bint put(self, PageWriter out, StackIds ids, Frame fr, long long ts, int pid) except -1:
-        """The call's entry (and its stack's); False: dropped (no
-        overwrite, the buffer full)."""
-        cdef int flags = self.cflags[fr.ctx & 7], pc = self.cpc[fr.ctx & 7], n
-        cdef long long sid
-        cdef tuple st
-        cdef unsigned long long ips[MAX_IPS]
-        if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> self.ip_off,
-                      fr.site if fr.parent is not None else 0):
-            return False
-        if self.stacks:
-            sid = ids.of_frame(fr) if ids is not None else -1
-            if sid >= 0:
-                out.stack_id(ts, pid, flags, pc, <unsigned int> sid, self.id_length)
-            elif fr.depth <= MAX_IPS:
-                n = frame_ips(fr, ips, MAX_IPS)
-                out.stack_ips(ts, pid, flags, pc, ips, n, self.lengths_of[n], fr)
-            else:
-                st = fr.make_stack()
-                out.stack(ts, pid, flags, pc, st, self.lengths_of[len(st)])
-        return True
-
-
 cdef class FunctionWriter:
     """``function_trace_call()`` (``function_stack_trace_call()`` with a
     stack option) of one array on one CPU, compiled: a call's entry written
     into the raw sub-buffer of the array's CPU buffer from its frame's
-    fields (``CallFields``), no object per call; with ``stacks``
+    fields (``context_flags[ctx]``: flags and preempt depth; the entry ip
+    plus ``ip_off``; the return address into the caller), no object per
+    call; with ``stacks``
     (overwrite mode), its stack's entry after it, the stack's id in the
     stackmap ``smap`` through ``StackIds`` (else the stack in full).  Made
     by the tracer for an array whose settings allow it
@@ -242,8 +204,14 @@ cdef class FunctionWriter:
     def __cinit__(self, bint overwrite, int length, tuple context_flags, long long ip_off,
                   int cpu=0, bint stacks=False, smap=None, int id_length=0, lengths_of=None,
                   int max_depth=0):
+        cdef int k
+        for k in range(8):
+            self.cflags[k], self.cpc[k] = context_flags[k]
+        self.ip_off = ip_off
+        self.stacks = stacks
+        self.id_length = id_length
+        self.lengths_of = lengths_of
         self.out = PageWriter()
-        self.cf = CallFields(context_flags, ip_off, stacks, id_length, lengths_of)
         self.ids = StackIds(smap, cpu, max_depth) if stacks and smap is not None else None
         self.overwrite = overwrite
         self.length = length
@@ -261,7 +229,24 @@ cdef class FunctionWriter:
     cdef bint put(self, PageWriter out, Frame fr, long long ts, int pid) except -1:
         """The entry of a call made from ``fr`` at ``ts`` by ``pid`` (and
         its stack's); False: dropped (no overwrite, the buffer full)."""
-        return self.cf.put(out, self.ids, fr, ts, pid)
+        cdef int flags = self.cflags[fr.ctx & 7], pc = self.cpc[fr.ctx & 7], n
+        cdef long long sid
+        cdef tuple st
+        cdef unsigned long long ips[MAX_IPS]
+        if not out.fn(ts, pid, flags, pc, fr.entry + <unsigned long long> self.ip_off,
+                      fr.site if fr.parent is not None else 0):
+            return False
+        if self.stacks:
+            sid = self.ids.of_frame(fr) if self.ids is not None else -1
+            if sid >= 0:
+                out.stack_id(ts, pid, flags, pc, <unsigned int> sid, self.id_length)
+            elif fr.depth <= MAX_IPS:
+                n = frame_ips(fr, ips, MAX_IPS)
+                out.stack_ips(ts, pid, flags, pc, ips, n, self.lengths_of[n], fr)
+            else:
+                st = fr.make_stack()
+                out.stack(ts, pid, flags, pc, st, self.lengths_of[len(st)])
+        return True
 
     cdef void end(self, PageWriter out) except *:
         if out is not None:
