@@ -16,7 +16,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NATIVE = ["fakefs.kernel._frames", "fakefs.sim._walk", "fakefs.kernel._kallsyms", "fakefs.sim._reach", "fakefs.sim._workload", "fakefs.kernel.lib._jhash", "fakefs.kernel.lib._mt",
-          "fakefs.kernel.trace._trace_events_raw", "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer", "fakefs.kernel.trace._trace_stackmap",
+          "fakefs.kernel.trace._trace_events_raw", "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer",
+          "fakefs.kernel.trace._ring_buffer_read", "fakefs.kernel.trace._ring_buffer_page", "fakefs.kernel.trace._trace_stackmap",
           "fakefs.kernel.trace._trace_function", "fakefs.kernel.trace._trace_commit", "fakefs.kernel.trace._trace_hits",
           "fakefs.kernel.trace._trace_functions_graph", "fakefs.sim._trace_calls", "fakefs.sim._trace_machine_hits", "fakefs.fuse._proc_reports"]
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -118,7 +118,7 @@ async def _serve(ops: FakeFS, syscall_socket: str | None = None) -> None:
             nursery.start_soon(SyscallNotifications(ops, syscall_socket).run)
         nursery.start_soon(ops.poll_watcher)
         nursery.start_soon(ops.detach_watcher)
-        nursery.start_soon(ops.heap.packer)
+        nursery.start_soon(ops.heap.housekeeping)
         nursery.start_soon(Runner(ops).run)
         await pyfuse3.main(max_tasks=MAX_TASKS)
         nursery.cancel_scope.cancel()

@@ -14,8 +14,7 @@ kernel keep at most ``GAP_ENTRIES_CPU`` entries per CPU of it), so the full
 buffer is measured in-process (``in_process``: this process's VmRSS; the
 same kernel code, without FUSE): boot, ``buffer_size_kb`` at BIG_KB,
 everything on, the clock moved FILL_STEP_S at a time until the buffers are
-full (entries held stop growing), packed as the idle daemon packs them
-(fuse/heap.py), against the bound buffers + stackmap
+full (entries held stop growing), against the bound buffers + stackmap
 pool + 150 MB (the pool counted as the kernel's elements would take:
 ``max_elts`` of ``stack_map_stat`` x (64 addresses of 8 bytes + 16)); then
 ``buffer_size_kb`` back to the default, before and after the heap trim the
@@ -34,7 +33,7 @@ import sys
 import time
 
 from .barefs import fakefs_mounted
-from ..fuse.heap import HeapKeeper, pack_idle
+from ..fuse.heap import HeapKeeper
 
 T = "sys/kernel/tracing/"
 SECONDS = 60
@@ -132,8 +131,6 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
         if now <= held:
             break
         held = now
-    while pack_idle(k.tracing, 1 << 20):      # what the daemon does while idle
-        pass
     total_kb = int(rd("buffer_total_size_kb").split()[0])
     m = re.search(r"entries: \d+ / (\d+)", rd("stack_map_stat"))
     pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20

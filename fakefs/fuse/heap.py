@@ -1,21 +1,17 @@
-"""The daemon's memory housekeeping: ring-buffer entries packed while the
-mount is idle, freed memory given back to the system.
-
-Packing (``RingBuffer.pack_idle``) costs about half a microsecond an entry.
-The writer packs only past a CPU's newest ``UNZIPPED_PAGES`` sub-buffers
-(never in a default buffer); the rest waits until no request
-is under way but those waiting for data (blocked reads) and none has
-started for IDLE_S, then goes PACK_SLICE sub-buffers at a time with the
-main loop let in between, so that no request waits for it.
+"""The daemon's memory housekeeping: freed memory given back to the
+system, the cycle collector kept off what requests leave.  It waits until
+no request is under way but those waiting for data (blocked reads) and
+none has started for IDLE_S, so that no request waits for it.  (The ring
+buffers' sub-buffers are their bytes in one mapping a CPU, which a reset,
+a resize or a removed instance unmaps: nothing to pack.)
 
 The model frees a shrunk or removed buffer's entries at once, but glibc's
 allocator keeps the freed chunks for reuse unless they sit at the top of
 its heap, so the daemon's RSS would stay where the largest buffer took it.
 After a request that gave buffer pages back to the simulated machine (the
 account's ``given_back`` moved), ``malloc_trim(0)`` returns the free pages
-of the heap, once the mount is idle as for packing: it runs in the main
-loop (4.4 ms after 16 MB a CPU went back to the default, 9.7 ms after 64
-MB, ``python -m fakefs.bench in_process``), and right after an ``rmdir`` it would
+of the heap, once the mount is idle: it runs in the main
+loop (``python -m fakefs.bench.memory --in-process`` times it), and right after an ``rmdir`` it would
 hold the VFS's lock of ``instances/`` that long, which every other mkdir
 and rmdir there waits for.  Without glibc there is nothing to call and the
 memory stays with the process.
@@ -52,15 +48,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-import logging
 import time
 
 import trio
 
-log = logging.getLogger(__name__)
-
 IDLE_S = 0.05
-PACK_SLICE = 16
 GC_THRESHOLD = (50_000, 10, 10)
 FULL_GC_S = 60.0
 BUSY_GC_S = 120.0
@@ -75,28 +67,8 @@ def _malloc_trim():
         return None
 
 
-def trace_buffers(tracing):
-    """Every ring buffer of the trace arrays (the snapshot buffers too)."""
-    if tracing is None:
-        return
-    for tr in tracing.arrays():
-        yield tr.buffer
-        if tr.max_buffer is not None:
-            yield tr.max_buffer
-
-
-def pack_idle(tracing, budget: int) -> int:
-    """Pack up to ``budget`` sub-buffers of every trace array's buffers."""
-    done = 0
-    for buf in trace_buffers(tracing):
-        done += buf.pack_idle(budget - done)
-        if done >= budget:
-            break
-    return done
-
-
 class HeapKeeper:
-    """Packs while idle; trims the heap when ring buffers gave pages back;
+    """Trims the heap when ring buffers gave pages back;
     keeps the cycle collector off what requests leave (the daemon's)."""
 
     __slots__ = ("kernel", "blocked", "seen", "trim_due", "trims", "last_request", "inflight",
@@ -137,8 +109,8 @@ class HeapKeeper:
             self.wakeup.set()
 
     def next_request(self) -> trio.Event:
-        """Set when the next request begins (what the packer and the runner
-        sleep on)."""
+        """Set when the next request begins (what the housekeeping and the
+        runner sleep on)."""
         ev = self.wakeup
         if ev is None or ev.is_set():
             ev = self.wakeup = trio.Event()
@@ -186,22 +158,13 @@ class HeapKeeper:
             self._trim(0)
             self.trims += 1
 
-    async def packer(self) -> None:
-        """Trim and pack while no request comes; sleep until one does once
-        nothing is left to do."""
+    async def housekeeping(self) -> None:
+        """Trim and collect while no request comes; sleep until one does
+        once nothing is left to do."""
         while True:
             await self.next_request().wait()
-            while True:
-                if self.busy():
-                    self.collect_if_due(busy=True)    # no idle moment for that long
-                    await trio.sleep(IDLE_S)
-                    continue
-                self.trim_if_due()
-                self.collect_if_due()
-                try:
-                    if not pack_idle(self.kernel.tracing, PACK_SLICE):
-                        break
-                except Exception:         # never the daemon's end: the entries stay as they are
-                    log.exception("packing ring-buffer entries failed")
-                    break
-                await trio.sleep(0)
+            while self.busy():
+                self.collect_if_due(busy=True)    # no idle moment for that long
+                await trio.sleep(IDLE_S)
+            self.trim_if_due()
+            self.collect_if_due()

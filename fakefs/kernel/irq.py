@@ -142,7 +142,7 @@ class Interrupts:
                         (sleeper_hrtimer(pid), CLOCK_MONOTONIC, HRTIMER_MODE_REL))
         self.sched.fire(self.tp_hrtimer_start, cpu, t, IRQS_OFF, 1,
                    (sleeper_hrtimer(pid), self.wakeup_fn, wake, wake - TIMER_SLACK_NS,
-                    HRTIMER_MODE_REL, 0))
+                    HRTIMER_MODE_REL, False))            # (was_armed: a bool)
 
     def hrtimer_cancel(self, cpu: int, t: int, pid: int) -> None:
         """Task ``pid``, woken before its sleep's timeout, takes its hrtimer
@@ -188,7 +188,7 @@ class Interrupts:
         self.sched.fire(self.tp_hrtimer_expire_exit, cpu, t, HARD, 0, (timer,))
         expires = (t // tick_period + 1) * tick_period
         self.sched.fire(self.tp_hrtimer_start, cpu, t, HARD, 1,
-                   (timer, self.tick_fn, expires, expires, HRTIMER_MODE_ABS, 0))
+                   (timer, self.tick_fn, expires, expires, HRTIMER_MODE_ABS, False))
         t += US
         self.sched.fire(self.tp_timer_exit, cpu, t, HARD, 0, (LOCAL_TIMER_VECTOR,))
         t += US

@@ -7,10 +7,9 @@ import trio
 
 from fakefs import sim
 from fakefs.fuse import heap as heap_mod
-from fakefs.fuse.heap import HeapKeeper, pack_idle
+from fakefs.fuse.heap import HeapKeeper
 from fakefs.sim.files import write_file
 from fakefs.sim.clock import ManualClock
-from fakefs.sim import trace_activity
 
 T = "sys/kernel/tracing/"
 
@@ -40,14 +39,14 @@ def test_the_heap_is_trimmed_after_buffer_pages_are_given_back():
 
 def test_the_trim_waits_for_an_idle_moment():
     """Not in the request that gave pages back (an rmdir would hold the
-    lock of instances/ for it), but when the mount is idle, as packing."""
+    lock of instances/ for it), but when the mount is idle."""
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     keeper = HeapKeeper(k)
     k.tracing.instance_mkdir("a")
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(keeper.packer)
+            nursery.start_soon(keeper.housekeeping)
             await trio.sleep(0.01)
             keeper.request_begins()                  # rmdir instances/a
             k.tracing.instance_rmdir("a")
@@ -63,72 +62,24 @@ def test_the_trim_waits_for_an_idle_moment():
     trio.run(main)
 
 
-def test_idle_packing_packs_every_buffer_but_the_newest_sub_buffers(monkeypatch):
-    # (sub-buffers of tuples: the function tracer's calls go raw, compact already)
-    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)
+def test_the_housekeeping_waits_for_requests_under_way_but_not_for_blocked_readers():
     k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    write_file(k, T + "current_tracer", b"function")
-    for _ in range(2):
-        k.clock.advance(3_000_000_000)
-        k.timekeeper.run_until_now()
-        if k.tracing.global_trace.max_buffer.entries() == 0:
-            write_file(k, T + "snapshot", b"1")      # the snapshot buffer holds entries
-    k.tracing.instance_mkdir("a")
-    bufs = [k.tracing.global_trace.buffer, k.tracing.global_trace.max_buffer]
-    before = [list(cb.iter_events()) for b in bufs for cb in b.cpus]
-    assert all(len(cb.pages) > 40 for b in bufs for cb in b.cpus)
-    assert pack_idle(k.tracing, 10) == 10                        # a slice at a time
-    while pack_idle(k.tracing, 16):
-        pass
-    for b in bufs:
-        for cb in b.cpus:
-            pages = list(cb.pages)
-            assert all(p.packed is not None for p in pages[:-16] if len(p))
-            assert all(p.packed is None for p in pages[-16:])
-    assert [list(cb.iter_events()) for b in bufs for cb in b.cpus] == before
-
-
-def test_raw_sub_buffers_are_left_as_they_are():
-    """The function tracer's raw sub-buffers (the kernel's binary layout,
-    28 bytes an entry) are compact already: packing passes them by and
-    they read back the same."""
-    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    write_file(k, T + "current_tracer", b"function")
-    k.clock.advance(1_000_000_000)
-    k.timekeeper.run_until_now()
-    cpus = k.tracing.global_trace.buffer.cpus
-    before = [list(cb.iter_events()) for cb in cpus]
-    raw = [sum(p.raw is not None for p in cb.pages) for cb in cpus]
-    assert all(n > 300 for n in raw)
-    while pack_idle(k.tracing, 16):
-        pass
-    assert [sum(p.raw is not None for p in cb.pages) for cb in cpus] == raw
-    assert [list(cb.iter_events()) for cb in cpus] == before
-
-
-def test_the_packer_waits_for_requests_under_way_but_not_for_blocked_readers(monkeypatch):
-    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)     # (sub-buffers of tuples)
-    k = sim.boot(seed=1, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    write_file(k, T + "current_tracer", b"function")
-    k.clock.advance(3_000_000_000)
-    k.timekeeper.run_until_now()
     blocked = [0]
     keeper = HeapKeeper(k, lambda: blocked[0])
-    cpus = k.tracing.global_trace.buffer.cpus
-
-    def packed():
-        return sum(p.packed is not None for cb in cpus for p in cb.pages)
+    k.tracing.instance_mkdir("a")
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(keeper.packer)
+            nursery.start_soon(keeper.housekeeping)
             await trio.sleep(0.01)                   # it waits for a request
             keeper.request_begins()                  # a request under way
+            k.tracing.instance_rmdir("a")
+            keeper.after_request()
             await trio.sleep(5 * heap_mod.IDLE_S)
-            assert keeper.busy() and packed() == 0
+            assert keeper.busy() and keeper.trims == 0
             blocked[0] = 1                           # ... that waits for data
             await trio.sleep(5 * heap_mod.IDLE_S)
-            assert not keeper.busy() and packed() > 40
+            assert not keeper.busy() and keeper.trims == 1
             nursery.cancel_scope.cancel()
 
     t0 = time.monotonic()
@@ -174,7 +125,7 @@ def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(mon
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(keeper.packer)
+            nursery.start_soon(keeper.housekeeping)
             await trio.sleep(0.01)
             keeper.request_begins()
             keeper.request_ends()
@@ -183,7 +134,7 @@ def test_the_daemons_collector_freezes_after_requests_and_collects_when_idle(mon
             # FULL_GC_S over (set so rather than slept: a loaded host would
             # stretch any sleep of this test past a short one)
             monkeypatch.setattr(heap_mod, "FULL_GC_S", 0.0)
-            keeper.request_begins()                      # wakes the packer
+            keeper.request_begins()                      # wakes the housekeeping
             keeper.request_ends()
             await trio.sleep(5 * heap_mod.IDLE_S)
             assert keeper.full_collections == 1 and not keeper.unfrozen
@@ -229,7 +180,7 @@ def test_under_requests_that_never_pause_a_full_collection_comes_after_busy_gc_s
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(keeper.packer)
+            nursery.start_soon(keeper.housekeeping)
             await trio.sleep(0.01)
             keeper.request_begins()
             k.tracing.instance_mkdir("gone")

@@ -12,10 +12,16 @@ cdef class CpuBufferCore:
     # non-consuming readers open (a ``trace`` file open for reading):
     # resizing and changing the sub-buffer order are EBUSY meanwhile
     cdef public int resize_disabled
-    cdef public object pages             # the sub-buffers, oldest first (a deque)
-    # the newest sub-buffers left as tuples by packing while idle, and by
-    # the writer (ring_buffer_bpage: LOOSE_PAGES, UNZIPPED_PAGES)
-    cdef public Py_ssize_t loose_pages, unzipped_pages
+    # the ring: sub-buffers of sequence numbers ``head`` .. ``head + npages - 1``
+    # (oldest first), the bytes of sequence number s in slot s % nr_pages
+    # of ``arena``; those something looks at as ``BufferPage`` (``objs``:
+    # sequence number -> page; the tail always), the entries kept beside
+    # the others (``sides``: sequence number -> offset -> entry)
+    cdef public long long head
+    cdef public Py_ssize_t npages
+    cdef public dict objs, sides
+    cdef public list snaps               # the live RingSnaps (weak references)
+    cdef public long long held_bytes     # the sub-buffers' ``used``, summed
     cdef public long long entries, overrun, commit_overrun, dropped, read, last_ts
     cdef public long long last_overrun  # overrun when the consuming reader last looked
     # what writers asked for since the last reset, whatever became of it
@@ -28,13 +34,17 @@ cdef class CpuBufferCore:
     # how its kernel's events are written in their records' bytes
     # (_trace_events_raw.FixedRecords), or None: every event beside its page
     cdef public object records
-    # where its new raw sub-buffers' bytes go (_ring_buffer_bpage.PageArena),
-    # made at the first (None: none yet, or the last one retired)
+    # where its sub-buffers' bytes are (_ring_buffer_bpage.PageArena), made
+    # at the first and anew when their number or size changes (None: none yet)
     cdef public PageArena arena
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1
-    cpdef BufferPage _next_page(self, bint overwrite, bint raw=*)
+    cpdef BufferPage _next_page(self, bint overwrite)
     cdef PageArena _arena(self)
+    cdef BufferPage _tail(self)
+    cdef Py_ssize_t _pop_head(self) except -1
+    cdef void _reuse(self, long long seq) except *
+    cdef void _detach_snaps(self) except *
 
 
 cdef class PageWriter:
@@ -44,6 +54,7 @@ cdef class PageWriter:
     cdef dict side              # the raw page's entries kept beside it
     cdef bint overwrite
     cdef int length, cap, used, nbytes, n
+    cdef int used0              # the page's ``used`` when loaded (the ring's held bytes)
     cdef long long last_ts, page_last, written, entries, dropped, nbytes_written
     cdef unsigned char *raw
     cdef unsigned char *q       # the record area reserve() gave

@@ -1,40 +1,43 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Writing into a CPU's sub-buffers, compiled (the data plane:
-docs/data-plane.md).
+"""A CPU's ring of sub-buffers and writing into it, compiled (the data
+plane: docs/data-plane.md).
 
-``CpuBufferCore`` is a CPU buffer's counts and its writer's two steps
-(``write()``, ``_next_page()``) as C fields and C code; ``CpuBuffer``
-(ring_buffer.py) adds the rest in Python.  Its sub-buffers are
-``BufferPage``s (_ring_buffer_bpage.pyx: their layout when raw).
+``CpuBufferCore`` is a CPU buffer's ring and counts (kernel/trace/
+ring_buffer.c's ``struct ring_buffer_per_cpu``) as C fields and C code;
+``CpuBuffer`` (ring_buffer.py) adds the rest in Python.  Its sub-buffers
+are the slots of one ``PageArena`` (_ring_buffer_bpage.pyx: their layout),
+in ring order: a sub-buffer nobody looks at is its bytes alone, and
+what a reader or the writer looks at is a ``BufferPage`` for as long as
+it is in the ring (``promote``); a snapshot of the ring (``RingSnap``,
+what ``trace`` shows) copies a sub-buffer's bytes only when the writer
+is about to reuse its slot before the snapshot's reader came to it.
 
 ``PageWriter`` is ``CpuBuffer.write()`` for a stretch of entries, with
 the same accounting (``reserve()``): a tail sub-buffer that holds tuples
-is filled with tuples (as ``write()`` would), every new one is raw.  The
-function tracer's records are written in their bytes: TRACE_FN
-(``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its stack
-options), and so is an event's whose fields are of fixed size (numbers,
-char arrays, arrays of numbers, coded values; ``__data_loc`` strings after
-them: ``_trace_events_raw.FixedRecord``, where the entry comes back whole
-from the bytes).  Any other entry (an event's with other dynamic data, a
-marker's) takes its place in the sub-buffer as the kernel's would (its
-header, its length, its time delta) and is kept beside it as the tuple
-(the sub-buffer's ``side``: record offset -> entry) until a page reader
-wants its bytes: ``page_data()`` encodes it there, in the space it holds.
-Formatting an entry's fields is the control plane's work, done only for
-what is read; no sub-buffer turns into tuples because an event was
-written in it.
+(a reader decoded it) is filled with tuples (as ``write()`` would), every
+new one is raw.  The function tracer's records are written in their bytes:
+TRACE_FN (``function_trace_call()``), TRACE_STACK_ID and TRACE_STACK (its
+stack options), and so is an event's whose fields are of fixed size
+(numbers, char arrays, arrays of numbers, coded values; ``__data_loc``
+strings after them: ``_trace_events_raw.FixedRecord``, where the entry
+comes back whole from the bytes).  Any other entry (an event's with other
+dynamic data, a marker's) takes its place in the sub-buffer as the
+kernel's would (its header, its length, its time delta) and is kept
+beside it as the tuple (the sub-buffer's ``side``: record offset ->
+entry) until a page reader wants its bytes: ``page_data()`` encodes it
+there, in the space it holds.  Formatting an entry's fields is the
+control plane's work, done only for what is read.
 """
 
-from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
-from cpython.bytearray cimport PyByteArray_AS_STRING
 
 from fakefs.kernel.trace._trace_events_raw cimport (
     FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
-    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, raw_page, rb_event_length,
-    record_at, record_room)
+    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, commit_of, page_counts,
+    rb_event_length, record_room, slot_of)
 
 cdef long long TS_LIMIT = 1LL << 27
 
@@ -42,21 +45,26 @@ cdef long long TS_LIMIT = 1LL << 27
 cdef class CpuBufferCore:
     """One CPU's ring (kernel/trace/ring_buffer.c's ``struct
     ring_buffer_per_cpu``): its sub-buffers, its counts (fields:
-    _ring_buffer.pxd), and the writer's steps; ``CpuBuffer`` is the rest."""
+    _ring_buffer.pxd), the writer's steps and the readers' ways in;
+    ``CpuBuffer`` is the rest."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.objs = {}
+        self.sides = {}
+        self.snaps = []
 
     cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1:
         """``ring_buffer_write()`` of ``entry`` (``length`` bytes, at
-        ``ts``); whether it was taken.  The tail is never packed (the newest
-        sub-buffers stay tuples), but may be raw (a compiled writer's): the
-        entry goes on in it."""
-        cdef BufferPage tail = None
+        ``ts``); whether it was taken.  An entry of its own time goes in
+        raw (``write_raw``); any other makes the tail hold tuples."""
+        cdef BufferPage tail
         cdef Py_ssize_t need
-        pages = self.pages
-        if pages:
-            tail = <BufferPage> pages[len(pages) - 1]
+        if type(entry) is tuple and ts == entry[0]:
+            return write_raw(self, entry, length, overwrite)
+        if length > self.subbuf_size:
+            return False            # (ring_buffer_lock_reserve() fails: nothing counted)
+        tail = self._tail()
         if tail is not None and tail._events is None:
-            if type(entry) is tuple and ts == entry[0]:
-                return write_raw(self, entry, length, overwrite)
             tail.events
         self.written += 1
         self.bytes_written += length
@@ -64,146 +72,156 @@ cdef class CpuBufferCore:
         if tail is not None and tail._events and ts - self.last_ts >= TS_LIMIT:
             need += LEN_EXTEND
         if tail is None or tail.used + need > self.subbuf_size:
-            tail = self._next_page(overwrite, False)
+            tail = self._next_page(overwrite)
             if tail is None:
                 self.dropped += 1
                 return False
+            tail.events
             need = length
         tail._events.append(entry)
         tail.used += need
+        self.held_bytes += need
         tail.nbytes += length
         self.entries += 1
         self.last_ts = ts
         return True
 
-    cpdef BufferPage _next_page(self, bint overwrite, bint raw=False):
-        """A new sub-buffer at the tail (``raw``: in the binary layout, for
-        a compiled writer); when all are in use, the oldest is overwritten
-        (its events counted as overrun), or without overwrite there is none
-        (None)."""
+    # ------------------------------------------------------------ the ring
+    cpdef BufferPage _next_page(self, bint overwrite):
+        """A new raw sub-buffer at the tail; when all are in use, the oldest
+        is overwritten (its events counted as overrun), or without
+        overwrite there is none (None).  The tail it follows is its bytes
+        alone from now on, unless something made it more (tuples, a
+        reader's count)."""
         cdef Py_ssize_t lost
-        cdef BufferPage tail
-        pages = self.pages
-        if len(pages) >= self.nr_pages:
+        cdef BufferPage page, old
+        cdef PageArena a
+        cdef long long seq
+        if self.npages >= self.nr_pages:
             if not overwrite:
                 return None
-            lost = len(pages.popleft())
+            lost = self._pop_head()
             self.entries -= lost
             self.overrun += lost
-        tail = raw_page(self._arena(), self.subbuf_size) if raw else BufferPage()
-        pages.append(tail)
-        if len(pages) > self.unzipped_pages:
-            old = pages[len(pages) - self.unzipped_pages - 1]
-            old.pack()
-            old.squeeze()
-        return tail
+        a = self._arena()
+        if self.npages:
+            seq = self.head + self.npages - 1
+            old = <BufferPage> self.objs[seq]
+            if old.data != NULL and old._events is None and not old.read:
+                del self.objs[seq]
+                if old.side:
+                    self.sides[seq] = old.side
+        seq = self.head + self.npages
+        if self.snaps:
+            self._reuse(seq)
+        page = BufferPage.__new__(BufferPage)
+        page.data = slot_of(a, seq)
+        memset(page.data, 0, a.size)
+        page.arena = a
+        page.rawsize = <int> self.subbuf_size
+        self.objs[seq] = page
+        self.npages += 1
+        return page
 
     cdef PageArena _arena(self):
-        """Where new raw sub-buffers take their bytes: an arena of a slot
-        a sub-buffer, made at the first and anew after ``retire_arena()``;
-        None when the mapping cannot be made."""
+        """Where the sub-buffers' bytes are: made at the first, and anew
+        when their number or size changed (``rearena``)."""
         cdef PageArena a = self.arena
         if a is None or a.nslots != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
-            self.retire_arena()
-            try:
-                a = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
-            except MemoryError:         # (no mapping: each its own memory)
-                a = None
-            self.arena = a
+            if self.npages:
+                raise RuntimeError("cpu%d: sub-buffers of another size in the ring" % self.cpu)
+            a = self.arena = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
         return a
 
-    def retire_arena(self):
-        """Its sub-buffers to come take a new arena (their number or size
-        changed, or they all went): the old one keeps those it holds, gives
-        each one's memory back as it goes, and its mapping with the last."""
-        if self.arena is not None:
-            self.arena.retire()
-            self.arena = None
+    cdef BufferPage _tail(self):
+        if not self.npages:
+            return None
+        return <BufferPage> self.objs[self.head + self.npages - 1]
 
-
-def page_data(const unsigned char[::1] raw, int used, dict side, encode):
-    """The data bytes of the raw sub-buffer ``raw`` (``used`` of them) as a
-    page reader gets them: each ``side`` entry's record made by ``encode``
-    in the place written for it.  None when a record is not of the length
-    its place was written for (the model's accounting of the event and its
-    record disagree: the caller takes the entries one at a time, as from
-    tuples, which gives the same page wherever they agree)."""
-    cdef const unsigned char *p = &raw[0]
-    cdef unsigned char *q
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, n
-    if end > raw.shape[0]:
-        raise ValueError("%d data bytes in a sub-buffer of %d" % (used, raw.shape[0]))
-    cdef bytearray out = bytearray(p[PAGE_HDR:end])
-    q = <unsigned char *> PyByteArray_AS_STRING(out) - PAGE_HDR
-    while off < end:
-        if record_at(p, off, &rec, &nxt) == <uint32_t> TYPE_EXTEND:
-            off = nxt
-            continue
-        entry = side.get(rec)
-        if entry is not None:
-            record = encode(entry)
-            if type(record) is not bytes:
-                record = bytes(record)
-            n = len(record)
-            if rb_event_length(n) != nxt - off:
-                return None
-            memcpy(q + rec, <const char *> record, n)
-        off = nxt
-    return bytes(out)
-
-
-def fill_page(list entries, encode, int room):
-    """``ring_buffer_page.PageBuilder`` (the reference, tested equal) over
-    ``entries`` in order: the records ``encode`` makes of those that fit in
-    ``room`` data bytes, each with its header and time delta (a time extend
-    before a delta that does not fit; an earlier time than the last counts
-    as none passed): (the page's time_stamp, the data, how many)."""
-    cdef bytearray out = bytearray(room)
-    cdef unsigned char *q = <unsigned char *> PyByteArray_AS_STRING(out)
-    cdef int used = 0, n = 0, total, area, need, rlen
-    cdef long long ts, last = 0, stamp = 0
-    cdef uint64_t delta
-    cdef uint32_t hdr, word
-    cdef const unsigned char *r
-    for e in entries:
-        ts = e[0]
-        record = encode(e)
-        if type(record) is not bytes:
-            record = bytes(record)
-        rlen = len(record)
-        r = <const unsigned char *> (<bytes> record)
-        total = rb_event_length(rlen)
-        area = total - 4
-        delta = 0
-        if n:
-            delta = <uint64_t> (ts - last) if ts > last else 0
-        need = total + (LEN_EXTEND if delta >= <uint64_t> TS_LIMIT else 0)
-        if used + need > room:
-            break
-        if delta >= <uint64_t> TS_LIMIT:
-            hdr = TYPE_EXTEND | <uint32_t> ((delta & (TS_LIMIT - 1)) << 5)
-            word = <uint32_t> (delta >> TS_SHIFT)
-            memcpy(q + used, &hdr, 4)
-            memcpy(q + used + 4, &word, 4)
-            used += LEN_EXTEND
-            delta = 0
-        if area > SMALL_DATA:
-            hdr = <uint32_t> (delta << 5)
-            word = <uint32_t> area
-            memcpy(q + used, &hdr, 4)
-            memcpy(q + used + 4, &word, 4)
-            memcpy(q + used + 8, r, rlen)
+    cdef Py_ssize_t _pop_head(self) except -1:
+        """The oldest sub-buffer leaves the ring: how many entries it held."""
+        cdef long long seq = self.head
+        cdef BufferPage page = self.objs.pop(seq, None)
+        cdef int n = 0, nbytes = 0, used
+        cdef long long last = 0
+        cdef unsigned char *p
+        if page is not None:
+            n = len(page)
+            used = page.used
         else:
-            hdr = <uint32_t> (area // 4) | <uint32_t> (delta << 5)
-            memcpy(q + used, &hdr, 4)
-            memcpy(q + used + 4, r, rlen)
-        used += total
-        if not n:
-            stamp = ts
-        if ts > last or not n:
-            last = ts
-        n += 1
-    return stamp, bytes(out[:used]), n
+            p = slot_of(self.arena, seq)
+            used = commit_of(p)
+            page_counts(p, used, &n, &nbytes, &last)
+            if self.sides:
+                self.sides.pop(seq, None)
+        self.held_bytes -= used
+        self.head += 1
+        self.npages -= 1
+        return n
+
+    cdef void _reuse(self, long long seq) except *:
+        """The writer is about to write sequence number ``seq`` in the slot
+        of ``seq - nr_pages``: the snapshots still to read that one copy it."""
+        cdef list alive = []
+        for ref in self.snaps:
+            snap = ref()
+            if snap is not None:
+                alive.append(ref)
+                snap.keep(seq - self.arena.nslots)
+        self.snaps = alive
+
+    def pop_head(self):
+        """``_pop_head()`` from Python: the entries the oldest held."""
+        if not self.npages:
+            raise IndexError("an empty ring")
+        return self._pop_head()
+
+    def clear_pages(self):
+        """Every sub-buffer goes (their memory with the arena, once no
+        ``BufferPage`` points into it); the snapshots keep what they still
+        have to read."""
+        self._detach_snaps()
+        self.objs = {}
+        self.sides = {}
+        self.npages = 0
+        self.head = 0
+        self.held_bytes = 0
+        self.arena = None
+
+    def rearena(self, Py_ssize_t nr_pages):
+        """A ring of ``nr_pages`` sub-buffers (as many as it holds at least):
+        a new arena, the sub-buffers held copied into it in order (the
+        ``BufferPage``s made of them pointed there).  MemoryError: no
+        mapping for it (nothing changed)."""
+        cdef PageArena new, old = self.arena
+        cdef Py_ssize_t i
+        cdef long long seq
+        cdef BufferPage page
+        cdef dict objs = {}, sides = {}
+        if nr_pages < self.npages:
+            raise ValueError("%d sub-buffers in a ring of %d" % (self.npages, nr_pages))
+        new = PageArena(max(2, nr_pages), PAGE_HDR + self.subbuf_size)
+        self._detach_snaps()
+        for i in range(self.npages):
+            seq = self.head + i
+            memcpy(new.base + i * new.size, slot_of(old, seq), new.size)
+            page = self.objs.get(seq)
+            if page is not None:
+                if page.data != NULL:
+                    page.data = new.base + i * new.size
+                    page.arena = new
+                objs[i] = page
+            side = self.sides.get(seq)
+            if side is not None:
+                sides[i] = side
+        self.objs, self.sides, self.arena, self.head = objs, sides, new, 0
+
+    cdef void _detach_snaps(self) except *:
+        for ref in self.snaps:
+            snap = ref()
+            if snap is not None:
+                snap.detach()
+        self.snaps = []
 
 
 cdef class PageWriter:
@@ -225,13 +243,12 @@ cdef class PageWriter:
         self.last_ts = cb.last_ts
         self.written = self.entries = self.dropped = self.nbytes_written = 0
         self.page = None
-        pages = cb.pages
-        if pages:
-            self._load(pages[len(pages) - 1])    # (no wraparound here)
+        if cb.npages:
+            self._load(cb._tail())
 
     cdef void _load(self, BufferPage page) except *:
         self.page = page
-        self.used = page.used
+        self.used = self.used0 = page.used
         self.nbytes = page.nbytes
         self.side = None
         if page.data != NULL:
@@ -252,6 +269,8 @@ cdef class PageWriter:
         cdef CpuBufferCore cb = self.cb
         if page is not None:
             page.used = self.used
+            cb.held_bytes += self.used - self.used0
+            self.used0 = self.used
             page.nbytes = self.nbytes
             if self.raw != NULL:
                 page.npacked = self.n
@@ -273,7 +292,7 @@ cdef class PageWriter:
         dropped; the tail stays, a shorter entry may still fit in it)."""
         cdef BufferPage page
         self._store()
-        page = self.cb._next_page(self.overwrite, True)
+        page = self.cb._next_page(self.overwrite)
         if page is None:
             return False
         self._load(page)
@@ -281,13 +300,15 @@ cdef class PageWriter:
 
     cdef int reserve(self, long long ts, int length) except -1:
         """``write()``'s accounts of an entry of ``length`` bytes at ``ts``:
-        0 it is dropped, 1 its record is to be written at ``self.q`` (its
+        0 it is dropped (or longer than a sub-buffer: refused, not counted), 1 its record is to be written at ``self.q`` (its
         event header, and a time extend, written), 2 the tail holds tuples:
         append one."""
         cdef int need = length, area
         cdef uint32_t hdr, ext
         cdef uint64_t delta, t
         cdef unsigned char *q
+        if length > self.cap:
+            return 0                # (ring_buffer_lock_reserve() fails: nothing counted)
         self.written += 1
         self.nbytes_written += length
         if self.page is not None and self.n and ts - self.last_ts >= TS_LIMIT:
@@ -513,30 +534,58 @@ cdef bint _u64s(tuple stack) noexcept:
 cdef PageWriter _ONE = PageWriter()
 
 
-def write_raw(CpuBufferCore cb, tuple entry, int length, bint overwrite):
-    """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) on a raw tail:
-    a function tracer's record in its bytes (its fields in the record's
-    ranges and the record within ``length``), any other entry in its place
-    with the entry beside it.  Whether it was taken.  (One writer serves
-    every call: nothing it calls writes.)"""
-    cdef PageWriter w = _ONE
+cdef bint _put(PageWriter w, tuple entry, int length) except -1:
+    """One entry (``length`` bytes) through ``w``: a function tracer's
+    record in its bytes (its fields in the record's ranges and the record
+    within ``length``), any other entry as ``other()`` writes it."""
     cdef int room = record_room(length)
-    w._begin(cb, overwrite, length)
     ts = entry[0]
+    w.length = length
+    if len(entry) == 7 and type(ts) is int and entry_header_fits(entry[2], entry[3], entry[4]):
+        typ = entry[1]
+        a = entry[5]
+        b = entry[6]
+        if typ == TRACE_FN and room >= 24 and type(a) is int and type(b) is int \
+                and 0 <= a < 2 ** 64 and 0 <= b < 2 ** 64:
+            return w.fn(ts, entry[2], entry[3], entry[4], a, b)
+        if typ == TRACE_STACK_ID and b is None and room >= 12 and type(a) is int \
+                and 0 <= a < 2 ** 32:
+            return w.stack_id(ts, entry[2], entry[3], entry[4], a, length)
+        if typ == TRACE_STACK and b is None and type(a) is tuple \
+                and room >= 16 + 8 * len(a) and _u64s(a):
+            return w.stack(ts, entry[2], entry[3], entry[4], a, length)
+    return w.other(ts, entry, length)
+
+
+def write_raw(CpuBufferCore cb, tuple entry, int length, bint overwrite):
+    """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) at its time
+    (``_put``).  Whether it was taken.  (One writer serves every call:
+    nothing it calls writes.)"""
+    cdef PageWriter w = _ONE
+    w._begin(cb, overwrite, length)
     try:
-        if len(entry) == 7 and type(ts) is int and entry_header_fits(entry[2], entry[3], entry[4]):
-            typ = entry[1]
-            a = entry[5]
-            b = entry[6]
-            if typ == TRACE_FN and room >= 24 and type(a) is int and type(b) is int \
-                    and 0 <= a < 2 ** 64 and 0 <= b < 2 ** 64:
-                return w.fn(ts, entry[2], entry[3], entry[4], a, b)
-            if typ == TRACE_STACK_ID and b is None and room >= 12 and type(a) is int \
-                    and 0 <= a < 2 ** 32:
-                return w.stack_id(ts, entry[2], entry[3], entry[4], a, length)
-            if typ == TRACE_STACK and b is None and type(a) is tuple \
-                    and room >= 16 + 8 * len(a) and _u64s(a):
-                return w.stack(ts, entry[2], entry[3], entry[4], a, length)
-        return w.other(ts, entry, length)
+        return _put(w, entry, length)
     finally:
         w._done()
+
+
+cdef PageWriter _MANY = PageWriter()
+
+
+def write_many(CpuBufferCore cb, list entries, length, bint overwrite):
+    """``write_raw()`` of each of ``entries`` (tuples in time order,
+    ``length`` bytes each, or ``length[i]`` the i-th) with one writer;
+    how many were taken."""
+    cdef PageWriter w = _MANY
+    cdef Py_ssize_t i, n = len(entries), took = 0
+    cdef bint one = type(length) is int
+    cdef int ln = length if one else 0
+    if not n:
+        return 0
+    w._begin(cb, overwrite, ln)
+    try:
+        for i in range(n):
+            took += _put(w, <tuple?> entries[i], ln if one else <int> length[i])
+    finally:
+        w._done()
+    return took

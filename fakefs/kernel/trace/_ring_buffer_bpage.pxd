@@ -2,8 +2,10 @@
 # writers use it (_ring_buffer.pyx); the layout's constants and the event
 # header's reading, shared by the page's decoding and the page reader.
 
-from libc.stdint cimport uint32_t
+from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy
+
+from fakefs.kernel.trace._trace_events_raw cimport FixedRecords
 
 cdef enum:
     PAGE_HDR = 16               # BUF_PAGE_HDR_SIZE
@@ -20,45 +22,49 @@ cdef enum:
 
 
 cdef class PageArena:
-    # the bytes of a CPU buffer's raw sub-buffers: ``nslots`` slots of
-    # ``size`` bytes in one anonymous mapping (a page of it costs memory
-    # once written), the slots never handed out from ``fresh`` on, those
-    # given back in ``free`` (``nfree`` of them: the last given back goes
-    # first, its memory is the one touched); ``retired``: the buffer's
-    # sub-buffers to come take another arena, a slot given back gives its
-    # memory back
+    # the bytes of one CPU buffer's sub-buffers: ``nslots`` slots of
+    # ``size`` bytes (PAGE_HDR + a sub-buffer's capacity) in one anonymous
+    # mapping, a slot a place in the ring (the sub-buffer of sequence
+    # number s is in slot s % nslots); a slot costs memory once written
     cdef unsigned char *base
-    cdef Py_ssize_t size, nslots, fresh, nfree
-    cdef Py_ssize_t inuse           # slots handed out and not given back
-    cdef Py_ssize_t *free
-    cdef readonly bint retired
+    cdef readonly Py_ssize_t size, nslots
 
 
 cdef class BufferPage:
-    # (no cycle can pass through a sub-buffer: no collector header, 16
-    # bytes of each of a 64 MB buffer's 16k sub-buffers)
-    cdef public object _events      # the entries as tuples (a deque), or None
+    # a sub-buffer something looks at (a reader, the writer's tail): the
+    # ring's others are their bytes alone (CpuBufferCore.promote)
+    # (no cycle can pass through a sub-buffer: no collector header)
+    cdef public object _events      # the entries as tuples (a deque), or None: raw
     cdef public object side         # a raw one's entries kept beside it (offset -> entry)
     # the event records written in its bytes (_trace_events_raw.FixedRecords), when any
     cdef public object records
-    cdef public object packed       # the entries while packed (a raw one's side)
-    cdef readonly PageArena arena   # whose slot ``data`` is (None: its own memory)
-    # the binary layout (PAGE_HDR + ``rawsize`` bytes) while raw, else NULL;
-    # ``kept``: the bytes of a sub-buffer no longer raw while a reader still
-    # holds them (``pins``: snapshots and buffer exports), let go at the last
+    cdef readonly PageArena arena   # whose slot ``data`` is (kept mapped while it lives)
+    # the binary layout (PAGE_HDR + ``rawsize`` bytes) while raw, else NULL
     cdef unsigned char *data
-    cdef unsigned char *kept
-    cdef public long long packed_last   # the time of the newest of them
-    cdef public int npacked         # how many it holds (raw or packed)
+    cdef public long long packed_last   # the time of the newest of its raw entries
+    cdef public int npacked         # how many raw entries it holds
     cdef public int used            # bytes of the data area consumed (events + extends)
     cdef public int nbytes          # bytes of events alone
     cdef public int read            # events a consuming reader took from it (bpage->read)
     cdef int rawsize
-    cdef int pins
-    cdef public bint zipped         # and compressed
 
 
-cdef BufferPage raw_page(PageArena arena, int size)
+cdef inline unsigned char *slot_of(PageArena a, long long seq) noexcept:
+    """The bytes of the ring's sub-buffer of sequence number ``seq``."""
+    return a.base + (seq % a.nslots) * a.size
+
+
+cdef inline int commit_of(const unsigned char *p) noexcept:
+    """A sub-buffer's ``commit``: the data bytes written."""
+    cdef uint64_t commit
+    memcpy(&commit, p + 8, 8)
+    return <int> commit
+
+
+cdef BufferPage slot_page(PageArena arena, Py_ssize_t slot, int size, records)
+cdef list decode_raw(const unsigned char *p, int used, dict side, FixedRecords records)
+cdef void page_counts(const unsigned char *p, int used, int *n, int *nbytes,
+                      long long *last) noexcept
 
 
 cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:

@@ -23,13 +23,11 @@ set once, at allocation).
 from __future__ import annotations
 
 import errno
-from bisect import bisect_right
-from collections import deque
-from itertools import accumulate
 
 from ..lib.kstrtox import ULONG_MAX
-from ._ring_buffer import CpuBufferCore
-from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE, LOOSE_PAGES, UNZIPPED_PAGES
+from ._ring_buffer import write_many
+from ._ring_buffer_read import CpuBufferRead
+from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE
 from .ring_buffer_reader import CpuBufferReader
 
 PAGE_SIZE = 4096
@@ -58,11 +56,12 @@ def subbuf_capacity(order: int) -> int:
     return (PAGE_SIZE << order) - BUF_PAGE_HDR_SIZE
 
 
-class CpuBuffer(CpuBufferCore, CpuBufferReader):
+class CpuBuffer(CpuBufferRead, CpuBufferReader):
     """One CPU's ring: ``nr_pages`` sub-buffers of ``subbuf_size`` data bytes.
-    Its fields, ``write()`` and ``_next_page()`` are compiled
+    Its fields, the ring, ``write()`` and ``_next_page()`` are compiled
     (``_ring_buffer.CpuBufferCore``: the fields in _ring_buffer.pxd, every
-    count zero to begin with); the rest is here."""
+    count zero to begin with), and so are the readers' ways in
+    (``_ring_buffer_read.CpuBufferRead``); the rest is here."""
 
     __slots__ = ()
 
@@ -70,13 +69,9 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         self.cpu = cpu
         self.subbuf_size = subbuf_size
         self.nr_pages = max(2, nr_pages)
-        self.pages = deque()
-        self.loose_pages = LOOSE_PAGES
-        self.unzipped_pages = UNZIPPED_PAGES
 
     def reset(self) -> None:
-        self.pages.clear()
-        self.retire_arena()             # (their memory goes, the pinned ones' later)
+        self.clear_pages()              # (their memory goes with the arena)
         self.freed_entries = 0
         self.freed_bytes = 0
         self.entries = 0
@@ -94,140 +89,28 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         return self.nr_pages * self.subbuf_size
 
     def resize(self, nr_pages: int) -> None:
+        """``nr_pages`` sub-buffers (two at least): the oldest that no
+        longer fit are overwritten, those kept copied into a new arena."""
         nr_pages = max(2, nr_pages)
-        while len(self.pages) > nr_pages:
-            lost = len(self.pages.popleft())
+        if nr_pages == self.nr_pages:
+            return
+        while self.npages > nr_pages:
+            lost = self.pop_head()
             self.entries -= lost
             self.overrun += lost
-        if nr_pages != self.nr_pages:
-            self.retire_arena()         # (the sub-buffers kept stay where they are)
+        if self.npages:
+            self.rearena(nr_pages)
+        else:
+            self.clear_pages()
         self.nr_pages = nr_pages
 
     def write_many(self, entries: list, length, overwrite: bool) -> int:
         """``write()`` of each of ``entries`` (in time order, ``length``
-        bytes each, or ``length[i]`` the i-th), a sub-buffer at a time;
-        returns how many it took."""
-        n = len(entries)
-        if not n:
-            return 0
-        pages = self.pages
-        if pages and pages[-1]._events is None:
-            pages[-1].events                # a raw tail goes on as tuples
-        if (entries[-1][0] - entries[0][0] >= TS_DELTA_LIMIT
-                or pages and pages[-1]._events and entries[0][0] - self.last_ts >= TS_DELTA_LIMIT):
-            # a time extend somewhere: one at a time
-            if type(length) is int:
-                return sum(self.write(e[0], e, length, overwrite) for e in entries)
-            return sum(self.write(e[0], e, ln, overwrite) for e, ln in zip(entries, length))
-        if type(length) is not int:
-            return self._write_lengths(entries, length, overwrite)
-        self.written += n
-        self.bytes_written += n * length
-        cap = self.subbuf_size
-        i = 0
-        while i < n:
-            tail = pages[-1] if pages else None
-            room = (cap - tail.used) // length if tail is not None else 0
-            if room <= 0:
-                tail = self._next_page(overwrite)
-                if tail is None:
-                    self.dropped += n - i
-                    break
-                room = cap // length
-            k = min(room, n - i)
-            tail._events.extend(entries[i:i + k])
-            tail.used += k * length
-            tail.nbytes += k * length
-            self.entries += k
-            i += k
-        if i:
-            self.last_ts = entries[i - 1][0]
-        return i
-
-    def pack_idle(self, budget: int) -> int:
-        """Pack up to ``budget`` sub-buffers between the newest
-        ``loose_pages`` and the newest ``unzipped_pages`` (older ones the
-        writer packed) that are tuples still, or raw with entries kept
-        beside them; how many it packed."""
-        done = 0
-        for i, p in enumerate(reversed(self.pages)):
-            if done >= budget or i >= self.unzipped_pages:
-                break
-            if i >= self.loose_pages and (p._events is not None or p.side):
-                done += p.pack()
-        return done
-
-    def _write_lengths(self, entries: list, lengths: list, overwrite: bool) -> int:
-        """``write_many()`` of entries of their own lengths (no time extend).
-        In overwrite mode a sub-buffer's worth at a time: the running sums
-        of the lengths say how many entries fit in what is left of it."""
-        if not overwrite:
-            return self._write_each(entries, lengths)
-        n = len(entries)
-        cum = list(accumulate(lengths, initial=0))
-        self.written += n
-        self.bytes_written += cum[n]
-        pages = self.pages
-        cap = self.subbuf_size
-        tail = pages[-1] if pages else None
-        used = tail.used if tail is not None else cap
-        i = 0
-        while True:
-            # the entries from i that still fit after ``used`` bytes
-            j = bisect_right(cum, cap - used + cum[i], i, n + 1) - 1
-            if j > i:
-                tail._events.extend(entries[i:j])
-                add = cum[j] - cum[i]
-                used += add
-                tail.nbytes += add
-                i = j
-            if i >= n:
-                break
-            # entry i goes first in a new sub-buffer, whatever its length
-            nxt = self._next_page(True)
-            if tail is not None:
-                tail.used = used
-            tail = nxt
-            tail._events.append(entries[i])
-            used = tail.nbytes = lengths[i]
-            i += 1
-        tail.used = used
-        self.entries += n
-        self.last_ts = entries[-1][0]
-        return n
-
-    def _write_each(self, entries: list, lengths: list) -> int:
-        """``_write_lengths()`` without overwrite: an entry that does not
-        fit is dropped when no sub-buffer is free."""
-        pages = self.pages
-        cap = self.subbuf_size
-        tail = pages[-1] if pages else None
-        used = tail.used if tail is not None else cap
-        took = 0
-        for e, length in zip(entries, lengths):
-            self.written += 1
-            self.bytes_written += length
-            if used + length > cap:
-                nxt = self._next_page(False)
-                if nxt is None:
-                    self.dropped += 1
-                    continue
-                if tail is not None:
-                    tail.used = used
-                tail = nxt
-                used = 0
-            tail._events.append(e)
-            used += length
-            tail.nbytes += length
-            self.entries += 1
-            took += 1
-            self.last_ts = e[0]
-        if tail is not None:
-            tail.used = used
-        return took
+        bytes each, or ``length[i]`` the i-th); returns how many it took."""
+        return write_many(self, entries, length, overwrite)
 
     def bytes(self) -> int:
-        return sum(p.used for p in self.pages)
+        return self.held_bytes
 
     def counted_entries(self) -> int:
         """``ring_buffer_entries_cpu()``: entries held, plus those an order
@@ -244,8 +127,7 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
         self.freed_entries += self.entries
         self.freed_bytes += self.bytes()
         self.entries = 0
-        self.pages.clear()
-        self.retire_arena()
+        self.clear_pages()
         self.subbuf_size = subbuf_size
         self.nr_pages = nr_pages
 
@@ -264,27 +146,28 @@ class CpuBuffer(CpuBufferCore, CpuBufferReader):
             self.dropped += n
             return
         self.overrun += n
-        pages = self.pages
-        nbytes -= (self.nr_pages - len(pages)) * self.subbuf_size
-        while pages and nbytes > 0:
-            page = pages[0]
-            n = len(page)
-            if n and page.newest_ts() >= before_ts:
+        nbytes -= (self.nr_pages - self.npages) * self.subbuf_size
+        while self.npages and nbytes > 0:
+            n = self.page_len(0)
+            if n and self.page_newest(0) >= before_ts:
                 # the page went on being written after the skip: what it
                 # held from before was overwritten as well
+                page = self.promote(0)
                 evs = page.events
                 k = 0
                 while evs and evs[0][0] < before_ts:
                     evs.popleft()
                     k += 1
                 if k:
+                    used = page.used
                     page.used -= page.used * k // (k + len(evs))
+                    self.held_bytes -= used - page.used
                     page.nbytes -= page.nbytes * k // (k + len(evs))
                     self.entries -= k
                     self.overrun += k
                 break
-            pages.popleft()
-            nbytes -= page.used
+            nbytes -= self.page_used(0)
+            self.pop_head()
             self.entries -= n
             self.overrun += n
 
@@ -409,12 +292,6 @@ class RingBuffer:
     def reset(self) -> None:
         for cb in self.cpus:
             cb.reset()
-
-    def pack_idle(self, budget: int) -> int:
-        done = 0
-        for cb in self.cpus:
-            done += cb.pack_idle(budget - done)
-        return done
 
     def write_many(self, cpu: int, entries: list, length, overwrite: bool = True) -> int:
         if self.record_off or self.record_disabled:

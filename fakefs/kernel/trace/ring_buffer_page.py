@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import struct
 
-from ._ring_buffer import fill_page
+from ._ring_buffer_page import fill_page
 from .ring_buffer import (BUF_PAGE_HDR_SIZE, RB_MAX_SMALL_DATA,
                           TS_DELTA_LIMIT, event_length)
 
@@ -123,10 +123,8 @@ def reader_events(cb):
     """The entries of the reader's sub-buffer of the CPU buffer ``cb``:
     the oldest page with events (empty pages before it are passed, as
     ``CpuBuffer.consume`` does)."""
-    for p in cb.pages:
-        if len(p):
-            return p.events
-    return ()
+    i = cb.first_nonempty()
+    return cb.promote(i).events if i >= 0 else ()
 
 
 def read_page(cb, encode, length: int, page_capacity: int):

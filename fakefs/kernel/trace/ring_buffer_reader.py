@@ -8,14 +8,15 @@
 
 from __future__ import annotations
 
-from collections import deque
+from itertools import chain
 
-from ._ring_buffer import page_data
-from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE, snapshot_entries
+from ._ring_buffer_page import page_data
+from .ring_buffer_bpage import BUF_PAGE_HDR_SIZE
 
 
 class CpuBufferReader:
-    """``CpuBuffer``'s reading (its fields: ring_buffer.py)."""
+    """``CpuBuffer``'s reading (its fields: ring_buffer.py; the ring's
+    ways in: ``_ring_buffer.CpuBufferCore``)."""
 
     __slots__ = ()
 
@@ -29,9 +30,8 @@ class CpuBufferReader:
     def dirty_pages(self) -> int:
         """``ring_buffer_nr_dirty_pages()``: sub-buffers the writer filled and
         moved past, that no reader took yet."""
-        pages = self.pages
-        n = len(pages) - 1
-        if n > 0 and pages[0].read:
+        n = self.npages - 1
+        if n > 0 and self.head_read():
             n -= 1               # the reader's page
         return max(0, n)
 
@@ -43,51 +43,46 @@ class CpuBufferReader:
             return False
         if not full:
             return True
-        pages = self.pages
-        if len(pages) == 1 and pages[0].read:
+        if self.npages == 1 and self.head_read():
             return False         # pagebusy: the writer is on the reader's page
         return (self.dirty_pages() + 1) * 100 >= full * self.nr_pages
 
     def oldest_ts(self) -> int:
-        for p in self.pages:
-            if len(p):
-                return p.events[0][0]
-        return 0
+        i = self.first_nonempty()
+        return self.promote(i).events[0][0] if i >= 0 else 0
 
     def iter_events(self):
         """An iterator over the entries held now (a snapshot: later writes
-        do not change what it gives); packed sub-buffers are unpacked one
-        at a time as it goes."""
-        return snapshot_entries([p.snapshot() for p in self.pages if len(p)])
+        do not change what it gives), a sub-buffer decoded at a time as it
+        goes."""
+        return chain.from_iterable(self.snapshot().pages())
 
     def events(self) -> list:
         return list(self.iter_events())
 
     def consume(self):
         """Remove and return the oldest event, or None (a trace_pipe read)."""
-        pages = self.pages
-        while pages:
-            p = pages[0]
-            if len(p):
+        while self.npages:
+            if self.page_len(0):
+                p = self.promote(0)
                 ev = p.events.popleft()
                 p.read += 1
                 self.entries -= 1
                 self.read += 1
-                if not p.events and len(pages) > 1:
-                    pages.popleft()
+                if not p.events and self.npages > 1:
+                    self.pop_head()
                 return ev
-            if len(pages) == 1:
+            if self.npages == 1:
                 return None
-            pages.popleft()
+            self.pop_head()
         return None
 
     def consume_reader_page(self, n: int) -> None:
         """``consume()`` of ``n`` entries, all of the reader's sub-buffer
         (the oldest with entries), in one go."""
-        pages = self.pages
-        while len(pages) > 1 and not len(pages[0]):
-            pages.popleft()
-        p = pages[0]
+        while self.npages > 1 and not self.page_len(0):
+            self.pop_head()
+        p = self.promote(0)
         ev = p.events
         assert n <= len(ev)
         for _ in range(n):
@@ -95,8 +90,8 @@ class CpuBufferReader:
         p.read += n
         self.entries -= n
         self.read += n
-        if not ev and len(pages) > 1:
-            pages.popleft()
+        if not ev and self.npages > 1:
+            self.pop_head()
 
     def take_raw(self, room: int, encode):
         """The reader's sub-buffer (the oldest with entries) when it is raw
@@ -104,12 +99,10 @@ class CpuBufferReader:
         whole, as ``consume()`` of each entry would, and given as they are,
         the records of the entries kept beside it made by ``encode``:
         (time_stamp, data).  None: not so (take them one at a time)."""
-        pages = self.pages
-        for p in pages:
-            if len(p):
-                break
-        else:
+        i = self.first_nonempty()
+        if i < 0:
             return None
+        p = self.promote(i)
         raw = p.raw
         if raw is None or p.used > room:
             return None
@@ -122,30 +115,25 @@ class CpuBufferReader:
         else:
             data = bytes(raw[BUF_PAGE_HDR_SIZE:BUF_PAGE_HDR_SIZE + p.used])
         stamp = int.from_bytes(raw[:8], "little")
-        raw.release()
         p.read += n
         self.entries -= n
         self.read += n
         p.drop_raw()                    # emptied: the writer's goes on (as tuples)
         p.side = None
         p.npacked = 0
-        p._events = deque()
-        while len(pages) > 1:           # the emptied one goes, and the empty before it
-            if pages.popleft() is p:
+        p.events                        # (none: an empty deque)
+        for _ in range(i + 1):          # the emptied one goes, and the empty before it
+            if self.npages <= 1:
                 break
+            self.pop_head()
         return stamp, data
 
     def empty(self) -> bool:
         """No entry held (``ring_buffer_empty_cpu()``), decoding nothing
         (``peek()`` decodes the reader's raw sub-buffer, which a page
         reader then takes one entry at a time)."""
-        for p in self.pages:
-            if len(p):
-                return False
-        return True
+        return self.first_nonempty() < 0
 
     def peek(self):
-        for p in self.pages:
-            if len(p):
-                return p.events[0]
-        return None
+        i = self.first_nonempty()
+        return self.promote(i).events[0] if i >= 0 else None

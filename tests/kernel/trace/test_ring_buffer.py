@@ -2,6 +2,8 @@ from fakefs.kernel.trace.ring_buffer import (BUF_PAGE_HDR_SIZE, PAGE_SIZE, RingB
                                              event_length)
 from fakefs.kernel.trace import trace_entries as te
 
+from ring_reference import TupleRing
+
 
 def test_event_lengths_follow_the_kernel_layout():
     assert event_length(te.FN_PAYLOAD) == 28            # 24-byte ftrace_entry + 4-byte header
@@ -204,31 +206,44 @@ def test_watermark_not_while_the_writer_is_on_the_readers_page():
 
 
 def _state(cb):
-    return ([list(p.events) for p in cb.pages], [(p.used, p.nbytes) for p in cb.pages],
+    return ([(len(p), p.used, p.nbytes) for p in cb.pages], cb.events(), cb.bytes(),
             cb.entries, cb.overrun, cb.dropped, cb.written, cb.bytes_written, cb.last_ts)
 
 
 def test_write_many_is_write_of_each():
     """The bulk write (function entries, and their stacks) leaves the buffer
-    as one write() per entry does: pages, counters, overwrite and drop
-    alike, of one length or each its own (a sub-buffer's worth at a time
-    in overwrite mode), also across a time extend."""
+    as one write() per entry does, and as the tuples' reference does:
+    pages, counters, overwrite and drop alike, of one length or each its
+    own, also across a time extend."""
     import random
     rng = random.Random(4)
     for overwrite in (True, False):
         for gaps in ((1000,), (1000, 1 << 27)):
-            a, b = CpuBuffer(0, 6), CpuBuffer(0, 6)
+            a, b, ref = CpuBuffer(0, 6), CpuBuffer(0, 6), TupleRing(0, 6)
             ts = 0
             for batch in range(40):
                 entries = []
                 for _ in range(rng.randrange(0, 900)):
                     ts += rng.choice(gaps) if rng.random() < 0.01 else rng.randrange(1, 2000)
                     entries.append((ts, te.TRACE_FN, 1, 0, 0, 0, 0))
-                # (now and then one longer than a sub-buffer: it goes in one of its own)
-                lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) if rng.random() > 0.002
-                                                else 4200 for _ in entries]
+                lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) for _ in entries]
                 took = sum(a.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
                            for i, e in enumerate(entries))
+                assert sum(ref.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
+                           for i, e in enumerate(entries)) == took
                 assert b.write_many(entries, lengths, overwrite) == took
-                assert _state(a) == _state(b), (overwrite, gaps, batch)
+                assert _state(a) == _state(b) == _state(ref), (overwrite, gaps, batch)
             assert a.overrun if overwrite else a.dropped
+            assert a.held_bytes == a.walked_bytes()
+
+
+def test_an_entry_longer_than_a_sub_buffer_is_refused():
+    """``ring_buffer_lock_reserve()`` fails for an event longer than a
+    sub-buffer holds: nothing is written or counted."""
+    cb = CpuBuffer(0, 4)
+    e = (5, te.TRACE_FN, 1, 0, 0, 0, 0)
+    assert cb.write(5, e, 28, True)
+    before = _state(cb)
+    assert not cb.write(6, (6,) + e[1:], cb.subbuf_size + 4, True)
+    assert not cb.write_many([(7,) + e[1:]], cb.subbuf_size + 4, True)
+    assert _state(cb) == before

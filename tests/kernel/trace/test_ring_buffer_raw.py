@@ -1,6 +1,7 @@
 """Raw sub-buffers (``_ring_buffer.pyx``): the compiled writer keeps the
-accounts ``CpuBuffer.write()`` keeps, its sub-buffers are the kernel's
-binary layout, and reading them gives the entries written."""
+accounts of the tuples' reference (``ring_reference.TupleRing``), its
+sub-buffers are the kernel's binary layout, and reading them gives the
+entries written."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import struct
 import pytest
 
 from fakefs.kernel.trace import trace_entries as te
-from fakefs.kernel.trace._ring_buffer import PageWriter, fill_page
+from fakefs.kernel.trace._ring_buffer import PageWriter
+from fakefs.kernel.trace._ring_buffer_page import fill_page
 from fakefs.kernel.trace._ring_buffer_bpage import decode_page, decodes
 from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
 from fakefs.kernel.trace.ring_buffer_page import read_page
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder
+
+from ring_reference import TupleRing
 
 FN = event_length(te.FN_PAYLOAD)
 COUNTS = ("written", "bytes_written", "entries", "overrun", "dropped", "last_ts")
@@ -65,14 +69,17 @@ def accounts(cb):
 @pytest.mark.parametrize("overwrite", (True, False))
 @pytest.mark.parametrize("prefill", (0, 5, 145))
 def test_the_writer_keeps_write_s_accounts(overwrite, prefill):
-    """Entries put by the compiled writer (after ``prefill`` written as
-    tuples, so it starts on a tuple tail) leave the CPU buffer as write()
-    of each does: counters, sub-buffers, entries."""
+    """Entries put by the compiled writer (after ``prefill`` written and
+    the tail decoded for good, so it starts on a tuple tail) leave the CPU
+    buffer as the tuples' write() of each does: counters, sub-buffers,
+    entries."""
     es = entries(prefill + overwrite, 3000)
-    want, got = CpuBuffer(0, 6), CpuBuffer(0, 6)
+    want, got = TupleRing(0, 6), CpuBuffer(0, 6)
     for e in es[:prefill]:
         want.write(e[0], e, FN, overwrite)
         got.write(e[0], e, FN, overwrite)
+    if prefill:
+        got.promote(got.npages - 1).events      # (a reader decoded it)
     for e in es[prefill:]:
         want.write(e[0], e, FN, overwrite)
     w = PageWriter(got, overwrite, FN)
@@ -108,7 +115,7 @@ def test_a_raw_sub_buffer_is_the_kernel_s_page():
     assert raw[80:84] == struct.pack("<I", 6) and raw[84:108] == enc.encode(es[2])
     assert decode_page(page.raw, page.used) == es
     # a consuming reader of pages gets the same bytes as from tuples
-    tuples = CpuBuffer(0, 4)
+    tuples = TupleRing(0, 4)
     for e in es:
         tuples.write(e[0], e, FN, True)
     assert read_page(cb, enc.encode, 4096, cb.subbuf_size) == \
@@ -148,7 +155,7 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is():
     the writer on the page read, writes in between, lost events, and reads
     too short for the page (taken one entry at a time)."""
     es = entries(3, 4000)
-    raw_cb, tup_cb = CpuBuffer(0, 6), CpuBuffer(0, 6)
+    raw_cb, tup_cb = CpuBuffer(0, 6), TupleRing(0, 6)
     enc = RecordEncoder(None)
     cap = raw_cb.subbuf_size
     decoded = Decodes()
@@ -176,7 +183,7 @@ def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
     compiled writer's stretches) goes on in a raw tail as write() of tuples
     would; so does an entry of another type."""
     es = entries(4, 1200)
-    raw_cb, tup_cb = CpuBuffer(0, 5), CpuBuffer(0, 5)
+    raw_cb, tup_cb = CpuBuffer(0, 5), TupleRing(0, 5)
     for lo in range(0, len(es), 100):
         w = PageWriter(raw_cb, True, FN)
         for e in es[lo:lo + 90]:
@@ -250,7 +257,7 @@ def test_a_stack_written_from_its_frame_is_the_tuple_s_record(overwrite):
     accounts and pages as write() of the tuple, raw, and in a sub-buffer
     gone over to tuples (an entry older than its last came)."""
     es = with_stacks(9, 1500)
-    want, got = CpuBuffer(0, 24), CpuBuffer(0, 24)
+    want, got = TupleRing(0, 24), CpuBuffer(0, 24)
     w = PageWriter(got, overwrite, FN)
     for i, (e, ln) in enumerate(es):
         if i % 97 == 50:                     # (the sub-buffer goes on as tuples)
@@ -272,7 +279,7 @@ def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
     sub-buffers and entries as write() of each, and the pages' bytes as
     trace_pipe_raw encodes the entries."""
     es = with_stacks(8, 1500)
-    want, got = CpuBuffer(0, 24), CpuBuffer(0, 24)
+    want, got = TupleRing(0, 24), CpuBuffer(0, 24)
     for e, ln in es[:3]:
         want.write(e[0], e, ln, overwrite)
         got.write(e[0], e, ln, overwrite)
@@ -325,11 +332,10 @@ def fill(cb, es, overwrite):
                 cb.write(e[0], e, ln, overwrite)
 
 
-def raw_and_tuples(es, nr_pages, overwrite=True, unzipped=None):
-    """Two CPU buffers given ``es``: one started raw, one of tuples."""
-    raw_cb, tup_cb = CpuBuffer(0, nr_pages), CpuBuffer(0, nr_pages)
-    if unzipped is not None:
-        raw_cb.unzipped_pages = tup_cb.unzipped_pages = unzipped
+def raw_and_tuples(es, nr_pages, overwrite=True):
+    """A CPU buffer given ``es`` (its first entry by the compiled writer),
+    and the tuples' reference given them."""
+    raw_cb, tup_cb = CpuBuffer(0, nr_pages), TupleRing(0, nr_pages)
     w = PageWriter(raw_cb, overwrite, FN)
     w.put_fn(es[0][0][0], *es[0][0][2:])       # the first sub-buffer raw
     w.finish()
@@ -369,7 +375,7 @@ def test_a_record_longer_than_its_place_is_read_one_entry_at_a_time():
     (the model's accounting short of the record) cannot be made in its
     place: the page is read as from tuples, the same page."""
     es = entries(5, 30)
-    raw_cb, tup_cb = CpuBuffer(0, 4), CpuBuffer(0, 4)
+    raw_cb, tup_cb = CpuBuffer(0, 4), TupleRing(0, 4)
     w = PageWriter(raw_cb, True, FN)
     for i, e in enumerate(es):
         w.put_fn(e[0], *e[2:])
@@ -386,33 +392,34 @@ def test_a_record_longer_than_its_place_is_read_one_entry_at_a_time():
     assert accounts(raw_cb) == accounts(tup_cb)
 
 
-def test_the_entries_beside_an_old_raw_sub_buffer_are_packed():
-    """Past the newest ``unzipped_pages`` the entries kept beside a raw
-    sub-buffer are packed and compressed with the tuples' rule; readers
-    get them as written, a snapshot leaves them packed."""
-    raw_cb, tup_cb = raw_and_tuples(mixed(33, 3000), 40, unzipped=4)
-    old = raw_cb.pages[0]
-    assert old.raw is not None and old.side is None and old.zipped
+def test_the_entries_beside_a_sub_buffer_nobody_looks_at_stay_with_the_ring():
+    """A sub-buffer the writer left is its bytes alone (no ``BufferPage``),
+    the entries kept beside it held by the ring; readers get them as
+    written, the sub-buffer made a page again when one looks at it."""
+    raw_cb, tup_cb = raw_and_tuples(mixed(33, 3000), 40)
+    assert len(raw_cb.objs) == 1 and raw_cb.sides          # the tail alone is a page
     assert list(raw_cb.iter_events()) == list(tup_cb.iter_events())
-    assert old.side is None and old.zipped
+    assert len(raw_cb.objs) == 1                             # (a snapshot makes none)
     assert [raw_cb.consume() for _ in range(300)] == [tup_cb.consume() for _ in range(300)]
     assert accounts(raw_cb) == accounts(tup_cb)
+    assert raw_cb.held_bytes == raw_cb.walked_bytes() == tup_cb.bytes()
 
 
 def test_a_snapshot_decodes_a_raw_sub_buffer_when_its_reader_comes_to_it():
     """``iter_events()`` decodes one raw sub-buffer at a time, as the
     reader reaches it, and gives the entries as they were when it was
-    made: the writer goes on in the tail meanwhile (entries of every type),
-    an old sub-buffer's side entries are packed meanwhile."""
-    es = mixed(44, 1500)
-    raw_cb, tup_cb = raw_and_tuples(es[:1000], 30, unzipped=6)
+    made: the writer goes on in the tail meanwhile (entries of every type)
+    and wraps the ring."""
+    es = mixed(44, 9000)
+    raw_cb, tup_cb = raw_and_tuples(es[:1000], 30)
     decoded = Decodes()
     want = list(tup_cb.iter_events())
     snap = raw_cb.iter_events()
     assert next(snap) == want[0] and len(decoded) == 1
     fill(raw_cb, es[1000:], True)                  # the writer goes on
+    assert raw_cb.head > 30                        # (past every slot the snapshot reads)
     assert [want[0]] + list(snap) == want
-    assert 1 < len(decoded) <= len(raw_cb.pages) + 1
+    assert 1 < len(decoded) <= 31
 
 
 def test_asking_whether_a_buffer_holds_entries_decodes_nothing():
@@ -457,35 +464,31 @@ def test_fill_page_makes_the_page_the_reference_builder_makes(room):
         assert (stamp, data, n) == (pb.time_stamp or 0, bytes(pb.data), pb.count)
 
 
-def in_use(cb):
-    """How many of its arena's slots are in use."""
-    return cb.arena.slots[1]
-
-
-def test_raw_sub_buffers_take_their_bytes_from_the_cpu_buffer_s_arena():
-    """A CPU buffer's raw sub-buffers are slots of one arena of a slot a
-    sub-buffer: an overwritten one's slot is the next one's (none of its
-    bytes left behind: the new one reads back only its own entries)."""
+def test_raw_sub_buffers_are_the_slots_of_the_cpu_buffer_s_arena():
+    """A CPU buffer's sub-buffers are the slots of one arena, in ring order:
+    an overwritten one's slot is the next one's (none of its bytes left
+    behind: the new one reads back only its own entries); the writer's
+    tail is the only page until a reader looks at one."""
     es = entries(5, 6000)
     cb = raw_buffer(es, 8)
-    assert cb.overrun > 0 and len(cb.pages) == 8
-    assert cb.arena.slots == (8, 8)
-    assert all(p.arena is cb.arena for p in cb.pages)
+    assert cb.overrun > 0 and cb.npages == 8 and cb.arena.nslots == 8
+    assert list(cb.objs) == [cb.head + 7]
     assert cb.events() == es[len(es) - cb.entries:]
+    pages = cb.pages
+    assert all(p.arena is cb.arena for p in pages) and len(cb.objs) == 8
     cb.reset()                          # the arena goes with its sub-buffers
-    assert cb.arena is None
+    assert cb.arena is None and not cb.objs
     w = PageWriter(cb, True, FN)
     w.put_fn(es[0][0], *es[0][2:])
     w.finish()
-    assert cb.events() == es[:1] and in_use(cb) == 1
+    assert cb.events() == es[:1] and cb.arena.nslots == 8
 
 
 def test_a_snapshot_keeps_the_bytes_of_sub_buffers_taken_or_overwritten_meanwhile():
-    """A reader's snapshot holds the raw sub-buffers it reads: a consuming
-    reader decoding them for good and the writer overwriting them
-    meanwhile give their slots to nobody (new sub-buffers have memory of
-    their own), and the snapshot reads what was there; let go, the slots
-    serve again."""
+    """A reader's snapshot reads the sub-buffers where they are: a
+    consuming reader decoding them for good and the writer overwriting
+    them meanwhile leave it what was there (the writer copies a slot
+    for it before reusing it); done, it costs the writer nothing."""
     es = entries(6, 12000)
     cb = raw_buffer(es[:3000], 8)
     want = cb.events()
@@ -496,51 +499,50 @@ def test_a_snapshot_keeps_the_bytes_of_sub_buffers_taken_or_overwritten_meanwhil
     for e in es[3000:]:                 # the buffer overwritten a few times
         w.put_fn(e[0], *e[2:])
     w.finish()
-    assert not any(p.arena is cb.arena for p in cb.pages)     # every slot held
+    assert len(cb.objs) == 1 and len(cb.snaps) == 1
     assert [want[0]] + list(snap) == want
     del snap
-    assert in_use(cb) == 0
     w = PageWriter(cb, True, FN)
     for e in es[:3000]:
         w.put_fn(e[0] + es[-1][0], *e[2:])
     w.finish()
-    assert in_use(cb) == 8 and all(p.arena is cb.arena for p in cb.pages)
+    assert not cb.snaps
 
 
-def test_a_view_of_a_sub_buffer_taken_meanwhile_keeps_its_bytes():
-    """``page.raw`` is a view of the bytes: a page reader taking the
-    sub-buffer meanwhile (``drop_raw()``) leaves them to the view, which
-    gives the slot back when released."""
-    es = entries(7, 900)
-    cb = raw_buffer(es, 8)
-    page = cb.pages[0]
-    view = page.raw
+def test_a_sub_buffer_s_bytes_read_stay_as_they_were_read():
+    """``page.raw`` is a copy of the bytes: the writer reusing the slot
+    meanwhile changes nothing in it."""
+    es = entries(7, 3000)
+    cb = raw_buffer(es[:900], 4)
+    view = cb.pages[0].raw
     before = bytes(view)
-    got = read_page(cb, RecordEncoder(None).encode, 4096, cb.subbuf_size)
-    assert got is not None and page.raw is None
-    assert bytes(view) == before and in_use(cb) == len(cb.pages) + 1
-    view.release()
-    assert in_use(cb) == len(cb.pages)
+    w = PageWriter(cb, True, FN)
+    for e in es[900:]:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    assert bytes(view) == before and cb.overrun > 0
 
 
 @pytest.mark.parametrize("nr_pages", (4, 12))
-def test_a_resize_retires_the_arena_and_moves_nothing(nr_pages):
-    """A resize copies no sub-buffer: those kept stay in the old arena,
-    which hands out no slot again; new ones take an arena of the new size,
-    and the old one's slots go back as its sub-buffers are overwritten."""
+def test_a_resize_copies_the_sub_buffers_kept_into_a_new_arena(nr_pages):
+    """A resize makes an arena of the new size and copies the sub-buffers
+    kept into it, in order (the pages made of them pointed there); the old
+    mapping goes with the last page pointing into it."""
     es = entries(8, 6000)
     cb = raw_buffer(es[:3000], 8)
+    cb.promote(1)
     old = cb.arena
     cb.resize(nr_pages)
     kept = cb.events()
-    assert old.retired and cb.arena is None
-    assert all(p.arena is old for p in cb.pages) and old.slots == (8, len(cb.pages))
+    assert cb.arena is not old and cb.arena.nslots == nr_pages and cb.head == 0
+    assert all(p.arena is cb.arena for p in cb.objs.values())
+    assert kept == es[3000 - cb.entries:3000]
     w = PageWriter(cb, True, FN)
     for e in es[3000:]:
         w.put_fn(e[0], *e[2:])
     w.finish()
-    assert cb.arena.slots == (nr_pages, nr_pages) and old.slots == (8, 0)
     assert cb.events() == (kept + es[3000:])[len(kept) + 3000 - cb.entries:]
+    assert cb.held_bytes == cb.walked_bytes()
 
 
 def rss_kb() -> int:
@@ -549,13 +551,13 @@ def rss_kb() -> int:
 
 
 @pytest.mark.parametrize("grown_first", (False, True))
-def test_a_retired_arena_gives_each_slot_s_memory_back_as_its_sub_buffer_goes(grown_first):
-    """Shrunk from 8 MB to 4 sub-buffers (first grown, which retires the
-    arena, or not), the buffer's memory follows at once: the 4 kept hold
-    the old mapping, its other slots' memory went with their sub-buffers."""
+def test_a_shrunk_buffer_gives_its_memory_back_at_once(grown_first):
+    """Shrunk from 8 MB to 4 sub-buffers (first grown, or not), the
+    buffer's memory follows at once: the 4 kept are copied to a small
+    arena, the big mapping goes."""
     es = entries(9, 2048 * 160)
     cb = raw_buffer(es, 2048)
-    assert cb.arena.slots == (2048, 2048)
+    assert cb.arena.nslots == 2048
     full = rss_kb()
     if grown_first:
         cb.resize(4096)
@@ -577,6 +579,6 @@ def test_a_sub_buffer_is_not_pickled():
     crashed the interpreter while Cython made a pickler of its fields)."""
     import pickle
     cb = raw_buffer(entries(11, 10), 4)
-    for page in (cb.pages[0], cb.pages[0].snapshot()):
+    for obj in (cb.pages[0], cb.snapshot(), cb.arena):
         with pytest.raises(TypeError):
-            pickle.dumps(page)
+            pickle.dumps(obj)

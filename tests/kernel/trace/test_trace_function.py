@@ -62,7 +62,8 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
 def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, settings, reads, monkeypatch):
     """Byte for byte the same files (trace, stats, trace_pipe_raw pages,
     trace_pipe, saved comms) whether plain function calls go through the
-    compiled writer into raw sub-buffers or as tuples: with the buffer
+    compiled writer or as tuples (``write_entries``, whose entries go into
+    the same raw sub-buffers an entry at a time): with the buffer
     wrapping, without overwrite (dropped entries), with events between
     the calls (tuple and raw sub-buffers mixed), with consuming readers,
     with the calls' stacks through the stackmap (its files too) or in full."""
@@ -70,7 +71,7 @@ def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, setting
     tuples, none = _traced(False, settings, cmdline, monkeypatch, reads)
     if "bits=10" in cmdline:
         assert int(raw[-2].split("drops:")[1].split()[0]) > 100, raw[-2]     # stack_map_stat
-    assert any(used) and not any(none)
+    assert any(used) and any(none)
     assert raw[6 if reads else 0].count("\n") > 300        # the trace
     assert raw == tuples
 
