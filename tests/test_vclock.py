@@ -147,3 +147,26 @@ def test_on_a_virtual_clock_marker_writers_leave_no_trace_of_the_hosts_pids():
     assert len(before) > 5 and min(pids) > max(before)
     forks = [int(p) for ln in lines[i1:] for p in re.findall(r"child_pid=(\d+)", ln)]
     assert forks and min(forks) > max(pids)
+
+
+BIG_BUFFER_SCRIPT = PREAMBLE + r"""
+echo 16384 > $T/buffer_size_kb
+echo function > $T/current_tracer
+clock $1 +10s
+cat $T/per_cpu/cpu0/stats $T/per_cpu/cpu1/stats
+"""
+
+
+@requires_fuse
+def test_a_move_of_the_clock_keeps_all_a_big_buffer_holds():
+    """``clock +10s`` of the function tracer with 16 MB buffers: each full
+    afterwards (``bytes:`` near the buffer's size, entries overwritten), as
+    on a kernel; the move did the work, not the reads after it (a
+    request's catch-up would keep the gap budget's 110,000 entries a CPU)."""
+    out = _session(5, BIG_BUFFER_SCRIPT)
+    entries = [int(x) for x in re.findall(r"^entries: (\d+)", out, re.M)]
+    nbytes = [int(x) for x in re.findall(r"^bytes: (\d+)", out, re.M)]
+    overrun = [int(x) for x in re.findall(r"^overrun: (\d+)", out, re.M)]
+    assert len(entries) == 2 and min(entries) > 500_000, out
+    assert min(nbytes) > 0.97 * 16384 * 1024 * 4080 // 4096, out
+    assert min(overrun) > 0, out

@@ -153,16 +153,18 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
-    async def observe(self, changes: bool = False) -> int:
+    async def observe(self, changes: bool = False, bounded: bool = True) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
         of time (pacing.STEP_WALL_S: what a step is sized to cost);
         what the followed real processes did before it is done by then
-        (``changes``: the request may change settings)."""
+        (``changes``: the request may change settings; not ``bounded``: a
+        gap it begins is simulated in full wherever it can be seen, a move
+        of the virtual clock's)."""
         self.host_seen(None, changes)
         t0 = time.monotonic()
         until = self.kernel.clock.now_ns()   # the request came now: no later
-        while self.pacer.step(self.kernel, until):
+        while self.pacer.step(self.kernel, until, bounded):
             if time.monotonic() - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()
@@ -446,7 +448,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         data = bytes(buf)
         n = await stepped_write(self, f, data)      # long writes let others in
         if f.node.fops.moves_time:
-            await self.observe()                        # (in steps, others let in)
+            # (in steps, others let in; all that can be seen: the move is the work)
+            await self.observe(bounded=False)
         self.heap.after_request()
         return n
 

@@ -43,18 +43,19 @@ class Pacer:
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
-    def step(self, kernel, until: int) -> bool:
-        """One step of the kernel towards ``until`` (``Timekeeper.catch_up``):
+    def step(self, kernel, until: int, bounded: bool = True) -> bool:
+        """One step of the kernel towards ``until`` (``Timekeeper.catch_up``;
+        ``bounded``: its gap's work, a request's, as the catch-up says):
         True while more remains."""
         if not self.paced:
-            return kernel.timekeeper.catch_up(1, until)
+            return kernel.timekeeper.catch_up(1, until, bounded=bounded)
         step = self.step_ns
         t = kernel.sim_time
         end = kernel.timekeeper.next_boundary()
         if end is not None and end - t < step:
             step = end - t                       # the cheap part ends there
         t0 = time.perf_counter()
-        more = kernel.timekeeper.catch_up(1, until, step)
+        more = kernel.timekeeper.catch_up(1, until, step, bounded=bounded)
         spent = time.perf_counter() - t0
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs

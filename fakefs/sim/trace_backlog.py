@@ -53,7 +53,11 @@ that holds more than that (``buffer_size_kb`` in megabytes) keeps the
 probe's and the last ones the budget allows; those of the skipped time
 between are counted as written and overwritten (overrun) or dropped,
 although the buffer had room for them: that is where the model gives way
-instead of holding the request that asked.  Triggers and probes that can
+instead of holding the request that asked (a gap only a machine that
+falls behind the host's time makes: the runner keeps a recording machine
+at it).  A move of the virtual clock has no budget (``Gap.bounded``): the
+move itself is the work asked for, and all that can be seen of the gap
+is simulated in full.  Triggers and probes that can
 still act are followed in full for the first half of that (the function
 tracer's calls count as entries there: probes see each of them, recorded
 or not).
@@ -233,10 +237,12 @@ class TraceBacklog:
                 rate += n / (gap.full - m.full)
         # (the calls simulated count too: probes see them all, whatever is recorded)
         used = max(used, self.act.calls - self.calls_at_gap)
-        budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus
-        if used >= budget:
+        # (a move of the virtual clock: no budget, what can be seen is simulated)
+        budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus if gap.bounded else None
+        if budget is not None and used >= budget:
             return gap.end                     # the budget is spent: skip the rest
-        if used < budget // 2 and any(tr.acts_on_itself() and may_act(tr) for tr in arrays):
+        if ((budget is None or used < budget // 2)
+                and any(tr.acts_on_itself() and may_act(tr) for tr in arrays)):
             return t
         h = gap.end
         for tr, m in self.meters.items():
@@ -258,7 +264,7 @@ class TraceBacklog:
                     h = min(h, gap.end - int(fill * MARGIN))
                 elif tr.cpumask >> c & 1 and full < EMPTY_PROBE_NS:
                     return t             # nothing yet: a rare call or event, still measuring
-        if rate:                               # no longer than what is left of the budget
+        if rate and budget is not None:        # no longer than what is left of the budget
             h = max(h, gap.end - int((budget - used) / rate))
         if h > t:
             self.window_from = h

@@ -49,7 +49,7 @@ class FakeKernel:
     def next_boundary(self):
         return None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
         self.steps += 1
         return False
 
@@ -196,7 +196,7 @@ class SlowKernel(FakeKernel):
         super().__init__()
         self.left = 40
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
         for _ in range(max_steps):
             if not self.left:
                 return False
@@ -258,7 +258,7 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
             target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:
@@ -291,7 +291,7 @@ async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
         def now_ns(self):
             return self.clock.now_ns()
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
             target = self.now_ns() if until is None else until
             for _ in range(max_steps):
                 if self.sim_time >= target:
@@ -333,7 +333,7 @@ async def test_a_request_does_not_wait_for_real_processes_after_it():
         def now_ns(self):
             return 100
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
             fs.host_settle = 72_000_000_000     # taken meanwhile by a later request
             return False
 
@@ -363,7 +363,7 @@ async def test_the_kernel_serves_a_request_at_the_instant_it_came():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None):
+        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
             self.t += 1000                  # (the catch-up took a while)
             return False
 

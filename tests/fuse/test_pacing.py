@@ -23,7 +23,7 @@ class Costly:
     def next_boundary(self):
         return self.boundary if self.boundary is not None and self.boundary > self.sim_time else None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=STEP_NS):
+    def catch_up(self, max_steps=8, until=None, step_ns=STEP_NS, bounded=True):
         self.steps.append(step_ns)
         if self.skip_to is not None:
             self.sim_time, self.skip_to = self.skip_to, None

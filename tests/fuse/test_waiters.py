@@ -62,7 +62,7 @@ class Kernel:
     def machine_seen(self):
         return self.seen
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None):
+    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
         self.steps += 1
         return False
 

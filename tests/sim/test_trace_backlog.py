@@ -275,6 +275,29 @@ def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
         assert hole >= 10_000_000_000 - sum(simulated), (hole, sum(simulated))
 
 
+def test_a_move_of_the_virtual_clock_keeps_all_a_big_buffer_can_hold():
+    """A gap a move of the virtual clock begins (``bounded`` off) has no
+    entries' budget: a buffer larger than the budget is full after it, as
+    on a kernel (the move is the work asked for), where a request's
+    catch-up of the same gap keeps the budget's."""
+    from fakefs.sim.trace_backlog import GAP_ENTRIES_CPU
+    held = {}
+    for bounded in (True, False):
+        k, simulated = boot(("current_tracer", "function"), kb=16384)
+        k.clock.advance(10_000_000_000)
+        while k.timekeeper.catch_up(1 << 30, bounded=bounded):
+            pass
+        cpus = k.tracing.global_trace.buffer.cpus
+        held[bounded] = [cb.entries for cb in cpus]
+        if not bounded:
+            for cb in cpus:
+                assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
+                assert cb.overrun > 0
+            assert sum(simulated) < 8_000_000_000       # (the rest no reader can see)
+    assert sum(held[True]) <= GAP_ENTRIES_CPU * 2 * 1.2, held
+    assert min(held[False]) > 4 * GAP_ENTRIES_CPU, held
+
+
 def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
     from fakefs.kernel.trace.trace_events_trigger import hit_counted_triggers
     k, _ = boot(("events/sched/sched_switch/trigger", "stacktrace:1000000"),

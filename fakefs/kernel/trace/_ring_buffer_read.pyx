@@ -103,6 +103,8 @@ cdef class CpuBufferRead(CpuBufferCore):
         """The entries held now, read later (``RingSnap``)."""
         cdef RingSnap snap = RingSnap(self)
         if self.npages:
+            if len(self.snaps) >= 8:        # (the writer forgets those gone as it goes)
+                self.snaps = [ref for ref in self.snaps if ref() is not None]
             self.snaps.append(weakref.ref(snap))
         return snap
 
