@@ -67,6 +67,14 @@ class TupleRing:
         self.last_ts = ts
         return True
 
+    def resize(self, nr_pages: int) -> None:
+        """The oldest sub-buffers that no longer fit are overwritten."""
+        self.nr_pages = max(2, nr_pages)
+        while len(self.pages) > self.nr_pages:
+            lost = len(self.pages.popleft())
+            self.entries -= lost
+            self.overrun += lost
+
     def events(self) -> list:
         return [e for p in self.pages for e in p.events]
 

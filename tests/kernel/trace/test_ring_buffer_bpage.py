@@ -96,3 +96,76 @@ def test_a_sub_buffer_nobody_looks_at_costs_nothing_but_its_bytes():
         tracemalloc.stop()
     assert cb.overrun and cb.npages == 600 and len(cb.objs) == 1
     assert grew < 600 * 8, grew
+
+
+def test_a_ring_under_every_kind_of_use_is_the_tuples_reference():
+    """Random uses of a small ring against the tuples' reference: writes of
+    every shape (one at a time, in bulk, by the compiled writer), entries
+    consumed one at a time and as pages (trace_pipe_raw), snapshots read
+    part way with the writer wrapping meanwhile, resizes: the same entries,
+    counters and pages at every turn, each snapshot what the ring held when
+    it was taken."""
+    from fakefs.kernel.trace._ring_buffer import PageWriter
+    from fakefs.kernel.trace.ring_buffer import event_length
+    from fakefs.kernel.trace.ring_buffer_page import read_page
+    from fakefs.kernel.trace.trace_events_raw import RecordEncoder
+    from test_ring_buffer_raw import mixed       # (entries trace_pipe_raw can encode)
+    enc = RecordEncoder(None)
+    rng = random.Random(48)
+    entries, lengths = zip(*mixed(48, 60_000))
+    fn = event_length(te.FN_PAYLOAD)
+    cb, ref = CpuBuffer(0, 6), TupleRing(0, 6)
+    snaps = []                              # (iterator, the entries it must give)
+    seen = {"pages": 0, "snaps": 0, "resizes": 0}
+    i = 0
+    while i < len(entries):
+        op = rng.random()
+        if op < 0.5:                        # a run written
+            n = rng.randrange(1, 300)
+            part = list(zip(entries[i:i + n], lengths[i:i + n]))
+            i += n
+            how = rng.random()
+            if how < 0.3:
+                for e, ln in part:
+                    cb.write(e[0], e, ln, True)
+            elif how < 0.6:
+                cb.write_many([e for e, _ in part], [ln for _, ln in part], True)
+            else:
+                w = PageWriter(cb, True, fn)
+                for e, ln in part:
+                    if e[1] == te.TRACE_FN and ln == fn:
+                        w.put_fn(e[0], *e[2:])
+                    else:
+                        w.put_other(e, ln)
+                w.finish()
+            for e, ln in part:
+                ref.write(e[0], e, ln, True)
+        elif op < 0.65:
+            for _ in range(rng.randrange(1, 200)):
+                assert cb.consume() == ref.consume()
+        elif op < 0.75:
+            page = read_page(cb, enc.encode, 4096, cb.subbuf_size)
+            assert page == read_page(ref, enc.encode, 4096, ref.subbuf_size)
+            seen["pages"] += page is not None
+        elif op < 0.85:
+            it = cb.iter_events()
+            want = ref.events()
+            got = [next(it) for _ in range(min(len(want), rng.randrange(0, 50)))]
+            snaps.append((it, want[len(got):]))
+            assert got == want[:len(got)]
+        elif op < 0.9 and snaps:
+            it, want = snaps.pop(rng.randrange(len(snaps)))
+            assert list(it) == want
+            seen["snaps"] += 1
+        elif op < 0.95:
+            nr = rng.choice((2, 3, 6, 9))
+            cb.resize(nr)
+            ref.resize(nr)
+            seen["resizes"] += 1
+        assert cb.events() == ref.events()
+        assert [getattr(cb, a) for a in ("entries", "overrun", "read", "written")] == \
+            [getattr(ref, a) for a in ("entries", "overrun", "read", "written")]
+        assert cb.held_bytes == cb.walked_bytes() == ref.bytes()
+    for it, want in snaps:
+        assert list(it) == want
+    assert cb.overrun > 10_000 and min(seen.values()) > 20, seen
