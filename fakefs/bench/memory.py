@@ -107,6 +107,15 @@ def bench_memory(seconds: float = SECONDS) -> list[tuple[str, float, str]]:
     return out
 
 
+def _rb_pages_bytes(allocinfo: str) -> int:
+    """The bytes of the ring buffers' pages as the kernel accounts them
+    (``__rb_allocate_pages``' lines of /proc/allocinfo): a sub-buffer's page
+    is 4096 bytes, its header's 16 included, where ``buffer_total_size_kb``
+    counts the 4080 of data (a 2 GB buffer a CPU is 8 MB more pages)."""
+    return sum(int(line.split()[0]) for line in allocinfo.splitlines()
+               if line.rstrip().endswith("func:__rb_allocate_pages"))
+
+
 def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     from .. import sim
     from ..sim.files import read_file, write_file
@@ -139,6 +148,9 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     out.append(("in-process: RSS, buffers full", rss_mb(me), "MB"))
     out.append(("  bound: buffers %d KB + stackmap pool + 150 MB" % total_kb,
                 total_kb / 1024 + pool_mb + 150, "MB"))
+    pages_mb = _rb_pages_bytes(read_file(k, "proc/allocinfo").decode()) / 2 ** 20
+    out.append(("  their pages (allocinfo's __rb_allocate_pages) + pool + 100 MB",
+                pages_mb + pool_mb + 100, "MB"))
     write_file(k, T + "tracing_on", b"0")
     write_file(k, T + "buffer_size_kb", str(DEFAULT_KB).encode())
     out.append(("in-process: RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(me), "MB"))
@@ -159,7 +171,8 @@ def after_minutes(size_kb: int = BIG_KB, minutes: float = 10.0,
     ``minutes``, ``per_cpu/cpu0/stats`` read every READ_EVERY_S (each read
     catches the kernel up); the daemon's VmRSS every ``every_s`` and at the
     end, against buffers + stackmap pool + 100 MB (the pool as in
-    ``in_process``)."""
+    ``in_process``), the buffers counted as ``buffer_total_size_kb`` (their
+    data bytes) and as their pages (``_rb_pages_bytes``)."""
     out = []
     with fakefs_mounted(args=("--cmdline", "trace_options=stackmap,stacktrace")) as (mnt, _log):
         pid = _daemon_pid(mnt)
@@ -184,10 +197,14 @@ def after_minutes(size_kb: int = BIG_KB, minutes: float = 10.0,
                    for cpu in range(len(os.listdir(os.path.join(mnt, T, "per_cpu")))))
         m = re.search(r"entries: \d+ / (\d+)", _read(mnt, "stack_map_stat"))
         pool_mb = int(m.group(1)) * POOL_ELT_BYTES / 2 ** 20
+        with open(os.path.join(mnt, "proc/allocinfo")) as fh:
+            pages_mb = _rb_pages_bytes(fh.read()) / 2 ** 20
         out.append(("RSS after %g min, everything on, buffer_size_kb %d" % (minutes, size_kb),
                     rss, "MB"))
         out.append(("  bound: buffers %d KB + stackmap pool %.1f MB + 100 MB"
                     % (total_kb, pool_mb), total_kb / 1024 + pool_mb + 100, "MB"))
+        out.append(("  bound: their pages (allocinfo's __rb_allocate_pages) + pool + 100 MB",
+                    pages_mb + pool_mb + 100, "MB"))
         out.append(("  the entries the buffers hold (stats' bytes)", held / 2 ** 20, "MB"))
     return out
 
