@@ -86,6 +86,18 @@ cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *n
     return tl
 
 
+cdef inline uint64_t time_after(const unsigned char *p, int off, uint32_t tl,
+                                uint64_t ts) noexcept:
+    """The time after the event whose header is at ``off`` (type ``tl``):
+    ``ts`` plus its delta, a time extend's whole delta."""
+    cdef uint32_t hdr, ext
+    memcpy(&hdr, p + off, 4)
+    if tl == <uint32_t> TYPE_EXTEND:
+        memcpy(&ext, p + off + 4, 4)
+        return ts + ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
+    return ts + (hdr >> 5)
+
+
 cdef inline int record_room(int length) noexcept:
     """The record bytes an event of ``length`` bytes holds (after its
     header, and its length word when it has one)."""

@@ -25,7 +25,7 @@ from collections import deque
 
 cimport cython
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
 from posix.mman cimport (
     MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap)
 
@@ -88,17 +88,14 @@ cdef void page_counts(const unsigned char *p, int used, int *n, int *nbytes,
     the bytes they take without their time extends, the newest's time."""
     cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, k = 0, ext_bytes = 0
     cdef uint64_t ts
-    cdef uint32_t hdr, ext, tl
+    cdef uint32_t tl
     memcpy(&ts, p, 8)
     while off < end:
         tl = record_at(p, off, &rec, &nxt)
-        memcpy(&hdr, p + off, 4)
+        ts = time_after(p, off, tl, ts)
         if tl == <uint32_t> TYPE_EXTEND:
-            memcpy(&ext, p + off + 4, 4)
-            ts += ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
             ext_bytes += LEN_EXTEND
         else:
-            ts += hdr >> 5
             k += 1
         off = nxt
     n[0] = k
@@ -194,7 +191,7 @@ cdef list decode_raw(const unsigned char *p, int used, dict side, FixedRecords r
     global _decodes
     cdef FixedRecord nr
     cdef uint64_t ts, ip, parent, calltime, rettime
-    cdef uint32_t hdr, ext, tl
+    cdef uint32_t tl
     cdef uint16_t typ
     cdef int32_t pid
     cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, i, q
@@ -205,15 +202,12 @@ cdef list decode_raw(const unsigned char *p, int used, dict side, FixedRecords r
     memcpy(&ts, p, 8)
     while off < end:
         tl = record_at(p, off, &rec, &nxt)
-        memcpy(&hdr, p + off, 4)
+        if tl > 28 and tl != <uint32_t> TYPE_EXTEND:
+            raise ValueError("raw sub-buffer: event type %d at %d" % (tl, off))
+        ts = time_after(p, off, tl, ts)
         if tl == <uint32_t> TYPE_EXTEND:
-            memcpy(&ext, p + off + 4, 4)
-            ts += ((<uint64_t> ext) << TS_SHIFT) + (hdr >> 5)
             off = nxt
             continue
-        if tl > 28:
-            raise ValueError("raw sub-buffer: event type %d at %d" % (tl, off))
-        ts += hdr >> 5
         if side is not None:
             got = side.get(rec)
             if got is not None:

@@ -39,19 +39,25 @@ cdef class CpuBufferRead(CpuBufferCore):
             self.objs[seq] = page
         return page
 
-    def page_len(self, Py_ssize_t i):
-        """How many entries the ``i``-th sub-buffer holds (decoding nothing)."""
-        cdef int n = 0, nbytes = 0, used
-        cdef long long last = 0
+    cdef object _look(self, Py_ssize_t i, int *n, long long *last):
+        """The ``i``-th sub-buffer's page if it is one, else None and its
+        entries and newest time read from its bytes."""
+        cdef int nbytes = 0
         cdef unsigned char *p
         if not 0 <= i < self.npages:
             raise IndexError(i)
         page = self.objs.get(self.head + i)
-        if page is not None:
-            return len(page)
-        p = slot_of(self.arena, self.head + i)
-        page_counts(p, commit_of(p), &n, &nbytes, &last)
-        return n
+        if page is None:
+            p = slot_of(self.arena, self.head + i)
+            page_counts(p, commit_of(p), n, &nbytes, last)
+        return page
+
+    def page_len(self, Py_ssize_t i):
+        """How many entries the ``i``-th sub-buffer holds (decoding nothing)."""
+        cdef int n = 0
+        cdef long long last = 0
+        page = self._look(i, &n, &last)
+        return len(page) if page is not None else n
 
     def page_used(self, Py_ssize_t i):
         """The data bytes the ``i``-th sub-buffer used."""
@@ -64,17 +70,10 @@ cdef class CpuBufferRead(CpuBufferCore):
 
     def page_newest(self, Py_ssize_t i):
         """The time of the ``i``-th sub-buffer's newest entry (it holds one)."""
-        cdef int n = 0, nbytes = 0
+        cdef int n = 0
         cdef long long last = 0
-        cdef unsigned char *p
-        if not 0 <= i < self.npages:
-            raise IndexError(i)
-        page = self.objs.get(self.head + i)
-        if page is not None:
-            return page.newest_ts()
-        p = slot_of(self.arena, self.head + i)
-        page_counts(p, commit_of(p), &n, &nbytes, &last)
-        return last
+        page = self._look(i, &n, &last)
+        return page.newest_ts() if page is not None else last
 
     def first_nonempty(self):
         """The place of the oldest sub-buffer holding an entry, or -1."""
