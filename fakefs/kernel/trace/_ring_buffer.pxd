@@ -38,7 +38,7 @@ cdef class CpuBufferCore:
     # at the first and anew when their number or size changes (None: none yet)
     cdef public PageArena arena
 
-    cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1
+    cpdef bint write(self, tuple entry, int length, bint overwrite) except -1
     cpdef BufferPage _next_page(self, bint overwrite)
     cdef PageArena _arena(self)
     cdef BufferPage _tail(self)
@@ -53,7 +53,7 @@ cdef class PageWriter:
     cdef object append
     cdef dict side              # the raw page's entries kept beside it
     cdef bint overwrite
-    cdef int length, cap, used, nbytes, n
+    cdef int length, cap, used, n
     cdef int used0              # the page's ``used`` when loaded (the ring's held bytes)
     cdef long long last_ts, page_last, written, entries, dropped, nbytes_written
     cdef unsigned char *raw

@@ -53,38 +53,15 @@ cdef class CpuBufferCore:
         self.sides = {}
         self.snaps = []
 
-    cpdef bint write(self, long long ts, entry, int length, bint overwrite) except -1:
-        """``ring_buffer_write()`` of ``entry`` (``length`` bytes, at
-        ``ts``); whether it was taken.  An entry of its own time goes in
-        raw (``write_raw``); any other makes the tail hold tuples."""
-        cdef BufferPage tail
-        cdef Py_ssize_t need
-        if type(entry) is tuple and ts == entry[0]:
-            return write_raw(self, entry, length, overwrite)
-        if length > self.subbuf_size:
-            return False            # (ring_buffer_lock_reserve() fails: nothing counted)
-        tail = self._tail()
-        if tail is not None and tail._events is None:
-            tail.events
-        self.written += 1
-        self.bytes_written += length
-        need = length
-        if tail is not None and tail._events and ts - self.last_ts >= TS_LIMIT:
-            need += LEN_EXTEND
-        if tail is None or tail.used + need > self.subbuf_size:
-            tail = self._next_page(overwrite)
-            if tail is None:
-                self.dropped += 1
-                return False
-            tail.events
-            need = length
-        tail._events.append(entry)
-        tail.used += need
-        self.held_bytes += need
-        tail.nbytes += length
-        self.entries += 1
-        self.last_ts = ts
-        return True
+    cpdef bint write(self, tuple entry, int length, bint overwrite) except -1:
+        """``ring_buffer_write()`` of ``entry`` (``length`` bytes, at its
+        time, ``entry[0]``); whether it was taken."""
+        cdef PageWriter w = _ONE
+        w._begin(self, overwrite, length)
+        try:
+            return _put(w, entry, length)
+        finally:
+            w._done()
 
     # ------------------------------------------------------------ the ring
     cpdef BufferPage _next_page(self, bint overwrite):
@@ -93,21 +70,18 @@ cdef class CpuBufferCore:
         overwrite there is none (None).  The tail it follows is its bytes
         alone from now on, unless something made it more (tuples, a
         reader's count)."""
-        cdef Py_ssize_t lost
         cdef BufferPage page, old
         cdef PageArena a
         cdef long long seq
         if self.npages >= self.nr_pages:
             if not overwrite:
                 return None
-            lost = self._pop_head()
-            self.entries -= lost
-            self.overrun += lost
+            self.overwrite_oldest()
         a = self._arena()
         if self.npages:
             seq = self.head + self.npages - 1
             old = <BufferPage> self.objs[seq]
-            if old.data != NULL and old._events is None and not old.read:
+            if old.data != NULL:                # (raw: no tuples, nothing read from it)
                 del self.objs[seq]
                 if old.side:
                     self.sides[seq] = old.side
@@ -142,7 +116,7 @@ cdef class CpuBufferCore:
         """The oldest sub-buffer leaves the ring: how many entries it held."""
         cdef long long seq = self.head
         cdef BufferPage page = self.objs.pop(seq, None)
-        cdef int n = 0, nbytes = 0, used
+        cdef int n = 0, used
         cdef long long last = 0
         cdef unsigned char *p
         if page is not None:
@@ -151,7 +125,7 @@ cdef class CpuBufferCore:
         else:
             p = slot_of(self.arena, seq)
             used = commit_of(p)
-            page_counts(p, used, &n, &nbytes, &last)
+            page_counts(p, used, &n, &last)
             if self.sides:
                 self.sides.pop(seq, None)
         self.held_bytes -= used
@@ -175,6 +149,12 @@ cdef class CpuBufferCore:
         if not self.npages:
             raise IndexError("an empty ring")
         return self._pop_head()
+
+    def overwrite_oldest(self):
+        """The oldest sub-buffer is overwritten: its entries are overrun."""
+        cdef Py_ssize_t lost = self.pop_head()
+        self.entries -= lost
+        self.overrun += lost
 
     def clear_pages(self):
         """Every sub-buffer goes (their memory with the arena, once no
@@ -249,13 +229,12 @@ cdef class PageWriter:
     cdef void _load(self, BufferPage page) except *:
         self.page = page
         self.used = self.used0 = page.used
-        self.nbytes = page.nbytes
         self.side = None
         if page.data != NULL:
             self.side = page.side
             self.raw = page.data
-            self.n = page.npacked
-            self.page_last = page.packed_last
+            self.n = page.nraw
+            self.page_last = page.raw_last
             self.append = None
         else:
             self.raw = NULL
@@ -271,10 +250,9 @@ cdef class PageWriter:
             page.used = self.used
             cb.held_bytes += self.used - self.used0
             self.used0 = self.used
-            page.nbytes = self.nbytes
             if self.raw != NULL:
-                page.npacked = self.n
-                page.packed_last = self.page_last
+                page.nraw = self.n
+                page.raw_last = self.page_last
                 commit = self.used
                 memcpy(self.raw + 8, &commit, 8)
         if self.written:
@@ -323,7 +301,6 @@ cdef class PageWriter:
             # tracer's sorted calls): the sub-buffer goes on as tuples
             self._untuple()
         self.used += need
-        self.nbytes += length
         self.n += 1
         self.entries += 1
         self.last_ts = ts
@@ -484,8 +461,8 @@ cdef class PageWriter:
 
     cdef void _untuple(self) except *:
         cdef BufferPage page = self.page
-        page.npacked = self.n
-        page.packed_last = self.page_last
+        page.nraw = self.n
+        page.raw_last = self.page_last
         page.used = self.used
         self.raw = NULL
         self.append = page.events.append      # (decodes it)
@@ -557,23 +534,11 @@ cdef bint _put(PageWriter w, tuple entry, int length) except -1:
     return w.other(ts, entry, length)
 
 
-def write_raw(CpuBufferCore cb, tuple entry, int length, bint overwrite):
-    """``CpuBuffer.write()`` of ``entry`` (``length`` bytes) at its time
-    (``_put``).  Whether it was taken.  (One writer serves every call:
-    nothing it calls writes.)"""
-    cdef PageWriter w = _ONE
-    w._begin(cb, overwrite, length)
-    try:
-        return _put(w, entry, length)
-    finally:
-        w._done()
-
-
 cdef PageWriter _MANY = PageWriter()
 
 
 def write_many(CpuBufferCore cb, list entries, length, bint overwrite):
-    """``write_raw()`` of each of ``entries`` (tuples in time order,
+    """``CpuBufferCore.write()`` of each of ``entries`` (tuples in time order,
     ``length`` bytes each, or ``length[i]`` the i-th) with one writer;
     how many were taken."""
     cdef PageWriter w = _MANY

@@ -41,10 +41,9 @@ cdef class BufferPage:
     cdef readonly PageArena arena   # whose slot ``data`` is (kept mapped while it lives)
     # the binary layout (PAGE_HDR + ``rawsize`` bytes) while raw, else NULL
     cdef unsigned char *data
-    cdef public long long packed_last   # the time of the newest of its raw entries
-    cdef public int npacked         # how many raw entries it holds
+    cdef public long long raw_last  # the time of the newest of its raw entries
+    cdef public int nraw            # how many raw entries it holds
     cdef public int used            # bytes of the data area consumed (events + extends)
-    cdef public int nbytes          # bytes of events alone
     cdef public int read            # events a consuming reader took from it (bpage->read)
     cdef int rawsize
 
@@ -61,10 +60,9 @@ cdef inline int commit_of(const unsigned char *p) noexcept:
     return <int> commit
 
 
-cdef BufferPage slot_page(PageArena arena, Py_ssize_t slot, int size, records)
+cdef BufferPage slot_page(PageArena arena, long long seq, int size, records)
 cdef list decode_raw(const unsigned char *p, int used, dict side, FixedRecords records)
-cdef void page_counts(const unsigned char *p, int used, int *n, int *nbytes,
-                      long long *last) noexcept
+cdef void page_counts(const unsigned char *p, int used, int *n, long long *last) noexcept
 
 
 cdef inline uint32_t record_at(const unsigned char *p, int off, int *rec, int *nxt) noexcept:

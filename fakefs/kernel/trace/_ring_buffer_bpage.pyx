@@ -61,45 +61,34 @@ cdef class PageArena:
             munmap(self.base, self.nslots * self.size)
 
 
-cdef BufferPage slot_page(PageArena arena, Py_ssize_t slot, int size, records):
-    """The sub-buffer in ``slot`` of ``arena`` (``size`` data bytes) as it
-    is: its counts read from its bytes."""
+cdef BufferPage slot_page(PageArena arena, long long seq, int size, records):
+    """The ring's sub-buffer of sequence number ``seq`` in ``arena`` (``size``
+    data bytes) as it is: its counts read from its bytes."""
     cdef BufferPage page = BufferPage.__new__(BufferPage)
-    cdef unsigned char *mem = arena.base + slot * arena.size
-    cdef uint64_t commit
-    cdef int n = 0, nbytes = 0
-    cdef long long last = 0
-    memcpy(&commit, mem + 8, 8)
+    cdef unsigned char *mem = slot_of(arena, seq)
     page.arena = arena
     page.data = mem
     page.rawsize = size
-    page.used = <int> commit
-    page_counts(mem, page.used, &n, &nbytes, &last)
-    page.npacked = n
-    page.nbytes = nbytes
-    page.packed_last = last
+    page.used = commit_of(mem)
+    page_counts(mem, page.used, &page.nraw, &page.raw_last)
     page.records = records
     return page
 
 
-cdef void page_counts(const unsigned char *p, int used, int *n, int *nbytes,
-                      long long *last) noexcept:
-    """The entries of the raw sub-buffer at ``p`` (``used`` data bytes),
-    the bytes they take without their time extends, the newest's time."""
-    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, k = 0, ext_bytes = 0
+cdef void page_counts(const unsigned char *p, int used, int *n, long long *last) noexcept:
+    """How many entries the raw sub-buffer at ``p`` (``used`` data bytes)
+    holds, and the newest's time."""
+    cdef int off = PAGE_HDR, end = PAGE_HDR + used, rec = 0, nxt = 0, k = 0
     cdef uint64_t ts
     cdef uint32_t tl
     memcpy(&ts, p, 8)
     while off < end:
         tl = record_at(p, off, &rec, &nxt)
         ts = time_after(p, off, tl, ts)
-        if tl == <uint32_t> TYPE_EXTEND:
-            ext_bytes += LEN_EXTEND
-        else:
+        if tl != <uint32_t> TYPE_EXTEND:
             k += 1
         off = nxt
     n[0] = k
-    nbytes[0] = used - ext_bytes
     last[0] = <long long> ts if k else 0
 
 
@@ -108,16 +97,13 @@ cdef void page_counts(const unsigned char *p, int used, int *n, int *nbytes,
 cdef class BufferPage:
     """A sub-buffer something looks at (its fields: _ring_buffer_bpage.pxd).
 
-    Raw (``data``, a slot of its CPU buffer's arena): ``npacked`` entries in
-    the kernel's binary layout, the newest at ``packed_last``, and beside
+    Raw (``data``, a slot of its CPU buffer's arena): ``nraw`` entries in
+    the kernel's binary layout, the newest at ``raw_last``, and beside
     them the entries whose records are made when read (``side``: record
     offset -> entry; the function tracer's and fixed-size events' records
     are their entries).  ``events`` decodes them into tuples for good;
-    ``raw`` is a copy of its bytes (None: not raw)."""
-
-    def __init__(self):
-        """An empty sub-buffer of tuples (a raw one: ``slot_page()``)."""
-        self._events = deque()
+    ``raw`` is a copy of its bytes (None: not raw).  Made by the ring
+    (``slot_page``, ``CpuBufferCore._next_page``), never by Python."""
 
     @property
     def raw(self):
@@ -134,7 +120,7 @@ cdef class BufferPage:
 
     def __len__(self):
         ev = self._events
-        return len(ev) if ev is not None else self.npacked
+        return len(ev) if ev is not None else self.nraw
 
     @property
     def events(self):
@@ -144,24 +130,13 @@ cdef class BufferPage:
             self.drop_raw()
             self.side = self.records = None
             ev = self._events = deque(ev)
-            self.npacked = 0
+            self.nraw = 0
         return ev
-
-    def side_entries(self):
-        """A raw sub-buffer's entries kept beside it (record offset -> entry)."""
-        return self.side
 
     def newest_ts(self):
         """The time of its newest entry (it holds one at least)."""
         ev = self._events
-        return ev[len(ev) - 1][0] if ev is not None else self.packed_last
-
-    def entries(self):
-        """Its entries now, decoding nothing for good (a list)."""
-        ev = self._events
-        if ev is not None:
-            return list(ev)
-        return decode_raw(self.data, self.used, self.side, self.records)
+        return ev[len(ev) - 1][0] if ev is not None else self.raw_last
 
 
 def decode_page(const unsigned char[::1] raw, int used, dict side=None,

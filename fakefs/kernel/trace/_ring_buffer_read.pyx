@@ -32,8 +32,7 @@ cdef class CpuBufferRead(CpuBufferCore):
         seq = self.head + i
         page = self.objs.get(seq)
         if page is None:
-            page = slot_page(self.arena, seq % self.arena.nslots, <int> self.subbuf_size,
-                             self.records)
+            page = slot_page(self.arena, seq, <int> self.subbuf_size, self.records)
             if self.sides:
                 page.side = self.sides.pop(seq, None)
             self.objs[seq] = page
@@ -42,14 +41,13 @@ cdef class CpuBufferRead(CpuBufferCore):
     cdef object _look(self, Py_ssize_t i, int *n, long long *last):
         """The ``i``-th sub-buffer's page if it is one, else None and its
         entries and newest time read from its bytes."""
-        cdef int nbytes = 0
         cdef unsigned char *p
         if not 0 <= i < self.npages:
             raise IndexError(i)
         page = self.objs.get(self.head + i)
         if page is None:
             p = slot_of(self.arena, self.head + i)
-            page_counts(p, commit_of(p), n, &nbytes, last)
+            page_counts(p, commit_of(p), n, last)
         return page
 
     def page_len(self, Py_ssize_t i):
@@ -129,7 +127,6 @@ cdef class RingSnap:
     cdef object __weakref__
 
     def __init__(self, CpuBufferCore cb):
-        cdef Py_ssize_t i
         cdef long long seq
         cdef BufferPage page
         self.cb = cb
@@ -142,10 +139,7 @@ cdef class RingSnap:
         self.sides = dict(cb.sides) if cb.sides else {}
         for seq, page in cb.objs.items():
             if page._events is not None:
-                if len(page._events):
-                    self.lists[seq] = list(page._events)
-                else:
-                    self.lists[seq] = []
+                self.lists[seq] = list(page._events)
             elif page.side:
                 self.sides[seq] = page.side
         tail = cb._tail()

@@ -80,7 +80,7 @@ cdef bint _commit(tr, tracing, CpuBufferCore cb, bint overwrite, tgids, int cpu,
     ``cpu`` or tgids are recorded."""
     if cb is None:
         return False
-    if not cb.write(entry[0], entry, rb_event_length(payload), overwrite):
+    if not cb.write(entry, rb_event_length(payload), overwrite):
         return False
     pid = entry[2]
     if pid != tracing.taskinfo_pid[cpu] or tgids:

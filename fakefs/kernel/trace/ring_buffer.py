@@ -95,9 +95,7 @@ class CpuBuffer(CpuBufferRead, CpuBufferReader):
         if nr_pages == self.nr_pages:
             return
         while self.npages > nr_pages:
-            lost = self.pop_head()
-            self.entries -= lost
-            self.overrun += lost
+            self.overwrite_oldest()
         if self.npages:
             self.rearena(nr_pages)
         else:
@@ -148,8 +146,7 @@ class CpuBuffer(CpuBufferRead, CpuBufferReader):
         self.overrun += n
         nbytes -= (self.nr_pages - self.npages) * self.subbuf_size
         while self.npages and nbytes > 0:
-            n = self.page_len(0)
-            if n and self.page_newest(0) >= before_ts:
+            if self.page_len(0) and self.page_newest(0) >= before_ts:
                 # the page went on being written after the skip: what it
                 # held from before was overwritten as well
                 page = self.promote(0)
@@ -159,17 +156,14 @@ class CpuBuffer(CpuBufferRead, CpuBufferReader):
                     evs.popleft()
                     k += 1
                 if k:
-                    used = page.used
-                    page.used -= page.used * k // (k + len(evs))
-                    self.held_bytes -= used - page.used
-                    page.nbytes -= page.nbytes * k // (k + len(evs))
+                    gone = page.used * k // (k + len(evs))
+                    page.used -= gone
+                    self.held_bytes -= gone
                     self.entries -= k
                     self.overrun += k
                 break
             nbytes -= self.page_used(0)
-            self.pop_head()
-            self.entries -= n
-            self.overrun += n
+            self.overwrite_oldest()
 
 
 class RingBuffer:

@@ -106,8 +106,8 @@ class CpuBufferReader:
         raw = p.raw
         if raw is None or p.used > room:
             return None
-        n = p.npacked
-        side = p.side_entries()
+        n = p.nraw
+        side = p.side
         if side:
             data = page_data(raw, p.used, side, encode)
             if data is None:
@@ -119,8 +119,6 @@ class CpuBufferReader:
         self.entries -= n
         self.read += n
         p.drop_raw()                    # emptied: the writer's goes on (as tuples)
-        p.side = None
-        p.npacked = 0
         p.events                        # (none: an empty deque)
         for _ in range(i + 1):          # the emptied one goes, and the empty before it
             if self.npages <= 1:

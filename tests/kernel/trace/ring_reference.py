@@ -16,13 +16,13 @@ LEN_EXTEND = 8
 
 class TuplePage:
     """One sub-buffer: its entries, the bytes they use (with their time
-    extends) and without the extends, the entries a reader took."""
+    extends), the entries a reader took."""
 
-    __slots__ = ("events", "used", "nbytes", "read")
+    __slots__ = ("events", "used", "read")
 
     def __init__(self):
         self.events = deque()
-        self.used = self.nbytes = self.read = 0
+        self.used = self.read = 0
 
     def __len__(self):
         return len(self.events)
@@ -42,7 +42,8 @@ class TupleRing:
         self.written = self.bytes_written = self.entries = self.overrun = 0
         self.dropped = self.last_ts = self.read = self.last_overrun = 0
 
-    def write(self, ts: int, entry: tuple, length: int, overwrite: bool) -> bool:
+    def write(self, entry: tuple, length: int, overwrite: bool) -> bool:
+        ts = entry[0]
         self.written += 1
         self.bytes_written += length
         tail = self.pages[-1] if self.pages else None
@@ -62,7 +63,6 @@ class TupleRing:
             need = length
         tail.events.append(entry)
         tail.used += need
-        tail.nbytes += length
         self.entries += 1
         self.last_ts = ts
         return True

@@ -25,7 +25,7 @@ def test_buffer_size_pages_and_kb():
 def fill(cb, n, length, overwrite=True, dt=1000):
     ok = 0
     for i in range(n):
-        ok += cb.write(i * dt, (i * dt, te.TRACE_FN, 1, 0, 0, i, 0), length, overwrite)
+        ok += cb.write((i * dt, te.TRACE_FN, 1, 0, 0, i, 0), length, overwrite)
     return ok
 
 
@@ -49,8 +49,8 @@ def test_no_overwrite_drops_new_events():
 
 def test_time_extend_costs_eight_bytes():
     cb = CpuBuffer(0, 4)
-    cb.write(0, (0,), 28, True)
-    cb.write(1 << 28, (1 << 28,), 28, True)           # delta does not fit in 27 bits
+    cb.write((0,), 28, True)
+    cb.write((1 << 28,), 28, True)           # delta does not fit in 27 bits
     assert cb.bytes() == 28 + 8 + 28
 
 
@@ -206,7 +206,7 @@ def test_watermark_not_while_the_writer_is_on_the_readers_page():
 
 
 def _state(cb):
-    return ([(len(p), p.used, p.nbytes) for p in cb.pages], cb.events(), cb.bytes(),
+    return ([(len(p), p.used) for p in cb.pages], cb.events(), cb.bytes(),
             cb.entries, cb.overrun, cb.dropped, cb.written, cb.bytes_written, cb.last_ts)
 
 
@@ -227,9 +227,9 @@ def test_write_many_is_write_of_each():
                     ts += rng.choice(gaps) if rng.random() < 0.01 else rng.randrange(1, 2000)
                     entries.append((ts, te.TRACE_FN, 1, 0, 0, 0, 0))
                 lengths = 24 if batch % 2 else [rng.choice((24, 16, 132)) for _ in entries]
-                took = sum(a.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
+                took = sum(a.write(e, lengths if batch % 2 else lengths[i], overwrite)
                            for i, e in enumerate(entries))
-                assert sum(ref.write(e[0], e, lengths if batch % 2 else lengths[i], overwrite)
+                assert sum(ref.write(e, lengths if batch % 2 else lengths[i], overwrite)
                            for i, e in enumerate(entries)) == took
                 assert b.write_many(entries, lengths, overwrite) == took
                 assert _state(a) == _state(b) == _state(ref), (overwrite, gaps, batch)
@@ -242,8 +242,8 @@ def test_an_entry_longer_than_a_sub_buffer_is_refused():
     sub-buffer holds: nothing is written or counted."""
     cb = CpuBuffer(0, 4)
     e = (5, te.TRACE_FN, 1, 0, 0, 0, 0)
-    assert cb.write(5, e, 28, True)
+    assert cb.write(e, 28, True)
     before = _state(cb)
-    assert not cb.write(6, (6,) + e[1:], cb.subbuf_size + 4, True)
+    assert not cb.write((6,) + e[1:], cb.subbuf_size + 4, True)
     assert not cb.write_many([(7,) + e[1:]], cb.subbuf_size + 4, True)
     assert _state(cb) == before

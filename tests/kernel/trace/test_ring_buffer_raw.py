@@ -63,7 +63,7 @@ class Decodes:
 
 def accounts(cb):
     return ([getattr(cb, a) for a in COUNTS],
-            [(len(p), p.used, p.nbytes) for p in cb.pages], cb.events())
+            [(len(p), p.used) for p in cb.pages], cb.events())
 
 
 @pytest.mark.parametrize("overwrite", (True, False))
@@ -76,12 +76,12 @@ def test_the_writer_keeps_write_s_accounts(overwrite, prefill):
     es = entries(prefill + overwrite, 3000)
     want, got = TupleRing(0, 6), CpuBuffer(0, 6)
     for e in es[:prefill]:
-        want.write(e[0], e, FN, overwrite)
-        got.write(e[0], e, FN, overwrite)
+        want.write(e, FN, overwrite)
+        got.write(e, FN, overwrite)
     if prefill:
         got.promote(got.npages - 1).events      # (a reader decoded it)
     for e in es[prefill:]:
-        want.write(e[0], e, FN, overwrite)
+        want.write(e, FN, overwrite)
     w = PageWriter(got, overwrite, FN)
     took = [w.put_fn(e[0], *e[2:]) for e in es[prefill:]]
     w.finish()
@@ -117,7 +117,7 @@ def test_a_raw_sub_buffer_is_the_kernel_s_page():
     # a consuming reader of pages gets the same bytes as from tuples
     tuples = TupleRing(0, 4)
     for e in es:
-        tuples.write(e[0], e, FN, True)
+        tuples.write(e, FN, True)
     assert read_page(cb, enc.encode, 4096, cb.subbuf_size) == \
         read_page(tuples, enc.encode, 4096, tuples.subbuf_size)
 
@@ -132,9 +132,9 @@ def test_reading_a_raw_page_keeps_it_and_taking_it_turns_it_into_tuples():
     assert cb.pages[0].raw is None and cb.pages[1].raw is not None
     # entries of other types written after them keep the tail raw
     e = (es[-1][0] + 1, te.TRACE_STACK_ID, 1, 0, 0, 7, None)
-    assert cb.write(e[0], e, event_length(te.STACK_ID_PAYLOAD), True)
+    assert cb.write(e, event_length(te.STACK_ID_PAYLOAD), True)
     ctx = (es[-1][0] + 2, te.TRACE_CTX, 1, 0, 0, (1, 120, 1, 2, 120, 0, 0), None)
-    assert cb.write(ctx[0], ctx, event_length(te.CTX_PAYLOAD), True)
+    assert cb.write(ctx, event_length(te.CTX_PAYLOAD), True)
     assert cb.pages[-1].raw is not None and cb.events() == es[1:] + [e, ctx]
 
 
@@ -164,7 +164,7 @@ def test_trace_pipe_raw_hands_out_a_raw_sub_buffer_as_it_is():
         w = PageWriter(raw_cb, True, FN)
         for e in es[lo:lo + 500]:
             w.put_fn(e[0], *e[2:])
-            tup_cb.write(e[0], e, FN, True)
+            tup_cb.write(e, FN, True)
         w.finish()
         decoded.clear()
         for size in (4096, 4096, 200, 4096):
@@ -190,15 +190,15 @@ def test_a_function_entry_written_on_a_raw_tail_keeps_it_raw():
             w.put_fn(e[0], *e[2:])
         w.finish()
         for e in es[lo + 90:lo + 100]:
-            assert raw_cb.write(e[0], e, FN, True)
+            assert raw_cb.write(e, FN, True)
         for e in es[lo:lo + 100]:
-            tup_cb.write(e[0], e, FN, True)
+            tup_cb.write(e, FN, True)
         assert raw_cb.pages[-1].raw is not None
         assert accounts(raw_cb) == accounts(tup_cb)
     other = (es[-1][0] + 5, te.TRACE_CTX, 1, 0, 0, (1, 120, 1, 2, 120, 0, 0), None)
     length = event_length(te.CTX_PAYLOAD)
-    raw_cb.write(other[0], other, length, True)
-    tup_cb.write(other[0], other, length, True)
+    raw_cb.write(other, length, True)
+    tup_cb.write(other, length, True)
     assert raw_cb.pages[-1].raw is not None
     assert accounts(raw_cb) == accounts(tup_cb)
 
@@ -262,7 +262,7 @@ def test_a_stack_written_from_its_frame_is_the_tuple_s_record(overwrite):
     for i, (e, ln) in enumerate(es):
         if i % 97 == 50:                     # (the sub-buffer goes on as tuples)
             e = (e[0] - 5000,) + e[1:]
-        want.write(e[0], e, ln, overwrite)
+        want.write(e, ln, overwrite)
         if e[1] == te.TRACE_STACK:
             assert w.put_stack_ips(e[0], e[2], e[3], e[4], Held(e[5]), ln) is not None
         else:
@@ -281,11 +281,11 @@ def test_stack_records_are_written_raw_with_write_s_accounts(overwrite):
     es = with_stacks(8, 1500)
     want, got = TupleRing(0, 24), CpuBuffer(0, 24)
     for e, ln in es[:3]:
-        want.write(e[0], e, ln, overwrite)
-        got.write(e[0], e, ln, overwrite)
+        want.write(e, ln, overwrite)
+        got.write(e, ln, overwrite)
     w = PageWriter(got, overwrite, FN)
     for e, ln in es[3:]:
-        want.write(e[0], e, ln, overwrite)
+        want.write(e, ln, overwrite)
         put(w, e, ln)
     w.finish()
     assert sum(p.raw is not None for p in got.pages) > 10
@@ -329,7 +329,7 @@ def fill(cb, es, overwrite):
             w.finish()
         else:
             for e, ln in part:
-                cb.write(e[0], e, ln, overwrite)
+                cb.write(e, ln, overwrite)
 
 
 def raw_and_tuples(es, nr_pages, overwrite=True):
@@ -339,10 +339,10 @@ def raw_and_tuples(es, nr_pages, overwrite=True):
     w = PageWriter(raw_cb, overwrite, FN)
     w.put_fn(es[0][0][0], *es[0][0][2:])       # the first sub-buffer raw
     w.finish()
-    tup_cb.write(es[0][0][0], es[0][0], FN, overwrite)
+    tup_cb.write(es[0][0], FN, overwrite)
     fill(raw_cb, es[1:], overwrite)
     for e, ln in es[1:]:
-        tup_cb.write(e[0], e, ln, overwrite)
+        tup_cb.write(e, ln, overwrite)
     return raw_cb, tup_cb
 
 
@@ -379,11 +379,11 @@ def test_a_record_longer_than_its_place_is_read_one_entry_at_a_time():
     w = PageWriter(raw_cb, True, FN)
     for i, e in enumerate(es):
         w.put_fn(e[0], *e[2:])
-        tup_cb.write(e[0], e, FN, True)
+        tup_cb.write(e, FN, True)
         if i == 10:
             m = (e[0], te.TRACE_PRINT) + e[2:5] + (e[5], "y" * 300 + "\n")
             w.put_other(m, event_length(40))
-            tup_cb.write(m[0], m, event_length(40), True)
+            tup_cb.write(m, event_length(40), True)
     w.finish()
     assert raw_cb.pages[-1].side
     enc = RecordEncoder(None)

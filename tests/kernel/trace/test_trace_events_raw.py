@@ -295,7 +295,7 @@ def _everything(in_bytes):
         k.clock.advance(7_000_000)
         k.timekeeper.run_until_now()
     wr(k, "tracing_on", "0")
-    side = sum(len(p.side_entries() or ()) for cb in k.tracing.global_trace.buffer.cpus
+    side = sum(len(p.side or ()) for cb in k.tracing.global_trace.buffer.cpus
                for p in cb.pages if p.raw is not None)
     files = [rd(k, "trace"), rd(k, "per_cpu/cpu0/stats"), rd(k, "per_cpu/cpu1/stats")]
     return files + [_pages(k, 0), _pages(k, 1)], side

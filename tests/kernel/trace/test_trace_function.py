@@ -68,10 +68,10 @@ def test_the_compiled_writer_writes_what_the_tuples_path_writes(cmdline, setting
     the calls (tuple and raw sub-buffers mixed), with consuming readers,
     with the calls' stacks through the stackmap (its files too) or in full."""
     raw, used = _traced(True, settings, cmdline, monkeypatch, reads)
-    tuples, none = _traced(False, settings, cmdline, monkeypatch, reads)
+    tuples, used_too = _traced(False, settings, cmdline, monkeypatch, reads)
     if "bits=10" in cmdline:
         assert int(raw[-2].split("drops:")[1].split()[0]) > 100, raw[-2]     # stack_map_stat
-    assert any(used) and any(none)
+    assert any(used) and any(used_too)
     assert raw[6 if reads else 0].count("\n") > 300        # the trace
     assert raw == tuples
 
