@@ -15,9 +15,10 @@ process's VmRSS; the same kernel code, without FUSE): boot, ``buffer_size_kb`` a
 everything on, the clock moved FILL_STEP_S at a time until the buffers are
 full (entries held stop growing), against the bound buffers + stackmap
 pool + 150 MB (the pool counted as the kernel's elements would take:
-``max_elts`` of ``stack_map_stat`` x (64 addresses of 8 bytes + 16)); then
-``buffer_size_kb`` back to the default, before and after the heap trim the
-daemon makes after such a write (fuse/heap.py).
+``max_elts`` of ``stack_map_stat`` x (64 addresses of 8 bytes + 16)); the
+time of ``buffer_size_kb`` writes on the full buffers (doubled, back, the
+default) against a copy of their bytes; the RSS at the default, before
+and after the heap trim the daemon makes after such a write (fuse/heap.py).
 
     python -m fakefs.bench.memory [SECONDS]
     python -m fakefs.bench.memory --in-process [BUFFER_SIZE_KB]
@@ -151,7 +152,7 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     out.append(("  their pages (allocinfo's __rb_allocate_pages) + pool + 100 MB",
                 pages_mb + pool_mb + 100, "MB"))
     write_file(k, T + "tracing_on", b"0")
-    write_file(k, T + "buffer_size_kb", str(DEFAULT_KB).encode())
+    out.extend(_resizes(k, big_kb, total_kb))
     out.append(("in-process: RSS after buffer_size_kb back to %d" % DEFAULT_KB, rss_mb(me), "MB"))
     t0 = time.perf_counter()
     keeper = HeapKeeper(k)
@@ -160,6 +161,30 @@ def in_process(big_kb: int = BIG_KB) -> list[tuple[str, float, str]]:
     trim_ms = (time.perf_counter() - t0) * 1e3
     out.append(("in-process: RSS after that and the daemon's heap trim", rss_mb(me), "MB"))
     out.append(("  the trim took (the daemon's main loop waits for it)", trim_ms, "ms"))
+    return out
+
+
+def _resizes(k, big_kb: int, total_kb: int) -> list[tuple[str, float, str]]:
+    """The time of ``buffer_size_kb`` writes on full buffers (the request
+    waits for them: a resize moves no sub-buffer, a shrink gives memory
+    back), doubled, back, then to the default; against copying the
+    buffers' bytes once (what a resize that copied the ring cost at least)."""
+    from ..sim.files import write_file
+    out = []
+    for kb, what in ((2 * big_kb, "grown x2"), (big_kb, "shrunk back"),
+                     (DEFAULT_KB, "shrunk to the default")):
+        t0 = time.perf_counter()
+        write_file(k, T + "buffer_size_kb", str(kb).encode())
+        out.append(("in-process: buffer_size_kb %d, buffers full: %s" % (kb, what),
+                    (time.perf_counter() - t0) * 1e3, "ms"))
+    chunk = 64 << 20
+    src, dst = bytearray(chunk), bytearray(chunk)
+    src[::4096] = b"\1" * len(src[::4096])
+    t0 = time.perf_counter()
+    for _ in range(max(1, (total_kb << 10) // chunk)):
+        dst[:] = src
+    out.append(("  baseline: the buffers' %d KB copied once" % total_kb,
+                (time.perf_counter() - t0) * 1e3, "ms"))
     return out
 
 

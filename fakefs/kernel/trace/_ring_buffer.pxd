@@ -43,7 +43,9 @@ cdef class CpuBufferCore:
     cdef PageArena _arena(self)
     cdef BufferPage _tail(self)
     cdef Py_ssize_t _pop_head(self) except -1
+    cdef void _overwrite(self, Py_ssize_t n) except *
     cdef void _reuse(self, long long seq) except *
+    cdef void _copy_to(self, PageArena new) except *
     cdef void _detach_snaps(self) except *
 
 

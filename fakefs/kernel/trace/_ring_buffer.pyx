@@ -36,7 +36,7 @@ from fakefs.kernel.trace._trace_events_raw cimport (
     FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
-    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, commit_of, page_counts,
+    TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, commit_of, nent_of,
     rb_event_length, record_room, slot_of)
 
 cdef long long TS_LIMIT = 1LL << 27
@@ -76,12 +76,13 @@ cdef class CpuBufferCore:
         if self.npages >= self.nr_pages:
             if not overwrite:
                 return None
-            self.overwrite_oldest()
+            self._overwrite(1)
         a = self._arena()
         if self.npages:
             seq = self.head + self.npages - 1
             old = <BufferPage> self.objs[seq]
             if old.data != NULL:                # (raw: no tuples, nothing read from it)
+                nent_of(a, seq)[0] = old.nraw
                 del self.objs[seq]
                 if old.side:
                     self.sides[seq] = old.side
@@ -99,9 +100,9 @@ cdef class CpuBufferCore:
 
     cdef PageArena _arena(self):
         """Where the sub-buffers' bytes are: made at the first, and anew
-        when their number or size changed (``rearena``)."""
+        when their size changed."""
         cdef PageArena a = self.arena
-        if a is None or a.nslots != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
+        if a is None or a.nring != self.nr_pages or a.size != PAGE_HDR + self.subbuf_size:
             if self.npages:
                 raise RuntimeError("cpu%d: sub-buffers of another size in the ring" % self.cpu)
             a = self.arena = PageArena(self.nr_pages, PAGE_HDR + self.subbuf_size)
@@ -116,16 +117,14 @@ cdef class CpuBufferCore:
         """The oldest sub-buffer leaves the ring: how many entries it held."""
         cdef long long seq = self.head
         cdef BufferPage page = self.objs.pop(seq, None)
-        cdef int n = 0, used
-        cdef long long last = 0
-        cdef unsigned char *p
+        cdef Py_ssize_t n
+        cdef int used
         if page is not None:
             n = len(page)
             used = page.used
         else:
-            p = slot_of(self.arena, seq)
-            used = commit_of(p)
-            page_counts(p, used, &n, &last)
+            used = commit_of(slot_of(self.arena, seq))
+            n = nent_of(self.arena, seq)[0]
             if self.sides:
                 self.sides.pop(seq, None)
         self.held_bytes -= used
@@ -141,7 +140,7 @@ cdef class CpuBufferCore:
             snap = ref()
             if snap is not None:
                 alive.append(ref)
-                snap.keep(seq - self.arena.nslots)
+                snap.keep(seq - self.arena.nring)
         self.snaps = alive
 
     def pop_head(self):
@@ -150,9 +149,16 @@ cdef class CpuBufferCore:
             raise IndexError("an empty ring")
         return self._pop_head()
 
-    def overwrite_oldest(self):
-        """The oldest sub-buffer is overwritten: its entries are overrun."""
-        cdef Py_ssize_t lost = self.pop_head()
+    def overwrite_oldest(self, Py_ssize_t n=1):
+        """The ``n`` oldest sub-buffers are overwritten: their entries are overrun."""
+        if not 0 <= n <= self.npages:
+            raise IndexError("%d of %d sub-buffers" % (n, self.npages))
+        self._overwrite(n)
+
+    cdef void _overwrite(self, Py_ssize_t n) except *:
+        cdef Py_ssize_t lost = 0
+        for _ in range(n):
+            lost += self._pop_head()
         self.entries -= lost
         self.overrun += lost
 
@@ -168,27 +174,39 @@ cdef class CpuBufferCore:
         self.held_bytes = 0
         self.arena = None
 
-    def rearena(self, Py_ssize_t nr_pages):
-        """A ring of ``nr_pages`` sub-buffers (as many as it holds at least):
-        a new arena, the sub-buffers held copied into it in order (the
-        ``BufferPage``s made of them pointed there).  MemoryError: no
-        mapping for it (nothing changed)."""
-        cdef PageArena new, old = self.arena
+    def rering(self, Py_ssize_t nr_pages):
+        """A ring of ``nr_pages`` sub-buffers (as many as it holds at
+        least), as ``ring_buffer_resize()`` adds pages to the ring or takes
+        them out: the sub-buffers held stay in their slots (the arena's
+        ``rering``: no bytes move, the time is the ring's length, not its
+        bytes); only past the mapping's reservation are they copied into a
+        new arena.  Open snapshots keep what they still have to read.
+        MemoryError: no memory for it (nothing changed)."""
+        if nr_pages < self.npages:
+            raise ValueError("%d sub-buffers in a ring of %d" % (self.npages, nr_pages))
+        nr_pages = max(2, nr_pages)
+        if self.arena is None:
+            return
+        self._detach_snaps()
+        if self.arena.rering(nr_pages, self.head, self.npages):
+            self._copy_to(PageArena(nr_pages, PAGE_HDR + self.subbuf_size, 2 * nr_pages))
+
+    cdef void _copy_to(self, PageArena new) except *:
+        """The sub-buffers held copied into ``new`` (places 0 ..), in order
+        (the ``BufferPage``s made of them pointed there)."""
+        cdef PageArena old = self.arena
         cdef Py_ssize_t i
         cdef long long seq
         cdef BufferPage page
         cdef dict objs = {}, sides = {}
-        if nr_pages < self.npages:
-            raise ValueError("%d sub-buffers in a ring of %d" % (self.npages, nr_pages))
-        new = PageArena(max(2, nr_pages), PAGE_HDR + self.subbuf_size)
-        self._detach_snaps()
         for i in range(self.npages):
             seq = self.head + i
-            memcpy(new.base + i * new.size, slot_of(old, seq), new.size)
+            memcpy(slot_of(new, i), slot_of(old, seq), new.size)
+            nent_of(new, i)[0] = nent_of(old, seq)[0]
             page = self.objs.get(seq)
             if page is not None:
                 if page.data != NULL:
-                    page.data = new.base + i * new.size
+                    page.data = slot_of(new, i)
                     page.arena = new
                 objs[i] = page
             side = self.sides.get(seq)

@@ -22,12 +22,23 @@ cdef enum:
 
 
 cdef class PageArena:
-    # the bytes of one CPU buffer's sub-buffers: ``nslots`` slots of
-    # ``size`` bytes (PAGE_HDR + a sub-buffer's capacity) in one anonymous
-    # mapping, a slot a place in the ring (the sub-buffer of sequence
-    # number s is in slot s % nslots); a slot costs memory once written
+    # the bytes of one CPU buffer's sub-buffers: a ring of ``nring`` places,
+    # place i's bytes in slot ``order[i]`` (``size`` bytes: PAGE_HDR + a
+    # sub-buffer's capacity) of one mapping reserved for ``cap`` slots, of
+    # which ``top`` are usable; the sub-buffer of sequence number s is at
+    # place s % nring; slots out of the ring (``free``: ``nfree`` of them)
+    # hold no memory; a slot costs memory once written
     cdef unsigned char *base
-    cdef readonly Py_ssize_t size, nslots
+    cdef readonly Py_ssize_t size, nring, cap, top, nfree
+    cdef uint32_t *order
+    cdef uint32_t *free
+    # a usable slot's entries as the writer left them (``struct buffer_page``'s
+    # ``entries``; read for a sub-buffer that is no ``BufferPage``)
+    cdef uint32_t *nent
+
+    cdef int _grant(self, Py_ssize_t n) noexcept
+    cdef void _give_back(self, Py_ssize_t first, Py_ssize_t last) noexcept
+    cdef int rering(self, Py_ssize_t nring, long long head, Py_ssize_t npages) except -1
 
 
 cdef class BufferPage:
@@ -50,7 +61,13 @@ cdef class BufferPage:
 
 cdef inline unsigned char *slot_of(PageArena a, long long seq) noexcept:
     """The bytes of the ring's sub-buffer of sequence number ``seq``."""
-    return a.base + (seq % a.nslots) * a.size
+    return a.base + (<Py_ssize_t> a.order[seq % a.nring]) * a.size
+
+
+cdef inline uint32_t *nent_of(PageArena a, long long seq) noexcept:
+    """Where the entries of the ring's sub-buffer of sequence number ``seq``
+    are counted."""
+    return a.nent + a.order[seq % a.nring]
 
 
 cdef inline int commit_of(const unsigned char *p) noexcept:

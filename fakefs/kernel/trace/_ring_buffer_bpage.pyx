@@ -25,40 +25,158 @@ from collections import deque
 
 cimport cython
 from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from posix.mman cimport (
-    MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap)
+    MADV_DONTNEED, MAP_ANONYMOUS, MAP_FAILED, MAP_NORESERVE, MAP_PRIVATE, PROT_NONE, PROT_READ,
+    PROT_WRITE, madvise, mmap, mprotect, munmap)
 
 from fakefs.kernel.trace._trace_events_raw cimport FixedRecord, FixedRecords
+
+
+cdef Py_ssize_t RESERVE = 1LL << 33     # bytes of address space an arena holds for its slots
+cdef Py_ssize_t HOST_PAGE = 4096        # (mprotect and madvise work in the host's pages)
 
 
 @cython.final
 @cython.auto_pickle(False)
 cdef class PageArena:
     """The bytes of one CPU buffer's sub-buffers (fields:
-    _ring_buffer_bpage.pxd): ``nslots`` of ``size`` bytes each in one
-    anonymous mapping, as the kernel allocates a buffer's pages: the
-    mapping's pages cost memory once written, the ring's sub-buffer of
-    sequence number s is in slot s % nslots, and an overwritten
-    sub-buffer's slot is the next one's.  A resize, a reset or an order
-    change makes a new one (the sub-buffers kept copied into it) and the
-    old mapping goes with the last ``BufferPage`` that pointed into it."""
+    _ring_buffer_bpage.pxd): a ring of ``nring`` places, each a slot of
+    ``size`` bytes in one anonymous mapping, as the kernel links a
+    buffer's pages in a ring: the ring's sub-buffer of sequence number s
+    is at place s % nring, in slot ``order[s % nring]``, and an
+    overwritten sub-buffer's slot is the next one's.  The mapping reserves
+    address space for ``cap`` slots (``RESERVE`` bytes, or the ring's size
+    if more: nothing but address space until used); the ``top`` first are
+    usable (read and write), and cost memory once written (``cap`` given:
+    that many, as many as the ring at least).  A resize
+    (``rering``) moves no sub-buffer: the held keep their slots, places
+    added take slots left free or never used, places gone give theirs back
+    (their memory returned to the host at once).  A reset or an order change
+    makes a new one, and the old mapping goes with the last ``BufferPage``
+    that pointed into it."""
 
-    def __cinit__(self, Py_ssize_t nslots, Py_ssize_t size):
+    def __cinit__(self, Py_ssize_t nring, Py_ssize_t size, Py_ssize_t cap=0):
         cdef void *got
-        if nslots <= 0 or size <= 0:
-            raise ValueError("an arena of %d slots of %d bytes" % (nslots, size))
-        got = mmap(NULL, nslots * size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+        cdef Py_ssize_t i
+        if nring <= 0 or size <= 0 or nring > 0xffffffff:
+            raise ValueError("an arena of %d slots of %d bytes" % (nring, size))
+        cap = max(cap if cap > 0 else RESERVE // size, nring)
+        cap = min(cap, 0xffffffff)
+        got = mmap(NULL, cap * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         if got == MAP_FAILED:
             raise MemoryError()
         self.base = <unsigned char *> got
         self.size = size
-        self.nslots = nslots
+        self.cap = cap
+        self.order = <uint32_t *> PyMem_Malloc(nring * sizeof(uint32_t))
+        if self.order == NULL or self._grant(nring) < 0:
+            raise MemoryError()
+        for i in range(nring):
+            self.order[i] = <uint32_t> i
+        self.nring = nring
 
     def __dealloc__(self):
         if self.base != NULL:
-            munmap(self.base, self.nslots * self.size)
+            munmap(self.base, self.cap * self.size)
+        PyMem_Free(self.order)
+        PyMem_Free(self.free)
+        PyMem_Free(self.nent)
+
+    def slot(self, long long seq):
+        """The slot of the ring's sub-buffer of sequence number ``seq``."""
+        return self.order[seq % self.nring]
+
+    cdef int _grant(self, Py_ssize_t n) noexcept:
+        """The ``n`` slots after ``top`` made usable: 0, or -1 (the host
+        refused: nothing changed)."""
+        cdef Py_ssize_t start, end
+        cdef uint32_t *got
+        if n <= 0:
+            return 0
+        got = <uint32_t *> PyMem_Realloc(self.nent, (self.top + n) * sizeof(uint32_t))
+        if got == NULL:
+            return -1
+        self.nent = got
+        memset(got + self.top, 0, n * sizeof(uint32_t))
+        start = (self.top * self.size) // HOST_PAGE * HOST_PAGE
+        end = (self.top + n) * self.size
+        if mprotect(self.base + start, end - start, PROT_READ | PROT_WRITE) != 0:
+            return -1
+        self.top += n
+        return 0
+
+    cdef void _give_back(self, Py_ssize_t first, Py_ssize_t last) noexcept:
+        """Slots ``first`` .. ``last`` hold nothing any more: the host pages
+        wholly inside them go back to the host (read as zeros after)."""
+        cdef Py_ssize_t start = -(-(first * self.size) // HOST_PAGE) * HOST_PAGE
+        cdef Py_ssize_t end = ((last + 1) * self.size) // HOST_PAGE * HOST_PAGE
+        if start < end:
+            madvise(self.base + start, end - start, MADV_DONTNEED)
+
+    cdef int rering(self, Py_ssize_t nring, long long head, Py_ssize_t npages) except -1:
+        """The ring becomes ``nring`` places, the ``npages`` sub-buffers held
+        (sequence numbers ``head`` ..) keeping their slots at their new
+        places; the places after them take the slots of the old places not
+        held, then free slots, then slots never used; slots left over go
+        free (their memory back to the host).  0, or 1: more slots than the
+        mapping holds (nothing changed).  MemoryError: nothing changed."""
+        cdef Py_ssize_t old = self.nring, spare = self.nring - npages
+        cdef Py_ssize_t fresh = nring - npages - spare - self.nfree
+        cdef Py_ssize_t left = max(0, old - nring), i, j = 0, top0 = self.top
+        cdef Py_ssize_t run0 = -1, run1 = -1
+        cdef uint32_t *order
+        cdef uint32_t *got
+        cdef uint32_t s
+        cdef long long seq
+        if npages > nring or nring <= 0 or nring > 0xffffffff:
+            raise ValueError("%d sub-buffers held in a ring of %d" % (npages, nring))
+        if fresh > 0 and top0 + fresh > self.cap:
+            return 1
+        order = <uint32_t *> PyMem_Malloc(nring * sizeof(uint32_t))
+        if order == NULL:
+            raise MemoryError()
+        if left:
+            got = <uint32_t *> PyMem_Realloc(self.free, (self.nfree + left) * sizeof(uint32_t))
+            if got == NULL:
+                PyMem_Free(order)
+                raise MemoryError()
+            self.free = got
+        if fresh > 0 and self._grant(fresh) < 0:
+            PyMem_Free(order)
+            raise MemoryError()
+        for i in range(npages):
+            seq = head + i
+            order[seq % nring] = self.order[seq % old]
+        for i in range(nring - npages):
+            seq = head + npages + i
+            if j < spare:
+                order[seq % nring] = self.order[(head + npages + j) % old]
+                j += 1
+            elif self.nfree:
+                self.nfree -= 1
+                order[seq % nring] = self.free[self.nfree]
+            else:
+                order[seq % nring] = <uint32_t> top0
+                top0 += 1
+        while j < spare:                        # (a shrink: runs of slots given back)
+            s = self.order[(head + npages + j) % old]
+            self.free[self.nfree] = s
+            self.nfree += 1
+            j += 1
+            if run0 >= 0 and s == run1 + 1:
+                run1 = s
+                continue
+            if run0 >= 0:
+                self._give_back(run0, run1)
+            run0 = run1 = s
+        if run0 >= 0:
+            self._give_back(run0, run1)
+        PyMem_Free(self.order)
+        self.order = order
+        self.nring = nring
+        return 0
 
 
 cdef BufferPage slot_page(PageArena arena, long long seq, int size, records):

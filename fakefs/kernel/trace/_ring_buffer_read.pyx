@@ -16,7 +16,8 @@ cimport cython
 from fakefs.kernel.trace._trace_events_raw cimport FixedRecords
 from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
-    PAGE_HDR, BufferPage, PageArena, commit_of, decode_raw, page_counts, slot_of, slot_page)
+    PAGE_HDR, BufferPage, PageArena, commit_of, decode_raw, nent_of, page_counts, slot_of,
+    slot_page)
 
 
 cdef class CpuBufferRead(CpuBufferCore):
@@ -52,10 +53,10 @@ cdef class CpuBufferRead(CpuBufferCore):
 
     def page_len(self, Py_ssize_t i):
         """How many entries the ``i``-th sub-buffer holds (decoding nothing)."""
-        cdef int n = 0
-        cdef long long last = 0
-        page = self._look(i, &n, &last)
-        return len(page) if page is not None else n
+        if not 0 <= i < self.npages:
+            raise IndexError(i)
+        page = self.objs.get(self.head + i)
+        return len(page) if page is not None else nent_of(self.arena, self.head + i)[0]
 
     def page_used(self, Py_ssize_t i):
         """The data bytes the ``i``-th sub-buffer used."""

@@ -90,14 +90,14 @@ class CpuBuffer(CpuBufferRead, CpuBufferReader):
 
     def resize(self, nr_pages: int) -> None:
         """``nr_pages`` sub-buffers (two at least): the oldest that no
-        longer fit are overwritten, those kept copied into a new arena."""
+        longer fit are overwritten, those kept stay where they are."""
         nr_pages = max(2, nr_pages)
         if nr_pages == self.nr_pages:
             return
-        while self.npages > nr_pages:
-            self.overwrite_oldest()
+        if self.npages > nr_pages:
+            self.overwrite_oldest(self.npages - nr_pages)
         if self.npages:
-            self.rearena(nr_pages)
+            self.rering(nr_pages)
         else:
             self.clear_pages()
         self.nr_pages = nr_pages

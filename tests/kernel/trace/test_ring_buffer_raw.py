@@ -13,7 +13,7 @@ import pytest
 from fakefs.kernel.trace import trace_entries as te
 from fakefs.kernel.trace._ring_buffer import PageWriter
 from fakefs.kernel.trace._ring_buffer_page import fill_page
-from fakefs.kernel.trace._ring_buffer_bpage import decode_page, decodes
+from fakefs.kernel.trace._ring_buffer_bpage import PageArena, decode_page, decodes
 from fakefs.kernel.trace.ring_buffer import CpuBuffer, event_length
 from fakefs.kernel.trace.ring_buffer_page import read_page
 from fakefs.kernel.trace.trace_events_raw import RecordEncoder
@@ -471,7 +471,7 @@ def test_raw_sub_buffers_are_the_slots_of_the_cpu_buffer_s_arena():
     tail is the only page until a reader looks at one."""
     es = entries(5, 6000)
     cb = raw_buffer(es, 8)
-    assert cb.overrun > 0 and cb.npages == 8 and cb.arena.nslots == 8
+    assert cb.overrun > 0 and cb.npages == 8 and cb.arena.nring == 8
     assert list(cb.objs) == [cb.head + 7]
     assert cb.events() == es[len(es) - cb.entries:]
     pages = cb.pages
@@ -481,7 +481,7 @@ def test_raw_sub_buffers_are_the_slots_of_the_cpu_buffer_s_arena():
     w = PageWriter(cb, True, FN)
     w.put_fn(es[0][0], *es[0][2:])
     w.finish()
-    assert cb.events() == es[:1] and cb.arena.nslots == 8
+    assert cb.events() == es[:1] and cb.arena.nring == 8
 
 
 def test_a_snapshot_keeps_the_bytes_of_sub_buffers_taken_or_overwritten_meanwhile():
@@ -523,18 +523,56 @@ def test_a_sub_buffer_s_bytes_read_stay_as_they_were_read():
     assert bytes(view) == before and cb.overrun > 0
 
 
-@pytest.mark.parametrize("nr_pages", (4, 12))
-def test_a_resize_copies_the_sub_buffers_kept_into_a_new_arena(nr_pages):
-    """A resize makes an arena of the new size and copies the sub-buffers
-    kept into it, in order (the pages made of them pointed there); the old
-    mapping goes with the last page pointing into it."""
-    es = entries(8, 6000)
-    cb = raw_buffer(es[:3000], 8)
+def slots(cb):
+    """Where each held sub-buffer's bytes are, oldest first."""
+    return [cb.arena.slot(cb.head + i) for i in range(cb.npages)]
+
+
+@pytest.mark.parametrize("nr_pages", (4, 12, 3000))
+@pytest.mark.parametrize("first", (3000, 3100))
+def test_a_resize_moves_no_sub_buffer(nr_pages, first):
+    """A resize changes the ring's length, not where its sub-buffers are:
+    those kept stay in their slots (the pages made of them too), grown
+    places take new slots, and writing goes on in ring order (the held
+    ones wrapping the arena's end or not: ``first`` entries written)."""
+    es = entries(8, 9000)
+    cb = raw_buffer(es[:first], 8)
     cb.promote(1)
-    old = cb.arena
+    arena, before = cb.arena, slots(cb)
+    raws = {seq: bytes(p.raw) for seq, p in cb.objs.items()}
     cb.resize(nr_pages)
     kept = cb.events()
-    assert cb.arena is not old and cb.arena.nslots == nr_pages and cb.head == 0
+    assert cb.arena is arena and cb.arena.nring == nr_pages
+    assert slots(cb) == before[len(before) - cb.npages:]
+    assert {seq: bytes(p.raw) for seq, p in cb.objs.items() if seq in raws} == {
+        seq: raw for seq, raw in raws.items() if seq >= cb.head}
+    assert kept == es[first - cb.entries:first]
+    w = PageWriter(cb, True, FN)
+    for e in es[first:]:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    assert cb.events() == (kept + es[first:])[len(kept) + len(es) - first - cb.entries:]
+    assert len(set(slots(cb))) == cb.npages
+    assert cb.held_bytes == cb.walked_bytes()
+
+
+def test_a_resize_past_the_reservation_copies_the_sub_buffers_into_a_new_arena():
+    """An arena holds address space for so many slots: a ring grown past
+    them is copied into a new arena (the pages made of it pointed there)."""
+    es = entries(8, 6000)
+    cb = CpuBuffer(0, 8)
+    cb.arena = PageArena(8, 4096, 10)
+    w = PageWriter(cb, True, FN)
+    for e in es[:3000]:
+        w.put_fn(e[0], *e[2:])
+    w.finish()
+    cb.promote(1)
+    old = cb.arena
+    cb.resize(10)                       # within the reservation: stays
+    assert cb.arena is old
+    cb.resize(12)
+    kept = cb.events()
+    assert cb.arena is not old and cb.arena.nring == 12 and cb.head == 0
     assert all(p.arena is cb.arena for p in cb.objs.values())
     assert kept == es[3000 - cb.entries:3000]
     w = PageWriter(cb, True, FN)
@@ -553,11 +591,11 @@ def rss_kb() -> int:
 @pytest.mark.parametrize("grown_first", (False, True))
 def test_a_shrunk_buffer_gives_its_memory_back_at_once(grown_first):
     """Shrunk from 8 MB to 4 sub-buffers (first grown, or not), the
-    buffer's memory follows at once: the 4 kept are copied to a small
-    arena, the big mapping goes."""
+    buffer's memory follows at once: the slots out of the ring go back to
+    the host."""
     es = entries(9, 2048 * 160)
     cb = raw_buffer(es, 2048)
-    assert cb.arena.nslots == 2048
+    assert cb.arena.nring == 2048
     full = rss_kb()
     if grown_first:
         cb.resize(4096)
