@@ -20,12 +20,9 @@ commands after it find nothing left to simulate (``echo 0 > tracing_on``
 after ``fakefs clock MNT +5s`` of every event answered in 250-370 ms when
 the write returned at once and the next request did the work), as the
 wall clock's runner keeps a recording machine at the host's time.  What
-can be seen of the stretch is all simulated (``Gap.bounded`` off: a
-16 MB buffer is full after ``+10s`` of the function tracer, as on a
-kernel, where a request's catch-up keeps at most
-``trace_backlog.GAP_ENTRIES_CPU`` entries a CPU of a gap:
-``test_vclock``); what no reader can see is skipped and counted.  Two
-moves with nothing read between them are two stretches simulated, as if
+can be seen of the stretch is all simulated (a 16 MB buffer is full
+after ``+10s`` of the function tracer, as on a kernel: ``test_vclock``);
+what no reader can see is skipped and counted.  Two moves with nothing read between them are two stretches simulated, as if
 something had looked in between (they were one).  Nothing happens between
 moves: a read that blocks (``trace_pipe``) waits until the clock is moved.
 """

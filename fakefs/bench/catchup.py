@@ -5,10 +5,12 @@ With the function tracer, ``stacktrace``, ``stackmap`` and every event on
 128 KB of ``trace`` are read:
 
 * in-process with a manual clock (no FUSE, any length of idle): the time to
-  catch the kernel up plus the read, median of ROUNDS (the gap's window is
-  simulated in full, the rest skipped: ``trace_backlog``); the baselines,
-  in the same run: the same 1 and 10 s simulated in full (observed every
-  20 ms: nothing can be skipped);
+  catch the kernel up plus the read, median of ROUNDS (what can be seen of
+  the gap is simulated in full, the rest skipped: ``trace_backlog``; a big
+  buffer's window is seconds long, and costs what it costs: nothing bounds
+  it, and a mount never makes such a gap while it records, ``runner.py``);
+  the baselines, in the same run: the same 1 and 10 s simulated in full
+  (observed every 20 ms: nothing can be skipped);
 * through a real mount for 1, 10 and 60 s of real idle: the time of
   open+read(128 KB)+close of ``trace``, and how long ``cat tracing_on``
   (a setting: it does not wait for the catch-up) takes meanwhile, read
@@ -74,7 +76,7 @@ def _in_process(gap_s: float, observed_every_ns: int | None = None,
                 buffer_kb: int | None = None) -> float:
     """The first read after ``gap_s`` idle: caught up at the read, or in
     full, observed every ``observed_every_ns`` (``buffer_kb`` a CPU: a
-    gap's window is bounded by entries, GAP_ENTRIES_CPU)."""
+    gap's window fills it MARGIN times over)."""
     k = _booted(buffer_kb)
     gc.collect()        # (the earlier rounds' kernels: the daemon collects while idle)
     t0 = time.perf_counter()

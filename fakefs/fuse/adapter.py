@@ -44,7 +44,7 @@ from . import noflush, notify, syscall_events
 from .handler import handler
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
-from .pacing import STEP_WALL_S, Pacer, settle_host_events
+from .pacing import REQUEST_CAME, REQUEST_WAIT_S, STEP_WALL_S, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import caller_open_args, current_nonblock, dev_attached
@@ -153,24 +153,43 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
-    async def observe(self, changes: bool = False, bounded: bool = True) -> int:
+    async def observe(self, changes: bool = False, wait_s: float | None = None) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
         of time (pacing.STEP_WALL_S: what a step is sized to cost);
         what the followed real processes did before it is done by then
-        (``changes``: the request may change settings; not ``bounded``: a
-        gap it begins is simulated in full wherever it can be seen, a move
-        of the virtual clock's)."""
+        (``changes``: the request may change settings).  Returns the
+        instant the request is served at: its own, or in a paced mount, once
+        it has waited ``wait_s`` on a machine that fell behind, the instant
+        the machine reached (``Pacer.served_at``); the runner goes on from
+        there.  By default a request waits REQUEST_WAIT_S from when it came
+        in all its catch-ups together, and on a machine running late
+        (``Pacer.running_late``) one step."""
         self.host_seen(None, changes)
-        t0 = time.monotonic()
-        until = self.kernel.clock.now_ns()   # the request came now: no later
-        while self.pacer.step(self.kernel, until, bounded):
-            if time.monotonic() - t0 >= STEP_WALL_S:
+        k = self.kernel
+        start = t0 = time.monotonic()
+        until = k.clock.now_ns()             # the request came now: no later
+        wait = wait_s
+        if wait is None:
+            came = REQUEST_CAME.get()
+            if came is not None:
+                start = came
+            wait = 0.0 if self.pacer.running_late(k, until) else REQUEST_WAIT_S
+        while True:
+            target = self.pacer.target(k, until)
+            if not self.pacer.step(k, target) and target >= until:
+                break
+            now = time.monotonic()
+            served = self.pacer.served_at(k, until) if now - start >= wait else None
+            if served is not None:
+                until = served
+                break
+            if now - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()
         settle, self.host_settle = self.host_settle, None
         if settle is not None:
-            self.host_settle = settle_host_events(self.kernel, until, settle)
+            self.host_settle = settle_host_events(k, until, settle)
         return until
 
     def at(self, until: int | None):
@@ -449,7 +468,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         n = await stepped_write(self, f, data)      # long writes let others in
         if f.node.fops.moves_time:
             # (in steps, others let in; all that can be seen: the move is the work)
-            await self.observe(bounded=False)
+            await self.observe()
         self.heap.after_request()
         return n
 

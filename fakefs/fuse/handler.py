@@ -11,12 +11,14 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import time
 
 import pyfuse3
 import trio
 
 from ..kernel.fs.pseudo import KernelError
 from . import notify, syscall_events
+from .pacing import REQUEST_CAME
 
 log = logging.getLogger("fakefs.fuse")
 
@@ -67,15 +69,18 @@ def handler(fn):
 def _in_heap(fn):
     """The request begins and ends for the heap keeper (``heap.py``); then
     the readers and pollers waiting on the kernel look again (what they
-    wait for may have moved)."""
+    wait for may have moved).  When it came is known to its catch-ups
+    (``pacing.REQUEST_CAME``: what it waits on them is counted from then)."""
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
         self.kernel.now = self.kernel.clock.now_ns()     # the request came now
         self.heap.request_begins()
+        came = REQUEST_CAME.set(time.monotonic())
         try:
             return await fn(self, *args, **kwargs)
         finally:
+            REQUEST_CAME.reset(came)
             try:
                 self.heap.request_ends()
                 if self.waiters.readers:

@@ -16,22 +16,33 @@ calls a second, 0.1 ms of simulated time is ~1.1 ms of work in-process)
 and grows while steps are cheap.  In a gap (``Timekeeper.next_boundary``) the quiet part before
 the window is cheap and the window is not: a step ends where the window
 begins, and the next one starts small again, as after a skip.  What a gap
-simulates does not depend on what its steps cost (``trace_backlog``'s
-budget counts entries, not seconds).  After the catch-up,
+simulates does not depend on what its steps cost.  After the catch-up,
 ``settle_host_events``: the followed real processes' events before the
 request are done, not those after it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
 
-from ..sim.timekeeper import STEP_NS
+from ..sim.timekeeper import GAP_NS, STEP_NS
 from ..sim.clock import ManualClock
 from ..sim.host import SETTLE_NS
 
 STEP_WALL_S = 0.002
 MIN_STEP_NS = 100_000
+# the longest a request waits on the simulation in a paced mount, all its
+# catch-ups together (a call's entry, its work, its exit): a machine further
+# behind serves it at the instant it reached (``Pacer.served_at``)
+REQUEST_WAIT_S = 0.03
+# a paced machine further behind the host than this is running late (one
+# that keeps up is at most a tick and a step behind: ``runner.py``): waiting
+# on it would not bring it to a request's instant, which is served after a
+# step at the instant it reached
+LATE_NS = 50_000_000
+# when the request under way came (``time.monotonic()``; handler.py sets it)
+REQUEST_CAME: contextvars.ContextVar = contextvars.ContextVar("request_came", default=None)
 
 
 class Pacer:
@@ -43,19 +54,51 @@ class Pacer:
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
-    def step(self, kernel, until: int, bounded: bool = True) -> bool:
-        """One step of the kernel towards ``until`` (``Timekeeper.catch_up``;
-        ``bounded``: its gap's work, a request's, as the catch-up says):
+    def target(self, kernel, until: int) -> int:
+        """Where the catch-up towards ``until`` goes next.  In a paced mount
+        while something records, the runner keeps the machine at the host's
+        time (``runner.py``), so a stretch behind is the machine's lag (it
+        got less CPU than it needed), never a stretch nobody saw: it is
+        stepped in full, at most a gap's threshold at a time, so that no gap
+        (a skip of what is not seen) begins."""
+        if self.paced:
+            tk = kernel.timekeeper
+            if tk.gap is None:
+                threshold = tk.gap_threshold()
+                if threshold < GAP_NS:
+                    return min(until, kernel.sim_time + threshold)
+        return until
+
+    def served_at(self, kernel, until: int) -> int | None:
+        """The instant a request that came at ``until`` and has waited long
+        enough on the catch-up (REQUEST_WAIT_S) is served at, if it waits no
+        longer: in a paced mount, the instant the machine reached (not
+        inside a gap, whose counts are made at its end), which is never
+        before an instant served earlier (the machine was there).  None: it
+        waits on (a manual clock's requests find the kernel at their
+        instant: the same commands, the same files)."""
+        if not self.paced or kernel.timekeeper.gap is not None:
+            return None
+        return min(until, kernel.sim_time)
+
+    def running_late(self, kernel, until: int) -> bool:
+        """Whether the machine, paced and not in a gap, is more than LATE_NS
+        behind ``until`` (the host's instant of a request)."""
+        return (self.paced and kernel.timekeeper.gap is None
+                and until - kernel.sim_time > LATE_NS)
+
+    def step(self, kernel, until: int) -> bool:
+        """One step of the kernel towards ``until`` (``Timekeeper.catch_up``):
         True while more remains."""
         if not self.paced:
-            return kernel.timekeeper.catch_up(1, until, bounded=bounded)
+            return kernel.timekeeper.catch_up(1, until)
         step = self.step_ns
         t = kernel.sim_time
         end = kernel.timekeeper.next_boundary()
         if end is not None and end - t < step:
             step = end - t                       # the cheap part ends there
         t0 = time.perf_counter()
-        more = kernel.timekeeper.catch_up(1, until, step, bounded=bounded)
+        more = kernel.timekeeper.catch_up(1, until, step)
         spent = time.perf_counter() - t0
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs

@@ -21,10 +21,8 @@ full only where it can still be seen, as the gap watchers say
 
 from __future__ import annotations
 
-# Simulated time handed to the timer hooks in one step, and the most a single
-# observation will replay; older backlog is skipped (see ``catch_up``).
+# Simulated time handed to the timer hooks in one step
 STEP_NS = 20_000_000
-MAX_BACKLOG_NS = 30_000_000_000
 # An unobserved stretch longer than this is a gap: the kernel simulates of it
 # what its watchers need, and at least the last GAP_WINDOW_NS (allocations,
 # profile ticks and the scheduler's state come from that part)
@@ -43,15 +41,11 @@ SHOWN_NS = 2 * TICK_NS
 class Gap:
     """An unobserved stretch being caught up (see ``Timekeeper.catch_up``)."""
 
-    __slots__ = ("start", "end", "bounded", "full", "skipped", "skip_end", "resume", "shown_to")
+    __slots__ = ("start", "end", "full", "skipped", "skip_end", "resume", "shown_to")
 
-    def __init__(self, start: int, end: int, bounded: bool = True):
+    def __init__(self, start: int, end: int):
         self.start = start
         self.end = end
-        # what is simulated in full is bounded (MAX_BACKLOG_NS, the watchers'
-        # entries: a request waits for it), or only by what can be seen (a
-        # move of the virtual clock: the move itself is the work asked for)
-        self.bounded = bounded
         self.full = 0           # ns simulated in full so far
         self.skipped = 0        # ns skipped so far
         self.skip_end = start   # where the last skip ended
@@ -72,7 +66,7 @@ class Timekeeper:
         kernel.sim_time = kernel.now = kernel.clock.now_ns()
 
     def catch_up(self, max_steps: int = 8, until: int | None = None,
-                 step_ns: int = STEP_NS, bounded: bool = True) -> bool:
+                 step_ns: int = STEP_NS) -> bool:
         """Simulate up to ``max_steps`` steps towards ``until`` (default: now).
 
         Returns True while more remains, so a caller on an event loop can
@@ -81,12 +75,10 @@ class Timekeeper:
         not chased for ever, and may take steps shorter than STEP_NS
         (``step_ns``) so that each call takes a short while.  Of a gap (more than GAP_NS since the kernel
         was last observed), only what can still be seen is simulated in
-        full: what the gap watchers need, the last GAP_WINDOW_NS, and never
-        more than MAX_BACKLOG_NS in all; the rest is skipped, the skip hooks
-        and watchers accounting for it; not ``bounded`` (a move of the
-        virtual clock), all that can still be seen is simulated in full
-        however long it takes.  A gap, once begun, ends where it was meant
-        to, as it began.
+        full: what the gap watchers need and the last GAP_WINDOW_NS, however
+        long that takes; the rest is skipped, the skip hooks and watchers
+        accounting for it.  A gap, once begun, ends where it was meant to,
+        as it began.
         """
         now = self.kernel.clock.now_ns() if until is None else until
         now -= now % TICK_NS
@@ -102,7 +94,7 @@ class Timekeeper:
                 if now - self.kernel.sim_time <= (GAP_NS if seen is False else self.gap_threshold()):
                     self._step(min(now, self.kernel.sim_time + step_ns), seen)
                     continue
-                gap = self.gap = Gap(self.kernel.sim_time, now, bounded)
+                gap = self.gap = Gap(self.kernel.sim_time, now)
                 for w in self.kernel.gap_watchers:
                     w.gap_begins(gap)
             h = self._full_from(gap)
@@ -171,14 +163,7 @@ class Timekeeper:
     def _wanted_from(self, gap: Gap) -> int:
         """Where the watchers want the full simulation to go on from."""
         t, end = self.kernel.sim_time, gap.end
-        if gap.bounded and gap.full >= MAX_BACKLOG_NS:
-            return end                       # enough replayed: the rest is skipped
         h = min([end - GAP_WINDOW_NS] + [w.full_from(t, gap) for w in self.kernel.gap_watchers])
-        if h > t and gap.bounded:
-            # a skip: what follows it in full fits in what is left of the cap
-            # (a watcher that needs the kernel now, measuring at the gap's
-            # start, is not skipped past: MAX_BACKLOG_NS above ends it)
-            h = max(h, end - MAX_BACKLOG_NS + gap.full)
         return max(t, h - h % TICK_NS)
 
     def _skip(self, t1: int) -> None:

@@ -36,37 +36,26 @@ Function probes and event triggers may switch tracing or events on and off,
 take snapshots, dump or count into histograms.  While one of them can still
 change something at its next hit (``may_act``: a traceoff while tracing is
 on, an enable_event of a disabled event, any snapshot, dump or histogram)
-the gap is simulated in full (the kernel caps that at ``MAX_BACKLOG_NS``).
+the gap is simulated in full.
 Once none can (tracing switched off for good, the counts used up, the
 events already in the state the triggers put them in), what they do is a
 rate like the rest: a counted stacktrace trigger or probe loses the calls of
 the skipped time from its count, and its stacks are entries of the buffer.
 An array that started recording during the gap is measured from then on.
 
-The full parts of one gap make at most GAP_ENTRIES_CPU entries per CPU
-(the cost of simulating is per entry: a gap with everything traced costs
-its request 75-90 ms, ``python -m fakefs.bench.catchup --no-mount``; a
-default buffer holds 51.6k function entries, refilled MARGIN times over after a probe that is 105k a CPU, so
-that a default buffer is full after a gap at the function tracer's 500,000
-calls a second).  A buffer
-that holds more than that (``buffer_size_kb`` in megabytes) keeps the
-probe's and the last ones the budget allows; those of the skipped time
-between are counted as written and overwritten (overrun) or dropped,
-although the buffer had room for them: that is where the model gives way
-instead of holding the request that asked (a gap only a machine that
-falls behind the host's time makes: the runner keeps a recording machine
-at it).  A move of the virtual clock has no budget (``Gap.bounded``): the
-move itself is the work asked for, and all that can be seen of the gap
-is simulated in full.  Triggers and probes that can
-still act are followed in full for the first half of that (the function
-tracer's calls count as entries there: probes see each of them, recorded
-or not).
+Nothing bounds what the full parts cost: all that can be seen is
+simulated (a move of the virtual clock is the work asked for; in-process,
+nobody waits).  A mount never makes a gap while something records: its
+runner keeps the machine at the host's time, and a machine that falls
+behind is stepped in full while requests are served at the instant it
+reached (``fuse/runner.py``).
 
 A skip stops at what a followed real process did (``Timekeeper._shown_first``):
 a moment of each fork, exec or exit is simulated in full and traced, even
 before the window (``traced_needs``).
 
-While anything is recorded, a stretch longer than TRACED_GAP_NS is a gap
+While anything is recorded, a stretch longer than TRACED_GAP_NS nobody saw
+(in-process, or a move of the virtual clock) is a gap
 (the kernel's own threshold is longer): simulating what tracing records
 costs more than the time it takes (a gap simulates the machine's last
 GAP_WINDOW_NS and a probe in any case, so a shorter threshold would not
@@ -94,11 +83,6 @@ EMPTY_PROBE_NS = 1_000_000_000
 # still held the probe's entries, which the skip's pushed out (test_window's
 # held half missing in 2 runs of 8 under load; at 2.0, in none of 8)
 MARGIN = 2.0
-# the most entries a gap's full parts may make, per CPU: the window at the
-# end is no longer than what is left, and triggers or probes that can still
-# act are followed in full for the first half of them only.  A default
-# buffer holds 51.6k function entries: with the probe and MARGIN, 105k.
-GAP_ENTRIES_CPU = 110_000
 
 
 class _Meter:
@@ -149,7 +133,6 @@ class TraceBacklog:
         self.meters: dict = {}          # array -> _Meter, for the gap under way
         # how many plain function calls were simulated (``act.calls``)
         # when the gap under way began
-        self.calls_at_gap = 0
         # the gap's window (where recording goes on again after the skip),
         # the ns before it simulated quiet, where the quiet time ended, and
         # the counter clock's reading then
@@ -176,7 +159,6 @@ class TraceBacklog:
 
     def gap_begins(self, gap) -> None:
         self.meters = {tr: _Meter(tr) for tr in self.kernel.tracing.arrays() if recording(tr)}
-        self.calls_at_gap = self.act.calls
         self.counter_at = {}
         self.window_from = None
         self.quiet = 0
@@ -228,22 +210,8 @@ class TraceBacklog:
         for tr in arrays:
             if tr not in self.meters and recording(tr):
                 self.meters[tr] = _Meter(tr, gap.full)     # switched on in the gap
-        used = 0                  # entries the full parts made
-        rate = 0.0                # entries per ns, now
-        for tr, m in self.meters.items():
-            n = sum(cb.written - m.written[c] for c, cb in enumerate(tr.buffer.cpus))
-            used += n
-            if recording(tr) and gap.full > m.full:
-                rate += n / (gap.full - m.full)
-        # (the calls simulated count too: probes see them all, whatever is recorded)
-        used = max(used, self.act.calls - self.calls_at_gap)
-        # (a move of the virtual clock: no budget, what can be seen is simulated)
-        budget = GAP_ENTRIES_CPU * self.kernel.nr_cpus if gap.bounded else None
-        if budget is not None and used >= budget:
-            return gap.end                     # the budget is spent: skip the rest
-        if ((budget is None or used < budget // 2)
-                and any(tr.acts_on_itself() and may_act(tr) for tr in arrays)):
-            return t
+        if any(tr.acts_on_itself() and may_act(tr) for tr in arrays):
+            return t                           # what it does next is not a rate yet
         h = gap.end
         for tr, m in self.meters.items():
             if not recording(tr):
@@ -264,8 +232,6 @@ class TraceBacklog:
                     h = min(h, gap.end - int(fill * MARGIN))
                 elif tr.cpumask >> c & 1 and full < EMPTY_PROBE_NS:
                     return t             # nothing yet: a rare call or event, still measuring
-        if rate and budget is not None:        # no longer than what is left of the budget
-            h = max(h, gap.end - int((budget - used) / rate))
         if h > t:
             self.window_from = h
         return h

@@ -10,6 +10,7 @@ import pytest
 from fakefs import sim
 from fakefs.fuse import notify
 from fakefs.fuse.adapter import FakeFS
+from fakefs.fuse.pacing import REQUEST_WAIT_S
 from fakefs.kernel.fs.pseudo import FileOperations, KernelError, PseudoTree, WouldBlock
 
 
@@ -46,10 +47,13 @@ class FakeKernel:
     def now_ns(self):
         return 0
 
+    def gap_threshold(self):
+        return 1 << 62               # nothing records
+
     def next_boundary(self):
         return None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         self.steps += 1
         return False
 
@@ -196,7 +200,7 @@ class SlowKernel(FakeKernel):
         super().__init__()
         self.left = 40
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         for _ in range(max_steps):
             if not self.left:
                 return False
@@ -233,11 +237,13 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
         n.start_soon(reader, "live", busy)
         await trio.sleep(0.05)
         n.start_soon(reader, "setting", setting)
-    assert answered["live"][1] == 0                  # it waited for the whole catch-up
+    # it waited on the catch-up, at most REQUEST_WAIT_S (then served where
+    # the machine got: Pacer.served_at)
+    assert REQUEST_WAIT_S <= answered["live"][0] < 0.2, answered
     assert answered["setting"][1] > 0                # answered while it was under way
     assert answered["setting"][0] < 0.1
     # writing a setting catches up first (what ran so far ran under the old value)
-    k.left = 5
+    k.left = 2
     fi = await fs.open(setting, os.O_WRONLY, Ctx())
     assert k.left == 0
     await fs.release(fi.fh)
@@ -258,7 +264,7 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             target = self.t if until is None else until
             for _ in range(max_steps):
                 if self.sim >= target:
@@ -277,6 +283,60 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
     await fs.release(fi.fh)
 
 
+class LateKernel(FakeKernel):
+    """A machine a second behind the host, each step 10 ms of wall time for
+    a millisecond of its time."""
+
+    def __init__(self):
+        super().__init__()
+        self.sim_time = 1_000_000_000
+
+    def now_ns(self):
+        return 2_000_000_000
+
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
+        for _ in range(max_steps):
+            time.sleep(0.01)
+            self.steps += 1
+            self.sim_time += 1_000_000
+        return self.sim_time < until
+
+
+async def test_a_request_to_a_machine_running_late_waits_one_step_and_is_served_where_it_got():
+    from fakefs.fuse.pacing import LATE_NS
+    k = LateKernel()
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    ino = (await lookup(fs, "busy")).st_ino
+    steps = k.steps
+    t0 = time.monotonic()
+    assert await fs.observe() == 1_000_000_000 + 1_000_000      # where it got
+    assert k.steps == steps + 1
+    assert time.monotonic() - t0 < REQUEST_WAIT_S
+    # a machine merely a tick behind is waited on, REQUEST_WAIT_S at most
+    k.sim_time = k.now_ns() - LATE_NS
+    t0 = time.monotonic()
+    assert await fs.observe() < k.now_ns()
+    assert REQUEST_WAIT_S <= time.monotonic() - t0 < 0.1
+    assert k.steps >= steps + 1 + 3
+
+
+async def test_a_requests_catch_ups_wait_request_wait_s_in_all():
+    """A request's wait counts from when it came (``REQUEST_CAME``): a
+    call's exit after its entry waited its share waits one step."""
+    from fakefs.fuse.pacing import LATE_NS, REQUEST_CAME
+    k = LateKernel()
+    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on
+    fs = FakeFS(k)
+    came = REQUEST_CAME.set(time.monotonic() - REQUEST_WAIT_S)
+    try:
+        steps = k.steps
+        await fs.observe()
+        assert k.steps == steps + 1
+    finally:
+        REQUEST_CAME.reset(came)
+
+
 async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
     """The virtual clock's control file (``moves_time``): the write moves
     the clock, and returns once the kernel simulated up to the new instant,
@@ -291,7 +351,7 @@ async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():
         def now_ns(self):
             return self.clock.now_ns()
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             target = self.now_ns() if until is None else until
             for _ in range(max_steps):
                 if self.sim_time >= target:
@@ -333,7 +393,7 @@ async def test_a_request_does_not_wait_for_real_processes_after_it():
         def now_ns(self):
             return 100
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             fs.host_settle = 72_000_000_000     # taken meanwhile by a later request
             return False
 
@@ -363,7 +423,7 @@ async def test_the_kernel_serves_a_request_at_the_instant_it_came():
         def now_ns(self):
             return self.t
 
-        def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+        def catch_up(self, max_steps=8, until=None, step_ns=None):
             self.t += 1000                  # (the catch-up took a while)
             return False
 

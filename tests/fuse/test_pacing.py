@@ -23,7 +23,7 @@ class Costly:
     def next_boundary(self):
         return self.boundary if self.boundary is not None and self.boundary > self.sim_time else None
 
-    def catch_up(self, max_steps=8, until=None, step_ns=STEP_NS, bounded=True):
+    def catch_up(self, max_steps=8, until=None, step_ns=STEP_NS):
         self.steps.append(step_ns)
         if self.skip_to is not None:
             self.sim_time, self.skip_to = self.skip_to, None
@@ -117,3 +117,47 @@ def test_a_request_waits_only_for_the_real_processes_before_it():
     k = Settling(5000)
     assert pacing.settle_host_events(k, 1000, 4000) is None
     assert k.advanced == []
+
+
+class Behind:
+    """A kernel at ``sim_time`` whose watchers ask ``threshold`` (a gap's)."""
+
+    def __init__(self, sim_time, threshold, gap=None):
+        self.sim_time = sim_time
+        self.threshold = threshold
+        self.gap = gap
+        self.timekeeper = self
+
+    def gap_threshold(self):
+        return self.threshold
+
+
+def test_a_paced_machine_behind_while_something_records_is_stepped_in_full():
+    from fakefs.sim.timekeeper import GAP_NS
+    p = pacing.Pacer(Clock())
+    recording = Behind(1_000_000_000, 300_000_000)
+    # never a gap's length at once: no gap begins, nothing is skipped
+    assert p.target(recording, 9_000_000_000) == 1_300_000_000
+    assert p.target(recording, 1_100_000_000) == 1_100_000_000
+    # nothing records: a stretch nobody saw, a gap as before
+    assert p.target(Behind(1_000_000_000, GAP_NS), 9_000_000_000) == 9_000_000_000
+    # a gap under way goes on to its end; a manual clock's request waits for all of it
+    assert p.target(Behind(1_000_000_000, 300_000_000, gap=object()), 9_000_000_000) == 9_000_000_000
+    assert pacing.Pacer(ManualClock()).target(recording, 9_000_000_000) == 9_000_000_000
+
+
+def test_a_request_that_waited_is_served_where_the_machine_got_but_never_in_a_gap():
+    p = pacing.Pacer(Clock())
+    assert p.served_at(Behind(1_000_000_000, 300_000_000), 9_000_000_000) == 1_000_000_000
+    assert p.served_at(Behind(1_000_000_000, 300_000_000, gap=object()), 9_000_000_000) is None
+    assert pacing.Pacer(ManualClock()).served_at(Behind(1_000_000_000, 300_000_000), 9_000_000_000) is None
+
+
+def test_a_machine_more_than_late_ns_behind_is_running_late():
+    p = pacing.Pacer(Clock())
+    t = 1_000_000_000
+    assert p.running_late(Behind(t, 300_000_000), t + pacing.LATE_NS + 1)
+    assert not p.running_late(Behind(t, 300_000_000), t + pacing.LATE_NS)
+    # inside a gap, or on a manual clock: never (what it serves is its instant)
+    assert not p.running_late(Behind(t, 300_000_000, gap=object()), t + 10 * pacing.LATE_NS)
+    assert not pacing.Pacer(ManualClock()).running_late(Behind(t, 300_000_000), t + 10 * pacing.LATE_NS)

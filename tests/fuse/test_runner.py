@@ -43,13 +43,15 @@ class QuarterClock(Clock):
         return (time.monotonic_ns() - self._t0) // 4
 
 
-class StoppedClock(Clock):
-    """The host's clock, which a test may stop at an instant (``stopped``)."""
+class ScaledClock(Clock):
+    """The host's clock at ``scale`` times its pace."""
 
-    stopped = None
+    def __init__(self, scale: int):
+        super().__init__()
+        self.scale = scale
 
     def now_ns(self) -> int:
-        return self.stopped if self.stopped is not None else super().now_ns()
+        return (time.monotonic_ns() - self._t0) * self.scale
 
 
 def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_a_gap():
@@ -103,36 +105,46 @@ def test_the_runner_waits_when_nothing_records_or_on_the_virtual_clock():
     assert not Runner(FakeFS(boot(ManualClock(), *SEED004))).due()
 
 
-def test_a_gap_behind_leaves_the_catch_up_to_the_next_request():
-    k = boot(StoppedClock(), *SWITCH)
-    runner = Runner(FakeFS(k))
-    assert runner.due()
-    time.sleep(k.timekeeper.gap_threshold() / 1e9 + 0.05)
-    k.clock.stopped = k.clock.now_ns()      # (the request's instant: however long its catch-up)
-    assert not runner.due()                 # the lazy path's gap, as before
-    k.timekeeper.run_until_now()
-    assert runner.due()
-
-
-def test_a_machine_that_does_not_keep_up_is_left_to_the_lazy_path(monkeypatch):
-    from fakefs.fuse import runner as runner_mod
-    monkeypatch.setattr(runner_mod, "GIVE_UP_S", -1.0)     # every catch-up leaves it "behind"
-    monkeypatch.setattr(runner_mod, "RETRY_S", 60.0)
-    k = boot(Clock(), *SWITCH)
-    runner = Runner(FakeFS(k))
-    runner.wall = lambda: 1e3 * time.monotonic()    # ... and takes a thousand times real time
+def test_a_machine_that_does_not_keep_up_is_stepped_on_in_full_and_serves_requests_where_it_got():
+    """The host's time runs 100 times faster than the machine can follow
+    (the function tracer, ~11x real time): the runner steps it on in full
+    (no gap, nothing skipped: the counts of the virtual clock over the
+    same span), and a request waits at most REQUEST_WAIT_S on it, then is
+    served at the instant the machine reached, far behind the host's."""
+    from fakefs.fuse.pacing import REQUEST_WAIT_S
+    k = boot(ScaledClock(100), ("current_tracer", "function"))
+    enabled = k.sim_time
+    fs = FakeFS(k)
+    runner = Runner(fs)
+    gaps = []
+    k.add_gap_watcher(type("W", (), {
+        "gap_begins": lambda self, g: gaps.append(g), "gap_ends": lambda self, g: None,
+        "boundary": lambda self: None, "gap_threshold": lambda self: 1 << 62,
+        "full_from": lambda self, t, g: g.end})())
 
     async def main():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(runner.run)
-            with trio.move_on_after(60):
-                while runner.ticks < runner_mod.GIVE_UP_TICKS:
-                    await trio.sleep(0.05)
-            await trio.sleep(0.5)           # long enough for more ticks, had it gone on
+            await trio.sleep(0.5)
+            assert runner.due()                 # behind, and still its to keep up
+            t0 = time.monotonic()
+            until = await fs.observe()
+            waited = time.monotonic() - t0
+            lag = k.clock.now_ns() - until
             nursery.cancel_scope.cancel()
+        return until, waited, lag
 
-    trio.run(main)
-    assert runner.ticks == runner_mod.GIVE_UP_TICKS     # then it waits for a request
+    until, waited, lag = trio.run(main)
+    assert gaps == []
+    assert waited < REQUEST_WAIT_S + 0.15, waited
+    assert lag > 10_000_000_000, lag            # served far behind the host's time ...
+    assert enabled < until <= k.sim_time        # ... where the machine had got
+    span = k.sim_time - enabled
+    ref = boot(ManualClock(), ("current_tracer", "function"))
+    ref.timekeeper.advance_to(ref.sim_time + span)
+    written = sum(cb.written for cb in k.tracing.global_trace.buffer.cpus)
+    expected = sum(cb.written for cb in ref.tracing.global_trace.buffer.cpus)
+    assert abs(written - expected) < 0.3 * expected, (written, expected, span)
 
 
 def test_a_poller_learns_of_what_the_runner_s_catch_ups_wrote():

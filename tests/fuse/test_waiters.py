@@ -56,13 +56,16 @@ class Kernel:
         self.seen = seen
         self.steps = 0
 
+    def gap_threshold(self):
+        return 1 << 62               # nothing records
+
     def next_boundary(self):
         return None
 
     def machine_seen(self):
         return self.seen
 
-    def catch_up(self, max_steps=8, until=None, step_ns=None, bounded=True):
+    def catch_up(self, max_steps=8, until=None, step_ns=None):
         self.steps += 1
         return False
 

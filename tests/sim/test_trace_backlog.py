@@ -223,11 +223,11 @@ def test_while_tracing_a_second_is_a_gap():
     assert sum(simulated) < 1_000_000_000
 
 
-def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
-    """The cap on what is replayed (MAX_BACKLOG_NS) never skips the probe
-    at the gap's start: a minute unobserved is measured, skipped and
-    refilled like ten seconds (it once replayed the last 30 s in full)."""
-    from fakefs.sim.timekeeper import MAX_BACKLOG_NS
+def test_a_minute_unobserved_costs_what_ten_seconds_do():
+    """Nothing caps what a gap simulates but what can be seen: a minute
+    unobserved is measured, skipped and refilled like ten seconds (the
+    probe at its start and the window at its end; it once replayed the
+    last 30 s in full)."""
     spent = {}
     for gap_s in (10, 60):
         k, simulated = boot(*EVERYTHING, kb=64)
@@ -236,7 +236,7 @@ def test_a_gap_longer_than_the_cap_costs_what_a_shorter_one_does():
         spent[gap_s] = sum(simulated)
         cpus = k.tracing.global_trace.buffer.cpus
         assert sum(cb.overrun for cb in cpus) > 0             # the skipped time is counted
-    assert spent[60] < 1_000_000_000 and spent[60] < MAX_BACKLOG_NS, spent
+    assert spent[60] < 1_000_000_000, spent
     assert close(spent[10], spent[60], 0.5), spent
 
 
@@ -254,49 +254,23 @@ def test_a_default_buffer_is_full_after_a_gap_at_the_function_tracers_rate():
         assert cb.overrun > 1_500_000
 
 
-def test_a_buffer_larger_than_the_budget_keeps_its_last_part():
-    from fakefs.sim.trace_backlog import GAP_ENTRIES_CPU
-    k, simulated = boot(("events/enable", "1"), kb=65536)
+def test_a_big_buffer_is_full_after_a_gap():
+    """A gap has no entries' budget: a buffer that holds seconds of the
+    function tracer is full after ten seconds nobody saw, as on a kernel
+    (it once kept the probe's entries, a hole, then the last 110,000 a
+    CPU), and only what no reader can see is skipped."""
+    k, simulated = boot(("current_tracer", "function"), kb=16384)
     k.clock.advance(10_000_000_000)
     k.timekeeper.run_until_now()
     cpus = k.tracing.global_trace.buffer.cpus
-    entries = sum(cb.entries for cb in cpus)
-    written = sum(cb.entries + cb.overrun for cb in cpus)
-    assert entries <= GAP_ENTRIES_CPU * 2 * 1.2, entries
-    assert sum(simulated) < 8_000_000_000, sum(simulated)
-    assert written > 2 * entries, (written, entries)      # the skipped time is counted
-    # what the buffer holds: what it had room for from before the skip (the
-    # counted entries did not fill it) and the end of the gap; the skipped
-    # time between is a hole (counted as overrun: where the budget gives way)
-    assert min(cb.oldest_ts() for cb in cpus) < 100_000_000
     for cb in cpus:
+        assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
+        assert cb.overrun > 0
+        assert cb.entries > 500_000, cb.entries
         ts = [e[0] for e in cb.events()]
         hole = max(b - a for a, b in zip(ts, ts[1:]))
-        assert hole >= 10_000_000_000 - sum(simulated), (hole, sum(simulated))
-
-
-def test_a_move_of_the_virtual_clock_keeps_all_a_big_buffer_can_hold():
-    """A gap a move of the virtual clock begins (``bounded`` off) has no
-    entries' budget: a buffer larger than the budget is full after it, as
-    on a kernel (the move is the work asked for), where a request's
-    catch-up of the same gap keeps the budget's."""
-    from fakefs.sim.trace_backlog import GAP_ENTRIES_CPU
-    held = {}
-    for bounded in (True, False):
-        k, simulated = boot(("current_tracer", "function"), kb=16384)
-        k.clock.advance(10_000_000_000)
-        while k.timekeeper.catch_up(1 << 30, bounded=bounded):
-            pass
-        cpus = k.tracing.global_trace.buffer.cpus
-        held[bounded] = [cb.entries for cb in cpus]
-        if not bounded:
-            for cb in cpus:
-                assert cb.bytes() > 0.97 * cb.size_bytes, (cb.bytes(), cb.size_bytes)
-                assert cb.overrun > 0
-            assert sum(simulated) < 8_000_000_000       # (the rest no reader can see)
-    assert sum(held[True]) <= GAP_ENTRIES_CPU * 2 * 1.2, held
-    assert min(held[False]) > 4 * GAP_ENTRIES_CPU, held
-
+        assert hole < 1_000_000_000, hole               # what it holds is one stretch
+    assert sum(simulated) < 8_000_000_000       # (the rest no reader can see)
 
 def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
     from fakefs.kernel.trace.trace_events_trigger import hit_counted_triggers

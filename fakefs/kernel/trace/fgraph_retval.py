@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import errno
 
-from .trace_btf import return_kind as btf_return_kind
+from .trace_btf import Btf, return_kind as btf_return_kind
 
 ULONG_MASK = (1 << 64) - 1
 DIRECT_MAP = 0xffff888000000000
@@ -67,6 +67,13 @@ class ReturnValues:
     def __init__(self, kernel):
         self.kernel = kernel
         self.kinds: dict = {}           # function address -> kind
+
+    @staticmethod
+    def load() -> None:
+        """The prototypes read now (``Btf.vmlinux``: once per process, some
+        130 ms), at the tracer's registration, as the kernel patches its
+        text then, rather than in the middle of its first traced step."""
+        Btf.vmlinux()
 
     def kind(self, func: int) -> str:
         kind = self.kinds.get(func)

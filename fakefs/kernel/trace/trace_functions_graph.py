@@ -187,6 +187,8 @@ class GraphTracer(GraphCore, Tracer):
     def init(self, tr) -> None:
         """``graph_trace_init()``: ``register_ftrace_graph()`` of the array's ops."""
         self.hashes = graph_hashes(tr.kernel)
+        if self.retvals is not None:
+            self.retvals.load()
         self.forget()
         ftrace_ops_update(tr.kernel)
 
