@@ -140,7 +140,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         machine follows did before it, become the simulated machine's.
         While the machine stands still (nothing sees it) a request that
         changes nothing leaves them queued (the host watch bounds the
-        queue): only what can change what is seen needs them first."""
+        queue): only what can change what is seen needs them first.  On a
+        machine running late they happen where it got (``HostWatch.drain``)."""
         if self.host is None:
             return
         if ctx is not None:
@@ -149,7 +150,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if not changes and driver is not None and driver.frozen and not self.host.backlogged() \
                 and not self.kernel.machine_seen():
             return
-        settle = self.host.drain()
+        k = self.kernel
+        late = self.pacer.running_late(k, k.clock.now_ns())
+        settle = self.host.drain(k.sim_time if late else None)
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 

@@ -54,38 +54,41 @@ class Pacer:
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
 
+    def kept_up(self, kernel) -> bool:
+        """Whether the runner keeps the machine at the host's time: a paced
+        mount, no gap under way, something records (a gap would be shorter
+        than GAP_NS: ``runner.py``).  Then a stretch behind is the machine's
+        lag (it got less CPU than it needed), never one nobody saw."""
+        if not self.paced:
+            return False
+        tk = kernel.timekeeper
+        return tk.gap is None and tk.gap_threshold() < GAP_NS
+
     def target(self, kernel, until: int) -> int:
-        """Where the catch-up towards ``until`` goes next.  In a paced mount
-        while something records, the runner keeps the machine at the host's
-        time (``runner.py``), so a stretch behind is the machine's lag (it
-        got less CPU than it needed), never a stretch nobody saw: it is
-        stepped in full, at most a gap's threshold at a time, so that no gap
-        (a skip of what is not seen) begins."""
-        if self.paced:
-            tk = kernel.timekeeper
-            if tk.gap is None:
-                threshold = tk.gap_threshold()
-                if threshold < GAP_NS:
-                    return min(until, kernel.sim_time + threshold)
+        """Where the catch-up towards ``until`` goes next: while the machine
+        is kept up, at most a gap's threshold on, so that no gap (a skip of
+        what is not seen) begins: a lag is stepped in full."""
+        if self.kept_up(kernel):
+            return min(until, kernel.sim_time + kernel.timekeeper.gap_threshold())
         return until
 
     def served_at(self, kernel, until: int) -> int | None:
         """The instant a request that came at ``until`` and has waited long
         enough on the catch-up (REQUEST_WAIT_S) is served at, if it waits no
-        longer: in a paced mount, the instant the machine reached (not
-        inside a gap, whose counts are made at its end), which is never
-        before an instant served earlier (the machine was there).  None: it
-        waits on (a manual clock's requests find the kernel at their
-        instant: the same commands, the same files)."""
-        if not self.paced or kernel.timekeeper.gap is not None:
+        longer: while the machine is kept up, the instant it reached, which
+        is never before an instant served earlier (the machine was there).
+        None: it waits on (a manual clock's requests find the kernel at
+        their instant: the same commands, the same files; a gap's counts are
+        made at its end; and once nothing records, what is left behind is a
+        stretch nobody saw, which the request catches up: no runner would)."""
+        if not self.kept_up(kernel):
             return None
         return min(until, kernel.sim_time)
 
     def running_late(self, kernel, until: int) -> bool:
-        """Whether the machine, paced and not in a gap, is more than LATE_NS
-        behind ``until`` (the host's instant of a request)."""
-        return (self.paced and kernel.timekeeper.gap is None
-                and until - kernel.sim_time > LATE_NS)
+        """Whether the machine, kept up, is more than LATE_NS behind
+        ``until`` (the host's instant of a request)."""
+        return until - kernel.sim_time > LATE_NS and self.kept_up(kernel)
 
     def step(self, kernel, until: int) -> bool:
         """One step of the kernel towards ``until`` (``Timekeeper.catch_up``):

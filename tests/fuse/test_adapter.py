@@ -194,11 +194,14 @@ class Setting(FileOperations):
 
 
 class SlowKernel(FakeKernel):
-    """A catch-up of 40 steps of 10 ms each."""
+    """A catch-up of 40 steps of 10 ms each, while something records."""
 
     def __init__(self):
         super().__init__()
         self.left = 40
+
+    def gap_threshold(self):
+        return 300_000_000
 
     def catch_up(self, max_steps=8, until=None, step_ns=None):
         for _ in range(max_steps):
@@ -284,19 +287,26 @@ async def test_a_catch_up_ends_at_the_instant_of_the_request():
 
 
 class LateKernel(FakeKernel):
-    """A machine a second behind the host, each step 10 ms of wall time for
-    a millisecond of its time."""
+    """A machine a second behind the host while something records (a gap
+    would be 300 ms: the runner keeps it up), each step 2 ms of wall time
+    for a millisecond of its time."""
 
     def __init__(self):
         super().__init__()
         self.sim_time = 1_000_000_000
+        self.threshold = 300_000_000
 
     def now_ns(self):
         return 2_000_000_000
 
+    def gap_threshold(self):
+        return self.threshold
+
     def catch_up(self, max_steps=8, until=None, step_ns=None):
         for _ in range(max_steps):
-            time.sleep(0.01)
+            if self.sim_time >= until:
+                return False
+            time.sleep(0.002)
             self.steps += 1
             self.sim_time += 1_000_000
         return self.sim_time < until
@@ -319,6 +329,11 @@ async def test_a_request_to_a_machine_running_late_waits_one_step_and_is_served_
     assert await fs.observe() < k.now_ns()
     assert REQUEST_WAIT_S <= time.monotonic() - t0 < 0.1
     assert k.steps >= steps + 1 + 3
+    # once nothing records, what is left behind is a stretch nobody saw: the
+    # request catches it up (no runner would), however long that takes
+    k.threshold = 1 << 62
+    k.sim_time = k.now_ns() - 2 * LATE_NS
+    assert await fs.observe() == k.now_ns()
 
 
 async def test_a_requests_catch_ups_wait_request_wait_s_in_all():

@@ -151,6 +151,9 @@ def test_a_request_that_waited_is_served_where_the_machine_got_but_never_in_a_ga
     assert p.served_at(Behind(1_000_000_000, 300_000_000), 9_000_000_000) == 1_000_000_000
     assert p.served_at(Behind(1_000_000_000, 300_000_000, gap=object()), 9_000_000_000) is None
     assert pacing.Pacer(ManualClock()).served_at(Behind(1_000_000_000, 300_000_000), 9_000_000_000) is None
+    # nothing records: what is behind is a stretch nobody saw, caught up whole
+    from fakefs.sim.timekeeper import GAP_NS
+    assert p.served_at(Behind(1_000_000_000, GAP_NS), 9_000_000_000) is None
 
 
 def test_a_machine_more_than_late_ns_behind_is_running_late():
@@ -161,3 +164,6 @@ def test_a_machine_more_than_late_ns_behind_is_running_late():
     # inside a gap, or on a manual clock: never (what it serves is its instant)
     assert not p.running_late(Behind(t, 300_000_000, gap=object()), t + 10 * pacing.LATE_NS)
     assert not pacing.Pacer(ManualClock()).running_late(Behind(t, 300_000_000), t + 10 * pacing.LATE_NS)
+    # nor once nothing records (nobody keeps it up: a request catches up)
+    from fakefs.sim.timekeeper import GAP_NS
+    assert not p.running_late(Behind(t, GAP_NS), t + 10 * pacing.LATE_NS)

@@ -54,16 +54,22 @@ class ScaledClock(Clock):
         return (time.monotonic_ns() - self._t0) * self.scale
 
 
-def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_a_gap():
-    k = boot(QuarterClock(), *SWITCH)
-    enabled = k.sim_time
-    fs = FakeFS(k)
-    runner = Runner(fs)
+def gaps_of(k) -> list:
+    """The gaps ``k`` begins from now on (a watcher that asks nothing)."""
     gaps = []
     k.add_gap_watcher(type("W", (), {
         "gap_begins": lambda self, g: gaps.append(g), "gap_ends": lambda self, g: None,
         "boundary": lambda self: None, "gap_threshold": lambda self: 1 << 62,
         "full_from": lambda self, t, g: g.end})())
+    return gaps
+
+
+def test_while_events_record_the_machine_keeps_up_with_the_host_and_never_makes_a_gap():
+    k = boot(QuarterClock(), *SWITCH)
+    enabled = k.sim_time
+    fs = FakeFS(k)
+    runner = Runner(fs)
+    gaps = gaps_of(k)
     assert runner.due()
 
     async def main():
@@ -116,11 +122,7 @@ def test_a_machine_that_does_not_keep_up_is_stepped_on_in_full_and_serves_reques
     enabled = k.sim_time
     fs = FakeFS(k)
     runner = Runner(fs)
-    gaps = []
-    k.add_gap_watcher(type("W", (), {
-        "gap_begins": lambda self, g: gaps.append(g), "gap_ends": lambda self, g: None,
-        "boundary": lambda self: None, "gap_threshold": lambda self: 1 << 62,
-        "full_from": lambda self, t, g: g.end})())
+    gaps = gaps_of(k)
 
     async def main():
         async with trio.open_nursery() as nursery:
