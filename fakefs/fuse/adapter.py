@@ -171,12 +171,12 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.host_seen(None, changes)
         k = self.kernel
         start = t0 = time.monotonic()
-        until = k.clock.now_ns()             # the request came now: no later
+        until = came = k.clock.now_ns()      # the request came now: no later
         wait = wait_s
         if wait is None:
-            came = REQUEST_CAME.get()
-            if came is not None:
-                start = came
+            arrived = REQUEST_CAME.get()
+            if arrived is not None:
+                start = arrived
             wait = 0.0 if self.pacer.running_late(k, until) else REQUEST_WAIT_S
         while True:
             target = self.pacer.target(k, until)
@@ -190,6 +190,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             if now - t0 >= STEP_WALL_S:
                 await trio.sleep(0)
                 t0 = time.monotonic()
+        self.pacer.note_lag(k, came)
         settle, self.host_settle = self.host_settle, None
         if settle is not None:
             self.host_settle = settle_host_events(k, until, settle)

@@ -46,29 +46,49 @@ REQUEST_CAME: contextvars.ContextVar = contextvars.ContextVar("request_came", de
 
 
 class Pacer:
-    """The step size of the catch-ups, adapted to what steps cost."""
+    """The step size of the catch-ups, adapted to what steps cost, and
+    whether the machine is kept up (``kept_up``)."""
 
-    __slots__ = ("step_ns", "paced")
+    __slots__ = ("step_ns", "paced", "behind")
 
     def __init__(self, clock):
         self.step_ns = MIN_STEP_NS
         self.paced = not isinstance(clock, ManualClock)     # (the kernel's clock)
+        # fell more than LATE_NS behind while something recorded, and has
+        # not caught up since (``note_lag``)
+        self.behind = False
+
+    @staticmethod
+    def _recording(kernel) -> bool:
+        """Something records: a gap would be shorter than GAP_NS."""
+        return kernel.timekeeper.gap_threshold() < GAP_NS
 
     def kept_up(self, kernel) -> bool:
         """Whether the runner keeps the machine at the host's time: a paced
-        mount, no gap under way, something records (a gap would be shorter
-        than GAP_NS: ``runner.py``).  Then a stretch behind is the machine's
-        lag (it got less CPU than it needed), never one nobody saw."""
-        if not self.paced:
+        mount, no gap under way, and something records, or the machine fell
+        behind while something did and has not caught up yet (``runner.py``).
+        Then a stretch behind is the machine's lag (it got less CPU than it
+        needed), never one nobody saw."""
+        if not self.paced or kernel.timekeeper.gap is not None:
             return False
-        tk = kernel.timekeeper
-        return tk.gap is None and tk.gap_threshold() < GAP_NS
+        return self.behind or self._recording(kernel)
+
+    def note_lag(self, kernel, until: int) -> None:
+        """After a catch-up towards ``until`` (the host's instant of a
+        request): the machine is ``behind`` while it is more than LATE_NS
+        short of it, from a lag taken while something recorded (once
+        nothing records the runner still catches it up, and requests are
+        served where it got meanwhile: the one that stops the recording does
+        not wait for the lag), until it gets within LATE_NS."""
+        late = self.paced and until - kernel.sim_time > LATE_NS
+        self.behind = late and (self.behind or self._recording(kernel))
 
     def target(self, kernel, until: int) -> int:
-        """Where the catch-up towards ``until`` goes next: while the machine
-        is kept up, at most a gap's threshold on, so that no gap (a skip of
-        what is not seen) begins: a lag is stepped in full."""
-        if self.kept_up(kernel):
+        """Where the catch-up towards ``until`` goes next: while something
+        records, at most a gap's threshold on, so that no gap (a skip of
+        what is not seen) begins: a lag is stepped in full.  Once nothing
+        records, what is behind is a stretch nobody saw: a gap if long."""
+        if self.paced and kernel.timekeeper.gap is None and self._recording(kernel):
             return min(until, kernel.sim_time + kernel.timekeeper.gap_threshold())
         return until
 
@@ -79,8 +99,8 @@ class Pacer:
         is never before an instant served earlier (the machine was there).
         None: it waits on (a manual clock's requests find the kernel at
         their instant: the same commands, the same files; a gap's counts are
-        made at its end; and once nothing records, what is left behind is a
-        stretch nobody saw, which the request catches up: no runner would)."""
+        made at its end; and a stretch nobody saw, behind a machine nobody
+        keeps up, is the request's to catch up: no runner would)."""
         if not self.kept_up(kernel):
             return None
         return min(until, kernel.sim_time)

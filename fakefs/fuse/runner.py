@@ -25,7 +25,8 @@ pausing between catch-ups, and a request waits at most REQUEST_WAIT_S on
 it (one step if it is running late: ``Pacer.running_late``), then is
 served at the instant the machine reached (``Pacer.served_at``),
 as a guest kernel starved of its CPU runs late.  Once nothing records it
-catches up with the host: the stretch left is one nobody saw.  Nothing
+still catches up with the host (``Pacer.behind``), requests served where it
+got meanwhile: the stretch left is one nobody saw, a gap if long.  Nothing
 records (or ``--clock virtual``): it waits for the next request, the only
 thing that can change that.
 """
@@ -57,12 +58,16 @@ class Runner:
 
     def due(self) -> bool:
         """Whether the machine is to be kept up now: the clock is the host's
-        and something records (a gap would be shorter than GAP_NS)."""
+        and something records (a gap would be shorter than GAP_NS), or it
+        fell behind while something did (``Pacer.behind``: it catches up,
+        a gap under way included, while requests are served where it got)."""
         fs = self.fs
         k = fs.kernel
-        if not fs.pacer.paced or k.driver is None or k.timekeeper.gap is not None:
+        if not fs.pacer.paced or k.driver is None:
             return False
-        return k.timekeeper.gap_threshold() < GAP_NS
+        if fs.pacer.behind:
+            return True
+        return k.timekeeper.gap is None and k.timekeeper.gap_threshold() < GAP_NS
 
     async def run(self) -> None:
         heap = self.fs.heap

@@ -167,3 +167,28 @@ def test_a_machine_more_than_late_ns_behind_is_running_late():
     # nor once nothing records (nobody keeps it up: a request catches up)
     from fakefs.sim.timekeeper import GAP_NS
     assert not p.running_late(Behind(t, GAP_NS), t + 10 * pacing.LATE_NS)
+
+
+def test_a_machine_that_fell_behind_while_recording_stays_kept_up_until_it_caught_up():
+    from fakefs.sim.timekeeper import GAP_NS
+    p = pacing.Pacer(Clock())
+    t = 1_000_000_000
+    late = t + pacing.LATE_NS + 1
+    # nothing recording: a stretch nobody saw, never "behind"
+    p.note_lag(Behind(t, GAP_NS), late)
+    assert not p.behind and not p.kept_up(Behind(t, GAP_NS))
+    # late while recording: behind; it stays so once nothing records ...
+    p.note_lag(Behind(t, 300_000_000), late)
+    assert p.behind
+    p.note_lag(Behind(t, GAP_NS), late)
+    assert p.behind and p.kept_up(Behind(t, GAP_NS))
+    assert p.served_at(Behind(t, GAP_NS), late) == t
+    # ... (a gap the runner began is not served from) ...
+    assert not p.kept_up(Behind(t, GAP_NS, gap=object()))
+    # ... until it gets within LATE_NS
+    p.note_lag(Behind(t, GAP_NS), t + pacing.LATE_NS)
+    assert not p.behind and not p.kept_up(Behind(t, GAP_NS))
+    # a manual clock is never behind
+    m = pacing.Pacer(ManualClock())
+    m.note_lag(Behind(t, 300_000_000), late)
+    assert not m.behind
