@@ -22,8 +22,9 @@ the write returned at once and the next request did the work), as the
 wall clock's runner keeps a recording machine at the host's time.  What
 can be seen of the stretch is all simulated (a 16 MB buffer is full
 after ``+10s`` of the function tracer, as on a kernel: ``test_vclock``);
-what no reader can see is skipped and counted.  Two moves with nothing read between them are two stretches simulated, as if
-something had looked in between (they were one).  Nothing happens between
+what no reader can see is skipped and counted.  Two moves with nothing
+read between them are two stretches simulated, as if something had looked
+in between (they were one).  Nothing happens between
 moves: a read that blocks (``trace_pipe``) waits until the clock is moved.
 """
 

@@ -29,6 +29,7 @@ import os
 import re
 import statistics
 import time
+from typing import NamedTuple
 
 from .barefs import fakefs_mounted
 from .engine import CONFIGS
@@ -47,12 +48,19 @@ def _write(mnt: str, path: str, value: str) -> None:
         fh.write(value)
 
 
-def stop_ms(settings, traced_s: float, args: tuple = ()) -> tuple[float, float, float]:
-    """Milliseconds of ``echo 0 > tracing_on`` on a fresh mount (``args``:
-    of ``fakefs mount``) after ``settings`` were written and ``traced_s``
-    seconds went by, the longest request (open, read) of reading
-    ``per_cpu/cpu0/stats`` meanwhile (once every POLL_S), and the simulated seconds per wall second between
-    the first and the last of them (their ``now ts``)."""
+class Stop(NamedTuple):
+    """One mount's figures (``stop_ms``)."""
+    stop_ms: float          # echo 0 > tracing_on
+    longest_ms: float       # the longest request of the stats reads meanwhile
+    pace: float             # simulated seconds per wall second meanwhile
+
+
+def stop_ms(settings, traced_s: float, args: tuple = ()) -> Stop:
+    """``echo 0 > tracing_on`` on a fresh mount (``args``: of ``fakefs
+    mount``) after ``settings`` were written and ``traced_s`` seconds went
+    by, with a read of ``per_cpu/cpu0/stats`` every POLL_S meanwhile: its
+    longest request (open, read), and the simulated seconds per wall second
+    between the first read and the last (their ``now ts``)."""
     with fakefs_mounted(args=args) as (mnt, _log):
         for path, value in settings:
             _write(mnt, path, value)
@@ -78,7 +86,7 @@ def stop_ms(settings, traced_s: float, args: tuple = ()) -> tuple[float, float, 
         _write(mnt, "tracing_on", "0")
         stop = (time.monotonic() - t0) * 1000
         pace = (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0]) if len(seen) > 1 else 0.0
-        return stop, worst * 1000, pace
+        return Stop(stop, worst * 1000, pace)
 
 
 def bench_tracing_off() -> list[tuple[str, float, str]]:
@@ -86,12 +94,12 @@ def bench_tracing_off() -> list[tuple[str, float, str]]:
     for traced_s in TRACED_S:
         for label, settings, args in [(lb, c, ()) for lb, c in CONFIGS] + [SLOW]:
             got = [stop_ms(settings, traced_s, args) for _ in range(MOUNTS)]
-            stops, polls = [g[0] for g in got], [g[1] for g in got]
+            stops, polls = [g.stop_ms for g in got], [g.longest_ms for g in got]
             rows.append(("%s, after %d s: echo 0 > tracing_on" % (label, traced_s),
                          statistics.median(stops), "ms median (worst %.0f; DM4: <= 50)" % max(stops)))
             rows.append(("  a stats read every %d ms meanwhile: its longest request" % (POLL_S * 1000),
                          statistics.median(polls), "ms median (worst %.0f; DM4: <= 100)" % max(polls)))
             if args:
                 rows.append(("  simulated seconds per wall second meanwhile",
-                             statistics.median(g[2] for g in got), "x (1.0: kept up)"))
+                             statistics.median(g.pace for g in got), "x (1.0: kept up)"))
     return rows

@@ -69,7 +69,6 @@ class TraceActivity(MachineHits):
         # the gap watcher: what tracing can show of a gap (trace_backlog.py;
         # None: every instant is simulated in full)
         self.backlog = None
-        self.calls = 0                          # plain function calls simulated (a gap's budget)
         self.carry: dict[tuple, float] = {}
         # the kernel's probes' (the same objects): the context a stack
         # implies, the hits waiting per CPU, who runs as of the last hit
@@ -339,7 +338,6 @@ class TraceActivity(MachineHits):
                 kept[cpu] = (given, probe_trs, how, tr)
         if hi is None:
             hi = len(times)
-        self.calls += hi - lo
         if how is not None and how is not ONE_BY_ONE:
             # the compiled writer: no object per call (the same entries)
             buf = tr.buffer
@@ -427,7 +425,6 @@ class TraceActivity(MachineHits):
         which take the runs of the tasks they may trace call by call and of
         the others only the switch (``ran()``), and for function tracers
         beside them (the same calls, as ``_record_call()``)."""
-        self.calls += len(times)
         walk, c = wl.stretch(cpu)
         runs = walk.run_many(c, rng, len(times))
         self.stack_context.follow_frames(wl)

@@ -128,11 +128,8 @@ class TraceBacklog:
 
     def __init__(self, kernel):
         self.kernel = kernel
-        self.act = kernel.trace_activity
         self.rng = kernel.subsystem_rng("trace_backlog")
         self.meters: dict = {}          # array -> _Meter, for the gap under way
-        # how many plain function calls were simulated (``act.calls``)
-        # when the gap under way began
         # the gap's window (where recording goes on again after the skip),
         # the ns before it simulated quiet, where the quiet time ended, and
         # the counter clock's reading then

@@ -434,6 +434,7 @@ def test_a_gaps_skip_stops_at_what_a_followed_process_did():
     assert any(a <= fork_tick < b for a, b in spans), spans       # not skipped
     assert m.host.task(5001).comm == "sleep"                    # the exec was done
 
+
 def test_a_step_where_a_followed_process_did_something_is_traced_before_a_gaps_window():
     """Before a gap's window tracing records nothing (quiet time), but for
     the steps in which the machine did a followed process's event or less

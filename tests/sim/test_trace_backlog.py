@@ -272,6 +272,7 @@ def test_a_big_buffer_is_full_after_a_gap():
         assert hole < 1_000_000_000, hole               # what it holds is one stretch
     assert sum(simulated) < 8_000_000_000       # (the rest no reader can see)
 
+
 def test_the_counts_a_skip_uses_are_those_of_commands_counting_every_hit():
     from fakefs.kernel.trace.trace_events_trigger import hit_counted_triggers
     k, _ = boot(("events/sched/sched_switch/trigger", "stacktrace:1000000"),

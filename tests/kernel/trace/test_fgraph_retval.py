@@ -121,3 +121,20 @@ def test_return_kinds_come_from_the_prototypes():
     assert fgraph_retval.return_kind("kernel_clone") == "int"
     assert fgraph_retval.return_kind("strlen") == "ulong"
     assert fgraph_retval.return_kind("no_such_function") == "long"
+
+
+def test_the_prototypes_are_read_when_the_tracer_registers_not_in_its_first_step(monkeypatch):
+    """Reading the BTF data takes some 130 ms once a process: the write of
+    ``current_tracer`` pays it (the kernel patches its text then), not a
+    request waiting on the first traced step; without the retval config
+    nothing reads it."""
+    from fakefs.kernel.trace.trace_btf import Btf
+    k, _clock = boot(FUNCTION_GRAPH_RETVAL=False)
+    monkeypatch.setattr(Btf, "_shared", None)
+    wr(k, "current_tracer", "function_graph")
+    assert Btf._shared is None
+    wr(k, "current_tracer", "nop")
+    k, _clock = boot()
+    assert Btf._shared is None
+    wr(k, "current_tracer", "function_graph")
+    assert Btf._shared is not None
