@@ -13,15 +13,15 @@ close, path lookups take and drop names, files open, now and then
 something walks a tree (a burst of dentries and readahead), ctagmod's
 timer fires every 10 s, and the call sites boot picked keep churning (of
 those, the ones some task of the machine gets to: ``keep_runtime_sites``).
-Each count is a Poisson draw at its rate; each new allocation happens where
-a task that makes it runs (:mod:`.alloc_moments`); what is due is freed.
-
-The workload runs when what it does can be seen: at once while a kmem
-tracepoint is in use (its events take their place in the trace), else it
-owes the time until something looks at the allocators (the kernel's
+The workload runs when what it does can be seen.  While a kmem tracepoint
+is in use, the machine makes each operation as its own event, at its
+instant, in a task that gets to its call site (:mod:`.alloc_arrivals`), so
+its events take their place in the trace as they fire.  Else it owes the time until something looks at the allocators (the kernel's
 ``alloc_tag.settle`` and ``log.settle`` hooks: /proc/allocinfo, the
 mem_profiling sysctl, a module load, a request for pages near the memory
-limit, the kernel log, which may warn).  Of a longer unseen stretch only
+limit, the kernel log, which may warn), and then simulates it in steps:
+each count a Poisson draw at its rate, at instants of the step
+(:mod:`.alloc_moments`), then what is due is freed.  Of a longer unseen stretch only
 the last OWED_MAX_NS is simulated: the rest is time the machine's
 allocators did nothing, as in a gap the machine skips.
 
@@ -40,6 +40,7 @@ from ..kernel.mm.alloc_calls import AllocCalls
 from ..kernel.mm.alloc_sites import lognormal
 from ..kernel.mm.page_alloc import GFP_ATOMIC, GFP_KERNEL
 from . import alloc_history as ops
+from .alloc_arrivals import OpKind
 from .alloc_history import Lifetimes
 from .alloc_moments import Moments
 
@@ -70,8 +71,51 @@ class AllocWorkload:
         # the kernel's time and CPU the allocators' trace events get
         self.moments = Moments(kernel, self.calls.trace)
         self.owed = 0                        # kernel time stepped but not yet simulated
+        self.fixed = self._fixed_ops()
+        # the machine's events making the operations while traced
+        # (``alloc_arrivals.Arrivals``: a machine sets it)
+        self.arrivals = None
         kernel.alloc_tag.settle.hooks.append(self.settle)
         kernel.log.settle.hooks.append(self.settle)
+
+    def _fixed_ops(self) -> list[tuple]:
+        """The scripted operations, (rate a second, call site key, making
+        one), in the order ``_run`` draws them: short commands fork and
+        exit, the page cache fills, trees of dentries, packets in flight and
+        their buffers, netlink sockets, path lookups, open files."""
+        calls, life, rng = self.calls, self.life, self.rng
+        return [
+            (2.0, "task", lambda: ops.short_process(calls, life, rng)),
+            (3.3, "readahead", lambda: ops.readahead(calls, life, rng)),
+            (25.0, "filemap", lambda: ops.filemap(calls, life, rng)),
+            (0.6, "dentry", lambda: ops.dentries(calls, life, rng, 16,
+                                                 lognormal(rng, 600, 1.0, 5, 7200))),
+            (SKB_RATE, "skb", lambda: ops.skb(calls, life, rng)),
+            (2.0, "sk", lambda: life.expire(rng.expovariate(1 / 30.0), calls.nl_close,
+                                            calls.nl_sock())),
+            (GETNAME_RATE, "getname", lambda: life.expire(
+                rng.expovariate(1 / 0.02), calls.slab.kfree,
+                calls.cache_alloc("getname", "names_cache"))),
+            (20.0, "filp", lambda: life.expire(rng.expovariate(1 / 5.0), calls.slab.kfree,
+                                               calls.cache_alloc("filp", "filp"))),
+        ]
+
+    def op_kinds(self) -> list[OpKind]:
+        """Every operation ``_run`` makes by rate, as the machine's arrivals
+        make them (:mod:`.alloc_arrivals`): the churning call sites (an
+        atomic one's made on top of whatever runs: site 0), then the
+        scripted ones."""
+        calls, life, rng = self.calls, self.life, self.rng
+        call_site = calls.trace.call_site
+        kinds = []
+        for p, rate, mean in self.hot:
+            kinds.append(OpKind(rate, call_site(p.tag) if p.gfp == GFP_KERNEL else 0,
+                                lambda p=p, mean=mean: life.expire(
+                                    rng.expovariate(1.0 / mean), calls.free,
+                                    calls.alloc_profile(p))))
+        for rate, key, op in self.fixed:
+            kinds.append(OpKind(rate, call_site(calls.site(key)), op))
+        return kinds
 
     def keep_runtime_sites(self) -> None:
         """Of the call sites boot left churning (``calls.hot``), keep those
@@ -105,12 +149,11 @@ class AllocWorkload:
         self.hot = hot
         self.hot_cum = list(itertools.accumulate(rate for _p, rate, _life in hot))
 
-    def _moment(self, w: int | None = None, tag=None) -> None:
-        """The next operation happens at workload time ``w`` (an expiry:
-        on any CPU), or, when None, at an instant of the step where a task
-        that can allocate at ``tag`` runs (:class:`.alloc_moments.Moments`)."""
-        calls = self.calls
-        t = self.moments.draw(w, calls.trace.call_site(tag) if w is None else 0)
+    def _moment(self, w: int | None = None) -> None:
+        """The next operation of a bulk step happens at workload time ``w``
+        (an expiry), or, when None, at an instant of the step
+        (:class:`.alloc_moments.Moments`)."""
+        t = self.moments.draw(w)
         if t is not None:
             self.life.op_time = t
 
@@ -119,6 +162,9 @@ class AllocWorkload:
         """The kernel's time went on over [t0, t1) (its timer hook): with a
         kmem tracepoint in use, simulate it now, else owe it."""
         if t1 <= t0:
+            return
+        if self.arrivals is not None and self.arrivals.end(t0, t1):
+            self.steps += 1                  # (the machine made its operations)
             return
         if self.calls.trace.traced():
             self.settle()
@@ -157,54 +203,40 @@ class AllocWorkload:
                 moment = self._moment
                 for i in picks:
                     p, _rate, mean = hot[i]
-                    # (an atomic one comes from an interrupt: on whatever runs)
-                    moment(None, p.tag if p.gfp == GFP_KERNEL else None)
+                    moment()
                     expire(rng.expovariate(1.0 / mean), free, alloc(p))
         moment = self._moment
-        # processes
-        site = calls.site
-        for _ in range(_poisson(rng, 2.0 * dt)):
-            moment(None, site("task"))
-            ops.short_process(calls, life, rng)
-        # page cache
-        for _ in range(_poisson(rng, 3.3 * dt)):
-            moment(None, site("readahead"))
-            ops.readahead(calls, life, rng)
-        for _ in range(_poisson(rng, 25.0 * dt)):
-            moment(None, site("filemap"))
-            ops.filemap(calls, life, rng)
-        for _ in range(_poisson(rng, 0.6 * dt)):
-            moment(None, site("dentry"))
-            ops.dentries(calls, life, rng, 16, lognormal(rng, 600, 1.0, 5, 7200))
-        # network: packets in flight and their buffers
-        for _ in range(_poisson(rng, SKB_RATE * dt)):
-            moment(None, site("skb"))
-            ops.skb(calls, life, rng)
-        for _ in range(_poisson(rng, 2.0 * dt)):
-            moment(None, site("sk"))
-            life.expire(rng.expovariate(1 / 30.0), calls.nl_close, calls.nl_sock())
-        # path lookups, open files
-        for _ in range(_poisson(rng, GETNAME_RATE * dt)):
-            moment(None, site("getname"))
-            life.expire(rng.expovariate(1 / 0.02), calls.slab.kfree,
-                        calls.cache_alloc("getname", "names_cache"))
-        for _ in range(_poisson(rng, 20.0 * dt)):
-            moment(None, site("filp"))
-            life.expire(rng.expovariate(1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
+        for rate, _key, op in self.fixed:
+            for _ in range(_poisson(rng, rate * dt)):
+                moment()
+                op()
         # events
         if t1 >= self.next_burst:
-            moment(None, site("dentry"))
-            self._burst(rng)
-        if "ctagmod" in calls.modules and t1 >= self.next_ctagmod_tick:
             moment()
-            self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
-            calls.ctagmod_work()
+            self._burst(rng)
+        if self.ctagmod_due(t1):
+            moment()
+            self.ctagmod_tick()
         self.now = t1
         for t, fn, obj in life.due(t1):
             moment(t)
             fn(obj)
         self.moments.end()
         life.op_time = t1
+
+    def ctagmod_due(self, w: int) -> bool:
+        """ctagmod's timer is due by workload time ``w``."""
+        return "ctagmod" in self.calls.modules and w >= self.next_ctagmod_tick
+
+    def ctagmod_tick(self) -> None:
+        self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
+        self.calls.ctagmod_work()
+
+    def next_timed(self) -> int:
+        """The workload time of its next timed event (a tree walk, ctagmod's timer)."""
+        if "ctagmod" in self.calls.modules:
+            return min(self.next_burst, self.next_ctagmod_tick)
+        return self.next_burst
 
     def _burst(self, rng) -> None:
         """Something walks a tree (updatedb, a build, a backup)."""

@@ -32,8 +32,9 @@ from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .host import HOST, HOST_PROFILE, HostProcesses
-from .kinds import (_CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL, _TICK, _TIMER_WAKE,
-                    _UP, _WAKE, _WHEEL_WAKE)
+from .alloc_arrivals import Arrivals
+from .kinds import (_ALLOC, _ALLOC_DUE, _CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL,
+                    _TICK, _TIMER_WAKE, _UP, _WAKE, _WHEEL_WAKE)
 from .machine_percpu import PerCpu
 from .syscalls import Syscalls
 
@@ -92,6 +93,11 @@ class Machine(PerCpu):
         # per CPU the pids of its per-CPU threads woken while it was
         self.down_cpus: set[int] = set()
         self.parked: dict[int, dict[int, None]] = {}     # (pids in order)
+        # the allocation workload's operations while traced (alloc_arrivals.py)
+        aw = kernel.alloc_workload
+        self.allocs = Arrivals(aw, self) if aw is not None else None
+        if aw is not None:
+            aw.arrivals = self.allocs
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
@@ -116,6 +122,8 @@ class Machine(PerCpu):
         for when, action in self._take_host_actions():
             self.queue_host(max(when, t), action)
         self.time = t
+        if self.allocs is not None:
+            self.allocs.restarted(t)
         sched = self.sched
         for cpu in range(sched.nr_cpus):
             sched.curr[cpu] = sched.idle[cpu]
@@ -174,6 +182,8 @@ class Machine(PerCpu):
         """Handle everything that happens before ``t1``."""
         heap = self.heap
         clock = self.clock
+        if self.allocs is not None:
+            self.allocs.begin(t0, t1)
         while heap and heap[0][0] < t1:
             t, _seq, kind, a, b = heapq.heappop(heap)
             if kind == HOST:
@@ -200,6 +210,10 @@ class Machine(PerCpu):
                 self._cont(t, a, b)
             elif kind == _SYSCALL:
                 self._syscall(t, a, b)
+            elif kind == _ALLOC:
+                self.allocs.fire(t, a, b)
+            elif kind == _ALLOC_DUE:
+                self.allocs.due(t, a, b)
             elif kind == _DOWN:
                 self._down(t, a)
             elif kind == _UP:
@@ -260,6 +274,8 @@ class Machine(PerCpu):
         self._push(r.since + r.left, _END, cpu, r.token)
         if self._makes_calls(r):
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
+        if self.allocs is not None and self.allocs.live:
+            self.allocs.arm(cpu, r, t)
 
     def _void(self, r) -> None:
         """``r``'s pending end and calls are void: it takes a new token, the
@@ -532,17 +548,6 @@ class Machine(PerCpu):
     def _ipi(self, t: int, cpu: int) -> None:
         t = self._at(cpu, self.irq.reschedule_ipi(cpu, self._at(cpu, t)))
         self._resched(t, cpu)
-
-    def _tick(self, t: int, cpu: int) -> None:
-        self._push(t + self.tick_ns, _TICK, cpu, 0)
-        wheel = self.wheel[cpu]
-        timers = bool(wheel) and wheel[0][0] <= t
-        if self.sched.curr[cpu].pid == 0 and not timers:
-            return          # NO_HZ: an idle CPU has no tick, but wakes for its timers
-        q = self.rcu[cpu]
-        rcu = bool(q) and q[0][0] <= t
-        t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
-        self._timer_softirq(cpu, t1, t, rcu)
 
     def host_task(self, pid: int, t: int) -> tuple[int, int, int]:
         """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""

@@ -1,4 +1,4 @@
-"""What each CPU of the machine keeps: its wheel timers, and whether it is
+"""What each CPU of the machine keeps: its tick and wheel timers, and whether it is
 online (CPU hotplug, kernel/cpu.py).  Mixed into ``Machine`` (its heap,
 clocks, runs ...).
 
@@ -30,6 +30,17 @@ _INFLIGHT = (_CONT, _IPI, _RESCHED)   # what a CPU going offline finishes first
 
 class PerCpu:
     """``Machine``'s wheel timers and CPU hotplug."""
+
+    def _tick(self, t: int, cpu: int) -> None:
+        self._push(t + self.tick_ns, _TICK, cpu, 0)
+        wheel = self.wheel[cpu]
+        timers = bool(wheel) and wheel[0][0] <= t
+        if self.sched.curr[cpu].pid == 0 and not timers:
+            return          # NO_HZ: an idle CPU has no tick, but wakes for its timers
+        q = self.rcu[cpu]
+        rcu = bool(q) and q[0][0] <= t
+        t1 = self._at(cpu, self.irq.tick(cpu, self._at(cpu, t), self.tick_ns, rcu=rcu))
+        self._timer_softirq(cpu, t1, t, rcu)
 
     def _wheel_sleep(self, r, cpu: int, t: int, sleep: int, armed: bool = True) -> None:
         """``r``'s task sleeps on a wheel timer: a kernel thread's
