@@ -13,10 +13,11 @@ runs, it makes operations of that kind at ``rate / share``, where ``share``
 is the number of CPUs those tasks kept busy lately (an estimate from the
 scheduler's history, a second's moving average: :class:`Shares`).  A
 running task's operations are a Poisson process of the sum of its kinds'
-intensities: the machine queues its next arrival when the task's burst is
-(re)armed (``Machine._set_end``: a new token voids the last one, which is
-right for a memoryless process) and, when it comes, the task makes one
-operation of a kind drawn by intensity.
+intensities: the machine queues its first arrival when the task is
+switched in (``Machine._switched_in``), for that stint (the task's pid and
+the stint's start: one that comes after it was switched out is void) and,
+when one comes, the task makes one operation of a kind drawn by intensity
+and the next is queued.
 
 What is due at an instant (an object's lifetime runs out, a tree walk, the
 sample module's timer) is one more queued event of the machine, on a CPU
@@ -171,34 +172,35 @@ class Arrivals:
         self.armed_at = None
 
     # --- arrivals -----------------------------------------------------------
-    def arm(self, cpu: int, r, t: int) -> None:
-        """``r``'s task runs on ``cpu`` from ``t`` (token ``r.token``): its
-        next operation is queued."""
-        w = self._weights(r.task.pid)
+    def arm(self, cpu: int, r, t: int, w=None) -> None:
+        """``r``'s task runs on ``cpu`` from ``t``: its next operation is
+        queued (``w``: its ``_weights``, when known)."""
         if w is None:
-            return
+            w = self._weights(r.task.pid)
+            if w is None:
+                return
         dt = int(self.rng.expovariate(w[0][-1]) * NS) + 1
-        self.machine._push(t + dt, _ALLOC, cpu, r.token)
+        self.machine._push(t + dt, _ALLOC, cpu, (r.task.pid, r.since))
 
-    def fire(self, t: int, cpu: int, token: int) -> None:
-        """The arrival queued with ``token`` comes on ``cpu`` at ``t``: void
-        unless the task it was queued for still runs there, in that burst."""
+    def fire(self, t: int, cpu: int, stint) -> None:
+        """The arrival queued for ``stint`` (pid, since) comes on ``cpu`` at
+        ``t``: void unless that task still runs there, in that stint and burst."""
         m = self.machine
-        r = m.runs.get(self.sched.curr[cpu].pid)
-        if r is None or r.token != token or t >= r.since + r.left or not self.live:
+        task = self.sched.curr[cpu]
+        if task.pid != stint[0] or not self.live:
             return
-        self.arrival(cpu, m._at(cpu, t), r)
-
-    def arrival(self, cpu: int, t: int, r) -> None:
-        """``r``'s task makes an operation on ``cpu`` at ``t``, then its next is queued."""
-        w = self._weights(r.task.pid)
+        r = m.runs.get(task.pid)
+        if r is None or r.since != stint[1] or t >= r.since + r.left:
+            return
+        t = m._at(cpu, t)
+        w = self._weights(task.pid)
         if w is None:
             return
         cum, idx = w
         k = self.kinds[idx[bisect.bisect_right(cum, self.rng.random() * cum[-1])]]
         self._make(cpu, t, k.do)
         self._rearm(t)
-        self.arm(cpu, r, t)
+        self.arm(cpu, r, t, w)
 
     def _make(self, cpu: int, t: int, do) -> None:
         trace = self.aw.calls.trace

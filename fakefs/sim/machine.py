@@ -266,6 +266,8 @@ class Machine(PerCpu):
             r.left = self._burst(r)
         r.since = t
         self._set_end(cpu, r, t)
+        if self.allocs is not None and self.allocs.live:    # (its allocations: a stint's)
+            self.allocs.arm(cpu, r, t)
 
     def _set_end(self, cpu: int, r, t: int) -> None:
         """``r``'s burst ends ``r.left`` after it began (an end set before
@@ -274,8 +276,6 @@ class Machine(PerCpu):
         self._push(r.since + r.left, _END, cpu, r.token)
         if self._makes_calls(r):
             self._push(t + self.calls.gap(r.calls), _SYSCALL, cpu, r.token)
-        if self.allocs is not None and self.allocs.live:
-            self.allocs.arm(cpu, r, t)
 
     def _void(self, r) -> None:
         """``r``'s pending end and calls are void: it takes a new token, the
