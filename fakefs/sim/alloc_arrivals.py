@@ -32,6 +32,8 @@ from ``alloc_workload-moments``.
 from __future__ import annotations
 
 import bisect
+from heapq import heappop, heappush
+from math import log as _log
 
 from .kinds import _ALLOC, _ALLOC_DUE
 
@@ -103,7 +105,8 @@ class Arrivals:
     """``Machine.allocs``: the allocation workload's operations as the
     machine's events while the allocators are traced (``live``)."""
 
-    __slots__ = ("aw", "machine", "sched", "rng", "nr_cpus", "kinds", "shares", "live",
+    __slots__ = ("aw", "machine", "sched", "rng", "nr_cpus", "life", "trace", "kinds", "shares",
+                 "live",
                  "shift", "groups", "weights", "armed_at", "armed_n", "window", "_states")
 
     def __init__(self, aw, machine):
@@ -112,6 +115,8 @@ class Arrivals:
         self.sched = machine.sched
         self.rng = aw.moments.rng
         self.nr_cpus = self.sched.nr_cpus
+        self.life = aw.life                 # the objects due (alloc_history.Lifetimes)
+        self.trace = aw.calls.trace         # where and when the allocators' events happen
         self.kinds: list[OpKind] = []
         self.shares = Shares(0)
         self.live = False
@@ -179,8 +184,11 @@ class Arrivals:
             w = self._weights(r.task.pid)
             if w is None:
                 return
-        dt = int(self.rng.expovariate(w[0][-1]) * NS) + 1
-        self.machine._push(t + dt, _ALLOC, cpu, (r.task.pid, r.since))
+        # (``rng.expovariate(rate)``, inline: the same draw)
+        dt = int(-_log(1.0 - self.rng.random()) / w[0][-1] * NS) + 1
+        m = self.machine
+        m.seq += 1
+        heappush(m.heap, (t + dt, m.seq, _ALLOC, cpu, (r.task.pid, r.since)))
 
     def fire(self, t: int, cpu: int, stint) -> None:
         """The arrival queued for ``stint`` (pid, since) comes on ``cpu`` at
@@ -199,13 +207,15 @@ class Arrivals:
         cum, idx = w
         k = self.kinds[idx[bisect.bisect_right(cum, self.rng.random() * cum[-1])]]
         self._make(cpu, t, k.do)
-        self._rearm(t)
+        heap = self.life.heap
+        if self.armed_at is None or heap and heap[0][0] + self.shift < self.armed_at:
+            self._rearm(t)
         self.arm(cpu, r, t, w)
 
     def _make(self, cpu: int, t: int, do) -> None:
-        trace = self.aw.calls.trace
-        self.aw.life.op_time = t - self.shift
-        trace.at(cpu, t)
+        self.life.op_time = t - self.shift
+        trace = self.trace
+        trace.when = (cpu, t)                   # (``KmemTrace.at``)
         do()
         trace.when = None
 
@@ -220,8 +230,16 @@ class Arrivals:
         m = self.machine
         t = m._at(cpu, t)
         w = t - self.shift
-        for when, fn, obj in aw.life.due(w + 1):
-            self._make(cpu, m._at(cpu, when + self.shift), lambda: fn(obj))
+        # (each at its instant, or when the CPU got there: ``t``)
+        life, trace = self.life, self.trace
+        heap = life.heap
+        end = w + 1
+        while heap and heap[0][0] < end:
+            _when, _seq, fn, obj = heappop(heap)
+            life.op_time = w
+            trace.when = (cpu, t)
+            fn(obj)
+        trace.when = None
         if aw.next_burst <= w:
             aw.now = w
             self._make(cpu, t, lambda: aw._burst(aw.rng))
@@ -243,8 +261,10 @@ class Arrivals:
             return
         self.armed_at = at
         self.armed_n += 1
-        cpu = self.machine._live(int(self.rng.random() * self.nr_cpus))
-        self.machine._push(at, _ALLOC_DUE, cpu, self.armed_n)
+        m = self.machine
+        cpu = m._live(int(self.rng.random() * self.nr_cpus))
+        m.seq += 1
+        heappush(m.heap, (at, m.seq, _ALLOC_DUE, cpu, self.armed_n))
 
     # --- intensities --------------------------------------------------------
     def _group(self, pid: int):
