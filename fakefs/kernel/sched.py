@@ -275,9 +275,9 @@ class Scheduler:
             hook(cpu, ts, prev, nxt)
         return nxt
 
-    def busy_spans(self, t0: int, t1: int) -> list[tuple[int, int, int]]:
-        """(cpu, start, end) of the time in [t0, t1) each CPU ran a task
-        other than its idle task."""
+    def busy_spans(self, t0: int, t1: int) -> list[tuple]:
+        """(cpu, start, end, task) of the time in [t0, t1) each CPU ran a
+        task other than its idle task."""
         out = []
         for cpu, h in enumerate(self.history):
             i = max(bisect.bisect_right(h, t0, key=_instant) - 1, 0)
@@ -288,7 +288,7 @@ class Scheduler:
                 end = h[j + 1][0] if j + 1 < len(h) else t1
                 start, end = max(start, t0), min(end, t1)
                 if task.pid and end > start:
-                    out.append((cpu, start, end))
+                    out.append((cpu, start, end, task))
         return out
 
     def forget_before(self, t: int) -> None:

@@ -32,8 +32,6 @@ from ``alloc_workload-moments``.
 from __future__ import annotations
 
 import bisect
-from heapq import heappop, heappush
-from math import log as _log
 
 from .kinds import _ALLOC, _ALLOC_DUE
 
@@ -184,11 +182,8 @@ class Arrivals:
             w = self._weights(r.task.pid)
             if w is None:
                 return
-        # (``rng.expovariate(rate)``, inline: the same draw)
-        dt = int(-_log(1.0 - self.rng.random()) / w[0][-1] * NS) + 1
-        m = self.machine
-        m.seq += 1
-        heappush(m.heap, (t + dt, m.seq, _ALLOC, cpu, (r.task.pid, r.since)))
+        dt = int(self.rng.expovariate(w[0][-1]) * NS) + 1
+        self.machine._push(t + dt, _ALLOC, cpu, (r.task.pid, r.since))
 
     def fire(self, t: int, cpu: int, stint) -> None:
         """The arrival queued for ``stint`` (pid, since) comes on ``cpu`` at
@@ -214,10 +209,9 @@ class Arrivals:
 
     def _make(self, cpu: int, t: int, do) -> None:
         self.life.op_time = t - self.shift
-        trace = self.trace
-        trace.when = (cpu, t)                   # (``KmemTrace.at``)
+        self.trace.at(cpu, t)
         do()
-        trace.when = None
+        self.trace.when = None
 
     # --- what is due --------------------------------------------------------
     def due(self, t: int, cpu: int, n: int) -> None:
@@ -227,25 +221,17 @@ class Arrivals:
             return
         self.armed_at = None
         aw = self.aw
-        m = self.machine
-        t = m._at(cpu, t)
+        t = self.machine._at(cpu, t)
         w = t - self.shift
-        # (each at its instant, or when the CPU got there: ``t``)
-        life, trace = self.life, self.trace
-        heap = life.heap
-        end = w + 1
-        while heap and heap[0][0] < end:
-            _when, _seq, fn, obj = heappop(heap)
+        life = self.life
+        self.trace.at(cpu, t)                   # (each at its instant, or when the CPU got there)
+        for _when, fn, obj in life.due(w + 1):
             life.op_time = w
-            trace.when = (cpu, t)
             fn(obj)
-        trace.when = None
-        if aw.next_burst <= w:
-            aw.now = w
-            self._make(cpu, t, lambda: aw._burst(aw.rng))
-        if aw.ctagmod_due(w):
-            aw.now = w
-            self._make(cpu, t, aw.ctagmod_tick)
+        life.op_time = w
+        aw.now = w
+        aw.timed(w, _nothing)                   # (a tree walk, ctagmod's timer)
+        self.trace.when = None
         self._rearm(t)
 
     def _rearm(self, t: int) -> None:
@@ -262,9 +248,7 @@ class Arrivals:
         self.armed_at = at
         self.armed_n += 1
         m = self.machine
-        cpu = m._live(int(self.rng.random() * self.nr_cpus))
-        m.seq += 1
-        heappush(m.heap, (at, m.seq, _ALLOC_DUE, cpu, self.armed_n))
+        m._push(at, _ALLOC_DUE, m._live(int(self.rng.random() * self.nr_cpus)), self.armed_n)
 
     # --- intensities --------------------------------------------------------
     def _group(self, pid: int):
@@ -272,13 +256,17 @@ class Arrivals:
         return (ts.profile, id(ts.roots)) if ts is not None else None
 
     def _kinds_of_pid(self, pid: int) -> list:
+        return self._group_kinds(pid)[1]
+
+    def _group_kinds(self, pid: int) -> tuple:
+        """(group key, the kinds its tasks make) of task ``pid``."""
         g = self._group(pid)
         got = self.groups.get(g)
         if got is None:
             reaches = self.machine.kernel.workload.reaches
             got = self.groups[g] = [i for i, k in enumerate(self.kinds)
                                     if not k.site or reaches(pid, k.site)]
-        return got
+        return g, got
 
     def _kinds_of_group(self, g) -> list:
         return self.groups.get(g, ())
@@ -310,17 +298,11 @@ class Arrivals:
         """Busy ns of [t0, t1) per group of tasks (making sure each group's
         kinds are known)."""
         out: dict = {}
-        history = self.sched.history
-        for cpu, start, end in self.sched.busy_spans(t0, t1):
-            h = history[cpu]
-            j = bisect.bisect_right(h, start, key=_instant) - 1
-            pid = h[j][1].pid
-            self._kinds_of_pid(pid)
-            g = self._group(pid)
+        for _cpu, start, end, task in self.sched.busy_spans(t0, t1):
+            g = self._group_kinds(task.pid)[0]
             out[g] = out.get(g, 0) + end - start
         return out
 
 
-def _instant(entry):
-    return entry[0]
-
+def _nothing() -> None:
+    pass

@@ -4,10 +4,9 @@ the machine does not make them (:mod:`.alloc_workload`'s bulk steps).
 The machine makes them as its own events while the allocators are traced
 (:mod:`.alloc_arrivals`).  What is left here: owed time, simulated
 untraced (an instant of the step only, for the objects' lifetimes), and a
-traced step the machine did not run live (a kernel without a machine; the
-step where a trigger enabled a kmem event): an instant drawn uniformly
-over the step, on a CPU drawn at random (an offline one does nothing), or
-an expiry's own instant.
+traced step of a kernel without a machine: an instant drawn uniformly over
+the step, on a CPU drawn at random (an offline one does nothing), or an
+expiry's own instant.
 
 Draws come from the kernel's ``alloc_workload-moments`` RNG.
 """

@@ -105,14 +105,13 @@ class AllocWorkload:
         make them (:mod:`.alloc_arrivals`): the churning call sites (an
         atomic one's made on top of whatever runs: site 0), then the
         scripted ones."""
-        calls, life, rng = self.calls, self.life, self.rng
+        calls = self.calls
         call_site = calls.trace.call_site
         kinds = []
+        hot_op = self._hot_op
         for p, rate, mean in self.hot:
             kinds.append(OpKind(rate, call_site(p.tag) if p.gfp == GFP_KERNEL else 0,
-                                lambda p=p, mean=mean: life.expire(
-                                    rng.expovariate(1.0 / mean), calls.free,
-                                    calls.alloc_profile(p))))
+                                lambda p=p, mean=mean: hot_op(p, mean)))
         for rate, key, op in self.fixed:
             kinds.append(OpKind(rate, call_site(calls.site(key)), op))
         return kinds
@@ -200,26 +199,18 @@ class AllocWorkload:
             if n:
                 hot = self.hot
                 picks = rng.choices(range(len(hot)), cum_weights=self.hot_cum, k=n)
-                expire = life.expire
-                free = calls.free
-                alloc = calls.alloc_profile
                 moment = self._moment
+                hot_op = self._hot_op
                 for i in picks:
                     p, _rate, mean = hot[i]
                     moment()
-                    expire(rng.expovariate(1.0 / mean), free, alloc(p))
+                    hot_op(p, mean)
         moment = self._moment
         for rate, _key, op in self.fixed:
             for _ in range(_poisson(rng, rate * dt)):
                 moment()
                 op()
-        # events
-        if t1 >= self.next_burst:
-            moment()
-            self._burst(rng)
-        if self.ctagmod_due(t1):
-            moment()
-            self.ctagmod_tick()
+        self.timed(t1, moment)
         self.now = t1
         for t, fn, obj in life.due(t1):
             moment(t)
@@ -227,13 +218,23 @@ class AllocWorkload:
         self.moments.end()
         life.op_time = t1
 
-    def ctagmod_due(self, w: int) -> bool:
-        """ctagmod's timer is due by workload time ``w``."""
-        return "ctagmod" in self.calls.modules and w >= self.next_ctagmod_tick
+    def _hot_op(self, p, mean: float) -> None:
+        """One allocation at the churning call site of profile ``p``, kept
+        an exponential lifetime of mean ``mean`` seconds."""
+        calls = self.calls
+        self.life.expire(self.rng.expovariate(1.0 / mean), calls.free, calls.alloc_profile(p))
 
-    def ctagmod_tick(self) -> None:
-        self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
-        self.calls.ctagmod_work()
+    def timed(self, w: int, moment) -> None:
+        """What is due by workload time ``w`` at its own times, each after
+        ``moment()`` (it places it): something walks a tree; ctagmod's
+        timer fires (and is set again ``CTAGMOD_PERIOD_NS`` after ``now``)."""
+        if w >= self.next_burst:
+            moment()
+            self._burst(self.rng)
+        if "ctagmod" in self.calls.modules and w >= self.next_ctagmod_tick:
+            moment()
+            self.next_ctagmod_tick = self.now + CTAGMOD_PERIOD_NS
+            self.calls.ctagmod_work()
 
     def next_timed(self) -> int:
         """The workload time of its next timed event (a tree walk, ctagmod's timer)."""

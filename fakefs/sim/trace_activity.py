@@ -107,10 +107,9 @@ class TraceActivity(MachineHits):
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's,
-        its allocations' among them, come in time order; a step the
-        allocation workload made in bulk queues its hits after them: all of
-        them count; a CPU busy past ``t1`` leaves the rest for the next
-        window)."""
+        its allocations' among them, come in time order; a request's come
+        when it is served: all of them count; a CPU busy past ``t1`` leaves
+        the rest for the next window)."""
         q = self.pending[cpu]
         if not q:
             return []

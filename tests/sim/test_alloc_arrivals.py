@@ -118,15 +118,34 @@ def test_frees_happen_when_due_never_before():
     assert late[len(late) // 2] < 100_000          # mostly at once (the median under 0.1 ms)
 
 
-def test_a_switched_out_task_makes_nothing_more():
-    """A task's queued arrival is void once it is switched out (its token)."""
+def test_an_arrival_is_void_unless_its_task_runs_there_in_that_stint():
+    """An arrival carries (pid, the stint's start): once its task was
+    switched out (or another runs there, or its burst is over) it makes
+    nothing; for the stint running now it makes one operation and queues
+    the next."""
     k = _kernel()
-    fired = _fired(k, "kmalloc")
     wr(k, "events/kmem/kmalloc/enable", "1")
-    _run(k, 300)
-    for cpu, ts, _clock, task, r, _args in fired:
-        if r is not None and task.pid:
-            assert r[0] <= ts < r[1]
+    _run(k, 20)
+    arr, m = k.alloc_workload.arrivals, k.driver
+    made = []
+    for kind in arr.kinds:
+        kind.do = (lambda f: lambda: (made.append(1), f()))(kind.do)
+    while True:
+        cpu = next((c for c in range(2) if k.sched.curr[c].pid and m.runs.get(k.sched.curr[c].pid)),
+                   None)
+        if cpu is not None:
+            break
+        _run(k, 1, 1)
+    r = m.runs[k.sched.curr[cpu].pid]
+    t = max(m.clock[cpu], r.since)
+    assert t < r.since + r.left
+    queued = len(m.heap)
+    arr.fire(t, cpu, (r.task.pid, r.since - 1))              # an earlier stint
+    arr.fire(t, cpu, (r.task.pid + 1, r.since))              # another task's
+    arr.fire(r.since + r.left, cpu, (r.task.pid, r.since))   # after its burst
+    assert made == [] and len(m.heap) == queued
+    arr.fire(t, cpu, (r.task.pid, r.since))
+    assert made == [1] and len(m.heap) > queued              # and the next is queued
 
 
 def test_the_workload_clock_runs_with_the_machine_while_live_and_owes_after():

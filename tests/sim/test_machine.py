@@ -374,9 +374,12 @@ def test_busy_spans_are_who_ran_when():
     t0 = k.sim_time
     k.timekeeper.advance_to(t0 + 20_000_000)
     spans = k.sched.busy_spans(t0, k.sim_time)
-    assert spans and all(t0 <= s < e <= k.sim_time for _c, s, e in spans)
+    assert spans and all(t0 <= s < e <= k.sim_time for _c, s, e, _t in spans)
+    for cpu, s, _e, task in spans:                                   # the task the history has
+        h = k.sched.history[cpu]
+        assert task.pid and max((x for x in h if x[0] <= s), key=lambda x: x[0])[1] is task
     for cpu in range(2):
-        mine = sorted((s, e) for c, s, e in spans if c == cpu)
+        mine = sorted((s, e) for c, s, e, _t in spans if c == cpu)
         assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:]))     # one task at a time
         h = k.sched.history[cpu]
         assert h[-1][1] is k.sched.curr[cpu]
