@@ -110,6 +110,13 @@ class Pacer:
         ``until`` (the host's instant of a request)."""
         return until - kernel.sim_time > LATE_NS and self.kept_up(kernel)
 
+    def restart(self) -> None:
+        """A file was written (a setting, perhaps): what the next step
+        costs, nothing measured so far says.  (Grown to STEP_NS while
+        nothing was traced, the first step after ``echo 1 > events/enable``
+        took ~130 ms on a slow host, and every request waited for it.)"""
+        self.step_ns = MIN_STEP_NS
+
     def step(self, kernel, until: int) -> bool:
         """One step of the kernel towards ``until`` (``Timekeeper.catch_up``):
         True while more remains."""
@@ -123,6 +130,8 @@ class Pacer:
         t0 = time.perf_counter()
         more = kernel.timekeeper.catch_up(1, until, step)
         spent = time.perf_counter() - t0
+        if kernel.sim_time == t:
+            return more                          # (a debt's slice: no step)
         if kernel.sim_time - t > step or kernel.sim_time == end:
             # a skip, or the end of a quiet part: what comes next costs
             # what it costs, nothing measured so far says

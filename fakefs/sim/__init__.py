@@ -44,6 +44,8 @@ def attach(kernel: Kernel) -> Machine:
     keep_time(kernel)
     machine = Machine(kernel)
     kernel.driver = machine
+    if machine.allocs is not None:        # what the allocators owe before a traced step
+        kernel.timekeeper.debts.append(machine.allocs.pay_slice)
     hits = kernel.trace_hits
     if hits is not None:                  # what the real processes do is traced in a gap
         hits.traced_needs.append(machine.host.shown_in)

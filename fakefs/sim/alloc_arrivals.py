@@ -128,6 +128,17 @@ class Arrivals:
         self._states = wl.walk.states if wl is not None else {}
 
     # --- the step -----------------------------------------------------------
+    def pay_slice(self) -> bool:
+        """A slice of the time the workload owes, when the next step runs
+        live (the allocators are traced) and it owes some (``begin`` would
+        settle it all at once: up to OWED_MAX_NS of operations, ~140 ms of
+        work on a slow host): whether it did one (``Timekeeper.debts``)."""
+        aw = self.aw
+        if self.live or aw.owed <= 0 or not aw.calls.trace.traced():
+            return False
+        aw.settle_slice()
+        return True
+
     def begin(self, t0: int, t1: int) -> None:
         """The machine runs [t0, t1): live while the allocators are traced."""
         aw = self.aw

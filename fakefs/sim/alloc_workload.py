@@ -176,12 +176,19 @@ class AllocWorkload:
 
     def settle(self) -> None:
         """Simulate the time owed (its last OWED_MAX_NS), untraced."""
+        while self.settle_slice():
+            pass
+
+    def settle_slice(self) -> bool:
+        """Simulate OWED_STEP_NS of the time owed (of its last OWED_MAX_NS),
+        untraced: True while more is owed.  (``settle()`` in slices: the
+        same operations, a catch-up lets requests in between them.)"""
         owed = min(self.owed, OWED_MAX_NS)
-        self.owed = 0
-        while owed > 0:
-            span = min(owed, OWED_STEP_NS)
+        span = min(owed, OWED_STEP_NS)
+        if span > 0:
             self._run(None, span)
-            owed -= span
+        self.owed = owed - span
+        return self.owed > 0
 
     def _run(self, t0: int | None, span: int) -> None:
         """Simulate ``span`` ns from kernel time ``t0`` (None: owed time,

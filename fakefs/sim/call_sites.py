@@ -33,7 +33,7 @@ from collections import deque
 
 # a call site's way up its callers (walk_reference.use_reference swaps it)
 from ..kernel.irq import INTERRUPT_FUNCS
-from ..kernel.walkgraph import table_items, tp_off
+from ..kernel.walkgraph import tp_off
 from ._reach import caller_arrays, way_up
 
 WAY_KEPT = 0.9             # a task's next allocation from a site goes its last way
@@ -66,7 +66,7 @@ class CallSites:
         self._callers: dict = {}             # profile -> its CallerTable
         self._reach: dict = {}               # (profile, entries, task_only) -> reachable ids
         self._led: dict = {}                 # (reach key, name) -> leads to a reachable graph function
-        self._cuts = 0                       # recursions cut short by _leads()
+        self._fronts: dict = {}              # (name, task_only) -> the graph functions its ways up meet
         self._ways: dict = {}                # pid -> {(name, task_only): way}
         self._nways = 0                      # how many ways _ways holds
         self._way_pids: deque = deque()      # its pids, the oldest looked at first
@@ -255,7 +255,10 @@ class CallSites:
                 d += 1
                 nxt = []
                 for f in level:
-                    for g in table_items(tables[f])[0]:
+                    table = tables[f]
+                    if table is None:
+                        continue
+                    for g in table[0]:                  # (its callees)
                         if g >= 0 and g not in dist and g not in barred:
                             dist[g] = d
                             nxt.append(g)
@@ -273,26 +276,40 @@ class CallSites:
         ``roots`` (through no interrupt's entry if ``task_only``): in the
         graph, or through its source callers."""
         key, reach = self._reach_of(profile, roots, task_only)
-        return self._leads(name, key, reach, set())
+        return self._leads(name, key, reach)
 
-    def _leads(self, name, key, reach, visiting) -> bool:
-        fid = self.wg.ids.get(name)
-        if fid is not None:
-            return fid in reach
+    def _leads(self, name, key, reach) -> bool:
+        """Whether a way up from ``name`` meets a graph function in
+        ``reach`` (of reach ``key``: ``_reach_of``)."""
         memo = self._led.get((key, name))
-        if memo is not None:
-            return memo
-        if key[2] and name in INTERRUPT_FUNCS:
-            return False
-        if name in visiting:           # a recursion in the source: not this way
-            self._cuts += 1
-            return False
-        visiting.add(name)
-        cuts = self._cuts
-        got = any(self._leads(c, key, reach, visiting) for c in self.sources.callers(name))
-        visiting.discard(name)
-        if got or cuts == self._cuts:  # (a no that a recursion cut short may be a yes from elsewhere)
-            self._led[(key, name)] = got
+        if memo is None:
+            memo = self._led[(key, name)] = any(f in reach for f in self._frontier(name, key[2]))
+        return memo
+
+    def _frontier(self, name, task_only) -> tuple:
+        """The graph functions that ``name``'s ways up meet: its own id
+        when the graph has it, else those its source callers' ways meet,
+        through functions the graph lacks (and no interrupt's entry if
+        ``task_only``).  The same for every task: what a task reaches is
+        then a lookup in its reach set (``_leads``)."""
+        key = (name, task_only)
+        got = self._fronts.get(key)
+        if got is None:
+            ids = self.wg.ids
+            meets = set()
+            seen = {name}
+            todo = [name]
+            while todo:
+                n = todo.pop()
+                fid = ids.get(n)
+                if fid is not None:
+                    meets.add(fid)
+                elif not (task_only and n in INTERRUPT_FUNCS):
+                    for c in self.sources.callers(n):
+                        if c not in seen:
+                            seen.add(c)
+                            todo.append(c)
+            got = self._fronts[key] = tuple(sorted(meets))
         return got
 
     def _climb(self, rng, name, profile, roots, task_only):
@@ -301,13 +318,13 @@ class CallSites:
         caller drawn among those that lead there (nearer ones likelier);
         None when none does."""
         key, reach = self._reach_of(profile, roots, task_only)
-        if not self._leads(name, key, reach, set()):
+        if not self._leads(name, key, reach):
             return None
         up = [name]
         ids = self.wg.ids
         while name not in ids:
             ups = [c for c in self.sources.callers(name)
-                   if c not in up and self._leads(c, key, reach, set())]
+                   if c not in up and self._leads(c, key, reach)]
             if not ups:
                 return None
             # the first callers are the nearest to the graph: weigh them up

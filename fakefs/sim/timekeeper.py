@@ -56,11 +56,15 @@ class Gap:
 class Timekeeper:
     """Moves ``kernel`` through simulated time, following its clock."""
 
-    __slots__ = ("kernel", "gap")
+    __slots__ = ("kernel", "gap", "debts")
 
     def __init__(self, kernel):
         self.kernel = kernel
         self.gap: Gap | None = None        # the gap being caught up
+        # fn() -> bool: did a slice of work the machine owes before its next
+        # step (the allocations owed once they are traced), as a step of
+        # ``catch_up`` (a caller yields between them); else the step does it
+        self.debts: list = []
         kernel.timekeeper = self
         # the machine runs from the instant the kernel booted
         kernel.sim_time = kernel.now = kernel.clock.now_ns()
@@ -92,7 +96,8 @@ class Timekeeper:
                 if self.kernel.sim_time >= now:
                     break
                 if now - self.kernel.sim_time <= (GAP_NS if seen is False else self.gap_threshold()):
-                    self._step(min(now, self.kernel.sim_time + step_ns), seen)
+                    if not self._pay_debt():
+                        self._step(min(now, self.kernel.sim_time + step_ns), seen)
                     continue
                 gap = self.gap = Gap(self.kernel.sim_time, now)
                 for w in self.kernel.gap_watchers:
@@ -111,6 +116,13 @@ class Timekeeper:
             if self.kernel.sim_time >= gap.end:
                 self._end_gap(gap)
         return self.gap is not None or self.kernel.sim_time < now
+
+    def _pay_debt(self) -> bool:
+        """A slice of what the machine owes before its next step, if any."""
+        for fn in self.debts:
+            if fn():
+                return True
+        return False
 
     def _end_gap(self, gap: Gap) -> None:
         self.gap = None

@@ -14,6 +14,7 @@ from fakefs import sim
 from fakefs.kernel.mm.kmem_trace import kernel_gfp
 from fakefs.kernel.mm.page_alloc import GFP_KERNEL
 from fakefs.sim.alloc_arrivals import SHARE_FOLD_NS, SHARE_TAU_NS, Shares
+from fakefs.sim.alloc_workload import OWED_MAX_NS, OWED_STEP_NS
 from fakefs.sim.clock import ManualClock
 
 MS = 1_000_000
@@ -199,3 +200,39 @@ def test_shares_fold_the_measured_busy_time_as_a_moving_average():
     for _ in range(1000):                # long enough: the measured share
         s.add({"b": step // 2}, groups.__getitem__, step)
     assert s.value == pytest.approx([0.5, 0.5], abs=1e-3)
+
+
+def _owing_then_traced(pay_in_slices: bool):
+    """A kernel left untraced for 3 s (owing its allocations' time), then
+    kmem_cache_alloc enabled."""
+    k = _kernel()
+    if not pay_in_slices:
+        k.timekeeper.debts.clear()          # the first traced step settles it all
+    _run(k, 3000, step_ms=1000)
+    wr(k, "events/kmem/kmem_cache_alloc/enable", "1")
+    return k
+
+
+def test_a_catch_up_pays_what_the_allocators_owe_a_slice_at_a_time_before_its_traced_step():
+    k = _owing_then_traced(True)
+    aw, tk = k.alloc_workload, k.timekeeper
+    owed, t = aw.owed, k.sim_time
+    assert owed > 2 * OWED_STEP_NS
+    k.clock.advance(20 * MS)
+    slices = 0
+    while aw.owed:
+        assert tk.catch_up(1, k.clock.now_ns()) and k.sim_time == t   # (no step meanwhile)
+        slices += 1
+    assert slices == math.ceil(min(owed, OWED_MAX_NS) / OWED_STEP_NS)
+    assert not k.driver.allocs.pay_slice()        # nothing owed: the step runs
+    tk.catch_up(1, k.clock.now_ns())
+    assert k.sim_time > t and k.driver.allocs.live
+
+
+def test_paid_in_slices_or_at_once_the_same_operations():
+    got = []
+    for slices in (True, False):
+        k = _owing_then_traced(slices)
+        _run(k, 100)
+        got.append((rd(k, "trace"), rd(k, "proc/allocinfo", base="")))
+    assert got[0] == got[1] and got[0][0].count("kmem_cache_alloc:") > 50

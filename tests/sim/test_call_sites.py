@@ -103,3 +103,35 @@ def test_ways_are_kept_a_dict_a_task_and_counted(monkeypatch):
     monkeypatch.setattr(call_sites, "WAYS_KEPT", cs._nways - 1)
     cs._keep_way(gone[-1] + 1, ("f", False), 0)
     assert cs._ways == {gone[-1] + 1: {("f", False): 0}} and cs._nways == 1
+
+
+def leads_by_search(cs, name, reach, task_only, visiting) -> bool:
+    """What CallSites._leads stands for, searched afresh: a way up from
+    ``name`` through its source callers (none twice) meets a graph function
+    in ``reach``, through no interrupt's entry if ``task_only``."""
+    fid = cs.wg.ids.get(name)
+    if fid is not None:
+        return fid in reach
+    if task_only and name in call_sites.INTERRUPT_FUNCS:
+        return False
+    visiting = visiting | {name}
+    return any(leads_by_search(cs, c, reach, task_only, visiting)
+               for c in cs.sources.callers(name) if c not in visiting)
+
+
+def test_what_a_task_reaches_through_the_source_callers_is_what_a_search_finds():
+    k = sim.boot(seed=4, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+    cs = k.workload.call_sites
+    names = sorted({cs._name(kd.site) for kd in k.driver.allocs.aw.op_kinds() if kd.site} - {None})
+    groups = {(ts.profile, id(ts.roots)): ts for ts in k.workload.walk.states.values()}
+    assert len(names) > 20 and len(groups) > 10
+    yes = no = 0
+    for ts in groups.values():
+        for profile in (ts.profile, None):
+            for task_only in (True, False):
+                key, reach = cs._reach_of(profile, ts.roots, task_only)
+                for name in names:
+                    want = leads_by_search(cs, name, reach, task_only, frozenset())
+                    assert cs._leads(name, key, reach) == want, (ts.profile, profile, name)
+                    yes, no = yes + want, no + (not want)
+    assert yes and no                       # (both answers come up)
