@@ -48,7 +48,7 @@ from .pacing import REQUEST_CAME, REQUEST_WAIT_S, STEP_WALL_S, Pacer, settle_hos
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import caller_open_args, current_nonblock, dev_attached
-from .steps import stepped_write
+from .steps import settle_owed, stepped_write
 from .waiters import Waiters
 
 log = logging.getLogger("fakefs.fuse")
@@ -443,6 +443,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             until = await self.observe()
         else:
             until = None
+        owed = fops.owed(f) if off == 0 else None
+        if owed is not None:
+            await settle_owed(self, owed)       # what show() would do at once
         try:
             with self.at(until):
                 vfs_call(self.kernel, "vfs_read", f.node, f.pid, fh, size)

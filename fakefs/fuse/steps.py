@@ -57,6 +57,17 @@ async def let_others_in(fs, budget: float = GRACE_MAX_S) -> float:
     return time.monotonic() - t0
 
 
+async def settle_owed(fs, owed) -> None:
+    """What a read would do at once before it shows (``owed``, an
+    ``owed.Settle``: /proc/allocinfo's owed allocations), a slice at a
+    time, the requests that came meanwhile let in every SLICE_S."""
+    t0 = time.monotonic()
+    while owed.pay_slice():
+        if time.monotonic() - t0 >= SLICE_S:
+            await let_others_in(fs)
+            t0 = time.monotonic()
+
+
 async def stepped_write(fs, f, data: bytes) -> int:
     """``f.node.fops.write(f, data)`` through ``fs`` (the FakeFS adapter),
     in slices where the operations allow it."""

@@ -76,6 +76,7 @@ class AllocWorkload:
         # (``alloc_arrivals.Arrivals``: a machine sets it)
         self.arrivals = None
         kernel.alloc_tag.settle.hooks.append(self.settle)
+        kernel.alloc_tag.settle.slices.append(self.settle_slice)
         kernel.log.settle.hooks.append(self.settle)
 
     def _fixed_ops(self) -> list[tuple]:

@@ -125,3 +125,43 @@ async def test_a_write_answering_later_has_the_machine_moved_there_first():
     got = await steps.stepped_write(FakeFS(k), File(n, os.O_WRONLY), b"abc")
     assert got == 3
     assert seen == [5_000_000, (8_000_123, 5_000_000)]
+
+
+async def test_owed_work_is_paid_in_slices_with_other_requests_let_in_between(monkeypatch):
+    """settle_owed(): a slice at a time; after SLICE_S of them the requests
+    that came meanwhile run."""
+    import time
+
+    import trio
+
+    from fakefs.fuse import steps
+    from fakefs.fuse.heap import HeapKeeper
+    from fakefs.kernel.owed import Settle
+
+    class FS:
+        heap = HeapKeeper(None)
+        released_at = 0.0
+
+    monkeypatch.setattr(steps, "SLICE_S", 0.004)
+    owed = Settle()
+    done = []
+    others = []
+
+    def a_slice():
+        time.sleep(0.002)
+        done.append(len(others))
+        return len(done) < 12
+
+    owed.slices.append(a_slice)
+
+    async def other():
+        while len(done) < 12:
+            others.append(len(done))
+            await trio.sleep(0)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        await steps.settle_owed(FS(), owed)
+    assert len(done) == 12
+    # the other task ran between slices, not only before the first
+    assert any(0 < d < 12 for d in others), others

@@ -32,3 +32,21 @@ def test_a_failing_hook_does_not_leave_it_stuck():
         except RuntimeError:
             pass
     assert calls == [1, 1]
+
+
+def test_pay_slice_does_a_slice_of_each_and_says_whether_more_remains():
+    settle = Settle()
+    left = {"a": 3, "b": 1}
+
+    def slicer(name):
+        def fn():
+            if left[name]:
+                left[name] -= 1
+            return left[name] > 0
+        return fn
+
+    settle.slices += [slicer("a"), slicer("b")]
+    assert settle.pay_slice() and left == {"a": 2, "b": 0}
+    assert settle.pay_slice() and left == {"a": 1, "b": 0}
+    assert not settle.pay_slice() and left == {"a": 0, "b": 0}
+    assert Settle().pay_slice() is False

@@ -236,3 +236,17 @@ def test_paid_in_slices_or_at_once_the_same_operations():
         _run(k, 100)
         got.append((rd(k, "trace"), rd(k, "proc/allocinfo", base="")))
     assert got[0] == got[1] and got[0][0].count("kmem_cache_alloc:") > 50
+
+
+def test_allocinfo_read_after_its_owed_time_paid_in_slices_is_the_read_at_once():
+    got = []
+    for slices in (True, False):
+        k = _kernel()
+        _run(k, 3000, step_ms=1000)
+        n = 0
+        while slices and k.alloc_tag.settle.pay_slice():
+            n += 1
+        if slices:          # (the last slice says nothing remains)
+            assert n + 1 == math.ceil(OWED_MAX_NS / OWED_STEP_NS) and k.alloc_workload.owed == 0
+        got.append(rd(k, "proc/allocinfo", base=""))
+    assert got[0] == got[1]

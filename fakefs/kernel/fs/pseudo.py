@@ -151,6 +151,12 @@ class FileOperations:
         a read further on goes on in the text taken at offset 0."""
         return self.observes and (off == 0 or self.nonseekable)
 
+    def owed(self, f: File):
+        """The work owed (an ``owed.Settle``) that a read of ``f`` would do
+        at once before it shows (/proc/allocinfo: the allocations' owed
+        time), for its caller to do a slice at a time first; or None."""
+        return None
+
     def write(self, f: File, data: bytes) -> int:
         """The bytes taken, or a :class:`Later` for them when the writer's
         work needs the machine further on (its caller finishes it)."""

@@ -440,6 +440,9 @@ class AllocinfoOps(ProcOps):
     def show(self, f):
         return self.at.allocinfo_text()
 
+    def owed(self, f):
+        return self.at.settle
+
 
 def procfs_init(at: AllocTagging) -> None:
     at.allocinfo = proc_create(at.kernel, "allocinfo", 0o400, None, AllocinfoOps(at), at)
