@@ -22,7 +22,7 @@ host, a configuration slower than real time), nothing is skipped and
 nothing dropped: the runner steps it on in full, a gap's threshold at a
 time (``Pacer.target``: no gap begins while something records), without
 pausing between catch-ups, and a request waits at most REQUEST_WAIT_S on
-it (one step if it is running late: ``Pacer.running_late``), then is
+it (none if it is running late: ``Pacer.running_late``), then is
 served at the instant the machine reached (``Pacer.served_at``),
 as a guest kernel starved of its CPU runs late.  Once nothing records it
 still catches up with the host (``Pacer.behind``), requests served where it
