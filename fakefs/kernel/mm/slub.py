@@ -238,8 +238,10 @@ class SlabAllocator:
     # --- objects --------------------------------------------------------------
     def kmem_cache_alloc_noprof(self, s: KmemCache, gfp: int = GFP_KERNEL, node=None) -> Obj:
         obj = self._slab_alloc(s, gfp, node)
-        self.trace.kmem_cache_alloc(self.at.current, obj.ptr, s.object_size, s.size, gfp, node,
-                                    bool(gfp & GFP_ACCOUNT))
+        trace = self.trace
+        if trace.when is not None:    # (a tracepoint's arguments: only where it may fire)
+            trace.kmem_cache_alloc(self.at.current, obj.ptr, s.object_size, s.size, gfp, node,
+                                   bool(gfp & GFP_ACCOUNT))
         return obj
 
     def _slab_alloc(self, s: KmemCache, gfp: int, node) -> Obj:
@@ -277,7 +279,9 @@ class SlabAllocator:
             at.current = old
 
     def kmem_cache_free(self, s: KmemCache, obj: Obj) -> None:
-        self.trace.kmem_cache_free(obj.ptr, s.name)
+        trace = self.trace
+        if trace.when is not None:
+            trace.kmem_cache_free(obj.ptr, s.name)
         self._slab_free(s, obj)
 
     def _slab_free(self, s: KmemCache, obj: Obj) -> None:
@@ -305,7 +309,9 @@ class SlabAllocator:
             return page
         s = self.kmalloc_caches[kmalloc_index(size)]
         obj = self._slab_alloc(s, gfp, node)
-        self.trace.kmalloc(self.at.current, obj.ptr, size, s.size, gfp, node)
+        trace = self.trace
+        if trace.when is not None:
+            trace.kmalloc(self.at.current, obj.ptr, size, s.size, gfp, node)
         return obj
 
     def kmalloc(self, tag, size: int, gfp: int = GFP_KERNEL, node=None):
@@ -327,7 +333,9 @@ class SlabAllocator:
         elif isinstance(obj, BulkObj):
             self.kmem_cache_free_bulk(obj)
         elif obj.slab.cache.kmalloc_normal:
-            self.trace.kfree(obj.ptr)
+            trace = self.trace
+            if trace.when is not None:
+                trace.kfree(obj.ptr)
             self._slab_free(obj.slab.cache, obj)
         else:
             self.kmem_cache_free(obj.slab.cache, obj)
