@@ -476,7 +476,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         f = self.file(fh)
         data = bytes(buf)
         n = await stepped_write(self, f, data)      # long writes let others in
-        self.pacer.restart()
+        if not f.node.fops.writes_data:
+            self.pacer.restart()                     # (a setting may change what steps cost)
         if f.node.fops.moves_time:
             # (in steps, others let in; all that can be seen: the move is the work)
             await self.observe()

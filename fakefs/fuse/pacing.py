@@ -111,8 +111,8 @@ class Pacer:
         return until - kernel.sim_time > LATE_NS and self.kept_up(kernel)
 
     def restart(self) -> None:
-        """A file was written (a setting, perhaps): what the next step
-        costs, nothing measured so far says.  (Grown to STEP_NS while
+        """A setting was written (any file but those that record data):
+        what the next step costs, nothing measured so far says.  (Grown to STEP_NS while
         nothing was traced, the first step after ``echo 1 > events/enable``
         took ~130 ms on a slow host, and every request waited for it.)"""
         self.step_ns = MIN_STEP_NS

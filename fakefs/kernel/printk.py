@@ -209,6 +209,7 @@ def devkmsg_init(kernel) -> None:
 
     class DevKmsgOps(FileOperations):
         nonseekable = True
+        writes_data = True
 
         def open(self, f):
             if (f.flags & os.O_ACCMODE) != os.O_WRONLY and \

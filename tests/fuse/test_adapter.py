@@ -548,3 +548,33 @@ async def test_a_probe_on_tracefs_create_dir_sees_an_instance_mkdir():
     assert names == ["my_instance", "options", "per_cpu", "cpu0", "cpu1"]
     assert all("(tracefs_create_dir+0x4/" in ln for ln in lines)
     await fs.rmdir(ino, b"my_instance", Ctx())
+
+
+class Setting(FileOperations):
+    def write(self, f, data):
+        return len(data)
+
+
+class Marker(Setting):
+    writes_data = True
+
+
+async def test_a_setting_written_restarts_the_pacers_step_size_a_marker_does_not(fs):
+    """What a step costs after a setting changed, nothing measured says
+    (``Pacer.restart``: grown while nothing was traced, the first step
+    after ``events/enable`` took ~130 ms); a write that records data
+    (trace_marker, /dev/kmsg) changes no setting."""
+    from fakefs.fuse.pacing import MIN_STEP_NS
+    from fakefs.kernel.trace.trace_buffer_files import TraceMarkerRawOps
+    from fakefs.kernel.trace.trace_files import TraceMarkerOps
+    t = fs.kernel.tree
+    t.create_file("setting", 0o640, t.root, None, Setting())
+    t.create_file("marker", 0o640, t.root, None, Marker())
+    for name, restarts in (("marker", False), ("setting", True)):
+        fs.pacer.step_ns = 20_000_000
+        fi = await fs.open((await lookup(fs, name)).st_ino, os.O_WRONLY, Ctx())
+        assert await fs.write(fi.fh, 0, b"1\n") == 2
+        await fs.release(fi.fh)
+        assert (fs.pacer.step_ns == MIN_STEP_NS) == restarts, name
+    assert TraceMarkerOps.writes_data and TraceMarkerRawOps.writes_data
+    assert not FileOperations.writes_data

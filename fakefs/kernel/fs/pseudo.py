@@ -132,6 +132,9 @@ class FileOperations:
     # file): the request returns once the machine has got there, so the
     # requests after it find nothing left to simulate
     moves_time = False
+    # a write records data (trace_marker, /dev/kmsg): it changes no setting,
+    # so what the machine's steps cost does not change with it
+    writes_data = False
     # chmod/chown allowed (tracefs, most of procfs); /proc/sys refuses (EPERM)
     setattr_allowed = True
 

@@ -147,6 +147,8 @@ class TraceMarkerRawOps(ArrayFileOps):
     becomes one TRACE_RAW_DATA entry; too short or too long for one event
     is EINVAL, never cut (``tracing_mark_raw_write()``)."""
 
+    writes_data = True
+
     def write(self, f, data):
         tr = f.data
         if not tr.flag("markers"):

@@ -280,6 +280,8 @@ class TraceMarkerOps(ArrayFileOps):
     next entry (``tracing_mark_write()``).
     """
 
+    writes_data = True
+
     def write(self, f, data):
         tr = f.data
         if not tr.flag("markers"):
