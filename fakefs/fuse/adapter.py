@@ -48,7 +48,7 @@ from .pacing import REQUEST_CAME, REQUEST_WAIT_S, STEP_WALL_S, Pacer, settle_hos
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import caller_open_args, current_nonblock, dev_attached
-from .steps import settle_owed, stepped_write
+from .steps import pay_debts, settle_owed, stepped_write
 from .waiters import Waiters
 
 log = logging.getLogger("fakefs.fuse")
@@ -478,6 +478,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         n = await stepped_write(self, f, data)      # long writes let others in
         if not f.node.fops.writes_data:
             self.pacer.restart()                     # (a setting may change what steps cost)
+            await pay_debts(self)                    # (and what the machine owes first)
         if f.node.fops.moves_time:
             # (in steps, others let in; all that can be seen: the move is the work)
             await self.observe()

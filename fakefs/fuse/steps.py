@@ -68,6 +68,22 @@ async def settle_owed(fs, owed) -> None:
             t0 = time.monotonic()
 
 
+async def pay_debts(fs) -> None:
+    """What the machine owes before its next step (``Timekeeper.debts``:
+    the allocations' owed time, once a setting traces them), paid by the
+    write of that setting, a slice at a time, the requests that came
+    meanwhile let in every SLICE_S: the machine is then ready to step on
+    from the write's instant.  (Left to the catch-ups, the slices took a
+    request's wait and it was served at the instant before them: the forks
+    an ftracetest ran next had not happened in the machine yet.)"""
+    tk = fs.kernel.timekeeper
+    t0 = time.monotonic()
+    while tk.pay_debt():
+        if time.monotonic() - t0 >= SLICE_S:
+            await let_others_in(fs)
+            t0 = time.monotonic()
+
+
 async def stepped_write(fs, f, data: bytes) -> int:
     """``f.node.fops.write(f, data)`` through ``fs`` (the FakeFS adapter),
     in slices where the operations allow it."""

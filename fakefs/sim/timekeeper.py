@@ -96,7 +96,7 @@ class Timekeeper:
                 if self.kernel.sim_time >= now:
                     break
                 if now - self.kernel.sim_time <= (GAP_NS if seen is False else self.gap_threshold()):
-                    if not self._pay_debt():
+                    if not self.pay_debt():
                         self._step(min(now, self.kernel.sim_time + step_ns), seen)
                     continue
                 gap = self.gap = Gap(self.kernel.sim_time, now)
@@ -117,8 +117,9 @@ class Timekeeper:
                 self._end_gap(gap)
         return self.gap is not None or self.kernel.sim_time < now
 
-    def _pay_debt(self) -> bool:
-        """A slice of what the machine owes before its next step, if any."""
+    def pay_debt(self) -> bool:
+        """A slice of what the machine owes before its next step, if any:
+        whether there was one."""
         for fn in self.debts:
             if fn():
                 return True
