@@ -156,7 +156,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
-    async def observe(self, changes: bool = False, wait_s: float | None = None) -> int:
+    async def observe(self, changes: bool = False, wait_s: float | None = None,
+                      pause=None) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
         of time (pacing.STEP_WALL_S: what a step is sized to cost);
@@ -170,7 +171,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         (``Pacer.running_late``) not at all: a step there moved it a
         millisecond of the 50 or more it lagged, and each of a command's
         catch-ups waited for one (``echo 0 > tracing_on`` with syscall
-        events on: six; 45-56 ms where the machine ran at half speed)."""
+        events on: six; 45-56 ms where the machine ran at half speed).
+        ``pause``: what it awaits between its steps (the runner's), else
+        ``trio.sleep(0)``."""
         self.host_seen(None, changes)
         k = self.kernel
         start = t0 = time.monotonic()
@@ -191,7 +194,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             if not self.pacer.step(k, target) and target >= until:
                 break
             if time.monotonic() - t0 >= STEP_WALL_S:
-                await trio.sleep(0)
+                await (trio.sleep(0) if pause is None else pause())
                 t0 = time.monotonic()
         self.pacer.note_lag(k, came)
         settle, self.host_settle = self.host_settle, None

@@ -188,3 +188,42 @@ def test_a_poller_learns_of_what_the_runner_s_catch_ups_wrote():
     h, waited_from = trio.run(main)
     assert h.notified_at is not None and h.notified_at > waited_from
     assert k.tracing.global_trace.buffer.cpus[0].watermark_hit(50)
+
+
+async def test_the_runner_s_pause_lets_a_command_s_requests_through_within_its_share():
+    """Runner.pause(): between its steps a command under way goes on (its
+    requests a turn of the loop apart) before the runner's next step, for
+    at most GRACE_SHARE of what the runner's steps took."""
+    from fakefs.fuse import steps
+    from fakefs.fuse.heap import HeapKeeper
+
+    class FS:
+        heap = HeapKeeper(None)
+        released_at = 0.0
+
+    fs = FS()
+    runner = Runner(fs)
+    served = []
+
+    async def command(n):
+        for i in range(n):
+            if i:
+                await trio.sleep(0)
+            fs.heap.request_begins()
+            served.append(i)
+            fs.heap.request_ends()
+
+    async def pause_with(n, worked):
+        served.clear()
+        runner.worked, runner.given = 0.0, 0.0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(command, n)
+            runner.resumed = time.monotonic() - worked     # (its steps took that long)
+            await runner.pause()
+            nursery.cancel_scope.cancel()
+        return len(served)
+
+    assert await pause_with(5, worked=1.0) == 5             # all of the command, no step between
+    assert runner.given <= steps.GRACE_SHARE * runner.worked
+    # its share spent (no steps since): the command's first requests only
+    assert await pause_with(10 ** 6, worked=0.0) < 100
