@@ -57,28 +57,15 @@ async def let_others_in(fs, budget: float = GRACE_MAX_S) -> float:
     return time.monotonic() - t0
 
 
-async def settle_owed(fs, owed) -> None:
-    """What a read would do at once before it shows (``owed``, an
-    ``owed.Settle``: /proc/allocinfo's owed allocations), a slice at a
-    time, the requests that came meanwhile let in every SLICE_S."""
+async def in_slices(fs, pay_slice) -> None:
+    """Work a request would otherwise do at once, ``pay_slice()`` (a slice
+    of it: True while more remains) until none remains, the requests that
+    came meanwhile let in every SLICE_S: /proc/allocinfo's owed allocations
+    before its read (``FileOperations.owed``), and what the machine owes
+    before its next step after a setting's write (``Timekeeper.pay_debt``:
+    the allocations' owed time once they are traced)."""
     t0 = time.monotonic()
-    while owed.pay_slice():
-        if time.monotonic() - t0 >= SLICE_S:
-            await let_others_in(fs)
-            t0 = time.monotonic()
-
-
-async def pay_debts(fs) -> None:
-    """What the machine owes before its next step (``Timekeeper.debts``:
-    the allocations' owed time, once a setting traces them), paid by the
-    write of that setting, a slice at a time, the requests that came
-    meanwhile let in every SLICE_S: the machine is then ready to step on
-    from the write's instant.  (Left to the catch-ups, the slices took a
-    request's wait and it was served at the instant before them: the forks
-    an ftracetest ran next had not happened in the machine yet.)"""
-    tk = fs.kernel.timekeeper
-    t0 = time.monotonic()
-    while tk.pay_debt():
+    while pay_slice():
         if time.monotonic() - t0 >= SLICE_S:
             await let_others_in(fs)
             t0 = time.monotonic()

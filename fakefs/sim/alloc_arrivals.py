@@ -130,8 +130,8 @@ class Arrivals:
     # --- the step -----------------------------------------------------------
     def pay_slice(self) -> bool:
         """A slice of the time the workload owes, when the next step runs
-        live (the allocators are traced) and it owes some (``begin`` would
-        settle it all at once: up to OWED_MAX_NS of operations, ~140 ms of
+        live (the allocators are traced) and it owes some (else ``begin``
+        settles it all at once: up to OWED_MAX_NS of operations, ~140 ms of
         work on a slow host): whether it did one (``Timekeeper.debts``)."""
         aw = self.aw
         if self.live or aw.owed <= 0 or not aw.calls.trace.traced():

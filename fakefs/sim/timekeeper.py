@@ -62,8 +62,9 @@ class Timekeeper:
         self.kernel = kernel
         self.gap: Gap | None = None        # the gap being caught up
         # fn() -> bool: did a slice of work the machine owes before its next
-        # step (the allocations owed once they are traced), as a step of
-        # ``catch_up`` (a caller yields between them); else the step does it
+        # step (the allocations owed once they are traced), for the writer
+        # of a setting to pay, others let in (``pay_debt``); else the step
+        # does it all at once
         self.debts: list = []
         kernel.timekeeper = self
         # the machine runs from the instant the kernel booted
@@ -96,8 +97,7 @@ class Timekeeper:
                 if self.kernel.sim_time >= now:
                     break
                 if now - self.kernel.sim_time <= (GAP_NS if seen is False else self.gap_threshold()):
-                    if not self.pay_debt():
-                        self._step(min(now, self.kernel.sim_time + step_ns), seen)
+                    self._step(min(now, self.kernel.sim_time + step_ns), seen)
                     continue
                 gap = self.gap = Gap(self.kernel.sim_time, now)
                 for w in self.kernel.gap_watchers:

@@ -192,4 +192,3 @@ def test_a_machine_that_fell_behind_while_recording_stays_kept_up_until_it_caugh
     m = pacing.Pacer(ManualClock())
     m.note_lag(Behind(t, 300_000_000), late)
     assert not m.behind
-

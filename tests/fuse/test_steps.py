@@ -128,7 +128,7 @@ async def test_a_write_answering_later_has_the_machine_moved_there_first():
 
 
 async def test_owed_work_is_paid_in_slices_with_other_requests_let_in_between(monkeypatch):
-    """settle_owed(): a slice at a time; after SLICE_S of them the requests
+    """in_slices(): a slice at a time; after SLICE_S of them the requests
     that came meanwhile run."""
     import time
 
@@ -161,7 +161,7 @@ async def test_owed_work_is_paid_in_slices_with_other_requests_let_in_between(mo
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(other)
-        await steps.settle_owed(FS(), owed)
+        await steps.in_slices(FS(), owed.pay_slice)
     assert len(done) == 12
     # the other task ran between slices, not only before the first
     assert any(0 < d < 12 for d in others), others

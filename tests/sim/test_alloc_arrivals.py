@@ -202,37 +202,38 @@ def test_shares_fold_the_measured_busy_time_as_a_moving_average():
     assert s.value == pytest.approx([0.5, 0.5], abs=1e-3)
 
 
-def _owing_then_traced(pay_in_slices: bool):
+def _owing_then_traced():
     """A kernel left untraced for 3 s (owing its allocations' time), then
     kmem_cache_alloc enabled."""
     k = _kernel()
-    if not pay_in_slices:
-        k.timekeeper.debts.clear()          # the first traced step settles it all
     _run(k, 3000, step_ms=1000)
     wr(k, "events/kmem/kmem_cache_alloc/enable", "1")
     return k
 
 
-def test_a_catch_up_pays_what_the_allocators_owe_a_slice_at_a_time_before_its_traced_step():
-    k = _owing_then_traced(True)
+def test_once_traced_what_the_allocators_owe_is_a_debt_paid_a_slice_at_a_time():
+    """``Timekeeper.pay_debt`` (the writer of the setting pays it): a slice
+    of OWED_STEP_NS each, the machine's time unmoved; then nothing is owed
+    and the step runs live."""
+    k = _owing_then_traced()
     aw, tk = k.alloc_workload, k.timekeeper
     owed, t = aw.owed, k.sim_time
-    assert owed > 2 * OWED_STEP_NS
-    k.clock.advance(20 * MS)
+    assert owed > 2 * OWED_STEP_NS and not k.driver.allocs.live
     slices = 0
-    while aw.owed:
-        assert tk.catch_up(1, k.clock.now_ns()) and k.sim_time == t   # (no step meanwhile)
+    while tk.pay_debt():
+        assert k.sim_time == t
         slices += 1
-    assert slices == math.ceil(min(owed, OWED_MAX_NS) / OWED_STEP_NS)
-    assert not k.driver.allocs.pay_slice()        # nothing owed: the step runs
-    tk.catch_up(1, k.clock.now_ns())
+    assert slices == math.ceil(min(owed, OWED_MAX_NS) / OWED_STEP_NS) and aw.owed == 0
+    _run(k, 20)
     assert k.sim_time > t and k.driver.allocs.live
 
 
-def test_paid_in_slices_or_at_once_the_same_operations():
+def test_a_debt_paid_in_slices_or_at_once_by_the_first_traced_step_the_same_operations():
     got = []
     for slices in (True, False):
-        k = _owing_then_traced(slices)
+        k = _owing_then_traced()
+        while slices and k.timekeeper.pay_debt():
+            pass
         _run(k, 100)
         got.append((rd(k, "trace"), rd(k, "proc/allocinfo", base="")))
     assert got[0] == got[1] and got[0][0].count("kmem_cache_alloc:") > 50
