@@ -60,12 +60,13 @@ class Kallsyms:
         self._setup([s[1] for s in core], [s[2] for s in core], [s[0] for s in core],
                     list(modules), source)
 
-    def _setup(self, types, names, addrs, modules, source, shift=0):
+    def _setup(self, types, names, addrs, modules, source, shift=0, ordered=False):
         # (addresses in an array and the types in a string: a list of Python
         # ints costs 5x the table's 8 bytes a symbol, and a host table has
         # ~120k symbols.  A relocated table shares its original's array:
-        # symbol i is at ``_addrs[i] + _shift``)
-        if any(x > y for x, y in zip(addrs, islice(addrs, 1, None))):
+        # symbol i is at ``_addrs[i] + _shift``; ``ordered``: that array,
+        # in address order already)
+        if not ordered and any(x > y for x, y in zip(addrs, islice(addrs, 1, None))):
             order = sorted(range(len(addrs)), key=addrs.__getitem__)   # stable
             types = [types[i] for i in order]
             names = [names[i] for i in order]
@@ -229,7 +230,7 @@ class Kallsyms:
         ks = Kallsyms.__new__(Kallsyms)
         ks._setup(self._types, self._names, self._addrs,
                   [(a + dm, t, n, m) for a, t, n, m in self._mod_order], self.source,
-                  self._shift + dt)
+                  self._shift + dt, ordered=True)
         return ks
 
     # ------------------------------------------------------------ modules
@@ -334,6 +335,17 @@ class Kallsyms:
     def core_names(self) -> NameTable:
         """The names of vmlinux's symbols, in table (address) order."""
         return self._names
+
+    def core_table(self) -> tuple:
+        """(addresses, shift, names) of vmlinux's symbols in table order:
+        symbol i is at ``addresses[i] + shift``; every relocation of a
+        table shares its addresses and names (the same objects)."""
+        return self._addrs, self._shift, self._names
+
+    def module_symbols(self) -> list:
+        """(addr, type, name, module) of the modules' symbols, in
+        /proc/kallsyms order (``symbols()`` after vmlinux's)."""
+        return self._mod_order
 
     def resolve(self, name: str) -> str | None:
         """``name`` itself, else a compiler clone of it (``name.isra.0``,

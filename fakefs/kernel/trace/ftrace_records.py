@@ -225,6 +225,55 @@ class RecordMods:
         return chain(repeat(None, self._ncore), self.names)
 
 
+_MARKERS = frozenset(("_stext", "_text", "_etext", "_sinittext", "_einittext"))
+# the core scans made (``_core_scan``): a few tables' (the bundled one's,
+# the host's), each with its notrace set
+_CORE_SCANS: dict = {}
+_CORE_SCANS_MAX = 4
+
+
+def _core_scan(base, names, notrace: frozenset, bounds: tuple, init_lo: int,
+               init_hi: int) -> tuple:
+    """(the places in the table of the core kernel's records, those of the
+    init text's symbols) for the table of addresses ``base`` and
+    ``names``, in the table's own addresses (``bounds``: the untraceable
+    ranges, ``init_lo``-``init_hi`` the init text): what does not depend
+    on where the table is relocated, made once per table and notrace set
+    (each kernel in a process shares the bundled table: ~0.2 s a boot).
+    The table is in address order, so the records come in it (aliases:
+    the first); names skipped as the class's doc says."""
+    key = (id(base), notrace, bounds, init_lo, init_hi)
+    got = _CORE_SCANS.get(key)
+    if got is not None and got[0] is base:          # (the id of a live table)
+        return got[1], got[2]
+    at: list[int] = []
+    init_at: list[int] = []
+    prev = None
+    for pos, (addr, name) in enumerate(zip(base, names)):
+        if (name.startswith(_SKIP_PREFIXES) or name in _MARKERS or name in notrace
+                or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
+            # (``foo.cold``: the unlikely part gcc splits off a function,
+            # entered by a jump, with no __fentry__ call of its own)
+            continue
+        if bisect_right(bounds, addr) & 1:
+            if init_lo <= addr < init_hi:
+                init_at.append(pos)
+            continue
+        if addr == prev:                            # aliases share one record
+            continue
+        prev = addr
+        at.append(pos)
+    if len(_CORE_SCANS) >= _CORE_SCANS_MAX:
+        _CORE_SCANS.clear()
+    got = _CORE_SCANS[key] = (base, tuple(at), tuple(init_at))
+    return got[1], got[2]
+
+
+def _in_sorted(addrs, addr: int) -> bool:
+    i = bisect_left(addrs, addr)
+    return i < len(addrs) and addrs[i] == addr
+
+
 class FtraceRecords:
     """The dyn_ftrace records of the running kernel (one per kernel).
 
@@ -255,47 +304,33 @@ class FtraceRecords:
                 merged[-1][1] = max(merged[-1][1], b)
             else:
                 merged.append([a, b])
-        bounds = [x for span in merged for x in span]     # inside: odd bisect
+        base, shift, names = ks.core_table()
+        # (in the table's own addresses: the scan is the same for every
+        # relocation of it, ``_core_scan``)
+        bounds = tuple(x - shift for span in merged for x in span)   # inside: odd bisect
         init_lo, init_hi = ks.addr_of("_sinittext"), ks.addr_of("_einittext")
         if init_lo is None or init_hi is None:
-            init_lo = init_hi = 0
-        init_addrs = set()
-        markers = {"_stext", "_text", "_etext", "_sinittext", "_einittext"}
-        core = []
+            init_lo = init_hi = shift
+        at, init_at = _core_scan(base, names, frozenset(notrace), bounds,
+                                 init_lo - shift, init_hi - shift)
+        # records until init memory is freed
+        init_addrs = {base[pos] + shift for pos in init_at}
+        at = array("i", at)                      # a record's place in the symbol table
+        addrs = array("Q", [base[pos] + shift for pos in at])
         modrecs = []
-        for pos, (addr, typ, name, mod) in enumerate(ks.symbols()):
-            if (name.startswith(_SKIP_PREFIXES) or name in markers or name in notrace
-                    or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
-                # (``foo.cold``: the unlikely part gcc splits off a function,
-                # entered by a jump, with no __fentry__ call of its own)
+        for addr, _typ, name, mod in ks.module_symbols():
+            if (name.startswith(_SKIP_PREFIXES) or name in _MARKERS or name in notrace
+                    or name.endswith(("_text_start", "_text_end")) or ".cold" in name
+                    or mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr)):
                 continue
-            if mod is None:
-                if bisect_right(bounds, addr) & 1:
-                    if init_lo <= addr < init_hi:
-                        init_addrs.add(addr)      # a record until init memory is freed
-                    continue
-                core.append((addr, pos))
-            elif mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr):
-                continue
-            else:
-                modrecs.append((addr, name, mod))
-        core.sort(key=lambda r: r[0])           # ftrace_process_locs() sorts
-        seen = set()
-        at = array("i")                          # a record's place in the symbol table
+            modrecs.append((addr, name, mod))
         mod_names: dict[int, str] = {}           # a module record's name
         mods: list[str] = []
-        addrs = array("Q")
-        for addr, pos in core:
-            if addr in seen:                    # aliases share one record
-                continue
-            seen.add(addr)
-            at.append(pos)
-            addrs.append(addr)
         self._ncore = ncore = len(at)
-        if any(x >= y for x, y in zip(at, islice(at, 1, None))):
-            raise AssertionError("core records out of symbol table order")   # named() bisects
+        core_addrs = addrs[:]
+        seen = set()
         for addr, name, mod in modrecs:
-            if addr in seen:
+            if addr in seen or _in_sorted(core_addrs, addr):    # (one record an address)
                 continue
             seen.add(addr)
             mod_names[len(at)] = name

@@ -1,6 +1,7 @@
 """The dyn_ftrace records and globs (ftrace_records.py): available_filter_functions
 and which functions a word written to set_ftrace_filter picks."""
 
+import bisect
 import errno
 import re
 import types
@@ -266,3 +267,81 @@ def test_records_of_a_name_several_functions_share():
     assert r.named("alias_a") == [1] and r.named("alias_b") == [] and r.named("x") == []
     assert r.match("dup", None) == ([0, 2, 4, 5], False)
     assert r.match("al*", None) == ([1], False)
+
+
+# ---------------------------------------------- the core scan kept per table
+def _records_the_plain_way(kernel):
+    """(addresses, names, modules, init text's addresses) of the records,
+    made as FtraceRecords made them before its core scan was kept per
+    table: one pass over ``ks.symbols()``, relocated addresses."""
+    from fakefs.kernel.module import module_traceable
+    from fakefs.kernel.trace import ftrace_records as fr
+    ks = kernel.kallsyms
+    notrace = set()
+    if kernel.workload is not None:
+        for tok in kernel.workload.graph.notrace:
+            for alt in tok.split("|"):
+                name = ks.resolve(alt)
+                if name is not None:
+                    notrace.add(name)
+    spans = sorted([ks.addr_of(lo), ks.addr_of(hi)] for lo, hi in fr._SKIP_RANGES
+                   if ks.addr_of(lo) is not None and ks.addr_of(hi) is not None
+                   and ks.addr_of(lo) < ks.addr_of(hi))
+    merged = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    bounds = [x for span in merged for x in span]
+    init_lo, init_hi = ks.addr_of("_sinittext") or 0, ks.addr_of("_einittext") or 0
+    core, modrecs, init = [], [], set()
+    for addr, _typ, name, mod in ks.symbols():
+        if (name.startswith(fr._SKIP_PREFIXES) or name in fr._MARKERS or name in notrace
+                or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
+            continue
+        if mod is None:
+            if bisect.bisect_right(bounds, addr) & 1:
+                if init_lo <= addr < init_hi:
+                    init.add(addr)
+                continue
+            core.append((addr, name, None))
+        elif mod not in fr._PSEUDO_MODULES and module_traceable(kernel, mod, addr):
+            modrecs.append((addr, name, mod))
+    core.sort(key=lambda r: r[0])
+    seen, out = set(), []
+    for rec in core + modrecs:
+        if rec[0] not in seen:
+            seen.add(rec[0])
+            out.append(rec)
+    return [r[0] for r in out], [r[1] for r in out], [r[2] for r in out], init
+
+
+def _records(recs):
+    names = list(recs.names)
+    mods = [recs.mods[i] if i >= recs._ncore else None for i in range(len(names))]
+    return list(recs.addrs), names, mods, recs._init_addrs
+
+
+def test_the_core_scan_kept_per_table_gives_the_records_of_the_plain_way(monkeypatch):
+    """Each kernel of a process shares the bundled table (relocated by its
+    seed): the records' places in it are scanned once per table and
+    notrace set.  Cold and warm, for kernels at other addresses, without
+    a call graph (no notrace) and with a module loaded: the records of
+    the plain pass over the relocated symbols."""
+    from fakefs.kernel.trace import ftrace_records as fr
+    from fakefs.sim.files import finish
+    monkeypatch.setattr(fr, "_CORE_SCANS", {})
+    shifts = set()
+    for seed in (1, 2, 7):
+        kern = sim.boot(seed=seed, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
+        shifts.add(kern.kallsyms.core_table()[1])
+        assert _records(ftrace_records(kern)) == _records_the_plain_way(kern)
+    assert len(shifts) == 3 and len(fr._CORE_SCANS) == 1    # (KASLR: three places, one scan)
+    bare = types.SimpleNamespace(kallsyms=kern.kallsyms, workload=None, modules=None)
+    assert _records(FtraceRecords(bare)) == _records_the_plain_way(bare)
+    assert len(fr._CORE_SCANS) == 2                       # (no notrace: a scan of its own)
+    finish(kern, kern.modules.load("trace_printk"))       # renumbered with its records
+    recs = ftrace_records(kern)
+    assert "trace_printk" in recs.modules
+    assert _records(recs) == _records_the_plain_way(kern)
