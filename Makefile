@@ -1,7 +1,8 @@
 # fakefs — see README.md.  `make run` mounts, `make test` tests.
-# make test:  everything CI runs (~10 min on 2 idle cores): the ftracetest harness fetched
-#             (once: linux-source-6.12, ~153 MB, announced), then the unit tests (pytest-xdist,
-#             PYTEST_JOBS=2) and the upstream ftracetest side by side; one line per phase
+# make test:  everything CI runs (~10 min on 2 idle fast cores, ~30 on a slow host): the
+#             ftracetest harness fetched (once: linux-source-6.12, ~153 MB, announced), then
+#             the unit tests (pytest-xdist, PYTEST_JOBS=2) and the upstream ftracetest
+#             (SELFTEST_JOBS=2 shards, each its own mount) side by side; one line per phase
 #             with its time.  Parts: make unit, make selftests.
 # make check: the unit tests that mount nothing (-m "not mount"), in a few minutes: for
 #             development.
@@ -14,6 +15,7 @@ CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 PYTEST_JOBS ?= 2
+SELFTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
@@ -74,7 +76,8 @@ SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
 	  "the series' own tests skipped: $(UPSTREAM) not present (seed 004's patch 3/3:" \
 	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
 	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
-	time env --default-signal=INT $(FAKEFS) selftest --extra selftests/stackmap $$extra --timeout 3600 all
+	time env --default-signal=INT $(FAKEFS) selftest -j $(SELFTEST_JOBS) --extra selftests/stackmap \
+	  $$extra --timeout 3600 all
 
 # ftracetest runs in the background into a log while the unit tests run in the foreground;
 # the log is shown (followed while it still runs) once they are done.  Fails if either does.

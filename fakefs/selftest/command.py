@@ -22,7 +22,7 @@ from .errors import SelftestError, log
 from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
 from .inner import inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
-from .results import parse_output, report
+from .results import merge_shards, parse_output, report, shards_text
 from .table import load_why, log_reasons, render
 from .worktree import (NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases, make_work_tree,
                        mark_unsupported, mark_unsupported_in_userns, select_tests)
@@ -77,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--fail-unresolved", action="store_true",
                    help="count UNRESOLVED as a failure (ftracetest option)")
     g.add_argument("--stop-fail", action="store_true", help="stop at the first failure")
+    g.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="run the tests in N shards at once, each by its own ftracetest on "
+                        "its own mount in its own private mount namespace; their results "
+                        "are printed together when all are done, numbered as one run "
+                        "would number them (default 1)")
 
 
 def daemon_argv(args) -> list[str]:
@@ -97,8 +102,10 @@ def daemon_argv(args) -> list[str]:
     return argv
 
 
-def ftracetest_argv(args, tree: WorkTree, tests: list[Path]) -> list[str]:
-    argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), "-l", str(tree.root / "logs")]
+def ftracetest_argv(args, tree: WorkTree, tests: list[Path], base: Path | None = None) -> list[str]:
+    """``base``: the directory of the run's files (its logs), by default the tree's."""
+    base = tree.root if base is None else base
+    argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), "-l", str(base / "logs")]
     # -v: ftracetest prints the log of each failed test; -vv: every test's output.
     argv.append(["-v", "-vv", "-vvv"][min(args.verbose, 2)])
     if args.keep or args.table:
@@ -154,51 +161,84 @@ def run(args) -> int:
 
 def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
     cases = expected_cases(tree, tests)
-    out_file = tree.root / "ftracetest.out"
-    status_file = tree.root / "inner.json"
-    cfg = {
-        "mountpoint": str(tree.root / "mnt"),
-        "daemon": daemon_argv(args),
-        "daemon_log": str(tree.root / "daemon.log"),
-        "ftracetest": ftracetest_argv(args, tree, tests),
-        "cwd": str(tree.ftrace),
-        "output": str(out_file),
-        "status": str(status_file),
-        "timeout": args.timeout,
-        "verbose": args.verbose,
-        "outer_mnt_ns": mount_ns(),
-        "userns": use_userns(),
-    }
-    cfg_file = tree.root / "config.json"
-    cfg_file.write_text(json.dumps(cfg, indent=1))
+    jobs = max(1, min(args.jobs, len(tests)))
+    # (round robin: a directory's tests, often alike in cost, go to every shard)
+    shards = [tests[i::jobs] for i in range(jobs)]
+    bases = [tree.root] if jobs == 1 else [tree.root / ("shard%d" % i) for i in range(jobs)]
     log("running %d test(s), %d result(s) with the instance re-runs, in a private mount "
-         "namespace" % (len(tests), len(cases)))
-    cmd = ["unshare"] + (["-Ur"] if cfg["userns"] else []) + [
-        "-m", "--propagation", "private", "--",
-        sys.executable, "-m", "fakefs.selftest", "--inner", str(cfg_file)]
-    p = subprocess.Popen(cmd, env=_child_env())
+        "namespace%s" % (len(tests), len(cases),
+                         "" if jobs == 1 else " each, in %d shards at once" % jobs))
+    procs = []
     try:
-        rc = p.wait()
+        for shard, base in zip(shards, bases):
+            base.mkdir(exist_ok=True)
+            procs.append(_start_shard(args, tree, shard, base, console=jobs == 1))
+        rcs = []
+        for shard, base, p in zip(shards, bases, procs):
+            rcs.append(p.wait())
+            if jobs > 1:
+                log("shard %d of %d done (%d test(s))" % (bases.index(base) + 1, jobs,
+                                                          len(shard)))
     except KeyboardInterrupt:
-        # The inner stage got the SIGINT too and cleans up; give it time.
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        # The inner stages got the SIGINT too and clean up; give them time.
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
         raise
-    status = {}
-    if status_file.exists():
-        status = json.loads(status_file.read_text())
-    text = out_file.read_text(errors="replace") if out_file.exists() else ""
-    summ = parse_output(text)
+    parts = []
+    for shard, base in zip(shards, bases):
+        status_file, out_file = base / "inner.json", base / "ftracetest.out"
+        status = json.loads(status_file.read_text()) if status_file.exists() else {}
+        text = out_file.read_text(errors="replace") if out_file.exists() else ""
+        parts.append((expected_cases(tree, shard), parse_output(text), status,
+                      log_reasons(base / "logs") if args.table is not None else {}))
+    if jobs == 1:
+        summ, status, reasons = parts[0][1], parts[0][2], parts[0][3]
+    else:
+        summ, status, reasons = merge_shards(cases, parts)
+        for i, (_own, part, st, _why) in enumerate(parts):
+            if part.failed or st.get("error") or not part.complete:
+                # (what went wrong there, in that shard's own numbering)
+                text = (bases[i] / "ftracetest.out").read_text(errors="replace") \
+                    if (bases[i] / "ftracetest.out").exists() else ""
+                print("---- shard %d of %d: ftracetest's output (its own numbering) ----\n%s"
+                      "---- end of shard %d ----" % (i + 1, jobs, text, i + 1), flush=True)
+        print(shards_text(summ), end="", flush=True)
     if args.table is not None:
-        reasons = log_reasons(tree.root / "logs")
         title = "Upstream ftracetest (Linux 6.12) against fakefs"
         args.table.parent.mkdir(parents=True, exist_ok=True)
         args.table.write_text(render(summ.results, cases, reasons, load_why(), title))
         log("table written: %s" % args.table)
-    return report(summ, cases, status, rc)
+    return report(summ, cases, status, max(rcs))
+
+
+def _start_shard(args, tree: WorkTree, tests: list[Path], base: Path,
+                 console: bool) -> subprocess.Popen:
+    """The inner stage for ``tests`` under ``unshare``, its files in
+    ``base`` (``console``: ftracetest's output shown as it comes)."""
+    cfg = {
+        "mountpoint": str(base / "mnt"),
+        "daemon": daemon_argv(args),
+        "daemon_log": str(base / "daemon.log"),
+        "ftracetest": ftracetest_argv(args, tree, tests, base),
+        "cwd": str(tree.ftrace),
+        "output": str(base / "ftracetest.out"),
+        "status": str(base / "inner.json"),
+        "timeout": args.timeout,
+        "verbose": args.verbose,
+        "outer_mnt_ns": mount_ns(),
+        "userns": use_userns(),
+        "console": console,
+    }
+    cfg_file = base / "config.json"
+    cfg_file.write_text(json.dumps(cfg, indent=1))
+    cmd = ["unshare"] + (["-Ur"] if cfg["userns"] else []) + [
+        "-m", "--propagation", "private", "--",
+        sys.executable, "-m", "fakefs.selftest", "--inner", str(cfg_file)]
+    return subprocess.Popen(cmd, env=_child_env())
 
 
 def main(argv: list[str] | None = None) -> int:

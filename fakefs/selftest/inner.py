@@ -37,13 +37,14 @@ PING_CONTROL = CONTROL_DIR + "/ping"
 READY_TIMEOUT = 60
 
 
-def _tee(stream, out_path: str, done: threading.Event) -> None:
+def _tee(stream, out_path: str, done: threading.Event, console: bool = True) -> None:
     with open(out_path, "wb") as out:
         for chunk in iter(lambda: stream.readline(), b""):
             out.write(chunk)
             out.flush()
-            sys.stdout.buffer.write(chunk)
-            sys.stdout.buffer.flush()
+            if console:
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
     done.set()
 
 
@@ -52,7 +53,8 @@ def _run_ftracetest(cfg: dict, status: dict) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     done = threading.Event()
-    t = threading.Thread(target=_tee, args=(proc.stdout, cfg["output"], done), daemon=True)
+    t = threading.Thread(target=_tee, args=(proc.stdout, cfg["output"], done,
+                                            cfg.get("console", True)), daemon=True)
     t.start()
     timeout = cfg.get("timeout") or None
     try:

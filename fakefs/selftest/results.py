@@ -84,6 +84,48 @@ def parse_output(text: str) -> Summary:
     return summ
 
 
+def merge_shards(cases: list[tuple[int, str, bool]], parts: list) -> tuple:
+    """(the summary, the status, the table's reasons) of a run in shards
+    (``--jobs``), numbered as one run of all the tests numbers its cases
+    (``cases``); ``parts``: per shard, (its own cases, its summary, its
+    inner stage's status, its reasons)."""
+    number = {(rel, inst): no for no, rel, inst in cases}
+    summ = Summary()
+    summ.complete = all(p[1].complete for p in parts)
+    status: dict = {}
+    reasons: dict[int, str] = {}
+    for own, part, st, why in parts:
+        mine = {no: number[(rel, inst)] for no, rel, inst in own}
+        for no, r in part.results.items():
+            summ.results[mine.get(no, no)] = r
+        for no, name in part.names.items():
+            summ.names[mine.get(no, no)] = name
+        for no, text in why.items():
+            reasons[mine.get(no, no)] = text
+        for r in RESULTS:
+            summ.counts[r] += part.counts[r]
+        if st.get("error") and not status.get("error"):
+            status["error"] = st["error"]
+        if st.get("timed_out"):
+            status["timed_out"] = True
+        if st.get("ftracetest_rc") or "ftracetest_rc" not in status:
+            status["ftracetest_rc"] = st.get("ftracetest_rc")
+    return summ, status, reasons
+
+
+def shards_text(summ: Summary) -> str:
+    """The cases of a run in shards in one run's order, with its summary,
+    as ftracetest prints them."""
+    out = ["=== Ftrace unit tests (in shards) ==="]
+    for no in sorted(summ.names):
+        r = summ.results.get(no)
+        out.append("[%d] %s%s" % (no, summ.names[no], "\t[%s]" % r if r else ""))
+    out.append("")
+    out.append("")
+    for key, r in _SUMMARY_KEYS.items():
+        out.append("# of %s:  %d" % (key, summ.counts[r]))
+    return "\n".join(out) + "\n"
+
 
 def report(summ: Summary, cases: list[tuple[int, str, bool]], status: dict, inner_rc: int) -> int:
     """Print the per-test problems and the final line; return the exit status."""

@@ -132,3 +132,39 @@ def test_end_to_end_daemon_failure(tmp_path, capfd, monkeypatch):
     cap = capfd.readouterr()
     assert "boot failed" in cap.out
     assert "daemon exited" in cap.err
+
+
+@needs_root_ns
+def test_end_to_end_in_shards(tmp_path, capfd, monkeypatch):
+    """``--jobs 2``: two inner stages at once, each its own daemon and
+    ftracetest on half the tests; the cases printed together in one run's
+    numbering, a failing shard's own output before them."""
+    monkeypatch.delenv("KSRC", raising=False)
+    ksrc = tmp_path / "ksrc"
+    write(ksrc / "ftracetest", STANDIN_FTRACETEST, 0o755)
+    write(ksrc / "test.d" / "functions", FUNCTIONS)
+    for name in ("a", "b", "c"):
+        write(ksrc / "test.d" / "00basic" / (name + ".tc"), make_tc(
+            "case " + name, "test -f tracing_on\ntest \"$(pwd)\" = /sys/kernel/tracing\n"))
+    extra = tmp_path / "extra"
+    write(extra / "fails.tc", make_tc("fails", "false\n"), 0o444)
+    daemon = write(tmp_path / "standin", STANDIN_DAEMON % {
+        "argv": tmp_path / "argv", "pid": tmp_path / "pid"}, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    before = _host_mount_lines("tracefs")
+    a = parse(["--ksrc", str(ksrc), "--daemon-cmd", str(daemon), "--extra", str(extra),
+               "-j", "2", "00basic", "fails.tc"])
+    rc = command.run(a)
+    out = capfd.readouterr().out
+    assert rc == 1, out
+    merged = out[out.index("=== Ftrace unit tests (in shards) ==="):]
+    assert ["[1] case a\t[PASS]", "[2] case b\t[PASS]", "[3] case c\t[PASS]",
+            "[4] fails\t[FAIL]"] == [l for l in merged.splitlines() if l.startswith("[")]
+    assert "# of passed:  3" in merged and "# of failed:  1" in merged
+    # the failing shard (b, fails) in its own numbering, before the merged cases
+    assert out.index("---- shard 2 of 2") < out.index("=== Ftrace unit tests (in shards)")
+    assert "[2] fails\t[FAIL]" in out[:out.index("=== Ftrace")]
+    assert "[4] extra/fails.tc  FAIL" in out
+    assert out.strip().splitlines()[-1] == "3 passed, 1 failed, 0 skipped"
+    assert _host_mount_lines("tracefs") == before
+    assert not list(tmp_path.glob("fakefs-selftest.*"))

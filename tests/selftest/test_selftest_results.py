@@ -67,3 +67,25 @@ def test_report_exit_status(capsys):
     assert results.report(results.Summary(), cases, {"error": "mount failed"}, 2) == 2
     assert results.report(ok, cases, {"ftracetest_rc": 1}, 0) == 1      # e.g. --fail-unsupported
     assert results.report(ok, cases, {"ftracetest_rc": 0, "timed_out": True}, 0) == 1
+
+
+def test_shards_are_numbered_as_one_run():
+    """Two shards' cases (instance re-runs at each one's end) merge into
+    one run's numbering, counts and status."""
+    from fakefs.selftest.results import merge_shards, parse_output, shards_text
+    cases = [(1, "a.tc", False), (2, "b.tc", False), (3, "c.tc", False),
+             (4, "b.tc", True), (5, "c.tc", True)]
+    one = [(1, "a.tc", False), (2, "c.tc", False), (3, "c.tc", True)]
+    two = [(1, "b.tc", False), (2, "b.tc", True)]
+    s1 = parse_output("[1] a\t[PASS]\n[2] c\t[FAIL]\n[3] (instance)  c\t[PASS]\n\n"
+                      "# of passed:  2\n# of failed:  1\n# of undefined(test bug):  0\n")
+    s2 = parse_output("[1] b\t[UNSUPPORTED]\n[2] (instance)  b\t[UNSUPPORTED]\n\n"
+                      "# of unsupported:  2\n# of undefined(test bug):  0\n")
+    summ, status, reasons = merge_shards(cases, [(one, s1, {"ftracetest_rc": 1}, {2: "why c"}),
+                                                 (two, s2, {"ftracetest_rc": 0}, {})])
+    assert summ.results == {1: "PASS", 3: "FAIL", 5: "PASS", 2: "UNSUPPORTED", 4: "UNSUPPORTED"}
+    assert summ.names[5] == "(instance)  c" and summ.names[2] == "b"
+    assert (summ.passed, summ.failed, summ.skipped, summ.complete) == (2, 1, 2, True)
+    assert status == {"ftracetest_rc": 1} and reasons == {3: "why c"}
+    again = parse_output(shards_text(summ))          # (printed as ftracetest prints)
+    assert again.results == summ.results and again.counts == summ.counts and again.complete
