@@ -78,21 +78,28 @@ def _host_mount_lines(word):
         return [l for l in f if word in l]
 
 
-@needs_root_ns
-def test_end_to_end_standin(tmp_path, capfd, monkeypatch):
+def _standins(tmp_path, monkeypatch):
+    """(the stand-in kernel tree with ftracetest, the stand-in daemon);
+    the work directories go under ``tmp_path``."""
     monkeypatch.delenv("KSRC", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     ksrc = tmp_path / "ksrc"
     write(ksrc / "ftracetest", STANDIN_FTRACETEST, 0o755)
     write(ksrc / "test.d" / "functions", FUNCTIONS)
+    daemon = write(tmp_path / "standin", STANDIN_DAEMON % {
+        "argv": tmp_path / "argv", "pid": tmp_path / "pid"}, 0o755)
+    return ksrc, daemon
+
+
+@needs_root_ns
+def test_end_to_end_standin(tmp_path, capfd, monkeypatch):
+    ksrc, daemon = _standins(tmp_path, monkeypatch)
     write(ksrc / "test.d" / "00basic" / "ok.tc", make_tc(
         "in the right place", "test \"$(pwd)\" = /sys/kernel/tracing\n"
         "test \"$(grep tracefs /proc/mounts | head -1 | cut -d' ' -f1)\" = tracefs\n"
         "test -f tracing_on\n"))
     extra = tmp_path / "extra"
     write(extra / "fails.tc", make_tc("fails", "false\n"), 0o444)
-    daemon = write(tmp_path / "standin", STANDIN_DAEMON % {
-        "argv": tmp_path / "argv", "pid": tmp_path / "pid"}, 0o755)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = _host_mount_lines("tracefs")
 
     a = parse(["--ksrc", str(ksrc), "--daemon-cmd", str(daemon), "--extra", str(extra),
@@ -139,18 +146,12 @@ def test_end_to_end_in_shards(tmp_path, capfd, monkeypatch):
     """``--jobs 2``: two inner stages at once, each its own daemon and
     ftracetest on half the tests; the cases printed together in one run's
     numbering, a failing shard's own output before them."""
-    monkeypatch.delenv("KSRC", raising=False)
-    ksrc = tmp_path / "ksrc"
-    write(ksrc / "ftracetest", STANDIN_FTRACETEST, 0o755)
-    write(ksrc / "test.d" / "functions", FUNCTIONS)
+    ksrc, daemon = _standins(tmp_path, monkeypatch)
     for name in ("a", "b", "c"):
         write(ksrc / "test.d" / "00basic" / (name + ".tc"), make_tc(
             "case " + name, "test -f tracing_on\ntest \"$(pwd)\" = /sys/kernel/tracing\n"))
     extra = tmp_path / "extra"
     write(extra / "fails.tc", make_tc("fails", "false\n"), 0o444)
-    daemon = write(tmp_path / "standin", STANDIN_DAEMON % {
-        "argv": tmp_path / "argv", "pid": tmp_path / "pid"}, 0o755)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = _host_mount_lines("tracefs")
     a = parse(["--ksrc", str(ksrc), "--daemon-cmd", str(daemon), "--extra", str(extra),
                "-j", "2", "00basic", "fails.tc"])

@@ -225,6 +225,39 @@ class RecordMods:
         return chain(repeat(None, self._ncore), self.names)
 
 
+def notrace_names(kernel) -> set:
+    """The symbols of what the workload's call graph marks ``%notrace``."""
+    ks = kernel.kallsyms
+    out = set()
+    wl = kernel.workload
+    if wl is not None:
+        for tok in wl.graph.notrace:
+            for alt in tok.split("|"):
+                name = ks.resolve(alt)
+                if name is not None:
+                    out.add(name)
+    return out
+
+
+def untraceable_bounds(ks) -> list:
+    """The untraceable ranges of the core text (``_SKIP_RANGES`` present in
+    ``ks``), merged, as a flat list of bounds: an address inside one
+    bisects to an odd place."""
+    spans = []
+    for lo, hi in _SKIP_RANGES:
+        a, b = ks.addr_of(lo), ks.addr_of(hi)
+        if a is not None and b is not None and a < b:
+            spans.append([a, b])
+    spans.sort()
+    merged: list = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [x for span in merged for x in span]
+
+
 _MARKERS = frozenset(("_stext", "_text", "_etext", "_sinittext", "_einittext"))
 # the core scans made (``_core_scan``): a few tables' (the bundled one's,
 # the host's), each with its notrace set
@@ -284,30 +317,11 @@ class FtraceRecords:
 
     def __init__(self, kernel):
         ks = kernel.kallsyms
-        notrace = set()
-        wl = kernel.workload
-        if wl is not None:
-            for tok in wl.graph.notrace:
-                for alt in tok.split("|"):
-                    name = ks.resolve(alt)
-                    if name is not None:
-                        notrace.add(name)
-        spans = []
-        for lo, hi in _SKIP_RANGES:
-            a, b = ks.addr_of(lo), ks.addr_of(hi)
-            if a is not None and b is not None and a < b:
-                spans.append([a, b])
-        spans.sort()
-        merged = []
-        for a, b in spans:
-            if merged and a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
+        notrace = notrace_names(kernel)
         base, shift, names = ks.core_table()
         # (in the table's own addresses: the scan is the same for every
         # relocation of it, ``_core_scan``)
-        bounds = tuple(x - shift for span in merged for x in span)   # inside: odd bisect
+        bounds = tuple(x - shift for x in untraceable_bounds(ks))     # inside: odd bisect
         init_lo, init_hi = ks.addr_of("_sinittext"), ks.addr_of("_einittext")
         if init_lo is None or init_hi is None:
             init_lo = init_hi = shift

@@ -277,23 +277,8 @@ def _records_the_plain_way(kernel):
     from fakefs.kernel.module import module_traceable
     from fakefs.kernel.trace import ftrace_records as fr
     ks = kernel.kallsyms
-    notrace = set()
-    if kernel.workload is not None:
-        for tok in kernel.workload.graph.notrace:
-            for alt in tok.split("|"):
-                name = ks.resolve(alt)
-                if name is not None:
-                    notrace.add(name)
-    spans = sorted([ks.addr_of(lo), ks.addr_of(hi)] for lo, hi in fr._SKIP_RANGES
-                   if ks.addr_of(lo) is not None and ks.addr_of(hi) is not None
-                   and ks.addr_of(lo) < ks.addr_of(hi))
-    merged = []
-    for a, b in spans:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    bounds = [x for span in merged for x in span]
+    notrace = fr.notrace_names(kernel)
+    bounds = fr.untraceable_bounds(ks)
     init_lo, init_hi = ks.addr_of("_sinittext") or 0, ks.addr_of("_einittext") or 0
     core, modrecs, init = [], [], set()
     for addr, _typ, name, mod in ks.symbols():
