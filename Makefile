@@ -1,9 +1,9 @@
 # fakefs — see README.md.  `make run` mounts, `make test` tests.
 # make test:  everything CI runs (~10 min on 2 idle fast cores, ~30 on a slow host): the
 #             ftracetest harness fetched (once: linux-source-6.12, ~153 MB, announced), then
-#             the unit tests (pytest-xdist, PYTEST_JOBS=2) and the upstream ftracetest
-#             (SELFTEST_JOBS=2 shards, each its own mount) side by side; one line per phase
-#             with its time.  Parts: make unit, make selftests.
+#             the unit tests (pytest-xdist, PYTEST_JOBS=2) and the upstream ftracetest side
+#             by side; one line per phase with its time.  Parts: make unit, make selftests
+#             (alone: SELFTEST_JOBS=2 shards at once, each its own mount).
 # make check: the unit tests that mount nothing (-m "not mount"), in a few minutes: for
 #             development.
 SHELL := /bin/bash
@@ -15,7 +15,10 @@ CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 PYTEST_JOBS ?= 2
+# ftracetest's shards (fakefs selftest -j): 2 alone, 1 beside the unit tests (make test: 2
+# there left 2 cores to 4 busy processes, and a sandbox test of 44 s went past its 120)
 SELFTEST_JOBS ?= 2
+TEST_SELFTEST_JOBS ?= 1
 PYTEST_ARGS ?=
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
@@ -76,12 +79,13 @@ SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
 	  "the series' own tests skipped: $(UPSTREAM) not present (seed 004's patch 3/3:" \
 	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
 	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
-	time env --default-signal=INT $(FAKEFS) selftest -j $(SELFTEST_JOBS) --extra selftests/stackmap \
+	time env --default-signal=INT $(FAKEFS) selftest -j $(JOBS) --extra selftests/stackmap \
 	  $$extra --timeout 3600 all
 
 # ftracetest runs in the background into a log while the unit tests run in the foreground;
 # the log is shown (followed while it still runs) once they are done.  Fails if either does.
 # (env --default-signal: a background job ignores SIGINT; Ctrl-C stops and cleans up both.)
+test: JOBS = $(TEST_SELFTEST_JOBS)
 test: install fetch
 	@t0=$$SECONDS; log=$$(mktemp "$${TMPDIR:-/tmp}/fakefs-ftracetest.XXXXXX"); \
 	echo "== ftracetest: started in the background (its output: $$log) =="; \
@@ -111,6 +115,7 @@ fetch: install
 	@$(FAKEFS) selftest --list all >/dev/null || { echo "== fetch: FAILED (the error is" \
 	  "above); 'make unit' and 'make check' run without it =="; exit 1; }
 
+selftests: JOBS = $(SELFTEST_JOBS)
 selftests: install
 	@$(SELFTESTS_RUN)
 
