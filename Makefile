@@ -79,13 +79,12 @@ SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
 	  "the series' own tests skipped: $(UPSTREAM) not present (seed 004's patch 3/3:" \
 	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
 	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
-	time env --default-signal=INT $(FAKEFS) selftest -j $(JOBS) --extra selftests/stackmap \
-	  $$extra --timeout 3600 all
+	time env --default-signal=INT $(FAKEFS) selftest --extra selftests/stackmap $$extra \
+	  -j $(JOBS) --timeout 3600 all
 
 # ftracetest runs in the background into a log while the unit tests run in the foreground;
 # the log is shown (followed while it still runs) once they are done.  Fails if either does.
 # (env --default-signal: a background job ignores SIGINT; Ctrl-C stops and cleans up both.)
-test: JOBS = $(TEST_SELFTEST_JOBS)
 test: install fetch
 	@t0=$$SECONDS; log=$$(mktemp "$${TMPDIR:-/tmp}/fakefs-ftracetest.XXXXXX"); \
 	echo "== ftracetest: started in the background (its output: $$log) =="; \
@@ -115,9 +114,12 @@ fetch: install
 	@$(FAKEFS) selftest --list all >/dev/null || { echo "== fetch: FAILED (the error is" \
 	  "above); 'make unit' and 'make check' run without it =="; exit 1; }
 
-selftests: JOBS = $(SELFTEST_JOBS)
 selftests: install
 	@$(SELFTESTS_RUN)
+
+# (the shards of each: after the rules, whose first line the docs' tests read)
+test: JOBS = $(TEST_SELFTEST_JOBS)
+selftests: JOBS = $(SELFTEST_JOBS)
 
 # Every upstream case with its result, and why it does not pass.
 ftracetest-table: install
