@@ -174,11 +174,10 @@ def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
             base.mkdir(exist_ok=True)
             procs.append(_start_shard(args, tree, shard, base, console=jobs == 1))
         rcs = []
-        for shard, base, p in zip(shards, bases, procs):
+        for i, p in enumerate(procs):
             rcs.append(p.wait())
             if jobs > 1:
-                log("shard %d of %d done (%d test(s))" % (bases.index(base) + 1, jobs,
-                                                          len(shard)))
+                log("shard %d of %d done (%d test(s))" % (i + 1, jobs, len(shards[i])))
     except KeyboardInterrupt:
         # The inner stages got the SIGINT too and clean up; give them time.
         for p in procs:
@@ -188,12 +187,12 @@ def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
                 p.kill()
                 p.wait()
         raise
-    parts = []
+    parts, texts = [], []
     for shard, base in zip(shards, bases):
         status_file, out_file = base / "inner.json", base / "ftracetest.out"
         status = json.loads(status_file.read_text()) if status_file.exists() else {}
-        text = out_file.read_text(errors="replace") if out_file.exists() else ""
-        parts.append((expected_cases(tree, shard), parse_output(text), status,
+        texts.append(out_file.read_text(errors="replace") if out_file.exists() else "")
+        parts.append((expected_cases(tree, shard), parse_output(texts[-1]), status,
                       log_reasons(base / "logs") if args.table is not None else {}))
     if jobs == 1:
         summ, status, reasons = parts[0][1], parts[0][2], parts[0][3]
@@ -202,10 +201,8 @@ def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
         for i, (_own, part, st, _why) in enumerate(parts):
             if part.failed or st.get("error") or not part.complete:
                 # (what went wrong there, in that shard's own numbering)
-                text = (bases[i] / "ftracetest.out").read_text(errors="replace") \
-                    if (bases[i] / "ftracetest.out").exists() else ""
                 print("---- shard %d of %d: ftracetest's output (its own numbering) ----\n%s"
-                      "---- end of shard %d ----" % (i + 1, jobs, text, i + 1), flush=True)
+                      "---- end of shard %d ----" % (i + 1, jobs, texts[i], i + 1), flush=True)
         print(shards_text(summ), end="", flush=True)
     if args.table is not None:
         title = "Upstream ftracetest (Linux 6.12) against fakefs"

@@ -92,24 +92,31 @@ def merge_shards(cases: list[tuple[int, str, bool]], parts: list) -> tuple:
     number = {(rel, inst): no for no, rel, inst in cases}
     summ = Summary()
     summ.complete = all(p[1].complete for p in parts)
-    status: dict = {}
     reasons: dict[int, str] = {}
-    for own, part, st, why in parts:
+    unknown = len(cases)            # (a case no shard expected: numbered after all, apart)
+    for own, part, _st, why in parts:
         mine = {no: number[(rel, inst)] for no, rel, inst in own}
+        for no in sorted(set(part.results) | set(part.names)):
+            if no not in mine:
+                unknown += 1
+                mine[no] = unknown
         for no, r in part.results.items():
-            summ.results[mine.get(no, no)] = r
+            summ.results[mine[no]] = r
         for no, name in part.names.items():
-            summ.names[mine.get(no, no)] = name
+            summ.names[mine[no]] = name
         for no, text in why.items():
-            reasons[mine.get(no, no)] = text
+            if no in mine:
+                reasons[mine[no]] = text
         for r in RESULTS:
             summ.counts[r] += part.counts[r]
-        if st.get("error") and not status.get("error"):
-            status["error"] = st["error"]
-        if st.get("timed_out"):
-            status["timed_out"] = True
-        if st.get("ftracetest_rc") or "ftracetest_rc" not in status:
-            status["ftracetest_rc"] = st.get("ftracetest_rc")
+    sts = [p[2] for p in parts]
+    status = {"ftracetest_rc": next((st["ftracetest_rc"] for st in sts if st.get("ftracetest_rc")),
+                                    sts[0].get("ftracetest_rc"))}
+    errors = [st["error"] for st in sts if st.get("error")]
+    if errors:
+        status["error"] = errors[0]
+    if any(st.get("timed_out") for st in sts):
+        status["timed_out"] = True
     return summ, status, reasons
 
 

@@ -89,3 +89,17 @@ def test_shards_are_numbered_as_one_run():
     assert status == {"ftracetest_rc": 1} and reasons == {3: "why c"}
     again = parse_output(shards_text(summ))          # (printed as ftracetest prints)
     assert again.results == summ.results and again.counts == summ.counts and again.complete
+
+
+def test_a_case_no_shard_expected_is_numbered_apart():
+    """A case a shard printed beyond its expected ones (our count of its
+    instance re-runs wrong) keeps its result under a number of its own
+    after all, never over another shard's case."""
+    from fakefs.selftest.results import merge_shards, parse_output
+    cases = [(1, "a.tc", False), (2, "b.tc", False)]
+    s1 = parse_output("[1] a\t[PASS]\n[2] (instance)  a\t[FAIL]\n")
+    s2 = parse_output("[1] b\t[PASS]\n")
+    summ, _status, _why = merge_shards(cases, [([(1, "a.tc", False)], s1, {}, {}),
+                                               ([(1, "b.tc", False)], s2, {}, {})])
+    assert summ.results == {1: "PASS", 2: "PASS", 3: "FAIL"}
+    assert summ.failed == 1

@@ -225,7 +225,7 @@ class RecordMods:
         return chain(repeat(None, self._ncore), self.names)
 
 
-def notrace_names(kernel) -> set:
+def notrace_names(kernel) -> frozenset:
     """The symbols of what the workload's call graph marks ``%notrace``."""
     ks = kernel.kallsyms
     out = set()
@@ -236,7 +236,7 @@ def notrace_names(kernel) -> set:
                 name = ks.resolve(alt)
                 if name is not None:
                     out.add(name)
-    return out
+    return frozenset(out)
 
 
 def untraceable_bounds(ks) -> list:
@@ -259,6 +259,16 @@ def untraceable_bounds(ks) -> list:
 
 
 _MARKERS = frozenset(("_stext", "_text", "_etext", "_sinittext", "_einittext"))
+
+
+def _no_record(name: str, notrace: frozenset) -> bool:
+    """A text symbol that is no record whatever its address: padding,
+    thunks, section markers, ``%notrace``, and ``foo.cold`` (the unlikely
+    part gcc splits off a function, entered by a jump, with no __fentry__
+    call of its own)."""
+    return (name.startswith(_SKIP_PREFIXES) or name in _MARKERS or name in notrace
+            or name.endswith(("_text_start", "_text_end")) or ".cold" in name)
+
 # the core scans made (``_core_scan``): a few tables' (the bundled one's,
 # the host's), each with its notrace set
 _CORE_SCANS: dict = {}
@@ -283,10 +293,7 @@ def _core_scan(base, names, notrace: frozenset, bounds: tuple, init_lo: int,
     init_at: list[int] = []
     prev = None
     for pos, (addr, name) in enumerate(zip(base, names)):
-        if (name.startswith(_SKIP_PREFIXES) or name in _MARKERS or name in notrace
-                or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
-            # (``foo.cold``: the unlikely part gcc splits off a function,
-            # entered by a jump, with no __fentry__ call of its own)
+        if _no_record(name, notrace):
             continue
         if bisect_right(bounds, addr) & 1:
             if init_lo <= addr < init_hi:
@@ -300,11 +307,6 @@ def _core_scan(base, names, notrace: frozenset, bounds: tuple, init_lo: int,
         _CORE_SCANS.clear()
     got = _CORE_SCANS[key] = (base, tuple(at), tuple(init_at))
     return got[1], got[2]
-
-
-def _in_sorted(addrs, addr: int) -> bool:
-    i = bisect_left(addrs, addr)
-    return i < len(addrs) and addrs[i] == addr
 
 
 class FtraceRecords:
@@ -323,28 +325,26 @@ class FtraceRecords:
         # relocation of it, ``_core_scan``)
         bounds = tuple(x - shift for x in untraceable_bounds(ks))     # inside: odd bisect
         init_lo, init_hi = ks.addr_of("_sinittext"), ks.addr_of("_einittext")
-        if init_lo is None or init_hi is None:
-            init_lo = init_hi = shift
-        at, init_at = _core_scan(base, names, frozenset(notrace), bounds,
-                                 init_lo - shift, init_hi - shift)
+        init = ((init_lo - shift, init_hi - shift)
+                if init_lo is not None and init_hi is not None else (0, 0))
+        at, init_at = _core_scan(base, names, notrace, bounds, *init)
         # records until init memory is freed
         init_addrs = {base[pos] + shift for pos in init_at}
         at = array("i", at)                      # a record's place in the symbol table
         addrs = array("Q", [base[pos] + shift for pos in at])
         modrecs = []
         for addr, _typ, name, mod in ks.module_symbols():
-            if (name.startswith(_SKIP_PREFIXES) or name in _MARKERS or name in notrace
-                    or name.endswith(("_text_start", "_text_end")) or ".cold" in name
-                    or mod in _PSEUDO_MODULES or not module_traceable(kernel, mod, addr)):
+            if (_no_record(name, notrace) or mod in _PSEUDO_MODULES
+                    or not module_traceable(kernel, mod, addr)):
                 continue
             modrecs.append((addr, name, mod))
         mod_names: dict[int, str] = {}           # a module record's name
         mods: list[str] = []
         self._ncore = ncore = len(at)
-        core_addrs = addrs[:]
         seen = set()
         for addr, name, mod in modrecs:
-            if addr in seen or _in_sorted(core_addrs, addr):    # (one record an address)
+            i = bisect_left(addrs, addr, 0, ncore)              # (one record an address)
+            if addr in seen or i < ncore and addrs[i] == addr:
                 continue
             seen.add(addr)
             mod_names[len(at)] = name

@@ -282,8 +282,7 @@ def _records_the_plain_way(kernel):
     init_lo, init_hi = ks.addr_of("_sinittext") or 0, ks.addr_of("_einittext") or 0
     core, modrecs, init = [], [], set()
     for addr, _typ, name, mod in ks.symbols():
-        if (name.startswith(fr._SKIP_PREFIXES) or name in fr._MARKERS or name in notrace
-                or name.endswith(("_text_start", "_text_end")) or ".cold" in name):
+        if fr._no_record(name, notrace):
             continue
         if mod is None:
             if bisect.bisect_right(bounds, addr) & 1:
