@@ -449,7 +449,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             until = await self.observe()
         else:
             until = None
-        owed = fops.owed(f) if off == 0 else None
+        # (a read of a new text, or of a stream: /dev/kmsg settles for each record)
+        owed = fops.owed(f) if off == 0 or fops.nonseekable else None
         if owed is not None:
             await in_slices(self, owed.pay_slice)       # what show() would do at once
         try:

@@ -231,6 +231,9 @@ def devkmsg_init(kernel) -> None:
                 raise KernelError(errno.EINVAL)
             return out
 
+        def owed(self, f):
+            return f.data.settle            # (the allocations' owed time, which may warn)
+
         def poll(self, f):
             user = f.private
             r = f.data.record(user.seq)

@@ -78,6 +78,7 @@ class AllocWorkload:
         kernel.alloc_tag.settle.hooks.append(self.settle)
         kernel.alloc_tag.settle.slices.append(self.settle_slice)
         kernel.log.settle.hooks.append(self.settle)
+        kernel.log.settle.slices.append(self.settle_slice)
 
     def _fixed_ops(self) -> list[tuple]:
         """The scripted operations, (rate a second, call site key, making

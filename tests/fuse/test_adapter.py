@@ -169,6 +169,47 @@ async def test_nonblocking_read_gets_eagain(fs):
     assert e.value.errno == errno.EAGAIN
 
 
+async def test_a_read_pays_the_work_owed_in_slices_first_at_any_offset_of_a_stream(fs):
+    """``FileOperations.owed``: a read that would settle it at once pays it
+    a slice at a time first: a text's at offset 0 (a read further on goes
+    on in the text taken there), a stream's (/dev/kmsg) at every read."""
+    from fakefs.kernel.owed import Settle
+
+    log = []
+
+    class Owing(FileOperations):
+        def __init__(self, nonseekable):
+            self.nonseekable = nonseekable
+            self.settle = Settle()
+            self.left = 0
+            self.settle.slices.append(self.a_slice)
+
+        def a_slice(self):
+            if self.left:
+                self.left -= 1
+                log.append("slice")
+            return self.left > 0
+
+        def owed(self, f):
+            return self.settle
+
+        def read(self, f, off, size):
+            log.append(("read", off, self.left))
+            return b"x"
+
+    t = fs.tree
+    for name, stream in (("text", False), ("stream", True)):
+        ops = Owing(stream)
+        t.create_file(name, 0o444, t.root, None, ops)
+        fi = await fs.open((await lookup(fs, name)).st_ino, os.O_RDONLY, Ctx())
+        for off in (0, 1):
+            log.clear()
+            ops.left = 3
+            await fs.read(fi.fh, off, 10)
+            paid = off == 0 or stream
+            assert log == (["slice"] * 3 + [("read", off, 0)] if paid else [("read", off, 3)]), (name, off)
+
+
 async def test_files_cannot_be_created_or_removed(fs):
     for call, err in ((fs.create(pyfuse3.ROOT_INODE, b"x", 0o644, os.O_WRONLY, Ctx()), errno.EACCES),
                       (fs.unlink(pyfuse3.ROOT_INODE, b"busy", Ctx()), errno.EPERM),

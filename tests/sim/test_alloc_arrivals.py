@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 
 import pytest
 
@@ -251,3 +252,37 @@ def test_allocinfo_read_after_its_owed_time_paid_in_slices_is_the_read_at_once()
             assert n + 1 == math.ceil(OWED_MAX_NS / OWED_STEP_NS) and k.alloc_workload.owed == 0
         got.append(rd(k, "proc/allocinfo", base=""))
     assert got[0] == got[1]
+
+
+def test_dev_kmsg_owes_the_allocations_time_and_pays_it_in_slices_as_allocinfo_does():
+    """/dev/kmsg's reader settles the allocation workload first (it may
+    warn in the log): ``DevKmsgOps.owed`` is the log's ``Settle``, whose
+    slices pay the owed time OWED_STEP_NS at a time; the log and
+    /proc/allocinfo then read as after paying it at once."""
+    from fakefs.kernel.fs.pseudo import File, WouldBlock
+
+    got = []
+    for slices in (True, False):
+        k = _kernel()
+        _run(k, 3000, step_ms=1000)
+        node = k.tree.root.children["dev"].children["kmsg"]
+        f = File(node, os.O_RDONLY)
+        node.fops.open(f)
+        assert node.fops.owed(f) is k.log.settle
+        owed = k.alloc_workload.owed
+        n = 0
+        while slices and k.log.settle.pay_slice():
+            n += 1
+        if slices:
+            assert n + 1 == math.ceil(min(owed, OWED_MAX_NS) / OWED_STEP_NS)
+            assert k.alloc_workload.owed == 0
+        records = []
+        off = 0
+        while True:
+            try:
+                records.append(node.fops.read(f, off, 8192))
+            except WouldBlock:              # (the end of the log)
+                break
+            off += len(records[-1])
+        got.append((records, rd(k, "proc/allocinfo", base="")))
+    assert got[0] == got[1] and got[0][0]
