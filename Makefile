@@ -2,7 +2,8 @@
 # make test:  everything CI runs (~10 min on 2 idle fast cores, ~30 on a slow host): the
 #             ftracetest harness fetched (once: linux-source-6.12, ~153 MB, announced), then
 #             the unit tests (pytest-xdist, PYTEST_JOBS=2) and the upstream ftracetest side
-#             by side; one line per phase with its time.  Parts: make unit, make selftests
+#             by side (its second shard once the unit tests are done); one line per phase
+#             with its time.  Parts: make unit, make selftests
 #             (alone: SELFTEST_JOBS=2 shards at once, each its own mount).
 # make check: the unit tests that mount nothing (-m "not mount"), in a few minutes: for
 #             development.
@@ -15,10 +16,12 @@ CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 PYTEST_JOBS ?= 2
-# ftracetest's shards (fakefs selftest -j): 2 alone, 1 beside the unit tests (make test: 2
-# there left 2 cores to 4 busy processes, and a sandbox test of 44 s went past its 120)
+# ftracetest's shards (fakefs selftest -j: each takes the next test left): 2 alone; in make
+# test one beside the unit tests and the second once they are done (--more-jobs-when: two
+# at once beside them left 2 cores to 4 busy processes, and a sandbox test of 44 s went
+# past its 120)
 SELFTEST_JOBS ?= 2
-TEST_SELFTEST_JOBS ?= 1
+TEST_SELFTEST_JOBS ?= 2
 PYTEST_ARGS ?=
 SYSPKGS := fuse3 libfuse3-dev pkg-config trace-cmd
 
@@ -80,21 +83,22 @@ SELFTESTS_RUN = if [ -d $(UPSTREAM) ]; then extra="--extra $(UPSTREAM)"; \
 	  "stackmap-basic.tc, stackmap-instance-gate.tc) =="; fi; \
 	TIMEFORMAT="== ftracetest: done in %0R s (CPU %0U s user, %0S s sys) =="; \
 	time env --default-signal=INT $(FAKEFS) selftest --extra selftests/stackmap $$extra \
-	  -j $(JOBS) --timeout 3600 all
+	  -j $(JOBS) $(MORE_JOBS) --timeout 3600 all
 
 # ftracetest runs in the background into a log while the unit tests run in the foreground;
-# the log is shown (followed while it still runs) once they are done.  Fails if either does.
+# the log is shown (followed while it still runs) once they are done, and its second shard
+# starts then (the file beside the log).  Fails if either does.
 # (env --default-signal: a background job ignores SIGINT; Ctrl-C stops and cleans up both.)
 test: install fetch
-	@t0=$$SECONDS; log=$$(mktemp "$${TMPDIR:-/tmp}/fakefs-ftracetest.XXXXXX"); \
+	@t0=$$SECONDS; log=$$(mktemp "$${TMPDIR:-/tmp}/fakefs-ftracetest.XXXXXX"); unitdone=$$log.unit-done; \
 	echo "== ftracetest: started in the background (its output: $$log) =="; \
 	( $(SELFTESTS_RUN) ) >"$$log" 2>&1 </dev/null & ft=$$!; \
-	( $(UNIT_RUN) ); unit=$$?; \
+	( $(UNIT_RUN) ); unit=$$?; touch "$$unitdone"; \
 	if kill -0 $$ft 2>/dev/null; then \
 	  echo "== ftracetest: still running after $$((SECONDS - t0)) s; its output so far and on =="; \
 	  tail -n +1 -f --pid=$$ft "$$log"; \
 	else echo "== ftracetest: its output =="; cat "$$log"; fi; \
-	wait $$ft; ft=$$?; rm -f "$$log"; \
+	wait $$ft; ft=$$?; rm -f "$$log" "$$unitdone"; \
 	echo "== make test: unit tests $$([ $$unit = 0 ] && echo passed || echo FAILED)," \
 	     "ftracetest $$([ $$ft = 0 ] && echo passed || echo FAILED), $$((SECONDS - t0)) s in all =="; \
 	[ $$unit = 0 ] && [ $$ft = 0 ]
@@ -119,6 +123,7 @@ selftests: install
 
 # (the shards of each: after the rules, whose first line the docs' tests read)
 test: JOBS = $(TEST_SELFTEST_JOBS)
+test: MORE_JOBS = --more-jobs-when "$$unitdone"
 selftests: JOBS = $(SELFTEST_JOBS)
 
 # Every upstream case with its result, and why it does not pass.

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ..cli.namespace import child_env as _child_env
@@ -22,6 +23,7 @@ from .errors import SelftestError, log
 from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
 from .inner import inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
+from .queue import ShardQueue
 from .results import merge_shards, parse_output, report, shards_text
 from .table import load_why, log_reasons, render
 from .worktree import (NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases, make_work_tree,
@@ -78,10 +80,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="count UNRESOLVED as a failure (ftracetest option)")
     g.add_argument("--stop-fail", action="store_true", help="stop at the first failure")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
-                   help="run the tests in N shards at once, each by its own ftracetest on "
-                        "its own mount in its own private mount namespace; their results "
-                        "are printed together when all are done, numbered as one run "
-                        "would number them (default 1)")
+                   help="run the tests in up to N shards at once, each its own mount in its "
+                        "own private mount namespace, taking the next test left when free "
+                        "(each test by its own ftracetest); their results are printed "
+                        "together when all are done, numbered as one run would number "
+                        "them (default 1)")
+    g.add_argument("--more-jobs-when", metavar="FILE", default=None,
+                   help="with -j N: start one shard, and the others once FILE exists "
+                        "(make test: when the unit tests are done)")
 
 
 def daemon_argv(args) -> list[str]:
@@ -162,67 +168,128 @@ def run(args) -> int:
 def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
     cases = expected_cases(tree, tests)
     jobs = max(1, min(args.jobs, len(tests)))
-    # (round robin: a directory's tests, often alike in cost, go to every shard)
-    shards = [tests[i::jobs] for i in range(jobs)]
-    bases = [tree.root] if jobs == 1 else [tree.root / ("shard%d" % i) for i in range(jobs)]
     log("running %d test(s), %d result(s) with the instance re-runs, in a private mount "
         "namespace%s" % (len(tests), len(cases),
-                         "" if jobs == 1 else " each, in %d shards at once" % jobs))
-    procs = []
-    try:
-        for shard, base in zip(shards, bases):
-            base.mkdir(exist_ok=True)
-            procs.append(_start_shard(args, tree, shard, base, console=jobs == 1))
-        rcs = []
-        for i, p in enumerate(procs):
-            rcs.append(p.wait())
-            if jobs > 1:
-                log("shard %d of %d done (%d test(s))" % (i + 1, jobs, len(shards[i])))
-    except KeyboardInterrupt:
-        # The inner stages got the SIGINT too and clean up; give them time.
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        raise
-    parts, texts = [], []
-    for shard, base in zip(shards, bases):
-        status_file, out_file = base / "inner.json", base / "ftracetest.out"
-        status = json.loads(status_file.read_text()) if status_file.exists() else {}
-        texts.append(out_file.read_text(errors="replace") if out_file.exists() else "")
-        parts.append((expected_cases(tree, shard), parse_output(texts[-1]), status,
-                      log_reasons(base / "logs") if args.table is not None else {}))
+                         "" if jobs == 1 else " each, in up to %d shards at once" % jobs))
     if jobs == 1:
-        summ, status, reasons = parts[0][1], parts[0][2], parts[0][3]
+        p = _start_shard(args, tree, tree.root, {"ftracetest": ftracetest_argv(args, tree, tests),
+                                                 "output": str(tree.root / "ftracetest.out")})
+        try:
+            rc = _wait_all([p])
+        except KeyboardInterrupt:
+            _wait_all([p], interrupted=True)
+            raise
+        status_file, out_file = tree.root / "inner.json", tree.root / "ftracetest.out"
+        status = json.loads(status_file.read_text()) if status_file.exists() else {}
+        summ = parse_output(out_file.read_text(errors="replace") if out_file.exists() else "")
+        reasons = log_reasons(tree.root / "logs") if args.table is not None else {}
     else:
-        summ, status, reasons = merge_shards(cases, parts)
-        for i, (_own, part, st, _why) in enumerate(parts):
-            if part.failed or st.get("error") or not part.complete:
-                # (what went wrong there, in that shard's own numbering)
-                print("---- shard %d of %d: ftracetest's output (its own numbering) ----\n%s"
-                      "---- end of shard %d ----" % (i + 1, jobs, texts[i], i + 1), flush=True)
-        print(shards_text(summ), end="", flush=True)
+        summ, status, reasons, rc = _run_in_shards(args, tree, tests, cases, jobs)
     if args.table is not None:
         title = "Upstream ftracetest (Linux 6.12) against fakefs"
         args.table.parent.mkdir(parents=True, exist_ok=True)
         args.table.write_text(render(summ.results, cases, reasons, load_why(), title))
         log("table written: %s" % args.table)
-    return report(summ, cases, status, max(rcs))
+    return report(summ, cases, status, rc)
 
 
-def _start_shard(args, tree: WorkTree, tests: list[Path], base: Path,
-                 console: bool) -> subprocess.Popen:
-    """The inner stage for ``tests`` under ``unshare``, its files in
-    ``base`` (``console``: ftracetest's output shown as it comes)."""
+def _run_in_shards(args, tree: WorkTree, tests: list[Path], cases: list, jobs: int) -> tuple:
+    """Up to ``jobs`` shards, each taking the next test left (queue.py),
+    each test by its own ftracetest; one shard first and the others once
+    ``--more-jobs-when``'s file exists, if given.  (the summary, the status,
+    the table's reasons, the worst inner exit status), the cases numbered as
+    one run of all the tests would number them."""
+    queue = ShardQueue.create(tree.root / "queue", len(tests))
+    items = []
+    for i, t in enumerate(tests):
+        base = tree.root / "tests" / ("%04d" % i)
+        base.mkdir(parents=True)
+        items.append({"rel": tree.rel(t), "argv": ftracetest_argv(args, tree, [t], base),
+                      "output": str(base / "ftracetest.out")})
+    more_when = Path(args.more_jobs_when) if args.more_jobs_when else None
+    procs: list = []
+
+    def start_one():
+        n = len(procs)
+        base = tree.root / ("shard%d" % n)
+        base.mkdir()
+        procs.append(_start_shard(args, tree, base, {"queue": str(queue.path), "items": items,
+                                                      "shard": n, "stop_fail": args.stop_fail},
+                                  console=False))
+
+    try:
+        start_one()
+        while any(p.poll() is None for p in procs):
+            if len(procs) < jobs and (more_when is None or more_when.exists()) \
+                    and queue.left() > 0:
+                start_one()
+                log("shard %d of up to %d started (%d test(s) left)"
+                    % (len(procs), jobs, queue.left()))
+                continue
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        _wait_all(procs, interrupted=True)
+        raise
+    rc = _wait_all(procs)
+    statuses = []
+    runs: dict = {}
+    for n in range(len(procs)):
+        f = tree.root / ("shard%d" % n) / "inner.json"
+        st = json.loads(f.read_text()) if f.exists() else {"error": "shard %d left no status" % (n + 1)}
+        statuses.append(st)
+        runs.update(st.get("runs", {}))
+    parts, failed = [], []
+    for i, (t, item) in enumerate(zip(tests, items)):
+        out = Path(item["output"])
+        text = out.read_text(errors="replace") if out.exists() else ""
+        part = parse_output(text)
+        run = runs.get(str(i), {})
+        parts.append((expected_cases(tree, [t]), part, run,
+                      log_reasons(out.parent / "logs") if args.table is not None else {}))
+        if part.failed or not part.complete:
+            failed.append((item["rel"], text))
+    summ, status, reasons = merge_shards(cases, parts)
+    errors = [st["error"] for st in statuses if st.get("error")]
+    if errors and not status.get("error"):
+        status["error"] = errors[0]
+    unrun = [item["rel"] for i, item in enumerate(items) if str(i) not in runs]
+    if unrun:
+        log("%d test(s) not run: %s" % (len(unrun), " ".join(unrun)))
+    for rel, text in failed:
+        if text:
+            # (what went wrong there, in that ftracetest's own numbering)
+            print("---- %s: ftracetest's output (its own numbering) ----\n%s"
+                  "---- end of %s ----" % (rel, text, rel), flush=True)
+    print(shards_text(summ), end="", flush=True)
+    return summ, status, reasons, rc
+
+
+def _wait_all(procs: list, interrupted: bool = False) -> int:
+    """The inner stages' worst exit status, once all have ended (after a
+    Ctrl-C, which they got too and clean up after, 30 s each at most)."""
+    rcs = []
+    for p in procs:
+        if interrupted:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        rcs.append(p.wait())
+    return max(rcs, default=0)
+
+
+def _start_shard(args, tree: WorkTree, base: Path, run: dict,
+                 console: bool = True) -> subprocess.Popen:
+    """The inner stage under ``unshare``, its files in ``base``; ``run``:
+    what it runs (ftracetest's ``argv`` and ``output``, or a shard's
+    ``queue``, ``items``, ``shard``); ``console``: ftracetest's output shown
+    as it comes."""
     cfg = {
         "mountpoint": str(base / "mnt"),
         "daemon": daemon_argv(args),
         "daemon_log": str(base / "daemon.log"),
-        "ftracetest": ftracetest_argv(args, tree, tests, base),
         "cwd": str(tree.ftrace),
-        "output": str(base / "ftracetest.out"),
         "status": str(base / "inner.json"),
         "timeout": args.timeout,
         "verbose": args.verbose,
@@ -230,6 +297,7 @@ def _start_shard(args, tree: WorkTree, tests: list[Path], base: Path,
         "userns": use_userns(),
         "console": console,
     }
+    cfg.update(run)
     cfg_file = base / "config.json"
     cfg_file.write_text(json.dumps(cfg, indent=1))
     cmd = ["unshare"] + (["-Ur"] if cfg["userns"] else []) + [

@@ -4,7 +4,9 @@ It starts ``fakefs mount -f -o fsname=tracefs`` on a temporary mount point,
 bind-mounts its ``sys/kernel/tracing`` onto ``/sys/kernel/tracing`` (and its
 ``proc/kallsyms`` onto ``/proc/kallsyms``), detaches the original mount (so
 the first ``tracefs`` line is ``/sys/kernel/tracing``, as ftracetest wants),
-runs ``ftracetest`` on the chosen tests, then unmounts and stops the daemon.
+runs ``ftracetest`` on the chosen tests (or, as a shard of a run in shards,
+on each test it claims from the run's queue, one at a time: queue.py), then
+unmounts and stops the daemon.
 The outer stage (command.py) passes its configuration in a JSON file and
 reads the status back from another.
 """
@@ -17,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from ..cli.namespace import (SIMULATED_HOST_FILES, SIMULATED_IF_SERVED, SIMULATED_SYSCTL_DIR,
@@ -30,6 +33,8 @@ from .errors import SelftestError, log
 from .kmod import host_kmod_paths
 from .kmod import install as install_kmod
 from .ping import install as install_ping
+from .queue import ShardQueue
+from .results import parse_output
 
 CONTROL = CONTROL_DIR + "/" + CONTROL_NAME
 PING_CONTROL = CONTROL_DIR + "/ping"
@@ -48,15 +53,18 @@ def _tee(stream, out_path: str, done: threading.Event, console: bool = True) -> 
     done.set()
 
 
-def _run_ftracetest(cfg: dict, status: dict) -> None:
-    proc = subprocess.Popen(cfg["ftracetest"], cwd=cfg["cwd"], stdin=subprocess.DEVNULL,
+def _run_ftracetest(argv: list, output: str, cfg: dict, status: dict,
+                    timeout: float | None) -> None:
+    """ftracetest ``argv``, its output into ``output`` (and shown where
+    ``cfg["console"]``); its exit status (and whether it was killed after
+    ``timeout`` seconds) into ``status``."""
+    proc = subprocess.Popen(argv, cwd=cfg["cwd"], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     done = threading.Event()
-    t = threading.Thread(target=_tee, args=(proc.stdout, cfg["output"], done,
+    t = threading.Thread(target=_tee, args=(proc.stdout, output, done,
                                             cfg.get("console", True)), daemon=True)
     t.start()
-    timeout = cfg.get("timeout") or None
     try:
         status["ftracetest_rc"] = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -78,6 +86,40 @@ def _run_ftracetest(cfg: dict, status: dict) -> None:
             proc.wait()
     # Background children of a test may keep the pipe open; don't wait forever.
     done.wait(timeout=5)
+
+
+def _run_queue(cfg: dict, status: dict) -> None:
+    """A shard of a run in shards (queue.py): the next test nobody has
+    claimed, by its own ftracetest, until none is left or the time is up;
+    each one's status under ``status["runs"]``, by its index."""
+    queue = ShardQueue(cfg["queue"])
+    items = cfg["items"]
+    deadline = time.monotonic() + cfg["timeout"] if cfg.get("timeout") else None
+    runs = status["runs"] = {}
+    while True:
+        i = queue.claim()
+        if i is None:
+            break
+        item = items[i]
+        run = runs[str(i)] = {"shard": cfg["shard"]}
+        left = None if deadline is None else max(1.0, deadline - time.monotonic())
+        _run_ftracetest(item["argv"], item["output"], cfg, run, left)
+        log("shard %d: %s: %s" % (cfg["shard"] + 1, item["rel"], _results(item["output"])))
+        if run.get("timed_out"):
+            queue.stop()
+            break
+        if cfg.get("stop_fail") and run.get("ftracetest_rc"):
+            queue.stop()
+
+
+def _results(output: str) -> str:
+    """The results ftracetest printed in ``output``, in a few words."""
+    try:
+        summ = parse_output(Path(output).read_text(errors="replace"))
+    except OSError:
+        return "no output"
+    got = [summ.results[no] for no in sorted(summ.results)]
+    return ", ".join(got) if got else "no result"
 
 
 def kmod_commands(mnt: Path, host_binds: list, userns: bool) -> None:
@@ -168,7 +210,10 @@ def inner_main(cfg_path: str) -> int:
         if not lines or lines[0][1] != TRACING_DIR:
             raise SelftestError("the first tracefs line of /proc/mounts is %r, not %s"
                                 % (lines[:1], TRACING_DIR))
-        _run_ftracetest(cfg, status)
+        if cfg.get("queue"):
+            _run_queue(cfg, status)
+        else:
+            _run_ftracetest(cfg["ftracetest"], cfg["output"], cfg, status, cfg.get("timeout") or None)
     except NamespaceError as e:          # SelftestError too
         status["error"] = str(e)
     except KeyboardInterrupt:

@@ -143,9 +143,10 @@ def test_end_to_end_daemon_failure(tmp_path, capfd, monkeypatch):
 
 @needs_root_ns
 def test_end_to_end_in_shards(tmp_path, capfd, monkeypatch):
-    """``--jobs 2``: two inner stages at once, each its own daemon and
-    ftracetest on half the tests; the cases printed together in one run's
-    numbering, a failing shard's own output before them."""
+    """``--jobs 2``: two inner stages at once, each its own daemon, taking
+    the next test left, each by its own ftracetest; the cases printed
+    together in one run's numbering, a failing test's own output before
+    them."""
     ksrc, daemon = _standins(tmp_path, monkeypatch)
     for name in ("a", "b", "c"):
         write(ksrc / "test.d" / "00basic" / (name + ".tc"), make_tc(
@@ -156,16 +157,56 @@ def test_end_to_end_in_shards(tmp_path, capfd, monkeypatch):
     a = parse(["--ksrc", str(ksrc), "--daemon-cmd", str(daemon), "--extra", str(extra),
                "-j", "2", "00basic", "fails.tc"])
     rc = command.run(a)
-    out = capfd.readouterr().out
+    cap = capfd.readouterr()
+    out = cap.out
     assert rc == 1, out
     merged = out[out.index("=== Ftrace unit tests (in shards) ==="):]
     assert ["[1] case a\t[PASS]", "[2] case b\t[PASS]", "[3] case c\t[PASS]",
             "[4] fails\t[FAIL]"] == [l for l in merged.splitlines() if l.startswith("[")]
     assert "# of passed:  3" in merged and "# of failed:  1" in merged
-    # the failing shard (b, fails) in its own numbering, before the merged cases
-    assert out.index("---- shard 2 of 2") < out.index("=== Ftrace unit tests (in shards)")
-    assert "[2] fails\t[FAIL]" in out[:out.index("=== Ftrace")]
+    # the failing test in its own ftracetest's numbering, before the merged cases
+    own = out[:out.index("=== Ftrace")]
+    assert "---- extra/fails.tc: ftracetest's output (its own numbering) ----" in own
+    assert "[1] fails\t[FAIL]" in own and "case a" not in own
     assert "[4] extra/fails.tc  FAIL" in out
     assert out.strip().splitlines()[-1] == "3 passed, 1 failed, 0 skipped"
+    # each test ran once, by one shard or the other
+    ran = [l.split(": ")[2] for l in cap.err.splitlines() if l.startswith("selftest: shard ")
+           and l.count(": ") >= 3]
+    assert sorted(ran) == ["00basic/a.tc", "00basic/b.tc", "00basic/c.tc", "extra/fails.tc"]
     assert _host_mount_lines("tracefs") == before
     assert not list(tmp_path.glob("fakefs-selftest.*"))
+
+
+@needs_root_ns
+def test_in_shards_the_others_start_when_the_file_is_there(tmp_path, capfd, monkeypatch):
+    """``--more-jobs-when FILE``: one shard until FILE exists (make test:
+    the unit tests are done), then the others take what is left; without
+    FILE, the one shard runs every test."""
+    ksrc, daemon = _standins(tmp_path, monkeypatch)
+    flag = tmp_path / "unit-tests-done"
+    # the first test makes the file, then takes a while: the second shard
+    # starts meanwhile and takes the next tests
+    write(ksrc / "test.d" / "00basic" / "a.tc", make_tc(
+        "case a", "touch %s\nsleep 4\n" % flag))
+    for name in ("b", "c", "d"):
+        write(ksrc / "test.d" / "00basic" / (name + ".tc"), make_tc("case " + name, "true\n"))
+    for make_flag in (True, False):
+        if not make_flag:
+            write(ksrc / "test.d" / "00basic" / "a.tc", make_tc("case a", "sleep 1\n"))
+        flag.unlink(missing_ok=True)
+        a = parse(["--ksrc", str(ksrc), "--daemon-cmd", str(daemon), "-j", "2",
+                   "--more-jobs-when", str(flag), "00basic"])
+        assert command.run(a) == 0
+        cap = capfd.readouterr()
+        assert cap.out.strip().splitlines()[-1] == "4 passed, 0 failed, 0 skipped"
+        by = {}
+        for l in cap.err.splitlines():
+            if l.startswith("selftest: shard ") and l.count(": ") >= 3:
+                by[l.split(": ")[2]] = l.split(": ")[1]
+        assert sorted(by) == ["00basic/a.tc", "00basic/b.tc", "00basic/c.tc", "00basic/d.tc"]
+        if make_flag:
+            assert "shard 2 of up to 2 started" in cap.err
+            assert by["00basic/a.tc"] == "shard 1" and "shard 2" in by.values(), by
+        else:
+            assert "started" not in cap.err and set(by.values()) == {"shard 1"}, by

@@ -1,0 +1,55 @@
+"""The tests a run in shards (``--jobs``) has left, shared by the shards.
+
+Each shard's inner stage (its own daemon, mount namespace and ftracetest)
+claims the next test when it is free, and runs ftracetest on it alone: a
+shard that drew cheap tests takes more, and a shard started late (``make
+test``'s second, once the unit tests are done: ``--more-jobs-when``) takes
+what is left.  The queue is a file of two numbers, the next test's index
+and the count, read and moved on under an exclusive ``flock`` (the shards
+run in other mount namespaces, on the same file system).  ``stop()``
+leaves nothing more to claim (``--stop-fail``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+
+
+class ShardQueue:
+    """The queue file at ``path``."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, path: Path | str, count: int) -> "ShardQueue":
+        q = cls(path)
+        q.path.write_text("0 %d\n" % count)
+        return q
+
+    def _locked(self, change):
+        """``change(next, count)`` -> (its answer, the new next) under the lock."""
+        with open(self.path, "r+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            nxt, count = (int(x) for x in fh.read().split())
+            got, nxt = change(nxt, count)
+            fh.seek(0)
+            fh.write("%d %d\n" % (nxt, count))
+            fh.truncate()
+            fh.flush()
+            return got
+
+    def claim(self) -> int | None:
+        """The index of the next test to run (claimed), or None when none is left."""
+        return self._locked(lambda nxt, count: (nxt, nxt + 1) if nxt < count else (None, nxt))
+
+    def left(self) -> int:
+        """How many tests nobody has claimed yet."""
+        return self._locked(lambda nxt, count: (count - nxt, nxt))
+
+    def stop(self) -> None:
+        """Nothing more is claimed."""
+        self._locked(lambda nxt, count: (None, count))
