@@ -30,6 +30,8 @@ from .worktree import (NEVER_REACHES_MOUNT, WorkTree, add_extra, expected_cases,
                        mark_unsupported, mark_unsupported_in_userns, select_tests)
 
 DEFAULT_TIMEOUT = 1800
+# a shard's claim: the tests left over this times the shards (queue.py)
+SHARE_DIVISOR = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,18 +113,26 @@ def daemon_argv(args) -> list[str]:
 def ftracetest_argv(args, tree: WorkTree, tests: list[Path], base: Path | None = None) -> list[str]:
     """``base``: the directory of the run's files (its logs), by default the tree's."""
     base = tree.root if base is None else base
-    argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), "-l", str(base / "logs")]
+    return ftracetest_head(tree) + ["-l", str(base / "logs")] + ftracetest_options(args) \
+        + [str(t) for t in tests]
+
+
+def ftracetest_head(tree: WorkTree) -> list[str]:
+    return ["/bin/sh", str(tree.ftrace / "ftracetest")]
+
+
+def ftracetest_options(args) -> list[str]:
     # -v: ftracetest prints the log of each failed test; -vv: every test's output.
-    argv.append(["-v", "-vv", "-vvv"][min(args.verbose, 2)])
+    opts = [["-v", "-vv", "-vvv"][min(args.verbose, 2)]]
     if args.keep or args.table:
-        argv.append("-k")           # every log: the table reads why a test did not pass
+        opts.append("-k")           # every log: the table reads why a test did not pass
     if args.fail_unsupported:
-        argv.append("--fail-unsupported")
+        opts.append("--fail-unsupported")
     if args.fail_unresolved:
-        argv.append("--fail-unresolved")
+        opts.append("--fail-unresolved")
     if args.stop_fail:
-        argv.append("--stop-fail")
-    return argv + [str(t) for t in tests]
+        opts.append("--stop-fail")
+    return opts
 
 
 def run(args) -> int:
@@ -194,18 +204,14 @@ def run_in_namespace(args, tree: WorkTree, tests: list[Path]) -> int:
 
 
 def _run_in_shards(args, tree: WorkTree, tests: list[Path], cases: list, jobs: int) -> tuple:
-    """Up to ``jobs`` shards, each taking the next test left (queue.py),
-    each test by its own ftracetest; one shard first and the others once
+    """Up to ``jobs`` shards, each taking the next tests left (queue.py) for
+    one ftracetest at a time; one shard first and the others once
     ``--more-jobs-when``'s file exists, if given.  (the summary, the status,
     the table's reasons, the worst inner exit status), the cases numbered as
     one run of all the tests would number them."""
     queue = ShardQueue.create(tree.root / "queue", len(tests))
-    items = []
-    for i, t in enumerate(tests):
-        base = tree.root / "tests" / ("%04d" % i)
-        base.mkdir(parents=True)
-        items.append({"rel": tree.rel(t), "argv": ftracetest_argv(args, tree, [t], base),
-                      "output": str(base / "ftracetest.out")})
+    rels = [tree.rel(t) for t in tests]
+    runs_dir = tree.root / "runs"
     more_when = Path(args.more_jobs_when) if args.more_jobs_when else None
     procs: list = []
 
@@ -213,9 +219,11 @@ def _run_in_shards(args, tree: WorkTree, tests: list[Path], cases: list, jobs: i
         n = len(procs)
         base = tree.root / ("shard%d" % n)
         base.mkdir()
-        procs.append(_start_shard(args, tree, base, {"queue": str(queue.path), "items": items,
-                                                      "shard": n, "stop_fail": args.stop_fail},
-                                  console=False))
+        procs.append(_start_shard(args, tree, base, {
+            "queue": str(queue.path), "divisor": SHARE_DIVISOR * jobs, "shard": n,
+            "tests": [str(t) for t in tests], "rels": rels, "runs_dir": str(runs_dir),
+            "ftracetest_head": ftracetest_head(tree), "ftracetest_opts": ftracetest_options(args),
+            "stop_fail": args.stop_fail}, console=False))
 
     try:
         start_one()
@@ -238,28 +246,30 @@ def _run_in_shards(args, tree: WorkTree, tests: list[Path], cases: list, jobs: i
         st = json.loads(f.read_text()) if f.exists() else {"error": "shard %d left no status" % (n + 1)}
         statuses.append(st)
         runs.update(st.get("runs", {}))
-    parts, failed = [], []
-    for i, (t, item) in enumerate(zip(tests, items)):
-        out = Path(item["output"])
+    parts, failed, ran = [], [], set()
+    for key, run in sorted(runs.items(), key=lambda kv: int(kv[0])):
+        start, end = int(key), run["end"]
+        ran.update(range(start, end))
+        out = runs_dir / ("%04d" % start) / "ftracetest.out"
         text = out.read_text(errors="replace") if out.exists() else ""
         part = parse_output(text)
-        run = runs.get(str(i), {})
-        parts.append((expected_cases(tree, [t]), part, run,
+        parts.append((expected_cases(tree, tests[start:end]), part, run,
                       log_reasons(out.parent / "logs") if args.table is not None else {}))
         if part.failed or not part.complete:
-            failed.append((item["rel"], text))
+            failed.append((" ".join(rels[start:end]), text))
+    unrun = [rels[i] for i in range(len(tests)) if i not in ran]
+    if unrun:
+        log("%d test(s) not run: %s" % (len(unrun), " ".join(unrun)))
+        parts.append(([], parse_output(""), {}, {}))          # (not complete)
     summ, status, reasons = merge_shards(cases, parts)
     errors = [st["error"] for st in statuses if st.get("error")]
     if errors and not status.get("error"):
         status["error"] = errors[0]
-    unrun = [item["rel"] for i, item in enumerate(items) if str(i) not in runs]
-    if unrun:
-        log("%d test(s) not run: %s" % (len(unrun), " ".join(unrun)))
-    for rel, text in failed:
+    for names, text in failed:
         if text:
             # (what went wrong there, in that ftracetest's own numbering)
-            print("---- %s: ftracetest's output (its own numbering) ----\n%s"
-                  "---- end of %s ----" % (rel, text, rel), flush=True)
+            print("---- ftracetest of %s: its output (its own numbering) ----\n%s"
+                  "---- end of that ftracetest ----" % (names, text), flush=True)
     print(shards_text(summ), end="", flush=True)
     return summ, status, reasons, rc
 
@@ -283,8 +293,8 @@ def _start_shard(args, tree: WorkTree, base: Path, run: dict,
                  console: bool = True) -> subprocess.Popen:
     """The inner stage under ``unshare``, its files in ``base``; ``run``:
     what it runs (ftracetest's ``argv`` and ``output``, or a shard's
-    ``queue``, ``items``, ``shard``); ``console``: ftracetest's output shown
-    as it comes."""
+    ``queue`` of ``tests`` and how to run them); ``console``: ftracetest's
+    output shown as it comes."""
     cfg = {
         "mountpoint": str(base / "mnt"),
         "daemon": daemon_argv(args),

@@ -34,7 +34,7 @@ from .kmod import host_kmod_paths
 from .kmod import install as install_kmod
 from .ping import install as install_ping
 from .queue import ShardQueue
-from .results import parse_output
+from .results import RESULTS, parse_output
 
 CONTROL = CONTROL_DIR + "/" + CONTROL_NAME
 PING_CONTROL = CONTROL_DIR + "/ping"
@@ -89,22 +89,30 @@ def _run_ftracetest(argv: list, output: str, cfg: dict, status: dict,
 
 
 def _run_queue(cfg: dict, status: dict) -> None:
-    """A shard of a run in shards (queue.py): the next test nobody has
-    claimed, by its own ftracetest, until none is left or the time is up;
-    each one's status under ``status["runs"]``, by its index."""
+    """A shard of a run in shards (queue.py): the next tests nobody has
+    claimed, by one ftracetest, until none is left or the time is up;
+    each run's status under ``status["runs"]``, by its first test's index."""
     queue = ShardQueue(cfg["queue"])
-    items = cfg["items"]
+    tests, rels = cfg["tests"], cfg["rels"]
     deadline = time.monotonic() + cfg["timeout"] if cfg.get("timeout") else None
     runs = status["runs"] = {}
     while True:
-        i = queue.claim()
-        if i is None:
+        got = queue.claim(cfg["divisor"])
+        if got is None:
             break
-        item = items[i]
-        run = runs[str(i)] = {"shard": cfg["shard"]}
+        start, end = got
+        base = Path(cfg["runs_dir"]) / ("%04d" % start)
+        base.mkdir(parents=True, exist_ok=True)
+        output = str(base / "ftracetest.out")
+        argv = cfg["ftracetest_head"] + ["-l", str(base / "logs")] + cfg["ftracetest_opts"] \
+            + tests[start:end]
+        run = runs[str(start)] = {"end": end, "shard": cfg["shard"]}
         left = None if deadline is None else max(1.0, deadline - time.monotonic())
-        _run_ftracetest(item["argv"], item["output"], cfg, run, left)
-        log("shard %d: %s: %s" % (cfg["shard"] + 1, item["rel"], _results(item["output"])))
+        _run_ftracetest(argv, output, cfg, run, left)
+        names = rels[start:end]
+        if len(names) > 3:
+            names = ["%d tests: %s" % (len(names), names[0]), "...", names[-1]]
+        log("shard %d: %s: %s" % (cfg["shard"] + 1, " ".join(names), _results(output)))
         if run.get("timed_out"):
             queue.stop()
             break
@@ -119,6 +127,8 @@ def _results(output: str) -> str:
     except OSError:
         return "no output"
     got = [summ.results[no] for no in sorted(summ.results)]
+    if len(got) > 3:
+        return ", ".join("%d %s" % (got.count(r), r) for r in RESULTS if r in got)
     return ", ".join(got) if got else "no result"
 
 

@@ -166,7 +166,7 @@ def test_end_to_end_in_shards(tmp_path, capfd, monkeypatch):
     assert "# of passed:  3" in merged and "# of failed:  1" in merged
     # the failing test in its own ftracetest's numbering, before the merged cases
     own = out[:out.index("=== Ftrace")]
-    assert "---- extra/fails.tc: ftracetest's output (its own numbering) ----" in own
+    assert "---- ftracetest of extra/fails.tc: its output (its own numbering) ----" in own
     assert "[1] fails\t[FAIL]" in own and "case a" not in own
     assert "[4] extra/fails.tc  FAIL" in out
     assert out.strip().splitlines()[-1] == "3 passed, 1 failed, 0 skipped"

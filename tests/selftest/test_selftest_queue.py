@@ -7,25 +7,37 @@ import multiprocessing
 from fakefs.selftest.queue import ShardQueue
 
 
+def test_claims_in_order_and_stop_leaves_none(tmp_path):
+    path = tmp_path / "queue"
+    q = ShardQueue.create(path, 5)
+    other = ShardQueue(path)                # (a shard's own, on the same file)
+    assert (q.claim(5), other.claim(5), q.left()) == ((0, 1), (1, 2), 3)
+    q.stop()
+    assert other.claim(5) is None and q.left() == 0
+
+
+def test_a_claim_takes_the_tests_left_over_the_divisor_at_least_one(tmp_path):
+    """Guided: long runs first, single tests at the end."""
+    q = ShardQueue.create(tmp_path / "queue", 10)
+    got = []
+    while (c := q.claim(4)) is not None:
+        got.append(c)
+    assert got == [(0, 3), (3, 5), (5, 7), (7, 8), (8, 9), (9, 10)]
+
+
 def _claim_all(path, out):
     q = ShardQueue(path)
     got = []
     while True:
-        i = q.claim()
-        if i is None:
+        c = q.claim(3)
+        if c is None:
             break
-        got.append(i)
+        got.extend(range(*c))
     out.put(got)
 
 
-def test_claims_in_order_each_once_across_queues_and_processes(tmp_path):
+def test_processes_claiming_from_one_file_take_each_test_once(tmp_path):
     path = tmp_path / "queue"
-    q = ShardQueue.create(path, 5)
-    other = ShardQueue(path)                # (a shard's own, on the same file)
-    assert (q.claim(), other.claim(), q.left()) == (0, 1, 3)
-    q.stop()
-    assert other.claim() is None and q.left() == 0
-
     ShardQueue.create(path, 400)
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
@@ -35,6 +47,5 @@ def test_claims_in_order_each_once_across_queues_and_processes(tmp_path):
     got = [out.get(timeout=60) for _ in procs]
     for p in procs:
         p.join()
-    claimed = sorted(i for g in got for i in g)
-    assert claimed == list(range(400))      # every test once, by one of them
+    assert sorted(i for g in got for i in g) == list(range(400))
     assert all(g == sorted(g) for g in got)
