@@ -16,7 +16,7 @@ CMDLINE ?=
 SEED ?= 1
 UPSTREAM ?= ../shared/upstream
 PYTEST_JOBS ?= 2
-# ftracetest's shards (fakefs selftest -j: each takes the next test left): 2 alone; in make
+# ftracetest's shards (fakefs selftest -j: each takes the next tests left): 2 alone; in make
 # test one beside the unit tests and the second once they are done (--more-jobs-when: two
 # at once beside them left 2 cores to 4 busy processes, and a sandbox test of 44 s went
 # past its 120)

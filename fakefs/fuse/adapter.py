@@ -441,6 +441,13 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         return pyfuse3.FileInfo(fh=fh, direct_io=True, keep_cache=False,
                                 nonseekable=n.fops.nonseekable)
 
+    async def _pay_owed(self, f, off: int) -> None:
+        """What a read of ``f`` at ``off`` would settle at once (``owed``),
+        paid a slice at a time first, others let in between."""
+        owed = f.node.fops.owed(f, off)
+        if owed is not None:
+            await in_slices(self, owed.pay_slice)
+
     @handler
     async def read(self, fh, off, size):
         f = self.file(fh)
@@ -449,10 +456,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             until = await self.observe()
         else:
             until = None
-        # (a read of a new text, or of a stream: /dev/kmsg settles for each record)
-        owed = fops.owed(f) if off == 0 or fops.nonseekable else None
-        if owed is not None:
-            await in_slices(self, owed.pay_slice)       # what show() would do at once
+        await self._pay_owed(f, off)
         try:
             with self.at(until):
                 vfs_call(self.kernel, "vfs_read", f.node, f.pid, fh, size)
@@ -467,6 +471,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             while True:
                 await self.waiters.wait(fh, f.pid, waitq)
                 until = await self.observe()
+                await self._pay_owed(f, off)
                 try:
                     with self.at(until):
                         return f.node.fops.read(f, off, size)

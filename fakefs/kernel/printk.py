@@ -231,8 +231,8 @@ def devkmsg_init(kernel) -> None:
                 raise KernelError(errno.EINVAL)
             return out
 
-        def owed(self, f):
-            return f.data.settle            # (the allocations' owed time, which may warn)
+        def owed(self, f, off):
+            return f.data.settle            # (each record read settles: the workload may warn)
 
         def poll(self, f):
             user = f.private

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..cli.namespace import child_env as _child_env
 from .errors import SelftestError, log
 from .fetch import DEB_PACKAGE, default_cache_dir, obtain_ftracetest
-from .inner import inner_main
+from .inner import ftracetest_cmd, inner_main
 from .namespace import TRACING_DIR, check_host, mount_ns, use_userns
 from .queue import ShardQueue
 from .results import merge_shards, parse_output, report, shards_text
@@ -83,10 +83,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--stop-fail", action="store_true", help="stop at the first failure")
     g.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="run the tests in up to N shards at once, each its own mount in its "
-                        "own private mount namespace, taking the next test left when free "
-                        "(each test by its own ftracetest); their results are printed "
-                        "together when all are done, numbered as one run would number "
-                        "them (default 1)")
+                        "own private mount namespace, taking a part of the tests left when "
+                        "free (smaller as fewer are left), run by one ftracetest; their "
+                        "results are printed together when all are done, numbered as one "
+                        "run would number them (default 1)")
     g.add_argument("--more-jobs-when", metavar="FILE", default=None,
                    help="with -j N: start one shard, and the others once FILE exists "
                         "(make test: when the unit tests are done)")
@@ -113,26 +113,22 @@ def daemon_argv(args) -> list[str]:
 def ftracetest_argv(args, tree: WorkTree, tests: list[Path], base: Path | None = None) -> list[str]:
     """``base``: the directory of the run's files (its logs), by default the tree's."""
     base = tree.root if base is None else base
-    return ftracetest_head(tree) + ["-l", str(base / "logs")] + ftracetest_options(args) \
-        + [str(t) for t in tests]
+    return ftracetest_cmd(ftracetest_base(args, tree), str(base / "logs"), [str(t) for t in tests])
 
 
-def ftracetest_head(tree: WorkTree) -> list[str]:
-    return ["/bin/sh", str(tree.ftrace / "ftracetest")]
-
-
-def ftracetest_options(args) -> list[str]:
+def ftracetest_base(args, tree: WorkTree) -> list[str]:
+    """ftracetest with its options, before its log directory and tests (``ftracetest_cmd``)."""
     # -v: ftracetest prints the log of each failed test; -vv: every test's output.
-    opts = [["-v", "-vv", "-vvv"][min(args.verbose, 2)]]
+    argv = ["/bin/sh", str(tree.ftrace / "ftracetest"), ["-v", "-vv", "-vvv"][min(args.verbose, 2)]]
     if args.keep or args.table:
-        opts.append("-k")           # every log: the table reads why a test did not pass
+        argv.append("-k")           # every log: the table reads why a test did not pass
     if args.fail_unsupported:
-        opts.append("--fail-unsupported")
+        argv.append("--fail-unsupported")
     if args.fail_unresolved:
-        opts.append("--fail-unresolved")
+        argv.append("--fail-unresolved")
     if args.stop_fail:
-        opts.append("--stop-fail")
-    return opts
+        argv.append("--stop-fail")
+    return argv
 
 
 def run(args) -> int:
@@ -222,7 +218,7 @@ def _run_in_shards(args, tree: WorkTree, tests: list[Path], cases: list, jobs: i
         procs.append(_start_shard(args, tree, base, {
             "queue": str(queue.path), "divisor": SHARE_DIVISOR * jobs, "shard": n,
             "tests": [str(t) for t in tests], "rels": rels, "runs_dir": str(runs_dir),
-            "ftracetest_head": ftracetest_head(tree), "ftracetest_opts": ftracetest_options(args),
+            "ftracetest": ftracetest_base(args, tree),
             "stop_fail": args.stop_fail}, console=False))
 
     try:

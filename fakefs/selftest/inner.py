@@ -5,7 +5,7 @@ bind-mounts its ``sys/kernel/tracing`` onto ``/sys/kernel/tracing`` (and its
 ``proc/kallsyms`` onto ``/proc/kallsyms``), detaches the original mount (so
 the first ``tracefs`` line is ``/sys/kernel/tracing``, as ftracetest wants),
 runs ``ftracetest`` on the chosen tests (or, as a shard of a run in shards,
-on each test it claims from the run's queue, one at a time: queue.py), then
+on each part of them it claims from the run's queue: queue.py), then
 unmounts and stops the daemon.
 The outer stage (command.py) passes its configuration in a JSON file and
 reads the status back from another.
@@ -88,6 +88,11 @@ def _run_ftracetest(argv: list, output: str, cfg: dict, status: dict,
     done.wait(timeout=5)
 
 
+def ftracetest_cmd(base: list, logs: str, tests: list) -> list:
+    """ftracetest (``base``: it with its options) on ``tests``, its logs in ``logs``."""
+    return base + ["-l", logs] + tests
+
+
 def _run_queue(cfg: dict, status: dict) -> None:
     """A shard of a run in shards (queue.py): the next tests nobody has
     claimed, by one ftracetest, until none is left or the time is up;
@@ -104,8 +109,7 @@ def _run_queue(cfg: dict, status: dict) -> None:
         base = Path(cfg["runs_dir"]) / ("%04d" % start)
         base.mkdir(parents=True, exist_ok=True)
         output = str(base / "ftracetest.out")
-        argv = cfg["ftracetest_head"] + ["-l", str(base / "logs")] + cfg["ftracetest_opts"] \
-            + tests[start:end]
+        argv = ftracetest_cmd(cfg["ftracetest"], str(base / "logs"), tests[start:end])
         run = runs[str(start)] = {"end": end, "shard": cfg["shard"]}
         left = None if deadline is None else max(1.0, deadline - time.monotonic())
         _run_ftracetest(argv, output, cfg, run, left)

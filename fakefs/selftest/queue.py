@@ -48,7 +48,7 @@ class ShardQueue:
             fh.flush()
             return got
 
-    def claim(self, divisor: int = 1) -> tuple[int, int] | None:
+    def claim(self, divisor: int) -> tuple[int, int] | None:
         """The indices [start, end) of the next tests to run (claimed): what
         is left over ``divisor``, at least one; None when none is left."""
         def take(nxt, count):

@@ -87,9 +87,9 @@ def parse_output(text: str) -> Summary:
 def merge_shards(cases: list[tuple[int, str, bool]], parts: list) -> tuple:
     """(the summary, the status, the table's reasons) of a run in shards
     (``--jobs``), numbered as one run of all the tests numbers its cases
-    (``cases``); ``parts``: per ftracetest run (a shard runs each test it
-    takes by its own), (its own cases, its summary, its status, its
-    reasons)."""
+    (``cases``); ``parts``: per ftracetest run (a shard runs each part of
+    the tests it takes by one), (its own cases, its summary, its status,
+    its reasons)."""
     number = {(rel, inst): no for no, rel, inst in cases}
     summ = Summary()
     summ.complete = all(p[1].complete for p in parts)

@@ -169,19 +169,21 @@ async def test_nonblocking_read_gets_eagain(fs):
     assert e.value.errno == errno.EAGAIN
 
 
-async def test_a_read_pays_the_work_owed_in_slices_first_at_any_offset_of_a_stream(fs):
-    """``FileOperations.owed``: a read that would settle it at once pays it
-    a slice at a time first: a text's at offset 0 (a read further on goes
-    on in the text taken there), a stream's (/dev/kmsg) at every read."""
+async def test_a_read_pays_the_work_it_would_settle_in_slices_first(fs, monkeypatch):
+    """What ``FileOperations.owed(f, off)`` says a read at ``off`` would
+    settle at once is paid a slice at a time before it (nothing where it
+    says None), and again before a blocked read's next try."""
     from fakefs.kernel.owed import Settle
 
     log = []
 
     class Owing(FileOperations):
-        def __init__(self, nonseekable):
-            self.nonseekable = nonseekable
+        nonseekable = True
+
+        def __init__(self):
             self.settle = Settle()
             self.left = 0
+            self.blocks = 0             # reads that block before one answers
             self.settle.slices.append(self.a_slice)
 
         def a_slice(self):
@@ -190,24 +192,33 @@ async def test_a_read_pays_the_work_owed_in_slices_first_at_any_offset_of_a_stre
                 log.append("slice")
             return self.left > 0
 
-        def owed(self, f):
-            return self.settle
+        def owed(self, f, off):
+            return self.settle if off == 0 else None
 
         def read(self, f, off, size):
             log.append(("read", off, self.left))
+            if self.blocks:
+                self.blocks -= 1
+                self.left = 2           # (owed again by the time it is woken)
+                raise WouldBlock()
             return b"x"
 
-    t = fs.tree
-    for name, stream in (("text", False), ("stream", True)):
-        ops = Owing(stream)
-        t.create_file(name, 0o444, t.root, None, ops)
-        fi = await fs.open((await lookup(fs, name)).st_ino, os.O_RDONLY, Ctx())
-        for off in (0, 1):
-            log.clear()
-            ops.left = 3
-            await fs.read(fi.fh, off, 10)
-            paid = off == 0 or stream
-            assert log == (["slice"] * 3 + [("read", off, 0)] if paid else [("read", off, 3)]), (name, off)
+    async def woken(fh, pid, waitq):
+        pass
+
+    monkeypatch.setattr(type(fs.waiters), "wait", lambda self, fh, pid, waitq: woken(fh, pid, waitq))
+    ops = Owing()
+    fs.tree.create_file("owing", 0o444, fs.tree.root, None, ops)
+    fi = await fs.open((await lookup(fs, "owing")).st_ino, os.O_RDONLY, Ctx())
+    for off in (0, 1):
+        log.clear()
+        ops.left = 3
+        await fs.read(fi.fh, off, 10)
+        assert log == ([("read", 1, 3)] if off else ["slice"] * 3 + [("read", 0, 0)]), off
+    log.clear()
+    ops.left, ops.blocks = 3, 1
+    await fs.read(fi.fh, 0, 10)
+    assert log == ["slice"] * 3 + [("read", 0, 0)] + ["slice"] * 2 + [("read", 0, 0)]
 
 
 async def test_files_cannot_be_created_or_removed(fs):

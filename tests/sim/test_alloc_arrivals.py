@@ -268,7 +268,10 @@ def test_dev_kmsg_owes_the_allocations_time_and_pays_it_in_slices_as_allocinfo_d
         node = k.tree.root.children["dev"].children["kmsg"]
         f = File(node, os.O_RDONLY)
         node.fops.open(f)
-        assert node.fops.owed(f) is k.log.settle
+        # (each read settles, at any offset; /proc/allocinfo's at 0, where its text is made)
+        assert node.fops.owed(f, 0) is node.fops.owed(f, 300) is k.log.settle
+        ai = k.alloc_tag.allocinfo
+        assert ai.fops.owed(f, 0) is k.alloc_tag.settle and ai.fops.owed(f, 300) is None
         owed = k.alloc_workload.owed
         n = 0
         while slices and k.log.settle.pay_slice():

@@ -154,10 +154,11 @@ class FileOperations:
         a read further on goes on in the text taken at offset 0."""
         return self.observes and (off == 0 or self.nonseekable)
 
-    def owed(self, f: File):
-        """The work owed (an ``owed.Settle``) that a read of ``f`` would do
-        at once before it shows (/proc/allocinfo: the allocations' owed
-        time), for its caller to do a slice at a time first; or None."""
+    def owed(self, f: File, off: int):
+        """The work owed (an ``owed.Settle``) that a read of ``f`` at ``off``
+        would do at once before it shows (/proc/allocinfo's at offset 0,
+        where its text is made; each /dev/kmsg read's: the allocations'
+        owed time), for its caller to do a slice at a time first; or None."""
         return None
 
     def write(self, f: File, data: bytes) -> int:

@@ -440,8 +440,8 @@ class AllocinfoOps(ProcOps):
     def show(self, f):
         return self.at.allocinfo_text()
 
-    def owed(self, f):
-        return self.at.settle
+    def owed(self, f, off):
+        return self.at.settle if off == 0 else None     # (further on: the text made at 0)
 
 
 def procfs_init(at: AllocTagging) -> None:
