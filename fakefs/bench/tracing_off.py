@@ -3,8 +3,9 @@
 A mount, a configuration written (the engine bench's: the function tracer;
 every event; both with ``stacktrace`` and ``stackmap``; ``sched_switch``
 alone; function_graph), ``TRACED_S`` seconds
-of the wall clock while it traces, then the time of one write of ``0`` to
-``tracing_on``: what a user stopping a trace waits, which is the machine
+of the wall clock while it traces, then the time of ``sh -c 'echo 0 >
+tracing_on'`` (a command of its own, the shell's start included): what a
+user stopping a trace waits, which is the machine
 catching up with the instant of the write.  A machine slower than real time
 with that configuration falls behind while nobody asks, and the write waits
 for it (DM4 wants 50 ms at most).  Each figure is the median and the worst
@@ -28,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import statistics
+import subprocess
 import time
 from typing import NamedTuple
 
@@ -83,7 +85,8 @@ def stop_ms(settings, traced_s: float, args: tuple = ()) -> Stop:
                 seen.append((t0, float(m.group(1))))
             time.sleep(POLL_S)
         t0 = time.monotonic()
-        _write(mnt, "tracing_on", "0")
+        subprocess.run(["sh", "-c", "echo 0 > " + os.path.join(mnt, TRACING + "tracing_on")],
+                       check=True)
         stop = (time.monotonic() - t0) * 1000
         pace = (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0]) if len(seen) > 1 else 0.0
         return Stop(stop, worst * 1000, pace)

@@ -44,7 +44,7 @@ from . import noflush, notify, syscall_events
 from .handler import handler
 from .fsinfo import FsInfo
 from .heap import HeapKeeper
-from .pacing import REQUEST_CAME, REQUEST_WAIT_S, STEP_WALL_S, Pacer, settle_host_events
+from .pacing import REQUEST_CAME, REQUEST_WAIT_S, STEP_WALL_S, Bursts, Pacer, settle_host_events
 from .hostlinks import HostLink, HostLinks
 from .ownership import Ownership, default_owner
 from .procfd import caller_open_args, current_nonblock, dev_attached
@@ -117,6 +117,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         self.links = links
         self.heap = HeapKeeper(kernel, lambda: self.blocked)
         self.pacer = Pacer(kernel.clock)                  # how long a step of a catch-up is
+        self.bursts = Bursts()          # each command's requests wait on the machine once
         self.waiters = Waiters(self)                      # the blocked reads
         self.released_at = 0.0                            # time.monotonic() of the last RELEASE
         self.syscalls = syscall_events.CallerSyscalls(self)   # the callers' calls as events
@@ -167,7 +168,8 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         it has waited ``wait_s`` on a machine that fell behind, the instant
         the machine reached (``Pacer.served_at``); the runner goes on from
         there.  By default a request waits REQUEST_WAIT_S from when it came
-        in all its catch-ups together, and on a machine running late
+        in all its catch-ups together, less what the requests of its
+        command before it spent (``pacing.Bursts``), and on a machine running late
         (``Pacer.running_late``) not at all: a step there moved it a
         millisecond of the 50 or more it lagged, and each of a command's
         catch-ups waited for one (``echo 0 > tracing_on`` with syscall

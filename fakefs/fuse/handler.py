@@ -70,17 +70,22 @@ def _in_heap(fn):
     """The request begins and ends for the heap keeper (``heap.py``); then
     the readers and pollers waiting on the kernel look again (what they
     wait for may have moved).  When it came is known to its catch-ups
-    (``pacing.REQUEST_CAME``: what it waits on them is counted from then)."""
+    (``pacing.REQUEST_CAME``: what it waits on them is counted from then,
+    less what its command's requests before it spent: ``pacing.Bursts``)."""
+    name = fn.__name__
 
     @functools.wraps(fn)
     async def wrapper(self, *args, **kwargs):
         self.kernel.now = self.kernel.clock.now_ns()     # the request came now
         self.heap.request_begins()
-        came = REQUEST_CAME.set(time.monotonic())
+        tid = self.caller_tid(name, args, kwargs)
+        arrived = time.monotonic()
+        came = REQUEST_CAME.set(self.bursts.begins(tid, arrived))
         try:
             return await fn(self, *args, **kwargs)
         finally:
             REQUEST_CAME.reset(came)
+            self.bursts.ends(tid, arrived, time.monotonic())
             try:
                 self.heap.request_ends()
                 if self.waiters.readers:

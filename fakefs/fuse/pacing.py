@@ -35,14 +35,77 @@ MIN_STEP_NS = 100_000
 # the longest a request waits on the simulation in a paced mount, all its
 # catch-ups together (a call's entry, its work, its exit): a machine further
 # behind serves it at the instant it reached (``Pacer.served_at``)
-REQUEST_WAIT_S = 0.03
+REQUEST_WAIT_S = 0.02
 # a paced machine further behind the host than this is running late (one
 # that keeps up is at most a tick and a step behind: ``runner.py``): waiting
 # on it would not bring it to a request's instant, which is served after a
 # step at the instant it reached
 LATE_NS = 50_000_000
-# when the request under way came (``time.monotonic()``; handler.py sets it)
+# when the request under way came (``time.monotonic()``; handler.py sets it),
+# moved back by what its burst spent before it (``Bursts``)
 REQUEST_CAME: contextvars.ContextVar = contextvars.ContextVar("request_came", default=None)
+# a thread's request that comes within this of its last one's answer (or
+# while one is under way) is of the same burst: one command's (``echo 0 >
+# tracing_on``: lookup, open, getattr, write, flush, release, 1-5 ms apart)
+BURST_GAP_S = 0.02
+# threads whose burst is kept before the ended ones are forgotten
+BURSTS_KEPT = 256
+
+
+class _Burst:
+    """A thread's requests back to back: how long they were in the daemon
+    (``spent``), how many are under way, when the last one was answered."""
+
+    __slots__ = ("spent", "under_way", "ended")
+
+    def __init__(self):
+        self.spent = 0.0
+        self.under_way = 0
+        self.ended = 0.0
+
+
+class Bursts:
+    """One wait per command, not per request: a command is a burst of
+    requests (``echo 0 > tracing_on`` is six), and each waited its whole
+    REQUEST_WAIT_S on a machine lagging a few tens of ms behind the host
+    (everything traced on a mount: 55-120 ms for the echo where the machine
+    lagged 10-28 ms).  A request's wait counts from when it came less what
+    its thread's burst spent in the daemon before it, so a burst's requests
+    wait REQUEST_WAIT_S in all.  Threads are told apart by the caller's
+    pid (``FakeFS.caller_tid``); 0 (not known) makes no burst."""
+
+    __slots__ = ("by_tid",)
+
+    def __init__(self):
+        self.by_tid: dict[int, _Burst] = {}
+
+    def begins(self, tid: int, now: float) -> float:
+        """A request of ``tid`` came at ``now``: the instant its wait
+        counts from."""
+        if not tid:
+            return now
+        b = self.by_tid.get(tid)
+        if b is None or (not b.under_way and now - b.ended > BURST_GAP_S):
+            if b is None and len(self.by_tid) >= BURSTS_KEPT:
+                self._forget()
+            b = self.by_tid[tid] = _Burst()
+        b.under_way += 1
+        return now - b.spent
+
+    def ends(self, tid: int, came: float, now: float) -> None:
+        """The request of ``tid`` that came at ``came`` is answered at ``now``."""
+        b = self.by_tid.get(tid) if tid else None
+        if b is None:
+            return
+        b.under_way -= 1
+        b.spent += now - came
+        b.ended = now
+
+    def _forget(self) -> None:
+        """Room for more: the threads with nothing under way are forgotten
+        (their next request begins a burst, as after a pause)."""
+        for tid in [t for t, b in self.by_tid.items() if not b.under_way]:
+            del self.by_tid[tid]
 
 
 class Pacer:

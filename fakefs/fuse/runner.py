@@ -21,8 +21,9 @@ When the machine does not keep up (it gets less CPU than it needs: a busy
 host, a configuration slower than real time), nothing is skipped and
 nothing dropped: the runner steps it on in full, a gap's threshold at a
 time (``Pacer.target``: no gap begins while something records), without
-pausing between catch-ups, and a request waits at most REQUEST_WAIT_S on
-it (none if it is running late: ``Pacer.running_late``), then is
+pausing between catch-ups, and a command (a burst of one thread's
+requests: ``pacing.Bursts``) waits at most REQUEST_WAIT_S on it in all
+(none if it is running late: ``Pacer.running_late``), then is
 served at the instant the machine reached (``Pacer.served_at``),
 as a guest kernel starved of its CPU runs late.  Once nothing records it
 still catches up with the host (``Pacer.behind``), requests served where it

@@ -21,6 +21,11 @@ class Ctx:
     umask = 0o022
 
 
+class OtherCtx(Ctx):
+    """Another command's thread."""
+    pid = os.getpid() + 1
+
+
 class FakeClock:
     """The fake kernel's clock: the instant its ``now_ns()`` says."""
 
@@ -300,9 +305,10 @@ async def test_settings_are_read_without_waiting_for_a_catch_up():
     assert REQUEST_WAIT_S <= answered["live"][0] < 0.2, answered
     assert answered["setting"][1] > 0                # answered while it was under way
     assert answered["setting"][0] < 0.1
-    # writing a setting catches up first (what ran so far ran under the old value)
+    # writing a setting catches up first (what ran so far ran under the old
+    # value); another command (its burst has not waited yet: pacing.Bursts)
     k.left = 2
-    fi = await fs.open(setting, os.O_WRONLY, Ctx())
+    fi = await fs.open(setting, os.O_WRONLY, OtherCtx())
     assert k.left == 0
     await fs.release(fi.fh)
 
@@ -415,6 +421,55 @@ async def test_a_requests_catch_ups_wait_request_wait_s_in_all():
         assert k.steps == steps
     finally:
         REQUEST_CAME.reset(came)
+
+
+async def test_a_commands_requests_wait_request_wait_s_in_all():
+    """``echo 0 > tracing_on`` is a burst of requests (lookup, open, write,
+    release): the first waits on a lagging machine, those right after it
+    from the same thread are served where it got; another thread's command,
+    or the same thread's after a pause, waits again (``pacing.Bursts``)."""
+    from fakefs.fuse.pacing import BURST_GAP_S, LATE_NS
+    k = LateKernel()
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    ino = (await lookup(fs, "busy")).st_ino
+    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on
+
+    async def timed(ctx):
+        t0, steps = time.monotonic(), k.steps
+        fi = await fs.open(ino, os.O_RDONLY, ctx)
+        await fs.release(fi.fh)
+        return time.monotonic() - t0, k.steps - steps
+
+    waited, steps = await timed(Ctx())
+    assert REQUEST_WAIT_S <= waited and steps > 0
+    waited, steps = await timed(Ctx())           # the same command's: at once
+    assert waited < REQUEST_WAIT_S / 2 and steps == 0, (waited, steps)
+    waited, steps = await timed(OtherCtx())      # another command's: waits
+    assert REQUEST_WAIT_S <= waited and steps > 0
+    time.sleep(BURST_GAP_S * 1.5)
+    waited, steps = await timed(Ctx())           # the first's next command
+    assert REQUEST_WAIT_S <= waited and steps > 0
+
+
+def test_bursts_are_per_thread_and_forgotten():
+    from fakefs.fuse import pacing
+    b = pacing.Bursts()
+    assert b.begins(7, 10.0) == 10.0
+    b.ends(7, 10.0, 10.025)
+    assert b.begins(7, 10.030) == pytest.approx(10.005)      # spent 25 ms before it
+    assert b.begins(8, 10.031) == 10.031                     # another thread
+    assert b.begins(0, 10.031) == 10.031                     # not known: no burst
+    b.ends(0, 10.031, 10.5)
+    b.ends(7, 10.030, 10.040)
+    b.ends(8, 10.031, 10.040)
+    assert b.begins(7, 10.040 + pacing.BURST_GAP_S * 2) == 10.040 + pacing.BURST_GAP_S * 2
+    for tid in range(100, 100 + pacing.BURSTS_KEPT):
+        b.begins(tid, 11.0)
+        b.ends(tid, 11.0, 11.0)
+    assert len(b.by_tid) <= pacing.BURSTS_KEPT
+    b.begins(1, 12.0)                            # the ended ones make room
+    assert len(b.by_tid) < pacing.BURSTS_KEPT
 
 
 async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():

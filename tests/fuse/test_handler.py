@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from fakefs.fuse.handler import handler
+from fakefs.fuse.pacing import Bursts
 from fakefs.kernel.fs.pseudo import KernelError
 from fakefs.sim.clock import ManualClock
 
@@ -60,6 +61,7 @@ class FS:
         self.syscalls = Calls(self.log)
         self.error = error
         self.kernel = types.SimpleNamespace(now=0, clock=ManualClock(7_000))
+        self.bursts = Bursts()
 
     def caller_tid(self, name, args, kwargs):
         return 4242
