@@ -190,6 +190,14 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             now = time.monotonic()
             served = self.pacer.served_at(k, until) if now - start >= wait else None
             if served is not None:
+                if served < until and wait_s is None and self.host is not None:
+                    # its caller's fork before it happened before it (a
+                    # fork served after the write of 0 to a kprobe's enable
+                    # was missed: kprobe_args_type.tc on a busy host)
+                    pulled = self.host.pull_in(served)
+                    if pulled is not None and (self.host_settle is None
+                                               or pulled < self.host_settle):
+                        self.host_settle = pulled
                 until = served
                 break
             target = self.pacer.target(k, until)
@@ -256,9 +264,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             notify.tree_changed(parent, name, node, added)
 
     def caller_tid(self, request: str, args: tuple, kwargs: dict) -> int:
-        """The thread that sent ``request``: its context's pid; for READ
-        and WRITE (pyfuse3 gives them none) the file's opener."""
-        if request in ("read", "write"):
+        """The thread that sent ``request``: its context's pid; for READ,
+        WRITE and FLUSH (pyfuse3 gives them none) the file's opener."""
+        if request in ("read", "write", "flush"):
             f = self.files.get(args[0])
             return f.pid if f is not None else 0
         ctx = kwargs.get("ctx", args[-1] if args else None)

@@ -392,6 +392,11 @@ class HostWatch:
                 if not still and pid not in gone:
                     item[2] = exe_identity(pid)
 
+    def pull_in(self, t: int) -> int | None:
+        """What the followed processes did before a request served at ``t``
+        (a lagging machine's instant) happens there: ``HostProcesses.pull_in``."""
+        return self.procs.pull_in(t)
+
     def backlogged(self) -> bool:
         """Enough queued that it is handed over whatever the request."""
         return self.conn.pending() >= QUEUE_CAP

@@ -85,7 +85,7 @@ def _in_heap(fn):
             return await fn(self, *args, **kwargs)
         finally:
             REQUEST_CAME.reset(came)
-            self.bursts.ends(tid, arrived, time.monotonic())
+            self.bursts.ends(tid, arrived, time.monotonic(), closes=name == "flush")
             try:
                 self.heap.request_ends()
                 if self.waiters.readers:

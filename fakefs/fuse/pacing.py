@@ -46,7 +46,11 @@ LATE_NS = 50_000_000
 REQUEST_CAME: contextvars.ContextVar = contextvars.ContextVar("request_came", default=None)
 # a thread's request that comes within this of its last one's answer (or
 # while one is under way) is of the same burst: one command's (``echo 0 >
-# tracing_on``: lookup, open, getattr, write, flush, release, 1-5 ms apart)
+# tracing_on``: lookup, open, getattr, write, flush, release, 1-5 ms apart),
+# unless the burst was closed (a FLUSH: the close(2) that ends a command;
+# a shell's builtins come well within this of each other, and one burst a
+# script waited 20 ms in all, then served every request where a lagging
+# machine got)
 BURST_GAP_S = 0.02
 # threads whose burst is kept before the ended ones are forgotten
 BURSTS_KEPT = 256
@@ -54,14 +58,16 @@ BURSTS_KEPT = 256
 
 class _Burst:
     """A thread's requests back to back: how long they were in the daemon
-    (``spent``), how many are under way, when the last one was answered."""
+    (``spent``), how many are under way, when the last one was answered,
+    whether one closed a file (``closed``: the command is done)."""
 
-    __slots__ = ("spent", "under_way", "ended")
+    __slots__ = ("spent", "under_way", "ended", "closed")
 
     def __init__(self):
         self.spent = 0.0
         self.under_way = 0
         self.ended = 0.0
+        self.closed = False
 
 
 class Bursts:
@@ -71,7 +77,8 @@ class Bursts:
     (everything traced on a mount: 55-120 ms for the echo where the machine
     lagged 10-28 ms).  A request's wait counts from when it came less what
     its thread's burst spent in the daemon before it, so a burst's requests
-    wait REQUEST_WAIT_S in all.  Threads are told apart by the caller's
+    wait REQUEST_WAIT_S in all.  A burst ends at a pause of BURST_GAP_S or
+    once a FLUSH of the thread's is answered (its command closed its file).  Threads are told apart by the caller's
     pid (``FakeFS.caller_tid``); 0 (not known) makes no burst."""
 
     __slots__ = ("by_tid",)
@@ -85,21 +92,23 @@ class Bursts:
         if not tid:
             return now
         b = self.by_tid.get(tid)
-        if b is None or (not b.under_way and now - b.ended > BURST_GAP_S):
+        if b is None or (not b.under_way and (b.closed or now - b.ended > BURST_GAP_S)):
             if b is None and len(self.by_tid) >= BURSTS_KEPT:
                 self._forget()
             b = self.by_tid[tid] = _Burst()
         b.under_way += 1
         return now - b.spent
 
-    def ends(self, tid: int, came: float, now: float) -> None:
-        """The request of ``tid`` that came at ``came`` is answered at ``now``."""
+    def ends(self, tid: int, came: float, now: float, closes: bool = False) -> None:
+        """The request of ``tid`` that came at ``came`` is answered at
+        ``now``; ``closes``: it closed a file (FLUSH), which ends the burst."""
         b = self.by_tid.get(tid) if tid else None
         if b is None:
             return
         b.under_way -= 1
         b.spent += now - came
         b.ended = now
+        b.closed = b.closed or closes
 
     def _forget(self) -> None:
         """Room for more: the threads with nothing under way are forgotten

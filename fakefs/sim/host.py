@@ -340,6 +340,18 @@ class HostProcesses:
             self.forking[pid] = t
         return t + SETTLE_NS
 
+    def pull_in(self, t: int) -> int | None:
+        """A request is served at ``t`` on a machine lagging the host: what
+        the real processes did before it, queued for later instants, happens
+        at ``t`` (``Machine.pull_host``).  The instant by which the machine
+        will have done it, or None when nothing was queued after ``t``."""
+        if not self.machine.pull_host(t):
+            return None
+        for pid, when in self.forking.items():
+            if when > t:
+                self.forking[pid] = t
+        return t + SETTLE_NS
+
     def note(self, action) -> None:
         """While the machine stands still (nothing can see it): what the
         event leaves behind, without running it.  A child is made a task

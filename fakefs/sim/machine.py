@@ -171,6 +171,21 @@ class Machine(PerCpu):
         """A real process's event (see host.py) happens at ``t``."""
         self._push(t, HOST, -1, action)
 
+    def pull_host(self, t: int) -> bool:
+        """The real processes' events queued after ``t`` happen at ``t``
+        instead, in the order they came: a request served at ``t`` by a
+        machine lagging the host (``Pacer.served_at``) happened after them,
+        as it does for a guest starved of its CPU.  Whether any moved."""
+        heap = self.heap
+        moved = False
+        for i, e in enumerate(heap):
+            if e[2] == HOST and e[0] > t:
+                heap[i] = (t,) + e[1:]
+                moved = True
+        if moved:
+            heapq.heapify(heap)
+        return moved
+
     def _burst(self, r) -> int:
         return max(1000, int(self.rng.expovariate(1.0) * r.beh.burst_ns))
 

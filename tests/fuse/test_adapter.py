@@ -452,6 +452,86 @@ async def test_a_commands_requests_wait_request_wait_s_in_all():
     assert REQUEST_WAIT_S <= waited and steps > 0
 
 
+class PullingHost:
+    """The host watch as a catch-up uses it: nothing new to hand over, each
+    pull-in noted (``HostWatch.pull_in``)."""
+
+    def __init__(self):
+        self.pulls = []
+
+    def caller(self, pid):
+        pass
+
+    def backlogged(self):
+        return False
+
+    def drain(self, late_at=None):
+        return None
+
+    def pull_in(self, t):
+        self.pulls.append(t)
+        return t + 5
+
+
+async def test_a_request_served_where_a_lagging_machine_got_pulls_in_its_callers_events():
+    """Served at the instant a lagging machine reached, a request still
+    comes after what its caller did before it (a fork the host dated
+    later): those events are pulled in to that instant and done before it
+    is served.  The runner's catch-ups (not requests) leave them where the
+    host dated them."""
+    from fakefs.fuse.pacing import LATE_NS, REQUEST_CAME
+
+    class Settling(LateKernel):
+        def __init__(self):
+            super().__init__()
+            self.advanced = []
+
+        def advance_to(self, t):
+            self.advanced.append(t)
+            self.sim_time = t
+
+    k = Settling()
+    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on, then served
+    host = PullingHost()
+    fs = FakeFS(k, host=host)
+    came = REQUEST_CAME.set(time.monotonic() - REQUEST_WAIT_S)
+    try:
+        was = k.sim_time
+        assert await fs.observe() == was
+    finally:
+        REQUEST_CAME.reset(came)
+    assert host.pulls == [was] and k.advanced == [was + 5]
+    await fs.observe(wait_s=0.0)                  # the runner's
+    assert host.pulls == [was]
+
+
+async def test_a_script_waits_again_at_each_command():
+    """A shell's builtins (``echo 1 > enable``, ``echo 0 > enable``) come
+    back to back from one thread: a command's FLUSH (its close) ends its
+    burst, so the next command waits on the lagging machine again."""
+    from fakefs.fuse.pacing import LATE_NS
+    k = LateKernel()
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    ino = (await lookup(fs, "busy")).st_ino
+    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on
+
+    async def command(closes):
+        t0, steps = time.monotonic(), k.steps
+        fi = await fs.open(ino, os.O_RDONLY, Ctx())
+        if closes:
+            await fs.flush(fi.fh)
+        await fs.release(fi.fh)
+        return time.monotonic() - t0, k.steps - steps
+
+    waited, steps = await command(closes=False)
+    assert REQUEST_WAIT_S <= waited and steps > 0
+    waited, steps = await command(closes=True)   # the same burst: at once
+    assert waited < REQUEST_WAIT_S / 2 and steps == 0, (waited, steps)
+    waited, steps = await command(closes=False)  # closed: a new command waits
+    assert REQUEST_WAIT_S <= waited and steps > 0
+
+
 def test_bursts_are_per_thread_and_forgotten():
     from fakefs.fuse import pacing
     b = pacing.Bursts()
@@ -470,6 +550,8 @@ def test_bursts_are_per_thread_and_forgotten():
     assert len(b.by_tid) <= pacing.BURSTS_KEPT
     b.begins(1, 12.0)                            # the ended ones make room
     assert len(b.by_tid) < pacing.BURSTS_KEPT
+    b.ends(1, 12.0, 12.001, closes=True)         # a FLUSH: the command is done
+    assert b.begins(1, 12.002) == 12.002
 
 
 async def test_a_write_that_moves_the_time_returns_once_the_kernel_got_there():

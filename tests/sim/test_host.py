@@ -592,3 +592,27 @@ def test_a_followed_exec_of_a_probed_program_hits_its_uprobes(tmp_path):
     assert stamps == sorted(stamps) and stamps[1] - stamps[0] > 0.0002   # after ld.so
     report = check(read_file(k, T + "trace").decode().splitlines())
     assert report.total == 0, report.text()
+
+
+def test_a_request_served_where_a_lagging_machine_got_comes_after_its_callers_fork():
+    """A request served at a lagging machine's instant (``Pacer.served_at``)
+    came after its caller's fork, dated later by the host: the fork is
+    pulled in to that instant, in order with what followed it, so the
+    request (a write of 0 to a kprobe's enable) finds it done."""
+    k, m = boot()
+    write(k, "set_ftrace_filter", "kernel_clone")
+    write(k, "current_tracer", "function")
+    run(k, 0.04)
+    m.host.caller(5000, "sh")
+    t = k.sim_time
+    m.host.event("fork", t - MS // 2, 5002, ppid=5000, tgid=5002)     # not after: stays
+    m.host.event("fork", t + 10 * MS, 5001, ppid=5000, tgid=5001)
+    m.host.event("exec", t + 11 * MS, 5001, filename="/usr/bin/true")
+    served = t + MS
+    assert m.host.pull_in(served) == served + host.SETTLE_NS
+    moved = [(t, what[0]) for t, _seq, what in
+             sorted((e[0], e[1], e[4]) for e in m.heap if e[2] == host.HOST)]
+    assert moved == [(k.sim_time, "fork"), (served, "fork"), (served, "exec")]   # in order
+    k.timekeeper.advance_to(served + host.SETTLE_NS)
+    assert 5001 in m.runs and 5002 in m.runs and not m.host.forking
+    assert m.host.pull_in(served) is None         # nothing left after it
