@@ -161,21 +161,17 @@ class FakeFS(FsInfo, pyfuse3.Operations):
                       pause=None) -> int:
         """Let the simulated kernel catch up with the instant of the request,
         a step at a time, letting other requests in after each step's worth
-        of time (pacing.STEP_WALL_S: what a step is sized to cost);
-        what the followed real processes did before it is done by then
-        (``changes``: the request may change settings).  Returns the
-        instant the request is served at: its own, or in a paced mount, once
-        it has waited ``wait_s`` on a machine that fell behind, the instant
-        the machine reached (``Pacer.served_at``); the runner goes on from
-        there.  By default a request waits REQUEST_WAIT_S from when it came
-        in all its catch-ups together, less what the requests of its
-        command before it spent (``pacing.Bursts``), and on a machine running late
-        (``Pacer.running_late``) not at all: a step there moved it a
-        millisecond of the 50 or more it lagged, and each of a command's
-        catch-ups waited for one (``echo 0 > tracing_on`` with syscall
-        events on: six; 45-56 ms where the machine ran late).
-        ``pause``: what it awaits between its steps (the runner's), else
-        ``trio.sleep(0)``."""
+        of time (pacing.STEP_WALL_S); what the followed real processes did
+        before it is done by then (``changes``: it may change settings).
+        Returns the instant it is served at: its own, or in a paced mount,
+        once it has waited ``wait_s`` on a machine that fell behind, the
+        instant the machine reached (``Pacer.served_at``: what the real
+        processes did before it is pulled in there); the runner goes on from
+        there.  A request waits REQUEST_WAIT_S from when it came, all its
+        command's catch-ups together (``pacing.Bursts``), and not at all on
+        a machine running late (``Pacer.running_late``: a step there moved
+        it a millisecond of the 50 or more it lagged).  ``pause``: what it
+        awaits between its steps (the runner's), else ``trio.sleep(0)``."""
         self.host_seen(None, changes)
         k = self.kernel
         start = t0 = time.monotonic()
@@ -191,13 +187,11 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             served = self.pacer.served_at(k, until) if now - start >= wait else None
             if served is not None:
                 if served < until and wait_s is None and self.host is not None:
-                    # its caller's fork before it happened before it (a
-                    # fork served after the write of 0 to a kprobe's enable
-                    # was missed: kprobe_args_type.tc on a busy host)
+                    # (a fork served after a write of 0 to a kprobe's
+                    # enable was missed: kprobe_args_type.tc, a busy host)
                     pulled = self.host.pull_in(served)
-                    if pulled is not None and (self.host_settle is None
-                                               or pulled < self.host_settle):
-                        self.host_settle = pulled
+                    if pulled is not None:
+                        self.host_settle = min(pulled, self.host_settle or pulled)
                 until = served
                 break
             target = self.pacer.target(k, until)

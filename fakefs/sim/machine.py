@@ -35,6 +35,7 @@ from .host import HOST, HOST_PROFILE, HostProcesses
 from .alloc_arrivals import Arrivals
 from .kinds import (_ALLOC, _ALLOC_DUE, _CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL,
                     _TICK, _TIMER_WAKE, _UP, _WAKE, _WHEEL_WAKE)
+from .machine_host import HostQueue
 from .machine_percpu import PerCpu
 from .syscalls import Syscalls
 
@@ -42,7 +43,7 @@ SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's st
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 
 
-class Machine(PerCpu):
+class Machine(PerCpu, HostQueue):
     def __init__(self, kernel, spec: dict | None = None):
         spec = spec or load_behaviour()
         self.kernel = kernel
@@ -166,25 +167,6 @@ class Machine(PerCpu):
     def _push(self, t, kind, a, b) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (t, self.seq, kind, a, b))
-
-    def queue_host(self, t: int, action) -> None:
-        """A real process's event (see host.py) happens at ``t``."""
-        self._push(t, HOST, -1, action)
-
-    def pull_host(self, t: int) -> bool:
-        """The real processes' events queued after ``t`` happen at ``t``
-        instead, in the order they came: a request served at ``t`` by a
-        machine lagging the host (``Pacer.served_at``) happened after them,
-        as it does for a guest starved of its CPU.  Whether any moved."""
-        heap = self.heap
-        moved = False
-        for i, e in enumerate(heap):
-            if e[2] == HOST and e[0] > t:
-                heap[i] = (t,) + e[1:]
-                moved = True
-        if moved:
-            heapq.heapify(heap)
-        return moved
 
     def _burst(self, r) -> int:
         return max(1000, int(self.rng.expovariate(1.0) * r.beh.burst_ns))
@@ -563,52 +545,3 @@ class Machine(PerCpu):
     def _ipi(self, t: int, cpu: int) -> None:
         t = self._at(cpu, self.irq.reschedule_ipi(cpu, self._at(cpu, t)))
         self._resched(t, cpu)
-
-    def host_task(self, pid: int, t: int) -> tuple[int, int, int]:
-        """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""
-        self.looked_at()
-        return self.host.syscall(pid, t)
-
-    def skip(self, t0: int, t1: int) -> None:
-        """Nobody looked from ``t0`` to ``t1``: start again from ``t1`` (``HostProcesses.skipped``)."""
-        self.sched.unseen(t0)
-        self.host.skipped(self._take_host_actions(), t1)
-        self.start(t1)
-
-    def freeze(self, t: int) -> None:
-        """From ``t`` nothing can see the machine: it stands still.  The
-        real processes' events queued so far are kept as facts only (the
-        host's bookkeeping), and so are the ones that come meanwhile."""
-        self.frozen = True
-        self.sched.unseen(t)
-        for _when, action in self._take_host_actions():
-            self.host.note(action)
-
-    def thaw(self, t: int) -> None:
-        """Something looks again at ``t``: the machine starts from there."""
-        self.frozen = False
-        self.start(t)
-
-    def looked_at(self) -> None:
-        """Before what the machine does now (a real process's event, a
-        marker's writer): if it stands still although something sees it
-        (a setting changed since the last step), it starts again now."""
-        if self.frozen and self.kernel.machine_seen():
-            self.thaw(self.kernel.sim_time)
-
-    def shown_before(self, t: int) -> int | None:
-        """The instant of the first real process's event queued before
-        ``t``, or None: what a skip stops at (``Timekeeper._shown_first``)."""
-        first = None
-        for e in self.heap:
-            if e[2] == HOST and e[0] < t and (first is None or e[0] < first):
-                first = e[0]
-        return first
-
-    def _take_host_actions(self) -> list:
-        """The real processes' queued events, (when, action) in the order
-        they happened (the heap's list is not in time order); the queue
-        is emptied."""
-        host = sorted((e[0], e[1], e[4]) for e in self.heap if e[2] == HOST)
-        self.heap.clear()
-        return [(when, action) for when, _seq, action in host]
