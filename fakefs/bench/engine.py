@@ -98,12 +98,25 @@ def daemon_collector():
         gc.unfreeze()
 
 
+def host_speed() -> float:
+    """CPU seconds of 10 M additions in a CPython loop: how fast this host
+    is now (hosts here took 0.53 to 4 s; one VM's speed moved 35 % within
+    a session), printed before and after the configurations so that their
+    figures can be read against it."""
+    t0 = time.process_time()
+    s = 0
+    for i in range(10_000_000):
+        s += i
+    return time.process_time() - t0
+
+
 def bench_engine() -> list[tuple[str, float, str]]:
-    rows = []
+    rows = [("host: 10 M CPython additions, before", host_speed(), "CPU s")]
     for label, settings in CONFIGS:
         new = statistics.median(sim_seconds_per_cpu_second(settings) for _ in range(ROUNDS))
         old = statistics.median(sim_seconds_per_cpu_second(settings, True) for _ in range(ROUNDS))
         rows += [("%s: compiled" % label, new, "sim s / CPU s"),
                  ("  baseline: the walk (and graph hooks) in plain Python", old, "sim s / CPU s"),
                  ("  ratio", new / old, "x")]
+    rows.append(("host: 10 M CPython additions, after", host_speed(), "CPU s"))
     return rows

@@ -58,8 +58,10 @@ cdef class HitWriter:
     (the recorders' cache and the commits of the window, the tracepoint
     hooks' table, who runs), and per CPU and tracepoint (a system call's
     per number) its recorders as ``Rec``s once the Python path has made
-    them; the same records, in the same order, from the same draws
-    (tests/sim/test_trace_machine_hits.py)."""
+    them, kept from window to window while the recorders and the commits
+    are (``TraceActivity._hit_recs``: made anew for each window, they cost
+    ~4 % of the machine with every event traced); the same records, in the
+    same order, from the same draws (tests/sim/test_trace_machine_hits.py)."""
     cdef object act, wl, rng, context_flags
     cdef dict recorders, committers, hooked
     cdef list known, sys_known, curr
@@ -82,8 +84,11 @@ cdef class HitWriter:
         self.context_flags = act.context_flags
         self.frame_cap, self.memo = _workload.FRAME_CAP, _workload.EVENT_MEMO
         self.memo_keys = _workload.EVENT_MEMO_KEYS
-        self.known = [{} for _ in range(self.nr_cpus)]
-        self.sys_known = [{} for _ in range(2 * self.nr_cpus)]
+        kept = act._hit_recs
+        if kept is None or len(<list> kept[0]) != self.nr_cpus:
+            kept = act._hit_recs = ([{} for _ in range(self.nr_cpus)],
+                                    [{} for _ in range(2 * self.nr_cpus)])
+        self.known, self.sys_known = kept
 
     cpdef bint write(self, tuple hit, int cpu, object calls=True) except -1:
         """``act._machine_hit(hit, ...)`` of a hit such as the module's

@@ -34,6 +34,7 @@ import zlib
 from operator import itemgetter
 
 from ..kernel.trace import trace_entries as te
+from ..kernel.trace._trace_commit import reread_committers
 from ..kernel.trace._trace_function import function_entries
 from ..kernel.trace.ftrace_sysctl import ftrace_calls_enabled
 from ..kernel.trace.trace_context import CALL_CONTEXT
@@ -100,10 +101,14 @@ class TraceActivity(MachineHits):
         # array) when the compiled writer took it: the next stretch of the
         # window with the same lists goes straight to it (``_function_calls``)
         self._stretch_writers: dict | None = None
-        # the window's commits of the compiled replay, per array and CPU
-        # (``_trace_commit.Committer``; None: probes or triggers may change
-        # the settings in it)
+        # the commits of the compiled replay, per array and CPU
+        # (``_trace_commit.Committer``, read again as each window starts;
+        # None: probes or triggers may change the settings in the window)
         self._committers: dict | None = None
+        # the compiled replay's recorders as it writes them (``HitWriter``'s
+        # ``known``: per CPU, and per CPU and system call direction), kept
+        # while the recorders and the commits they hold are (None: made anew)
+        self._hit_recs: tuple | None = None
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
         """The hits on ``cpu`` before ``t1``, as occurrences (the machine's,
@@ -205,14 +210,19 @@ class TraceActivity(MachineHits):
         hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
         self._call_writers = None if acting else {}
         self._stretch_writers = None if acting else {}
-        self._committers = None if acting else {}
         if acting:
-            self._recorders = None
+            self._committers = self._recorders = self._hit_recs = None
         else:
+            if self._committers is None:
+                self._committers = {}
+                self._hit_recs = None
+            else:
+                reread_committers(self._committers)
             key = recorders_key(ev_trs)
             if self._recorders is None or key != self._recorders_key:
                 self._recorders = {}
                 self._recorders_key = key
+                self._hit_recs = None
         hits = HitWriter(self, wl, rng) if not acting else None
         sched = self.kernel.sched if driven else None
         for cpu in range(self.kernel.nr_cpus):

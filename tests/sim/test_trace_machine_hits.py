@@ -136,18 +136,25 @@ def test_hits_just_written_are_what_the_commit_path_writes(monkeypatch, settings
     assert fast[0].count("\n") > 1000
 
 
-# (a trigger last: while one may act on its array nothing is kept across windows)
+# (a trigger last: while one may act on its array nothing is kept across
+# windows; those after the first line's are what a commit reads of its array:
+# ``Committer``)
 CHANGES = [("events/sched/sched_switch/enable", "0"), ("events/sched/sched_switch/enable", "1"),
            ("events/sched/sched_wakeup/filter", "pid < 100"), ("tracing_cpumask", "1"),
-           ("options/stacktrace", "1"), ("tracing_cpumask", "3"),
-           ("events/sched/sched_wakeup/filter", "0"), ("options/stacktrace", "0"),
+           ("options/stacktrace", "1"), ("options/stackmap", "1"), ("tracing_cpumask", "3"),
+           ("events/sched/sched_wakeup/filter", "0"), ("options/stackmap", "0"),
+           ("options/stacktrace", "0"), ("options/overwrite", "0"), ("buffer_size_kb", "8"),
+           ("options/overwrite", "1"), ("tracing_on", "0"), ("tracing_on", "1"),
+           ("options/record-tgid", "1"), ("trace_clock", "global"), ("trace_clock", "local"),
+           ("buffer_size_kb", "1408"),
            ("events/kmem/enable", "0"), ("events/sched/sched_switch/trigger", "hist:keys=next_pid")]
 
 
 def _changing(monkeypatch, kept):
     """Every event on, then a setting changed between each two windows;
-    ``kept``: the recorders live across windows while their key holds
-    (else made again each window)."""
+    ``kept``: the recorders live across windows while their key holds,
+    and the commits are read again at each window (else both are made
+    again each window)."""
     from kfiles import rd, wr
 
     from fakefs import sim
@@ -155,6 +162,7 @@ def _changing(monkeypatch, kept):
     from fakefs.sim import trace_activity
     if not kept:
         monkeypatch.setattr(trace_activity, "recorders_key", lambda trs: object())
+        monkeypatch.setattr(trace_activity, "reread_committers", dict.clear)
     k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
     wr(k, "events/enable", "1")
     for path, value in [(None, None)] + CHANGES:
@@ -171,10 +179,11 @@ def _changing(monkeypatch, kept):
 
 def test_recorders_kept_across_windows_follow_every_setting_they_depend_on(monkeypatch):
     """The recorders of the machine's hits are made once for the arrays'
-    settings (``recorders_key``): enabling, disabling, a filter, a trigger,
-    tracing_cpumask and the stack option between windows give byte for
-    byte the files of recorders made again at every window (a hist
-    trigger's too)."""
+    settings (``recorders_key``), their commits read the arrays again at
+    each window: enabling, disabling, a filter, a trigger, tracing_cpumask,
+    the stack options, overwrite, the buffer's size, tracing_on, tgids and
+    the clock between windows give byte for byte the files of recorders
+    and commits made again at every window (a hist trigger's too)."""
     kept = _changing(monkeypatch, True)
     assert kept == _changing(monkeypatch, False)
     assert kept[0].count("\n") > 1000 and "=> " in kept[0] and "next_pid:" in kept[3]

@@ -8,9 +8,12 @@ cdef class Committer:
     cdef object tr, tracing, smap
     cdef CpuBufferCore cb             # None: the buffer records nothing now
     cdef bint overwrite, tgids, stacktrace, userstack, plain
+    cdef int cpu
+    cdef int read(self) except -1
 
 
 cdef Committer committer(dict committers, tr, int cpu, int nr_cpus)
+cpdef void reread_committers(dict committers) except *
 cdef bint commit_entry(Committer c, int cpu, tuple entry, int payload) except -1
 cdef object after_committed(Committer c, int cpu, tuple entry, stack)
 cpdef bint write_entry(tr, int cpu, entry, int payload, into=*) except -1

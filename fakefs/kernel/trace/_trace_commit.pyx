@@ -44,13 +44,19 @@ cdef int TRACE_FLAG_NMI = te.TRACE_FLAG_NMI
 @cython.final
 cdef class Committer:
     """What ``write_entry()`` and ``after_commit()`` read of array ``tr`` on
-    one CPU, read once (see the module's doc)."""
+    one CPU, read once a window (see the module's doc; ``reread_committers``)."""
 
     def __cinit__(self, tr, int cpu):
         self.tr = tr
+        self.cpu = cpu
         self.tracing = tr.tracing
+        self.read()
+
+    cdef int read(self) except -1:
+        """What it reads of the array, read now."""
+        tr = self.tr
         buf = tr.buffer
-        self.cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+        self.cb = None if buf.record_off or buf.record_disabled else buf.cpus[self.cpu]
         flags = tr.flags
         self.overwrite = flags["overwrite"]
         self.tgids = bool(self.tracing.tgids.ref)
@@ -58,6 +64,17 @@ cdef class Committer:
         self.userstack = bool(flags.get("userstacktrace"))
         self.smap = tr.stackmap if flags.get("stackmap") else None
         self.plain = tr.clock_reader is None
+        return 0
+
+
+cpdef void reread_committers(dict committers) except *:
+    """Each ``Committer`` of ``committers`` reads its array again (a new
+    window: settings may have been written since the last; the window's
+    ``Rec``s keep them, ``_trace_machine_hits``)."""
+    for got in committers.values():
+        for c in <list> got:
+            if c is not None:
+                (<Committer> c).read()
 
 
 cdef Committer committer(dict committers, tr, int cpu, int nr_cpus):
