@@ -428,19 +428,8 @@ async def test_a_commands_requests_wait_request_wait_s_in_all():
     release): the first waits on a lagging machine, those right after it
     from the same thread are served where it got; another thread's command,
     or the same thread's after a pause, waits again (``pacing.Bursts``)."""
-    from fakefs.fuse.pacing import BURST_GAP_S, LATE_NS
-    k = LateKernel()
-    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
-    fs = FakeFS(k)
-    ino = (await lookup(fs, "busy")).st_ino
-    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on
-
-    async def timed(ctx):
-        t0, steps = time.monotonic(), k.steps
-        fi = await fs.open(ino, os.O_RDONLY, ctx)
-        await fs.release(fi.fh)
-        return time.monotonic() - t0, k.steps - steps
-
+    from fakefs.fuse.pacing import BURST_GAP_S
+    timed = await _lagging_busy()
     waited, steps = await timed(Ctx())
     assert REQUEST_WAIT_S <= waited and steps > 0
     waited, steps = await timed(Ctx())           # the same command's: at once
@@ -450,6 +439,29 @@ async def test_a_commands_requests_wait_request_wait_s_in_all():
     time.sleep(BURST_GAP_S * 1.5)
     waited, steps = await timed(Ctx())           # the first's next command
     assert REQUEST_WAIT_S <= waited and steps > 0
+
+
+async def _lagging_busy():
+    """A command on a mount of a machine lagging the host, not late (its
+    requests wait on it): (seconds it took, the machine's steps
+    meanwhile) of an open and release of its file by a thread (``ctx``),
+    with a FLUSH between them (its close) if ``closes``."""
+    from fakefs.fuse.pacing import LATE_NS
+    k = LateKernel()
+    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
+    fs = FakeFS(k)
+    ino = (await lookup(fs, "busy")).st_ino
+    k.sim_time = k.now_ns() - LATE_NS
+
+    async def timed(ctx, closes=False):
+        t0, steps = time.monotonic(), k.steps
+        fi = await fs.open(ino, os.O_RDONLY, ctx)
+        if closes:
+            await fs.flush(fi.fh)
+        await fs.release(fi.fh)
+        return time.monotonic() - t0, k.steps - steps
+
+    return timed
 
 
 class PullingHost:
@@ -509,26 +521,12 @@ async def test_a_script_waits_again_at_each_command():
     """A shell's builtins (``echo 1 > enable``, ``echo 0 > enable``) come
     back to back from one thread: a command's FLUSH (its close) ends its
     burst, so the next command waits on the lagging machine again."""
-    from fakefs.fuse.pacing import LATE_NS
-    k = LateKernel()
-    k.tree.create_file("busy", 0o640, k.tree.root, None, Busy())
-    fs = FakeFS(k)
-    ino = (await lookup(fs, "busy")).st_ino
-    k.sim_time = k.now_ns() - LATE_NS            # not late: waited on
-
-    async def command(closes):
-        t0, steps = time.monotonic(), k.steps
-        fi = await fs.open(ino, os.O_RDONLY, Ctx())
-        if closes:
-            await fs.flush(fi.fh)
-        await fs.release(fi.fh)
-        return time.monotonic() - t0, k.steps - steps
-
-    waited, steps = await command(closes=False)
+    timed = await _lagging_busy()
+    waited, steps = await timed(Ctx())
     assert REQUEST_WAIT_S <= waited and steps > 0
-    waited, steps = await command(closes=True)   # the same burst: at once
+    waited, steps = await timed(Ctx(), closes=True)     # the same burst: at once
     assert waited < REQUEST_WAIT_S / 2 and steps == 0, (waited, steps)
-    waited, steps = await command(closes=False)  # closed: a new command waits
+    waited, steps = await timed(Ctx())           # closed: a new command waits
     assert REQUEST_WAIT_S <= waited and steps > 0
 
 
