@@ -100,9 +100,9 @@ def daemon_collector():
 
 def host_speed() -> float:
     """CPU seconds of 10 M additions in a CPython loop: how fast this host
-    is now (hosts here took 0.53 to 4 s; one VM's speed moved 35 % within
-    a session), printed before and after the configurations so that their
-    figures can be read against it."""
+    is now (one VM's figures here moved 35 % within a session), printed
+    before and after the configurations so that theirs can be read
+    against it."""
     t0 = time.process_time()
     s = 0
     for i in range(10_000_000):

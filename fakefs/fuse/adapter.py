@@ -141,8 +141,9 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         machine follows did before it, become the simulated machine's.
         While the machine stands still (nothing sees it) a request that
         changes nothing leaves them queued (the host watch bounds the
-        queue): only what can change what is seen needs them first.  On a
-        machine running late they happen where it got (``HostWatch.drain``)."""
+        queue): only what can change what is seen needs them first; a
+        request served where a lagging machine got has them pulled in there
+        (``observe``)."""
         if self.host is None:
             return
         if ctx is not None:
@@ -151,9 +152,7 @@ class FakeFS(FsInfo, pyfuse3.Operations):
         if not changes and driver is not None and driver.frozen and not self.host.backlogged() \
                 and not self.kernel.machine_seen():
             return
-        k = self.kernel
-        late = self.pacer.running_late(k, k.clock.now_ns())
-        settle = self.host.drain(k.sim_time if late else None)
+        settle = self.host.drain()
         if settle is not None and (self.host_settle is None or settle > self.host_settle):
             self.host_settle = settle
 
@@ -187,8 +186,6 @@ class FakeFS(FsInfo, pyfuse3.Operations):
             served = self.pacer.served_at(k, until) if now - start >= wait else None
             if served is not None:
                 if served < until and wait_s is None and self.host is not None:
-                    # (a fork served after a write of 0 to a kprobe's
-                    # enable was missed: kprobe_args_type.tc, a busy host)
                     pulled = self.host.pull_in(served)
                     if pulled is not None:
                         self.host_settle = min(pulled, self.host_settle or pulled)

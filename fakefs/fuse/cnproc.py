@@ -393,8 +393,13 @@ class HostWatch:
                     item[2] = exe_identity(pid)
 
     def pull_in(self, t: int) -> int | None:
-        """What the followed processes did before a request served at ``t``
-        (a lagging machine's instant) happens there: ``HostProcesses.pull_in``."""
+        """A request is served at ``t``, where a machine lagging the host got
+        (``Pacer.served_at``): what the followed processes did before it
+        happens there, in order, as a guest starved of its CPU sees the
+        world late; at its host instant, which the machine has yet to reach,
+        the request would miss what its caller saw done (``perf ftrace``
+        reading the trace after its child exited; a fork right before
+        ``echo 0 > enable`` of a kprobe on it).  ``HostProcesses.pull_in``."""
         return self.procs.pull_in(t)
 
     def backlogged(self) -> bool:
@@ -412,23 +417,17 @@ class HostWatch:
         of the children they fork from then on)."""
         self.conn.set_wanted(self.procs.followed)
 
-    def drain(self, late_at: int | None = None) -> int | None:
-        """Hand the machine every event so far; the instant by which it
-        will have done them (None: nothing of the followed processes).
-        ``late_at``: the instant a machine running late reached (its
-        requests are served there, ``Pacer.served_at``): an event after it
-        happens there, in order, as a guest starved of its CPU sees the
-        world late; at its host instant, which the machine has yet to
-        reach, a request served at ``late_at`` would miss what its caller
-        saw done (``perf ftrace`` reading the trace after its child exited)."""
+    def drain(self) -> int | None:
+        """Hand the machine every event so far, at its host instant; the
+        instant by which it will have done them (None: nothing of the
+        followed processes).  A request served before those instants, where
+        a lagging machine got, has them pulled in there (``pull_in``)."""
         got = self._take()
         # those the connector did not read (gone before it took the report)
         self._read_programs(got, {ev.pid for ev, _, _ in got if ev.kind == "exit"})
         settle = None
         for ev, extra, exe in got:
             t = self.clock.from_monotonic(ev.ts)
-            if late_at is not None and t > late_at:
-                t = late_at
             if ev.kind == "fork":
                 done = self.procs.event("fork", t, ev.pid, ppid=ev.ppid, tgid=ev.tgid)
             elif ev.kind == "exec":

@@ -78,8 +78,9 @@ class Bursts:
     lagged 10-28 ms).  A request's wait counts from when it came less what
     its thread's burst spent in the daemon before it, so a burst's requests
     wait REQUEST_WAIT_S in all.  A burst ends at a pause of BURST_GAP_S or
-    once a FLUSH of the thread's is answered (its command closed its file).  Threads are told apart by the caller's
-    pid (``FakeFS.caller_tid``); 0 (not known) makes no burst."""
+    once a FLUSH of the thread's is answered (its command closed its file).
+    Threads are told apart by the caller's pid (``FakeFS.caller_tid``); 0
+    (not known) makes no burst."""
 
     __slots__ = ("by_tid",)
 

@@ -85,7 +85,7 @@ cdef class HitWriter:
         self.frame_cap, self.memo = _workload.FRAME_CAP, _workload.EVENT_MEMO
         self.memo_keys = _workload.EVENT_MEMO_KEYS
         kept = act._hit_recs
-        if kept is None or len(<list> kept[0]) != self.nr_cpus:
+        if kept is None:
             kept = act._hit_recs = ([{} for _ in range(self.nr_cpus)],
                                     [{} for _ in range(2 * self.nr_cpus)])
         self.known, self.sys_known = kept

@@ -477,7 +477,7 @@ class PullingHost:
     def backlogged(self):
         return False
 
-    def drain(self, late_at=None):
+    def drain(self):
         return None
 
     def pull_in(self, t):
@@ -515,6 +515,9 @@ async def test_a_request_served_where_a_lagging_machine_got_pulls_in_its_callers
     assert host.pulls == [was] and k.advanced == [was + 5]
     await fs.observe(wait_s=0.0)                  # the runner's
     assert host.pulls == [was]
+    k.sim_time = late = k.now_ns() - 3 * LATE_NS  # running late: served at once, pulled in
+    assert await fs.observe() == late
+    assert host.pulls == [was, late] and k.advanced[-1] == late + 5
 
 
 async def test_a_script_waits_again_at_each_command():

@@ -102,21 +102,6 @@ def test_drain_hands_over_the_connectors_events_in_kernel_time():
     assert w.drain() is None
 
 
-def test_on_a_machine_running_late_what_the_processes_did_happens_where_it_got():
-    """A machine behind the host serves requests at the instant it reached
-    (``Pacer.served_at``): the events after that instant happen there, in
-    their order, not at host instants it has yet to reach (a request would
-    miss what its caller saw done)."""
-    me = os.getpid()
-    evs = [cnproc.ProcEvent("fork", 0, 1000, 7001, 7001, ppid=me),
-           cnproc.ProcEvent("exec", 0, 1500, 7001, 7001),
-           cnproc.ProcEvent("exit", 0, 2000, 7001, 7001)]
-    procs = FollowingProcs()
-    w = HostWatch(FakeConn(evs), procs, FakeClock())
-    w.caller(me)
-    assert w.drain(late_at=1200) == 1205
-    assert [(g[0], g[1]) for g in procs.got] == [("fork", 900), ("exec", 1200), ("exit", 1200)]
-
 class FollowingProcs(FakeProcs):
     """Follows forked children as HostProcesses does."""
 
