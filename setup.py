@@ -19,7 +19,7 @@ NATIVE = ["fakefs.kernel._frames", "fakefs.sim._walk", "fakefs.kernel._kallsyms"
           "fakefs.kernel.trace._trace_events_raw", "fakefs.kernel.trace._ring_buffer_bpage", "fakefs.kernel.trace._ring_buffer",
           "fakefs.kernel.trace._ring_buffer_read", "fakefs.kernel.trace._ring_buffer_page", "fakefs.kernel.trace._trace_stackmap",
           "fakefs.kernel.trace._trace_function", "fakefs.kernel.trace._trace_commit", "fakefs.kernel.trace._trace_hits",
-          "fakefs.kernel.trace._trace_functions_graph", "fakefs.sim._trace_calls", "fakefs.sim._trace_machine_hits", "fakefs.fuse._proc_reports"]
+          "fakefs.kernel.trace._trace_functions_graph", "fakefs.sim._trace_calls", "fakefs.sim._trace_machine_hits", "fakefs.sim._event_queue", "fakefs.fuse._proc_reports"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "compiled.txt")) as f:
     PYTHON = [line.strip() for line in f if line.strip() and not line.startswith("#")]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 
+from ..kernel.lib._mt import expovariate
 from .kinds import _ALLOC, _ALLOC_DUE
 
 NS = 1_000_000_000
@@ -193,7 +194,7 @@ class Arrivals:
             w = self._weights(r.task.pid)
             if w is None:
                 return
-        dt = int(self.rng.expovariate(w[0][-1]) * NS) + 1
+        dt = int(expovariate(self.rng, w[0][-1]) * NS) + 1
         self.machine._push(t + dt, _ALLOC, cpu, (r.task.pid, r.since))
 
     def fire(self, t: int, cpu: int, stint) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 
+from ..kernel.lib._mt import expovariate
 from ..kernel.mm.alloc_sites import lognormal
 
 NS = 1_000_000_000
@@ -67,17 +68,17 @@ def steady_state(calls, life: Lifetimes) -> None:
         n = int(rate * mean)
         if n <= 8 or p.kind not in ("kmalloc", "cache", "page") or p.order:
             for _ in range(min(n, 200)):
-                expire(rng.expovariate(1.0 / mean), calls.free, calls.alloc_profile(p))
+                expire(expovariate(rng, 1.0 / mean), calls.free, calls.alloc_profile(p))
             continue
         # older objects in a few groups, each freed at once
         for part in _split(n, 8, rng):
-            expire(rng.expovariate(1.0 / mean), calls.free, calls.alloc_profile(p, part))
+            expire(expovariate(rng, 1.0 / mean), calls.free, calls.alloc_profile(p, part))
     for _ in range(4):
         short_process(calls, life, rng)
     for _ in range(60):
-        expire(rng.expovariate(1 / 30.0), calls.nl_close, calls.nl_sock())
+        expire(expovariate(rng, 1 / 30.0), calls.nl_close, calls.nl_sock())
     for _ in range(100):
-        expire(rng.expovariate(1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
+        expire(expovariate(rng, 1 / 5.0), calls.slab.kfree, calls.cache_alloc("filp", "filp"))
 
 
 def readahead(calls, life: Lifetimes, rng) -> None:
@@ -85,7 +86,7 @@ def readahead(calls, life: Lifetimes, rng) -> None:
     new node of the mapping's tree), kept a while."""
     n = rng.choice((4, 8, 16, 32))
     pages = calls.pages("readahead", n)
-    t = rng.expovariate(1 / 90.0)
+    t = expovariate(rng, 1 / 90.0)
     life.expire(t, calls.pa.free_pages, pages)
     if rng.random() < n / 64:
         life.expire(t, calls.slab.kfree, calls.cache_alloc("xas", "radix_tree_node"))
@@ -94,7 +95,7 @@ def readahead(calls, life: Lifetimes, rng) -> None:
 def filemap(calls, life: Lifetimes, rng) -> None:
     """``__filemap_get_folio``: a page cache page (a quarter with buffer heads)."""
     page = calls.pa.alloc_pages(calls.site("filemap"), 0)
-    t = rng.expovariate(1 / 60.0)
+    t = expovariate(rng, 1 / 60.0)
     life.expire(t, calls.pa.free_pages, page)
     if rng.random() < 0.25:
         life.expire(t, calls.slab.kfree, calls.cache_alloc("bh", "buffer_head"))
@@ -120,7 +121,7 @@ def short_process(calls, life: Lifetimes, rng) -> None:
     rng.choice(("sh", "sleep", "cat", "grep", "awk", "systemctl", "ps", "date", "sed"))
     rss = int(lognormal(rng, 60, 0.8, 8, 4000))
     proc = calls.tasks.new_process(rss=rss, nvma=int(lognormal(rng, 28, 0.3, 10, 90)))
-    life.expire(rng.expovariate(1 / 2.0), calls.tasks.exit_process, proc)
+    life.expire(expovariate(rng, 1 / 2.0), calls.tasks.exit_process, proc)
 
 
 def skb(calls, life: Lifetimes, rng) -> None:
@@ -131,7 +132,7 @@ def skb(calls, life: Lifetimes, rng) -> None:
         data = s.kmem_cache_alloc(calls.site("skb_small"), calls.caches["skbuff_small_head"], node=0)
     else:
         data = s.kmalloc(calls.site("skb_data"), rng.choice((1024, 2048, 2048, 4096)), node=0)
-    t = rng.expovariate(1 / 0.03)
+    t = expovariate(rng, 1 / 0.03)
     life.expire(t, s.kfree, head)
     life.expire(t, s.kfree, data)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from ..kernel.lib._mt import expovariate
 from ..kernel.mm.alloc_calls import AllocCalls
 from ..kernel.mm.alloc_sites import lognormal
 from ..kernel.mm.page_alloc import GFP_ATOMIC, GFP_KERNEL
@@ -93,12 +94,12 @@ class AllocWorkload:
             (0.6, "dentry", lambda: ops.dentries(calls, life, rng, 16,
                                                  lognormal(rng, 600, 1.0, 5, 7200))),
             (SKB_RATE, "skb", lambda: ops.skb(calls, life, rng)),
-            (2.0, "sk", lambda: life.expire(rng.expovariate(1 / 30.0), calls.nl_close,
+            (2.0, "sk", lambda: life.expire(expovariate(rng, 1 / 30.0), calls.nl_close,
                                             calls.nl_sock())),
             (GETNAME_RATE, "getname", lambda: life.expire(
-                rng.expovariate(1 / 0.02), calls.slab.kfree,
+                expovariate(rng, 1 / 0.02), calls.slab.kfree,
                 calls.cache_alloc("getname", "names_cache"))),
-            (20.0, "filp", lambda: life.expire(rng.expovariate(1 / 5.0), calls.slab.kfree,
+            (20.0, "filp", lambda: life.expire(expovariate(rng, 1 / 5.0), calls.slab.kfree,
                                                calls.cache_alloc("filp", "filp"))),
         ]
 
@@ -231,7 +232,7 @@ class AllocWorkload:
         """One allocation at the churning call site of profile ``p``, kept
         an exponential lifetime of mean ``mean`` seconds."""
         calls = self.calls
-        self.life.expire(self.rng.expovariate(1.0 / mean), calls.free, calls.alloc_profile(p))
+        self.life.expire(expovariate(self.rng, 1.0 / mean), calls.free, calls.alloc_profile(p))
 
     def timed(self, w: int, moment) -> None:
         """What is due by workload time ``w`` at its own times, each after

@@ -26,12 +26,12 @@ what falls in [t0, t1), called by the kernel's catch-up when somebody observes.
 
 from __future__ import annotations
 
-import heapq
-
+from ..kernel.lib._mt import expovariate
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .host import HOST, HOST_PROFILE, HostProcesses
+from ._event_queue import EventQueue
 from .alloc_arrivals import Arrivals
 from .kinds import (_ALLOC, _ALLOC_DUE, _CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL,
                     _TICK, _TIMER_WAKE, _UP, _WAKE, _WHEEL_WAKE)
@@ -77,7 +77,7 @@ class Machine(PerCpu, HostQueue):
         # where user space's SIGCHLD handler is (a shell's), as signal_deliver shows it
         self.sigchld_handler = 0x55ff206a4e40 + (self.rng.randrange(1 << 20) << 12)
         self.clock = [0] * self.sched.nr_cpus       # each CPU's last event
-        self.heap: list = []
+        self.heap = EventQueue()              # (t, seq, kind, a, b) by (t, seq)
         self.seq = 0
         self.tokens = 0                       # the last token a run was given (``_void``)
         self.runs: dict[int, TaskRun] = {}
@@ -166,13 +166,13 @@ class Machine(PerCpu, HostQueue):
 
     def _push(self, t, kind, a, b) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, kind, a, b))
+        self.heap.push(t, self.seq, kind, a, b)
 
     def _burst(self, r) -> int:
-        return max(1000, int(self.rng.expovariate(1.0) * r.beh.burst_ns))
+        return max(1000, int(expovariate(self.rng, 1.0) * r.beh.burst_ns))
 
     def _sleep(self, r) -> int:
-        return max(1000, int(self.rng.expovariate(1.0) * r.beh.sleep_ns))
+        return max(1000, int(expovariate(self.rng, 1.0) * r.beh.sleep_ns))
 
     # --- running ------------------------------------------------------------
     def run(self, t0: int, t1: int) -> None:
@@ -181,8 +181,12 @@ class Machine(PerCpu, HostQueue):
         clock = self.clock
         if self.allocs is not None:
             self.allocs.begin(t0, t1)
-        while heap and heap[0][0] < t1:
-            t, _seq, kind, a, b = heapq.heappop(heap)
+        pop = heap.pop_before
+        while True:
+            e = pop(t1)
+            if e is None:
+                break
+            t, _seq, kind, a, b = e
             if kind == HOST:
                 self.host.run(t, b)
                 continue

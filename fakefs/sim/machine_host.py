@@ -7,8 +7,6 @@ when a request is served where a lagging machine got.  Mixed into
 
 from __future__ import annotations
 
-import heapq
-
 from .host import HOST
 
 
@@ -24,15 +22,7 @@ class HostQueue:
         instead, in the order they came: a request served at ``t`` by a
         machine lagging the host (``Pacer.served_at``) happened after them,
         as it does for a guest starved of its CPU.  Whether any moved."""
-        heap = self.heap
-        moved = False
-        for i, e in enumerate(heap):
-            if e[2] == HOST and e[0] > t:
-                heap[i] = (t,) + e[1:]
-                moved = True
-        if moved:
-            heapq.heapify(heap)
-        return moved
+        return self.heap.retime(HOST, t)
 
     def host_task(self, pid: int, t: int) -> tuple[int, int, int]:
         """A real process's system call here (a trace_marker write): ``HostProcesses.syscall``."""

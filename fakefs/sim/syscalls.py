@@ -16,6 +16,7 @@ import os
 import tomllib
 from bisect import bisect_right
 
+from ..kernel.lib._mt import expovariate
 from ..kernel.entry_common import syscall_nr
 from ..kernel.mm.maccess import UserRegions
 
@@ -127,7 +128,7 @@ class Syscalls:
 
     def gap(self, prof: ProfileCalls) -> int:
         """CPU time until the task's next call."""
-        return max(500, int(self.rng.expovariate(1.0) * prof.every_ns))
+        return max(500, int(expovariate(self.rng, 1.0) * prof.every_ns))
 
     def next_call(self, prof: ProfileCalls) -> CallSpec:
         return prof.pick(self.rng.random())

@@ -33,3 +33,26 @@ def test_a_generator_whose_random_is_its_own_is_not_drawn_directly():
     assert not _mt.is_direct(Mine(1))
     assert _mt.is_direct(random.Random(1))
     assert not _mt.is_direct(object())
+
+
+def test_expovariate_is_the_generators_own_draw_and_double():
+    a, b = random.Random(11), random.Random(11)
+    for lambd in (1.0, 1 / 30.0, 2.5, 1e-3, 7, 1 / 0.02):
+        for _ in range(700):
+            assert _mt.expovariate(a, lambd) == b.expovariate(lambd)
+    assert a.getstate() == b.getstate()
+
+
+def test_expovariate_calls_a_subclass_own():
+    class Mine(random.Random):
+        def expovariate(self, lambd):
+            return -1.0
+    assert _mt.expovariate(Mine(3), 2.0) == -1.0
+
+
+def test_expovariate_of_rate_zero_raises_as_pythons():
+    import pytest
+    with pytest.raises(ZeroDivisionError):
+        random.Random(1).expovariate(0)
+    with pytest.raises(ZeroDivisionError):
+        _mt.expovariate(random.Random(1), 0)
