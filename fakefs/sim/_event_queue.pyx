@@ -3,7 +3,8 @@
 a binary heap of ``(t, seq, kind, a, b)`` tuples ordered by ``(t, seq)``,
 as ``heapq`` over a list of them was (``seq`` is unique: the order is
 total, so the events come out in the same order whatever the heap's
-shape).  The keys sit in a C array beside the tuples, so a comparison is
+shape); also the allocation workload's objects due (``Lifetimes``:
+``(t, seq, fn, obj)``, any tuple that starts with its instant and number).  The keys sit in a C array beside the tuples, so a comparison is
 two integer compares instead of two tuples' rich comparisons: with every
 event traced, heapq's pushes and pops cost ~8 % of the machine (perf,
 session 57: ``PyObject_RichCompare``, ``long_richcompare``, ``siftup``).
@@ -75,19 +76,24 @@ cdef class EventQueue:
 
     cpdef push(self, t, long long seq, kind, a, b):
         """Queue ``(t, seq, kind, a, b)``."""
+        self._put((t, seq, kind, a, b), _ns(t), seq)
+
+    cpdef push_entry(self, tuple e):
+        """Queue ``e``, a tuple that starts with its instant and its number."""
+        self._put(e, _ns(e[0]), e[1])
+
+    cdef int _put(self, tuple e, long long t, long long seq) except -1:
         cdef Py_ssize_t slot, i, up
         cdef Key k
-        cdef long long tt = _ns(t)
         if self.n == self.cap:
             self._grow()
-        e = (t, seq, kind, a, b)
         if self.free:
             slot = self.free.pop()
             self.objs[slot] = e
         else:
             slot = len(self.objs)
             self.objs.append(e)
-        k.t, k.seq, k.slot = tt, seq, slot
+        k.t, k.seq, k.slot = t, seq, slot
         i = self.n
         self.n += 1
         while i > 0:                       # sift up
@@ -97,6 +103,7 @@ cdef class EventQueue:
             self.keys[i] = self.keys[up]
             i = up
         self.keys[i] = k
+        return 0
 
     cpdef object pop_before(self, t1):
         """The first event if it comes before ``t1`` (taken from the

@@ -214,8 +214,8 @@ class Arrivals:
         cum, idx = w
         k = self.kinds[idx[bisect.bisect_right(cum, self.rng.random() * cum[-1])]]
         self._make(cpu, t, k.do)
-        heap = self.life.heap
-        if self.armed_at is None or heap and heap[0][0] + self.shift < self.armed_at:
+        first = self.life.first()
+        if self.armed_at is None or first is not None and first + self.shift < self.armed_at:
             self._rearm(t)
         self.arm(cpu, r, t, w)
 
@@ -251,9 +251,9 @@ class Arrivals:
         than the one queued)."""
         aw = self.aw
         nxt = aw.next_timed()
-        heap = aw.life.heap
-        if heap and heap[0][0] < nxt:
-            nxt = heap[0][0]
+        first = aw.life.first()
+        if first is not None and first < nxt:
+            nxt = first
         at = max(nxt + self.shift, t)
         if self.armed_at is not None and self.armed_at <= at:
             return

@@ -16,10 +16,9 @@ and the run time draw, in order, from the kernel's ``alloc_workload`` RNG.
 
 from __future__ import annotations
 
-import heapq
-
 from ..kernel.lib._mt import expovariate
 from ..kernel.mm.alloc_sites import lognormal
+from ._event_queue import EventQueue
 
 NS = 1_000_000_000
 
@@ -31,7 +30,7 @@ class Lifetimes:
     __slots__ = ("heap", "seq", "op_time")
 
     def __init__(self):
-        self.heap: list = []
+        self.heap = EventQueue()            # (instant, seq, fn, obj) by (instant, seq)
         self.seq = 0
         # when the operation under way happens, on the workload's clock
         # (boot's state: 0); a lifetime drawn runs from it
@@ -40,15 +39,21 @@ class Lifetimes:
     def expire(self, lifetime_s: float, fn, obj) -> None:
         """``fn(obj)`` is due ``lifetime_s`` seconds after the operation under way."""
         self.seq += 1
-        heapq.heappush(self.heap, (self.op_time + int(lifetime_s * NS), self.seq, fn, obj))
+        self.heap.push_entry((self.op_time + int(lifetime_s * NS), self.seq, fn, obj))
 
     def due(self, t1: int):
         """Take the frees due before ``t1``, each as (instant, fn, obj), in order."""
-        heap = self.heap
-        pop = heapq.heappop
-        while heap and heap[0][0] < t1:
-            t, _s, fn, obj = pop(heap)
+        pop = self.heap.pop_before
+        while True:
+            e = pop(t1)
+            if e is None:
+                return
+            t, _s, fn, obj = e
             yield t, fn, obj
+
+    def first(self):
+        """The instant of the earliest object due, or None."""
+        return self.heap.first_time()
 
 
 def steady_state(calls, life: Lifetimes) -> None:

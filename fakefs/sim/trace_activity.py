@@ -43,7 +43,7 @@ from ..kernel.tracepoint import TracepointHooks
 from ..kernel.walkgraph import CALL_IP_OFF
 from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from ._trace_calls import CallWriter, instants_upto
-from ._trace_machine_hits import HitWriter
+from ._trace_machine_hits import MACHINE, HitWriter
 from .rated_events import make_fields, rate
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 
@@ -283,7 +283,14 @@ class TraceActivity(MachineHits):
         switch_calls = bool(ftrs or probe_trs or graph) or kprobed
         if hits is not None and ftrs and not (probe_trs or graph or kprobed):
             switch_calls = self._entered_writer(ftrs, wl, cpu) or True
-        for ts, _id, ev in occ:
+        i, m = 0, len(occ)
+        while i < m:
+            if hits is not None:     # (the hits it writes, compiled, up to the next call)
+                i = hits.write_from(occ, i, cpu, switch_calls, calls[j] if j < n else None)
+                if i == m:
+                    break
+            ts, _id, ev = occ[i]
+            i += 1
             if j < n and calls[j] <= ts:
                 k = instants_upto(calls, ts, j, _id >= 0)
                 if k > j:

@@ -109,7 +109,10 @@ def test_frees_happen_when_due_never_before():
         return free
 
     heap = aw.life.heap         # (the objects held now: same keys, the heap holds)
-    heap[:] = [(when, seq, watched(fn, when), obj) for when, seq, fn, obj in heap]
+    held = list(heap)
+    heap.clear()
+    for when, seq, fn, obj in held:
+        heap.push_entry((when, seq, watched(fn, when), obj))
     _run(k, 300)
     assert len(seen) > 50
     last = {}

@@ -60,3 +60,16 @@ def test_retime_brings_a_kinds_later_events_in_to_an_instant():
     assert out == [(50, 1, 7, -1, "early"), (100, 2, 7, -1, "late"),
                    (100, 4, 7, -1, "later"), (200, 3, 1, 0, "other")]
     assert not q.retime(7, 100)
+
+
+def test_any_tuple_that_starts_with_its_instant_and_number():
+    q, h = EventQueue(), []
+    rng = random.Random(2)
+    for seq in range(1, 3000):
+        e = (rng.randrange(10**12), seq, "fn", seq * 3)
+        q.push_entry(e)
+        heapq.heappush(h, e)
+    assert q.first_time() == h[0][0]
+    assert [q.pop_before(1 << 62) for _ in range(len(h))] == [heapq.heappop(h) for _ in range(2999)]
+    with pytest.raises(TypeError):
+        q.push_entry((1.0, 1, "fn", None))

@@ -125,6 +125,9 @@ def _every_event(monkeypatch, fast, settings):
      ("options/sym-userobj", "1")],
     [("events/enable", "1"), ("events/kmem/kmalloc/trigger", "stacktrace:3"),
      ("events/sched/sched_wakeup/enable", "0")],
+    # (the function tracer's calls between the hits: ``HitWriter.write_from``
+    # stops at the next call's instant)
+    [("current_tracer", "function"), ("events/enable", "1")],
 ])
 def test_hits_just_written_are_what_the_commit_path_writes(monkeypatch, settings):
     """An event whose every array just writes it, or writes it and its
@@ -198,6 +201,9 @@ class _PythonSwitchCalls:
 
     def write(self, hit, cpu, calls=True):
         return self.real.write(hit, cpu, calls if calls is False else True)
+
+    def write_from(self, occ, i, cpu, calls, stop):
+        return self.real.write_from(occ, i, cpu, calls if calls is False else True, stop)
 
 
 def _switch_calls(monkeypatch, compiled, settings):
