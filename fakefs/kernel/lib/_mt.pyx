@@ -32,9 +32,12 @@ def layout_ok():
     return LAYOUT_OK
 
 
+cdef object _RANDOM = random.Random
+
+
 cdef fakefs_mt_t *direct(object rng):
     """The state of ``rng`` to draw from in C, or NULL: call ``rng.random()``."""
-    if LAYOUT_OK and isinstance(rng, random.Random) and type(rng).random is _C_RANDOM:
+    if LAYOUT_OK and isinstance(rng, _RANDOM) and type(rng).random is _C_RANDOM:
         return <fakefs_mt_t *> <PyObject *> rng
     return NULL
 

@@ -29,13 +29,17 @@ MIGRATE_MOVABLE = 1
 _GFP = ((0x1, 0xcc0), (0x2, 0x820), (0x4, 0x2800), (0x100, 0x100), (0x200, 0x10000),
         (0x400, 0x2000), (0x800, 0x400000))
 GFP_COMP_BIT = 0x40000
+_GFP_SEEN: dict = {}      # model flags -> the kernel's, as found (a few dozen combinations)
 
 
 def kernel_gfp(model: int) -> int:
-    out = 0
-    for bit, val in _GFP:
-        if model & bit:
-            out |= val
+    out = _GFP_SEEN.get(model)
+    if out is None:
+        out = 0
+        for bit, val in _GFP:
+            if model & bit:
+                out |= val
+        _GFP_SEEN[model] = out
     return out
 
 
