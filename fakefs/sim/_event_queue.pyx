@@ -4,7 +4,8 @@ a binary heap of ``(t, seq, kind, a, b)`` tuples ordered by ``(t, seq)``,
 as ``heapq`` over a list of them was (``seq`` is unique: the order is
 total, so the events come out in the same order whatever the heap's
 shape); also the allocation workload's objects due (``Lifetimes``:
-``(t, seq, fn, obj)``, any tuple that starts with its instant and number).  The keys sit in a C array beside the tuples, so a comparison is
+``(t, seq, fn, obj)``: any tuple that starts with its instant and
+number).  The keys sit in a C array beside the tuples, so a comparison is
 two integer compares instead of two tuples' rich comparisons: with every
 event traced, heapq's pushes and pops cost ~8 % of the machine (perf,
 session 57: ``PyObject_RichCompare``, ``long_richcompare``, ``siftup``).
