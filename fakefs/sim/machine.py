@@ -29,9 +29,9 @@ from __future__ import annotations
 from ..kernel.lib._mt import expovariate
 from ..kernel.sched import CTX_HARDIRQ, CTX_SOFTIRQ, CTX_TASK, task_stack
 from ..kernel.timer import TimerList
+from ._event_queue import EventQueue
 from .behaviour import US, Behaviour, Device, TaskRun, load_behaviour
 from .host import HOST, HOST_PROFILE, HostProcesses
-from ._event_queue import EventQueue
 from .alloc_arrivals import Arrivals
 from .kinds import (_ALLOC, _ALLOC_DUE, _CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL,
                     _TICK, _TIMER_WAKE, _UP, _WAKE, _WHEEL_WAKE)

@@ -18,9 +18,9 @@ def test_pushes_and_pops_come_out_as_heapqs():
     for _ in range(30_000):
         if rng.random() < 0.55:
             seq += 1
-            t = rng.randrange(1000) << 40            # (beyond 32 bits)
-            q.push(t, seq, rng.randrange(9), rng.randrange(4), ("b", seq))
-            heapq.heappush(h, (t, seq) + q_last(q, seq))
+            e = (rng.randrange(1000) << 40, seq, rng.randrange(9), rng.randrange(4), ("b", seq))
+            q.push(*e)                                # (instants beyond 32 bits)
+            heapq.heappush(h, e)
         else:
             t1 = rng.randrange(1000) << 40
             want = heapq.heappop(h) if h and h[0][0] < t1 else None
@@ -30,11 +30,6 @@ def test_pushes_and_pops_come_out_as_heapqs():
     assert sorted(q) == sorted(h)
     q.clear()
     assert not q and list(q) == [] and q.pop_before(1 << 62) is None
-
-
-def q_last(q, seq):
-    """(kind, a, b) of the queued event numbered ``seq``."""
-    return next(e[2:] for e in q if e[1] == seq)
 
 
 def test_events_at_one_instant_come_in_their_order():

@@ -26,7 +26,7 @@ for the others); the bulk API fires none, as in the kernel.
 from __future__ import annotations
 
 from .alloc_tag import V_FORMAT_2
-from .kmem_trace import PAGE_OFFSET, page_address
+from .kmem_trace import page_address
 from .page_alloc import (GFP_KERNEL, MAX_PAGE_ORDER, PAGE_SIZE, Page, GFP_NO_OBJ_EXT,
                          GFP_ACCOUNT, get_order)
 
@@ -128,9 +128,8 @@ class Obj:
 
     @property
     def ptr(self) -> int:
-        slab = self.slab
-        s = slab.cache
-        return PAGE_OFFSET + (slab.page.pfn << 12) + (self.idx % s.objects) * s.size
+        s = self.slab.cache
+        return page_address(self.slab.page.pfn) + (self.idx % s.objects) * s.size
 
 
 class BulkObj:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from fakefs.kernel.lib import _mt
 
 
@@ -51,7 +53,6 @@ def test_expovariate_calls_a_subclass_own():
 
 
 def test_expovariate_of_rate_zero_raises_as_pythons():
-    import pytest
     with pytest.raises(ZeroDivisionError):
         random.Random(1).expovariate(0)
     with pytest.raises(ZeroDivisionError):
