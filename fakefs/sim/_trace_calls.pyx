@@ -8,11 +8,14 @@ its instant, to the array's ``FunctionWriter`` (the kernel's
 ``function_trace_call()``, fakefs/kernel/trace/_trace_function.pyx), no
 object per call.  ``call_instants()`` says when a stretch's calls happen,
 ``past_halts()`` moves them past the times the CPU was halted, and
-``instants_upto()`` finds an instant among them.
+``instants_upto()`` finds an instant among them.  ``AwakeCalls`` is a
+CPU's stream of calls over the time it is awake, asked for a stretch at a
+time (the instants do not depend on how the time is cut into stretches).
 """
 
 cimport cython
 from cpython cimport array
+from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
@@ -125,6 +128,125 @@ def instants_upto(array.array times not None, long long ts, Py_ssize_t lo, bint 
         else:
             hi = mid
     return lo
+
+
+from fakefs.kernel.sched import HALTED as _HALTED
+
+cdef int HALTED = _HALTED       # a CPU's halted state in ``Scheduler.halts``
+cdef enum:
+    CHUNK_NS = 1_000_000        # ``AwakeCalls`` draws this much awake time's calls at once
+CHUNK = CHUNK_NS
+
+
+@cython.final
+cdef class AwakeCalls:
+    """A CPU's calls, ``rate`` a second of the time it is awake (a halted
+    CPU calls nothing), from a generator of their own, ``rng``.
+
+    ``upto(halts, b)``: the instants, in order, of the calls from where
+    the last stretch ended (``pos``) to ``b``, as an ``array('q')``;
+    ``halts`` is the CPU's ``Scheduler.halts`` list ((start, state, ...)
+    in time order, the state from ``start`` on; None: always awake).
+    ``skip_to(t)``: nothing was simulated before ``t``: the stream goes on
+    from there (its next call is the one it would have made next).
+
+    The calls are placed on the CPU's own count of awake time: chunk after
+    chunk of CHUNK awake ns, each holding ``carry + rate * CHUNK`` calls
+    (the fraction carried to the next) at uniform draws, sorted.  So the
+    instants depend only on the awake time and the generator: the same
+    whether the time is asked for in one stretch or cut at every hit."""
+
+    cdef readonly long long pos     # written up to this instant
+    cdef readonly long long awake   # awake ns counted, up to ``pos``
+    cdef double per_ns, carry
+    cdef long long chunk_end        # awake ns the chunks drawn reach
+    cdef array.array drawn          # the last chunk's offsets (awake ns), sorted
+    cdef Py_ssize_t next            # the next of them not yet placed
+    cdef object rng
+
+    def __cinit__(self, double rate, rng, long long pos=0):
+        self.per_ns = rate / 1e9
+        self.rng = rng
+        self.carry = rng.random()       # (a stream is somewhere in its period)
+        self.pos = pos
+        self.awake = self.chunk_end = 0
+        self.drawn = array.clone(_QARRAY, 0, zero=False)
+        self.next = 0
+
+    def skip_to(self, long long t):
+        """(the class says)"""
+        if t > self.pos:
+            self.pos = t
+
+    cdef void _chunk(self) except *:
+        """The next CHUNK awake ns' calls."""
+        cdef double want = self.carry + self.per_ns * CHUNK_NS
+        cdef Py_ssize_t n = <Py_ssize_t> want
+        self.carry = want - n
+        self.drawn = call_instants(self.rng, self.chunk_end, CHUNK_NS, n)
+        self.next = 0
+        self.chunk_end += CHUNK_NS
+
+    def upto(self, list halts, long long b):
+        """(the class says)"""
+        cdef long long t = self.pos, e, a0, a1, off, start
+        cdef Py_ssize_t lo, hi, mid, k = 0, nh = 0, m, cap
+        cdef int state = 0
+        cdef array.array out
+        cdef long long *op
+        cdef long long *dp
+        if b <= t:
+            return array.clone(_QARRAY, 0, zero=False)
+        cap = <Py_ssize_t> (((b - t) // CHUNK_NS + 2) * (self.per_ns * CHUNK_NS + 1)) + 1
+        out = array.clone(_QARRAY, cap, zero=False)
+        op = out.data.as_longlongs
+        m = 0
+        if halts is not None:
+            nh = len(halts)
+            lo, hi = 0, nh                  # (the last entry starting at or before t)
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if <long long> <object> PyTuple_GET_ITEM(halts[mid], 0) <= t:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            k = lo
+            if k > 0:
+                state = <object> PyTuple_GET_ITEM(halts[k - 1], 1)
+        while t < b:
+            e = b
+            if k < nh:
+                start = <object> PyTuple_GET_ITEM(halts[k], 0)
+                if start < b:
+                    e = start
+            if state != HALTED and e > t:
+                a0 = self.awake
+                a1 = a0 + (e - t)
+                while True:
+                    if self.next < len(self.drawn):
+                        dp = self.drawn.data.as_longlongs
+                        off = dp[self.next]
+                        if off >= a1:
+                            break
+                        if m == cap:        # (never: the bound holds; kept safe)
+                            cap *= 2
+                            array.resize(out, cap)
+                            op = out.data.as_longlongs
+                        op[m] = t + (off - a0)
+                        m += 1
+                        self.next += 1
+                    elif self.chunk_end < a1:
+                        self._chunk()
+                    else:
+                        break
+                self.awake = a1
+            t = e
+            if k < nh and e < b:
+                state = <object> PyTuple_GET_ITEM(halts[k], 1)
+                k += 1
+        self.pos = b
+        array.resize(out, m)
+        return out
 
 
 @cython.final

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from array import array
 
-from ._trace_calls import call_instants, past_halts
+from ._trace_calls import past_halts
 
 FN_RATE_DEFAULT = 500_000  # traced calls a second per CPU: a busy machine's
 CALL_PROFILE_N = 16_000
@@ -82,16 +82,9 @@ class AwakeTime:
         self.halts = sched.halted_spans(cpu, t0, t1) if sched is not None else []
         self.ns = t1 - t0 - sum([end - start for start, end in self.halts])
 
-    def instants(self, rng, n: int) -> array:
-        """``n`` calls' instants, uniform over the awake time, sorted."""
-        times = call_instants(rng, self.t0, self.ns, n)
-        if self.halts:
-            past_halts(times, self.t0, self.halts)
-        return times
-
     def draws(self, rng, n: int):
-        """As ``instants()``, one ``rng.random()`` a call (sorted where
-        the CPU halted)."""
+        """``n`` calls' instants, uniform over the awake time, one
+        ``rng.random()`` each (sorted where the CPU halted)."""
         t0, ns = self.t0, self.ns
         made = [t0 + int(rng.random() * ns) for _ in range(n)]
         if not self.halts or not made:

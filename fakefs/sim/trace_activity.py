@@ -9,8 +9,10 @@ caught up.  Stacks come from the workload: ``sample()`` for function calls,
 recorded when the array asks for one (``stacktrace``, or the function
 tracer's ``func_stack_trace``), through the stackmap when it is on.
 
-The function tracer records ``fn_rate`` calls a second per CPU, spread
-over the time it was awake (``call_rates.py``); events with rates
+The function tracer records ``fn_rate`` calls a second per CPU of the
+time it is awake (``call_rates.py``), each CPU's a stream of its own
+(``_trace_calls.AwakeCalls``: the same calls however a window is cut);
+events with rates
 of their own come at any time, as a device's would (on a halted CPU, in
 the interrupt that wakes it).  A run of them with nothing else between is made
 and written in one go when every array takes each call as it comes
@@ -42,7 +44,7 @@ from ..kernel.trace.trace_events_commit import trace_event_commit
 from ..kernel.tracepoint import TracepointHooks
 from ..kernel.walkgraph import CALL_IP_OFF
 from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
-from ._trace_calls import CallWriter, instants_upto
+from ._trace_calls import AwakeCalls, CallWriter, instants_upto
 from ._trace_machine_hits import MACHINE, HitWriter
 from .rated_events import make_fields, rate
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
@@ -71,6 +73,8 @@ class TraceActivity(MachineHits):
         # None: every instant is simulated in full)
         self.backlog = None
         self.carry: dict[tuple, float] = {}
+        # per CPU, its function calls over the time it is awake (``_calls_of``)
+        self.awake_calls: list[AwakeCalls | None] = [None] * kernel.nr_cpus
         # the kernel's probes' (the same objects): the context a stack
         # implies, the hits waiting per CPU, who runs as of the last hit
         # traced, the tracepoint probe events, the events by name
@@ -228,13 +232,13 @@ class TraceActivity(MachineHits):
         for cpu in range(self.kernel.nr_cpus):
             occ = []
             calls = []            # the plain function calls' instants, apart
-            if plain_fn or gr_trs or targets:
-                # a halted CPU calls nothing: the calls are spread over the
-                # time it was awake (a busy CPU's, an idle one's interrupts)
-                awake = AwakeTime(sched, cpu, t0, t1)
+            # a halted CPU calls nothing: the calls come over the time it
+            # was awake (a busy CPU's, an idle one's interrupts)
             if plain_fn or gr_trs:
-                n = self._count((cpu, None), self.fn_rate, awake.ns / 1e9)
-                calls = awake.instants(rng, n)     # (sorted)
+                calls = self._calls_of(cpu, t0).upto(
+                    sched.halts[cpu] if sched is not None else None, t1)
+            if targets:
+                awake = AwakeTime(sched, cpu, t0, t1)
             for group in targets:
                 n = self._count((cpu, group.ids), group.rates[cpu], awake.ns / 1e9)
                 occ += [(ts, 0, group) for ts in awake.draws(rng, n)]
@@ -267,6 +271,17 @@ class TraceActivity(MachineHits):
             streams = [[(o[0], o[1], cpu, o[2], trs) for o in occ] for cpu, occ, trs in per_cpu]
             for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
                 self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)
+
+    def _calls_of(self, cpu: int, t0: int) -> AwakeCalls:
+        """The function calls of ``cpu`` (``AwakeCalls``: ``fn_rate`` a
+        second of its awake time, a generator of their own), from ``t0``
+        on (what was not simulated before it made none)."""
+        calls = self.awake_calls[cpu]
+        if calls is None:
+            calls = self.awake_calls[cpu] = AwakeCalls(
+                self.fn_rate, self.kernel.subsystem_rng(f"trace-activity:calls:{cpu}"), t0)
+        calls.skip_to(t0)
+        return calls
 
     def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=(), hits=None) -> None:
         """The occurrences ``occ`` on ``cpu`` in time order, and among them

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from fakefs.sim._trace_calls import call_instants, instants_upto
+from fakefs.sim._trace_calls import CHUNK, AwakeCalls, call_instants, instants_upto
 
 
 def test_call_instants_are_the_sorted_draws():
@@ -53,3 +53,87 @@ def test_instants_upto_is_bisect():
     for other in ([1, 2, 3], array.array("d", [1.0]), None):   # (no copy made of anything else)
         with pytest.raises(TypeError):
             instants_upto(other, 2, 0, True)
+
+
+# --- AwakeCalls: a CPU's calls over its awake time --------------------------------------------
+HALTED, AWAKE = 1, 0
+
+
+def _halts(spans):
+    """``Scheduler.halts``' shape for halted ``spans`` ((start, end) in order)."""
+    out = [(0, AWAKE, 0, 0)]
+    for a, b in spans:
+        out += [(a, HALTED, 0, 0), (b, AWAKE, 0, 0)]
+    return out
+
+
+def _slow_calls(seed, rate, spans, t0, t1):
+    """The slow path: the chunks' draws in awake ns, each placed at the
+    awake ns of that number after ``t0``, counting span by span."""
+    rng = random.Random(seed)
+    carry = rng.random()
+    awake_ns = (t1 - t0) - sum(min(b, t1) - max(a, t0) for a, b in spans if min(b, t1) > max(a, t0))
+    offs, start = [], 0
+    while start < awake_ns:
+        want = carry + rate / 1e9 * CHUNK
+        n = int(want)
+        carry = want - n
+        offs += sorted(start + int(rng.random() * CHUNK) for _ in range(n))
+        start += CHUNK
+    out = []
+    for x in offs:
+        if x >= awake_ns:
+            break
+        t = t0
+        for a, b in spans:
+            if b <= t0:
+                continue
+            a = max(a, t0)
+            if x < a - t:
+                break
+            x -= a - t
+            t = b
+        out.append(t + x)
+    return out
+
+
+SPANS = [(1_500_000, 2_000_000), (2_000_000, 2_000_001), (3_300_000, 7_100_000),
+         (9_000_000, 9_000_500)]
+
+
+def test_awake_calls_are_the_slow_paths():
+    for rate in (500_000, 1_234, 3_000_000):
+        calls = AwakeCalls(rate, random.Random(7))
+        got = calls.upto(_halts(SPANS), 12_000_000).tolist()
+        assert got == _slow_calls(7, rate, SPANS, 0, 12_000_000)
+        assert not [t for t in got for a, b in SPANS if a <= t < b]
+        assert calls.pos == 12_000_000 and calls.awake == 12_000_000 - 4_300_501
+    assert AwakeCalls(500_000, random.Random(7)).upto(None, 5_000_000).tolist() == \
+        _slow_calls(7, 500_000, [], 0, 5_000_000)
+
+
+def test_awake_calls_do_not_depend_on_the_stretches():
+    """Cut at any instants (in a halt, at its edges, 1 ns apart), the same calls."""
+    whole = AwakeCalls(500_000, random.Random(3)).upto(_halts(SPANS), 12_000_000).tolist()
+    rng = random.Random(11)
+    for cuts in ([1_500_000, 2_000_000, 2_000_001, 7_100_000], [5, 6, 7, 8_000_000],
+                 sorted(rng.randrange(12_000_000) for _ in range(300))):
+        calls = AwakeCalls(500_000, random.Random(3))
+        got = []
+        for b in cuts + [12_000_000]:
+            got += calls.upto(_halts(SPANS), b).tolist()
+            assert calls.pos == max(b, calls.pos)
+        assert got == whole
+    assert AwakeCalls(500_000, random.Random(3)).upto(_halts(SPANS), 0).tolist() == []
+
+
+def test_awake_calls_skip_what_was_not_simulated():
+    """After ``skip_to(t)`` the stream goes on from t, with the call it would have made next."""
+    a = AwakeCalls(500_000, random.Random(4))
+    first = a.upto(None, 1_000_000).tolist()
+    a.skip_to(50_000_000)
+    a.skip_to(2_000_000)                           # (never back)
+    later = a.upto(None, 51_000_000).tolist()
+    both = AwakeCalls(500_000, random.Random(4)).upto(None, 2_000_000).tolist()
+    assert first + [t - 49_000_000 for t in later] == both
+    assert a.awake == 2_000_000
