@@ -143,6 +143,32 @@ cdef class HitWriter:
             i += 1
         return i
 
+    cpdef Py_ssize_t write_hits(self, list mh, Py_ssize_t h, int cpu, object calls,
+                                object call_at, object occ_at) except -1:
+        """``write_from`` for the machine's hits as they came (``mh``: hit
+        tuples in time order, apart from the other occurrences): from
+        ``h``, those ``write`` writes, at or before the next function
+        call's instant ``call_at`` (a call comes after the hits of its
+        instant) and the next occurrence's ``occ_at`` (None: no end); the
+        index of the first left to the caller's loop."""
+        cdef Py_ssize_t m = len(mh)
+        cdef long long call_ts = 0, occ_ts = 0, ts
+        cdef bint by_call = call_at is not None, by_occ = occ_at is not None
+        cdef tuple hit
+        if by_call:
+            call_ts = call_at
+        if by_occ:
+            occ_ts = occ_at
+        while h < m:
+            hit = <tuple> mh[h]
+            ts = hit[0]
+            if (by_call and ts > call_ts) or (by_occ and ts > occ_ts):
+                break
+            if not self.write(hit, cpu, calls):
+                break
+            h += 1
+        return h
+
     cdef object _commit(self, list recs, int cpu, ts, args, pid, flags, pc, stack,
                         bint convert=True):
         """The records of a hit at ``ts`` (its task ``pid``, context
@@ -270,6 +296,21 @@ cdef class HitWriter:
         flags, pc = self.context_flags(stack)
         self._commit(recs, cpu, hit[0], args, task.pid, flags, pc, stack, False)
         return True
+
+
+def in_time_order(list hits):
+    """Are the hits (tuples, their instant first) in time order?"""
+    cdef Py_ssize_t i, n = len(hits)
+    cdef long long last, ts
+    if n < 2:
+        return True
+    last = (<tuple> hits[0])[0]
+    for i in range(1, n):
+        ts = (<tuple> hits[i])[0]
+        if ts < last:
+            return False
+        last = ts
+    return True
 
 
 cpdef tuple allocator_stack(act, name, args, ev, wl, rng, int cpu):

@@ -45,7 +45,7 @@ from ..kernel.tracepoint import TracepointHooks
 from ..kernel.walkgraph import CALL_IP_OFF
 from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
 from ._trace_calls import AwakeCalls, CallWriter, instants_upto
-from ._trace_machine_hits import MACHINE, HitWriter
+from ._trace_machine_hits import MACHINE, HitWriter, in_time_order
 from .rated_events import make_fields, rate
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
 
@@ -57,7 +57,12 @@ SWITCH = object()          # an unrecorded context switch
 RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 ONE_BY_ONE = object()      # calls an array takes one at a time (``_writer_for``)
+# the machine's hits replayed apart from the other occurrences, as they
+# came (``_replay``'s ``mh``: no tuple made or sorted per hit); tests set
+# it False to compare with the hits among the occurrences
+HITS_APART = True
 _BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
+_TS = itemgetter(0)             # a hit's instant
 
 
 class TraceActivity(MachineHits):
@@ -115,18 +120,21 @@ class TraceActivity(MachineHits):
         self._hit_recs: tuple | None = None
 
     def _machine_hits(self, cpu: int, t1: int) -> list:
-        """The hits on ``cpu`` before ``t1``, as occurrences (the machine's,
+        """The hits on ``cpu`` before ``t1``, in time order (the machine's,
         its allocations' among them, come in time order; a request's come
-        when it is served: all of them count; a CPU busy past ``t1`` leaves
-        the rest for the next window)."""
+        when it is served, and are put in their place: all of them count;
+        a CPU busy past ``t1`` leaves the rest for the next window)."""
         q = self.pending[cpu]
         if not q:
             return []
-        hits = [(h[0], MACHINE, h) for h in q if h[0] < t1]
-        if len(hits) == len(q):
+        if q[-1][0] < t1 and in_time_order(q):
+            hits = q[:]
             q.clear()
             return hits
+        hits = [h for h in q if h[0] < t1]
         q[:] = [h for h in q if h[0] >= t1]
+        if not in_time_order(hits):
+            hits.sort(key=_TS)              # (stable: a tie keeps the order they came in)
         return hits
 
     # --- the hook -------------------------------------------------------------
@@ -197,7 +205,7 @@ class TraceActivity(MachineHits):
             for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
                 if driven:
                     wl.follow(cpu, self.curr[cpu])
-                for _ts, _id, hit in self._machine_hits(cpu, t1):
+                for hit in self._machine_hits(cpu, t1):
                     if driven:
                         self._follow(wl, cpu, hit)
             return
@@ -245,7 +253,10 @@ class TraceActivity(MachineHits):
             for ev in events:
                 n = self._count((cpu, ev.id), rate(ev), dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
-            occ += self._machine_hits(cpu, t1)
+            mh = self._machine_hits(cpu, t1)       # (apart, as they are, where they can be)
+            if acting or hp is not None or not HITS_APART:
+                occ += [(h[0], MACHINE, h) for h in mh]
+                mh = []
             if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
                 # nothing else moves the CPUs from task to task: the scheduler runs
                 # unrecorded so the traced events keep coming from changing tasks
@@ -256,14 +267,14 @@ class TraceActivity(MachineHits):
             if acting:
                 occ += [(ts, 0, None) for ts in calls]
                 calls = []
-            if not occ and not calls:
+            if not occ and not calls and not mh:
                 continue
             occ.sort(key=_BY_TIME_ID)
             trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
                    [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
                    [tr for tr in gr_trs if tr.cpumask >> cpu & 1])
             if not acting:
-                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls, hits)
+                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls, hits, mh)
             else:
                 per_cpu.append((cpu, occ, trs))
         if per_cpu:
@@ -283,12 +294,15 @@ class TraceActivity(MachineHits):
         calls.skip_to(t0)
         return calls
 
-    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=(), hits=None) -> None:
+    def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=(), hits=None,
+                mh=()) -> None:
         """The occurrences ``occ`` on ``cpu`` in time order, and among them
         the plain function calls at the instants ``calls`` (in order; one
-        goes after the machine's hits of its instant, before its events);
-        ``hits``: the window's compiled replay of the machine's hits (None:
-        all go the Python way)."""
+        goes after the machine's hits of its instant, before its events)
+        and the machine's hits ``mh`` as they came (in time order; before
+        the occurrences of their instant: as ``MACHINE`` occurrences in
+        ``occ`` would be); ``hits``: the window's compiled replay of the
+        machine's hits (None: all go the Python way)."""
         ftrs, filtered, graph = trs
         j = 0
         n = len(calls)
@@ -299,11 +313,30 @@ class TraceActivity(MachineHits):
         if hits is not None and ftrs and not (probe_trs or graph or kprobed):
             switch_calls = self._entered_writer(ftrs, wl, cpu) or True
         i, m = 0, len(occ)
-        while i < m:
+        h, nh = 0, len(mh)
+        while i < m or h < nh:
+            if h < nh and (i == m or mh[h][0] <= occ[i][0]):
+                # the machine's hits up to the next occurrence (compiled: up
+                # to the next call too), then one the loop writes
+                if hits is not None:
+                    h = hits.write_hits(mh, h, cpu, switch_calls, calls[j] if j < n else None,
+                                        occ[i][0] if i < m else None)
+                    if h == nh or (i < m and mh[h][0] > occ[i][0]):
+                        continue
+                hit = mh[h]
+                h += 1
+                ts = hit[0]
+                if j < n and calls[j] < ts:
+                    k = instants_upto(calls, ts, j, False)
+                    self._function_calls(ftrs, wl, rng, cpu, calls, probe_trs, graph, j, k)
+                    j = k
+                if hits is None or not hits.write(hit, cpu, switch_calls):
+                    self._machine_hit(hit, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
+                continue
             if hits is not None:     # (the hits it writes, compiled, up to the next call)
                 i = hits.write_from(occ, i, cpu, switch_calls, calls[j] if j < n else None)
                 if i == m:
-                    break
+                    continue
             ts, _id, ev = occ[i]
             i += 1
             if j < n and calls[j] <= ts:

@@ -33,7 +33,7 @@ from libc.stdint cimport int32_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from fakefs.kernel.trace._trace_events_raw cimport (
-    FixedRecord, FixedRecords, entry_header_fits, put_entry_header)
+    FixedRecord, FixedRecords, entry_header_fits, put_entry_header, small_int)
 from fakefs.kernel.trace._ring_buffer_bpage cimport (
     LEN_EXTEND, PAGE_HDR, SMALL_DATA, TRACE_FN, TRACE_GRAPH_ENT, TRACE_GRAPH_RET, TRACE_STACK,
     TRACE_STACK_ID, TS_SHIFT, TYPE_EXTEND, BufferPage, PageArena, commit_of, nent_of,
@@ -534,10 +534,11 @@ cdef bint _put(PageWriter w, tuple entry, int length) except -1:
     record in its bytes (its fields in the record's ranges and the record
     within ``length``), any other entry as ``other()`` writes it."""
     cdef int room = record_room(length)
+    cdef long long typ
     ts = entry[0]
     w.length = length
     if len(entry) == 7 and type(ts) is int and entry_header_fits(entry[2], entry[3], entry[4]):
-        typ = entry[1]
+        typ = small_int(entry[1], 0, 65536)     # (-1: not a type id these take)
         a = entry[5]
         b = entry[6]
         if typ == TRACE_FN and room >= 24 and type(a) is int and type(b) is int \

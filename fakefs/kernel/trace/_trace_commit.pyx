@@ -64,6 +64,7 @@ cdef class Committer:
         self.userstack = bool(flags.get("userstacktrace"))
         self.smap = tr.stackmap if flags.get("stackmap") else None
         self.plain = tr.clock_reader is None
+        self.taskinfo = self.tracing.taskinfo_pid
         return 0
 
 
@@ -89,7 +90,7 @@ cdef Committer committer(dict committers, tr, int cpu, int nr_cpus):
     return <Committer> c
 
 
-cdef bint _commit(tr, tracing, CpuBufferCore cb, bint overwrite, tgids, int cpu, entry,
+cdef bint _commit(tr, list taskinfo, CpuBufferCore cb, bint overwrite, tgids, int cpu, entry,
                   int payload) except -1:
     """The commit itself, whoever read the array's settings: ``entry``
     (stamped by the array's clock) into ``cb`` (None: the buffer records
@@ -100,7 +101,7 @@ cdef bint _commit(tr, tracing, CpuBufferCore cb, bint overwrite, tgids, int cpu,
     if not cb.write(entry, rb_event_length(payload), overwrite):
         return False
     pid = entry[2]
-    if pid != tracing.taskinfo_pid[cpu] or tgids:
+    if pid != taskinfo[cpu] or tgids:
         tr._task_info(cpu, pid)
     return True
 
@@ -109,7 +110,7 @@ cdef bint commit_entry(Committer c, int cpu, tuple entry, int payload) except -1
     """``write_entry(c.tr, cpu, entry, payload)`` with the window's settings."""
     if not c.plain:
         return write_entry(c.tr, cpu, entry, payload, None)
-    return _commit(c.tr, c.tracing, c.cb, c.overwrite, c.tgids, cpu, entry, payload)
+    return _commit(c.tr, c.taskinfo, c.cb, c.overwrite, c.tgids, cpu, entry, payload)
 
 
 cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
@@ -127,8 +128,8 @@ cpdef bint write_entry(tr, int cpu, entry, int payload, into=None) except -1:
             return False
         into = buf.cpus[cpu]
     tracing = tr.tracing
-    return _commit(tr, tracing, <CpuBufferCore?> into, tr.flags["overwrite"], tracing.tgids.ref,
-                   cpu, entry, payload)
+    return _commit(tr, tracing.taskinfo_pid, <CpuBufferCore?> into, tr.flags["overwrite"],
+                   tracing.tgids.ref, cpu, entry, payload)
 
 
 cdef bint _write(tr, Committer c, int cpu, tuple entry, int payload) except -1:

@@ -3,15 +3,32 @@
 # the page's decoding (_ring_buffer_bpage.pyx) use it; and the header every
 # record starts with (struct trace_entry), which they all write.
 
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport int32_t, uint8_t, uint16_t
 from libc.string cimport memcpy
+
+
+cdef inline long long small_int(v, long long lo, long long hi) noexcept:
+    """``v`` if it is an int in [lo, hi) (lo >= 0), else -1 (no object made)."""
+    cdef int overflow
+    cdef long long x
+    if type(v) is not int:
+        return -1
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow or not lo <= x < hi:
+        return -1
+    return x
 
 
 cdef inline bint entry_header_fits(pid, flags, pc) noexcept:
     """An entry's pid, flags and preempt count go into ``struct
     trace_entry`` as they are (an s32, a byte, a byte)."""
-    return (type(flags) is int and type(pc) is int and type(pid) is int
-            and 0 <= flags < 256 and 0 <= pc < 256 and -2 ** 31 <= pid < 2 ** 31)
+    cdef int overflow
+    cdef long long p
+    if small_int(flags, 0, 256) < 0 or small_int(pc, 0, 256) < 0 or type(pid) is not int:
+        return False
+    p = PyLong_AsLongLongAndOverflow(pid, &overflow)
+    return overflow == 0 and -(1LL << 31) <= p < (1LL << 31)
 
 
 cdef inline void put_entry_header(unsigned char *q, uint16_t typ, int pid, int flags,
@@ -50,6 +67,7 @@ cdef class FixedRecord:
 
 cdef class FixedRecords:
     cdef dict known             # type id -> FixedRecord, or None: not such an event
+    cdef list by_id             # the same, by type id below BY_ID (False: not asked yet)
     cdef object make            # type id -> the fields' layout (``fixed_fields()``), or None
 
     cdef FixedRecord of(self, int typ)

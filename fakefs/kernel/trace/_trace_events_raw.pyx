@@ -38,6 +38,8 @@ FIXED_KINDS = {"unsigned": UNSIGNED, "signed": SIGNED, "bool": BOOL, "text": TEX
                "dynamic text": DYNAMIC_TEXT}
 
 cdef enum:
+    BY_ID = 4096            # ``FixedRecords`` keeps the ids below this in a list too
+cdef enum:
     ENTRY_HDR = 8           # struct trace_entry: type u16, flags u8, preempt_count u8, pid s32
 
 
@@ -154,19 +156,20 @@ cdef class FixedRecord:
         not come back from it as it is."""
         cdef Py_ssize_t at = self.dyn_start
         cdef uint32_t word
+        cdef long long t
         cdef object args = entry[5]
         cdef int i, j, w, k
         cdef Py_ssize_t n
         cdef const Py_UCS1 *text
         if entry[6] is not None or type(args) is not tuple or len(<tuple> args) != self.n:
             return False
-        t = entry[1]
-        if not (type(t) is int and 0 <= t < 65536 and entry_header_fits(entry[2], entry[3], entry[4])):
+        t = small_int(entry[1], 0, 65536)
+        if t < 0 or not entry_header_fits(entry[2], entry[3], entry[4]):
             return False
         if total < self.size or total - self.size + self.dyn_start >= 65536:
             return False
         memset(q, 0, total)
-        put_entry_header(q, <uint16_t> <long> t, entry[2], entry[3], entry[4])
+        put_entry_header(q, <uint16_t> t, entry[2], entry[3], entry[4])
         for i in range(self.n):
             v = (<tuple> args)[i]
             w = self.width[i]
@@ -251,13 +254,20 @@ cdef class FixedRecords:
 
     def __cinit__(self, make):
         self.known = {}
+        self.by_id = [False] * BY_ID
         self.make = make
 
     cdef FixedRecord of(self, int typ):
+        if 0 <= typ < BY_ID:                # (no int object made: the common ids)
+            got = self.by_id[typ]
+            if got is not False:
+                return <FixedRecord> got
         got = self.known.get(typ, False)
         if got is False:
             layout = self.make(typ)
             got = self.known[typ] = FixedRecord(*layout) if layout is not None else None
+        if 0 <= typ < BY_ID:
+            self.by_id[typ] = got
         return <FixedRecord> got
 
     def pack_for_test(self, tuple entry):
