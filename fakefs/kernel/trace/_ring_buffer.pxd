@@ -37,6 +37,10 @@ cdef class CpuBufferCore:
     # where its sub-buffers' bytes are (_ring_buffer_bpage.PageArena), made
     # at the first and anew when their number or size changes (None: none yet)
     cdef public PageArena arena
+    # ``objs[tail_seq]``, kept (every write begins at the tail): None when
+    # not known; whatever changes the tail's place in ``objs`` resets it
+    cdef BufferPage tail_obj
+    cdef long long tail_seq
 
     cpdef bint write(self, tuple entry, int length, bint overwrite) except -1
     cpdef BufferPage _next_page(self, bint overwrite)

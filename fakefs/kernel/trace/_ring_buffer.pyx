@@ -96,6 +96,7 @@ cdef class CpuBufferCore:
         page.rawsize = <int> self.subbuf_size
         self.objs[seq] = page
         self.npages += 1
+        self.tail_obj, self.tail_seq = page, seq
         return page
 
     cdef PageArena _arena(self):
@@ -109,14 +110,21 @@ cdef class CpuBufferCore:
         return a
 
     cdef BufferPage _tail(self):
+        cdef long long seq
         if not self.npages:
             return None
-        return <BufferPage> self.objs[self.head + self.npages - 1]
+        seq = self.head + self.npages - 1
+        if self.tail_obj is None or self.tail_seq != seq:
+            self.tail_obj = <BufferPage> self.objs[seq]
+            self.tail_seq = seq
+        return self.tail_obj
 
     cdef Py_ssize_t _pop_head(self) except -1:
         """The oldest sub-buffer leaves the ring: how many entries it held."""
         cdef long long seq = self.head
         cdef BufferPage page = self.objs.pop(seq, None)
+        if seq == self.tail_seq:
+            self.tail_obj = None
         cdef Py_ssize_t n
         cdef int used
         if page is not None:
@@ -168,6 +176,7 @@ cdef class CpuBufferCore:
         have to read."""
         self._detach_snaps()
         self.objs = {}
+        self.tail_obj = None
         self.sides = {}
         self.npages = 0
         self.head = 0
@@ -213,6 +222,7 @@ cdef class CpuBufferCore:
             if side is not None:
                 sides[i] = side
         self.objs, self.sides, self.arena, self.head = objs, sides, new, 0
+        self.tail_obj = None
 
     cdef void _detach_snaps(self) except *:
         for ref in self.snaps:

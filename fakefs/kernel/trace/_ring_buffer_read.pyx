@@ -37,6 +37,8 @@ cdef class CpuBufferRead(CpuBufferCore):
             if self.sides:
                 page.side = self.sides.pop(seq, None)
             self.objs[seq] = page
+            if seq == self.tail_seq:
+                self.tail_obj = None
         return page
 
     cdef object _look(self, Py_ssize_t i, int *n, long long *last):
