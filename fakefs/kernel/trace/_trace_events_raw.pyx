@@ -43,7 +43,7 @@ cdef enum:
     ENTRY_HDR = 8           # struct trace_entry: type u16, flags u8, preempt_count u8, pid s32
 
 
-cdef bint _number(v, int w, bint signed, unsigned char *at) except -1:
+cdef inline bint _number(v, int w, bint signed, unsigned char *at) except -1:
     """``v`` an int in the range of a ``w``-byte field (``signed`` or not),
     written at ``at`` (little endian); False (nothing written) if not."""
     cdef int overflow
@@ -63,7 +63,15 @@ cdef bint _number(v, int w, bint signed, unsigned char *at) except -1:
         u = <unsigned long long> v                  # (past 2**63: a u64's top half)
     else:
         return False
-    memcpy(at, &u, w)                               # (the low bytes)
+    # (the low bytes; a constant size each, so no call of memcpy)
+    if w == 8:
+        memcpy(at, &u, 8)
+    elif w == 4:
+        memcpy(at, &u, 4)
+    elif w == 2:
+        memcpy(at, &u, 2)
+    else:
+        memcpy(at, &u, 1)
     return True
 
 
