@@ -265,7 +265,8 @@ def main(argv=None) -> int:
     """``python -m fakefs.bench [NAME...]``: only the sections whose function
     name is one of the NAMEs, ``bench_`` optional (``small_file_bare``, ``get_id``...)."""
     names = sys.argv[1:] if argv is None else list(argv)
-    sections = [("simulated seconds per CPU second (in-process, 2 CPUs; median of 3 rounds)",
+    sections = [("simulated seconds per CPU second (in-process, 2 CPUs; median of %d rounds, "
+                 "each the compiled and the baseline in turn)" % engine.ROUNDS,
                  engine.bench_engine),
                 ("tracefs small-file latency", bench_small_file),
                 ("small file: fakefs vs a bare pyfuse3 filesystem (warm: cats back to back; "

@@ -31,7 +31,9 @@ T = "sys/kernel/tracing/"
 # mostly warm-up
 SPAN_NS = 1_000_000_000
 STEP_NS = 10_000_000
-ROUNDS = 3
+# rounds of each configuration, the compiled one and its baseline taken
+# in turn (the host's speed drifts within a run: both see the same drift)
+ROUNDS = 5
 CONFIGS = (
     ("function tracer", (("current_tracer", "function"),)),
     ("every event", (("events/enable", "1"),)),
@@ -113,8 +115,11 @@ def host_speed() -> float:
 def bench_engine() -> list[tuple[str, float, str]]:
     rows = [("host: 10 M CPython additions, before", host_speed(), "CPU s")]
     for label, settings in CONFIGS:
-        new = statistics.median(sim_seconds_per_cpu_second(settings) for _ in range(ROUNDS))
-        old = statistics.median(sim_seconds_per_cpu_second(settings, True) for _ in range(ROUNDS))
+        news, olds = [], []
+        for _ in range(ROUNDS):
+            news.append(sim_seconds_per_cpu_second(settings))
+            olds.append(sim_seconds_per_cpu_second(settings, True))
+        new, old = statistics.median(news), statistics.median(olds)
         rows += [("%s: compiled" % label, new, "sim s / CPU s"),
                  ("  baseline: the walk (and graph hooks) in plain Python", old, "sim s / CPU s"),
                  ("  ratio", new / old, "x")]
