@@ -20,6 +20,8 @@ from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
 
+from fakefs.kernel.sched import HALTED as _HALTED
+
 from fakefs.kernel._frames cimport Frame
 from fakefs.sim._walk cimport Walker
 from fakefs.kernel.lib._mt cimport direct, fakefs_mt_t, mt_random
@@ -129,8 +131,6 @@ def instants_upto(array.array times not None, long long ts, Py_ssize_t lo, bint 
             hi = mid
     return lo
 
-
-from fakefs.kernel.sched import HALTED as _HALTED
 
 cdef int HALTED = _HALTED       # a CPU's halted state in ``Scheduler.halts``
 cdef enum:

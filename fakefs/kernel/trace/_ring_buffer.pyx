@@ -123,10 +123,10 @@ cdef class CpuBufferCore:
         """The oldest sub-buffer leaves the ring: how many entries it held."""
         cdef long long seq = self.head
         cdef BufferPage page = self.objs.pop(seq, None)
-        if seq == self.tail_seq:
-            self.tail_obj = None
         cdef Py_ssize_t n
         cdef int used
+        if seq == self.tail_seq:
+            self.tail_obj = None
         if page is not None:
             n = len(page)
             used = page.used
