@@ -15,12 +15,9 @@ time (the instants do not depend on how the time is cut into stretches).
 
 cimport cython
 from cpython cimport array
-from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdlib cimport calloc, free, malloc, qsort
 
 import array as _array
-
-from fakefs.kernel.sched import HALTED as _HALTED
 
 from fakefs.kernel._frames cimport Frame
 from fakefs.sim._walk cimport Walker
@@ -132,7 +129,6 @@ def instants_upto(array.array times not None, long long ts, Py_ssize_t lo, bint 
     return lo
 
 
-cdef int HALTED = _HALTED       # a CPU's halted state in ``Scheduler.halts``
 cdef enum:
     CHUNK_NS = 1_000_000        # ``AwakeCalls`` draws this much awake time's calls at once
 CHUNK = CHUNK_NS
@@ -143,10 +139,10 @@ cdef class AwakeCalls:
     """A CPU's calls, ``rate`` a second of the time it is awake (a halted
     CPU calls nothing), from a generator of their own, ``rng``.
 
-    ``upto(halts, b)``: the instants, in order, of the calls from where
+    ``upto(spans, b)``: the instants, in order, of the calls from where
     the last stretch ended (``pos``) to ``b``, as an ``array('q')``;
-    ``halts`` is the CPU's ``Scheduler.halts`` list ((start, state, ...)
-    in time order, the state from ``start`` on; None: always awake).
+    ``spans`` are the CPU's halted spans in [pos, b) (``Scheduler
+    .halted_spans``: (start, end) in time order; empty: always awake).
     ``skip_to(t)``: nothing was simulated before ``t``: the stream goes on
     from there (its next call is the one it would have made next).
 
@@ -187,11 +183,10 @@ cdef class AwakeCalls:
         self.next = 0
         self.chunk_end += CHUNK_NS
 
-    def upto(self, list halts, long long b):
+    def upto(self, list spans not None, long long b):
         """(the class says)"""
-        cdef long long t = self.pos, e, a0, a1, off, start
-        cdef Py_ssize_t lo, hi, mid, k = 0, nh = 0, m, cap
-        cdef int state = 0
+        cdef long long t = self.pos, e, a0, a1, off
+        cdef Py_ssize_t k = 0, nh = len(spans), m = 0, cap
         cdef array.array out
         cdef long long *op
         cdef long long *dp
@@ -200,26 +195,13 @@ cdef class AwakeCalls:
         cap = <Py_ssize_t> (((b - t) // CHUNK_NS + 2) * (self.per_ns * CHUNK_NS + 1)) + 1
         out = array.clone(_QARRAY, cap, zero=False)
         op = out.data.as_longlongs
-        m = 0
-        if halts is not None:
-            nh = len(halts)
-            lo, hi = 0, nh                  # (the last entry starting at or before t)
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if <long long> <object> PyTuple_GET_ITEM(halts[mid], 0) <= t:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            k = lo
-            if k > 0:
-                state = <object> PyTuple_GET_ITEM(halts[k - 1], 1)
         while t < b:
+            # the awake interval [t, e) up to the next halt, then past it
             e = b
             if k < nh:
-                start = <object> PyTuple_GET_ITEM(halts[k], 0)
-                if start < b:
-                    e = start
-            if state != HALTED and e > t:
+                h0, h1 = spans[k]
+                e = min(max(<long long> h0, t), b)
+            if e > t:
                 a0 = self.awake
                 a1 = a0 + (e - t)
                 while True:
@@ -240,10 +222,11 @@ cdef class AwakeCalls:
                     else:
                         break
                 self.awake = a1
-            t = e
-            if k < nh and e < b:
-                state = <object> PyTuple_GET_ITEM(halts[k], 1)
+            if k < nh:
+                t = min(max(<long long> h1, e), b)
                 k += 1
+            else:
+                t = b
         self.pos = b
         array.resize(out, m)
         return out

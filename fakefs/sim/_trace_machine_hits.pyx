@@ -117,40 +117,16 @@ cdef class HitWriter:
         self._commit(recs, cpu, hit[0], hit[5], hit[2], hit[3], hit[4], None)
         return True
 
-    cpdef Py_ssize_t write_from(self, list occ, Py_ssize_t i, int cpu, object calls,
-                                object stop) except -1:
-        """``TraceActivity._replay``'s loop over the occurrences ``occ``
-        (``(ts, id, what)``, in time order) from ``i``, while they are the
-        machine's hits (id ``MACHINE``) coming before ``stop`` (the next
-        function call's instant; None: no end) that ``write`` writes
-        (``calls`` as there); the index of the first left to the caller's
-        loop.  The same records in the same order as that loop's, without
-        its Python per hit.  A hit ``write`` refused is left to the loop,
-        which asks ``write`` again (it refuses before doing anything), then
-        takes the Python path."""
-        cdef Py_ssize_t m = len(occ)
-        cdef long long stop_ts = 0
-        cdef bint bounded = stop is not None
-        cdef tuple o
-        if bounded:
-            stop_ts = stop
-        while i < m:
-            o = <tuple> occ[i]
-            if o[1] != _MACHINE or (bounded and <long long> o[0] >= stop_ts):
-                break
-            if not self.write(<tuple> o[2], cpu, calls):
-                break
-            i += 1
-        return i
-
     cpdef Py_ssize_t write_hits(self, list mh, Py_ssize_t h, int cpu, object calls,
                                 object call_at, object occ_at) except -1:
-        """``write_from`` for the machine's hits as they came (``mh``: hit
-        tuples in time order, apart from the other occurrences): from
-        ``h``, those ``write`` writes, at or before the next function
-        call's instant ``call_at`` (a call comes after the hits of its
-        instant) and the next occurrence's ``occ_at`` (None: no end); the
-        index of the first left to the caller's loop."""
+        """``TraceActivity._replay``'s loop over the machine's hits as they
+        came (``mh``: hit tuples in time order, apart from the other
+        occurrences) from ``h``: those ``write`` writes, at or before the
+        next function call's instant ``call_at`` (a call comes after the
+        hits of its instant) and the next occurrence's ``occ_at`` (None: no
+        end), without its Python per hit; the index of the first left to
+        the loop (a hit ``write`` refused is asked again there: it refuses
+        before doing anything, then takes the Python path)."""
         cdef Py_ssize_t m = len(mh)
         cdef long long call_ts = 0, occ_ts = 0, ts
         cdef bint by_call = call_at is not None, by_occ = occ_at is not None

@@ -58,8 +58,9 @@ RAW_WRITES = True
 MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 ONE_BY_ONE = object()      # calls an array takes one at a time (``_writer_for``)
 # the machine's hits replayed apart from the other occurrences, as they
-# came (``_replay``'s ``mh``: no tuple made or sorted per hit); tests set
-# it False to compare with the hits among the occurrences
+# came (``_replay``'s ``mh``: no tuple made or sorted per hit, runs of them
+# written compiled); tests set it False to compare with the hits among the
+# occurrences, one at a time (as a window where probes act writes them)
 HITS_APART = True
 _BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
 _TS = itemgetter(0)             # a hit's instant
@@ -244,7 +245,7 @@ class TraceActivity(MachineHits):
             # was awake (a busy CPU's, an idle one's interrupts)
             if plain_fn or gr_trs:
                 calls = self._calls_of(cpu, t0).upto(
-                    sched.halts[cpu] if sched is not None else None, t1)
+                    sched.halted_spans(cpu, t0, t1) if sched is not None else [], t1)
             if targets:
                 awake = AwakeTime(sched, cpu, t0, t1)
             for group in targets:
@@ -254,7 +255,7 @@ class TraceActivity(MachineHits):
                 n = self._count((cpu, ev.id), rate(ev), dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
             mh = self._machine_hits(cpu, t1)       # (apart, as they are, where they can be)
-            if acting or hp is not None or not HITS_APART:
+            if acting or not HITS_APART:      # (a CPU offline keeps them: ``cut``)
                 occ += [(h[0], MACHINE, h) for h in mh]
                 mh = []
             if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
@@ -333,10 +334,6 @@ class TraceActivity(MachineHits):
                 if hits is None or not hits.write(hit, cpu, switch_calls):
                     self._machine_hit(hit, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
                 continue
-            if hits is not None:     # (the hits it writes, compiled, up to the next call)
-                i = hits.write_from(occ, i, cpu, switch_calls, calls[j] if j < n else None)
-                if i == m:
-                    continue
             ts, _id, ev = occ[i]
             i += 1
             if j < n and calls[j] <= ts:

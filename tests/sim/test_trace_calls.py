@@ -56,15 +56,9 @@ def test_instants_upto_is_bisect():
 
 
 # --- AwakeCalls: a CPU's calls over its awake time --------------------------------------------
-HALTED, AWAKE = 1, 0
-
-
-def _halts(spans):
-    """``Scheduler.halts``' shape for halted ``spans`` ((start, end) in order)."""
-    out = [(0, AWAKE, 0, 0)]
-    for a, b in spans:
-        out += [(a, HALTED, 0, 0), (b, AWAKE, 0, 0)]
-    return out
+def _in(spans, a, b):
+    """``Scheduler.halted_spans``' answer for [a, b)."""
+    return [(max(x, a), min(y, b)) for x, y in spans if min(y, b) > max(x, a)]
 
 
 def _slow_calls(seed, rate, spans, t0, t1):
@@ -104,36 +98,36 @@ SPANS = [(1_500_000, 2_000_000), (2_000_000, 2_000_001), (3_300_000, 7_100_000),
 def test_awake_calls_are_the_slow_paths():
     for rate in (500_000, 1_234, 3_000_000):
         calls = AwakeCalls(rate, random.Random(7))
-        got = calls.upto(_halts(SPANS), 12_000_000).tolist()
+        got = calls.upto(_in(SPANS, 0, 12_000_000), 12_000_000).tolist()
         assert got == _slow_calls(7, rate, SPANS, 0, 12_000_000)
         assert not [t for t in got for a, b in SPANS if a <= t < b]
         assert calls.pos == 12_000_000 and calls.awake == 12_000_000 - 4_300_501
-    assert AwakeCalls(500_000, random.Random(7)).upto(None, 5_000_000).tolist() == \
+    assert AwakeCalls(500_000, random.Random(7)).upto([], 5_000_000).tolist() == \
         _slow_calls(7, 500_000, [], 0, 5_000_000)
 
 
 def test_awake_calls_do_not_depend_on_the_stretches():
     """Cut at any instants (in a halt, at its edges, 1 ns apart), the same calls."""
-    whole = AwakeCalls(500_000, random.Random(3)).upto(_halts(SPANS), 12_000_000).tolist()
+    whole = AwakeCalls(500_000, random.Random(3)).upto(_in(SPANS, 0, 12_000_000), 12_000_000).tolist()
     rng = random.Random(11)
     for cuts in ([1_500_000, 2_000_000, 2_000_001, 7_100_000], [5, 6, 7, 8_000_000],
                  sorted(rng.randrange(12_000_000) for _ in range(300))):
         calls = AwakeCalls(500_000, random.Random(3))
         got = []
         for b in cuts + [12_000_000]:
-            got += calls.upto(_halts(SPANS), b).tolist()
+            got += calls.upto(_in(SPANS, calls.pos, b), b).tolist()
             assert calls.pos == max(b, calls.pos)
         assert got == whole
-    assert AwakeCalls(500_000, random.Random(3)).upto(_halts(SPANS), 0).tolist() == []
+    assert AwakeCalls(500_000, random.Random(3)).upto(_in(SPANS, 0, 0), 0).tolist() == []
 
 
 def test_awake_calls_skip_what_was_not_simulated():
     """After ``skip_to(t)`` the stream goes on from t, with the call it would have made next."""
     a = AwakeCalls(500_000, random.Random(4))
-    first = a.upto(None, 1_000_000).tolist()
+    first = a.upto([], 1_000_000).tolist()
     a.skip_to(50_000_000)
     a.skip_to(2_000_000)                           # (never back)
-    later = a.upto(None, 51_000_000).tolist()
-    both = AwakeCalls(500_000, random.Random(4)).upto(None, 2_000_000).tolist()
+    later = a.upto([], 51_000_000).tolist()
+    both = AwakeCalls(500_000, random.Random(4)).upto([], 2_000_000).tolist()
     assert first + [t - 49_000_000 for t in later] == both
     assert a.awake == 2_000_000

@@ -125,7 +125,7 @@ def _every_event(monkeypatch, fast, settings):
      ("options/sym-userobj", "1")],
     [("events/enable", "1"), ("events/kmem/kmalloc/trigger", "stacktrace:3"),
      ("events/sched/sched_wakeup/enable", "0")],
-    # (the function tracer's calls between the hits: ``HitWriter.write_from``
+    # (the function tracer's calls between the hits: ``HitWriter.write_hits``
     # stops at the next call's instant)
     [("current_tracer", "function"), ("events/enable", "1")],
 ])
@@ -201,9 +201,6 @@ class _PythonSwitchCalls:
 
     def write(self, hit, cpu, calls=True):
         return self.real.write(hit, cpu, calls if calls is False else True)
-
-    def write_from(self, occ, i, cpu, calls, stop):
-        return self.real.write_from(occ, i, cpu, calls if calls is False else True, stop)
 
     def write_hits(self, mh, h, cpu, calls, call_at, occ_at):
         return self.real.write_hits(mh, h, cpu, calls if calls is False else True, call_at, occ_at)

@@ -6,7 +6,7 @@ from fakefs.kernel.trace._ring_buffer cimport CpuBufferCore
 
 cdef class Committer:
     cdef object tr, tracing, smap
-    cdef list taskinfo                # tracing.taskinfo_pid (made anew by a resize: read again)
+    cdef list taskinfo                # tracing.taskinfo_pid (the same list for good)
     cdef CpuBufferCore cb             # None: the buffer records nothing now
     cdef bint overwrite, tgids, stacktrace, userstack, plain
     cdef int cpu

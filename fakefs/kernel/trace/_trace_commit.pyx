@@ -50,6 +50,7 @@ cdef class Committer:
         self.tr = tr
         self.cpu = cpu
         self.tracing = tr.tracing
+        self.taskinfo = self.tracing.taskinfo_pid     # (cleared in place, never replaced)
         self.read()
 
     cdef int read(self) except -1:
@@ -64,7 +65,6 @@ cdef class Committer:
         self.userstack = bool(flags.get("userstacktrace"))
         self.smap = tr.stackmap if flags.get("stackmap") else None
         self.plain = tr.clock_reader is None
-        self.taskinfo = self.tracing.taskinfo_pid
         return 0
 
 

@@ -66,8 +66,9 @@ cdef class FixedRecord:
 
 
 cdef class FixedRecords:
-    cdef dict known             # type id -> FixedRecord, or None: not such an event
-    cdef list by_id             # the same, by type id below BY_ID (False: not asked yet)
+    cdef list by_id             # type id below BY_ID -> FixedRecord, None: not such an
+                                # event, False: not asked yet
+    cdef dict known             # the same for the ids above
     cdef object make            # type id -> the fields' layout (``fixed_fields()``), or None
 
     cdef FixedRecord of(self, int typ)

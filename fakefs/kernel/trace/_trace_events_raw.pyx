@@ -266,16 +266,15 @@ cdef class FixedRecords:
         self.make = make
 
     cdef FixedRecord of(self, int typ):
-        if 0 <= typ < BY_ID:                # (no int object made: the common ids)
-            got = self.by_id[typ]
-            if got is not False:
-                return <FixedRecord> got
-        got = self.known.get(typ, False)
+        cdef bint listed = 0 <= typ < BY_ID     # (no int object made: the common ids)
+        got = self.by_id[typ] if listed else self.known.get(typ, False)
         if got is False:
             layout = self.make(typ)
-            got = self.known[typ] = FixedRecord(*layout) if layout is not None else None
-        if 0 <= typ < BY_ID:
-            self.by_id[typ] = got
+            got = FixedRecord(*layout) if layout is not None else None
+            if listed:
+                self.by_id[typ] = got
+            else:
+                self.known[typ] = got
         return <FixedRecord> got
 
     def pack_for_test(self, tuple entry):

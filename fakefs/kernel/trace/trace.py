@@ -538,7 +538,7 @@ class Tracing:
     def resize_saved_cmdlines(self, val: int) -> None:
         """A new, empty table: every CPU's next committing task is saved."""
         self.savedcmd = resized(val)
-        self.taskinfo_pid = [None] * self.kernel.nr_cpus
+        self.taskinfo_pid[:] = [None] * self.kernel.nr_cpus   # (in place: commits hold it)
 
     def instance_mkdir(self, name: str) -> None:
         if name in self.instances:
