@@ -332,13 +332,16 @@ class SlabAllocator:
             self.pa.free_pages(obj)
         elif isinstance(obj, BulkObj):
             self.kmem_cache_free_bulk(obj)
-        elif obj.slab.cache.kmalloc_normal:
-            trace = self.trace
-            if trace.when is not None:
-                trace.kfree(obj.ptr)
-            self._slab_free(obj.slab.cache, obj)
         else:
-            self.kmem_cache_free(obj.slab.cache, obj)
+            o = obj                         # (an Obj: slub.pxd types it)
+            s = o.slab.cache
+            if s.kmalloc_normal:
+                trace = self.trace
+                if trace.when is not None:
+                    trace.kfree(o.ptr)
+                self._slab_free(s, o)
+            else:
+                self.kmem_cache_free(s, o)
 
     # --- bulk -----------------------------------------------------------------
     def kmem_cache_alloc_bulk_noprof(self, s: KmemCache, n: int, gfp: int = GFP_KERNEL) -> BulkObj:
