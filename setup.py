@@ -10,6 +10,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -48,8 +49,32 @@ def manifest():
         out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
     for path in PYTHON:
         name = path[:-3].replace("/", ".")
-        sources = [path] + [p for p in (path[:-3] + ".pxd",) if os.path.exists(os.path.join(HERE, p))]
+        sources = [path] + typed_by(path[:-3] + ".pxd")
         out[name] = {"kind": "py", "sources": sources, "sha256": sources_hash(sources)}
+    return out
+
+
+CIMPORT = re.compile(r"^\s*(?:from\s+(fakefs[\w.]*)\s+cimport|cimport\s+(fakefs[\w.]*))", re.M)
+
+
+def typed_by(pxd: str, seen=None) -> list:
+    """A compiled Python module's ``.pxd`` (if any), then what its types
+    come from: the source and ``.pxd`` of each module it cimports, theirs in
+    turn.  Compiled against those types, the module runs from its source
+    when one of them changed, as that module does (``compiled.BuildGuard``):
+    its ``.so`` would not load beside a module run as Python."""
+    seen = set() if seen is None else seen
+    if pxd in seen or not os.path.exists(os.path.join(HERE, pxd)):
+        return []
+    seen.add(pxd)
+    out = [pxd]
+    with open(os.path.join(HERE, pxd)) as f:
+        text = f.read()
+    for m in CIMPORT.finditer(text):
+        stem = (m.group(1) or m.group(2)).replace(".", "/")
+        if stem + ".py" in PYTHON and stem + ".py" not in out:
+            out.append(stem + ".py")
+        out += [p for p in typed_by(stem + ".pxd", seen) if p not in out]
     return out
 
 

@@ -5,7 +5,9 @@ module: the data plane's Cython (``.pyx``) and some Python modules as they
 are (``compiled.txt``: the machine's event loop and what it calls per
 event).  It writes, beside the package, ``_compiled.json``: each compiled
 module's name, its sources (a ``.pyx`` with every ``.pxd``, which any of
-them may cimport; a ``.py`` with the ``.pxd`` beside it, if any) and their
+them may cimport; a ``.py`` with the ``.pxd`` beside it, if any, and the
+source and ``.pxd`` of each module whose types that cimports: compiled
+against them, it cannot load beside one of them run from source) and their
 SHA-256 as they were built.
 
 A compiled module is an ``.so`` next to its source, and Python's import
@@ -14,8 +16,9 @@ code would run, silently.  ``install()`` puts a finder first on
 ``sys.meta_path`` that checks, at each compiled module's import, that its
 sources still are what was built:
 
-- a Python module whose source (or its ``.pxd``) changed runs from its
-  ``.py`` (slower, the right code), said once on stderr with what to run;
+- a Python module whose source (or its ``.pxd``, or a module whose types
+  it uses) changed runs from its ``.py`` (slower, the right code), said
+  once on stderr with what to run;
 - a Cython module whose ``.pyx`` or any ``.pxd`` changed cannot run as it
   is written: its import fails (``StaleBuild``), saying so;
 - ``FAKEFS_PURE_PYTHON=1`` runs every compiled Python module from its
@@ -85,8 +88,9 @@ class BuildGuard:
                 return None                 # the .so, as built
             if fullname not in self.warned:
                 self.warned.add(fullname)
-                self.warn("fakefs: %s (or its .pxd) changed since it was compiled: running it "
-                          "from source (make install compiles it again)" % built["sources"][0])
+                self.warn("fakefs: %s (or its .pxd, or a module whose types it uses) changed "
+                          "since it was compiled: running it from source (make install compiles "
+                          "it again)" % built["sources"][0])
             return importlib.util.spec_from_file_location(fullname, source)
         if sources_hash(built["sources"]) != built["sha256"]:
             raise StaleBuild("fakefs: %s or a .pxd changed since it was compiled: "

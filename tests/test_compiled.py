@@ -52,7 +52,33 @@ def test_a_python_module_changed_since_the_build_runs_from_its_source_saying_so(
     spec = g.find_spec("fakefs.kernel.timer")
     assert spec.origin == os.path.join(ROOT, "fakefs/kernel/timer.py")
     g.find_spec("fakefs.kernel.timer")
-    assert len(said) == 1 and "fakefs/kernel/timer.py (or its .pxd) changed" in said[0]
+    assert len(said) == 1 and "fakefs/kernel/timer.py (or its .pxd" in said[0]
+
+
+def test_a_module_compiled_against_anothers_types_is_built_from_that_one_too():
+    """A module whose ``.pxd`` cimports another compiled module's types
+    lists that module's source and ``.pxd`` among its own: when one of them
+    changes, both run from source (the ``.so`` compiled against the old
+    types would not load beside the module run as Python)."""
+    import re
+    manifest = compiled.load_manifest()
+    assert manifest is not None, "no fakefs/_compiled.json: run make install"
+    py = set(listed())
+    checked = 0
+    for path in listed():
+        pxd = path[:-3] + ".pxd"
+        if not os.path.exists(os.path.join(ROOT, pxd)):
+            continue
+        sources = manifest[path[:-3].replace("/", ".")]["sources"]
+        with open(os.path.join(ROOT, pxd)) as f:
+            for m in re.finditer(r"^from (fakefs[\w.]*) cimport", f.read(), re.M):
+                dep = m.group(1).replace(".", "/")
+                if dep + ".py" in py:
+                    assert dep + ".py" in sources and dep + ".pxd" in sources, (path, dep)
+                    checked += 1
+    assert checked >= 4
+    arrivals = manifest["fakefs.sim.alloc_arrivals"]["sources"]
+    assert "fakefs/kernel/tracepoint.py" in arrivals        # (through sched.pxd)
 
 
 def test_a_python_module_as_built_is_left_to_the_usual_finder():

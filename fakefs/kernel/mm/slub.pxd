@@ -2,6 +2,7 @@
 # the one source and runs as plain Python too; docs/data-plane.md "Typed fields").
 # A field read on a typed object is a load, not a lookup through the type.
 cimport cython
+from fakefs.kernel.mm.kmem_trace cimport KmemTrace
 
 cdef class KmemCache:
     cdef public object name
@@ -33,7 +34,8 @@ cdef class BulkObj:
 
 
 cdef class SlabAllocator:
-    cdef public object kernel, at, pa, trace
+    cdef public object kernel, at, pa
+    cdef public KmemTrace trace
     cdef public object tag_slab_page, tag_slab_page_node, tag_obj_exts
     cdef public long long nr_cpus, objext_size, objext_fail
     cdef public dict caches
