@@ -40,12 +40,15 @@ sources_hash = _compiled.sources_hash
 def manifest():
     """What each compiled module is built from, as it is now: a ``.pyx``
     with every ``.pxd`` (any of them may be cimported), a ``.py`` with the
-    ``.pxd`` beside it if there is one (Cython's augmenting declarations)."""
+    ``.pxd`` beside it if there is one (Cython's augmenting declarations);
+    each with the sources of the compiled Python modules whose types it
+    cimports (``typed_by``)."""
     pxd = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "fakefs/**/*.pxd"),
                                                              recursive=True))
     out = {}
     for name in NATIVE:
-        sources = [name.replace(".", "/") + ".pyx"] + pxd
+        pyx = name.replace(".", "/") + ".pyx"
+        sources = [pyx] + pxd + [p for p in typed_by(pyx)[1:] if p.endswith(".py")]
         out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
     for path in PYTHON:
         name = path[:-3].replace("/", ".")
@@ -58,9 +61,9 @@ CIMPORT = re.compile(r"^\s*(?:from\s+(fakefs[\w.]*)\s+cimport|cimport\s+(fakefs[
 
 
 def typed_by(pxd: str, seen=None) -> list:
-    """A compiled Python module's ``.pxd`` (if any), then what its types
-    come from: the source and ``.pxd`` of each module it cimports, theirs in
-    turn.  Compiled against those types, the module runs from its source
+    """A compiled Python module's ``.pxd`` (if any; or a ``.pyx``), then
+    what its types come from: the source and ``.pxd`` of each module it
+    cimports, theirs in turn.  Compiled against those types, the module runs from its source
     when one of them changed, as that module does (``compiled.BuildGuard``):
     its ``.so`` would not load beside a module run as Python."""
     seen = set() if seen is None else seen
@@ -135,10 +138,13 @@ pyx = cythonize(
     [Extension(name, [name.replace(".", "/") + ".pyx"], extra_compile_args=CFLAGS) for name in NATIVE],
     compiler_directives={"language_level": 3}, nthreads=os.cpu_count() or 1)
 # the Python modules: their C under build/ (the .py is the source), their
-# annotations ignored (Python's semantics, not C types)
+# annotations ignored (Python's semantics); the classes a module's .pxd types
+# are extension types (docs/data-plane.md "Typed fields"), and a typed read
+# of None raises Python's AttributeError (nonecheck), not a crash
 py = cythonize(
     [Extension(path[:-3].replace("/", "."), [path], extra_compile_args=CFLAGS) for path in PYTHON],
-    compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False},
+    compiler_directives={"language_level": 3, "binding": True, "annotation_typing": False,
+                         "nonecheck": True},
     build_dir=PY_C_DIR, nthreads=os.cpu_count() or 1)
 stamp_c()                   # (after Cython succeeded: a failure leaves the old stamp)
 setup(ext_modules=pyx + py, cmdclass={"build_ext": BuildExt})

@@ -35,7 +35,6 @@ from .host import HOST, HOST_PROFILE, HostProcesses
 from .alloc_arrivals import Arrivals
 from .kinds import (_ALLOC, _ALLOC_DUE, _CONT, _DOWN, _END, _EXIT_WAKE, _IPI, _RESCHED, _SYSCALL,
                     _TICK, _TIMER_WAKE, _UP, _WAKE, _WHEEL_WAKE)
-from .machine_host import HostQueue
 from .machine_percpu import PerCpu
 from .syscalls import Syscalls
 
@@ -43,7 +42,7 @@ SCHEDULE_TIMEOUT_OFF = 0x3e28   # schedule_timeout()'s timer on the sleeper's st
 RCU_GRACE_TICKS = 3        # a callback queued now runs at the third tick after
 
 
-class Machine(PerCpu, HostQueue):
+class Machine(PerCpu):
     def __init__(self, kernel, spec: dict | None = None):
         spec = spec or load_behaviour()
         self.kernel = kernel
@@ -164,10 +163,6 @@ class Machine(PerCpu, HostQueue):
             else:
                 self._push(t + self._sleep(r), _WAKE, r.task.pid, 0)
 
-    def _push(self, t, kind, a, b) -> None:
-        self.seq += 1
-        self.heap.push(t, self.seq, kind, a, b)
-
     def _burst(self, r) -> int:
         return max(1000, int(expovariate(self.rng, 1.0) * r.beh.burst_ns))
 
@@ -222,14 +217,6 @@ class Machine(PerCpu, HostQueue):
             else:
                 self._resched(t, a)
         self.time = max(self.time, t1)
-
-    def _at(self, cpu: int, t: int) -> int:
-        """The time an event of ``cpu`` happens: never before its last one."""
-        c = self.clock[cpu]
-        if t < c:
-            t = c
-        self.clock[cpu] = t
-        return t
 
     def _switched_in(self, cpu: int, t: int, nxt) -> None:
         if nxt.pid == 0:

@@ -1,16 +1,17 @@
 """The machine's side of the real processes that use the mount (``host.py``
 is theirs): their events queued with the machine's own, in the one heap,
 and what happens to them when nobody looks (a skip, standing still) or
-when a request is served where a lagging machine got.  Mixed into
-``Machine`` (its heap, scheduler, host, ``start``).
+when a request is served where a lagging machine got.  A part of
+``Machine`` (the base of ``PerCpu``; the fields are ``MachineState``'s).
 """
 
 from __future__ import annotations
 
 from .host import HOST
+from .machine_state import MachineState
 
 
-class HostQueue:
+class HostQueue(MachineState):
     """The real processes' events in the machine's queue."""
 
     def queue_host(self, t: int, action) -> None:

@@ -1,6 +1,6 @@
 """What each CPU of the machine keeps: its tick and wheel timers, and whether it is
-online (CPU hotplug, kernel/cpu.py).  Mixed into ``Machine`` (its heap,
-clocks, runs ...).
+online (CPU hotplug, kernel/cpu.py).  A part of ``Machine`` (its base; the
+fields are ``MachineState``'s).
 
 Wheel timers: a kernel thread's ``schedule_timeout()``, a kworker's delayed
 work sleep on a timer of the CPU's wheel (``wheel``: a heap of (bucket
@@ -23,12 +23,13 @@ import heapq
 
 from ..kernel.irq import SOFTIRQ_RCU, SOFTIRQ_TIMER
 from ..kernel.sched import CTX_SOFTIRQ, CTX_TASK
+from .machine_host import HostQueue
 from .kinds import _CONT, _DOWN, _IPI, _RESCHED, _TICK, _UP, _WAKE, _WHEEL_WAKE
 
 _INFLIGHT = (_CONT, _IPI, _RESCHED)   # what a CPU going offline finishes first
 
 
-class PerCpu:
+class PerCpu(HostQueue):
     """``Machine``'s wheel timers and CPU hotplug."""
 
     def _tick(self, t: int, cpu: int) -> None:

@@ -165,7 +165,7 @@ class Syscalls:
         """(argument registers, return value) of ``call`` made by the task."""
         v = tc.values.get(call.nr)
         if v is None:
-            args = tuple(self._value(tc, a) for a in call.args)
+            args = tuple([self._value(tc, a) for a in call.args])   # (no generator: cpdef)
             ret = args[2] if call.ret == "count" else self._value(tc, call.ret)
             v = tc.values[call.nr] = (args + (0,) * (6 - len(args)), ret)
         if call.ret == "child":
