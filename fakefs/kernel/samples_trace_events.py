@@ -231,6 +231,7 @@ class TraceEventsSample:
             act = self.kernel.trace_hits            # (made after the loader, at boot)
             if act is not None and self.traced_in not in act.traced_needs:
                 act.traced_needs.append(self.traced_in)
+                act.late_needs.append(self.traced_in)      # (a timer hook fires them)
             self.events = sample_events()
             # the IDA's lowest free id from __TRACE_LAST_TYPE (the first
             # vmlinux event's) up

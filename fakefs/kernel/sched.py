@@ -321,6 +321,9 @@ class Scheduler:
         """(start, end) of the time in [t0, t1) ``cpu`` was halted (in its
         idle routine, waiting for an interrupt), in time order."""
         h = self.halts[cpu]
+        last = h[-1]
+        if last[0] <= t0:           # one state all along (a live segment's, mostly)
+            return [(t0, t1)] if last[1] == HALTED and t1 > t0 else []
         out = []
         i = max(bisect.bisect_right(h, t0, key=_instant) - 1, 0)
         for j in range(i, len(h)):

@@ -17,6 +17,7 @@ cimport cython
 
 from fakefs.kernel.trace._trace_commit cimport (
     Committer, after_committed, commit_entry, committer, record_size)
+from fakefs.kernel.trace._trace_hits cimport HitSink
 
 from fakefs.sim import workload as _workload
 from fakefs.sim._workload import event_stack as _event_stack, switch_path as _switch_path
@@ -117,33 +118,32 @@ cdef class HitWriter:
         self._commit(recs, cpu, hit[0], hit[5], hit[2], hit[3], hit[4], None)
         return True
 
-    cpdef Py_ssize_t write_hits(self, list mh, Py_ssize_t h, int cpu, object calls,
-                                object call_at, object occ_at) except -1:
-        """``TraceActivity._replay``'s loop over the machine's hits as they
-        came (``mh``: hit tuples in time order, apart from the other
-        occurrences) from ``h``: those ``write`` writes, at or before the
-        next function call's instant ``call_at`` (a call comes after the
-        hits of its instant) and the next occurrence's ``occ_at`` (None: no
-        end), without its Python per hit; the index of the first left to
-        the loop (a hit ``write`` refused is asked again there: it refuses
-        before doing anything, then takes the Python path)."""
-        cdef Py_ssize_t m = len(mh)
-        cdef long long call_ts = 0, occ_ts = 0, ts
-        cdef bint by_call = call_at is not None, by_occ = occ_at is not None
-        cdef tuple hit
-        if by_call:
-            call_ts = call_at
-        if by_occ:
-            occ_ts = occ_at
-        while h < m:
-            hit = <tuple> mh[h]
-            ts = hit[0]
-            if (by_call and ts > call_ts) or (by_occ and ts > occ_ts):
+    cpdef Py_ssize_t write_from(self, list occ, Py_ssize_t i, int cpu, object calls,
+                                object stop) except -1:
+        """``TraceActivity._replay``'s loop over the occurrences ``occ``
+        (``(ts, id, what)``, in time order) from ``i``, while they are the
+        machine's hits (id ``MACHINE``: a window not written live, its hits
+        gathered with the rest, ``Window.gather``) coming before ``stop``
+        (the next function call's instant; None: no end) that ``write``
+        writes (``calls`` as there); the index of the first left to the
+        caller's loop.  The same records in the same order as that loop's,
+        without its Python per hit.  A hit ``write`` refused is left to the
+        loop, which asks ``write`` again (it refuses before doing anything),
+        then takes the Python path."""
+        cdef Py_ssize_t m = len(occ)
+        cdef long long stop_ts = 0
+        cdef bint bounded = stop is not None
+        cdef tuple o
+        if bounded:
+            stop_ts = stop
+        while i < m:
+            o = <tuple> occ[i]
+            if o[1] != _MACHINE or (bounded and <long long> o[0] >= stop_ts):
                 break
-            if not self.write(hit, cpu, calls):
+            if not self.write(<tuple> o[2], cpu, calls):
                 break
-            h += 1
-        return h
+            i += 1
+        return i
 
     cdef object _commit(self, list recs, int cpu, ts, args, pid, flags, pc, stack,
                         bint convert=True):
@@ -232,6 +232,9 @@ cdef class HitWriter:
         nxt = hit[6]
         self.curr[cpu] = nxt
         self.wl.follow(cpu, nxt)
+        tracing = self.act.kernel.tracing          # (as MachineHits._follow)
+        if tracing.taskinfo_pid[cpu] == args[1]:
+            tracing.savedcmd.save(args[1], args[0])
         return True
 
     cdef object _made(self, list recorders, int cpu):
@@ -274,21 +277,6 @@ cdef class HitWriter:
         return True
 
 
-def in_time_order(list hits):
-    """Are the hits (tuples, their instant first) in time order?"""
-    cdef Py_ssize_t i, n = len(hits)
-    cdef long long last, ts
-    if n < 2:
-        return True
-    last = (<tuple> hits[0])[0]
-    for i in range(1, n):
-        ts = (<tuple> hits[i])[0]
-        if ts < last:
-            return False
-        last = ts
-    return True
-
-
 cpdef tuple allocator_stack(act, name, args, ev, wl, rng, int cpu):
     """(task, stack) of a hit of an allocator's tracepoint ``name`` (its
     event ``ev``) on ``cpu``: the task running there, or an interrupt on
@@ -320,3 +308,101 @@ cpdef tuple at_call_site(name, args, stack):
         elif stack[1] != args[0]:
             stack = (stack[0], args[0])
     return args, stack
+
+
+@cython.final
+cdef class LiveSink(HitSink):
+    """The window written as the machine runs (``TraceActivity.begin``):
+    a hit of a CPU with nothing of it to write before (no calls drawn in
+    the window, no rated event and no queued hit before its instant:
+    ``Window.nothing_before``), whose switch's calls' taker is known, is
+    written here (``HitWriter.write``, else the Python path for the hit);
+    any other goes to ``act._hit`` (the CPU's segment, then the hit); one
+    fired while a hit is being written, or outside the window, waits in
+    ``pending``."""
+    cdef object act, w
+    cdef object hits                # (a HitWriter; tests wrap it)
+    cdef HitWriter hw               # (the same, unwrapped: called in C; else None)
+    cdef list pos, switch, pending, next_rated
+    cdef long long t1
+    cdef bint simple
+    cdef public bint in_hit
+    # the plain function calls before a hit, written here too (``_calls``):
+    # the CPUs' ``AwakeCalls``, the scheduler (its halted spans), the window's
+    # stretch writers (``TraceActivity._stretch_writers``), arrays per CPU,
+    # probing arrays, and what follows the walk's frames after calls
+    cdef bint calls_here
+    cdef list awake, trs
+    cdef object sched
+    cdef dict stretch
+    cdef object probe_trs, follow, wl
+
+    def __cinit__(self, act, w, hits, bint simple):
+        self.act, self.w = act, w
+        self.hits = hits
+        self.hw = hits if type(hits) is HitWriter else None
+        self.pos, self.switch, self.next_rated = w.pos, w.switch, w.next_rated
+        self.pending = act.pending
+        self.t1 = w.t1
+        self.simple = simple and hits is not None
+        self.in_hit = False
+        self.calls_here = (hits is not None and w.calls and not w.targets and w.hp is None
+                           and w.sched is not None)
+        self.awake, self.trs, self.probe_trs, self.wl = act.awake_calls, w.trs, w.probe_trs, w.wl
+        self.sched = w.sched
+        self.stretch = act._stretch_writers
+        self.follow = act.stack_context.follow_frames
+
+    cdef int take(self, int cpu, tuple hit) except -1:
+        cdef long long ts = hit[0]
+        if self.in_hit or ts >= self.t1 or ts < <long long> self.pos[cpu]:
+            (<list> self.pending[cpu]).append(hit)
+            return 0
+        sw = self.switch[cpu]
+        if ((not self.simple and not self.calls_here) or sw is None or self.pending[cpu]
+                or <long long> self.next_rated[cpu] < ts):
+            self.act._hit(cpu, hit)
+            return 0
+        if not self.simple and not self._calls(cpu, ts):
+            self.act._hit(cpu, hit)
+            return 0
+        self.pos[cpu] = hit[0]
+        self.in_hit = True
+        try:
+            if self.hw is not None:
+                done = self.hw.write(hit, cpu, sw)
+            else:
+                done = self.hits.write(hit, cpu, sw)
+            if not done:
+                self.act._hit_alone(self.w, cpu, hit)
+        finally:
+            self.in_hit = False
+        return 0
+
+    cdef bint _calls(self, int cpu, long long ts) except -1:
+        """The plain function calls of ``cpu`` before ``ts`` written, as
+        ``TraceActivity._function_calls`` writes a stretch it has kept the
+        compiled writer of (``_stretch_writers``); False (nothing done):
+        not such a stretch (the Python path then)."""
+        kept = self.stretch.get(cpu) if self.stretch is not None else None
+        if kept is None:
+            return False
+        trs = <tuple> self.trs[cpu]
+        if kept[0] is not trs[0] or kept[1] is not self.probe_trs or trs[2]:
+            return False
+        times = self.awake[cpu].upto(
+            self.sched.halted_spans(cpu, <long long> self.pos[cpu], ts), ts)
+        if not len(times):
+            return True
+        tr = kept[3]
+        buf = tr.buffer
+        cb = None if buf.record_off or buf.record_disabled else buf.cpus[cpu]
+        self.in_hit = True
+        try:
+            pids = kept[2].calls(times, cb, 0, -1)
+            self.follow(self.wl)
+            for pid in pids:
+                tr._task_info(cpu, pid)
+        finally:
+            self.in_hit = False
+        return True

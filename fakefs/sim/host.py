@@ -358,7 +358,7 @@ class HostProcesses:
         when first needed; an exec renames; an exit takes the task away."""
         kind, pid = action[0], action[1]
         m = self.machine
-        if kind == "uprobe":                      # a probe hit nobody sees
+        if kind in ("uprobe", "lookup"):          # a probe hit, a lookup nobody sees
             return
         if kind == "fork":                        # ("fork", ppid, pid, tgid)
             self.exited.discard(action[2])
@@ -394,10 +394,11 @@ class HostProcesses:
 
     def shown_in(self, t0: int, t1: int) -> bool:
         """Did the machine do one of their events in [t0, t1), or less than
-        SHOWN_NS before (what it started)?  Such a step is traced even
+        SHOWN_NS before (what it started), or will it (queued: asked before
+        it runs the step)?  Such a step is traced even
         before a gap's window (``TraceBacklog.traced_needs``): a skip stops
         at these events (``Timekeeper._shown_first``) for tracing to see them."""
-        return t0 - SHOWN_NS < self.ran_at < t1
+        return t0 - SHOWN_NS < self.ran_at < t1 or self.machine.shown_before(t1) is not None
 
     # --- the machine runs them -----------------------------------------------
     def run(self, t: int, action) -> None:
@@ -439,6 +440,10 @@ class HostProcesses:
             self._exec(t, *action[1:])
         elif kind == "exit":
             self._exit(t, action[1])
+        elif kind == "lookup":                  # ("lookup", pid): its loader's
+            r = m.runs.get(action[1])             # (none after its exit)
+            if r is not None and r.host and self.memory is not None:
+                self.memory.lookup(r.task.cpu, m._at(r.task.cpu, t))
         elif kind == "uprobe":                  # ("uprobe", pid, handler)
             task = self.task(action[1])
             if task is not None and m.kernel.uprobes is not None:
@@ -533,6 +538,8 @@ class HostProcesses:
         def exec_(t):
             if self.memory is not None:
                 self.memory.host_exec(pid, cpu, t)
+                for i in range(1, EXEC_LOOKUPS):    # (the loader's, as it starts)
+                    m.queue_host(t + i * LOOKUP_NS, ("lookup", pid))
             m.life.exec(task, cpu, t, name)
             if rt is not None:                # a real-time program (chrt -f 5 sleep 1)
                 task.policy, task.rt_priority = rt

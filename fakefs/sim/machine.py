@@ -98,6 +98,7 @@ class Machine(PerCpu):
         self.allocs = Arrivals(aw, self) if aw is not None else None
         if aw is not None:
             aw.arrivals = self.allocs
+        self.begins = [g for g in (self.allocs, kernel.trace_activity) if g is not None]
         wl = kernel.workload
         for task in sorted(self.sched.tasks.values(), key=lambda t: t.pid):
             prof = wl.profile_of(task.pid) if wl is not None else None
@@ -174,8 +175,8 @@ class Machine(PerCpu):
         """Handle everything that happens before ``t1``."""
         heap = self.heap
         clock = self.clock
-        if self.allocs is not None:
-            self.allocs.begin(t0, t1)
+        for g in self.begins:                 # (what writes as the machine runs)
+            g.begin(t0, t1)
         pop = heap.pop_before
         while True:
             e = pop(t1)

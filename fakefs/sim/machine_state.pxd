@@ -14,7 +14,7 @@ cdef class MachineState:
     cdef public Scheduler sched
     cdef public Arrivals allocs
     cdef public long long tick_ns, ipi_ns, switch_ns, seq, tokens, time
-    cdef public list clock, rcu, wheel
+    cdef public list clock, rcu, wheel, begins
     cdef public dict runs, parked
     cdef public set exiting, down_cpus
     cdef public bint frozen

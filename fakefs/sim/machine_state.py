@@ -15,7 +15,7 @@ class MachineState:
                  "host", "host_behaviour", "child_behaviour", "devices", "heap",
                  "process_timeout", "sigchld_handler", "sched", "allocs", "tick_ns", "ipi_ns",
                  "switch_ns", "seq", "tokens", "time", "clock", "rcu", "wheel", "runs", "parked",
-                 "exiting", "down_cpus", "frozen")
+                 "exiting", "down_cpus", "frozen", "begins")
 
     def _push(self, t, kind, a, b) -> None:
         """An event of ``kind`` at ``t`` (arguments ``a``, ``b``), after the

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import heapq
 import zlib
-from operator import itemgetter
 
 from ..kernel.trace import trace_entries as te
 from ..kernel.trace._trace_commit import reread_committers
@@ -43,11 +42,12 @@ from ..kernel.trace.trace_context import CALL_CONTEXT
 from ..kernel.trace.trace_events_commit import trace_event_commit
 from ..kernel.tracepoint import TracepointHooks
 from ..kernel.walkgraph import CALL_IP_OFF
-from .call_rates import AwakeTime, CallGroup, call_groups, fn_rate
+from .call_rates import CallGroup, call_groups, fn_rate
 from ._trace_calls import AwakeCalls, CallWriter, instants_upto
-from ._trace_machine_hits import MACHINE, HitWriter, in_time_order
+from ._trace_machine_hits import MACHINE, HitWriter, LiveSink
 from .rated_events import make_fields, rate
 from .trace_machine_hits import SYS_WORK, MachineHits, recorders_key
+from .trace_window import _BY_TIME_ID, Window
 
 SWITCH_RATE = 800          # context switches per second per CPU
 SWITCH = object()          # an unrecorded context switch
@@ -55,15 +55,7 @@ SWITCH = object()          # an unrecorded context switch
 # (``_trace_calls.CallWriter``); tests set it False to compare the
 # entries with the tuples' path
 RAW_WRITES = True
-MACHINE = -2               # occurrence id of a tracepoint hit the machine made
 ONE_BY_ONE = object()      # calls an array takes one at a time (``_writer_for``)
-# the machine's hits replayed apart from the other occurrences, as they
-# came (``_replay``'s ``mh``: no tuple made or sorted per hit, runs of them
-# written compiled); tests set it False to compare with the hits among the
-# occurrences, one at a time (as a window where probes act writes them)
-HITS_APART = True
-_BY_TIME_ID = itemgetter(0, 1)  # occurrences in time order, ties by id
-_TS = itemgetter(0)             # a hit's instant
 
 
 class TraceActivity(MachineHits):
@@ -119,24 +111,11 @@ class TraceActivity(MachineHits):
         # ``known``: per CPU, and per CPU and system call direction), kept
         # while the recorders and the commits they hold are (None: made anew)
         self._hit_recs: tuple | None = None
-
-    def _machine_hits(self, cpu: int, t1: int) -> list:
-        """The hits on ``cpu`` before ``t1``, in time order (the machine's,
-        its allocations' among them, come in time order; a request's come
-        when it is served, and are put in their place: all of them count;
-        a CPU busy past ``t1`` leaves the rest for the next window)."""
-        q = self.pending[cpu]
-        if not q:
-            return []
-        if q[-1][0] < t1 and in_time_order(q):
-            hits = q[:]
-            q.clear()
-            return hits
-        hits = [h for h in q if h[0] < t1]
-        q[:] = [h for h in q if h[0] >= t1]
-        if not in_time_order(hits):
-            hits.sort(key=_TS)              # (stable: a tie keeps the order they came in)
-        return hits
+        # the window under way, written as the machine runs (None: after it)
+        self.window: Window | None = None
+        self._begun = None                    # (t0, t1) of the window begun
+        self._quiet = False                   # the gap watcher said it is quiet
+        self.sink = None                      # the window's LiveSink
 
     # --- the hook -------------------------------------------------------------
     def _count(self, key, rate: float, dt: float) -> int:
@@ -171,7 +150,100 @@ class TraceActivity(MachineHits):
         self._events_key = key
         return self._events
 
+    # --- a window: the machine's step [t0, t1) ------------------------------------
+    def begin(self, t0: int, t1: int) -> None:
+        """The machine is about to run [t0, t1) (``Machine.run``): the
+        arrays' settings for it, and, unless probes act on their arrays or
+        something hits after the machine's run (``late_needs``), its hits
+        are written as they fire (``_hit``)."""
+        self.window = None
+        self._begun = None
+        if self.kernel.driver is None or any(fn(t0, t1) for fn in self.hits.late_needs):
+            return
+        w = self.window = self._window(t0, t1)
+        self._begun = (t0, t1)
+        if w is not None and not w.acting:
+            w.live = True
+            self.sink = LiveSink(self, w, w.hits, not (w.calls or w.targets or w.hp))
+            self.hits.live[0] = self.sink
+
+    def _hit(self, cpu: int, hit) -> None:
+        """The machine fired a probed tracepoint on ``cpu`` (``LiveSink``
+        passed it on: something of the CPU comes before it): that CPU's
+        calls and events up to its instant, then the hit, are written now."""
+        w = self.window
+        ts = hit[0]
+        sink = self.sink
+        sink.in_hit = True
+        try:
+            if w.nothing_before(self, cpu, ts):       # (the hit alone: as _replay writes it)
+                w.pos[cpu] = ts
+                trs = w.trs[cpu]
+                sw = w.switch[cpu]
+                if sw is None:
+                    sw = self._switch_calls(cpu, trs, w.probe_trs, w.wl, w.hits, w)
+                if w.hits is None or not w.hits.write(hit, cpu, sw):
+                    self._hit_alone(w, cpu, hit)
+                return
+            calls, occ = w.gather(self, cpu, ts, True)
+            occ.append((ts, MACHINE, hit))
+            self._replay(cpu, occ, w.trs[cpu], w.probe_trs, w.ev_trs, w.wl, self.rng, calls, w.hits,
+                         w)
+        finally:
+            sink.in_hit = False
+
+    def _hit_alone(self, w, cpu: int, hit) -> None:
+        """A hit with nothing before it, the Python way (``_replay``'s)."""
+        trs = w.trs[cpu]
+        self._machine_hit(hit, w.ev_trs, trs[0], w.probe_trs, w.wl, self.rng, cpu, trs[2], trs[1])
+
     def run(self, t0: int, t1: int) -> None:
+        """The step is over (the kernel's observer): what is left of it is
+        written, each CPU up to ``t1`` (a window where probes act on their
+        arrays: every CPU's in one time order)."""
+        self.hits.live[0] = None
+        w = self.window if self._begun == (t0, t1) else self._window(t0, t1)
+        self.window = self._begun = None
+        if self.backlog is not None:
+            self.backlog.account(t0, t1, self._quiet)
+        if w is None:
+            self._follow_only(t1)
+            return
+        rng = self.rng
+        if not w.acting:
+            for cpu in range(self.kernel.nr_cpus):
+                calls, occ = w.gather(self, cpu, t1)
+                if occ or calls:
+                    self._replay(cpu, occ, w.trs[cpu], w.probe_trs, w.ev_trs, w.wl, rng, calls,
+                                 w.hits, w)
+            return
+        # probes act on the whole array (tracing_on, events): all CPUs in time order
+        streams = []
+        for cpu in range(self.kernel.nr_cpus):
+            calls, occ = w.gather(self, cpu, t1)
+            if calls:
+                occ = sorted(occ + [(ts, 0, None) for ts in calls], key=_BY_TIME_ID)
+            trs = w.trs[cpu]
+            streams.append([(o[0], o[1], cpu, o[2], trs) for o in occ])
+        for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
+            self._replay(cpu, ((ts, _id, ev),), trs, w.probe_trs, w.ev_trs, w.wl, rng)
+
+    def _follow_only(self, t1: int) -> None:
+        """Nothing is traced: the hits before ``t1`` only follow who runs."""
+        driven = self.kernel.driver is not None
+        wl = self.kernel.workload
+        for cpu in range(self.kernel.nr_cpus):
+            if driven:
+                wl.follow(cpu, self.curr[cpu])
+            q = self.pending[cpu]
+            for hit in [h for h in q if h[0] < t1]:
+                if driven:
+                    self._follow(wl, cpu, hit)
+            q[:] = [h for h in q if h[0] >= t1]
+
+    def _window(self, t0: int, t1: int) -> Window | None:
+        """The settings of the step [t0, t1), or None when nothing is
+        traced in it (the hits queued are only followed: who runs)."""
         tracing = self.kernel.tracing
         arrays = list(tracing.arrays())
         probe_trs = [tr for tr in arrays if tr.ftrace_ops is not None and tr.ftrace_ops.probes]
@@ -200,27 +272,27 @@ class TraceActivity(MachineHits):
             self.stack_context.follow_frames(wl)
         driven = self.kernel.driver is not None
         targets = self._call_targets(wl, arrays, fn_trs)
-        quiet = self.backlog is not None and self.backlog.untraced(t0, t1)
+        quiet = self.backlog is not None and self.backlog.quiet_step(t0, t1)
+        self._quiet = quiet                     # (counted when the step is over: ``run``)
+        nr = self.kernel.nr_cpus
         if quiet or (not plain_fn and not gr_trs and not ev_trs and not targets
                      and not self.tp_hooks):
-            for cpu in range(self.kernel.nr_cpus):   # nothing traced: only follow who runs
-                if driven:
-                    wl.follow(cpu, self.curr[cpu])
-                for hit in self._machine_hits(cpu, t1):
-                    if driven:
-                        self._follow(wl, cpu, hit)
-            return
+            return None
         events = self._events_of(ev_trs, acting)
         if events:
             self.tasks = wl.tasks()
         rng = self.rng
         if driven:
-            for cpu in range(self.kernel.nr_cpus):
+            for cpu in range(nr):
                 wl.follow(cpu, self.curr[cpu])   # the window starts with who ran then
-        dt, span = (t1 - t0) / 1e9, t1 - t0
-        moving = bool(plain_fn or gr_trs or targets)
-        per_cpu = []
-        hp = self.kernel.cpuhp if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0) else None
+        w = Window(t0, t1, nr)
+        w.acting = bool(acting)
+        w.probe_trs, w.ev_trs, w.wl = probe_trs, ev_trs, wl
+        w.calls = bool(plain_fn or gr_trs)
+        w.targets = targets
+        w.sched = self.kernel.sched if driven else None
+        if self.kernel.cpuhp and self.kernel.cpuhp.any_offline(t0):
+            w.hp = self.kernel.cpuhp
         self._call_writers = None if acting else {}
         self._stretch_writers = None if acting else {}
         if acting:
@@ -236,53 +308,30 @@ class TraceActivity(MachineHits):
                 self._recorders = {}
                 self._recorders_key = key
                 self._hit_recs = None
-        hits = HitWriter(self, wl, rng) if not acting else None
-        sched = self.kernel.sched if driven else None
-        for cpu in range(self.kernel.nr_cpus):
+        w.hits = HitWriter(self, wl, rng) if not acting else None
+        dt, span = (t1 - t0) / 1e9, t1 - t0
+        moving = bool(plain_fn or gr_trs or targets)
+        for cpu in range(nr):
+            # events with rates of their own come at any time, as a device's would
             occ = []
-            calls = []            # the plain function calls' instants, apart
-            # a halted CPU calls nothing: the calls come over the time it
-            # was awake (a busy CPU's, an idle one's interrupts)
-            if plain_fn or gr_trs:
-                calls = self._calls_of(cpu, t0).upto(
-                    sched.halted_spans(cpu, t0, t1) if sched is not None else [], t1)
-            if targets:
-                awake = AwakeTime(sched, cpu, t0, t1)
-            for group in targets:
-                n = self._count((cpu, group.ids), group.rates[cpu], awake.ns / 1e9)
-                occ += [(ts, 0, group) for ts in awake.draws(rng, n)]
+            if w.calls:             # (its calls go on from t0: ``Window.gather`` draws them)
+                self._calls_of(cpu, t0)
             for ev in events:
                 n = self._count((cpu, ev.id), rate(ev), dt)
                 occ += [(t0 + int(rng.random() * span), ev.id, ev) for _ in range(n)]
-            mh = self._machine_hits(cpu, t1)       # (apart, as they are, where they can be)
-            if acting or not HITS_APART:      # (a CPU offline keeps them: ``cut``)
-                occ += [(h[0], MACHINE, h) for h in mh]
-                mh = []
             if not driven and events and not moving and not any(ev.kind == "sched_switch" for ev in events):
                 # nothing else moves the CPUs from task to task: the scheduler runs
                 # unrecorded so the traced events keep coming from changing tasks
                 n = self._count((cpu, "switch"), SWITCH_RATE, dt)
                 occ += [(t0 + int(rng.random() * span), -1, SWITCH) for _ in range(n)]
-            if hp is not None:                  # an offline CPU runs nothing (kernel/cpu.py)
-                calls, occ = hp.cut(cpu, t0, t1, calls, occ, MACHINE)
-            if acting:
-                occ += [(ts, 0, None) for ts in calls]
-                calls = []
-            if not occ and not calls and not mh:
-                continue
             occ.sort(key=_BY_TIME_ID)
-            trs = ([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
-                   [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
-                   [tr for tr in gr_trs if tr.cpumask >> cpu & 1])
-            if not acting:
-                self._replay(cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls, hits, mh)
-            else:
-                per_cpu.append((cpu, occ, trs))
-        if per_cpu:
-            # probes act on the whole array (tracing_on, events): all CPUs in time order
-            streams = [[(o[0], o[1], cpu, o[2], trs) for o in occ] for cpu, occ, trs in per_cpu]
-            for ts, _id, cpu, ev, trs in heapq.merge(*streams, key=lambda o: (o[0], o[1], o[2])):
-                self._replay(cpu, ((ts, _id, ev),), trs, probe_trs, ev_trs, wl, rng)
+            w.rated[cpu] = occ
+            if occ:
+                w.next_rated[cpu] = occ[0][0]
+            w.trs.append(([tr for tr in fn_trs if tr.cpumask >> cpu & 1],
+                          [tr for tr in filt_fn if tr.cpumask >> cpu & 1],
+                          [tr for tr in gr_trs if tr.cpumask >> cpu & 1]))
+        return w
 
     def _calls_of(self, cpu: int, t0: int) -> AwakeCalls:
         """The function calls of ``cpu`` (``AwakeCalls``: ``fn_rate`` a
@@ -296,44 +345,25 @@ class TraceActivity(MachineHits):
         return calls
 
     def _replay(self, cpu, occ, trs, probe_trs, ev_trs, wl, rng, calls=(), hits=None,
-                mh=()) -> None:
+                w=None) -> None:
         """The occurrences ``occ`` on ``cpu`` in time order, and among them
         the plain function calls at the instants ``calls`` (in order; one
-        goes after the machine's hits of its instant, before its events)
-        and the machine's hits ``mh`` as they came (in time order; before
-        the occurrences of their instant: as ``MACHINE`` occurrences in
-        ``occ`` would be); ``hits``: the window's compiled replay of the
-        machine's hits (None: all go the Python way)."""
+        goes after the machine's hits of its instant, before its events);
+        ``hits``: the window's compiled replay of the machine's hits (None:
+        all go the Python way); ``w``: the window, which keeps who takes a
+        switch's calls on each CPU for all its segments."""
         ftrs, filtered, graph = trs
         j = 0
         n = len(calls)
-        # (a switch's calls: somebody takes them on this CPU; where only
-        # the compiled writer does, the replay's compiled switch writes them)
-        kprobed = self._kprobed()
-        switch_calls = bool(ftrs or probe_trs or graph) or kprobed
-        if hits is not None and ftrs and not (probe_trs or graph or kprobed):
-            switch_calls = self._entered_writer(ftrs, wl, cpu) or True
+        switch_calls = w.switch[cpu] if w is not None else None
+        if switch_calls is None:
+            switch_calls = self._switch_calls(cpu, trs, probe_trs, wl, hits, w)
         i, m = 0, len(occ)
-        h, nh = 0, len(mh)
-        while i < m or h < nh:
-            if h < nh and (i == m or mh[h][0] <= occ[i][0]):
-                # the machine's hits up to the next occurrence (compiled: up
-                # to the next call too), then one the loop writes
-                if hits is not None:
-                    h = hits.write_hits(mh, h, cpu, switch_calls, calls[j] if j < n else None,
-                                        occ[i][0] if i < m else None)
-                    if h == nh or (i < m and mh[h][0] > occ[i][0]):
-                        continue
-                hit = mh[h]
-                h += 1
-                ts = hit[0]
-                if j < n and calls[j] < ts:
-                    k = instants_upto(calls, ts, j, False)
-                    self._function_calls(ftrs, wl, rng, cpu, calls, probe_trs, graph, j, k)
-                    j = k
-                if hits is None or not hits.write(hit, cpu, switch_calls):
-                    self._machine_hit(hit, ev_trs, ftrs, probe_trs, wl, rng, cpu, graph, filtered)
-                continue
+        while i < m:
+            if hits is not None:     # (the hits it writes, compiled, up to the next call)
+                i = hits.write_from(occ, i, cpu, switch_calls, calls[j] if j < n else None)
+                if i == m:
+                    break
             ts, _id, ev = occ[i]
             i += 1
             if j < n and calls[j] <= ts:
@@ -358,6 +388,20 @@ class TraceActivity(MachineHits):
                 self._tracepoint(ev, ev_trs, wl, rng, cpu, ts)
         if j < n:
             self._function_calls(ftrs, wl, rng, cpu, calls, probe_trs, graph, j, n)
+
+    def _switch_calls(self, cpu, trs, probe_trs, wl, hits, w):
+        """Who takes a switch's calls on ``cpu`` (``HitWriter.write``'s
+        ``calls``), kept in the window ``w`` (if any) for its segments."""
+        ftrs, _filtered, graph = trs
+        # (somebody takes them on this CPU; where only the compiled writer
+        # does, the replay's compiled switch writes them)
+        kprobed = self._kprobed()
+        switch_calls = bool(ftrs or probe_trs or graph) or kprobed
+        if hits is not None and ftrs and not (probe_trs or graph or kprobed):
+            switch_calls = self._entered_writer(ftrs, wl, cpu) or True
+        if w is not None:
+            w.switch[cpu] = switch_calls
+        return switch_calls
 
     def _call_targets(self, wl, arrays, fn_trs):
         """The functions whose every call matters now (filtered function

@@ -166,21 +166,35 @@ class TraceBacklog:
         return self.window_from
 
     def untraced(self, t0: int, t1: int) -> bool:
-        """Is the step [t0, t1) quiet (before the window of the gap under
-        way: the machine runs, nothing is recorded)?  Counts it if so."""
+        """Is the step [t0, t1), which the machine ran, quiet?  Counts it
+        (``quiet_step`` then ``account``)."""
+        quiet = self.quiet_step(t0, t1)
+        self.account(t0, t1, quiet)
+        return quiet
+
+    def quiet_step(self, t0: int, t1: int) -> bool:
+        """Will the step [t0, t1) be quiet (before the window of the gap
+        under way: the machine runs, nothing is recorded)?  Asked before
+        the machine runs it."""
         w = self.window_from
-        if w is None or t1 > w or any(fn(t0, t1) for fn in self.kernel.trace_hits.traced_needs):
+        return not (w is None or t1 > w
+                    or any(fn(t0, t1) for fn in self.kernel.trace_hits.traced_needs))
+
+    def account(self, t0: int, t1: int, quiet: bool) -> None:
+        """The machine ran the step [t0, t1), quiet or not: its awake time
+        goes to the counts of the steps simulated in full or of the quiet
+        ones."""
+        if not quiet:
             if self.meters:
                 for c, a in enumerate(self._awake(t0, t1)):
                     self.full_awake[c] += a
                 self.full_steps += t1 - t0
-            return False
+            return
         for c, a in enumerate(self._awake(t0, t1)):
             self.quiet_awake[c] += a
         self.quiet += t1 - t0
         self.quiet_end = t1
         self.quiet_counter = self.kernel.tracing.clocks.counter
-        return True
 
     def _awake(self, t0: int, t1: int) -> list[int]:
         """Per CPU, the ns of [t0, t1) it was awake."""

@@ -43,6 +43,12 @@ class MachineHits:
         if hit[1] == "sched_switch":
             self.curr[cpu] = hit[6]
             wl.follow(cpu, hit[6])
+            # (tracing_record_taskinfo_sched_switch(): the task going off a
+            # CPU it committed on last has its comm saved again: an exec's)
+            tracing = self.kernel.tracing
+            prev = hit[5]
+            if tracing.taskinfo_pid[cpu] == prev[1]:
+                tracing.savedcmd.save(prev[1], prev[0])
         elif hit[1] == "sched_process_exec":     # its kernel paths are the program's now
             wl.exec_program(self.curr[cpu], hit[5][0].rsplit("/", 1)[-1])
 

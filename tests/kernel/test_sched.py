@@ -55,6 +55,9 @@ def test_halted_time_is_kept_per_cpu():
     assert s.halted_spans(0, 0, 3000) == [(100, 300), (700, 1000), (2000, 2500)]
     assert s.halted_spans(0, 200, 800) == [(200, 300), (700, 800)]
     assert s.halted_spans(1, 0, 3000) == [(2000, 3000)]
+    # after the last change: the one state it is in (a live segment's)
+    assert s.halted_spans(1, 2500, 3000) == [(2500, 3000)]
+    assert s.halted_spans(0, 2600, 3000) == [] == s.halted_spans(1, 3000, 3000)
     assert s.cpu_time(0, 3000) == (200 + 300 + 500, 1000)
     assert s.cpu_time(1, 3000) == (1000, 1000)    # (both stopped)
     assert s.cpu_time(0, 800) == (300, 0)

@@ -125,7 +125,7 @@ def _every_event(monkeypatch, fast, settings):
      ("options/sym-userobj", "1")],
     [("events/enable", "1"), ("events/kmem/kmalloc/trigger", "stacktrace:3"),
      ("events/sched/sched_wakeup/enable", "0")],
-    # (the function tracer's calls between the hits: ``HitWriter.write_hits``
+    # (the function tracer's calls between the hits: ``HitWriter.write_from``
     # stops at the next call's instant)
     [("current_tracer", "function"), ("events/enable", "1")],
 ])
@@ -202,8 +202,8 @@ class _PythonSwitchCalls:
     def write(self, hit, cpu, calls=True):
         return self.real.write(hit, cpu, calls if calls is False else True)
 
-    def write_hits(self, mh, h, cpu, calls, call_at, occ_at):
-        return self.real.write_hits(mh, h, cpu, calls if calls is False else True, call_at, occ_at)
+    def write_from(self, occ, i, cpu, calls, stop):
+        return self.real.write_from(occ, i, cpu, calls if calls is False else True, stop)
 
 
 def _switch_calls(monkeypatch, compiled, settings):
@@ -232,45 +232,3 @@ def test_a_switch_s_calls_written_compiled_are_the_python_path_s(monkeypatch, se
     assert fast == _switch_calls(monkeypatch, False, settings)
     assert "schedule <-" in fast[0] and fast[0].count("\n") > 1000
 
-
-def _apart(monkeypatch, apart, settings):
-    from fakefs.sim import trace_activity
-    monkeypatch.setattr(trace_activity, "HITS_APART", apart)
-    return _files_after(monkeypatch, 13, settings, 5, 9_000_000)
-
-
-@pytest.mark.parametrize("settings", [
-    [("events/enable", "1")],
-    [("current_tracer", "function"), ("events/enable", "1"), ("options/stacktrace", "1"),
-     ("options/stackmap", "1")],
-    [("current_tracer", "function_graph"), ("events/sched/enable", "1")],
-    [("set_ftrace_filter", "schedule"), ("current_tracer", "function"),
-     ("events/kmem/enable", "1")],
-    [("events/enable", "1"), ("events/sched/sched_switch/trigger", "stacktrace:5")],
-])
-def test_hits_apart_are_the_occurrences_path(monkeypatch, settings):
-    """The machine's hits replayed apart from the other occurrences (as
-    they came, merged in by instant: ``_replay``'s ``mh``) give byte for
-    byte the files of the hits sorted among them (``MACHINE``
-    occurrences): calls, rated events, targeted calls and triggers."""
-    apart = _apart(monkeypatch, True, settings)
-    assert apart == _apart(monkeypatch, False, settings)
-    assert apart[0].count("\n") > 300
-
-
-def test_a_window_s_hits_come_in_time_order():
-    """Hits queued out of order (a request's, served late) are put in
-    their place; ties keep the order they came in; those at or after the
-    window's end wait."""
-    from fakefs import sim
-    from fakefs.sim._trace_machine_hits import in_time_order
-    from fakefs.sim.clock import ManualClock
-    k = sim.boot(seed=9, nr_cpus=2, clock=ManualClock(), host_kallsyms=False)
-    act = k.trace_activity
-    q = act.pending[1]
-    q[:] = [(50, "a"), (20, "b"), (50, "c"), (20, "d"), (90, "e"), (10, "f")]
-    assert act._machine_hits(1, 90) == [(10, "f"), (20, "b"), (20, "d"), (50, "a"), (50, "c")]
-    assert q == [(90, "e")]
-    assert act._machine_hits(1, 91) == [(90, "e")] and q == []
-    assert in_time_order([]) and in_time_order([(3,), (3,), (4,)])
-    assert not in_time_order([(3,), (2,)])

@@ -190,12 +190,14 @@ class TaskMemory:
 
     def host_exec(self, pid: int, cpu: int, t: int) -> None:
         """``pid`` calls ``execve()`` on ``cpu`` at ``t``: the program is
-        looked up, the old mm goes and the new one is mapped; then, as it
-        starts, the loader looks up its cache and the libraries."""
+        looked up, the old mm goes and the new one is mapped.  (Then, as it
+        starts, the loader looks up its cache and the libraries: EXEC_LOOKUPS
+        - 1 more ``lookup()``s, LOOKUP_NS apart, which its caller makes when
+        the machine gets to them.)"""
         calls = self.calls
         rng = self.rng
         trace = calls.trace
-        self._lookup(cpu, t)
+        self.lookup(cpu, t)
         proc = self.host.get(pid)
         with _At(trace, cpu, t):
             if proc is None:                      # its fork was not seen: its mm only
@@ -206,10 +208,8 @@ class TaskMemory:
                 self._free(old, True)
             self._new_mm(proc, int(lognormal(rng, 60, 0.8, 8, 4000)),
                          int(lognormal(rng, 28, 0.3, 10, 90)), fresh=True)
-        for i in range(1, EXEC_LOOKUPS):
-            self._lookup(cpu, t + i * LOOKUP_NS)
 
-    def _lookup(self, cpu: int, t: int) -> None:
+    def lookup(self, cpu: int, t: int) -> None:
         """A path looked up: ``getname()``, then ``putname()``."""
         calls = self.calls
         trace = calls.trace

@@ -6,10 +6,13 @@ entry and exit, an allocation) is probed while an event recording it is
 enabled somewhere, or another probe is on it (``add_tp_hook``: a
 tracepoint probe event, a latency tracer, uprobes), and ``sched_switch``
 and the other code paths' tracepoints always (``FOLLOWED``: who runs, and
-the calls on a task's way to them).  A probe's hit waits, per CPU, in
-``pending`` (``HitProbe``) until the machine's trace activity
-(:mod:`fakefs.sim.trace_activity`) writes it among the calls and events of
-its window, in time order.
+the calls on a task's way to them).  While the machine's trace activity
+(:mod:`fakefs.sim.trace_activity`) writes as the machine runs, a probe's
+hit goes to it (``live``): it writes the calls and events of that CPU up
+to the hit's instant, then the hit.  Else (a request's hit, at an instant
+the machine has not reached; a window where probes act on their arrays)
+the hit waits, per CPU, in ``pending`` (``HitProbe``) until the activity
+gets there.
 
 Also here: the context (flags, preempt depth) a stack implies
 (``context_flags``, for whatever records a call or a hit), the events by
@@ -41,6 +44,8 @@ class TraceHits:
         # hits of the machine's tracepoints not yet traced, per CPU:
         # (ts, event name, pid, flags, preempt_count, args, task running after)
         self.pending: list[list] = [[] for _ in range(kernel.nr_cpus)]
+        # [fn(cpu, hit)] while the activity writes as the machine runs, else [None]
+        self.live: list = [None]
         self.curr = list(kernel.sched.curr)     # who runs, as of the last hit traced
         self._events_by_name: dict = {}
         self._probes: dict = {}
@@ -49,6 +54,10 @@ class TraceHits:
         # tracepoint in [t0, t1) (a sample module's thread, a followed real
         # process), so a gap's step is traced even before its window
         self.traced_needs: list = []
+        # fn(t0, t1) -> bool: something hits a probed tracepoint in [t0, t1)
+        # after the machine ran that step (a timer hook: a sample module's
+        # thread), so the step's hits are written after it, all in order
+        self.late_needs: list = []
         for name in FOLLOWED:
             self.set_probe(name, True)
         if kernel.tracing is not None:         # events enabled at boot (trace_event=)
@@ -59,7 +68,8 @@ class TraceHits:
         """The probe on tracepoint ``name`` (made once)."""
         probe = self._probes.get(name)
         if probe is None:
-            probe = self._probes[name] = HitProbe(name, self.pending, self.kernel.sched.curr)
+            probe = self._probes[name] = HitProbe(name, self.pending, self.kernel.sched.curr,
+                                                   self.live)
         return probe
 
     def set_probe(self, name: str, on: bool) -> None:
