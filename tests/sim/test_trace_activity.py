@@ -90,7 +90,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     (a restart of the frames drops them, not kept alive by the cache), and
     the trace is still the calls one by one."""
     from fakefs.sim import workload
-    from fakefs.sim import trace_activity
+    from fakefs.sim import trace_call_writes
     settings = [("buffer_size_kb", "64"), ("current_tracer", "function")]
     monkeypatch.setattr(workload, "FRAME_CAP", 300)
     bulk = _function_trace("fakefs.fn_rate=100000", settings, False, monkeypatch)
@@ -101,7 +101,7 @@ def test_function_calls_in_bulk_across_restarts_of_the_walks_frames(monkeypatch)
     monkeypatch.setattr(workload, "FRAME_CAP", 300)
     # (the tuples' path keeps the fields in the frame; the raw writer
     # reads the frame's own fields)
-    monkeypatch.setattr(trace_activity, "RAW_WRITES", False)
+    monkeypatch.setattr(trace_call_writes, "RAW_WRITES", False)
     k = sim.boot(seed=3, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=100000",
                  host_kallsyms=False)
     for path, value in settings:

@@ -15,8 +15,8 @@ def _traced(raw, settings, cmdline, monkeypatch, reads=False):
     from fakefs import sim
     from fakefs.sim.files import read_file
     from fakefs.sim.clock import ManualClock
-    from fakefs.sim import trace_activity
-    monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
+    from fakefs.sim import trace_call_writes
+    monkeypatch.setattr(trace_call_writes, "RAW_WRITES", raw)
     k = sim.boot(seed=11, nr_cpus=2, clock=ManualClock(), cmdline=cmdline, host_kallsyms=False)
     for path, value in settings:
         wr(k, path, value)
@@ -83,8 +83,8 @@ def _reset_between(raw, monkeypatch):
 
     from fakefs import sim
     from fakefs.sim.clock import ManualClock
-    from fakefs.sim import trace_activity
-    monkeypatch.setattr(trace_activity, "RAW_WRITES", raw)
+    from fakefs.sim import trace_call_writes
+    monkeypatch.setattr(trace_call_writes, "RAW_WRITES", raw)
     k = sim.boot(seed=5, nr_cpus=2, clock=ManualClock(), cmdline="fakefs.fn_rate=50000",
                  host_kallsyms=False)
     for path, value in (("buffer_size_kb", "64"), ("current_tracer", "function"),
@@ -156,17 +156,17 @@ def test_a_writer_kept_for_a_window_writes_what_one_per_stretch_writes(monkeypat
     array for a window: it takes the task state and the stackmap as they
     are at each stretch, so the files are those of a writer made for every
     stretch (the calls' entries, their stacks' ids, the map's counts)."""
-    from fakefs.sim import trace_activity
+    from fakefs.sim import trace_call_writes
     made = []
-    real = trace_activity.CallWriter
+    real = trace_call_writes.CallWriter
 
     def counted(*args):
         made.append(args[3])
         return real(*args)
-    monkeypatch.setattr(trace_activity, "CallWriter", counted)
+    monkeypatch.setattr(trace_call_writes, "CallWriter", counted)
     kept = _calls_by_window(True, monkeypatch)
     kept_made = len(made)
-    monkeypatch.setattr(trace_activity, "CallWriter", counted)
+    monkeypatch.setattr(trace_call_writes, "CallWriter", counted)
     fresh = _calls_by_window(False, monkeypatch)
     assert len(made) - kept_made > 2 * kept_made        # (stretches: several a window)
     assert kept[1].count("<stack_id") > 100
