@@ -40,15 +40,15 @@ sources_hash = _compiled.sources_hash
 def manifest():
     """What each compiled module is built from, as it is now: a ``.pyx``
     with every ``.pxd`` (any of them may be cimported), a ``.py`` with the
-    ``.pxd`` beside it if there is one (Cython's augmenting declarations);
-    each with the sources of the compiled Python modules whose types it
-    cimports (``typed_by``)."""
+    ``.pxd`` beside it if there is one (Cython's augmenting declarations)
+    and the sources of the compiled Python modules whose types that
+    cimports (``typed_by``).  (A ``.pyx`` cimports none: it would not load
+    beside them run as Python, ``FAKEFS_PURE_PYTHON``.)"""
     pxd = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "fakefs/**/*.pxd"),
                                                              recursive=True))
     out = {}
     for name in NATIVE:
-        pyx = name.replace(".", "/") + ".pyx"
-        sources = [pyx] + pxd + [p for p in typed_by(pyx)[1:] if p.endswith(".py")]
+        sources = [name.replace(".", "/") + ".pyx"] + pxd
         out[name] = {"kind": "pyx", "sources": sources, "sha256": sources_hash(sources)}
     for path in PYTHON:
         name = path[:-3].replace("/", ".")
@@ -61,8 +61,8 @@ CIMPORT = re.compile(r"^\s*(?:from\s+(fakefs[\w.]*)\s+cimport|cimport\s+(fakefs[
 
 
 def typed_by(pxd: str, seen=None) -> list:
-    """A compiled Python module's ``.pxd`` (if any; or a ``.pyx``), then
-    what its types come from: the source and ``.pxd`` of each module it
+    """A compiled Python module's ``.pxd`` (if any), then what its types
+    come from: the source and ``.pxd`` of each module it
     cimports, theirs in turn.  Compiled against those types, the module runs from its source
     when one of them changed, as that module does (``compiled.BuildGuard``):
     its ``.so`` would not load beside a module run as Python."""

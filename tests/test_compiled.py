@@ -81,6 +81,20 @@ def test_a_module_compiled_against_anothers_types_is_built_from_that_one_too():
     assert "fakefs/kernel/tracepoint.py" in arrivals        # (through sched.pxd)
 
 
+def test_no_cython_module_cimports_a_python_modules_types():
+    """A ``.pyx`` is compiled whatever ``FAKEFS_PURE_PYTHON`` says: typed by a
+    compiled Python module's ``.pxd``, it would not load beside that module
+    run from source."""
+    import glob
+    import re
+    py = {p[:-3].replace("/", ".") for p in listed()}
+    for path in glob.glob(os.path.join(ROOT, "fakefs/**/*.pyx"), recursive=True):
+        with open(path) as f:
+            text = f.read()
+        names = re.findall(r"^\s*from\s+(fakefs[\w.]*)\s+cimport", text, re.M)
+        assert not py.intersection(names), (path, py.intersection(names))
+
+
 def test_a_python_module_as_built_is_left_to_the_usual_finder():
     g, said = _guard("fakefs.kernel.timer", None)
     assert g.find_spec("fakefs.kernel.timer") is None and said == []

@@ -115,7 +115,8 @@ class CallSites:
             wg = self.wg
             # the allocator it calls: one the graph has it call, else the kind's first
             fid = wg.ids.get(name)
-            a = min((a for a in allocs if (fid, a) in wg.site), default=min(allocs))
+            called = [a for a in allocs if (fid, a) in wg.site]     # (no generator: cpdef)
+            a = min(called) if called else min(allocs)
             top = self._allocator[(name, kind)] = wg.addr[a] + tp_off(wg.names[a], wg.size[a])
         return (top, site) + rets + above
 
