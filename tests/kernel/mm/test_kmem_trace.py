@@ -15,7 +15,6 @@ from fakefs.kernel.mm.kmem_trace import GFP_COMP_BIT, kernel_gfp, page_address
 from fakefs.kernel.irq import INTERRUPT_FUNCS
 from fakefs.sim.clock import ManualClock
 from fakefs.kernel.lib.vsprintf import hashed_ptr
-from fakefs.timeline import check
 
 EVENTS = ("kmalloc", "kmem_cache_alloc", "kfree", "kmem_cache_free", "mm_page_alloc",
           "mm_page_free")
@@ -66,7 +65,6 @@ COUNTED = """
 import json
 import test_kmem_trace as t
 from fakefs.kernel.mm import slub
-from fakefs.timeline import check
 k, lines, counts, ptrs = t._traced(count=True)
 allocs = [ln for ln in lines if " kmalloc: " in ln or " kmem_cache_alloc: " in ln]
 pages = [ln for ln in lines if " mm_page_alloc: " in ln]
