@@ -65,6 +65,7 @@ COUNTED = """
 import json
 import test_kmem_trace as t
 from fakefs.kernel.mm import slub
+from fakefs.timeline import check
 k, lines, counts, ptrs = t._traced(count=True)
 allocs = [ln for ln in lines if " kmalloc: " in ln or " kmem_cache_alloc: " in ln]
 pages = [ln for ln in lines if " mm_page_alloc: " in ln]
